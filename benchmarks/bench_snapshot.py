@@ -1,0 +1,80 @@
+"""Snapshot cost on a reference transformer-ish model, against its peers, from one run.
+
+Prints, side by side:
+  cold snapshot (compile included)  vs  treescope.render_to_html(nnx.state(model))
+  warm snapshot                     vs  one compiled sum over all parameters (bandwidth floor)
+  to_dict() JSON bytes              vs  treescope's HTML bytes
+The ratios are the last lines. Run: python benchmarks/bench_snapshot.py
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import treescope
+from flax import nnx
+
+import nnx_lab
+
+
+class Block(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs):
+        self.ln = nnx.LayerNorm(512, rngs=rngs)
+        self.attn = nnx.MultiHeadAttention(8, 512, decode=False, rngs=rngs)
+        self.up = nnx.Linear(512, 2048, rngs=rngs)
+        self.down = nnx.Linear(2048, 512, rngs=rngs)
+        self.bn = nnx.BatchNorm(512, rngs=rngs)
+        self.drop = nnx.Dropout(0.1, rngs=rngs)
+
+
+class Model(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs):
+        self.blocks = nnx.List([Block(rngs) for _ in range(24)])
+
+
+def timed(fn, repeat=1):
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return out, statistics.median(times)
+
+
+def main() -> None:
+    model = Model(nnx.Rngs(0))
+    params = nnx.state(model, nnx.Param)
+    n_vars = len(list(nnx.to_flat_state(nnx.state(model))))
+    n_params = sum(x.size for x in jax.tree.leaves(params))
+    print(f"reference model: {n_vars} variables, {n_params / 1e6:.1f} M parameters, "
+          f"{jax.devices()[0].device_kind} x{jax.device_count()}")
+
+    # Interleave cold runs so a noisy neighbour hits both sides alike.
+    snap, cold_ours = timed(lambda: nnx_lab.snapshot(model))
+    html, cold_treescope = timed(lambda: treescope.render_to_html(nnx.state(model)))
+
+    floor_fn = jax.jit(lambda p: sum(jnp.sum(x) for x in jax.tree.leaves(p)))
+    jax.block_until_ready(floor_fn(params))
+    _, warm_floor = timed(lambda: jax.block_until_ready(floor_fn(params)), repeat=15)
+    _, warm_ours = timed(lambda: nnx_lab.snapshot(model), repeat=15)
+    _, warm_floor2 = timed(lambda: jax.block_until_ready(floor_fn(params)), repeat=15)
+    warm_floor = min(warm_floor, warm_floor2)
+
+    payload = len(json.dumps(snap.to_dict(), separators=(",", ":")).encode())
+    html_bytes = len(html.encode())
+
+    print(f"{'':32s}{'nnx_lab':>14s}{'peer':>14s}")
+    print(f"{'cold (compile incl.) / treescope':32s}{cold_ours * 1e3:12.1f}ms{cold_treescope * 1e3:12.1f}ms")
+    print(f"{'warm / compiled sum (floor)':32s}{warm_ours * 1e3:12.1f}ms{warm_floor * 1e3:12.1f}ms")
+    print(f"{'payload JSON / treescope HTML':32s}{payload / 1e3:12.1f}KB{html_bytes / 1e3:12.1f}KB")
+    print(f"cold speed-up vs treescope: {cold_treescope / cold_ours:.2f}x (target >= 3x)")
+    print(f"warm cost vs bandwidth floor: {warm_ours / warm_floor:.2f}x (target <= 2x)")
+    print(f"payload: {payload / 1e3:.1f} KB, {html_bytes / payload:.1f}x smaller than treescope (target <= 60 KB)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""nnx_lab: see everything about a Flax NNX model in a notebook.
+
+Public API (small on purpose):
+
+- ``snapshot(obj, *, stats=True) -> Snapshot``: one row per Variable with its
+  description and on-device statistics; no array is copied to the host.
+- ``Snapshot``, ``Row``: the plain data a snapshot is made of.
+- ``%load_ext nnx_lab``: registers the ``%nnx_snapshot`` magic.
+
+Importing nnx_lab is cheap: jax and flax are imported the first time a model is
+inspected, not before.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+__all__ = ["snapshot", "Snapshot", "Row", "load_ipython_extension", "unload_ipython_extension"]
+
+if TYPE_CHECKING:
+    from .core.snapshot import Row, Snapshot, snapshot
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy on purpose: `import nnx_lab` and `%load_ext nnx_lab` must not start a JAX backend.
+    if name in ("snapshot", "Snapshot", "Row"):
+        from .core import snapshot as module
+
+        return getattr(module, name)
+    raise AttributeError(f"module 'nnx_lab' has no attribute {name!r}")
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext nnx_lab``: register nnx_lab's magics in this shell."""
+    from .extension import load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """Remove everything ``load_ipython_extension`` added."""
+    from .extension import unload
+
+    unload(ipython)

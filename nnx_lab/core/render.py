@@ -1,0 +1,157 @@
+"""Static renderings of a Snapshot: a text table and an HTML table, every user string escaped.
+
+>>> format_bytes(302_700_000)
+'288.7 MiB'
+>>> format_number(0.000123456), format_number(12345678.0), format_number(None)
+('0.0001235', '1.235e+07', '')
+"""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING
+
+from .tree import path_text
+
+if TYPE_CHECKING:
+    from .snapshot import Row, Snapshot
+
+_STAT_COLUMNS = ("mean", "std", "min", "max", "norm")
+
+
+def format_bytes(n: int | None) -> str:
+    if n is None:
+        return ""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def format_count(n: int) -> str:
+    """>>> format_count(75_681_840)
+    '75.7M'
+    """
+    for div, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if n >= div:
+            return f"{n / div:.1f}{suffix}"
+    return str(n)
+
+
+def format_number(v: float | int | None) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, int):
+        return str(v)
+    return f"{v:.4g}"
+
+
+def format_shape(shape: tuple[int, ...] | None) -> str:
+    return "" if shape is None else str(tuple(shape))
+
+
+def nonfinite_text(row: "Row") -> str:
+    if not row.stats:
+        return ""
+    parts = []
+    if row.stats.get("nan_count"):
+        parts.append(f"{row.stats['nan_count']} NaN")
+    if row.stats.get("inf_count"):
+        parts.append(f"{row.stats['inf_count']} Inf")
+    return ", ".join(parts)
+
+
+def summary_line(snap: "Snapshot") -> str:
+    """One line: root class, variable count, elements, bytes, and the devices."""
+    total = snap.totals["all"]
+    dev = snap.device_summary
+    if any(r.devices and r.devices != "host" for r in snap.rows):
+        where = f"on {dev['count']}× {dev['device_kind']}"
+    else:
+        where = "on the host" if any(r.devices == "host" for r in snap.rows) else "(no arrays on any device)"
+    return (f"{snap.root_type}: {total['count']} variables, {format_count(total['size'])} elements, "
+            f"{format_bytes(total['bytes'])} {where}")
+
+
+def nonfinite_banner(snap: "Snapshot") -> str | None:
+    row = snap.first_nonfinite
+    if row is None:
+        return None
+    count = sum(1 for r in snap.rows if nonfinite_text(r))
+    more = f" (and {count - 1} more)" if count > 1 else ""
+    return f"NaN/Inf in {row.path_text}: {nonfinite_text(row)}{more}"
+
+
+def _columns(snap: "Snapshot") -> list[tuple[str, callable]]:
+    rows = snap.rows
+    cols = [
+        ("path", lambda r: r.path_text + ("  = " + ", ".join(map(path_text, r.aliases)) if r.aliases else "")),
+        ("type", lambda r: r.type),
+        ("shape", lambda r: format_shape(r.shape)),
+        ("dtype", lambda r: r.dtype or ""),
+        ("bytes", lambda r: format_bytes(r.nbytes)),
+    ]
+    if any(r.sharding for r in rows):
+        cols.append(("sharding", lambda r: r.sharding or ""))
+    if any(r.stats for r in rows):
+        cols += [(name, lambda r, n=name: format_number((r.stats or {}).get(n))) for name in _STAT_COLUMNS]
+    if any(nonfinite_text(r) for r in rows):
+        cols.append(("nan/inf", nonfinite_text))
+    if any(r.status != "ok" for r in rows):
+        cols.append(("status", lambda r: "" if r.status == "ok" else r.status + (f": {r.note}" if r.note else "")))
+    return cols
+
+
+def text_table(snap: "Snapshot", max_rows: int | None = 50) -> str:
+    cols = _columns(snap)
+    shown = snap.rows if max_rows is None else snap.rows[:max_rows]
+    cells = [[name for name, _ in cols]] + [[fn(r) for _, fn in cols] for r in shown]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
+    lines = [summary_line(snap)]
+    banner = nonfinite_banner(snap)
+    if banner:
+        lines.append("!! " + banner)
+    for row in cells:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    if len(shown) < len(snap.rows):
+        lines.append(f"… {len(snap.rows) - len(shown)} more rows")
+    lines.append("totals: " + "; ".join(
+        f"{name} {t['count']} ({format_count(t['size'])}, {format_bytes(t['bytes'])})"
+        for name, t in snap.totals.items() if name != "all"))
+    return "\n".join(lines)
+
+
+_STYLE = (
+    "<style>.nnx-lab-snapshot table{border-collapse:collapse;font-size:12px}"
+    ".nnx-lab-snapshot td,.nnx-lab-snapshot th{padding:1px 8px;text-align:left;white-space:nowrap}"
+    ".nnx-lab-snapshot td.num{text-align:right;font-variant-numeric:tabular-nums}"
+    ".nnx-lab-snapshot .warn{color:#b00020;font-weight:bold}"
+    ".nnx-lab-snapshot .rows{max-height:420px;overflow:auto}</style>"
+)
+
+
+def html_table(snap: "Snapshot", max_rows: int = 200) -> str:
+    esc = html.escape
+    cols = _columns(snap)
+    numeric = {"bytes", *_STAT_COLUMNS}
+    parts = [_STYLE, '<div class="nnx-lab-snapshot">', f"<div><b>{esc(summary_line(snap))}</b></div>"]
+    banner = nonfinite_banner(snap)
+    if banner:
+        parts.append(f'<div class="warn">{esc(banner)}</div>')
+    parts.append("<table><tr><th>type</th><th>count</th><th>elements</th><th>bytes</th></tr>")
+    for name, t in snap.totals.items():
+        label = "total" if name == "all" else name
+        parts.append(f"<tr><td>{esc(label)}</td><td class=num>{t['count']}</td>"
+                     f"<td class=num>{format_count(t['size'])}</td><td class=num>{format_bytes(t['bytes'])}</td></tr>")
+    parts.append("</table>")
+    parts.append('<div class="rows"><table><tr>' + "".join(f"<th>{esc(n)}</th>" for n, _ in cols) + "</tr>")
+    for row in snap.rows[:max_rows]:
+        parts.append("<tr>" + "".join(
+            f"<td{' class=num' if name in numeric else ''}>{esc(fn(row))}</td>" for name, fn in cols) + "</tr>")
+    parts.append("</table></div>")
+    if len(snap.rows) > max_rows:
+        parts.append(f"<div>… {len(snap.rows) - max_rows} more rows</div>")
+    parts.append("</div>")
+    return "".join(parts)

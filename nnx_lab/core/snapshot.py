@@ -1,0 +1,287 @@
+"""Snapshots: one row per Variable, its description and on-device statistics.
+
+>>> from flax import nnx
+>>> import nnx_lab
+>>> snap = nnx_lab.snapshot(nnx.Linear(3, 4, rngs=nnx.Rngs(0)))
+>>> [(r.path, r.type, r.shape, r.status) for r in snap.rows]
+[(('bias',), 'Param', (4,), 'ok'), (('kernel',), 'Param', (3, 4), 'ok')]
+>>> snap.rows[0].stats["zero_frac"]
+1.0
+>>> snap.totals["Param"]
+{'count': 2, 'size': 16, 'bytes': 64}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import time
+from typing import Any
+
+import jax
+import numpy as np
+
+from . import devices as devices_lib
+from . import render
+from .stats import STAT_NAMES, StatsError, compute_stats, is_numeric_dtype
+from .tree import Leaf, Path, path_text, walk_graph
+
+#: Every status a row can have.
+STATUSES = {
+    "ok": "a live array, with statistics",
+    "abstract": "a shape without data (nnx.eval_shape, ShapeDtypeStruct)",
+    "deleted": "the buffer was deleted or donated",
+    "prng_key": "a PRNG key array: no statistics",
+    "non_numeric": "a value that is not a numeric array",
+    "tracer": "a value being traced by jax (inside jit/grad): no data yet",
+    "error": "statistics failed; see the row's note",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One Variable: what it is, where it lives, and (when live) its statistics."""
+
+    path: Path
+    type: str
+    shape: tuple[int, ...] | None
+    dtype: str | None
+    size: int | None
+    nbytes: int | None
+    sharding: str | None
+    devices: str | None
+    metadata: str | None
+    aliases: tuple[Path, ...]
+    status: str
+    stats: dict | None
+    note: str | None = None
+
+    @property
+    def path_text(self) -> str:
+        return path_text(self.path)
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    """Everything nnx_lab knows about an object at one moment, as plain data.
+
+    ``rows`` (one per Variable, shared Variables once), ``nodes`` (container path ->
+    class name), ``totals`` (per Variable type: count, size, bytes; plus ``"all"``),
+    ``device_summary`` and ``elapsed_s`` (what taking the snapshot cost).
+    """
+
+    root_type: str
+    rows: tuple[Row, ...]
+    nodes: dict[Path, str]
+    totals: dict[str, dict[str, int]]
+    device_summary: dict
+    elapsed_s: float
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __getitem__(self, path: Path | str) -> Row:
+        """The row at ``path``: a key tuple, or its text form (``"blocks[0].kernel"``); aliases work too."""
+        return self._index[path]
+
+    @functools.cached_property
+    def _index(self) -> dict[Path | str, Row]:
+        index: dict[Path | str, Row] = {}
+        for row in self.rows:
+            for p in (row.path, *row.aliases):
+                index[p] = index[path_text(p)] = row
+        return index
+
+    @property
+    def first_nonfinite(self) -> Row | None:
+        """The first row holding a NaN or Inf, if any."""
+        for row in self.rows:
+            if row.stats and (row.stats.get("nan_count") or row.stats.get("inf_count")):
+                return row
+        return None
+
+    def to_dict(self, precision: int = 4) -> dict:
+        """Plain JSON-able, columnar data (statistics rounded to ``precision`` significant digits).
+
+        Paths are encoded as a tree: ``nodes`` lists each container with the index of its
+        parent (-1 for the root) and its key; each row names its parent node and key.
+        Repeated strings (types, dtypes, shardings...) are indices into ``tables``.
+        """
+        node_index: dict[Path, int] = {}
+        node_parent: list[int] = []
+        node_key: list[Any] = []
+        node_type: list[str] = []
+
+        def node_of(path: Path) -> int:
+            if not path:
+                return -1
+            if path not in node_index:
+                parent = node_of(path[:-1])
+                node_index[path] = len(node_parent)
+                node_parent.append(parent)
+                node_key.append(_json_key(path[-1]))
+                node_type.append(self.nodes.get(path, ""))
+            return node_index[path]
+
+        tables: dict[str, list] = {k: [] for k in ("type", "dtype", "sharding", "devices", "metadata", "status")}
+        lookups: dict[str, dict] = {k: {} for k in tables}
+
+        def intern(column: str, value: Any) -> int:
+            if value is None:
+                return -1
+            table = lookups[column]
+            if value not in table:
+                table[value] = len(tables[column])
+                tables[column].append(value)
+            return table[value]
+
+        cols: dict[str, list] = {k: [] for k in (
+            "parent", "key", "type", "shape", "dtype", "nbytes", "sharding", "devices",
+            "metadata", "status", "aliases", "note")}
+        stat_cols: dict[str, list] = {k: [] for k in STAT_NAMES}
+        for path in self.nodes:
+            node_of(path)
+        for row in self.rows:
+            cols["parent"].append(node_of(row.path[:-1]) if row.path else -1)
+            cols["key"].append(_json_key(row.path[-1]) if row.path else "")
+            for column in ("type", "dtype", "sharding", "devices", "metadata", "status"):
+                cols[column].append(intern(column, getattr(row, column)))
+            cols["shape"].append(list(row.shape) if row.shape is not None else None)
+            cols["nbytes"].append(row.nbytes)
+            cols["aliases"].append([path_text(a) for a in row.aliases] or None)
+            cols["note"].append(row.note)
+            for name in STAT_NAMES:
+                v = (row.stats or {}).get(name)
+                stat_cols[name].append(_round(v, precision))
+        # Columns that are empty for every row cost bytes and say nothing.
+        for sparse in ("aliases", "note"):
+            if all(v is None for v in cols[sparse]):
+                del cols[sparse]
+        return {
+            "version": 1,
+            "root_type": self.root_type,
+            "nodes": {"parent": node_parent, "key": node_key, "type": node_type},
+            "rows": cols,
+            "stats": stat_cols,
+            "tables": tables,
+            "totals": self.totals,
+            "devices": self.device_summary,
+        }
+
+    def to_text(self, max_rows: int | None = 50) -> str:
+        return render.text_table(self, max_rows=max_rows)
+
+    def __repr__(self) -> str:
+        return self.to_text()
+
+    def _repr_html_(self) -> str:
+        return render.html_table(self)
+
+
+def _json_key(key: Any) -> Any:
+    return key if isinstance(key, (int, str)) and not isinstance(key, bool) else str(key)
+
+
+def _round(v: Any, precision: int) -> Any:
+    if isinstance(v, float):
+        return float(f"{v:.{precision}g}")
+    return v
+
+
+def snapshot(obj: Any, *, stats: bool = True) -> Snapshot:
+    """Describe every Variable of ``obj`` without copying any array to the host.
+
+    ``obj``: an ``nnx.Module`` (any nesting), an ``nnx.State`` or the nested dict
+    ``nnx.state``/``nnx.split`` produce, a Linen module inside ``nnx.bridge.ToNNX``,
+    an abstract model from ``nnx.eval_shape``, or a single Variable. With
+    ``stats=False`` only descriptions are gathered (nothing runs on the device).
+    Raises ``TypeError`` for anything else; never raises for one odd Variable (its
+    row gets a status instead).
+    """
+    start = time.perf_counter()
+    walk = walk_graph(obj)
+    rows = [_describe(leaf) for leaf in walk.leaves]
+    live = [i for i, row in enumerate(rows) if row.status == "ok"]
+    if stats and live:
+        results = compute_stats([walk.leaves[i].value for i in live])
+        for i, result in zip(live, results):
+            if isinstance(result, StatsError):
+                value = walk.leaves[i].value
+                status = "deleted" if isinstance(value, jax.Array) and value.is_deleted() else "error"
+                rows[i] = dataclasses.replace(rows[i], status=status, note=str(result))
+            else:
+                rows[i] = dataclasses.replace(rows[i], stats=result)
+    return Snapshot(
+        root_type=walk.root_type,
+        rows=tuple(rows),
+        nodes=walk.nodes,
+        totals=_totals(rows),
+        device_summary=devices_lib.device_summary(_devices_of(walk.leaves)),
+        elapsed_s=time.perf_counter() - start,
+    )
+
+
+def _describe(leaf: Leaf) -> Row:
+    value = leaf.value
+    common = dict(
+        path=leaf.path,
+        type=leaf.type_name,
+        metadata=", ".join(f"{k}={v!r}" for k, v in leaf.metadata.items()) or None,
+        aliases=leaf.aliases,
+        stats=None,
+    )
+    if isinstance(value, jax.core.Tracer):
+        return Row(**common, **_shape_fields(value), sharding=None, devices=None, status="tracer")
+    if isinstance(value, jax.ShapeDtypeStruct):
+        sharding, devs = devices_lib.placement(value)
+        return Row(**common, **_shape_fields(value), sharding=sharding, devices=devs, status="abstract")
+    if isinstance(value, jax.Array):
+        sharding, devs = devices_lib.placement(value)
+        if value.is_deleted():
+            status = "deleted"
+        elif jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key):
+            status = "prng_key"
+        else:
+            status = "ok" if is_numeric_dtype(value.dtype) else "non_numeric"
+        return Row(**common, **_shape_fields(value), sharding=sharding, devices=devs, status=status)
+    if isinstance(value, (np.ndarray, np.generic, int, float, complex)) and is_numeric_dtype(np.asarray(value).dtype):
+        return Row(**common, **_shape_fields(np.asarray(value)), sharding=None, devices="host", status="ok")
+    return Row(**common, shape=None, dtype=type(value).__name__, size=None, nbytes=None,
+               sharding=None, devices=None, status="non_numeric")
+
+
+def _shape_fields(value: Any) -> dict:
+    shape = tuple(int(d) for d in value.shape)
+    size = math.prod(shape)
+    dtype = value.dtype
+    try:
+        itemsize = dtype.itemsize
+    except Exception:
+        itemsize = None
+    return dict(shape=shape, dtype=str(dtype), size=size,
+                nbytes=size * itemsize if itemsize is not None else None)
+
+
+def _totals(rows: list[Row]) -> dict[str, dict[str, int]]:
+    totals: dict[str, dict[str, int]] = {}
+    for row in rows:
+        for key in (row.type, "all"):
+            t = totals.setdefault(key, {"count": 0, "size": 0, "bytes": 0})
+            t["count"] += 1
+            t["size"] += row.size or 0
+            t["bytes"] += row.nbytes or 0
+    totals["all"] = totals.pop("all", {"count": 0, "size": 0, "bytes": 0})
+    return totals
+
+
+def _devices_of(leaves: list[Leaf]) -> list | None:
+    found = set()
+    for leaf in leaves:
+        v = leaf.value
+        if isinstance(v, jax.Array) and not isinstance(v, jax.core.Tracer):
+            found.update(v.sharding.device_set)
+    return sorted(found, key=lambda d: (d.platform, d.id)) or None

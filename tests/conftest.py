@@ -1,0 +1,25 @@
+import pytest
+from flax import nnx
+import jax.numpy as jnp
+
+
+class Block(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs):
+        self.linear = nnx.Linear(4, 8, rngs=rngs)
+        self.bn = nnx.BatchNorm(8, rngs=rngs)
+        self.drop = nnx.Dropout(0.5, rngs=rngs)
+
+
+class Net(nnx.Module):
+    """Every container kind: a user module, nnx.List, nnx.Dict, nnx.Sequential."""
+
+    def __init__(self, rngs: nnx.Rngs):
+        self.blocks = nnx.List([Block(rngs), Block(rngs)])
+        self.heads = nnx.Dict({"a": nnx.Linear(8, 2, rngs=rngs), "b": nnx.Linear(8, 3, rngs=rngs)})
+        self.seq = nnx.Sequential(nnx.Linear(2, 2, rngs=rngs), nnx.relu)
+        self.step = nnx.Variable(jnp.array(0, jnp.int32))
+
+
+@pytest.fixture
+def net():
+    return Net(nnx.Rngs(0))

@@ -1,0 +1,79 @@
+"""The package imports cheaply; %load_ext / %reload_ext / unload leave exactly what they should."""
+
+import subprocess
+import sys
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from flax import nnx
+
+
+def test_import_and_load_ext_do_not_import_jax():
+    code = (
+        "import sys, nnx_lab\n"
+        "assert 'jax' not in sys.modules, 'import nnx_lab imported jax'\n"
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "ip = InteractiveShell.instance()\n"
+        "ip.run_line_magic('load_ext', 'nnx_lab')\n"
+        "assert 'nnx_snapshot' in ip.magics_manager.magics['line']\n"
+        "assert 'jax' not in sys.modules, '%load_ext nnx_lab imported jax'\n"
+        "print('clean')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "clean", proc.stderr
+
+
+@pytest.fixture
+def ip():
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "nnx_lab")
+    yield shell
+    shell.run_line_magic("unload_ext", "nnx_lab")
+
+
+def ours(shell):
+    return {(kind, name) for kind, table in shell.magics_manager.magics.items() for name, fn in table.items()
+            if type(getattr(fn, "__self__", None)).__module__ == "nnx_lab.magics"}
+
+
+def test_reload_leaves_one_copy_and_unload_removes_all(ip):
+    assert ours(ip) == {("line", "nnx_snapshot")}
+    ip.run_line_magic("reload_ext", "nnx_lab")
+    ip.run_line_magic("reload_ext", "nnx_lab")
+    assert ours(ip) == {("line", "nnx_snapshot")}
+    assert list(ip.magics_manager.registry).count("NnxLabMagics") == 1
+    ip.run_line_magic("unload_ext", "nnx_lab")
+    assert ours(ip) == set() and "NnxLabMagics" not in ip.magics_manager.registry
+    ip.run_line_magic("load_ext", "nnx_lab")
+
+
+def test_snapshot_magic_displays_and_binds(ip, capsys):
+    ip.user_ns["model"] = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    ip.run_line_magic("nnx_snapshot", "model --as snap")
+    snap = ip.user_ns["snap"]
+    assert [r.path for r in snap.rows] == [("bias",), ("kernel",)]
+    assert "Linear: 2 variables" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("line, message", [
+    ("", "the following arguments are required: target"),
+    ("missing_model", "TARGET 'missing_model': name 'missing_model' is not defined"),
+    ("1/0", "TARGET '1/0' raised ZeroDivisionError"),
+    ("42", "expected an nnx.Module"),
+    ("model --as class", "--as 'class' is not a valid Python name"),
+])
+def test_bad_input_is_a_one_line_usage_error(ip, line, message):
+    ip.user_ns["model"] = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    before = nnx.state(ip.user_ns["model"])
+    with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)").replace("*", r"\*")):
+        ip.run_line_magic("nnx_snapshot", line)
+    after = nnx.state(ip.user_ns["model"])
+    assert jax_equal(before, after)
+
+
+def jax_equal(a, b):
+    import jax
+    import numpy as np
+    return jax.tree.structure(a) == jax.tree.structure(b) and all(
+        np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
