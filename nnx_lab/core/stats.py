@@ -23,6 +23,7 @@ abs_max and counts of ``|x|``.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Sequence
 
@@ -111,6 +112,7 @@ def _int_kernel(x):
     return _fast(x.astype(jnp.float32))[1]
 
 
+@functools.lru_cache(maxsize=None)
 def _kernel_and_names(dtype: np.dtype):
     if jnp.issubdtype(dtype, jnp.bool_):
         return _int_kernel, _BOOL_STATS
@@ -135,7 +137,7 @@ def is_numeric_dtype(dtype) -> bool:
             return False
     except TypeError:
         return False
-    return _kernel_and_names(np.dtype(dtype) if not hasattr(dtype, "kind") else dtype)[0] is not None
+    return _kernel_and_names(dtype)[0] is not None
 
 
 def kernel_cache_size() -> int:
