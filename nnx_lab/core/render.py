@@ -123,33 +123,34 @@ def text_table(snap: "Snapshot", max_rows: int | None = 50) -> str:
     return "\n".join(lines)
 
 
-_STYLE = (
-    "<style>.nnx-lab-snapshot table{border-collapse:collapse;font-size:12px}"
-    ".nnx-lab-snapshot td,.nnx-lab-snapshot th{padding:1px 8px;text-align:left;white-space:nowrap}"
-    ".nnx-lab-snapshot td.num{text-align:right;font-variant-numeric:tabular-nums}"
-    ".nnx-lab-snapshot .warn{color:#b00020;font-weight:bold}"
-    ".nnx-lab-snapshot .rows{max-height:420px;overflow:auto}</style>"
-)
+# Inline styles: notebook front ends restyle tables (JupyterLab right-aligns every cell) and
+# nbviewer/GitHub drop <style> blocks, but keep style attributes.
+_LEFT = ' style="text-align:left"'
+_RIGHT = ' style="text-align:right"'
 
 
 def html_table(snap: "Snapshot", max_rows: int = 200) -> str:
     esc = html.escape
     cols = _columns(snap)
     numeric = {"bytes", *_STAT_COLUMNS}
-    parts = [_STYLE, '<div class="nnx-lab-snapshot">', f"<div><b>{esc(summary_line(snap))}</b></div>"]
+    table = '<table style="border-collapse:collapse;font-size:12px;white-space:nowrap">'
+    parts = ['<div class="nnx-lab-snapshot">', f"<div><b>{esc(summary_line(snap))}</b></div>"]
     banner = nonfinite_banner(snap)
     if banner:
-        parts.append(f'<div class="warn">{esc(banner)}</div>')
-    parts.append("<table><tr><th>type</th><th>count</th><th>elements</th><th>bytes</th></tr>")
+        parts.append(f'<div class="nnx-lab-warn" style="color:#d32f2f;font-weight:bold">{esc(banner)}</div>')
+    parts.append(table + f"<tr><th{_LEFT}>type</th><th{_RIGHT}>count</th><th{_RIGHT}>elements</th>"
+                 f"<th{_RIGHT}>bytes</th></tr>")
     for name, t in snap.totals.items():
         label = "total" if name == "all" else name
-        parts.append(f"<tr><td>{esc(label)}</td><td class=num>{t['count']}</td>"
-                     f"<td class=num>{format_count(t['size'])}</td><td class=num>{format_bytes(t['bytes'])}</td></tr>")
+        parts.append(f"<tr><td{_LEFT}>{esc(label)}</td><td{_RIGHT}>{t['count']}</td>"
+                     f"<td{_RIGHT}>{format_count(t['size'])}</td><td{_RIGHT}>{format_bytes(t['bytes'])}</td></tr>")
     parts.append("</table>")
-    parts.append('<div class="rows"><table><tr>' + "".join(f"<th>{esc(n)}</th>" for n, _ in cols) + "</tr>")
+    align = [(_RIGHT if name in numeric else _LEFT) for name, _ in cols]
+    parts.append('<div style="max-height:420px;overflow:auto">' + table + "<tr>"
+                 + "".join(f"<th{a}>{esc(n)}</th>" for a, (n, _) in zip(align, cols)) + "</tr>")
     for row in snap.rows[:max_rows]:
         parts.append("<tr>" + "".join(
-            f"<td{' class=num' if name in numeric else ''}>{esc(fn(row))}</td>" for name, fn in cols) + "</tr>")
+            f"<td{a}>{esc(fn(row))}</td>" for a, (_, fn) in zip(align, cols)) + "</tr>")
     parts.append("</table></div>")
     if len(snap.rows) > max_rows:
         parts.append(f"<div>… {len(snap.rows) - max_rows} more rows</div>")
