@@ -27,6 +27,9 @@ from . import render
 from .stats import STAT_NAMES, StatsError, compute_stats, is_numeric_dtype
 from .tree import Leaf, Path, path_text, walk_graph
 
+#: Significant digits of the statistics sent to the browser (and kept in the history).
+PRECISION = 4
+
 #: Every status a row can have.
 STATUSES = {
     "ok": "a live array, with statistics",
@@ -104,7 +107,7 @@ class Snapshot:
                 return row
         return None
 
-    def to_dict(self, precision: int = 4) -> dict:
+    def to_dict(self, precision: int = PRECISION) -> dict:
         """Plain JSON-able, columnar data (statistics rounded to ``precision`` significant digits).
 
         Paths are encoded as a tree: ``nodes`` lists each container with the index of its
@@ -155,8 +158,10 @@ class Snapshot:
             cols["aliases"].append([path_text(a) for a in row.aliases] or None)
             cols["note"].append(row.note)
             for name in STAT_NAMES:
-                v = (row.stats or {}).get(name)
-                stat_cols[name].append(_round(v, precision))
+                stat_cols[name].append((row.stats or {}).get(name))
+        for name, column in stat_cols.items():
+            if not name.endswith("_count"):
+                stat_cols[name] = _rounded_list(column, precision)
         # Columns that are empty for every row cost bytes and say nothing.
         for sparse in ("aliases", "note"):
             if all(v is None for v in cols[sparse]):
@@ -186,10 +191,25 @@ def _json_key(key: Any) -> Any:
     return key if isinstance(key, (int, str)) and not isinstance(key, bool) else str(key)
 
 
-def _round(v: Any, precision: int) -> Any:
-    if isinstance(v, float):
-        return float(f"{v:.{precision}g}")
-    return v
+def round_significant(values: Any, digits: int = 4) -> np.ndarray:
+    """Round to ``digits`` significant digits, elementwise (NaN/Inf/0 unchanged).
+
+    The one rounding used for the browser payload and for the history behind sparklines, so the
+    two always agree.
+
+    >>> round_significant([3.168886, -0.000123456, 0.0, float("nan"), 123456.0]).tolist()
+    [3.169, -0.0001235, 0.0, nan, 123500.0]
+    """
+    a = np.asarray(values, np.float64)
+    finite = np.isfinite(a) & (a != 0)
+    exponent = np.floor(np.log10(np.abs(np.where(finite, a, 1.0))))
+    scale = 10.0 ** (exponent - (digits - 1))
+    return np.where(finite, np.round(a / scale) * scale, a)
+
+
+def _rounded_list(column: list, digits: int) -> list:
+    a = round_significant([np.nan if v is None else v for v in column], digits)
+    return [None if np.isnan(v) else float(f"{v:.{digits}g}") for v in a.tolist()]
 
 
 def snapshot(obj: Any, *, stats: bool = True) -> Snapshot:

@@ -80,11 +80,7 @@ def walk_graph(obj: Any) -> GraphWalk:
         return GraphWalk([leaf], {}, type(obj).__name__)
     if _is_array_leaf(obj):
         return GraphWalk([Leaf((), _leaf_type_name(obj), obj, {}, ())], {}, _leaf_type_name(obj))
-    if not (nnx_graph.is_graph_node(obj) or isinstance(obj, (Mapping, list, tuple))):
-        raise TypeError(
-            "expected an nnx.Module, an nnx.State, a nested dict of Variables or arrays, "
-            f"or a Variable; got {type(obj).__name__}"
-        )
+    check_inspectable(obj)
     visited: list[tuple[Path, Any]] = list(nnx.iter_graph(obj))
     seen = {path for path, _ in visited}
     shared = _shared_prefixes(obj, seen)
@@ -102,6 +98,17 @@ def walk_graph(obj: Any) -> GraphWalk:
             nodes[path] = type(value).__name__
     root_type = nodes.pop((), type(obj).__name__)
     return GraphWalk(leaves, nodes, root_type)
+
+
+def check_inspectable(obj: Any) -> None:
+    """Raise a one-line TypeError unless ``obj`` is something a snapshot can describe."""
+    if isinstance(obj, nnx.Variable) or _is_array_leaf(obj):
+        return
+    if not (nnx_graph.is_graph_node(obj) or isinstance(obj, (Mapping, list, tuple))):
+        raise TypeError(
+            "expected an nnx.Module, an nnx.State, a nested dict of Variables or arrays, "
+            f"or a Variable; got {type(obj).__name__}"
+        )
 
 
 def _shared_prefixes(obj: Any, seen: set[Path]) -> list[tuple[Path, list[Path]]]:

@@ -1,0 +1,62 @@
+"""History of statistics across refreshes: a fixed-size ring per row, on the host.
+
+Only the numbers a snapshot already brought back are kept (no array data), in a
+preallocated float32 buffer, so any number of refreshes uses the same memory.
+
+>>> from flax import nnx
+>>> import nnx_lab
+>>> model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+>>> h = History(capacity=3)
+>>> for _ in range(5):
+...     h.append(nnx_lab.snapshot(model))
+>>> h.series("norm").shape, h.length
+((2, 3), 3)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .snapshot import PRECISION, Snapshot, round_significant
+
+#: Statistics the history keeps (the floating ones a sparkline can show).
+HISTORY_STATS = ("mean", "std", "min", "max", "norm", "abs_max")
+
+
+class History:
+    def __init__(self, capacity: int = 100):
+        if capacity < 1:
+            raise ValueError("capacity must be at least 1")
+        self.capacity = capacity
+        self.structure = 0  # bumped whenever the rows of the snapshots change
+        self._paths: tuple | None = None
+        self._buffer = np.full((0, len(HISTORY_STATS), capacity), np.nan, np.float32)
+        self._next = 0  # ring position of the next write
+        self.length = 0  # how many refreshes are stored (<= capacity)
+
+    def append(self, snap: Snapshot) -> None:
+        paths = tuple(row.path for row in snap.rows)
+        if paths != self._paths:
+            self._paths = paths
+            self.structure += 1
+            self._buffer = np.full((len(paths), len(HISTORY_STATS), self.capacity), np.nan, np.float32)
+            self._next = self.length = 0
+        values = np.full((len(paths), len(HISTORY_STATS)), np.nan)
+        for i, row in enumerate(snap.rows):
+            if row.stats:
+                for j, name in enumerate(HISTORY_STATS):
+                    v = row.stats.get(name)
+                    if v is not None:
+                        values[i, j] = v
+        # The same rounding as the payload, so a sparkline never mixes two precisions.
+        self._buffer[:, :, self._next] = round_significant(values, PRECISION)
+        self._next = (self._next + 1) % self.capacity
+        self.length = min(self.length + 1, self.capacity)
+
+    def series(self, stat: str) -> np.ndarray:
+        """``float32[n_rows, length]``: each row's last ``length`` values of ``stat``, oldest first."""
+        if stat not in HISTORY_STATS:
+            raise ValueError(f"no history for {stat!r}; choose one of {', '.join(HISTORY_STATS)}")
+        j = HISTORY_STATS.index(stat)
+        order = (np.arange(self.length) + self._next - self.length) % self.capacity
+        return np.ascontiguousarray(self._buffer[:, j, order])
