@@ -5,7 +5,10 @@ Public API (small on purpose):
 - ``snapshot(obj, *, stats=True) -> Snapshot``: one row per Variable with its
   description and on-device statistics; no array is copied to the host.
 - ``Snapshot``, ``Row``: the plain data a snapshot is made of.
-- ``%load_ext nnx_lab``: registers the ``%nnx_snapshot`` magic.
+- ``watch(model) -> StateViewer``: a live widget of every Variable, refreshed after each
+  cell, on ``viewer.tick()`` / ``viewer.track(batches)``, or from a background thread.
+- ``%load_ext nnx_lab``: registers ``%nnx_snapshot`` and ``%nnx_watch`` and the hook that
+  refreshes viewers after each cell.
 
 Importing nnx_lab is cheap: jax and flax are imported the first time a model is
 inspected, not before.
@@ -16,10 +19,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["snapshot", "Snapshot", "Row", "load_ipython_extension", "unload_ipython_extension"]
+__all__ = ["snapshot", "Snapshot", "Row", "watch", "StateViewer",
+           "load_ipython_extension", "unload_ipython_extension"]
 
 if TYPE_CHECKING:
     from .core.snapshot import Row, Snapshot, snapshot
+    from .widgets.viewer import StateViewer, watch
 
 
 def __getattr__(name: str) -> Any:
@@ -28,6 +33,10 @@ def __getattr__(name: str) -> Any:
         from .core import snapshot as module
 
         return getattr(module, name)
+    if name in ("watch", "StateViewer"):
+        from .widgets import viewer
+
+        return getattr(viewer, name)
     raise AttributeError(f"module 'nnx_lab' has no attribute {name!r}")
 
 

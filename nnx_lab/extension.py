@@ -6,10 +6,12 @@ from typing import Any
 
 
 def load(ipython: Any) -> None:
+    from . import live
     from .magics import NnxLabMagics
 
     unload(ipython)  # loading twice (or %reload_ext) leaves exactly one copy
     ipython.register_magics(NnxLabMagics)
+    live.register_hooks(ipython)
 
 
 def unload(ipython: Any) -> None:
@@ -20,3 +22,6 @@ def unload(ipython: Any) -> None:
             if type(owner).__name__ == "NnxLabMagics" and type(owner).__module__ == "nnx_lab.magics":
                 del table[name]
     manager.registry.pop("NnxLabMagics", None)
+    from . import live
+
+    live.unregister_hooks(ipython)

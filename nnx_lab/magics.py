@@ -60,3 +60,35 @@ class NnxLabMagics(Magics):
             self.shell.user_ns[name] = snap
         display({"text/plain": snap.to_text(max_rows=args.max_rows),
                  "text/html": html_table(snap, max_rows=args.max_rows)}, raw=True)
+
+    @magic_arguments()
+    @argument("target", nargs="+", help="a Python expression naming a model (held by weak reference)")
+    @argument("--rate", type=float, default=2.0, help="most refreshes per second (default 2)")
+    @argument("--background", action="store_true", help="also refresh from a background thread")
+    @argument("--no-stats", action="store_true", help="descriptions only; run nothing on the device")
+    @argument("--as", dest="name", default=None, help="bind the viewer to this name (for viewer.track / tick)")
+    @line_magic
+    def nnx_watch(self, line: str):
+        """Show a live viewer of TARGET that refreshes after every cell while it trains.
+
+        Examples::
+
+            %nnx_watch model --as viewer
+            for batch in viewer.track(batches):
+                train_step(model, optimizer, batch)
+        """
+        args = parse_argstring(self.nnx_watch, line)
+        obj = evaluate_target(self.shell, " ".join(args.target))
+        name = check_name(args.name) if args.name else None
+        if args.rate <= 0:
+            raise UsageError("--rate must be a positive number of refreshes per second")
+        from .widgets.viewer import watch
+
+        try:
+            viewer = watch(obj, max_rate=args.rate, background=args.background, stats=not args.no_stats,
+                           display=False)
+        except TypeError as e:
+            raise UsageError(str(e)) from None
+        if name:
+            self.shell.user_ns[name] = viewer
+        display(viewer)

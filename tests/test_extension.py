@@ -38,10 +38,10 @@ def ours(shell):
 
 
 def test_reload_leaves_one_copy_and_unload_removes_all(ip):
-    assert ours(ip) == {("line", "nnx_snapshot")}
+    assert ours(ip) == {("line", "nnx_snapshot"), ("line", "nnx_watch")}
     ip.run_line_magic("reload_ext", "nnx_lab")
     ip.run_line_magic("reload_ext", "nnx_lab")
-    assert ours(ip) == {("line", "nnx_snapshot")}
+    assert ours(ip) == {("line", "nnx_snapshot"), ("line", "nnx_watch")}
     assert list(ip.magics_manager.registry).count("NnxLabMagics") == 1
     ip.run_line_magic("unload_ext", "nnx_lab")
     assert ours(ip) == set() and "NnxLabMagics" not in ip.magics_manager.registry

@@ -1,0 +1,53 @@
+// Table columns: id (cell class c-<id>, header data-col), header label, width (px; null = the
+// rest), numeric alignment, sortable.
+
+export const COLUMNS = [
+  { id: "path", label: "path", width: null },
+  { id: "type", label: "type", width: 92 },
+  { id: "shape", label: "shape", width: 80, num: true },
+  { id: "dtype", label: "dtype", width: 64 },
+  { id: "bytes", label: "bytes", width: 66, num: true },
+  { id: "place", label: "placement", width: 100, title: "sharding if any, else devices" },
+  { id: "mean", label: "mean", width: 70, num: true },
+  { id: "std", label: "std", width: 64, num: true },
+  { id: "min", label: "min", width: 70, num: true },
+  { id: "max", label: "max", width: 70, num: true },
+  { id: "norm", label: "norm", width: 64, num: true },
+  { id: "nonfinite", label: "NaN/Inf", width: 84, num: true },
+  { id: "spark", label: "trend", width: 70, sortable: false, title: "the chosen statistic over the last refreshes" },
+  { id: "status", label: "status", width: 96 },
+];
+
+export const PATH_MIN_WIDTH = 170;
+
+/** Minimum table width with the columns in `hidden` (a Set of ids) left out. */
+export function tableMinWidth(hidden = new Set()) {
+  return COLUMNS.filter((c) => !hidden.has(c.id)).reduce((s, c) => s + (c.width ?? PATH_MIN_WIDTH), 0);
+}
+
+export const TABLE_MIN_WIDTH = tableMinWidth();
+
+/**
+ * Columns that say nothing for this payload, so a notebook-wide output has room for the rest:
+ * placement when nothing is sharded and everything is on one device (the device strip says
+ * where), NaN/Inf when there are none (the banner appears with them), status when every row is ok.
+ */
+export function hiddenColumns(payload) {
+  const hidden = new Set();
+  const tables = (payload && payload.tables) || {};
+  const stats = (payload && payload.stats) || {};
+  if (!(tables.sharding || []).length && (tables.devices || []).length <= 1) hidden.add("place");
+  const any = (col) => (col || []).some((v) => v);
+  if (!any(stats.nan_count) && !any(stats.inf_count)) hidden.add("nonfinite");
+  if ((tables.status || []).every((s) => s === "ok")) hidden.add("status");
+  return hidden;
+}
+
+export const STAT_CHOICES = ["mean", "std", "min", "max", "norm", "abs_max"];
+
+/** Next sort state on a header click: asc -> desc -> off. */
+export function nextSort(sort, column) {
+  if (!sort || sort.column !== column) return { column, dir: "asc" };
+  if (sort.dir === "asc") return { column, dir: "desc" };
+  return null;
+}

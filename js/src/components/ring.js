@@ -1,0 +1,144 @@
+// Per-row ring buffers of one statistic over refreshes, and the bookkeeping that keeps them in
+// step with snapshots and history replies (pure, no DOM).
+
+export const RING_CAPACITY = 100;
+
+/** n rows × capacity float32 values; every row advances together (one shared head). */
+export class RingStore {
+  constructor(capacity = RING_CAPACITY) {
+    this.capacity = capacity;
+    this.reset(0);
+  }
+
+  reset(nRows) {
+    this.n = nRows;
+    this.data = new Float32Array(nRows * this.capacity);
+    this.length = 0; // values held per row
+    this.head = 0; // next slot to write
+  }
+
+  /** Append one value per row (array-like of length n; null/undefined -> NaN). */
+  append(values) {
+    const { n, capacity, data, head } = this;
+    for (let i = 0; i < n; i++) {
+      const v = values ? values[i] : null;
+      data[i * capacity + head] = v === null || v === undefined ? NaN : v;
+    }
+    this.head = (head + 1) % capacity;
+    if (this.length < capacity) this.length += 1;
+  }
+
+  /** Replace everything with `flat` (n rows × L values, row-major, oldest first). */
+  replace(flat, nRows, L) {
+    this.reset(nRows);
+    const keep = Math.min(L, this.capacity);
+    const skip = L - keep;
+    const { capacity, data } = this;
+    for (let i = 0; i < nRows; i++) {
+      const src = i * L + skip;
+      data.set(flat.subarray(src, src + keep), i * capacity);
+    }
+    this.length = keep;
+    this.head = keep % capacity;
+  }
+
+  /** Row i's values, oldest first. */
+  series(i) {
+    if (!(i >= 0 && i < this.n)) return new Float32Array(0);
+    const out = new Float32Array(this.length);
+    const { capacity, data, length, head } = this;
+    const start = (head - length + capacity) % capacity;
+    const base = i * capacity;
+    for (let k = 0; k < length; k++) out[k] = data[base + ((start + k) % capacity)];
+    return out;
+  }
+}
+
+const same = (a, b) => (a ?? null) === (b ?? null);
+
+/** A history buffer as a Float32Array (anywidget hands DataViews; also ArrayBuffer/typed). */
+export function toFloat32(buf) {
+  if (!buf) return null;
+  if (buf instanceof Float32Array) return buf;
+  let bytes;
+  if (buf instanceof ArrayBuffer) bytes = new Uint8Array(buf);
+  else if (ArrayBuffer.isView(buf)) bytes = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+  else return null;
+  const n = Math.floor(bytes.byteLength / 4);
+  if (bytes.byteOffset % 4 === 0) return new Float32Array(bytes.buffer, bytes.byteOffset, n);
+  return new Float32Array(bytes.slice(0, n * 4).buffer);
+}
+
+/**
+ * Sparkline history for one view. `onSnapshot` appends each new refresh and tells the caller to
+ * request history when the structure changed; `onHistory` swaps in the server's history and
+ * re-appends any refresh newer than the reply.
+ */
+export class History {
+  constructor(stat = "norm", capacity = RING_CAPACITY) {
+    this.stat = stat;
+    this.ring = new RingStore(capacity);
+    this.structure = undefined;
+    this.lastRefresh = null;
+    this.recent = []; // [{refresh, stats}] of the latest snapshots, newest last
+  }
+
+  _rows(snap) {
+    return snap && snap.rows && snap.rows.parent ? snap.rows.parent.length : 0;
+  }
+
+  /** Feed a snapshot; returns true when history should be (re)requested. */
+  onSnapshot(snap) {
+    if (!snap || snap.version === undefined) return false;
+    let request = false;
+    const n = this._rows(snap);
+    if (this.lastRefresh === null || !same(snap.structure, this.structure) || n !== this.ring.n) {
+      request = true;
+      this.structure = snap.structure;
+      this.ring.reset(n);
+      this.recent = [];
+      this.lastRefresh = null;
+    }
+    const refresh = snap.refresh;
+    if (refresh !== undefined && refresh !== null && this.lastRefresh !== null && refresh <= this.lastRefresh) {
+      return request; // already have it (e.g. the same snapshot synced again)
+    }
+    this.lastRefresh = refresh ?? (this.lastRefresh ?? 0) + 1;
+    this.recent.push({ refresh: this.lastRefresh, stats: snap.stats });
+    if (this.recent.length > 16) this.recent.shift();
+    this.ring.append(snap.stats ? snap.stats[this.stat] : null);
+    return request;
+  }
+
+  /** Another statistic: start over from the latest snapshot (history is re-requested). */
+  setStat(stat) {
+    if (stat === this.stat) return false;
+    this.stat = stat;
+    const n = this.ring.n;
+    const last = this.recent[this.recent.length - 1];
+    this.ring.reset(n);
+    if (last) this.ring.append(last.stats ? last.stats[stat] : null);
+    return true;
+  }
+
+  /** Apply a history reply; returns true when it was used. */
+  onHistory(msg, buffer) {
+    if (!msg || msg.type !== "history" || msg.stat !== this.stat) return false;
+    if (!same(msg.structure, this.structure)) return false;
+    const rows = msg.rows | 0;
+    const L = msg.length | 0;
+    const flat = toFloat32(buffer);
+    if (rows !== this.ring.n || !flat || flat.length < rows * L) return false;
+    this.ring.replace(flat, rows, L);
+    const upTo = msg.refresh ?? null;
+    for (const r of this.recent) {
+      if (upTo !== null && r.refresh > upTo) this.ring.append(r.stats ? r.stats[this.stat] : null);
+    }
+    if (upTo !== null && (this.lastRefresh === null || upTo > this.lastRefresh)) this.lastRefresh = upTo;
+    return true;
+  }
+
+  series(i) {
+    return this.ring.series(i);
+  }
+}

@@ -1,0 +1,118 @@
+// Styles, scoped under .nnx-lab-viewer. Colours come from JupyterLab's theme variables, then
+// VS Code's, then light defaults, so the viewer follows light and dark themes wherever it runs.
+
+import { COLUMNS, TABLE_MIN_WIDTH } from "./columns.js";
+
+export const ROW_HEIGHT = 20;
+
+const FG = "var(--jp-ui-font-color1, var(--vscode-editor-foreground, #222))";
+const MUTED = "var(--jp-ui-font-color2, var(--vscode-descriptionForeground, #6b6b6b))";
+const FAINT = "var(--jp-ui-font-color3, var(--vscode-disabledForeground, #999))";
+const BG = "var(--jp-layout-color1, var(--vscode-editor-background, #fff))";
+const BG2 = "var(--jp-layout-color2, var(--vscode-sideBar-background, #f3f3f3))";
+const BORDER = "var(--jp-border-color2, var(--vscode-panel-border, #ccc))";
+const ACCENT = "var(--jp-brand-color1, var(--vscode-focusBorder, #1976d2))";
+const ERROR = "var(--jp-error-color1, var(--vscode-errorForeground, #d32f2f))";
+const OK = "var(--jp-success-color1, var(--vscode-testing-iconPassed, #388e3c))";
+const WARN = "var(--jp-warn-color1, var(--vscode-editorWarning-foreground, #f57c00))";
+const STRIPE = "rgba(127,127,127,0.06)";
+const HOVER = "rgba(127,127,127,0.16)";
+const FONT = "var(--jp-ui-font-family, var(--vscode-font-family, system-ui, -apple-system, 'Segoe UI', sans-serif))";
+const MONO = "var(--jp-code-font-family, var(--vscode-editor-font-family, ui-monospace, SFMono-Regular, Menlo, Consolas, monospace))";
+
+export function css() {
+  const R = ".nnx-lab-viewer";
+  const colW = COLUMNS.filter((c) => c.width).map((c) => `${R} col.k-${c.id}{width:${c.width}px}`).join("\n");
+  return `
+${R}{color:${FG};background:${BG};font-family:${FONT};font-size:12px;line-height:1.45;
+  border:1px solid ${BORDER};border-radius:4px;padding:6px 8px;box-sizing:border-box;
+  font-variant-numeric:tabular-nums;max-width:100%;overflow:hidden}
+${R} *{box-sizing:border-box}
+${R} button,${R} select,${R} input{font:inherit;font-size:12px;color:inherit}
+${R} .nnx-head{display:flex;flex-wrap:wrap;align-items:baseline;gap:4px 14px;margin-bottom:4px}
+${R} .nnx-title{font-weight:600}
+${R} .nnx-title .nnx-sep{color:${FAINT};font-weight:400;margin:0 4px}
+${R} .nnx-title .nnx-dim{font-weight:400;color:${MUTED}}
+${R} .nnx-devices{display:flex;flex-wrap:wrap;gap:2px 12px;color:${MUTED};align-items:center}
+${R} .nnx-dev{display:inline-flex;align-items:center;gap:5px}
+${R} .nnx-bar{display:inline-block;width:48px;height:6px;border-radius:3px;background:${BG2};
+  border:1px solid ${BORDER};overflow:hidden;position:relative}
+${R} .nnx-bar>span{position:absolute;left:0;top:0;bottom:0;background:${ACCENT}}
+${R} .nnx-bar>span.peak{background:transparent;border-right:1px solid ${WARN}}
+${R} .nnx-banner{margin:4px 0;padding:3px 8px;border-radius:3px;border:1px solid ${ERROR};
+  border-left-width:4px;color:${FG};background:rgba(229,57,53,0.14);cursor:pointer}
+${R} .nnx-banner .icon{color:${ERROR};font-weight:700;margin-right:4px}
+${R} .nnx-banner[hidden]{display:none}
+${R} .nnx-banner code{font-family:${MONO};font-weight:600}
+${R} .nnx-bar-row{display:flex;flex-wrap:wrap;gap:4px 6px;align-items:center;margin:4px 0}
+${R} .nnx-chips{display:flex;flex-wrap:wrap;gap:4px 6px;align-items:center}
+${R} .nnx-tools{display:flex;gap:6px;align-items:center;margin-left:auto}
+${R} .nnx-type-chip{display:inline-flex;align-items:center;gap:5px;border:1px solid ${BORDER};
+  border-radius:10px;padding:0 8px;height:20px;background:${BG};cursor:pointer;white-space:nowrap}
+${R} .nnx-type-chip:hover{background:rgba(127,127,127,0.12)}
+${R} .nnx-type-chip[aria-pressed="true"]{border-color:${ACCENT};box-shadow:inset 0 0 0 1px ${ACCENT}}
+${R} .nnx-type-chip .n{color:${MUTED}}
+${R} .nnx-dot{display:inline-block;width:8px;height:8px;border-radius:2px;flex:none}
+${R} .nnx-filter{height:22px;padding:0 6px;width:220px;max-width:40vw;border:1px solid ${BORDER};
+  border-radius:3px;background:${BG};font-family:${MONO}}
+${R} .nnx-filter:focus{outline:1px solid ${ACCENT};border-color:${ACCENT}}
+${R} .nnx-tool{height:22px;padding:0 8px;border:1px solid ${BORDER};border-radius:3px;
+  background:${BG2};cursor:pointer}
+${R} .nnx-tool:hover:not(:disabled){border-color:${ACCENT}}
+${R} .nnx-tool:disabled{opacity:.5;cursor:default}
+${R} select.nnx-tool{padding:0 4px}
+${R} .nnx-muted{color:${MUTED}}
+${R} .nnx-matches{color:${MUTED}}
+${R} .nnx-scroll{position:relative;max-height:420px;overflow:auto;border:1px solid ${BORDER};
+  border-radius:3px}
+${R} table.nnx-table{border-collapse:separate;border-spacing:0;table-layout:fixed;width:100%;
+  min-width:${TABLE_MIN_WIDTH}px}
+${colW}
+${COLUMNS.map((c) => `${R} table.hide-${c.id} col.k-${c.id},${R} table.hide-${c.id} .c-${c.id},`
+  + `${R} table.hide-${c.id} th[data-col="${c.id}"]{display:none}`).join("\n")}
+${R} th{position:sticky;top:0;z-index:2;background:${BG2};color:${FG};font-weight:600;
+  text-align:left;height:22px;padding:0 6px;border-bottom:1px solid ${BORDER};white-space:nowrap;
+  overflow:hidden;text-overflow:ellipsis;user-select:none}
+${R} th[data-col="path"]{left:0;z-index:3}
+${R} th.sortable{cursor:pointer}
+${R} th.sortable:hover{color:${ACCENT}}
+${R} th.num{text-align:right}
+${R} th[aria-sort="ascending"],${R} th[aria-sort="descending"]{color:${ACCENT}}
+${R} th .arrow{font-size:9px;margin-left:3px}
+${R} td{height:${ROW_HEIGHT}px;padding:0 6px;line-height:${ROW_HEIGHT}px;white-space:nowrap;
+  overflow:hidden;text-overflow:ellipsis;vertical-align:middle}
+${R} td.num{text-align:right}
+${R} td.c-path{position:sticky;left:0;z-index:1;background-color:${BG}}
+${R} tr.nnx-row:nth-child(even) td,${R} tr.nnx-module:nth-child(even) td{background-image:linear-gradient(${STRIPE},${STRIPE})}
+${R} tr.nnx-row:hover td,${R} tr.nnx-module:hover td{background-image:linear-gradient(${HOVER},${HOVER})}
+${R} tr.nnx-flash td{background-image:linear-gradient(rgba(25,118,210,0.25),rgba(25,118,210,0.25))!important}
+${R} tr.nnx-spacer td{padding:0;height:0;line-height:0;border:0}
+${R} tr.nnx-module{cursor:pointer}
+${R} tr.nnx-module td.c-path{font-weight:600}
+${R} .c-path,${R} .c-shape,${R} .c-dtype,${R} .c-place{font-family:${MONO};font-size:11.5px}
+${R} .c-path .cls{font-family:${FONT};font-weight:400;color:${MUTED};margin-left:6px;font-size:11.5px}
+${R} .c-path .alias{color:${MUTED};margin-left:5px;font-family:${FONT};font-size:11px}
+${R} .tog{display:inline-block;width:12px;color:${MUTED};font-size:11px;text-align:center;margin-right:2px}
+${R} tr.nnx-module .c-shape,${R} tr.nnx-module .c-bytes{color:${MUTED}}
+${R} .c-type .chip{display:inline-flex;align-items:center;gap:4px;max-width:100%}
+${R} .c-type .chip .t{overflow:hidden;text-overflow:ellipsis}
+${R} td.c-nonfinite.bad{color:${FG};font-weight:600;background-color:rgba(229,57,53,0.22);
+  box-shadow:inset 3px 0 0 ${ERROR}}
+${R} .c-status{color:${MUTED}}
+${R} .c-status .st{color:${WARN}}
+${R} .c-status .st.error,${R} .c-status .st.deleted{color:${ERROR}}
+${R} .c-spark{padding:0 4px}
+${R} .c-spark svg{display:block;margin:3px 0;overflow:visible}
+${R} .c-spark path{fill:none;stroke:${ACCENT};stroke-width:1.2;stroke-linejoin:round;stroke-linecap:round}
+${R} .nnx-empty{padding:14px;color:${MUTED};text-align:center}
+${R} .nnx-status{display:flex;flex-wrap:wrap;align-items:center;gap:2px 12px;margin-top:5px;color:${MUTED}}
+${R} .nnx-status .state{display:inline-flex;align-items:center;gap:5px;color:${FG};font-weight:500}
+${R} .nnx-status .state::before{content:"";width:8px;height:8px;border-radius:50%;background:${FAINT}}
+${R} .nnx-status[data-state="live"] .state::before{background:${OK}}
+${R} .nnx-status[data-state="paused"] .state::before{background:${WARN}}
+${R} .nnx-status[data-state="gone"] .state::before,${R} .nnx-status[data-state="error"] .state::before{background:${ERROR}}
+${R} .nnx-status .msg{color:${MUTED}}
+${R} .nnx-status[data-state="gone"] .msg,${R} .nnx-status[data-state="error"] .msg{color:${ERROR};font-weight:600}
+${R} .nnx-status .nnx-tool{margin-left:auto}
+`;
+}

@@ -1,0 +1,303 @@
+// The virtualized tree-table: a <table> with a sticky header inside a scroll box; only the rows
+// in (or near) the viewport exist, between two spacer rows that keep the scroll height.
+
+import { h, patch, s, setText } from "./dom.js";
+import { COLUMNS, tableMinWidth } from "./columns.js";
+import { typeColor } from "./colors.js";
+import { fmtBytes, fmtCount, fmtNonfinite, fmtNum, fmtShape, keyText } from "./format.js";
+import { sparkPath } from "./sparkline.js";
+import { ROW_HEIGHT } from "./styles.js";
+import { windowRange, scrollToShow } from "./virtual.js";
+
+const OVERSCAN = 12;
+const SPARK_W = 60;
+const SPARK_H = 14;
+const INDENT = 14;
+
+function tableText(tables, name, idx) {
+  const t = tables && tables[name];
+  return idx !== null && idx !== undefined && idx >= 0 && t && idx < t.length ? String(t[idx]) : "";
+}
+
+/**
+ * createTreeTable(doc, {onToggle(moduleIndex), onSort(column)}) -> table component.
+ * Feed it with update({tree, items, sort, history, stat}); it draws the window on scroll.
+ */
+export function createTreeTable(doc, { onToggle, onSort, onDrawn }) {
+  const colgroup = h(doc, "colgroup", null, ...COLUMNS.map((c) => h(doc, "col", { class: `k-${c.id}` })));
+  const headCells = new Map();
+  const headRow = h(doc, "tr");
+  for (const c of COLUMNS) {
+    const th = h(doc, "th", {
+      "data-col": c.id,
+      class: [c.num ? "num" : "", c.sortable === false ? "" : "sortable"].join(" ").trim(),
+      scope: "col",
+      title: c.title || null,
+    });
+    const label = h(doc, "span", { class: "lbl" }, c.label);
+    const arrow = h(doc, "span", { class: "arrow" });
+    th.append(label, arrow);
+    headCells.set(c.id, { th, label, arrow });
+    headRow.appendChild(th);
+  }
+  const thead = h(doc, "thead", null, headRow);
+  const topSpacer = h(doc, "td", { colspan: COLUMNS.length });
+  const bottomSpacer = h(doc, "td", { colspan: COLUMNS.length });
+  const topTr = h(doc, "tr", { class: "nnx-spacer", "aria-hidden": "true" }, topSpacer);
+  const bottomTr = h(doc, "tr", { class: "nnx-spacer", "aria-hidden": "true" }, bottomSpacer);
+  const tbody = h(doc, "tbody", null, topTr, bottomTr);
+  const table = h(doc, "table", { class: "nnx-table" }, colgroup, thead, tbody);
+  const empty = h(doc, "div", { class: "nnx-empty", hidden: true });
+  const scroller = h(doc, "div", { class: "nnx-scroll", tabindex: "0" }, table, empty);
+
+  let state = { tree: null, items: [], sort: null, history: null, stat: "norm" };
+  let version = 0; // bumps whenever row contents may have changed
+  let rendered = new Map(); // item id -> {tr, version}
+  let raf = 0;
+  let lastWindow = "";
+  let flashId = -1;
+  let flashTimer = 0;
+
+  // --- cells ---------------------------------------------------------------------------------
+
+  function moduleRow(id) {
+    const t = state.tree;
+    const expanded = state.expanded ? state.expanded[id] : 0;
+    const depth = t.nodeDepth[id];
+    const tr = h(doc, "tr", { class: "nnx-module", "data-path": t.nodePath[id], "data-id": id });
+    tr.setAttribute("aria-expanded", expanded ? "true" : "false");
+    const path = h(doc, "td", { class: "c-path", colspan: 2, title: t.nodePath[id], style: `padding-left:${6 + depth * INDENT}px` },
+      h(doc, "span", { class: "tog" }, expanded ? "\u25BE" : "\u25B8"),
+      keyText(t.nodeKey[id], true),
+    );
+    if (t.nodeType[id]) path.appendChild(h(doc, "span", { class: "cls" }, t.nodeType[id]));
+    const count = t.nodeCount[id];
+    tr.append(
+      path,
+      h(doc, "td", { class: "c-shape num", title: `${fmtCount(t.nodeSize[id])} elements` },
+        `${fmtCount(count)} var${count === 1 ? "" : "s"}`),
+      h(doc, "td", { class: "c-dtype" }),
+      h(doc, "td", { class: "c-bytes num", title: `${fmtCount(t.nodeBytes[id])} bytes` }, fmtBytes(t.nodeBytes[id])),
+      h(doc, "td", { class: "c-place" }),
+    );
+    for (const c of ["mean", "std", "min", "max", "norm"]) tr.appendChild(h(doc, "td", { class: `c-${c} num` }));
+    const nf = t.nodeNonfinite[id];
+    tr.append(
+      h(doc, "td", { class: `c-nonfinite num${nf ? " bad" : ""}` }, nf ? `${fmtCount(nf)} NaN/Inf` : ""),
+      h(doc, "td", { class: "c-spark" }),
+      h(doc, "td", { class: "c-status" }),
+    );
+    return tr;
+  }
+
+  function sparkCell(r) {
+    const td = h(doc, "td", { class: "c-spark" });
+    const hist = state.history;
+    if (!hist) return td;
+    const values = hist.series(r);
+    const d = sparkPath(values, SPARK_W, SPARK_H, 1.5);
+    if (!d) return td;
+    let last = NaN;
+    for (let k = values.length - 1; k >= 0; k--) {
+      if (Number.isFinite(values[k])) {
+        last = values[k];
+        break;
+      }
+    }
+    td.setAttribute("title", `${state.stat}: ${fmtNum(last)} (${values.length} refresh${values.length === 1 ? "" : "es"})`);
+    td.appendChild(
+      s(doc, "svg", { width: SPARK_W, height: SPARK_H, viewBox: `0 0 ${SPARK_W} ${SPARK_H}`, "aria-hidden": "true" },
+        s(doc, "path", { d })),
+    );
+    return td;
+  }
+
+  function variableRow(id) {
+    const t = state.tree;
+    const r = id - t.N;
+    const snap = t.snap;
+    const rows = snap.rows || {};
+    const stats = snap.stats || {};
+    const tables = snap.tables || {};
+    const at = (c) => (rows[c] ? rows[c][r] : null);
+    const st = (c) => (stats[c] ? stats[c][r] : null);
+    const path = t.rowPath[r];
+    const tr = h(doc, "tr", { class: "nnx-row", "data-path": path, "data-id": id });
+    if (id === flashId) tr.classList.add("nnx-flash");
+
+    const aliases = at("aliases");
+    const meta = tableText(tables, "metadata", at("metadata"));
+    let title = path || "(root)";
+    if (aliases && aliases.length) title += `\nalso: ${aliases.join(", ")}`;
+    if (meta) title += `\nmetadata: ${meta}`;
+    const depth = t.rowDepth[r];
+    const key = t.rowParent[r] < 0 && t.rowKey[r] === "" ? "(root)" : keyText(t.rowKey[r], true);
+    const pathTd = h(doc, "td", { class: "c-path", title, style: `padding-left:${6 + depth * INDENT + 14}px` }, key);
+    if (aliases && aliases.length) pathTd.appendChild(h(doc, "span", { class: "alias" }, `+${aliases.length} alias${aliases.length === 1 ? "" : "es"}`));
+
+    const type = t.rowType[r];
+    const typeTd = h(doc, "td", { class: "c-type", title: type },
+      h(doc, "span", { class: "chip" },
+        h(doc, "span", { class: "nnx-dot", style: `background:${typeColor(type)}` }),
+        h(doc, "span", { class: "t" }, type)));
+
+    const dtype = tableText(tables, "dtype", at("dtype"));
+    const sharding = tableText(tables, "sharding", at("sharding"));
+    const devices = tableText(tables, "devices", at("devices"));
+    const place = sharding || devices;
+    const placeTitle = [sharding && `sharding: ${sharding}`, devices && `devices: ${devices}`].filter(Boolean).join("\n");
+    const nbytes = at("nbytes");
+
+    tr.append(
+      pathTd,
+      typeTd,
+      h(doc, "td", { class: "c-shape num" }, fmtShape(at("shape"))),
+      h(doc, "td", { class: "c-dtype" }, dtype),
+      h(doc, "td", { class: "c-bytes num", title: nbytes === null || nbytes === undefined ? null : `${fmtCount(nbytes)} bytes` }, fmtBytes(nbytes)),
+      h(doc, "td", { class: "c-place", title: placeTitle || null }, place),
+    );
+    for (const c of ["mean", "std", "min", "max", "norm"]) {
+      const v = st(c);
+      tr.appendChild(h(doc, "td", { class: `c-${c} num` }, fmtNum(v)));
+    }
+    const nf = fmtNonfinite(st("nan_count"), st("inf_count"));
+    tr.appendChild(h(doc, "td", { class: `c-nonfinite num${nf ? " bad" : ""}` }, nf));
+    tr.appendChild(sparkCell(r));
+    const status = tableText(tables, "status", at("status"));
+    const note = at("note");
+    const statusTd = h(doc, "td", { class: "c-status" });
+    if (status && status !== "ok") {
+      statusTd.appendChild(h(doc, "span", { class: `st ${status}` }, status));
+      if (note) statusTd.append(" \u2014 ", String(note));
+      statusTd.setAttribute("title", note ? `${status}: ${note}` : status);
+    } else if (note) {
+      statusTd.append(String(note));
+      statusTd.setAttribute("title", String(note));
+    }
+    tr.appendChild(statusTd);
+    return tr;
+  }
+
+  // --- window --------------------------------------------------------------------------------
+
+  function headerHeight() {
+    return thead.offsetHeight || 22;
+  }
+
+  function viewportHeight() {
+    return Math.max(0, (scroller.clientHeight || 420) - headerHeight());
+  }
+
+  function draw() {
+    raf = 0;
+    const items = state.items;
+    const total = items.length;
+    const top = scroller.scrollTop;
+    const { first, last } = windowRange(top, viewportHeight(), ROW_HEIGHT, total, OVERSCAN);
+    const key = `${first}:${last}:${version}`;
+    if (key === lastWindow) return;
+    lastWindow = key;
+    const next = new Map();
+    const trs = [];
+    for (let k = first; k < last; k++) {
+      const id = items[k];
+      const old = rendered.get(id);
+      let tr;
+      if (old && old.version === version) tr = old.tr;
+      else {
+        const fresh = id < state.tree.N ? moduleRow(id) : variableRow(id);
+        if (old) {
+          patch(old.tr, fresh);
+          tr = old.tr;
+        } else tr = fresh;
+      }
+      next.set(id, { tr, version });
+      trs.push(tr);
+    }
+    rendered = next;
+    const above = first * ROW_HEIGHT;
+    const below = (total - last) * ROW_HEIGHT;
+    topSpacer.style.height = `${above}px`;
+    bottomSpacer.style.height = `${below}px`;
+    topTr.hidden = above === 0;
+    bottomTr.hidden = below === 0;
+    tbody.replaceChildren(topTr, ...trs, bottomTr);
+    if (trs.length && onDrawn) onDrawn(trs.length);
+  }
+
+  function schedule() {
+    if (!raf) raf = requestAnimationFrame(draw);
+  }
+
+  scroller.addEventListener("scroll", schedule, { passive: true });
+  const ro = typeof ResizeObserver !== "undefined" ? new ResizeObserver(() => {
+    lastWindow = "";
+    schedule();
+  }) : null;
+  if (ro) ro.observe(scroller);
+
+  tbody.addEventListener("click", (ev) => {
+    const tr = ev.target.closest ? ev.target.closest("tr.nnx-module") : null;
+    if (!tr || !state.tree) return;
+    const id = Number(tr.getAttribute("data-id"));
+    if (Number.isInteger(id) && id < state.tree.N) onToggle(id);
+  });
+  thead.addEventListener("click", (ev) => {
+    const th = ev.target.closest ? ev.target.closest("th[data-col]") : null;
+    if (!th || !th.classList.contains("sortable")) return;
+    onSort(th.getAttribute("data-col"));
+  });
+
+  function setHeader() {
+    for (const c of COLUMNS) {
+      const { th, label, arrow } = headCells.get(c.id);
+      const on = state.sort && state.sort.column === c.id;
+      setText(arrow, on ? (state.sort.dir === "asc" ? "\u25B2" : "\u25BC") : "");
+      if (on) th.setAttribute("aria-sort", state.sort.dir === "asc" ? "ascending" : "descending");
+      else th.removeAttribute("aria-sort");
+      if (c.id === "spark") setText(label, `\u223F ${state.stat}`);
+    }
+  }
+
+  return {
+    el: scroller,
+    /** New state; `rows` true when row contents changed (else only the window moves). */
+    update(next, { rows = true, sync = false } = {}) {
+      state = { ...state, ...next };
+      const hidden = state.hidden || new Set();
+      for (const c of COLUMNS) table.classList.toggle(`hide-${c.id}`, hidden.has(c.id));
+      table.style.minWidth = `${tableMinWidth(hidden)}px`;
+      if (rows) version += 1;
+      setHeader();
+      const msg = state.emptyText || "";
+      empty.hidden = !msg;
+      setText(empty, msg);
+      lastWindow = "";
+      if (sync) draw();
+      else schedule();
+    },
+    /** Scroll so that flat index `index` is visible and flash it. */
+    reveal(index) {
+      const vh = viewportHeight();
+      scroller.scrollTop = scrollToShow(index, scroller.scrollTop, vh, ROW_HEIGHT);
+      flashId = state.items[index];
+      version += 1;
+      lastWindow = "";
+      draw();
+      clearTimeout(flashTimer);
+      flashTimer = setTimeout(() => {
+        flashId = -1;
+        version += 1;
+        lastWindow = "";
+        schedule();
+      }, 1200);
+    },
+    destroy() {
+      if (raf) cancelAnimationFrame(raf);
+      raf = 0;
+      clearTimeout(flashTimer);
+      if (ro) ro.disconnect();
+      scroller.removeEventListener("scroll", schedule);
+    },
+  };
+}

@@ -1,0 +1,36 @@
+import test from "node:test";
+import assert from "node:assert/strict";
+
+import { COLUMNS, PATH_MIN_WIDTH, hiddenColumns, tableMinWidth } from "../src/components/columns.js";
+
+const base = {
+  tables: { sharding: [], devices: ["cpu:0"], status: ["ok"] },
+  stats: { nan_count: [0, 0], inf_count: [0, null] },
+};
+
+test("columns with nothing to say are hidden", () => {
+  assert.deepEqual([...hiddenColumns(base)].sort(), ["nonfinite", "place", "status"]);
+});
+
+test("placement shows for sharded or multi-device models", () => {
+  assert.ok(!hiddenColumns({ ...base, tables: { ...base.tables, sharding: ["P('data')"] } }).has("place"));
+  assert.ok(!hiddenColumns({ ...base, tables: { ...base.tables, devices: ["cpu:0", "cpu:1"] } }).has("place"));
+});
+
+test("NaN/Inf and status columns appear when a row needs them", () => {
+  assert.ok(!hiddenColumns({ ...base, stats: { nan_count: [0, 2], inf_count: [0, 0] } }).has("nonfinite"));
+  assert.ok(!hiddenColumns({ ...base, stats: { nan_count: [0, 0], inf_count: [1, 0] } }).has("nonfinite"));
+  assert.ok(!hiddenColumns({ ...base, tables: { ...base.tables, status: ["ok", "deleted"] } }).has("status"));
+});
+
+test("an empty payload hides what it cannot fill", () => {
+  assert.deepEqual([...hiddenColumns({})].sort(), ["nonfinite", "place", "status"]);
+});
+
+test("the minimum width leaves hidden columns out and fits a notebook output", () => {
+  const all = COLUMNS.reduce((s, c) => s + (c.width ?? PATH_MIN_WIDTH), 0);
+  assert.equal(tableMinWidth(), all);
+  const single = tableMinWidth(hiddenColumns(base));
+  assert.equal(single, all - 100 - 84 - 96);
+  assert.ok(single <= 880, `single-device table needs ${single}px`);
+});

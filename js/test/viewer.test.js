@@ -1,0 +1,240 @@
+// The whole widget rendered into a fake DOM with a fake anywidget model.
+import test from "node:test";
+import assert from "node:assert/strict";
+import { FakeDocument, FakeModel } from "./fakedom.js";
+import { sequential, tricky } from "./fixtures.js";
+
+globalThis.requestAnimationFrame ??= (cb) => setTimeout(() => cb(performance.now()), 1);
+globalThis.cancelAnimationFrame ??= (id) => clearTimeout(id);
+const tick = (ms = 10) => new Promise((r) => setTimeout(r, ms));
+
+const { default: widget } = await import("../src/viewer.js");
+
+const EVIL = "<img src=x onerror=alert(1)>";
+
+function mount(snapshot, extra = {}) {
+  const doc = new FakeDocument();
+  const el = doc.createElement("div");
+  const model = new FakeModel({
+    snapshot,
+    status: { state: "live", message: "", last_refresh: 1700000000, cost_ms: 4.5, refreshes: 3, interval_s: 1 },
+    sparkline_stat: "norm",
+    ...extra,
+  });
+  const cleanup = widget.render({ model, el });
+  const q = (sel) => el.querySelectorAll(sel);
+  const paths = () => q("tr[data-path]").map((t) => t.getAttribute("data-path"));
+  const row = (path) => q("tr[data-path]").find((t) => t.getAttribute("data-path") === path);
+  return { doc, el, model, cleanup, q, paths, row };
+}
+
+test("renders rows, modules, header cells and asks for history once", async () => {
+  const { el, model, q, paths, row, cleanup } = mount(sequential());
+  assert.equal(el.children[0].getAttribute("class"), "nnx-lab-viewer");
+  assert.deepEqual(paths(), [
+    "layers", "layers[0]", "layers[0].bias", "layers[0].kernel",
+    "layers[1]", "layers[1].bias", "layers[1].mean", "layers[1].scale", "layers[1].var",
+  ]);
+  assert.equal(q("tr.nnx-row").length, 6);
+  assert.equal(q("tr.nnx-module").length, 3);
+  const kernel = row("layers[0].kernel");
+  const cell = (c) => kernel.querySelector(`td.c-${c}`).textContent;
+  assert.equal(cell("path"), "kernel");
+  assert.equal(cell("type"), "Param");
+  assert.equal(cell("shape"), "(2, 3)");
+  assert.equal(cell("dtype"), "float32");
+  assert.equal(cell("bytes"), "24 B");
+  assert.equal(cell("place"), "cpu:0");
+  assert.equal(cell("mean"), "-0.264");
+  assert.equal(cell("norm"), "1.665");
+  assert.equal(cell("nonfinite"), "");
+  assert.equal(cell("status"), "");
+  for (const c of ["path", "type", "shape", "dtype", "bytes", "place", "mean", "std", "min", "max", "norm", "nonfinite", "spark", "status"]) {
+    assert.equal(q(`th[data-col=${c}]`).length, 1, c);
+    assert.equal(kernel.querySelectorAll(`td.c-${c}`).length, 1, c);
+  }
+  const layers = row("layers");
+  assert.equal(layers.querySelector("td.c-shape").textContent, "6 vars");
+  assert.equal(layers.querySelector("td.c-bytes").textContent, "84 B");
+  assert.equal(q(".nnx-banner")[0].hidden, true);
+  assert.equal(q(".nnx-type-chip").length, 2);
+  assert.ok(q(".nnx-devices")[0].textContent.includes("cpu \u00D7 1"));
+  assert.deepEqual(model.sent, [{ type: "history", stat: "norm" }]);
+  await tick(30);
+  assert.ok(Number(el.dataset.firstPaintMs) >= 0);
+  cleanup();
+  assert.equal(model.handlers["change:snapshot"].length, 0);
+  assert.equal(model.handlers["msg:custom"].length, 0);
+});
+
+test("user strings stay text (XSS)", async () => {
+  const snap = tricky();
+  snap.rows.key[4] = EVIL;
+  snap.nodes.type[1] = EVIL;
+  snap.tables.type[1] = EVIL;
+  snap.rows.note[5] = EVIL;
+  snap.root_type = EVIL;
+  const { doc, q, row, cleanup } = mount(snap);
+  const evil = row(`d['${EVIL}']`);
+  assert.ok(evil);
+  assert.equal(evil.querySelector("td.c-path").textContent, `['${EVIL}']`);
+  assert.equal(evil.querySelector("td.c-type").textContent, EVIL);
+  assert.ok(row("d['a b']").querySelector("td.c-status").textContent.includes(EVIL));
+  assert.ok(!doc.calls.some((c) => c[0] === "createElement" && c[1] === "img"));
+  cleanup();
+});
+
+test("click toggles a module, header click sorts", async () => {
+  const { q, paths, row, cleanup } = mount(tricky());
+  row("blocks").querySelector("td.c-path").dispatch("click");
+  await tick();
+  assert.deepEqual(paths(), ["blocks", "d", "d['<script>']", "d['a b']", "step", "empty"]);
+  row("blocks").dispatch("click");
+  await tick();
+  q("th[data-col=bytes]")[0].dispatch("click");
+  q("th[data-col=bytes]")[0].dispatch("click");
+  await tick();
+  assert.equal(q("th[data-col=bytes]")[0].getAttribute("aria-sort"), "descending");
+  assert.equal(q("th[data-col=bytes]")[0].textContent, "bytes\u25BC");
+  assert.deepEqual(paths().slice(0, 3), ["blocks", "blocks[1]", "blocks[1].w"]);
+  q("th[data-col=bytes]")[0].dispatch("click");
+  await tick();
+  assert.equal(q("th[data-col=bytes]")[0].getAttribute("aria-sort"), null);
+  assert.deepEqual(paths().slice(0, 3), ["blocks", "blocks[0]", "blocks[0].w"]);
+  cleanup();
+});
+
+test("filter box and type chips", async () => {
+  const { q, paths, cleanup } = mount(tricky());
+  const input = q("input.nnx-filter")[0];
+  input.value = "ATTN.Q";
+  input.dispatch("input");
+  await tick();
+  assert.deepEqual(paths(), ["blocks", "blocks[0]", "blocks[0].attn", "blocks[0].attn.q", "blocks[1]", "blocks[1].attn", "blocks[1].attn.q"]);
+  input.value = "";
+  input.dispatch("input");
+  await tick();
+  assert.equal(paths().length, 14);
+  cleanup();
+  const snap = tricky();
+  snap.totals = { Param: { count: 4, size: 1, bytes: 1 }, Custom: { count: 2, size: 1, bytes: 1 }, all: { count: 6, size: 1, bytes: 1 } };
+  const w = mount(snap);
+  w.q(".nnx-type-chip[data-type=Custom]")[0].dispatch("click");
+  await tick();
+  assert.deepEqual(w.paths(), ["d", "d['<script>']", "d['a b']"]);
+  w.q(".nnx-type-chip[data-type=Custom]")[0].dispatch("click");
+  await tick();
+  assert.equal(w.paths().length, 14);
+  w.cleanup();
+});
+
+test("refreshes append to the sparkline, history replies replace it, structure change re-asks", async () => {
+  const { model, row, cleanup } = mount(sequential());
+  const next = sequential({ refresh: 2 });
+  next.stats.norm = [0, 2, 0, 0, 2, 2];
+  model.set("snapshot", next);
+  await tick();
+  const spark = () => row("layers[0].kernel").querySelector("td.c-spark");
+  assert.equal(spark().getAttribute("title"), "norm: 2 (2 refreshes)");
+  assert.equal(spark().querySelectorAll("path").length, 1);
+  const L = 5;
+  const buf = new Float32Array(6 * L).fill(1);
+  model.emit("msg:custom", { type: "history", stat: "norm", structure: 1, rows: 6, length: L, refresh: 2 }, [new DataView(buf.buffer)]);
+  await tick();
+  assert.equal(spark().getAttribute("title"), "norm: 1 (5 refreshes)");
+  assert.equal(model.sent.length, 1);
+  model.set("snapshot", sequential({ refresh: 3, structure: 2 }));
+  await tick();
+  assert.deepEqual(model.sent.at(-1), { type: "history", stat: "norm" });
+  assert.equal(model.sent.length, 2);
+  cleanup();
+});
+
+test("choosing another statistic saves the trait and asks for its history", async () => {
+  const { model, q, cleanup } = mount(sequential());
+  const sel = q("select.nnx-stat")[0];
+  sel.value = "abs_max";
+  sel.dispatch("change");
+  assert.equal(model.get("sparkline_stat"), "abs_max");
+  assert.equal(model.saves, 1);
+  assert.deepEqual(model.sent.at(-1), { type: "history", stat: "abs_max" });
+  assert.equal(model.sent.length, 2);
+  await tick();
+  assert.equal(q("th[data-col=spark]")[0].textContent, "\u223F abs_max");
+  q("button.nnx-refresh")[0].dispatch("click");
+  assert.deepEqual(model.sent.at(-1), { type: "refresh" });
+  cleanup();
+});
+
+test("NaN banner, status states, empty snapshot", async () => {
+  const { model, q, row, cleanup } = mount({});
+  assert.equal(q("tr[data-path]").length, 0);
+  assert.ok(q(".nnx-title")[0].textContent.includes("waiting"));
+  model.set("snapshot", tricky());
+  await tick();
+  const banner = q(".nnx-banner")[0];
+  assert.equal(banner.hidden, false);
+  assert.ok(banner.textContent.includes("blocks[1].w: 2 NaN, 1 Inf"));
+  assert.equal(row("blocks[1].w").querySelector("td.c-nonfinite").textContent, "2 NaN, 1 Inf");
+  model.set("status", { state: "gone", message: "", last_refresh: null, cost_ms: null, refreshes: 3, interval_s: 1 });
+  const status = q(".nnx-status")[0];
+  assert.equal(status.getAttribute("data-state"), "gone");
+  assert.ok(status.textContent.includes("model is gone (garbage-collected)"));
+  model.set("status", { state: "error", message: "boom", last_refresh: null, cost_ms: null, refreshes: 3, interval_s: 1 });
+  assert.ok(status.textContent.includes("boom"));
+  cleanup();
+});
+
+test("only a window of a 10 000-Variable model is in the DOM", async () => {
+  const n = 10000;
+  const snap = {
+    version: 1, root_type: "Big", refresh: 1, structure: 1,
+    nodes: { parent: [-1], key: ["layers"], type: ["List"] },
+    rows: {
+      parent: new Array(n).fill(0), key: Array.from({ length: n }, (_, i) => i),
+      type: new Array(n).fill(0), dtype: new Array(n).fill(0), sharding: new Array(n).fill(-1),
+      devices: new Array(n).fill(-1), metadata: new Array(n).fill(-1), status: new Array(n).fill(0),
+      shape: new Array(n).fill([4]), nbytes: new Array(n).fill(16),
+    },
+    stats: { norm: Array.from({ length: n }, (_, i) => i) },
+    tables: { type: ["Param"], dtype: ["float32"], sharding: [], devices: [], metadata: [], status: ["ok"] },
+    totals: { Param: { count: n, size: 4 * n, bytes: 16 * n }, all: { count: n, size: 4 * n, bytes: 16 * n } },
+    devices: {},
+  };
+  const { q, paths, cleanup } = mount(snap);
+  assert.ok(q("tr.nnx-row").length < 60, String(q("tr.nnx-row").length));
+  assert.equal(paths()[1], "layers[0]");
+  const spacers = q("tr.nnx-spacer");
+  assert.equal(spacers.length, 2);
+  cleanup();
+});
+
+test("a live refresh updates rows in place (a click in progress keeps its target)", async () => {
+  const { model, row, q, cleanup } = mount(sequential());
+  const layers = row("layers");
+  const kernel = row("layers[0].kernel");
+  const meanTd = kernel.querySelector("td.c-mean");
+  const chip = q(".nnx-type-chip")[0];
+  const next = sequential({ refresh: 2 });
+  next.stats.mean = [0, 0.5, 0, 0, 1, 1];
+  model.set("snapshot", next);
+  await tick();
+  assert.equal(row("layers"), layers);
+  assert.equal(row("layers[0].kernel"), kernel);
+  assert.equal(kernel.querySelector("td.c-mean"), meanTd);
+  assert.equal(meanTd.textContent, "0.5");
+  assert.equal(q(".nnx-type-chip")[0], chip);
+  cleanup();
+});
+
+test("a statistic set from Python that the menu lacks is added to it", async () => {
+  const { model, q, cleanup } = mount(sequential(), { sparkline_stat: "zero_frac" });
+  const sel = q("select.nnx-stat")[0];
+  assert.equal(sel.value, "zero_frac");
+  assert.ok(sel.querySelectorAll("option").some((o) => o.getAttribute("value") === "zero_frac"));
+  assert.deepEqual(model.sent, [{ type: "history", stat: "zero_frac" }]);
+  model.set("sparkline_stat", "std");
+  assert.equal(sel.value, "std");
+  assert.deepEqual(model.sent.at(-1), { type: "history", stat: "std" });
+  cleanup();
+});

@@ -1,0 +1,174 @@
+"""The live State viewer in a real browser: rows, sort, filter, expand, live updates, XSS, theme, Notebook 7."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+
+from .test_quickstart_browser import _JS_COLORS, contrast_ratio, write_notebook
+
+EVIL_CLASS = "Evil<img src=x onerror=alert(1)>"
+EVIL_KEY = "<script>alert(2)</script>"
+
+SETUP = (
+    "import time, gc\nimport jax.numpy as jnp\nfrom flax import nnx\nimport nnx_lab",
+    "class Block(nnx.Module):\n"
+    "    def __init__(self, rngs):\n"
+    "        self.linear = nnx.Linear(4, 8, rngs=rngs)\n"
+    "        self.bn = nnx.BatchNorm(8, rngs=rngs)\n\n"
+    "class Net(nnx.Module):\n"
+    "    def __init__(self, rngs):\n"
+    "        self.blocks = nnx.List([Block(rngs), Block(rngs)])\n"
+    "        self.small = nnx.Param(jnp.ones(3))\n"
+    "        self.large = nnx.Param(jnp.ones(300))\n"
+    "        self.medium = nnx.Param(jnp.ones(30))\n\n"
+    "model = Net(nnx.Rngs(0))",
+    "viewer = nnx_lab.watch(model)",
+)
+
+# Samples the viewer's 'large' mean and whether any cell is busy, every 50 ms, from inside the page.
+_JS_RECORD = """() => {
+    window.__samples = [];
+    window.__recorder = setInterval(() => {
+        const busy = Array.from(document.querySelectorAll('.jp-CodeCell .jp-InputPrompt'))
+            .some(e => e.textContent.includes('*'));
+        const cell = document.querySelector('.nnx-lab-viewer .nnx-row[data-path="large"] .c-mean');
+        window.__samples.push([busy, cell ? cell.textContent : null]);
+    }, 50);
+}"""
+
+
+def viewer(page):
+    root = page.locator(".jp-OutputArea-output .nnx-lab-viewer").first
+    root.locator(".nnx-row").first.wait_for(state="visible", timeout=30_000)
+    return root
+
+
+def row_paths(root) -> list[str]:
+    return root.locator(".nnx-row").evaluate_all("rows => rows.map(r => r.dataset.path)")
+
+
+def test_viewer_rows_sort_filter_expand_and_live_updates(page, page_events, jupyter_server, open_notebook,
+                                                         run_all_cells, screenshot, tmp_path):
+    nb = write_notebook(tmp_path / "viewer.ipynb", *SETUP)
+    open_notebook(page, jupyter_server, nb, ui="lab")
+    run_all_cells(page)
+    root = viewer(page)
+
+    paths = row_paths(root)
+    for expected in ("small", "large", "medium", "blocks[0].linear.kernel", "blocks[1].bn.var"):
+        assert expected in paths, paths
+    kernel = root.locator('.nnx-row[data-path="blocks[0].linear.kernel"]')
+    assert kernel.locator(".c-shape").inner_text() == "(4, 8)"
+    assert kernel.locator(".c-type").inner_text().strip() == "Param"
+    screenshot(page, "viewer-lab-rows", scroll_to=root)
+
+    # Sort by bytes: the root-level Variables reorder (ascending, then descending).
+    root.locator('th[data-col="bytes"]').click()
+    top = [p for p in row_paths(root) if p in ("small", "medium", "large")]
+    assert top == ["small", "medium", "large"], top
+    root.locator('th[data-col="bytes"]').click()
+    top = [p for p in row_paths(root) if p in ("small", "medium", "large")]
+    assert top == ["large", "medium", "small"], top
+    screenshot(page, "viewer-lab-sorted", scroll_to=root)
+
+    # Filter by path substring: only matching Variables remain, their modules kept as context.
+    root.locator(".nnx-filter").fill("kernel")
+    page.wait_for_timeout(300)
+    assert sorted(row_paths(root)) == ["blocks[0].linear.kernel", "blocks[1].linear.kernel"]
+    screenshot(page, "viewer-lab-filtered", scroll_to=root)
+    root.locator(".nnx-filter").fill("")
+    page.wait_for_timeout(300)
+
+    # Collapse and expand a module.
+    module = root.locator('.nnx-module[data-path="blocks[0]"]')
+    module.click()
+    page.wait_for_timeout(200)
+    assert not any(p.startswith("blocks[0].") for p in row_paths(root))
+    module.click()
+    page.wait_for_timeout(200)
+    assert "blocks[0].bn.mean" in row_paths(root)
+
+    # A training loop in the next cell: the numbers change while that cell is still running.
+    page.evaluate(_JS_RECORD)
+    cell = ("for step in viewer.track(range(80)):\n"
+            "    model.large.set_value(model.large.get_value() + 1.0)\n"
+            "    time.sleep(0.05)")
+    page.locator(".jp-Notebook .jp-Cell").last.click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("b")  # a new cell below, in command mode
+    page.keyboard.press("Enter")
+    page.keyboard.insert_text(cell)
+    page.keyboard.press("Shift+Enter")
+    page.wait_for_function("() => window.__samples.some(s => s[0])", timeout=15_000)
+    page.wait_for_function("() => window.__samples.length > 20 && !window.__samples.slice(-3).some(s => s[0])",
+                           timeout=60_000)
+    samples = page.evaluate("() => { clearInterval(window.__recorder); return window.__samples; }")
+    while_busy = {text for busy, text in samples if busy and text}
+    assert len(while_busy) >= 3, f"the viewer did not update during the loop: {sorted(while_busy)}"
+    assert samples[-1][1] == "81", samples[-5:]
+    screenshot(page, "viewer-lab-after-training", scroll_to=root)
+
+    status = root.locator(".nnx-status")
+    assert "live" in status.inner_text().lower()
+    assert not page_events.script_dialogs, page_events.dialogs
+
+
+def test_viewer_says_when_the_model_is_gone(page, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path):
+    nb = write_notebook(tmp_path / "gone.ipynb", *SETUP, "del model\ngc.collect()")
+    open_notebook(page, jupyter_server, nb, ui="lab")
+    run_all_cells(page)
+    root = viewer(page)
+    page.wait_for_function(
+        "() => document.querySelector('.nnx-lab-viewer .nnx-status').textContent.toLowerCase().includes('gone')",
+        timeout=15_000)
+    assert "small" in row_paths(root)  # the last numbers stay on screen
+    screenshot(page, "viewer-lab-gone", scroll_to=root)
+
+
+def test_viewer_shows_user_strings_as_text(page, page_events, jupyter_server, open_notebook, run_all_cells,
+                                           screenshot, tmp_path):
+    nb = write_notebook(
+        tmp_path / "viewer_xss.ipynb",
+        "from flax import nnx\nimport jax.numpy as jnp\nimport nnx_lab",
+        "class Evil(nnx.Module):\n"
+        "    def __init__(self):\n"
+        f"        self.d = nnx.Dict({{{EVIL_KEY!r}: nnx.Param(jnp.ones(2))}})\n"
+        "        self.sub = nnx.Linear(2, 2, rngs=nnx.Rngs(0))\n\n"
+        f"Evil.__name__ = {EVIL_CLASS!r}\n"
+        "model = Evil()\nviewer = nnx_lab.watch(model)",
+    )
+    open_notebook(page, jupyter_server, nb, ui="lab")
+    run_all_cells(page)
+    root = viewer(page)
+    page.wait_for_timeout(1000)
+    text = root.inner_text()
+    assert EVIL_CLASS in text, text[:500]
+    assert EVIL_KEY in text, text[:500]
+    assert root.locator("img, script, [onerror]").count() == 0, root.inner_html()[:2000]
+    screenshot(page, "viewer-lab-xss", scroll_to=root)
+    assert page_events.dialogs == [], f"a script ran: {page_events.dialogs}"
+
+
+def test_viewer_dark_theme_and_notebook7(page, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path):
+    nb = write_notebook(tmp_path / "viewer_dark.ipynb", *SETUP)
+    with jupyter_server.user_setting("@jupyterlab/apputils-extension:themes", {"theme": "JupyterLab Dark"}):
+        open_notebook(page, jupyter_server, nb, ui="lab")
+    page.wait_for_selector('body[data-jp-theme-light="false"]', state="attached", timeout=30_000)
+    run_all_cells(page)
+    root = viewer(page)
+    for selector in ('.nnx-row[data-path="large"] .c-path', 'th[data-col="mean"]', ".nnx-status"):
+        colors = root.locator(selector).first.evaluate(_JS_COLORS)
+        ratio = contrast_ratio(colors["color"], colors["background"])
+        assert ratio >= 4.5, f"{selector} is hard to read on the dark theme: {colors}, contrast {ratio:.2f}"
+    screenshot(page, "viewer-lab-dark", scroll_to=root)
+
+
+def test_viewer_in_notebook7(page, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path):
+    nb = write_notebook(tmp_path / "viewer_nb7.ipynb", *SETUP)
+    open_notebook(page, jupyter_server, nb, ui="notebook")
+    run_all_cells(page)
+    root = viewer(page)
+    assert "blocks[0].linear.kernel" in row_paths(root)
+    screenshot(page, "viewer-notebook7", scroll_to=root)

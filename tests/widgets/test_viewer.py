@@ -1,0 +1,220 @@
+"""The live State viewer, without a browser: refresh paths, throttle, failures, memory, hooks."""
+
+import gc
+import re
+import time
+import tracemalloc
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+
+import nnx_lab
+from nnx_lab import live
+from nnx_lab.core.watch import Watcher
+
+
+def small_model():
+    return nnx.Sequential(nnx.Linear(3, 4, rngs=nnx.Rngs(0)), nnx.BatchNorm(4, rngs=nnx.Rngs(0)))
+
+
+def test_watch_publishes_a_snapshot_and_status():
+    model = small_model()
+    viewer = nnx_lab.watch(model, display=False)
+    snap = viewer.snapshot
+    assert snap["refresh"] == 1 and snap["structure"] == 1
+    assert len(snap["rows"]["key"]) == 6 and snap["root_type"] == "Sequential"
+    assert viewer.status["state"] == "live" and viewer.status["refreshes"] == 1
+    assert viewer.status["interval_s"] == 0.5  # the default 2 refreshes/s (the first, compiling refresh is not a budget)
+
+
+def test_track_yields_everything_throttles_and_ends_current():
+    model = small_model()
+    viewer = nnx_lab.watch(model, max_rate=2.0, display=False)
+    seen = []
+    for step in viewer.track(range(200)):
+        model.layers[0].bias.set_value(jnp.full((4,), float(step)))
+        seen.append(step)
+    assert seen == list(range(200))
+    # 200 quick steps inside well under a second: the throttle allows a couple, plus the final one.
+    assert viewer.status["refreshes"] <= 4
+    bias = list(viewer.snapshot["rows"]["key"]).index("bias")
+    assert viewer.snapshot["stats"]["mean"][bias] == 199.0  # the end of the loop is shown
+
+
+def test_tick_respects_rate_and_cost_budget():
+    model = small_model()  # held: the viewer alone would let it be collected
+    viewer = nnx_lab.watch(model, max_rate=20.0, display=False)
+    watcher = viewer.watcher
+    start, ticks = time.monotonic(), 0
+    while time.monotonic() - start < 1.5:
+        viewer.tick()
+        ticks += 1
+    wall = time.monotonic() - start
+    refreshes = viewer.status["refreshes"] - 1
+    assert ticks > 100 and 1 <= refreshes <= wall * 20 + 1  # never more than max_rate
+    # The interval grows with the refresh cost so refreshing takes at most 2% of the time.
+    assert watcher.interval >= max(1 / 20, watcher.cost_s / watcher.budget) - 1e-9
+    assert refreshes * watcher.cost_s <= watcher.budget * wall + watcher.cost_s * 2
+
+
+def test_a_failing_refresh_is_a_status_not_an_exception(monkeypatch):
+    model = small_model()
+    viewer = nnx_lab.watch(model, display=False)
+    import nnx_lab.core.watch as watch_module
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("Array has been deleted with shape=float32[4]\nmore detail")
+
+    monkeypatch.setattr(watch_module, "snapshot", broken)
+    assert viewer.refresh() is False
+    assert viewer.status["state"] == "error"
+    assert viewer.status["message"] == "RuntimeError: Array has been deleted with shape=float32[4]"
+    assert viewer.snapshot["refresh"] == 1  # the last good snapshot stays on screen
+    monkeypatch.undo()
+    assert viewer.refresh() and viewer.status["state"] == "live"
+
+
+def test_donated_buffer_mid_step_shows_in_rows():
+    model = small_model()
+    viewer = nnx_lab.watch(model, display=False)
+    kernel = model.layers[0].kernel.get_value()
+    kernel.delete()
+    viewer.refresh()
+    statuses = viewer.snapshot["tables"]["status"]
+    row = list(viewer.snapshot["rows"]["key"]).index("kernel")
+    assert statuses[viewer.snapshot["rows"]["status"][row]] == "deleted"
+    assert viewer.status["state"] == "live"
+
+
+def test_tick_inside_jit_does_not_raise():
+    model = small_model()
+    viewer = nnx_lab.watch(model, display=False)
+
+    @nnx.jit
+    def step(m):
+        viewer.tick()
+        return m(jnp.ones((2, 3)))
+
+    step(model)
+    assert viewer.status["state"] in ("live", "error")
+
+
+def test_viewer_holds_the_model_weakly_and_says_it_is_gone():
+    model = small_model()
+    kernel_ids = {id(x) for x in jax.tree.leaves(nnx.state(model))}
+    viewer = nnx_lab.watch(model, display=False)
+    for _ in viewer.track(range(3)):
+        pass
+    del model
+    gc.collect()
+    assert not kernel_ids & {id(x) for x in jax.live_arrays()}, "the viewer kept device arrays alive"
+    assert viewer.status["state"] == "gone"
+    assert "garbage-collected" in viewer.status["message"]
+    assert viewer.refresh() is False and viewer.snapshot["refresh"] >= 1
+
+
+def test_ten_thousand_refreshes_do_not_grow_memory():
+    model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    viewer = nnx_lab.watch(model, display=False)
+    for _ in range(300):
+        viewer.refresh()
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    for _ in range(10_000):
+        viewer.refresh()
+    gc.collect()
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    grown = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
+    assert viewer.status["refreshes"] == 10_301
+    assert grown < 512 * 1024, f"memory grew by {grown} bytes over 10 000 refreshes"
+
+
+def test_history_message_carries_float32_rows():
+    model = small_model()
+    viewer = nnx_lab.watch(model, display=False)
+    for _ in range(4):
+        viewer.refresh()
+    sent = []
+    viewer.send = lambda msg, buffers=None: sent.append((msg, buffers))
+    viewer._on_message(viewer, {"type": "history", "stat": "mean"}, [])
+    msg, [buffer] = sent[0]
+    assert msg == {"type": "history", "stat": "mean", "structure": 1, "rows": 6, "length": 5, "refresh": 5}
+    values = np.frombuffer(buffer, np.float32).reshape(6, 5)
+    assert np.array_equal(values, viewer.watcher.history.series("mean"), equal_nan=True)
+
+
+def test_saved_notebook_fallback_is_stable_text_and_escaped_html():
+    model = small_model()
+    viewer = nnx_lab.watch(model, display=False)
+    data, _ = viewer._repr_mimebundle_()
+    assert data["text/plain"] == "StateViewer · Sequential: 6 variables, 32 elements, 128 B on 1× cpu"
+    assert not re.search(r"0x[0-9a-f]+|\d\d:\d\d", data["text/plain"])
+    assert 'class="nnx-lab-snapshot"' in data["text/html"]
+    assert "application/vnd.jupyter.widget-view+json" in data
+
+
+def test_background_thread_refreshes_while_main_thread_works():
+    model = small_model()
+    watcher = Watcher(model, max_rate=50.0)
+    watcher.refresh(force=True)
+    watcher.start_background()
+    try:
+        deadline = time.monotonic() + 5
+        while watcher.refreshes < 5 and time.monotonic() < deadline:
+            model.layers[0].bias.set_value(model.layers[0].bias.get_value() + 1)
+            time.sleep(0.01)
+    finally:
+        watcher.stop_background()
+    assert watcher.refreshes >= 5
+
+
+@pytest.fixture
+def ip():
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "nnx_lab")
+    yield shell
+    shell.run_line_magic("unload_ext", "nnx_lab")
+
+
+def hooks(shell):
+    return [fn for fn in shell.events.callbacks["post_run_cell"] if live._is_ours(fn)]
+
+
+def test_one_post_run_cell_hook_through_reload_and_none_after_unload(ip):
+    assert len(hooks(ip)) == 1
+    ip.run_line_magic("reload_ext", "nnx_lab")
+    ip.run_line_magic("reload_ext", "nnx_lab")
+    assert len(hooks(ip)) == 1
+    ip.run_line_magic("unload_ext", "nnx_lab")
+    assert hooks(ip) == []
+    ip.run_line_magic("load_ext", "nnx_lab")
+
+
+def test_cells_refresh_viewers_and_nnx_watch_binds(ip):
+    ip.user_ns["model"] = small_model()
+    ip.run_line_magic("nnx_watch", "model --as viewer")
+    viewer = ip.user_ns["viewer"]
+    before = viewer.status["refreshes"]
+    ip.run_cell("model.layers[0].bias.set_value(model.layers[0].bias.get_value() + 3)")
+    assert viewer.status["refreshes"] == before + 1
+    bias = list(viewer.snapshot["rows"]["key"]).index("bias")
+    assert viewer.snapshot["stats"]["mean"][bias] == 3.0
+
+
+@pytest.mark.parametrize("line, message", [
+    ("missing", "name 'missing' is not defined"),
+    ("42", "expected an nnx.Module"),
+    ("model --rate 0", "--rate must be a positive number"),
+    ("model --as 1x", "is not a valid Python name"),
+])
+def test_nnx_watch_bad_input(ip, line, message):
+    ip.user_ns["model"] = small_model()
+    with pytest.raises(UsageError, match=re.escape(message)):
+        ip.run_line_magic("nnx_watch", line)
