@@ -172,3 +172,29 @@ def test_viewer_in_notebook7(page, jupyter_server, open_notebook, run_all_cells,
     root = viewer(page)
     assert "blocks[0].linear.kernel" in row_paths(root)
     screenshot(page, "viewer-notebook7", scroll_to=root)
+
+
+def test_background_thread_updates_reach_the_browser(page, jupyter_server, open_notebook, run_all_cells, tmp_path):
+    """With background=True, numbers change while a cell runs that never calls tick()."""
+    setup = SETUP[:2] + ("viewer = nnx_lab.watch(model, background=True, max_rate=10)",)
+    nb = write_notebook(tmp_path / "viewer_bg.ipynb", *setup)
+    open_notebook(page, jupyter_server, nb, ui="lab")
+    run_all_cells(page)
+    root = viewer(page)
+    assert "unavailable" not in root.locator(".nnx-status").inner_text()
+    page.evaluate(_JS_RECORD)
+    cell = ("for step in range(60):\n"
+            "    model.large.set_value(model.large.get_value() + 1.0)\n"
+            "    time.sleep(0.05)")
+    page.locator(".jp-Notebook .jp-Cell").last.click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("b")
+    page.keyboard.press("Enter")
+    page.keyboard.insert_text(cell)
+    page.keyboard.press("Shift+Enter")
+    page.wait_for_function("() => window.__samples.some(s => s[0])", timeout=15_000)
+    page.wait_for_function("() => window.__samples.length > 20 && !window.__samples.slice(-3).some(s => s[0])",
+                           timeout=60_000)
+    samples = page.evaluate("() => { clearInterval(window.__recorder); return window.__samples; }")
+    while_busy = {text for busy, text in samples if busy and text}
+    assert len(while_busy) >= 3, f"no background updates arrived during the cell: {sorted(while_busy)}"
