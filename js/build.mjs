@@ -9,6 +9,7 @@ const outdir = path.resolve(here, "..", "nnx_lab", "static");
 
 export const ENTRIES = [
   { in: "src/viewer.js", out: "viewer" },
+  { in: "src/split.js", out: "split" },
 ];
 
 const watch = process.argv.includes("--watch");

@@ -7,8 +7,9 @@ Public API (small on purpose):
 - ``Snapshot``, ``Row``: the plain data a snapshot is made of.
 - ``watch(model) -> StateViewer``: a live widget of every Variable, refreshed after each
   cell, on ``viewer.tick()`` / ``viewer.track(batches)``, or from a background thread.
-- ``%load_ext nnx_lab``: registers ``%nnx_snapshot`` and ``%nnx_watch`` and the hook that
-  refreshes viewers after each cell.
+- ``split_report(model, *filters)``: which Variables each NNX filter takes, shadows or leaves.
+- ``%load_ext nnx_lab``: registers ``%nnx_snapshot``, ``%nnx_watch``, ``%nnx_split`` /
+  ``%%nnx_split`` and the hook that refreshes viewers after each cell.
 
 Importing nnx_lab is cheap: jax and flax are imported the first time a model is
 inspected, not before.
@@ -19,11 +20,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["snapshot", "Snapshot", "Row", "watch", "StateViewer",
+__all__ = ["snapshot", "Snapshot", "Row", "watch", "StateViewer", "split_report",
            "load_ipython_extension", "unload_ipython_extension"]
 
 if TYPE_CHECKING:
     from .core.snapshot import Row, Snapshot, snapshot
+    from .core.split import split_report
     from .widgets.viewer import StateViewer, watch
 
 
@@ -33,6 +35,10 @@ def __getattr__(name: str) -> Any:
         from .core import snapshot as module
 
         return getattr(module, name)
+    if name == "split_report":
+        from .core.split import split_report
+
+        return split_report
     if name in ("watch", "StateViewer"):
         from .widgets import viewer
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import keyword
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
@@ -92,3 +92,75 @@ class NnxLabMagics(Magics):
         if name:
             self.shell.user_ns[name] = viewer
         display(viewer)
+
+    @magic_arguments()
+    @argument("target", help="a Python expression: the nnx.Module (or nnx.State) to split")
+    @argument("filters", nargs="*", help="NNX filters, as Python expressions: nnx.Param, 'params', "
+              "nnx.PathContains('lora'), ..., a function (path, value) -> bool; none means `...`")
+    @argument("--as", dest="names", default=None,
+              help="comma-separated names for the graphdef and each State, e.g. graphdef,params,rest")
+    @argument("--merge-into", dest="merge_into", default=None,
+              help="(cell) build a new model with nnx.merge and bind it to this name instead of updating TARGET")
+    @argument("--overwrite", action="store_true", help="(cell) let --merge-into replace a name that is not a Module")
+    @argument("--no-update", dest="no_update", action="store_true", help="(cell) do not merge back at all")
+    @line_cell_magic
+    def nnx_split(self, line: str, cell: str | None = None):
+        """Split a model by NNX filters and see exactly which Variables each filter took.
+
+        As a line magic, binds the GraphDef and one State per filter (default names: graphdef,
+        and one derived from each filter: param, batch_stat, rest for `...`) and shows the split
+        report: what each filter took, filters that took nothing, Variables shadowed by an
+        earlier filter, the remainder when the filters are not exhaustive.
+
+        As a cell magic, the body runs with those names bound, in functional style; afterwards the
+        (possibly rebound) States are checked (same paths, shapes, dtypes) and merged back:
+        nnx.update(TARGET, ...) in place by default, or nnx.merge into --merge-into NAME. If the
+        body raises or a check fails, the model is left unchanged.
+
+        Examples::
+
+            %nnx_split model nnx.Param nnx.BatchStat ...
+            %nnx_split model nnx.Param ... --as graphdef,params,rest
+
+            %%nnx_split model nnx.Param ...
+            param = jax.tree.map(lambda p: p * 0.5, param)
+
+            %%nnx_split model nnx.Param ... --merge-into half
+            param = jax.tree.map(lambda p: p * 0.5, param)
+        """
+        from .split_magic import Split, check_round_trip, detach, run_body, signatures, split_expressions
+
+        args = self.nnx_split.parser.parse_args(split_expressions(line))
+        split = Split(self.shell, args)
+        if cell is None:
+            if args.merge_into or args.no_update or args.overwrite:
+                raise UsageError("--merge-into, --overwrite and --no-update apply to the cell magic %%nnx_split")
+            split.display()
+            split.bind(split.split())
+            return
+        if args.merge_into and args.no_update:
+            raise UsageError("choose one of --merge-into NAME and --no-update")
+        if args.merge_into:
+            check_name(args.merge_into)
+            existing = self.shell.user_ns.get(args.merge_into)
+            from flax import nnx
+
+            if existing is not None and not isinstance(existing, nnx.Module) and not args.overwrite:
+                raise UsageError(f"--merge-into {args.merge_into}: that name holds a {type(existing).__name__}, "
+                                 "not a Module; add --overwrite to replace it")
+        split.display()
+        graphdef, *states = split.split()
+        states = [detach(state) for state in states]
+        split.bind((graphdef, *states))
+        before = {name: signatures(state) for name, state in zip(split.names[1:], states)}
+        run_body(self.shell, cell)
+        after = {name: self.shell.user_ns.get(name) for name in before}
+        check_round_trip(before, after)
+        from flax import nnx
+
+        if args.no_update:
+            return
+        if args.merge_into:
+            self.shell.user_ns[args.merge_into] = nnx.merge(graphdef, *after.values())
+        else:
+            nnx.update(split.target, *after.values())

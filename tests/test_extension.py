@@ -32,16 +32,19 @@ def ip():
     shell.run_line_magic("unload_ext", "nnx_lab")
 
 
+MAGICS = {("line", "nnx_snapshot"), ("line", "nnx_watch"), ("line", "nnx_split"), ("cell", "nnx_split")}
+
+
 def ours(shell):
     return {(kind, name) for kind, table in shell.magics_manager.magics.items() for name, fn in table.items()
             if type(getattr(fn, "__self__", None)).__module__ == "nnx_lab.magics"}
 
 
 def test_reload_leaves_one_copy_and_unload_removes_all(ip):
-    assert ours(ip) == {("line", "nnx_snapshot"), ("line", "nnx_watch")}
+    assert ours(ip) == MAGICS
     ip.run_line_magic("reload_ext", "nnx_lab")
     ip.run_line_magic("reload_ext", "nnx_lab")
-    assert ours(ip) == {("line", "nnx_snapshot"), ("line", "nnx_watch")}
+    assert ours(ip) == MAGICS
     assert list(ip.magics_manager.registry).count("NnxLabMagics") == 1
     ip.run_line_magic("unload_ext", "nnx_lab")
     assert ours(ip) == set() and "NnxLabMagics" not in ip.magics_manager.registry

@@ -1,6 +1,6 @@
 """Packaging of the widgets' front end: the esbuild bundle is built by hatch_build.py and shipped.
 
-- a wheel built from this tree carries nnx_lab/static/viewer.js, an ES module with a default
+- a wheel built from this tree carries nnx_lab/static/viewer.js and split.js, ES modules with a default
   export (anywidget's entry shape), with no HTML parsing and nothing loaded from a CDN;
 - the JavaScript unit tests (js/test, node:test) pass. Without npm they are skipped, unless $CI is
   set, where missing npm is a failure.
@@ -22,6 +22,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 JS = REPO / "js"
 BUNDLE = "nnx_lab/static/viewer.js"
+# Every widget bundle and the root class its front end draws.
+BUNDLES = {BUNDLE: "nnx-lab-viewer", "nnx_lab/static/split.js": "nnx-lab-split-view"}
 
 
 def _need_npm() -> str:
@@ -33,12 +35,12 @@ def _need_npm() -> str:
     pytest.skip("node/npm not installed")
 
 
-def _check_bundle(text: str) -> None:
+def _check_bundle(text: str, root_class: str = "nnx-lab-viewer") -> None:
     assert re.search(r"export\s*\{[^}]*\bas default\b[^}]*\}|export default\b", text), text[-300:]
     for forbidden in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write"):
         assert forbidden not in text, f"the bundle uses {forbidden}"
     assert not re.search(r"""(from\s*|import\s*\(\s*)["']https?://""", text), "the bundle imports from the network"
-    assert "nnx-lab-viewer" in text
+    assert root_class in text
 
 
 def test_wheel_contains_the_viewer_bundle(tmp_path):
@@ -52,10 +54,12 @@ def test_wheel_contains_the_viewer_bundle(tmp_path):
     assert len(wheels) == 1, wheels
     with zipfile.ZipFile(wheels[0]) as whl:
         names = whl.namelist()
-        assert BUNDLE in names, [n for n in names if "static" in n or n.endswith(".js")]
+        for bundle in BUNDLES:
+            assert bundle in names, [n for n in names if "static" in n or n.endswith(".js")]
         assert not any("node_modules" in n or n.startswith("js/") for n in names)
-        text = whl.read(BUNDLE).decode("utf-8")
-    _check_bundle(text)
+        texts = {bundle: whl.read(bundle).decode("utf-8") for bundle in BUNDLES}
+    for bundle, root_class in BUNDLES.items():
+        _check_bundle(texts[bundle], root_class)
 
 
 def test_js_unit_tests_pass():

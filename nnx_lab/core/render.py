@@ -156,3 +156,43 @@ def html_table(snap: "Snapshot", max_rows: int = 200) -> str:
         parts.append(f"<div>… {len(snap.rows) - max_rows} more rows</div>")
     parts.append("</div>")
     return "".join(parts)
+
+
+# One colour per filter column, readable on light and dark backgrounds.
+FILTER_COLORS = ("#1e88e5", "#43a047", "#fb8c00", "#8e24aa", "#00897b", "#e53935", "#6d4c41", "#3949ab")
+
+
+def split_html(report, target: str = "model", names=None, max_rows: int = 200) -> str:
+    """Static HTML of a split report: a column per filter, taken (●) and shadowed (○) marks."""
+    esc = html.escape
+    parts = ['<div class="nnx-lab-split">', f"<div><b>{esc(report.to_text().splitlines()[0])}</b></div>"]
+    parts.append(f'<pre style="margin:4px 0">{esc(report.code(target, names))}</pre>')
+    for line in report.problems():
+        parts.append(f'<div class="nnx-lab-warn" style="color:#d32f2f">{esc(line)}</div>')
+    table = '<table style="border-collapse:collapse;font-size:12px;white-space:nowrap">'
+    head = "".join(f"<th{_LEFT}>{esc(n)}</th>" for n in ("path", "type", "shape", "dtype")) + f"<th{_RIGHT}>bytes</th>"
+    for f in report.filters:
+        color = FILTER_COLORS[f.index % len(FILTER_COLORS)]
+        head += (f'<th style="text-align:center;color:{color}" title="{esc(f.label)}">'
+                 f"{esc(f.name)}<br>{f.count}</th>")
+    if not report.exhaustive:
+        head += '<th style="text-align:center;color:#d32f2f">remainder</th>'
+    parts.append('<div style="max-height:420px;overflow:auto">' + table + f"<tr>{head}</tr>")
+    for r in report.rows[:max_rows]:
+        row = r.row
+        cells = "".join(f"<td{_LEFT}>{esc(v)}</td>" for v in (
+            row.path_text + ("  = " + ", ".join(map(path_text, row.aliases)) if row.aliases else ""),
+            row.type, format_shape(row.shape), row.dtype or ""))
+        cells += f"<td{_RIGHT}>{format_bytes(row.nbytes)}</td>"
+        for f in report.filters:
+            color = FILTER_COLORS[f.index % len(FILTER_COLORS)]
+            mark = "●" if r.taken_by == f.index else ("○" if f.index in r.matched_by else "")
+            cells += f'<td style="text-align:center;color:{color}">{mark}</td>'
+        if not report.exhaustive:
+            cells += '<td style="text-align:center;color:#d32f2f">' + ("●" if r.taken_by is None else "") + "</td>"
+        parts.append(f"<tr>{cells}</tr>")
+    parts.append("</table></div>")
+    if len(report.rows) > max_rows:
+        parts.append(f"<div>… {len(report.rows) - max_rows} more rows</div>")
+    parts.append("</div>")
+    return "".join(parts)

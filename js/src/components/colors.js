@@ -25,3 +25,25 @@ export function typeColor(name) {
   if (Object.prototype.hasOwnProperty.call(TYPE_COLORS, key)) return TYPE_COLORS[key];
   return `hsl(${hash32(key) % 360}, 50%, 52%)`;
 }
+
+// Filter index -> colour, for the split report's filter columns. The first eight match
+// nnx_lab.core.render.FILTER_COLORS (the static HTML fallback); later ones step round the hue
+// circle by the golden angle, so every index gets its own colour.
+export const FILTER_COLORS = ["#1e88e5", "#43a047", "#fb8c00", "#8e24aa", "#00897b", "#e53935", "#6d4c41", "#3949ab"];
+
+function hexRgb(hex) {
+  const n = parseInt(hex.slice(1), 16);
+  return [(n >> 16) & 255, (n >> 8) & 255, n & 255];
+}
+
+/** Colour of filter `index` (0-based); with `alpha` < 1 a translucent tint of it. */
+export function filterColor(index, alpha = 1) {
+  const i = Math.max(0, Math.floor(Number(index) || 0));
+  if (i < FILTER_COLORS.length) {
+    if (alpha >= 1) return FILTER_COLORS[i];
+    const [r, g, b] = hexRgb(FILTER_COLORS[i]);
+    return `rgba(${r},${g},${b},${alpha})`;
+  }
+  const hue = Math.round((i * 137.508) % 360);
+  return alpha >= 1 ? `hsl(${hue}, 60%, 45%)` : `hsla(${hue}, 60%, 45%, ${alpha})`;
+}

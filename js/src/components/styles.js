@@ -20,6 +20,9 @@ const HOVER = "rgba(127,127,127,0.16)";
 const FONT = "var(--jp-ui-font-family, var(--vscode-font-family, system-ui, -apple-system, 'Segoe UI', sans-serif))";
 const MONO = "var(--jp-code-font-family, var(--vscode-editor-font-family, ui-monospace, SFMono-Regular, Menlo, Consolas, monospace))";
 
+/** The theme colours and fonts above, for other widgets' styles (the split report). */
+export const THEME = { FG, MUTED, FAINT, BG, BG2, BORDER, ACCENT, ERROR, OK, WARN, STRIPE, HOVER, FONT, MONO };
+
 export function css() {
   const R = ".nnx-lab-viewer";
   const colW = COLUMNS.filter((c) => c.width).map((c) => `${R} col.k-${c.id}{width:${c.width}px}`).join("\n");

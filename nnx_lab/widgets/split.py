@@ -1,0 +1,51 @@
+"""The split report widget: which Variables each filter of an ``nnx.split`` takes, shadows, misses."""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any, Sequence
+
+import anywidget
+import traitlets
+
+from ..core.split import SplitReport
+
+STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
+
+
+class SplitReportView(anywidget.AnyWidget):
+    """A :class:`~nnx_lab.core.split.SplitReport` as a table: one coloured column per filter.
+
+    ``target`` is the expression the equivalent ``nnx.split`` line splits, ``names`` the names it
+    binds (``graphdef`` first); by default ``graphdef`` and each filter's default name.
+    """
+
+    _esm = STATIC / "split.js"
+    report = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, report: SplitReport, *, target: str = "model", names: Sequence[str] | None = None,
+                 **kwargs: Any):
+        self._report = report
+        self._target = target
+        names = list(names) if names else ["graphdef", *(f.name for f in report.filters)]
+        if len(names) != len(report.filters) + 1:
+            raise ValueError(f"nnx.split with {len(report.filters)} filters returns {len(report.filters) + 1} "
+                             f"values (graphdef first), but {len(names)} names were given: {names}")
+        super().__init__(**kwargs)
+        self._names = names
+        self.report = {**report.to_dict(), "code": report.code(target, names), "names": names}
+
+    @property
+    def split_report(self) -> SplitReport:
+        return self._report
+
+    # -- what a saved notebook shows without a kernel ----------------------------------
+    def _repr_mimebundle_(self, **kwargs: Any):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        data["text/plain"] = self._report.to_text()
+        data["text/html"] = self._report.to_html(self._target, self._names)
+        return bundle
+
+    def __repr__(self) -> str:
+        return f"SplitReportView · {self._report.to_text().splitlines()[0]}"
