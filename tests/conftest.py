@@ -1,4 +1,5 @@
 import pytest
+from IPython.core.interactiveshell import InteractiveShell
 from flax import nnx
 import jax.numpy as jnp
 
@@ -23,3 +24,12 @@ class Net(nnx.Module):
 @pytest.fixture
 def net():
     return Net(nnx.Rngs(0))
+
+
+@pytest.fixture
+def ip():
+    """An IPython shell with nnx_lab loaded (and unloaded afterwards)."""
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "nnx_lab")
+    yield shell
+    shell.run_line_magic("unload_ext", "nnx_lab")

@@ -5,7 +5,6 @@ import sys
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 from flax import nnx
 
 
@@ -23,13 +22,6 @@ def test_import_and_load_ext_do_not_import_jax():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "clean", proc.stderr
 
-
-@pytest.fixture
-def ip():
-    shell = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", "nnx_lab")
-    yield shell
-    shell.run_line_magic("unload_ext", "nnx_lab")
 
 
 MAGICS = {("line", "nnx_snapshot"), ("line", "nnx_watch"), ("line", "nnx_split"), ("cell", "nnx_split")}

@@ -12,6 +12,7 @@ import {
   REST, columns, filterTitle, markOf, prepare, rowKind, showingText, tableWidth, toggleActive, visibleRows,
 } from "./components/splitdata.js";
 import { windowRange } from "./components/virtual.js";
+import { fillWindow } from "./components/table.js";
 
 const OVERSCAN = 12;
 const PROBLEMS_SHOWN = 12; // problems listed before a "more" button
@@ -207,13 +208,7 @@ function render({ model, el }) {
       trs.push(tr);
     }
     rendered = next;
-    const above = first * ROW_HEIGHT;
-    const below = (total - last) * ROW_HEIGHT;
-    topSpacer.style.height = `${above}px`;
-    bottomSpacer.style.height = `${below}px`;
-    topTr.hidden = above === 0;
-    bottomTr.hidden = below === 0;
-    tbody.replaceChildren(topTr, ...trs, bottomTr);
+    fillWindow({ tbody, topTr, topSpacer, bottomTr, bottomSpacer }, trs, first, last, total);
   }
 
   function schedule() {

@@ -39,6 +39,22 @@ _JS_RECORD = """() => {
 }"""
 
 
+def run_new_cell_sampling(page, source: str) -> list:
+    """Add `source` as a new last cell, run it, and return [busy, 'large' mean text] samples
+    taken every 50 ms from inside the page while it ran."""
+    page.evaluate(_JS_RECORD)
+    page.locator(".jp-Notebook .jp-Cell").last.click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("b")  # a new cell below, in command mode
+    page.keyboard.press("Enter")
+    page.keyboard.insert_text(source)
+    page.keyboard.press("Shift+Enter")
+    page.wait_for_function("() => window.__samples.some(s => s[0])", timeout=15_000)
+    page.wait_for_function("() => window.__samples.length > 20 && !window.__samples.slice(-3).some(s => s[0])",
+                           timeout=60_000)
+    return page.evaluate("() => { clearInterval(window.__recorder); return window.__samples; }")
+
+
 def viewer(page):
     root = page.locator(".jp-OutputArea-output .nnx-lab-viewer").first
     root.locator(".nnx-row").first.wait_for(state="visible", timeout=30_000)
@@ -91,20 +107,9 @@ def test_viewer_rows_sort_filter_expand_and_live_updates(page, page_events, jupy
     assert "blocks[0].bn.mean" in row_paths(root)
 
     # A training loop in the next cell: the numbers change while that cell is still running.
-    page.evaluate(_JS_RECORD)
-    cell = ("for step in viewer.track(range(80)):\n"
-            "    model.large.set_value(model.large.get_value() + 1.0)\n"
-            "    time.sleep(0.05)")
-    page.locator(".jp-Notebook .jp-Cell").last.click()
-    page.keyboard.press("Escape")
-    page.keyboard.press("b")  # a new cell below, in command mode
-    page.keyboard.press("Enter")
-    page.keyboard.insert_text(cell)
-    page.keyboard.press("Shift+Enter")
-    page.wait_for_function("() => window.__samples.some(s => s[0])", timeout=15_000)
-    page.wait_for_function("() => window.__samples.length > 20 && !window.__samples.slice(-3).some(s => s[0])",
-                           timeout=60_000)
-    samples = page.evaluate("() => { clearInterval(window.__recorder); return window.__samples; }")
+    samples = run_new_cell_sampling(page, "for step in viewer.track(range(80)):\n"
+                                          "    model.large.set_value(model.large.get_value() + 1.0)\n"
+                                          "    time.sleep(0.05)")
     while_busy = {text for busy, text in samples if busy and text}
     assert len(while_busy) >= 3, f"the viewer did not update during the loop: {sorted(while_busy)}"
     assert samples[-1][1] == "81", samples[-5:]
@@ -182,19 +187,8 @@ def test_background_thread_updates_reach_the_browser(page, jupyter_server, open_
     run_all_cells(page)
     root = viewer(page)
     assert "unavailable" not in root.locator(".nnx-status").inner_text()
-    page.evaluate(_JS_RECORD)
-    cell = ("for step in range(60):\n"
-            "    model.large.set_value(model.large.get_value() + 1.0)\n"
-            "    time.sleep(0.05)")
-    page.locator(".jp-Notebook .jp-Cell").last.click()
-    page.keyboard.press("Escape")
-    page.keyboard.press("b")
-    page.keyboard.press("Enter")
-    page.keyboard.insert_text(cell)
-    page.keyboard.press("Shift+Enter")
-    page.wait_for_function("() => window.__samples.some(s => s[0])", timeout=15_000)
-    page.wait_for_function("() => window.__samples.length > 20 && !window.__samples.slice(-3).some(s => s[0])",
-                           timeout=60_000)
-    samples = page.evaluate("() => { clearInterval(window.__recorder); return window.__samples; }")
+    samples = run_new_cell_sampling(page, "for step in range(60):\n"
+                                          "    model.large.set_value(model.large.get_value() + 1.0)\n"
+                                          "    time.sleep(0.05)")
     while_busy = {text for busy, text in samples if busy and text}
     assert len(while_busy) >= 3, f"no background updates arrived during the cell: {sorted(while_busy)}"

@@ -6,19 +6,16 @@ import numpy as np
 import pytest
 from flax import nnx
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 
 
 @pytest.fixture
-def ip():
-    shell = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", "nnx_lab")
-    shell.user_ns.update(nnx=nnx, jax=jax, jnp=jnp)
-    shell.run_cell("model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), nnx.BatchNorm(3, rngs=nnx.Rngs(0)))")
-    yield shell
+def ip(ip):
+    """The shared shell, with jax/nnx and a small model in the user namespace."""
+    ip.user_ns.update(nnx=nnx, jax=jax, jnp=jnp)
+    ip.run_cell("model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), nnx.BatchNorm(3, rngs=nnx.Rngs(0)))")
+    yield ip
     for name in ("graphdef", "param", "batch_stat", "rest", "g", "p", "r", "half", "text", "k", "other"):
-        shell.user_ns.pop(name, None)
-    shell.run_line_magic("unload_ext", "nnx_lab")
+        ip.user_ns.pop(name, None)
 
 
 def frozen(model):

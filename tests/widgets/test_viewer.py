@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from flax import nnx
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 
 import nnx_lab
 from nnx_lab import live
@@ -174,13 +173,6 @@ def test_background_thread_refreshes_while_main_thread_works():
         watcher.stop_background()
     assert watcher.refreshes >= 5
 
-
-@pytest.fixture
-def ip():
-    shell = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", "nnx_lab")
-    yield shell
-    shell.run_line_magic("unload_ext", "nnx_lab")
 
 
 def hooks(shell):

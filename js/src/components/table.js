@@ -10,6 +10,20 @@ import { ROW_HEIGHT } from "./styles.js";
 import { windowRange, scrollToShow } from "./virtual.js";
 
 const OVERSCAN = 12;
+
+/**
+ * Put the rendered rows `trs` (flat indices first..last-1 of `total`) between the two spacer rows
+ * whose heights stand in for everything above and below, so the scroll height stays true.
+ */
+export function fillWindow({ tbody, topTr, topSpacer, bottomTr, bottomSpacer }, trs, first, last, total) {
+  const above = first * ROW_HEIGHT;
+  const below = (total - last) * ROW_HEIGHT;
+  topSpacer.style.height = `${above}px`;
+  bottomSpacer.style.height = `${below}px`;
+  topTr.hidden = above === 0;
+  bottomTr.hidden = below === 0;
+  tbody.replaceChildren(topTr, ...trs, bottomTr);
+}
 const SPARK_W = 60;
 const SPARK_H = 14;
 const INDENT = 14;
@@ -215,13 +229,7 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn }) {
       trs.push(tr);
     }
     rendered = next;
-    const above = first * ROW_HEIGHT;
-    const below = (total - last) * ROW_HEIGHT;
-    topSpacer.style.height = `${above}px`;
-    bottomSpacer.style.height = `${below}px`;
-    topTr.hidden = above === 0;
-    bottomTr.hidden = below === 0;
-    tbody.replaceChildren(topTr, ...trs, bottomTr);
+    fillWindow({ tbody, topTr, topSpacer, bottomTr, bottomSpacer }, trs, first, last, total);
     if (trs.length && onDrawn) onDrawn(trs.length);
   }
 
