@@ -72,3 +72,11 @@ def jax_equal(a, b):
     import numpy as np
     return jax.tree.structure(a) == jax.tree.structure(b) and all(
         np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+
+
+def test_target_expressions_keep_their_quotes_and_spaces(ip):
+    ip.user_ns["heads"] = {"my head": nnx.Linear(2, 3, rngs=nnx.Rngs(0))}
+    ip.run_line_magic("nnx_snapshot", "heads['my head'] --as snap")
+    assert [r.path for r in ip.user_ns["snap"].rows] == [("bias",), ("kernel",)]
+    ip.run_line_magic("nnx_watch", "heads[ 'my head' ] --as viewer")
+    assert ip.user_ns["viewer"].snapshot["root_type"] == "Linear"

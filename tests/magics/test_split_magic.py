@@ -148,3 +148,10 @@ def test_donated_buffer_in_body_is_refused(ip):
     else:  # a backend that ignores donation: nothing was deleted, the merge is a no-op
         assert not model.layers[0].bias.get_value().is_deleted()
     assert np.array_equal(np.asarray(model.layers[0].kernel.get_value()), kernel_before)
+
+
+def test_state_target_is_updated_in_place(ip):
+    ip.run_cell("st = nnx.state(model)")
+    cell(ip, "st nnx.Param ...", "param = jax.tree.map(lambda p: p * 0 + 5, param)")
+    assert np.all(np.asarray(ip.user_ns["st"]["layers"][0]["kernel"].get_value()) == 5)
+    ip.user_ns.pop("st")
