@@ -86,6 +86,7 @@ def walk_graph(obj: Any) -> GraphWalk:
     shared = _shared_prefixes(obj, seen)
     leaves: list[Leaf] = []
     nodes: dict[Path, str] = {}
+    plain: set[Path] = set()  # containers that are not graph nodes: tuples, dicts, lists
     for path, value in visited:
         if isinstance(value, nnx.Variable):
             leaves.append(Leaf(path, type(value).__name__, value.get_value(), _metadata_of(value),
@@ -96,6 +97,12 @@ def walk_graph(obj: Any) -> GraphWalk:
             if path and isinstance(path[-1], str) and path[-1].startswith("_pytree__"):
                 continue  # flax's own bookkeeping inside each Module
             nodes[path] = type(value).__name__
+            if not nnx_graph.is_graph_node(value):
+                plain.add(path)
+    # A Module with no Variables is still part of the model; a static tuple attribute
+    # (Dropout's broadcast_dims=()) is not: keep plain containers only with Variables under them.
+    holding = {leaf.path[:i] for leaf in leaves for i in range(len(leaf.path))}
+    nodes = {p: t for p, t in nodes.items() if p not in plain or p in holding}
     root_type = nodes.pop((), type(obj).__name__)
     return GraphWalk(leaves, nodes, root_type)
 

@@ -148,3 +148,16 @@ def test_stats_false_runs_nothing_on_device(net):
     snap = nnx_lab.snapshot(net, stats=False)
     assert all(r.stats is None for r in snap.rows)
     assert snap["blocks[0].linear.kernel"].status == "ok"
+
+
+def test_static_containers_are_not_nodes_but_empty_modules_are():
+    class M(nnx.Module):
+        def __init__(self, rngs):
+            self.drop = nnx.Dropout(0.5, rngs=rngs)  # holds broadcast_dims=(), a static tuple
+            self.act = nnx.Sequential()  # a Module with no Variables
+            self.d = nnx.Dict({"w": nnx.Param(jnp.ones(2))})
+
+    snap = nnx_lab.snapshot(M(nnx.Rngs(0)))
+    assert ("drop", "broadcast_dims") not in snap.nodes
+    assert snap.nodes[("act",)] == "Sequential" and snap.nodes[("d",)] == "Dict"
+    assert snap.nodes[("drop", "rngs")] == "RngStream"
