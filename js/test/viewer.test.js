@@ -160,7 +160,7 @@ test("choosing another statistic saves the trait and asks for its history", asyn
   assert.deepEqual(model.sent.at(-1), { type: "history", stat: "abs_max" });
   assert.equal(model.sent.length, 2);
   await tick();
-  assert.equal(q("th[data-col=spark]")[0].textContent, "\u223F abs_max");
+  assert.equal(q("th[data-col=spark]")[0].getAttribute("title"), "trend of abs_max over the last refreshes");
   q("button.nnx-refresh")[0].dispatch("click");
   assert.deepEqual(model.sent.at(-1), { type: "refresh" });
   cleanup();

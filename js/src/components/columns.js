@@ -3,22 +3,22 @@
 
 export const COLUMNS = [
   { id: "path", label: "path", width: null },
-  { id: "type", label: "type", width: 92 },
+  { id: "type", label: "type", width: 88 },
   { id: "shape", label: "shape", width: 80, num: true },
-  { id: "dtype", label: "dtype", width: 64 },
+  { id: "dtype", label: "dtype", width: 70 },
   { id: "bytes", label: "bytes", width: 66, num: true },
   { id: "place", label: "placement", width: 100, title: "sharding if any, else devices" },
-  { id: "mean", label: "mean", width: 70, num: true },
-  { id: "std", label: "std", width: 64, num: true },
-  { id: "min", label: "min", width: 70, num: true },
-  { id: "max", label: "max", width: 70, num: true },
-  { id: "norm", label: "norm", width: 64, num: true },
+  { id: "mean", label: "mean", width: 74, num: true },
+  { id: "std", label: "std", width: 70, num: true },
+  { id: "min", label: "min", width: 74, num: true },
+  { id: "max", label: "max", width: 74, num: true },
+  { id: "norm", label: "norm", width: 70, num: true },
   { id: "nonfinite", label: "NaN/Inf", width: 84, num: true },
-  { id: "spark", label: "trend", width: 70, sortable: false, title: "the chosen statistic over the last refreshes" },
+  { id: "spark", label: "trend", width: 64, sortable: false, title: "the chosen statistic over the last refreshes" },
   { id: "status", label: "status", width: 96 },
 ];
 
-export const PATH_MIN_WIDTH = 170;
+export const PATH_MIN_WIDTH = 150;
 
 /** Minimum table width with the columns in `hidden` (a Set of ids) left out. */
 export function tableMinWidth(hidden = new Set()) {

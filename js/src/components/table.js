@@ -24,7 +24,7 @@ export function fillWindow({ tbody, topTr, topSpacer, bottomTr, bottomSpacer }, 
   bottomTr.hidden = below === 0;
   tbody.replaceChildren(topTr, ...trs, bottomTr);
 }
-const SPARK_W = 60;
+const SPARK_W = 52;  // fits the 64 px trend column with its padding
 const SPARK_H = 14;
 const INDENT = 14;
 
@@ -263,7 +263,10 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn }) {
       setText(arrow, on ? (state.sort.dir === "asc" ? "\u25B2" : "\u25BC") : "");
       if (on) th.setAttribute("aria-sort", state.sort.dir === "asc" ? "ascending" : "descending");
       else th.removeAttribute("aria-sort");
-      if (c.id === "spark") setText(label, `\u223F ${state.stat}`);
+      if (c.id === "spark") {
+        setText(label, "\u223F");
+        th.setAttribute("title", `trend of ${state.stat} over the last refreshes`);
+      }
     }
   }
 
