@@ -15,6 +15,10 @@ def track_viewer(viewer: Any) -> None:
     _viewers.add(viewer)
 
 
+def untrack_viewer(viewer: Any) -> None:
+    _viewers.discard(viewer)
+
+
 def _post_run_cell(result: Any = None) -> None:
     """After every cell: refresh each live viewer (never raises into the shell)."""
     for viewer in list(_viewers):

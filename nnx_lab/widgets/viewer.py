@@ -62,6 +62,12 @@ class StateViewer(anywidget.AnyWidget):
     def stop_background(self) -> None:
         self._watcher.stop_background()
 
+    def close(self) -> None:
+        """Stop refreshing (after cells and in the background) and close the widget."""
+        self._watcher.stop_background()
+        live.untrack_viewer(self)
+        super().close()
+
     @property
     def watcher(self) -> Watcher:
         return self._watcher

@@ -210,3 +210,14 @@ def test_nnx_watch_bad_input(ip, line, message):
     ip.user_ns["model"] = small_model()
     with pytest.raises(UsageError, match=re.escape(message)):
         ip.run_line_magic("nnx_watch", line)
+
+
+def test_closed_viewer_no_longer_refreshes_after_cells(ip):
+    ip.user_ns["model"] = small_model()
+    ip.run_line_magic("nnx_watch", "model --as viewer")
+    viewer = ip.user_ns["viewer"]
+    viewer.close()
+    before = viewer.watcher.refreshes
+    ip.run_cell("x = 1")
+    assert viewer.watcher.refreshes == before
+    assert viewer not in live._viewers
