@@ -64,7 +64,9 @@ class StateViewer(anywidget.AnyWidget):
 
     def close(self) -> None:
         """Stop refreshing (after cells and in the background) and close the widget."""
-        self._watcher.stop_background()
+        watcher = getattr(self, "_watcher", None)  # absent when construction failed (not a model)
+        if watcher is not None:
+            watcher.stop_background()
         live.untrack_viewer(self)
         super().close()
 
