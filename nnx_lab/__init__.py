@@ -8,8 +8,9 @@ Public API (small on purpose):
 - ``watch(model) -> StateViewer``: a live widget of every Variable, refreshed after each
   cell, on ``viewer.tick()`` / ``viewer.track(batches)``, or from a background thread.
 - ``split_report(model, *filters)``: which Variables each NNX filter takes, shadows or leaves.
+- ``view_report(model)``: each submodule's ``set_view`` options and current values; train/eval/mixed.
 - ``%load_ext nnx_lab``: registers ``%nnx_snapshot``, ``%nnx_watch``, ``%nnx_split`` /
-  ``%%nnx_split`` and the hook that refreshes viewers after each cell.
+  ``%%nnx_split``, ``%nnx_mode`` and the hook that refreshes viewers after each cell.
 
 Importing nnx_lab is cheap: jax and flax are imported the first time a model is
 inspected, not before.
@@ -17,33 +18,33 @@ inspected, not before.
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["snapshot", "Snapshot", "Row", "watch", "StateViewer", "split_report",
+__all__ = ["snapshot", "Snapshot", "Row", "watch", "StateViewer", "split_report", "view_report",
            "load_ipython_extension", "unload_ipython_extension"]
 
 if TYPE_CHECKING:
     from .core.snapshot import Row, Snapshot, snapshot
     from .core.split import split_report
+    from .core.views import view_report
     from .widgets.viewer import StateViewer, watch
 
 
+# Where each public name lives, imported on first use: `import nnx_lab` and `%load_ext nnx_lab`
+# must not start a JAX backend.
+_LAZY = {
+    "snapshot": "core.snapshot", "Snapshot": "core.snapshot", "Row": "core.snapshot",
+    "split_report": "core.split", "view_report": "core.views",
+    "watch": "widgets.viewer", "StateViewer": "widgets.viewer",
+}
+
+
 def __getattr__(name: str) -> Any:
-    # Lazy on purpose: `import nnx_lab` and `%load_ext nnx_lab` must not start a JAX backend.
-    if name in ("snapshot", "Snapshot", "Row"):
-        from .core import snapshot as module
-
-        return getattr(module, name)
-    if name == "split_report":
-        from .core.split import split_report
-
-        return split_report
-    if name in ("watch", "StateViewer"):
-        from .widgets import viewer
-
-        return getattr(viewer, name)
-    raise AttributeError(f"module 'nnx_lab' has no attribute {name!r}")
+    if name not in _LAZY:
+        raise AttributeError(f"module 'nnx_lab' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
 
 
 def load_ipython_extension(ipython: Any) -> None:

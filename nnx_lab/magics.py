@@ -164,3 +164,34 @@ class NnxLabMagics(Magics):
             self.shell.user_ns[args.merge_into] = nnx.merge(graphdef, *after.values())
         else:
             nnx.update(split.target, *after.values())
+
+    @magic_arguments()
+    @argument("target", help="a Python expression naming an nnx.Module")
+    @argument("mode", nargs="?", choices=("train", "eval"), help="switch the whole model in place (model.train() / model.eval())")
+    @line_magic
+    def nnx_mode(self, line: str):
+        """Show the train/eval mode of every submodule, or switch it in place.
+
+        Lists each submodule instance with set_view, its arguments and current values, and says
+        whether the model is in train, eval or *mixed* mode (naming the modules that disagree).
+
+        Examples::
+
+            %nnx_mode model          # the summary, per instance
+            %nnx_mode model eval     # model.eval(), then the summary
+        """
+        from .split_magic import split_expressions
+
+        args = self.nnx_mode.parser.parse_args(split_expressions(line))
+        model = evaluate_target(self.shell, args.target)
+        from flax import nnx
+
+        from .core.views import view_report
+
+        if not isinstance(model, nnx.Module):
+            raise UsageError(f"TARGET {args.target!r} is a {type(model).__name__}, not an nnx.Module")
+        if args.mode == "train":
+            model.train()
+        elif args.mode == "eval":
+            model.eval()
+        print(view_report(model).to_text())
