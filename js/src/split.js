@@ -12,7 +12,7 @@ import {
   REST, columns, filterTitle, markOf, prepare, rowKind, showingText, tableWidth, toggleActive, visibleRows,
 } from "./components/splitdata.js";
 import { windowRange } from "./components/virtual.js";
-import { fillWindow } from "./components/table.js";
+import { createWindowedTable, fillWindow, setColspan } from "./components/table.js";
 
 const OVERSCAN = 12;
 const PROBLEMS_SHOWN = 12; // problems listed before a "more" button
@@ -45,14 +45,8 @@ function render({ model, el }) {
   const colgroup = h(doc, "colgroup");
   const headRow = h(doc, "tr");
   const thead = h(doc, "thead", null, headRow);
-  const topSpacer = h(doc, "td");
-  const bottomSpacer = h(doc, "td");
-  const topTr = h(doc, "tr", { class: "nnx-spacer", "aria-hidden": "true" }, topSpacer);
-  const bottomTr = h(doc, "tr", { class: "nnx-spacer", "aria-hidden": "true" }, bottomSpacer);
-  const tbody = h(doc, "tbody", null, topTr, bottomTr);
-  const table = h(doc, "table", { class: "nnx-split-table" }, colgroup, thead, tbody);
-  const empty = h(doc, "div", { class: "nnx-empty", hidden: true });
-  const scroller = h(doc, "div", { class: "nnx-scroll", tabindex: "0" }, table, empty);
+  const { scroller, table, empty, spacers } = createWindowedTable(doc, {
+    tableClass: "nnx-split-table", colgroup, thead });
   root.append(style, filterStyle, head, codeBox, problems, showing, scroller);
   el.replaceChildren(root);
 
@@ -126,8 +120,7 @@ function render({ model, el }) {
     colgroup.replaceChildren(...cols.map((c) => h(doc, "col", { class: `k-${c.id}`, style: c.width ? `width:${c.width}px` : null })));
     headRow.replaceChildren(...cols.map(headerCell));
     table.style.minWidth = `${tableWidth(cols)}px`;
-    topSpacer.setAttribute("colspan", cols.length);
-    bottomSpacer.setAttribute("colspan", cols.length);
+    setColspan(spacers, cols.length);
   }
 
   function markHeaders() {
@@ -208,7 +201,7 @@ function render({ model, el }) {
       trs.push(tr);
     }
     rendered = next;
-    fillWindow({ tbody, topTr, topSpacer, bottomTr, bottomSpacer }, trs, first, last, total);
+    fillWindow(spacers, trs, first, last, total);
   }
 
   function schedule() {

@@ -12,6 +12,30 @@ import { windowRange, scrollToShow } from "./virtual.js";
 const OVERSCAN = 12;
 
 /**
+ * The skeleton of a windowed table: a scroll box holding a <table> (colgroup, thead, tbody) and
+ * an "empty" note; the tbody starts with the two spacer rows that `fillWindow` sizes.
+ * Returns {scroller, table, tbody, empty, spacers}; set the spacers' colspan with `setColspan`.
+ */
+export function createWindowedTable(doc, { tableClass, colgroup, thead, colspan = 1 }) {
+  const topSpacer = h(doc, "td", { colspan });
+  const bottomSpacer = h(doc, "td", { colspan });
+  const topTr = h(doc, "tr", { class: "nnx-spacer", "aria-hidden": "true" }, topSpacer);
+  const bottomTr = h(doc, "tr", { class: "nnx-spacer", "aria-hidden": "true" }, bottomSpacer);
+  const tbody = h(doc, "tbody", null, topTr, bottomTr);
+  const table = h(doc, "table", { class: tableClass }, colgroup, thead, tbody);
+  const empty = h(doc, "div", { class: "nnx-empty", hidden: true });
+  const scroller = h(doc, "div", { class: "nnx-scroll", tabindex: "0" }, table, empty);
+  const spacers = { tbody, topTr, topSpacer, bottomTr, bottomSpacer };
+  return { scroller, table, tbody, empty, spacers };
+}
+
+/** Both spacer cells span `n` columns. */
+export function setColspan({ topSpacer, bottomSpacer }, n) {
+  topSpacer.setAttribute("colspan", n);
+  bottomSpacer.setAttribute("colspan", n);
+}
+
+/**
  * Put the rendered rows `trs` (flat indices first..last-1 of `total`) between the two spacer rows
  * whose heights stand in for everything above and below, so the scroll height stays true.
  */
@@ -55,14 +79,8 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn }) {
     headRow.appendChild(th);
   }
   const thead = h(doc, "thead", null, headRow);
-  const topSpacer = h(doc, "td", { colspan: COLUMNS.length });
-  const bottomSpacer = h(doc, "td", { colspan: COLUMNS.length });
-  const topTr = h(doc, "tr", { class: "nnx-spacer", "aria-hidden": "true" }, topSpacer);
-  const bottomTr = h(doc, "tr", { class: "nnx-spacer", "aria-hidden": "true" }, bottomSpacer);
-  const tbody = h(doc, "tbody", null, topTr, bottomTr);
-  const table = h(doc, "table", { class: "nnx-table" }, colgroup, thead, tbody);
-  const empty = h(doc, "div", { class: "nnx-empty", hidden: true });
-  const scroller = h(doc, "div", { class: "nnx-scroll", tabindex: "0" }, table, empty);
+  const { scroller, table, tbody, empty, spacers } = createWindowedTable(doc, {
+    tableClass: "nnx-table", colgroup, thead, colspan: COLUMNS.length });
 
   let state = { tree: null, items: [], sort: null, history: null, stat: "norm" };
   let version = 0; // bumps whenever row contents may have changed
@@ -229,7 +247,7 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn }) {
       trs.push(tr);
     }
     rendered = next;
-    fillWindow({ tbody, topTr, topSpacer, bottomTr, bottomSpacer }, trs, first, last, total);
+    fillWindow(spacers, trs, first, last, total);
     if (trs.length && onDrawn) onDrawn(trs.length);
   }
 
