@@ -6,15 +6,12 @@
 import { h, setText } from "./components/dom.js";
 import { typeColor } from "./components/colors.js";
 import { fmtBytes, fmtCount, fmtShape } from "./components/format.js";
-import { ROW_HEIGHT } from "./components/styles.js";
 import { filterCss, splitCss } from "./components/splitstyles.js";
 import {
   REST, columns, filterTitle, markOf, prepare, rowKind, showingText, tableWidth, toggleActive, visibleRows,
 } from "./components/splitdata.js";
-import { windowRange } from "./components/virtual.js";
-import { createWindowedTable, fillWindow, setColspan } from "./components/table.js";
+import { createWindowedTable, fillWindow, setColspan, watchWindow } from "./components/table.js";
 
-const OVERSCAN = 12;
 const PROBLEMS_SHOWN = 12; // problems listed before a "more" button
 const PROBLEMS_STEP = 500; // how many more each click lists
 
@@ -28,8 +25,6 @@ function render({ model, el }) {
   let items = []; // row indexes shown
   let problemsShown = PROBLEMS_SHOWN;
   let rendered = new Map(); // row index -> tr (only the window)
-  let lastWindow = "";
-  let raf = 0;
   let copyTimer = 0;
 
   // --- DOM -----------------------------------------------------------------------------------
@@ -184,13 +179,7 @@ function render({ model, el }) {
     return Math.max(0, (scroller.clientHeight || 420) - (thead.offsetHeight || 48));
   }
 
-  function draw() {
-    raf = 0;
-    const total = items.length;
-    const { first, last } = windowRange(scroller.scrollTop, viewportHeight(), ROW_HEIGHT, total, OVERSCAN);
-    const key = `${first}:${last}`;
-    if (key === lastWindow) return;
-    lastWindow = key;
+  function draw(first, last, total) {
     const next = new Map();
     const trs = [];
     for (let k = first; k < last; k++) {
@@ -204,9 +193,8 @@ function render({ model, el }) {
     fillWindow(spacers, trs, first, last, total);
   }
 
-  function schedule() {
-    if (!raf) raf = requestAnimationFrame(draw);
-  }
+  const windowing = watchWindow(scroller, { viewportHeight, count: () => items.length, draw });
+  cleanups.push(() => windowing.destroy());
 
   function relayout() {
     items = visibleRows(prep, active);
@@ -215,9 +203,8 @@ function render({ model, el }) {
     empty.hidden = !msg;
     setText(empty, msg);
     markHeaders();
-    lastWindow = "";
     scroller.scrollTop = 0;
-    draw();
+    windowing.refresh(true);
   }
 
   // --- data ----------------------------------------------------------------------------------
@@ -276,13 +263,6 @@ function render({ model, el }) {
     } else fallback();
   });
 
-  scroller.addEventListener("scroll", schedule, { passive: true });
-  const ro = typeof ResizeObserver !== "undefined" ? new ResizeObserver(() => {
-    lastWindow = "";
-    schedule();
-  }) : null;
-  if (ro) ro.observe(scroller);
-
   const onChange = () => onReport();
   model.on("change:report", onChange);
   cleanups.push(() => model.off("change:report", onChange));
@@ -291,11 +271,7 @@ function render({ model, el }) {
 
   return () => {
     for (const c of cleanups) c();
-    if (raf) cancelAnimationFrame(raf);
-    raf = 0;
     clearTimeout(copyTimer);
-    if (ro) ro.disconnect();
-    scroller.removeEventListener("scroll", schedule);
   };
 }
 

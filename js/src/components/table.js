@@ -48,6 +48,47 @@ export function fillWindow({ tbody, topTr, topSpacer, bottomTr, bottomSpacer }, 
   bottomTr.hidden = below === 0;
   tbody.replaceChildren(topTr, ...trs, bottomTr);
 }
+
+/**
+ * Keep a windowed table drawn: on scroll, on resize and on `refresh`, work out the visible window
+ * and call `draw(first, last, total)` when it differs from the one drawn last (a `refresh` always
+ * redraws: the contents changed). Returns {refresh(now = false), destroy()}.
+ */
+export function watchWindow(scroller, { viewportHeight, count, draw }) {
+  let raf = 0;
+  let drawn = "";
+  function run() {
+    raf = 0;
+    const total = count();
+    const { first, last } = windowRange(scroller.scrollTop, viewportHeight(), ROW_HEIGHT, total, OVERSCAN);
+    const key = `${first}:${last}`;
+    if (key === drawn) return;
+    drawn = key;
+    draw(first, last, total);
+  }
+  function schedule() {
+    if (!raf) raf = requestAnimationFrame(run);
+  }
+  scroller.addEventListener("scroll", schedule, { passive: true });
+  const ro = typeof ResizeObserver !== "undefined" ? new ResizeObserver(() => {
+    drawn = "";
+    schedule();
+  }) : null;
+  if (ro) ro.observe(scroller);
+  return {
+    refresh(now = false) {
+      drawn = "";
+      if (now) run();
+      else schedule();
+    },
+    destroy() {
+      if (raf) cancelAnimationFrame(raf);
+      raf = 0;
+      if (ro) ro.disconnect();
+      scroller.removeEventListener("scroll", schedule);
+    },
+  };
+}
 const SPARK_W = 52;  // fits the 64 px trend column with its padding
 const SPARK_H = 14;
 const INDENT = 14;
@@ -85,8 +126,6 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn }) {
   let state = { tree: null, items: [], sort: null, history: null, stat: "norm" };
   let version = 0; // bumps whenever row contents may have changed
   let rendered = new Map(); // item id -> {tr, version}
-  let raf = 0;
-  let lastWindow = "";
   let flashId = -1;
   let flashTimer = 0;
 
@@ -220,15 +259,8 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn }) {
     return Math.max(0, (scroller.clientHeight || 420) - headerHeight());
   }
 
-  function draw() {
-    raf = 0;
+  function draw(first, last, total) {
     const items = state.items;
-    const total = items.length;
-    const top = scroller.scrollTop;
-    const { first, last } = windowRange(top, viewportHeight(), ROW_HEIGHT, total, OVERSCAN);
-    const key = `${first}:${last}:${version}`;
-    if (key === lastWindow) return;
-    lastWindow = key;
     const next = new Map();
     const trs = [];
     for (let k = first; k < last; k++) {
@@ -251,16 +283,7 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn }) {
     if (trs.length && onDrawn) onDrawn(trs.length);
   }
 
-  function schedule() {
-    if (!raf) raf = requestAnimationFrame(draw);
-  }
-
-  scroller.addEventListener("scroll", schedule, { passive: true });
-  const ro = typeof ResizeObserver !== "undefined" ? new ResizeObserver(() => {
-    lastWindow = "";
-    schedule();
-  }) : null;
-  if (ro) ro.observe(scroller);
+  const windowing = watchWindow(scroller, { viewportHeight, count: () => state.items.length, draw });
 
   tbody.addEventListener("click", (ev) => {
     const tr = ev.target.closest ? ev.target.closest("tr.nnx-module") : null;
@@ -301,9 +324,7 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn }) {
       const msg = state.emptyText || "";
       empty.hidden = !msg;
       setText(empty, msg);
-      lastWindow = "";
-      if (sync) draw();
-      else schedule();
+      windowing.refresh(sync);
     },
     /** Scroll so that flat index `index` is visible and flash it. */
     reveal(index) {
@@ -311,22 +332,17 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn }) {
       scroller.scrollTop = scrollToShow(index, scroller.scrollTop, vh, ROW_HEIGHT);
       flashId = state.items[index];
       version += 1;
-      lastWindow = "";
-      draw();
+      windowing.refresh(true);
       clearTimeout(flashTimer);
       flashTimer = setTimeout(() => {
         flashId = -1;
         version += 1;
-        lastWindow = "";
-        schedule();
+        windowing.refresh();
       }, 1200);
     },
     destroy() {
-      if (raf) cancelAnimationFrame(raf);
-      raf = 0;
       clearTimeout(flashTimer);
-      if (ro) ro.disconnect();
-      scroller.removeEventListener("scroll", schedule);
+      windowing.destroy();
     },
   };
 }
