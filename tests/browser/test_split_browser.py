@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from . import pages
 from .test_quickstart_browser import _JS_COLORS, contrast_ratio, write_notebook
 
 EVIL_KEY = "<img src=x onerror=alert(1)>"
@@ -40,13 +41,11 @@ def expected_report():
 
 
 def split_view(page):
-    root = page.locator(".jp-OutputArea-output .nnx-lab-split-view").first
-    root.locator("tr.nnx-split-row").first.wait_for(state="visible", timeout=30_000)
-    return root
+    return pages.widget_root(page, ".nnx-lab-split-view", "tr.nnx-split-row")
 
 
 def row_paths(root) -> list[str]:
-    return root.locator("tr.nnx-split-row").evaluate_all("rows => rows.map(r => r.dataset.path)")
+    return pages.row_paths(root, "tr.nnx-split-row")
 
 
 def assert_report_rendered(root, labels: list[str] | None = None):

@@ -6,10 +6,8 @@ from pathlib import Path
 
 import nbformat
 
-from .test_quickstart_browser import _JS_COLORS, contrast_ratio, write_notebook
-
-EVIL_CLASS = "Evil<img src=x onerror=alert(1)>"
-EVIL_KEY = "<script>alert(2)</script>"
+from . import pages
+from .test_quickstart_browser import _JS_COLORS, EVIL_CLASS, EVIL_KEY, contrast_ratio, write_notebook
 
 SETUP = (
     "import time, gc\nimport jax.numpy as jnp\nfrom flax import nnx\nimport nnx_lab",
@@ -56,13 +54,11 @@ def run_new_cell_sampling(page, source: str) -> list:
 
 
 def viewer(page):
-    root = page.locator(".jp-OutputArea-output .nnx-lab-viewer").first
-    root.locator(".nnx-row").first.wait_for(state="visible", timeout=30_000)
-    return root
+    return pages.widget_root(page, ".nnx-lab-viewer", ".nnx-row")
 
 
 def row_paths(root) -> list[str]:
-    return root.locator(".nnx-row").evaluate_all("rows => rows.map(r => r.dataset.path)")
+    return pages.row_paths(root, ".nnx-row")
 
 
 def test_viewer_rows_sort_filter_expand_and_live_updates(page, page_events, jupyter_server, open_notebook,
