@@ -20,9 +20,11 @@ summary of the train/eval mode (``deterministic`` / ``use_running_average``: ``F
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import dataclasses
 import inspect
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from flax import nnx
 from flax.nnx import filterlib
@@ -54,6 +56,7 @@ class ModuleViews:
     class_name: str
     args: tuple[ViewArg, ...]
     signature: str  # set_view's signature: what view_info shows without a docstring
+    cls: type = dataclasses.field(default=object, compare=False, repr=False)
 
     @property
     def path_text(self) -> str:
@@ -81,20 +84,29 @@ class ViewReport:
 
     @property
     def mode(self) -> str:
-        """'train', 'eval', 'mixed', 'unset' or 'none' (no submodule has a mode)."""
-        modes = {m.mode for m in self.modules if m.mode is not None}
+        """'train', 'eval', 'mixed', 'unset' (every mode decided at call time) or 'none'.
+
+        Modules left ``None`` (decided at call time, like a fresh MultiHeadAttention) do not make
+        a model mixed: only modules set to train and others set to eval do.
+        """
+        modes = {m.mode for m in self.modules if m.mode in ("train", "eval", "mixed")}
         if not modes:
-            return "none"
+            return "unset" if any(m.mode == "unset" for m in self.modules) else "none"
         return modes.pop() if len(modes) == 1 else "mixed"
 
     @property
     def disagreeing(self) -> tuple[str, ...]:
         """When mixed: the paths whose mode is not the most common one."""
-        modes = [m.mode for m in self.modules if m.mode is not None]
+        modes = [m.mode for m in self.modules if m.mode in ("train", "eval", "mixed")]
         if len(set(modes)) <= 1:
             return ()
         common = max(dict.fromkeys(modes), key=modes.count)  # ties: the mode seen first
-        return tuple(m.path_text for m in self.modules if m.mode not in (None, common))
+        return tuple(m.path_text for m in self.modules if m.mode in ("train", "eval", "mixed") and m.mode != common)
+
+    @property
+    def unset(self) -> tuple[str, ...]:
+        """Paths whose mode is decided at call time (``None``)."""
+        return tuple(m.path_text for m in self.modules if m.mode == "unset")
 
     def summary(self) -> str:
         if not self.modules:
@@ -103,6 +115,8 @@ class ViewReport:
         line = f"{self.root_type}: {self.mode} ({len(with_mode)} of {len(self.modules)} modules with set_view have a mode)"
         if self.mode == "mixed":
             line += "; not like the rest: " + ", ".join(self.disagreeing)
+        if self.unset and self.mode != "unset":
+            line += f"; decided at call time: {', '.join(self.unset)}"
         return line
 
     def to_text(self) -> str:
@@ -143,7 +157,7 @@ def _module_views(path: Path, module: nnx.Module) -> ModuleViews:
         default = None if param.default is param.empty else param.default
         args.append(ViewArg(name, annotation, default, docs.get(name, ""),
                             getattr(module, name, _MISSING), _kind(annotation)))
-    return ModuleViews(path, type(module).__name__, tuple(args), f"set_view{signature}")
+    return ModuleViews(path, type(module).__name__, tuple(args), f"set_view{signature}", type(module))
 
 
 def _arg_docs(method: Any) -> dict[str, str]:
@@ -174,3 +188,192 @@ def _kind(annotation: str) -> str:
     if parts <= {"int", "None"} and "int" in parts:
         return "int"
     return "literal"
+
+
+# -- acting on the options: nnx.view(...) models, set_attributes in place, train/eval --------------
+
+class ViewError(ValueError):
+    """A request the model cannot take; the message is one line and the model is unchanged."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Scope:
+    """Which modules a request is for: all of them, one class, or one instance (by path).
+
+    ``only`` is the NNX filter handed to flax; ``code`` the same filter as Python text (``None``
+    for all modules), so the line shown to the user is the line that ran.
+    """
+
+    kind: str  # "all" | "class" | "path"
+    only: Any = ...
+    code: str | None = None
+    label: str = "all modules"
+
+    def predicate(self) -> Callable[[Any, Any], bool]:
+        return filterlib.to_predicate(self.only)
+
+
+def class_code(cls: type, namespace: Mapping[str, Any] | None = None) -> str:
+    """Python text naming ``cls``: ``nnx.Dropout``, a user class bound under its own name, or an
+    exact-type test when neither reaches it."""
+    name = cls.__name__
+    if getattr(nnx, name, None) is cls:
+        return f"nnx.{name}"
+    if namespace is not None and namespace.get(name) is cls:
+        return name
+    return f"lambda path, node: type(node).__name__ == {name!r}"
+
+
+def path_code(path: Path) -> str:
+    return f"lambda path, node: path == {tuple(path)!r}"
+
+
+def scope_for(report: ViewReport, spec: Any, namespace: Mapping[str, Any] | None = None,
+              base: Scope | None = None) -> Scope:
+    """A :class:`Scope` from a browser request: ``None`` (all), ``{"class": name}`` or
+    ``{"path": [...]}``. ``base`` is the scope "all" means (a panel made with ``only=``)."""
+    base = base or Scope("all")
+    if spec is None:
+        return base
+    if not isinstance(spec, Mapping) or len(spec) != 1:
+        raise ViewError(f"a scope is None, {{'class': NAME}} or {{'path': [...]}}, not {spec!r}")
+    if "class" in spec:
+        classes = {m.cls for m in report.modules if m.class_name == spec["class"]}
+        if len(classes) != 1:
+            raise ViewError(f"no single class named {spec['class']!r} among the modules with set_view"
+                            if not classes else f"{len(classes)} different classes are named {spec['class']!r}")
+        cls = classes.pop()
+        code = class_code(cls, namespace)
+        only = cls if not code.startswith("lambda") else (lambda path, node, c=cls: type(node) is c)
+        return Scope("class", only, code, f"class {cls.__name__}")
+    if "path" in spec:
+        key = tuple(spec["path"]) if isinstance(spec["path"], (list, tuple)) else None
+        if key is None or key not in {m.path for m in report.modules}:
+            raise ViewError(f"no module with set_view at path {spec['path']!r}")
+        return Scope("path", lambda path, node, k=key: tuple(path) == k, path_code(key),
+                     path_text(key) or "(root)")
+    raise ViewError(f"a scope is None, {{'class': NAME}} or {{'path': [...]}}, not {spec!r}")
+
+
+def coerce_values(model: nnx.Module, report: ViewReport, scope: Scope, values: Mapping[str, Any], *,
+                  from_text: bool = False) -> dict[str, Any]:
+    """Check ``values`` against the ``set_view`` arguments of the modules of ``model`` in ``scope``.
+
+    Names no module in scope takes, and values of the wrong type, are a :class:`ViewError`.
+    With ``from_text`` (values typed in the browser), ``literal`` arguments are parsed with
+    ``ast.literal_eval``: browser text is never evaluated.
+    """
+    in_scope = {path for path, _ in _scoped(model, scope)}
+    kinds: dict[str, set[str]] = {}
+    for m in report.modules:
+        if m.path in in_scope:
+            for a in m.args:
+                kinds.setdefault(a.name, set()).add(a.kind)
+    if not values:
+        raise ViewError("choose at least one value to set")
+    unknown = sorted(set(values) - set(kinds))
+    if unknown:
+        takes = ", ".join(sorted(kinds)) or "nothing"
+        raise ViewError(f"no module in {scope.label} takes {', '.join(map(repr, unknown))} in set_view "
+                        f"(they take: {takes})")
+    return {name: _coerce(name, kinds[name], value, from_text) for name, value in values.items()}
+
+
+def _coerce(name: str, kinds: set[str], value: Any, from_text: bool) -> Any:
+    if from_text and "literal" in kinds and isinstance(value, str):
+        try:
+            value = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            raise ViewError(f"{name}: {value!r} is not a Python literal (a number, string, tuple, True, None, ...)") from None
+    if from_text and "int" in kinds and isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            raise ViewError(f"{name} takes an int, not {value!r}") from None
+    if from_text and "int" in kinds and isinstance(value, float) and value.is_integer():
+        value = int(value)
+    accepted = (
+        ("tri_bool" in kinds and (value is None or isinstance(value, bool)))
+        or ("bool" in kinds and isinstance(value, bool))
+        or ("int" in kinds and (value is None or (isinstance(value, int) and not isinstance(value, bool))))
+        or "literal" in kinds
+    )
+    if not accepted:
+        wanted = " or ".join(sorted({"tri_bool": "True/False/None", "bool": "True/False",
+                                     "int": "an int"}[k] for k in kinds if k != "literal"))
+        raise ViewError(f"{name} takes {wanted}, not {type(value).__name__} {value!r}")
+    return value
+
+
+def _scoped(model: nnx.Module, scope: Scope):
+    predicate = scope.predicate()
+    return [(tuple(p), m) for p, m in nnx.iter_modules(model) if predicate(p, m)]
+
+
+def make_view(model: nnx.Module, scope: Scope, values: Mapping[str, Any]) -> nnx.Module:
+    """``nnx.view(model, only=..., **values)``: a new model sharing the arrays; ``model`` unchanged."""
+    try:
+        return nnx.view(model, only=scope.only, **values)
+    except Exception as e:
+        raise ViewError(f"nnx.view raised {type(e).__name__}: {_one_line(e)}") from None
+
+
+def apply_in_place(model: nnx.Module, scope: Scope, values: Mapping[str, Any]) -> None:
+    """``model.set_attributes(only, **values)``, all or nothing.
+
+    The values are first given to every ``set_view`` in scope through ``nnx.view`` (which works on
+    a copy), so a combination a module rejects is refused before anything changes; then the
+    attributes are set, and put back as they were if setting any of them fails.
+    """
+    make_view(model, scope, values)  # the modules' own validation, on a copy
+    modules = _scoped(model, scope)
+    missing = sorted(n for n in values if not any(hasattr(m, n) for _, m in modules))
+    if missing:
+        raise ViewError(f"{', '.join(map(repr, missing))} is a set_view option but no module in {scope.label} has "
+                        "such an attribute, so it cannot be set in place; create a view instead")
+    with _all_or_nothing([m for _, m in modules], values, "set_attributes"):
+        if scope.kind == "all" and scope.only is ...:
+            model.set_attributes(**values)
+        else:
+            model.set_attributes(scope.only, **values)
+
+
+def set_mode(model: nnx.Module, mode: str) -> None:
+    """``model.train()`` or ``model.eval()``, all or nothing."""
+    if mode not in ("train", "eval"):
+        raise ViewError(f"mode is 'train' or 'eval', not {mode!r}")
+    with _all_or_nothing([m for _, m in nnx.iter_modules(model)], MODE_ARGS, f"model.{mode}()"):
+        model.train() if mode == "train" else model.eval()
+
+
+@contextlib.contextmanager
+def _all_or_nothing(modules: list[Any], names: Any, what: str):
+    """Put ``names`` back on ``modules`` as they were if the body fails (also on KeyboardInterrupt)."""
+    before = [(m, n, getattr(m, n)) for m in modules for n in names if hasattr(m, n)]
+    try:
+        yield
+    except BaseException as e:
+        for m, n, old in before:
+            setattr(m, n, old)
+        if isinstance(e, Exception):
+            raise ViewError(f"{what} raised {type(e).__name__}: {_one_line(e)}; nothing changed") from None
+        raise
+
+
+def _value_code(values: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in values.items())
+
+
+def view_code(target: str, name: str, scope: Scope, values: Mapping[str, Any]) -> str:
+    only = f"only={scope.code}, " if scope.code else ""
+    return f"{name} = nnx.view({target}, {only}{_value_code(values)})"
+
+
+def apply_code(target: str, scope: Scope, values: Mapping[str, Any]) -> str:
+    only = f"{scope.code}, " if scope.code else ""
+    return f"{target}.set_attributes({only}{_value_code(values)})"
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    return text if len(text) <= 300 else text[:297] + "..."
