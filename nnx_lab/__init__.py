@@ -9,8 +9,10 @@ Public API (small on purpose):
   cell, on ``viewer.tick()`` / ``viewer.track(batches)``, or from a background thread.
 - ``split_report(model, *filters)``: which Variables each NNX filter takes, shadows or leaves.
 - ``view_report(model)``: each submodule's ``set_view`` options and current values; train/eval/mixed.
+- ``view_panel(model)`` / ``mode_toggle(model)``: those options as controls: create ``nnx.view``
+  models, set them in place, switch train/eval; clicks made while a cell runs apply between steps.
 - ``%load_ext nnx_lab``: registers ``%nnx_snapshot``, ``%nnx_watch``, ``%nnx_split`` /
-  ``%%nnx_split``, ``%nnx_mode`` and the hook that refreshes viewers after each cell.
+  ``%%nnx_split``, ``%nnx_mode``, ``%nnx_view`` and the hook that refreshes viewers after each cell.
 
 Importing nnx_lab is cheap: jax and flax are imported the first time a model is
 inspected, not before.
@@ -23,13 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 __all__ = ["snapshot", "Snapshot", "Row", "watch", "StateViewer", "split_report", "view_report",
-           "load_ipython_extension", "unload_ipython_extension"]
+           "view_panel", "mode_toggle", "ViewPanel", "load_ipython_extension", "unload_ipython_extension"]
 
 if TYPE_CHECKING:
     from .core.snapshot import Row, Snapshot, snapshot
     from .core.split import split_report
     from .core.views import view_report
     from .widgets.viewer import StateViewer, watch
+    from .widgets.views import ViewPanel, mode_toggle, view_panel
 
 
 # Where each public name lives, imported on first use: `import nnx_lab` and `%load_ext nnx_lab`
@@ -38,6 +41,7 @@ _LAZY = {
     "snapshot": "core.snapshot", "Snapshot": "core.snapshot", "Row": "core.snapshot",
     "split_report": "core.split", "view_report": "core.views",
     "watch": "widgets.viewer", "StateViewer": "widgets.viewer",
+    "view_panel": "widgets.views", "mode_toggle": "widgets.views", "ViewPanel": "widgets.views",
 }
 
 

@@ -1,4 +1,4 @@
-"""Viewers on screen, and the one IPython ``post_run_cell`` hook that refreshes them.
+"""Widgets on screen (viewers, panels), and the one IPython ``post_run_cell`` hook that refreshes them.
 
 Cheap to import (no jax, no widgets): the extension registers the hook at load time.
 """
@@ -8,20 +8,29 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-_viewers: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_widgets: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
 
-def track_viewer(viewer: Any) -> None:
-    _viewers.add(viewer)
+def track_widget(widget: Any) -> None:
+    """``widget._after_cell()`` runs after every cell while the widget lives."""
+    _widgets.add(widget)
 
 
-def untrack_viewer(viewer: Any) -> None:
-    _viewers.discard(viewer)
+def untrack_widget(widget: Any) -> None:
+    _widgets.discard(widget)
+
+
+def widgets(kind: type) -> list[Any]:
+    """The live widgets of one class."""
+    return [w for w in list(_widgets) if isinstance(w, kind)]
 
 
 def _post_run_cell(result: Any = None) -> None:
-    """After every cell: refresh each live viewer (never raises into the shell)."""
-    for viewer in list(_viewers):
+    """After every cell: apply clicks queued while it ran, then refresh each widget (never raises)."""
+    from . import inbox
+
+    inbox.drain()
+    for viewer in list(_widgets):
         try:
             viewer._after_cell()
         except Exception:

@@ -5,22 +5,22 @@ from __future__ import annotations
 import keyword
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
+from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
 
-def evaluate_target(shell, expression: str):
+def evaluate_target(shell, expression: str, what: str = "TARGET"):
     """Evaluate a TARGET expression in the user namespace; a clear one-line error otherwise."""
     expression = expression.strip()
     if not expression:
-        raise UsageError("missing TARGET: give a model, a State or an expression naming one")
+        raise UsageError(f"missing {what}: give a model, a State or an expression naming one")
     try:
         return eval(expression, shell.user_ns)  # the user's own expression, in their namespace
     except NameError as e:
-        raise UsageError(f"TARGET {expression!r}: {e}") from None
+        raise UsageError(f"{what} {expression!r}: {e}") from None
     except Exception as e:
-        raise UsageError(f"TARGET {expression!r} raised {type(e).__name__}: {e}") from None
+        raise UsageError(f"{what} {expression!r} raised {type(e).__name__}: {e}") from None
 
 
 def check_name(name: str) -> str:
@@ -190,8 +190,58 @@ class NnxLabMagics(Magics):
 
         if not isinstance(model, nnx.Module):
             raise UsageError(f"TARGET {args.target!r} is a {type(model).__name__}, not an nnx.Module")
-        if args.mode == "train":
-            model.train()
-        elif args.mode == "eval":
-            model.eval()
+        if args.mode:
+            from .core.views import ViewError, set_mode
+
+            try:
+                set_mode(model, args.mode)
+            except ViewError as e:
+                raise UsageError(str(e)) from None
         print(view_report(model).to_text())
+
+    @magic_arguments()
+    @argument("target", help="a Python expression naming an nnx.Module")
+    @argument("--as", dest="name", default=None,
+              help="the name 'create view' binds nnx.view(...) to (default: TARGET_view)")
+    @argument("--only", default=None, help="an NNX filter expression: list only the modules it matches "
+              "(a class such as nnx.Dropout, nnx.PathContains('decoder'), a function (path, module) -> bool)")
+    @argument("--modes", action="store_true", help="only the train/eval switch and each instance's mode")
+    @line_magic
+    def nnx_view(self, line: str):
+        """Show the set_view options of every submodule as controls.
+
+        "create view" binds ``nnx.view(TARGET, only=..., **options)`` to --as NAME (arrays shared
+        with TARGET) and shows that exact line; "apply in place" runs
+        ``TARGET.set_attributes(...)``; train / eval call ``TARGET.train()`` / ``TARGET.eval()``.
+        Clicks made while a cell runs are applied at the next ``panel.tick()`` / ``track()`` step
+        (or a viewer's), or when the cell ends.
+
+        Examples::
+
+            %nnx_view model --as eval_model
+            %nnx_view model --only nnx.Dropout
+            %nnx_view model --modes
+        """
+        from .split_magic import split_expressions
+
+        args = self.nnx_view.parser.parse_args(split_expressions(line))
+        model = evaluate_target(self.shell, args.target)
+        from flax import nnx
+
+        if not isinstance(model, nnx.Module):
+            raise UsageError(f"TARGET {args.target!r} is a {type(model).__name__}, not an nnx.Module")
+        name = check_name(args.name) if args.name else None
+        only = ...
+        if args.only is not None:
+            if args.modes:
+                raise UsageError("--only lists a subset of modules for the options panel; --modes shows them all")
+            only = evaluate_target(self.shell, args.only, "--only")
+        from .widgets.views import ViewPanel
+
+        try:
+            panel = ViewPanel(model, variant="modes" if args.modes else "views", only=only,
+                              only_code=args.only, target=args.target.strip(), name=name,
+                              namespace=self.shell.user_ns)
+        except Exception as e:  # a filter that raises, or is not a filter
+            raise UsageError(f"--only {args.only!r}: {type(e).__name__}: {' '.join(str(e).split())}") from None
+        display(panel)

@@ -35,7 +35,7 @@ T = TypeVar("T")
 
 class Watcher:
     def __init__(self, obj: Any, *, max_rate: float = 2.0, budget: float = 0.02,
-                 stats: bool = True, history: int = 100):
+                 stats: bool = True, history: int = 100, between_steps: Callable[[], Any] | None = None):
         if max_rate <= 0:
             raise ValueError("max_rate must be positive (refreshes per second)")
         self.max_rate = max_rate
@@ -54,6 +54,7 @@ class Watcher:
         self._listeners: list[Callable[[Watcher], None]] = []
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self._between_steps = between_steps  # run first by every tick (the UI applies queued clicks there)
         try:
             self._ref = weakref.ref(obj, self._on_collected)
         except TypeError:
@@ -120,6 +121,11 @@ class Watcher:
 
     def tick(self) -> bool:
         """Call once per training step: refreshes when the throttle allows."""
+        if self._between_steps is not None:
+            try:
+                self._between_steps()
+            except Exception:
+                pass
         return self.refresh()
 
     def track(self, iterable: Iterable[T]) -> Iterator[T]:

@@ -9,7 +9,7 @@ from typing import Any, Iterable, Iterator, TypeVar
 import anywidget
 import traitlets
 
-from .. import live
+from .. import inbox, live
 from ..core.history import HISTORY_STATS
 from ..core.render import html_table, summary_line
 from ..core.watch import Watcher
@@ -28,12 +28,13 @@ class StateViewer(anywidget.AnyWidget):
 
     def __init__(self, obj: Any, *, max_rate: float = 2.0, background: bool = False,
                  stats: bool = True, history: int = 100, **kwargs: Any):
-        self._watcher = Watcher(obj, max_rate=max_rate, stats=stats, history=history)
+        self._watcher = Watcher(obj, max_rate=max_rate, stats=stats, history=history,
+                                between_steps=inbox.drain)
         super().__init__(**kwargs)
         self._watcher.subscribe(self._publish)
         self.on_msg(self._on_message)
         self._watcher.refresh(force=True)
-        live.track_viewer(self)
+        live.track_widget(self)
         if background:
             self.start_background()
 
@@ -67,7 +68,7 @@ class StateViewer(anywidget.AnyWidget):
         watcher = getattr(self, "_watcher", None)  # absent when construction failed (not a model)
         if watcher is not None:
             watcher.stop_background()
-        live.untrack_viewer(self)
+        live.untrack_widget(self)
         super().close()
 
     @property

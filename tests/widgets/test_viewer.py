@@ -220,4 +220,4 @@ def test_closed_viewer_no_longer_refreshes_after_cells(ip):
     before = viewer.watcher.refreshes
     ip.run_cell("x = 1")
     assert viewer.watcher.refreshes == before
-    assert viewer not in live._viewers
+    assert viewer not in live._widgets

@@ -1,0 +1,261 @@
+"""View panels and mode toggles: every submodule's ``set_view`` options and train/eval mode, as controls."""
+
+from __future__ import annotations
+
+import html
+import keyword
+import pathlib
+import weakref
+from typing import Any, Iterable, Iterator, Mapping, TypeVar
+
+import anywidget
+import traitlets
+
+from .. import inbox, live
+from ..core import views as core
+
+T = TypeVar("T")
+STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
+
+
+class ViewPanel(anywidget.AnyWidget):
+    """The ``set_view`` options of every submodule instance of a model, as controls.
+
+    Made by :func:`view_panel` (``variant="views"``: options, "create view", "apply in place")
+    and :func:`mode_toggle` (``variant="modes"``: a train/eval switch and per-instance modes).
+    The same requests are methods here: :meth:`create_view`, :meth:`apply`, :meth:`set_mode`.
+    The model is held by weak reference.
+    """
+
+    _esm = STATIC / "views.js"
+    payload = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, model: Any, *, variant: str = "views", only: Any = ..., only_code: str | None = None,
+                 target: str | None = None, name: str | None = None,
+                 namespace: Mapping[str, Any] | None = None, **kwargs: Any):
+        from flax import nnx
+
+        if not isinstance(model, nnx.Module):
+            raise TypeError(f"expected an nnx.Module, got {type(model).__name__}")
+        if variant not in ("views", "modes"):
+            raise ValueError(f"variant is 'views' or 'modes', not {variant!r}")
+        core.view_report(model, only=only)  # a filter that raises fails here, before any widget exists
+        self._model = weakref.ref(model)
+        self._namespace = namespace if namespace is not None else _user_namespace()
+        self._target = target or _name_of(model, self._namespace) or "model"
+        self._variant = variant
+        self._only = only
+        self._base = core.Scope("all") if only is ... else core.Scope(
+            "all", only, only_code or _filter_code(only, self._namespace), "the panel's modules")
+        self._default_name = name or f"{self._target.split('.')[0].split('[')[0]}_view"
+        super().__init__(**kwargs)
+        self.on_msg(self._on_message)
+        self.routing = inbox.route_while_busy(self)  # None, or why clicks wait for the cell to end
+        live.track_widget(self)
+        self.refresh()
+
+    # -- what the panel shows ----------------------------------------------------------
+    @property
+    def model(self) -> Any:
+        return self._model()
+
+    def report(self) -> core.ViewReport:
+        model = self._model()
+        if model is None:
+            raise core.ViewError("the model is gone (deleted or garbage-collected)")
+        return core.view_report(model, only=self._only)
+
+    def refresh(self) -> None:
+        """Read every instance's current values again and re-send them to the browser."""
+        try:
+            report = self.report()
+        except core.ViewError as e:
+            self.payload = {**self.payload, "message": str(e), "mode": "none", "gone": True}
+            return
+        self.payload = _payload(report, self._variant, self._target, self._default_name,
+                                self._namespace, self._base)
+
+    # -- the requests, from Python ------------------------------------------------------
+    def create_view(self, name: str | None = None, only: Any = None, **values: Any) -> Any:
+        """Bind ``nnx.view(model, only=..., **values)`` to ``name`` in the user namespace; returns it.
+
+        ``only`` is ``None`` (the panel's modules), ``{"class": NAME}`` or ``{"path": (...)}``.
+        """
+        return self._run({"type": "view", "name": name or self._default_name, "only": only,
+                          "values": values}, from_text=False)[0]
+
+    def apply(self, only: Any = None, **values: Any) -> str:
+        """``model.set_attributes(only, **values)`` in place, all or nothing; returns the line."""
+        return self._run({"type": "apply", "only": only, "values": values}, from_text=False)[1]
+
+    def set_mode(self, mode: str) -> str:
+        """``model.train()`` / ``model.eval()`` in place; returns the line."""
+        return self._run({"type": "mode", "mode": mode}, from_text=False)[1]
+
+    # -- the training-loop API: apply clicks made while a cell runs -------------------------
+    def tick(self) -> int:
+        """Apply requests queued while this cell runs (see :mod:`nnx_lab.inbox`); never raises."""
+        return inbox.drain()
+
+    def track(self, iterable: Iterable[T]) -> Iterator[T]:
+        """``for batch in panel.track(batches): step(batch)``: queued clicks apply between steps."""
+        for item in iterable:
+            yield item
+            inbox.drain()
+
+    def _after_cell(self) -> None:
+        inbox.drain()
+        if self._model() is not None:
+            self.refresh()
+
+    # -- browser messages ---------------------------------------------------------------
+    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if not isinstance(content, dict) or content.get("type") not in ("view", "apply", "mode"):
+            return
+        rid = content.get("id")
+        if inbox.on_main_thread():
+            self._answer(content, rid)
+            return
+        # A subshell thread, while a cell runs: never touch the model here.
+        self.send({"type": "ack", "id": rid, "state": "queued", "code": "",
+                   "text": "queued: applies at the next tick()/track() step, or when the cell ends"})
+        inbox.post(lambda: self._answer(content, rid))
+
+    def _answer(self, content: dict, rid: Any) -> None:
+        try:
+            _, code, text = self._run(content, from_text=True)
+            ack = {"type": "ack", "id": rid, "state": "done", "text": text, "code": code}
+        except core.ViewError as e:
+            ack = {"type": "ack", "id": rid, "state": "error", "text": str(e), "code": ""}
+        except Exception as e:  # never into the kernel's message loop
+            ack = {"type": "ack", "id": rid, "state": "error", "code": "",
+                   "text": f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"}
+        model = self._model()
+        if model is not None:  # every panel on this model shows the change, before the ack arrives
+            for panel in live.widgets(ViewPanel):
+                if panel.model is model:
+                    panel.refresh()
+        self.send(ack)
+
+    def _run(self, content: Mapping[str, Any], *, from_text: bool) -> tuple[Any, str, str]:
+        model = self._model()
+        if model is None:
+            raise core.ViewError("the model is gone (deleted or garbage-collected)")
+        kind = content.get("type")
+        if kind == "mode":
+            mode = content.get("mode")
+            core.set_mode(model, mode)
+            after = core.view_report(model, only=self._only)
+            return model, f"{self._target}.{mode}()", f"{self._target} is now {after.mode}"
+        report = core.view_report(model, only=self._only)
+        if not report.modules:
+            raise core.ViewError(report.summary())
+        scope = core.scope_for(report, content.get("only"), self._namespace, self._base)
+        raw = content.get("values")
+        if not isinstance(raw, Mapping):
+            raise core.ViewError(f"values must be a mapping of set_view options, not {type(raw).__name__}")
+        values = core.coerce_values(model, report, scope, raw, from_text=from_text)
+        if kind == "apply":
+            core.apply_in_place(model, scope, values)
+            return model, core.apply_code(self._target, scope, values), f"set in place on {scope.label}"
+        name = content.get("name") or self._default_name
+        if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+            raise core.ViewError(f"{name!r} is not a valid Python name")
+        if self._namespace is None:
+            raise core.ViewError("no user namespace to bind the view in (not running in IPython)")
+        view = core.make_view(model, scope, values)
+        self._namespace[name] = view
+        return view, core.view_code(self._target, name, scope, values), f"{name} is a view of {self._target}"
+
+    # -- what a saved notebook shows without a kernel ------------------------------------
+    def _repr_mimebundle_(self, **kwargs: Any):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        try:
+            text = self.report().to_text()
+        except core.ViewError as e:
+            text = str(e)
+        data["text/plain"] = text
+        data["text/html"] = f"<pre style=\"text-align:left\">{html.escape(text)}</pre>"
+        return bundle
+
+    def __repr__(self) -> str:
+        return f"ViewPanel({self._variant}) · {self.payload.get('summary', '')}"
+
+    def close(self) -> None:
+        live.untrack_widget(self)
+        super().close()
+
+
+def view_panel(model: Any, *, only: Any = ..., name: str | None = None, target: str | None = None,
+               display: bool = False) -> ViewPanel:
+    """Controls for every submodule's ``set_view`` options: create ``nnx.view`` models or set in place.
+
+    ``only`` limits the panel to modules matching an NNX filter (a class, a path filter, ...);
+    ``name`` is the name "create view" binds (default ``<target>_view``).
+    """
+    panel = ViewPanel(model, variant="views", only=only, name=name, target=target)
+    if display:
+        from IPython.display import display as show
+
+        show(panel)
+    return panel
+
+
+def mode_toggle(model: Any, *, target: str | None = None, display: bool = False) -> ViewPanel:
+    """A train/eval switch (``model.train()`` / ``model.eval()`` in place) with every instance's mode."""
+    panel = ViewPanel(model, variant="modes", target=target)
+    if display:
+        from IPython.display import display as show
+
+        show(panel)
+    return panel
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+def _payload(report: core.ViewReport, variant: str, target: str, default_name: str,
+             namespace: Mapping[str, Any] | None, base: core.Scope) -> dict:
+    classes: dict[type, dict] = {}
+    for m in report.modules:
+        group = classes.get(m.cls)
+        if group is None:
+            group = classes[m.cls] = {
+                "class": m.class_name, "only": core.class_code(m.cls, namespace),
+                "args": [{"name": a.name, "annotation": a.annotation, "default": repr(a.default),
+                          "doc": a.doc, "kind": a.kind} for a in m.args],
+                "instances": []}
+        group["instances"].append({
+            "path": m.path_text, "key": list(_jsonable(k) for k in m.path), "only": core.path_code(m.path),
+            "mode": m.mode, "values": {a.name: repr(a.current) for a in m.args if a.has_current}})
+    return {
+        "variant": variant, "root": report.root_type, "target": target, "default_name": default_name,
+        "mode": report.mode, "summary": report.summary(), "disagreeing": list(report.disagreeing),
+        "message": "" if report.modules else report.summary(), "base_only": base.code or "",
+        "classes": list(classes.values()),
+    }
+
+
+def _jsonable(key: Any) -> Any:
+    return key if isinstance(key, (int, str)) and not isinstance(key, bool) else str(key)
+
+
+def _filter_code(only: Any, namespace: Mapping[str, Any] | None) -> str:
+    if isinstance(only, type):
+        return core.class_code(only, namespace)
+    return repr(only)
+
+
+def _user_namespace() -> dict | None:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    return shell.user_ns if shell is not None else None
+
+
+def _name_of(obj: Any, namespace: Mapping[str, Any] | None) -> str | None:
+    if namespace is None:
+        return None
+    return next((k for k, v in namespace.items() if v is obj and not k.startswith("_")), None)

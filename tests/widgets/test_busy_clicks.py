@@ -1,0 +1,101 @@
+"""Clicks made while a cell runs, in a real ipykernel: queued at once, applied at the next step.
+
+The kernel is driven with jupyter_client the way a browser drives it: ``execute_request`` for the
+cell, and an ipywidgets ``custom`` comm message for the click, sent while the cell is busy.
+"""
+
+import time
+
+import pytest
+
+jupyter_client = pytest.importorskip("jupyter_client.manager")
+
+SETUP = """
+import time
+from flax import nnx
+from nnx_lab.widgets.views import mode_toggle
+model = nnx.Sequential(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), nnx.Dropout(0.5, rngs=nnx.Rngs(0)))
+panel = mode_toggle(model)
+display(panel)
+print("COMM", panel.routing, panel.comm.comm_id)
+"""
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    km, kc = jupyter_client.start_new_kernel(kernel_name="python3")
+    try:
+        kc.execute(SETUP)
+        text = wait_for_stream(kc, "COMM")
+        yield kc, text.split()[-2], text.split()[-1]
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def wait_for_stream(kc, marker, acks=None, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        msg = kc.get_iopub_msg(timeout=timeout)
+        if msg["msg_type"] == "comm_msg" and acks is not None:
+            data = msg["content"]["data"]
+            if data.get("method") == "custom":
+                acks.append((time.time(), data["content"]))
+        elif msg["msg_type"] == "stream" and marker in msg["content"]["text"]:
+            return msg["content"]["text"].strip()
+        elif msg["msg_type"] == "error":
+            raise AssertionError("\n".join(msg["content"]["traceback"]))
+    raise TimeoutError(marker)
+
+
+def click(kc, comm_id, content, subshell_id=None):
+    msg = kc.session.msg("comm_msg", {"comm_id": comm_id, "data": {"method": "custom", "content": content}})
+    if subshell_id is not None:  # JupyterLab 4.4+ addresses widget messages to a subshell of its own
+        msg["header"]["subshell_id"] = subshell_id
+    kc.shell_channel.send(msg)
+
+
+def frontend_subshell(kc) -> str:
+    kc.control_channel.send(kc.session.msg("create_subshell_request", {}))
+    reply = kc.control_channel.get_msg(timeout=10)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    return reply["content"]["subshell_id"]
+
+
+def test_routing_is_available_with_this_kernel(kernel):
+    _, routing, _ = kernel
+    assert routing == "None"  # ipykernel 7 subshells: the panel reads clicks while a cell runs
+
+
+@pytest.mark.parametrize("frontend", ["plain", "subshell"])
+def test_a_click_during_a_tracked_loop_applies_between_steps(kernel, frontend):
+    kc, _, comm_id = kernel
+    subshell_id = frontend_subshell(kc) if frontend == "subshell" else None
+    kc.execute("model.train(); seen = []\n"
+               "for step in panel.track(range(60)):\n"
+               "    time.sleep(0.05)\n"
+               "    seen.append(model.layers[1].deterministic)\n"
+               "print('SEEN', seen.index(True) if True in seen else None, len(seen))")
+    time.sleep(1.0)  # the cell is busy now
+    clicked = time.time()
+    click(kc, comm_id, {"type": "mode", "id": 11, "mode": "eval"}, subshell_id)
+    acks = []
+    seen = wait_for_stream(kc, "SEEN", acks)
+    ended = time.time()
+    states = [(a["id"], a["state"]) for _, a in acks]
+    assert states == [(11, "queued"), (11, "done")]
+    assert acks[0][0] - clicked < 2.0 and acks[1][0] < ended  # acknowledged while the cell still ran
+    first_eval, steps = map(int, seen.split()[1:])
+    assert steps == 60 and 0 < first_eval < 59  # switched between two steps of the same loop
+
+
+def test_a_click_during_an_untracked_cell_applies_when_it_ends(kernel):
+    kc, _, comm_id = kernel
+    kc.execute("model.train()\ntime.sleep(1.5)\nprint('DURING', model.layers[1].deterministic)")
+    time.sleep(0.5)
+    click(kc, comm_id, {"type": "mode", "id": 12, "mode": "eval"})
+    acks = []
+    assert wait_for_stream(kc, "DURING", acks) == "DURING False"  # nothing changed under the running cell
+    kc.execute("print('AFTER', model.layers[1].deterministic)")
+    assert wait_for_stream(kc, "AFTER", acks) == "AFTER True"
+    assert [(a["id"], a["state"]) for _, a in acks] == [(12, "queued"), (12, "done")]

@@ -1,0 +1,236 @@
+"""The view panel and mode toggle without a browser: requests as the browser sends them, acks, bad input."""
+
+import gc
+import re
+
+import pytest
+from flax import nnx
+from IPython.core.error import UsageError
+
+import nnx_lab
+from nnx_lab import inbox
+
+EVIL = "<img src=x onerror=alert(1)>"
+
+
+class Block(nnx.Module):
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(4, 4, rngs=rngs)
+        self.drop = nnx.Dropout(0.5, rngs=rngs)
+        self.bn = nnx.BatchNorm(4, rngs=rngs)
+
+
+def make():
+    return nnx.Sequential(Block(nnx.Rngs(0)), Block(nnx.Rngs(1)))
+
+
+def modes(model):
+    return [(m.path_text, a.name, a.current) for m in nnx_lab.view_report(model).modules for a in m.args]
+
+
+class Panel:
+    """A panel driven the way the browser drives it: custom messages in, acks out."""
+
+    def __init__(self, model, ns=None, **kwargs):
+        self.ns = {"model": model} if ns is None else ns
+        self.widget = nnx_lab.ViewPanel(model, namespace=self.ns, **kwargs)
+        self.acks = []
+        self.widget.send = self.acks.append
+        self.next_id = 0
+
+    def click(self, **content):
+        self.next_id += 1
+        self.widget._on_message(self.widget, {"id": self.next_id, **content}, [])
+        ack = self.acks[-1]
+        assert ack["id"] == self.next_id
+        return ack
+
+
+def test_payload_groups_instances_by_class_with_current_values():
+    model = make()
+    payload = Panel(model).widget.payload
+    assert (payload["variant"], payload["root"], payload["target"], payload["default_name"]) == \
+        ("views", "Sequential", "model", "model_view")
+    assert [c["class"] for c in payload["classes"]] == ["BatchNorm", "Dropout"]
+    dropout = payload["classes"][1]
+    assert dropout["only"] == "nnx.Dropout"
+    assert dropout["args"] == [{"name": "deterministic", "annotation": "bool | None", "default": "None",
+                                "doc": "if True, disables dropout masking.", "kind": "tri_bool"}] or \
+        dropout["args"][0]["name"] == "deterministic"
+    assert [(i["path"], i["key"], i["mode"], i["values"]) for i in dropout["instances"]] == [
+        ("layers[0].drop", ["layers", 0, "drop"], "train", {"deterministic": "False"}),
+        ("layers[1].drop", ["layers", 1, "drop"], "train", {"deterministic": "False"})]
+
+
+def test_create_view_binds_a_view_sharing_arrays_and_shows_the_line():
+    model = make()
+    panel = Panel(model)
+    ack = panel.click(type="view", name="eval_model", only={"class": "Dropout"}, values={"deterministic": True})
+    assert ack["state"] == "done" and ack["code"] == "eval_model = nnx.view(model, only=nnx.Dropout, deterministic=True)"
+    view = panel.ns["eval_model"]
+    assert view.layers[0].drop.deterministic is True and model.layers[0].drop.deterministic is False
+    assert view.layers[1].linear.kernel is model.layers[1].linear.kernel  # the same arrays
+    assert view.layers[0].bn.use_running_average is False
+
+
+def test_apply_in_place_for_one_instance_then_mixed_mode_is_reported():
+    model = make()
+    panel = Panel(model)
+    ack = panel.click(type="apply", only={"path": ["layers", 1, "bn"]}, values={"use_running_average": True})
+    assert ack == {"type": "ack", "id": 1, "state": "done", "text": "set in place on layers[1].bn",
+                   "code": "model.set_attributes(lambda path, node: path == ('layers', 1, 'bn'), use_running_average=True)"}
+    assert model.layers[1].bn.use_running_average is True and model.layers[0].bn.use_running_average is False
+    payload = panel.widget.payload
+    assert payload["mode"] == "mixed" and payload["disagreeing"] == ["layers[1].bn"]
+
+
+def test_train_eval_switch_in_place():
+    model = make()
+    panel = Panel(model, variant="modes")
+    assert panel.click(type="mode", mode="eval")["code"] == "model.eval()"
+    assert panel.widget.payload["mode"] == "eval" and model.layers[0].drop.deterministic is True
+    assert panel.click(type="mode", mode="train")["text"] == "model is now train"
+    assert nnx_lab.view_report(model).mode == "train"
+
+
+@pytest.mark.parametrize("content, message", [
+    (dict(type="apply", only=None, values={"nonsense": True}), "no module in all modules takes 'nonsense'"),
+    (dict(type="apply", only=None, values={"deterministic": "True"}), "deterministic takes True/False/None, not str"),
+    (dict(type="apply", only={"class": "Linear"}, values={"deterministic": True}), "no single class named 'Linear'"),
+    (dict(type="apply", only=None, values="deterministic"), "values must be a mapping"),
+    (dict(type="view", name="class", only=None, values={"deterministic": True}), "'class' is not a valid Python name"),
+    (dict(type="view", name="x y", only=None, values={"deterministic": True}), "'x y' is not a valid Python name"),
+    (dict(type="mode", mode="<script>"), "mode is 'train' or 'eval', not '<script>'"),
+])
+def test_bad_requests_are_one_line_errors_and_change_nothing(content, message):
+    model = make()
+    panel = Panel(model)
+    before, names = modes(model), set(panel.ns)
+    ack = panel.click(**content)
+    assert ack["state"] == "error" and message in ack["text"] and "\n" not in ack["text"]
+    assert modes(model) == before and set(panel.ns) == names
+
+
+def test_model_without_set_view_says_so():
+    model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    panel = Panel(model)
+    assert panel.widget.payload["message"] == "Linear: no submodule has set_view, so there is no mode to show"
+    ack = panel.click(type="apply", only=None, values={"deterministic": True})
+    assert ack["state"] == "error" and "no submodule has set_view" in ack["text"]
+
+
+def test_only_limits_the_panel_and_scopes_all_requests():
+    model = make()
+    panel = Panel(model, only=nnx.Dropout, only_code="nnx.Dropout")
+    assert [c["class"] for c in panel.widget.payload["classes"]] == ["Dropout"]
+    ack = panel.click(type="apply", only=None, values={"deterministic": True})
+    assert ack["code"] == "model.set_attributes(nnx.Dropout, deterministic=True)"
+    assert model.layers[0].drop.deterministic is True and model.layers[0].bn.use_running_average is False
+
+
+def test_not_a_module_and_a_filter_that_raises():
+    with pytest.raises(TypeError, match="expected an nnx.Module, got dict"):
+        nnx_lab.view_panel({})
+
+    def broken(path, node):
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        nnx_lab.view_panel(make(), only=broken)
+
+
+def test_user_strings_are_text_in_the_static_fallback():
+    evil = type(EVIL, (nnx.Module,), {"set_view": lambda self, deterministic: None,
+                                      "__init__": lambda self: setattr(self, "deterministic", False)})
+    model = nnx.Dict({EVIL: evil()})
+    panel = nnx_lab.ViewPanel(model, namespace={})
+    bundle = panel._repr_mimebundle_()
+    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    assert EVIL not in data["text/html"] and "&lt;img src=x onerror=alert(1)&gt;" in data["text/html"]
+    assert panel.payload["classes"][0]["class"] == EVIL  # JSON data; the browser puts it in as text
+
+
+def test_the_panel_does_not_keep_the_model_alive():
+    model = make()
+    panel = Panel(model, ns={})
+    del model
+    gc.collect()
+    ack = panel.click(type="mode", mode="eval")
+    assert ack["state"] == "error" and ack["text"] == "the model is gone (deleted or garbage-collected)"
+    panel.widget.refresh()
+    assert panel.widget.payload["gone"] is True
+
+
+def test_requests_from_another_thread_are_queued_until_a_step():
+    """What a subshell thread does while a cell runs: queue, ack 'queued', apply on the main thread."""
+    import threading
+
+    model = make()
+    panel = Panel(model)
+    thread = threading.Thread(target=panel.widget._on_message,
+                              args=(panel.widget, {"type": "mode", "id": 7, "mode": "eval"}, []))
+    thread.start()
+    thread.join()
+    assert panel.acks[-1]["state"] == "queued" and inbox.pending() == 1
+    assert model.layers[0].drop.deterministic is False  # nothing touched off the main thread
+    steps = list(panel.widget.track(range(3)))
+    assert steps == [0, 1, 2] and inbox.pending() == 0
+    assert panel.acks[-1] == {"type": "ack", "id": 7, "state": "done", "text": "model is now eval", "code": "model.eval()"}
+    assert model.layers[0].drop.deterministic is True
+
+
+def test_a_viewers_tick_applies_queued_clicks_too():
+    model = make()
+    panel = Panel(model)
+    viewer = nnx_lab.watch(model, display=False)
+    inbox.post(lambda: panel.widget._answer({"type": "mode", "mode": "eval"}, 1))
+    viewer.tick()
+    assert model.layers[0].drop.deterministic is True and panel.acks[-1]["state"] == "done"
+    viewer.close()
+
+
+def test_nnx_view_magic(ip):
+    model = make()
+    ip.user_ns.update(net=model, nnx=nnx)
+    shown = []
+    import nnx_lab.magics as magics
+
+    original = magics.display
+    magics.display = shown.append
+    try:
+        ip.run_line_magic("nnx_view", "net --as ev --only nnx.Dropout")
+        ip.run_line_magic("nnx_view", "net --modes")
+    finally:
+        magics.display = original
+    views, toggle = shown
+    assert views.payload["default_name"] == "ev" and [c["class"] for c in views.payload["classes"]] == ["Dropout"]
+    assert views.payload["base_only"] == "nnx.Dropout" and toggle.payload["variant"] == "modes"
+    views.send = lambda m: None
+    views._on_message(views, {"type": "view", "id": 1, "only": None, "values": {"deterministic": True}, "name": ""}, [])
+    assert ip.user_ns["ev"].layers[0].drop.deterministic is True
+
+
+@pytest.mark.parametrize("line, message", [
+    ("", "the following arguments are required: target"),
+    ("missing", "name 'missing' is not defined"),
+    ("{}", "TARGET '{}' is a dict, not an nnx.Module"),
+    ("net --as 2x", "--as '2x' is not a valid Python name"),
+    ("net --only nnx.Nope", "--only 'nnx.Nope' raised AttributeError: Module flax.nnx has no attribute 'Nope'"),
+    ("net --only (lambda p, n: 1/0)", "--only '(lambda p, n: 1/0)': ZeroDivisionError: division by zero"),
+    ("net --only nnx.Dropout --modes", "--modes shows them all"),
+])
+def test_nnx_view_bad_input(ip, line, message):
+    ip.user_ns.update(net=make(), nnx=nnx)
+    before = modes(ip.user_ns["net"])
+    with pytest.raises(UsageError, match=re.escape(message)):
+        ip.run_line_magic("nnx_view", line)
+    assert modes(ip.user_ns["net"]) == before
+
+
+def test_every_panel_on_the_model_shows_a_change_made_in_one():
+    model = make()
+    toggle = Panel(model, variant="modes")
+    views = Panel(model)
+    assert views.widget.payload["mode"] == "train"
+    toggle.click(type="mode", mode="eval")
+    assert views.widget.payload["mode"] == "eval"
