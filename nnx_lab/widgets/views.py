@@ -188,11 +188,12 @@ class ViewPanel(anywidget.AnyWidget):
 
 
 def view_panel(model: Any, *, only: Any = ..., name: str | None = None, target: str | None = None,
-               display: bool = False) -> ViewPanel:
+               display: bool = True) -> ViewPanel:
     """Controls for every submodule's ``set_view`` options: create ``nnx.view`` models or set in place.
 
     ``only`` limits the panel to modules matching an NNX filter (a class, a path filter, ...);
-    ``name`` is the name "create view" binds (default ``<target>_view``).
+    ``name`` is the name "create view" binds (default ``<target>_view``). Shows the panel
+    unless ``display=False``; returns it either way.
     """
     panel = ViewPanel(model, variant="views", only=only, name=name, target=target)
     if display:
@@ -202,7 +203,7 @@ def view_panel(model: Any, *, only: Any = ..., name: str | None = None, target: 
     return panel
 
 
-def mode_toggle(model: Any, *, target: str | None = None, display: bool = False) -> ViewPanel:
+def mode_toggle(model: Any, *, target: str | None = None, display: bool = True) -> ViewPanel:
     """A train/eval switch (``model.train()`` / ``model.eval()`` in place) with every instance's mode."""
     panel = ViewPanel(model, variant="modes", target=target)
     if display:

@@ -116,7 +116,7 @@ def test_view_panel_changes_the_kernels_model(page, page_events, jupyter_server,
 
 def test_a_click_during_a_running_cell_applies_between_steps(page, jupyter_server, open_notebook, run_all_cells,
                                                              screenshot, tmp_path):
-    nb = write_notebook(tmp_path / "busy.ipynb", *SETUP[:2], "toggle = nnx_lab.mode_toggle(model)\ntoggle")
+    nb = write_notebook(tmp_path / "busy.ipynb", *SETUP[:2], "toggle = nnx_lab.mode_toggle(model)")
     open_notebook(page, jupyter_server, nb, ui="lab")
     run_all_cells(page)
     root = panel(page, "modes")

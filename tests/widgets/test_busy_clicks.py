@@ -15,8 +15,7 @@ import time
 from flax import nnx
 from nnx_lab.widgets.views import mode_toggle
 model = nnx.Sequential(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), nnx.Dropout(0.5, rngs=nnx.Rngs(0)))
-panel = mode_toggle(model)
-display(panel)
+panel = mode_toggle(model)  # shows itself
 print("COMM", panel.routing, panel.comm.comm_id)
 """
 
