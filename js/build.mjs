@@ -10,6 +10,7 @@ const outdir = path.resolve(here, "..", "nnx_lab", "static");
 export const ENTRIES = [
   { in: "src/viewer.js", out: "viewer" },
   { in: "src/split.js", out: "split" },
+  { in: "src/capture.js", out: "capture" },
   { in: "src/views.js", out: "views" },
 ];
 

@@ -11,8 +11,14 @@ Public API (small on purpose):
 - ``view_report(model)``: each submodule's ``set_view`` options and current values; train/eval/mixed.
 - ``view_panel(model)`` / ``mode_toggle(model)``: those options as controls: create ``nnx.view``
   models, set them in place, switch train/eval; clicks made while a cell runs apply between steps.
+- ``Capture(model, types=..., methods=..., only=...)``: a context manager that collects what the
+  model sows (``cap.captured``, an ``nnx.State``); ``capture_call(model, fn, *args)`` does it for
+  one call, ``intermediate_grads(model, loss_fn, *args)`` adds the gradient at each ``perturb``
+  point, and ``capture_report(captured)`` describes the values (statistics, histograms).
+- ``capture_panel(model)``: toggles for what ``nnx.capture`` collects; ``panel(x)`` calls the
+  model and shows every captured value, ``panel.grads(loss_fn, x)`` their gradients.
 - ``%load_ext nnx_lab``: registers ``%nnx_snapshot``, ``%nnx_watch``, ``%nnx_split`` /
-  ``%%nnx_split``, ``%nnx_mode``, ``%nnx_view`` and the hook that refreshes viewers after each cell.
+  ``%%nnx_split``, ``%nnx_mode``, ``%nnx_view``, ``%%nnx_capture`` and the hook that refreshes viewers after each cell.
 
 Importing nnx_lab is cheap: jax and flax are imported the first time a model is
 inspected, not before.
@@ -25,12 +31,16 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 __all__ = ["snapshot", "Snapshot", "Row", "watch", "StateViewer", "split_report", "view_report",
-           "view_panel", "mode_toggle", "ViewPanel", "load_ipython_extension", "unload_ipython_extension"]
+           "capture_panel", "CapturePanel", "Capture", "capture_call", "capture_report", "CaptureReport",
+           "intermediate_grads", "view_panel", "mode_toggle", "ViewPanel",
+           "load_ipython_extension", "unload_ipython_extension"]
 
 if TYPE_CHECKING:
+    from .core.capture import Capture, CaptureReport, capture_call, capture_report, intermediate_grads
     from .core.snapshot import Row, Snapshot, snapshot
     from .core.split import split_report
     from .core.views import view_report
+    from .widgets.capture import CapturePanel, capture_panel
     from .widgets.viewer import StateViewer, watch
     from .widgets.views import ViewPanel, mode_toggle, view_panel
 
@@ -41,6 +51,9 @@ _LAZY = {
     "snapshot": "core.snapshot", "Snapshot": "core.snapshot", "Row": "core.snapshot",
     "split_report": "core.split", "view_report": "core.views",
     "watch": "widgets.viewer", "StateViewer": "widgets.viewer",
+    "capture_panel": "widgets.capture", "CapturePanel": "widgets.capture",
+    "Capture": "core.capture", "capture_call": "core.capture", "capture_report": "core.capture",
+    "CaptureReport": "core.capture", "intermediate_grads": "core.capture",
     "view_panel": "widgets.views", "mode_toggle": "widgets.views", "ViewPanel": "widgets.views",
 }
 

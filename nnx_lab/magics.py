@@ -245,3 +245,48 @@ class NnxLabMagics(Magics):
         except Exception as e:  # a filter that raises, or is not a filter
             raise UsageError(f"--only {args.only!r}: {type(e).__name__}: {' '.join(str(e).split())}") from None
         display(panel)
+
+    @magic_arguments()
+    @argument("target", help="a Python expression naming the nnx.Module whose calls are captured")
+    @argument("--types", default=None, metavar="T1,T2",
+              help="Variable types to collect: Intermediate (default), Perturbation, nnx.X or your own")
+    @argument("--methods", action="store_true", help="also record every method's and __call__'s output")
+    @argument("--only", default=None, metavar="FILTER",
+              help="a module path (blocks[0], blocks/0: that module and below) or an NNX filter "
+                   "expression (nnx.Linear, nnx.PathContains('attn'), a function of (path, module))")
+    @argument("--as", dest="name", default="captured", help="bind the captured State to this name (default captured)")
+    @argument("--grads", default=None, metavar="LOSS_FN",
+              help="name of a function LOSS_FN(model, *args) -> scalar: each call LOSS_FN(TARGET, ...) in "
+                   "the body also takes the gradient at every perturb() point, bound to NAME_grads")
+    @argument("--bins", type=int, default=16, help="histogram bins per captured array (default 16)")
+    @cell_magic
+    def nnx_capture(self, line: str, cell: str):
+        """Run the cell with every call of TARGET captured: what its modules sow, with statistics.
+
+        Every call of TARGET in the body — directly, through a submodule, or through an nnx.jit
+        function of it — is captured; afterwards NAME (default `captured`) holds an nnx.State keyed
+        by module path and sow name (one tuple entry per call), and a report shows each captured
+        array with shape, dtype, statistics and a histogram computed on the device. The model
+        and its classes are exactly as before, also when the body raises or is interrupted.
+
+        --grads LOSS_FN: LOSS_FN is a function of your namespace, loss_fn(model, *args) -> a
+        scalar. While the body runs, each call LOSS_FN(TARGET, ...) runs on a copy of the model
+        with flax's perturb recipe and returns the loss as usual; its forward values join the
+        capture and the gradient of the loss at every `self.perturb(name, x)` point is shown
+        beside them and bound to NAME_grads (of the last such call).
+
+        Examples::
+
+            %%nnx_capture model
+            y = model(x)
+
+            %%nnx_capture model --methods --only blocks[0] --as acts
+            y = train_step(model, batch)        # an nnx.jit function: captured too
+
+            %%nnx_capture model --types Intermediate,MyStat --grads loss_fn
+            loss = loss_fn(model, x, y)
+        """
+        from .capture_magic import run_capture
+        from .split_magic import split_expressions
+
+        run_capture(self.shell, self.nnx_capture.parser.parse_args(split_expressions(line)), cell)

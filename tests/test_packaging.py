@@ -23,7 +23,8 @@ REPO = Path(__file__).resolve().parents[1]
 JS = REPO / "js"
 BUNDLE = "nnx_lab/static/viewer.js"
 # Every widget bundle and the root class its front end draws.
-BUNDLES = {BUNDLE: "nnx-lab-viewer", "nnx_lab/static/split.js": "nnx-lab-split-view"}
+BUNDLES = {BUNDLE: "nnx-lab-viewer", "nnx_lab/static/split.js": "nnx-lab-split-view",
+           "nnx_lab/static/views.js": "nnx-lab-views", "nnx_lab/static/capture.js": "nnx-lab-capture"}
 
 
 def _need_npm() -> str:

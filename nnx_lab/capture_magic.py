@@ -1,0 +1,162 @@
+"""``%%nnx_capture``: run a cell with a model's sow/perturb (and method outputs) captured, then report.
+
+Kept apart from magics.py: parsing --only/--types against the model and the namespace, running
+the body under a :class:`~nnx_lab.core.capture.Capture`, and the ``--grads`` loss wrapper.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import keyword
+import re
+from typing import Any
+
+from IPython.core.error import UsageError
+
+
+def parse_only(text: str | None, model: Any, namespace: dict) -> Any:
+    """``--only``: a module path of the model as written (``blocks[0]``, ``blocks/0``), else an
+    expression evaluated in the namespace (an NNX filter, or a string path)."""
+    if text is None:
+        return ...
+    from flax import nnx
+
+    from .core.capture import module_paths_text
+
+    stripped = text.strip()
+    if any(stripped in module_paths_text(path) for path, _ in nnx.iter_modules(model)):
+        return stripped
+    try:
+        return eval(stripped, namespace)  # the user's own filter expression, in their namespace
+    except Exception as e:
+        if isinstance(e, (NameError, SyntaxError, AttributeError)) and _looks_like_path(stripped):
+            # Not a path of the model and not an expression: a path that matches nothing (warned later).
+            return stripped
+        raise UsageError(f"--only {stripped!r} is not a module path of TARGET, and as an expression it "
+                         f"raised {type(e).__name__}: {e}") from None
+
+
+def _looks_like_path(text: str) -> bool:
+    return re.fullmatch(r"[A-Za-z_]\w*((\.\w+)|(\[\d+\])|(/\w+))*", text) is not None and not keyword.iskeyword(text)
+
+
+class LossSpy:
+    """Stands in for ``--grads LOSS_FN`` while the body runs.
+
+    A call ``LOSS_FN(TARGET, *args, **kwargs)`` runs :func:`intermediate_grads` (on a copy of the
+    model: nothing in it changes), adds that call's forward values to the capture and returns
+    the loss; any other call goes straight to the function.
+    """
+
+    def __init__(self, fn: Any, model: Any, capture: Any, name: str):
+        self.fn, self.model, self.capture, self.name = fn, model, capture, name
+        self.calls = 0
+        self.result = None
+        self.note: str | None = None
+        self.__doc__ = getattr(fn, "__doc__", None)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from .core.capture import NoPerturbations, intermediate_grads
+
+        if not args or args[0] is not self.model:
+            return self.fn(*args, **kwargs)
+        self.calls += 1
+        cap = self.capture
+        try:
+            result = intermediate_grads(self.model, self.fn, *args[1:], types=cap.types,
+                                        methods=cap.method_type or False, only=cap.only, **kwargs)
+        except NoPerturbations as e:
+            self.note = f"--grads {self.name}: {e}, so there are no gradients"
+            return self.fn(*args, **kwargs)
+        self.result = result
+        cap.absorb(result.forward, result.seen_types)
+        return result.loss
+
+    def messages(self, target: str) -> list[str]:
+        if self.note:
+            return [self.note]
+        if self.calls == 0:
+            return [f"--grads {self.name}: the body never called {self.name}({target}, ...), so there are no gradients"]
+        if self.calls > 1:
+            return [f"{self.name} was called {self.calls} times; the gradients are those of the last call"]
+        return []
+
+
+def run_capture(shell: Any, args: Any, body: str) -> None:
+    """Everything ``%%nnx_capture`` does after parsing; bad input raises UsageError before anything runs."""
+    from flax import nnx
+
+    from .core.capture import Capture, a_kind, capture_report
+    from .magics import check_name, evaluate_target
+
+    model = evaluate_target(shell, args.target)
+    if not isinstance(model, nnx.Module):
+        raise UsageError(f"TARGET {args.target!r} is {a_kind(type(model).__name__)}, not an nnx.Module")
+    name = check_name(args.name)
+    if name == args.target.strip():
+        raise UsageError(f"--as {name} would replace TARGET itself; choose another name")
+    if args.bins < 1:
+        raise UsageError("--bins must be a positive number of bins")
+    loss_fn = None
+    if args.grads is not None:
+        if not args.grads.isidentifier() or keyword.iskeyword(args.grads):
+            raise UsageError(f"--grads takes the name of a loss function, got {args.grads!r}")
+        if args.grads not in shell.user_ns:
+            raise UsageError(f"--grads {args.grads}: no such name in the namespace")
+        loss_fn = shell.user_ns[args.grads]
+        if not callable(loss_fn):
+            raise UsageError(f"--grads {args.grads} is {a_kind(type(loss_fn).__name__)}, not a function")
+    only = parse_only(args.only, model, shell.user_ns)
+    try:
+        capture = Capture(model, types=_types(args.types, shell.user_ns), methods=args.methods, only=only)
+    except (TypeError, ValueError) as e:
+        raise UsageError(str(e).splitlines()[0] if str(e) else type(e).__name__) from None
+
+    spy = LossSpy(loss_fn, model, capture, args.grads) if loss_fn is not None else None
+    try:
+        if spy is not None:
+            shell.user_ns[args.grads] = spy
+        with capture:
+            _run_body(shell, body)
+    except BaseException as e:
+        if hasattr(e, "add_note"):
+            e.add_note("(%%nnx_capture: nothing was bound; the model and its classes are as before)")
+        raise
+    finally:
+        if spy is not None and shell.user_ns.get(args.grads) is spy:
+            shell.user_ns[args.grads] = loss_fn
+
+    grads = spy.result.grads if spy is not None and spy.result is not None else None
+    report = capture_report(capture.captured, grads=grads, types=capture.types, seen_types=capture.seen_types,
+                            matched=None if args.only is None else capture.matched, bins=args.bins,
+                            only_text=None if args.only is None else f"--only {args.only}")
+    if spy is not None:
+        report = dataclasses.replace(report, messages=(*report.messages, *spy.messages(args.target.strip())))
+        shell.user_ns[f"{name}_grads"] = grads
+    shell.user_ns[name] = capture.captured
+    show(report)
+
+
+def _types(text: str | None, namespace: dict) -> Any:
+    from .core.capture import DEFAULT_TYPES, resolve_types
+
+    if text is None:
+        return DEFAULT_TYPES
+    try:
+        return resolve_types(text, namespace)
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"--types: {e}") from None
+
+
+def _run_body(shell: Any, body: str) -> None:
+    """The cell body in the user namespace, compiled so a traceback shows its lines."""
+    source = shell.transform_cell(body)
+    filename = shell.compile.cache(source, shell.execution_count, raw_code=body)
+    exec(shell.compile(source, filename, "exec"), shell.user_global_ns, shell.user_ns)
+
+
+def show(report: Any) -> None:
+    """Display a CaptureReport (text and escaped HTML)."""
+    from IPython.display import display
+
+    display(report._repr_mimebundle_(), raw=True)

@@ -1,0 +1,121 @@
+"""Histograms computed where the arrays live: only ``bins + 2`` numbers per array reach the host.
+
+Each array gets ``bins`` equal bins between its finite minimum and maximum (NaN/Inf are left
+out; the statistics count them). The kernels are module-level ``jax.jit`` functions, one
+executable per (shape, dtype, sharding, bins), dispatched for all arrays first and fetched
+together in one ``jax.device_get``.
+
+>>> import jax.numpy as jnp
+>>> histograms_fetch(histograms_dispatch([jnp.array([0.0, 1.0, 1.0, 3.0, jnp.nan])], bins=3))
+[[0.0, 3.0, 1, 2, 1]]
+>>> sparkline([0.0, 3.0, 1, 2, 0, 4])
+'▂▄ █'
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .snapshot import PRECISION, round_significant
+from .stats import is_numeric_dtype
+
+#: Bins of the per-array histogram.
+DEFAULT_BINS = 16
+
+
+def _hist(x, bins, scatter):
+    if jnp.issubdtype(x.dtype, jnp.complexfloating):
+        x = jnp.abs(x)
+    x = x.astype(jnp.promote_types(x.dtype, jnp.float32))
+    finite = jnp.isfinite(x)
+    lo = jnp.min(jnp.where(finite, x, jnp.inf))
+    hi = jnp.max(jnp.where(finite, x, -jnp.inf))
+    width = hi - lo
+    scale = jnp.where(width > 0, bins / jnp.where(width > 0, width, 1), 0)
+    index = jnp.clip(jnp.floor((x - lo) * scale), 0, bins - 1).astype(jnp.int32)
+    if scatter:
+        # One pass of scatter-adds: the fastest form on one CPU device (~7x the reduction below).
+        index = jnp.where(finite, index, bins).reshape(-1)
+        counts = jnp.bincount(index, length=bins + 1)[:bins].astype(jnp.int32)
+    else:
+        # A reduction over a broadcast compare: fuses on GPU/TPU (no atomics on 16 addresses) and
+        # runs shard by shard on a sharded array, with one small all-reduce; nothing is gathered.
+        index = jnp.where(finite, index, -1)
+        counts = jnp.sum(index[..., None] == jnp.arange(bins, dtype=jnp.int32), axis=tuple(range(x.ndim)),
+                         dtype=jnp.int32)
+    return jnp.stack([lo, hi]).astype(jnp.float32), counts
+
+
+_hist_kernel = jax.jit(_hist, static_argnums=(1, 2))
+
+
+def _use_scatter(x: Any) -> bool:
+    """bincount on a single CPU device; the fused reduction on accelerators and sharded arrays."""
+    if not isinstance(x, jax.Array):
+        return jax.default_backend() == "cpu"
+    devices = x.sharding.device_set
+    return len(devices) == 1 and next(iter(devices)).platform == "cpu"
+
+
+def histograms_dispatch(arrays: Sequence[Any], bins: int = DEFAULT_BINS) -> list:
+    """Start a histogram kernel per array on its device; returns device results (or None)."""
+    out = []
+    for x in arrays:
+        if x is None:
+            out.append(None)
+            continue
+        try:
+            if not isinstance(x, jax.Array):
+                x = np.asarray(x)
+            if x.size == 0 or not is_numeric_dtype(x.dtype):
+                out.append(None)
+                continue
+            out.append(_hist_kernel(x, bins, _use_scatter(x)))
+        except Exception:  # a deleted/donated buffer: its row says so; no histogram
+            out.append(None)
+    return out
+
+
+def histograms_fetch(pending: list) -> list[list[float] | None]:
+    """``[lo, hi, c0, ..., cB-1]`` per array (None without finite values), in one device_get."""
+    live = [p for p in pending if p is not None]
+    try:
+        fetched = iter(jax.device_get(live))
+    except Exception:
+        fetched = iter([None] * len(live))
+    rows: list[list[float] | None] = []
+    for p in pending:
+        got = next(fetched) if p is not None else None
+        if got is None:
+            rows.append(None)
+            continue
+        (lo, hi), counts = got
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            rows.append(None)
+            continue
+        lo, hi = (float(v) for v in round_significant([lo, hi], PRECISION))
+        rows.append([lo, hi, *(int(c) for c in counts)])
+    return rows
+
+
+_BARS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(hist: Sequence | None) -> str:
+    """A histogram row ``[lo, hi, c0, ...]`` as block characters (empty bins as spaces).
+
+    >>> sparkline([0.0, 1.0, 0, 1, 4, 2])
+    ' ▂█▄'
+    """
+    if not hist:
+        return ""
+    counts = hist[2:]
+    top = max(counts) or 1
+    return "".join(" " if c == 0 else _BARS[min(len(_BARS) - 1, int(c * len(_BARS) / (top + 1e-9)))] for c in counts)
+
+

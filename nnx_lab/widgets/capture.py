@@ -1,0 +1,463 @@
+"""The capture panel: toggles for what ``nnx.capture`` collects, and what the last call captured.
+
+``panel = nnx_lab.capture_panel(model)`` shows the toggles (Variable types to collect, method
+outputs, a checkbox per submodule); ``panel(x)`` calls the model under them through
+:mod:`nnx_lab.core.capture` and shows every captured value with on-device statistics and a
+histogram; ``panel.grads(loss_fn, x)`` adds the gradient of the loss with respect to each
+perturbed value. The browser's toggles arrive as custom messages and are validated here; the
+panel answers with its ``controls`` trait, so a rejected click is undone on screen.
+"""
+
+from __future__ import annotations
+
+import html
+import pathlib
+import sys
+import time
+from typing import Any, Iterable
+
+import anywidget
+import traitlets
+from flax import nnx
+
+from ..core import capture as core
+from ..core.tree import Path, path_text
+
+STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
+
+#: Types every panel offers, ticked or not: what ``sow`` and ``perturb`` store by default.
+BUILTIN_TYPES = (nnx.Intermediate, nnx.Perturbation)
+
+_MESSAGES = ("type", "methods", "module", "modules")
+
+
+class CapturePanel(anywidget.AnyWidget):
+    """Capture toggles over one model, and the values its last call captured.
+
+    Create it with :func:`capture_panel`. ``panel(*args, **kwargs)`` calls the model and returns
+    its result (``panel.run(fn, *args)`` calls any function of it, an ``nnx.jit`` one included);
+    ``panel.captured`` is the captured ``nnx.State``; ``panel.grads(loss_fn, *args)`` adds
+    gradients. ``panel.types``, ``panel.methods`` and ``panel.modules`` read and set the
+    toggles from Python, the same as clicking them.
+    """
+
+    _esm = STATIC / "capture.js"
+    controls = traitlets.Dict().tag(sync=True)
+    status = traitlets.Dict().tag(sync=True)
+    report = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, model: Any, *, types: Any = core.DEFAULT_TYPES, methods: bool = False,
+                 namespace: dict | None = None, **kwargs: Any):
+        if not isinstance(model, nnx.Module):
+            raise TypeError(f"capture_panel needs an nnx.Module, got {type(model).__name__}")
+        chosen = core.resolve_types(types, namespace if namespace is not None else _caller_namespace(1))
+        if not chosen:
+            raise ValueError("capture_panel needs at least one Variable type to collect")
+        _check_bool("methods", methods)
+        self._model = model
+        self._types: dict[str, type[nnx.Variable]] = {}  # key shown in the browser -> type, in display order
+        for t in (*BUILTIN_TYPES, *chosen):
+            self._add_type(t)
+        self._on = {self._key_of(t) for t in chosen}
+        self._methods = bool(methods)
+        self._off: set[Path] = set()  # modules unticked: new submodules start ticked
+        self._captured: nnx.State | None = None
+        self._grads: nnx.State | None = None
+        self._last_report: core.CaptureReport | None = None
+        self._last_toggles: tuple | None = None
+        self._calls = 0
+        self._rev = 0
+        super().__init__(**kwargs)
+        self.on_msg(self._on_message)
+        self._publish_controls()
+        self._set_status()
+
+    # -- calling the model ------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the model with these arguments under the current toggles; returns its result."""
+        return self._capture(self._model, args, kwargs, "the call failed")
+
+    def run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` with the model captured under the current toggles: any function
+        that calls the model, such as an ``nnx.jit`` step taking it as an argument. Returns its result."""
+        if not callable(fn):
+            raise TypeError(f"panel.run needs a function to call, got {type(fn).__name__}")
+        return self._capture(fn, args, kwargs, "panel.run failed")
+
+    def _capture(self, fn: Any, args: tuple, kwargs: dict, failed: str) -> Any:
+        modules = self._module_list()
+        options = self._options(modules)
+        start = time.perf_counter()
+        try:
+            with core.Capture(self._model, **options) as cap:
+                result = fn(*args, **kwargs)
+        except BaseException as error:
+            self._set_status(f"{failed}: {_one_line(error)}", level="error")
+            raise
+        elapsed = time.perf_counter() - start
+        report = cap.report()
+        self._grads = None
+        self._show(cap.captured, report, modules, seen=cap.seen_types, elapsed=elapsed)
+        return result
+
+    def grads(self, loss_fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Gradient of ``loss_fn(model, *args, **kwargs)`` with respect to every perturbed value.
+
+        Runs flax's perturb recipe through :func:`nnx_lab.core.capture.intermediate_grads` under the
+        current toggles and shows each gradient's statistics next to its forward value. Returns
+        what that function returns (``loss``, ``forward``, ``grads``).
+        """
+        modules = self._module_list()
+        options = self._options(modules)
+        start = time.perf_counter()
+        try:
+            result = core.intermediate_grads(self._model, loss_fn, *args, **options, **kwargs)
+        except BaseException as error:
+            self._set_status(f"panel.grads failed: {_one_line(error)}", level="error")
+            raise
+        elapsed = time.perf_counter() - start
+        seen = tuple(getattr(result, "seen_types", ()) or ())
+        only = options.get("only")
+        matched = None if only is None else tuple(sorted(only.paths, key=path_text))
+        report = core.capture_report(result.forward, grads=result.grads, types=options["types"], seen_types=seen,
+                                     matched=matched)
+        self._grads = result.grads
+        self._show(result.forward, report, modules, seen=seen, elapsed=elapsed, loss=_scalar(result.loss))
+        return result
+
+    def close(self) -> None:
+        """Close the widget and let go of the captured arrays (the model is the caller's)."""
+        self._captured = self._grads = self._last_report = None
+        super().close()
+
+    # -- what the last call captured ---------------------------------------------------------
+    @property
+    def model(self) -> nnx.Module:
+        return self._model
+
+    @property
+    def captured(self) -> nnx.State | None:
+        """The State the last call captured (keyed by module path and sow name); None before a call."""
+        return self._captured
+
+    @property
+    def gradients(self) -> nnx.State | None:
+        """The gradients of the last ``panel.grads`` call; None after a plain call."""
+        return self._grads
+
+    @property
+    def last_report(self) -> core.CaptureReport | None:
+        return self._last_report
+
+    # -- toggles from Python -------------------------------------------------------------------
+    @property
+    def types(self) -> tuple[type[nnx.Variable], ...]:
+        """The Variable types collected on the next call (display order)."""
+        return tuple(t for key, t in self._types.items() if key in self._on)
+
+    @types.setter
+    def types(self, spec: Any) -> None:
+        chosen = core.resolve_types(spec, _caller_namespace(1))
+        if not chosen:
+            raise ValueError("keep at least one Variable type to collect")
+        for t in chosen:
+            self._add_type(t)
+        self._on = {self._key_of(t) for t in chosen}
+        self._publish_controls()
+
+    @property
+    def methods(self) -> bool:
+        """Whether the next call records every method's output (``nnx.capture``'s ``method_outputs``)."""
+        return self._methods
+
+    @methods.setter
+    def methods(self, value: bool) -> None:
+        _check_bool("methods", value)
+        self._methods = value
+        self._publish_controls()
+
+    @property
+    def modules(self) -> tuple[str, ...]:
+        """Paths of the submodules whose values the next call captures ('' is the model itself).
+
+        Set it to a path or a list of paths (``"blocks[1]"``, ``"blocks/1"``, a key tuple): each
+        module given and everything under it, as ticking its checkbox does.
+        """
+        return tuple(path_text(p) for p, _ in self._module_list() if p not in self._off)
+
+    @modules.setter
+    def modules(self, paths: Any) -> None:
+        if isinstance(paths, (str, tuple)):
+            paths = [paths]
+        modules = self._module_list()
+        known: dict[Any, Path] = {}
+        for p, _ in modules:
+            known[p] = p
+            for text in core.module_paths_text(p):
+                known.setdefault(text, p)
+        known[""] = ()
+        chosen, unknown = [], []
+        for p in paths:
+            key = tuple(p) if isinstance(p, list) else p.strip() if isinstance(p, str) else p
+            if key in known:
+                chosen.append(known[key])
+            else:
+                unknown.append(p)
+        if unknown:
+            raise ValueError(f"no submodule at {', '.join(repr(u) for u in unknown)}; "
+                             f"the model's submodules are: {_listing(known)}")
+        ticked = {p for p, _ in modules if any(p[:len(c)] == c for c in chosen)}
+        self._off = {p for p, _ in modules if p not in ticked}
+        self._publish_controls(modules)
+
+    # -- talking to the browser ------------------------------------------------------------------
+    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        modules = self._module_list()
+        try:
+            self._apply(content, modules)
+        except ValueError as error:
+            self._set_status(str(error), level="error")
+        else:
+            self._set_status()
+        self._publish_controls(modules)  # always answer, so that a rejected click is undone on screen
+
+    def _apply(self, content: Any, modules: list[tuple[Path, str]]) -> None:
+        if not isinstance(content, dict) or content.get("type") not in _MESSAGES:
+            raise ValueError(f"unknown message from the panel: {_one_line(content)}")
+        kind, on = content["type"], content.get("on")
+        if not isinstance(on, bool):
+            raise ValueError(f"toggle {kind!r}: 'on' must be true or false, not {on!r}")
+        if kind == "methods":
+            self._methods = on
+        elif kind == "type":
+            name = content.get("name")
+            if name not in self._types:
+                raise ValueError(f"unknown Variable type {name!r}; the panel offers {', '.join(self._types)}")
+            if not on and self._on == {name}:
+                raise ValueError(f"keep at least one Variable type to collect ({name} is the last one)")
+            (self._on.add if on else self._on.discard)(name)
+        elif kind == "modules":
+            self._off = set() if on else {p for p, _ in modules}
+        else:
+            path = content.get("path")
+            paths = {path_text(p): p for p, _ in modules}
+            if not isinstance(path, str) or path not in paths:
+                raise ValueError(f"no submodule at {path!r}")
+            below = paths[path]
+            subtree = {p for p in paths.values() if p[:len(below)] == below}
+            self._off = self._off - subtree if on else self._off | subtree
+
+    def _publish_controls(self, modules: list[tuple[Path, str]] | None = None) -> None:
+        self._rev += 1
+        modules = self._module_list() if modules is None else modules
+        index = {p: i for i, (p, _) in enumerate(modules)}
+        self.controls = {
+            "rev": self._rev,
+            "types": [{"name": key, "on": key in self._on, "title": _qualname(t)} for key, t in self._types.items()],
+            "methods": self._methods,
+            "modules": [{"path": path_text(p), "key": _json_key(p[-1]) if p else "", "parent": index.get(p[:-1], -1) if p else -1,
+                         "cls": cls, "on": p not in self._off} for p, cls in modules],
+            "pending": self._last_toggles is not None and self._toggles() != self._last_toggles,
+        }
+
+    def _set_status(self, message: str = "", *, level: str = "", **extra: Any) -> None:
+        status = {k: v for k, v in self.status.items() if k in ("kind", "elapsed_ms", "loss")}
+        status.update(extra)
+        self.status = {"target": type(self._model).__name__, "calls": self._calls, **status,
+                       "message": message, "level": level}
+
+    def _show(self, captured: nnx.State, report: core.CaptureReport, modules: list[tuple[Path, str]], *,
+              seen: Iterable[type], elapsed: float, loss: float | None = None) -> None:
+        self._calls += 1
+        self._captured = captured
+        self._last_report = report
+        for t in seen:
+            if isinstance(t, type) and issubclass(t, nnx.Variable):
+                self._add_type(t)
+        self._last_toggles = self._toggles()
+        payload = report.to_dict()
+        classes = dict(modules)
+        for part in (payload, payload.get("grads") or {}):
+            if isinstance(part.get("snapshot"), dict):
+                _name_modules(part["snapshot"], classes)
+        self.report = payload
+        self._set_status(kind="grads" if loss is not None else "call", elapsed_ms=round(elapsed * 1000, 1), loss=loss)
+        self._publish_controls(modules)
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _options(self, modules: list[tuple[Path, str]]) -> dict:
+        types = self.types
+        if not types:
+            raise ValueError("no Variable type is ticked in the capture panel")
+        on = [p for p, _ in modules if p not in self._off]
+        if not on:
+            raise ValueError("no submodule is ticked in the capture panel: tick one (or click 'all')")
+        options: dict[str, Any] = {"types": types, "methods": self._methods}
+        if len(on) < len(modules):
+            options["only"] = _Ticked(on)
+        return options
+
+    def _toggles(self) -> tuple:
+        return (tuple(sorted(self._on)), self._methods, tuple(sorted(map(path_text, self._off))))
+
+    def _module_list(self) -> list[tuple[Path, str]]:
+        """(path, class name) of every module, parents first, children in flax's key order."""
+        found = list(nnx.iter_modules(self._model))  # post-order: children before their parent
+        children: dict[Path, list[Path]] = {}
+        cls: dict[Path, str] = {}
+        for p, m in found:
+            cls[p] = type(m).__name__
+        for p, _ in found:
+            if p:
+                parent = p[:-1]
+                while parent not in cls and parent:  # a module under a plain container (nnx.List)
+                    parent = parent[:-1]
+                children.setdefault(parent, []).append(p)
+        out: list[tuple[Path, str]] = []
+        stack: list[Path] = [()]
+        while stack:
+            p = stack.pop()
+            out.append((p, cls[p]))
+            stack.extend(reversed(children.get(p, [])))
+        return out
+
+    def _key_of(self, t: type) -> str:
+        for key, known in self._types.items():
+            if known is t:
+                return key
+        raise KeyError(t)
+
+    def _add_type(self, t: type) -> str:
+        for key, known in self._types.items():
+            if known is t:
+                return key
+        key = t.__name__ if t.__name__ not in self._types else _qualname(t)
+        self._types[key] = t
+        return key
+
+    # -- what a saved notebook shows without a kernel ----------------------------------
+    def _repr_mimebundle_(self, **kwargs: Any):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        if self._last_report is not None:
+            data["text/plain"] = self._last_report.to_text()
+            data["text/html"] = self._last_report.to_html()
+        else:
+            data["text/plain"] = repr(self)
+            data["text/html"] = f"<pre class=\"nnx-lab-capture-static\">{html.escape(repr(self))}</pre>"
+        return bundle
+
+    def __repr__(self) -> str:
+        target = type(self._model).__name__
+        what = ", ".join(self._types_names()) + (" + method outputs" if self._methods else "")
+        if self._captured is None:
+            return f"CapturePanel · {target} · collects {what} · no call yet"
+        n = len(list(nnx.to_flat_state(self._captured)))
+        return f"CapturePanel · {target} · collects {what} · {self._calls} call{'s' * (self._calls != 1)} · {n} captured"
+
+    def _types_names(self) -> list[str]:
+        return [key for key in self._types if key in self._on]
+
+
+def capture_panel(model: Any, *, types: Any = core.DEFAULT_TYPES, methods: bool = False,
+                  display: bool = True) -> CapturePanel:
+    """Show capture toggles for ``model`` and return the panel; ``panel(x)`` calls the model under them.
+
+    ``types``: Variable types to collect (types, or names such as ``"Intermediate, MyActivation"``:
+    looked up in ``nnx``, then where ``capture_panel`` is called from, then in the notebook);
+    ``methods``: record every method's output too. Raises TypeError for something that is not an
+    ``nnx.Module`` and ValueError/TypeError for a type that is not a Variable type.
+    """
+    panel = CapturePanel(model, types=types, methods=methods, namespace=_caller_namespace(1))
+    if display:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return panel
+        if get_ipython() is not None:
+            from IPython.display import display as show
+
+            show(panel)
+    return panel
+
+
+class _Ticked:
+    """``only=`` for the core: an NNX filter on ``(path, module)`` taking exactly the ticked modules
+    (each on its own: a ticked module under an unticked one is still captured)."""
+
+    def __init__(self, paths: Iterable[Path]):
+        self.paths = frozenset(tuple(p) for p in paths)
+
+    def __call__(self, path: Any, module: Any) -> bool:
+        return tuple(path) in self.paths
+
+    def __repr__(self) -> str:
+        return f"ticked modules {sorted(map(path_text, self.paths))}"
+
+
+def _name_modules(snap: dict, classes: dict[Path, str]) -> None:
+    """Label the payload's container nodes with the class of the module at their path ('' for the
+    groups a sown tuple makes), and its root with the model's class."""
+    nodes = snap.get("nodes") or {}
+    parents, keys = nodes.get("parent") or [], nodes.get("key") or []
+    paths: list[Path] = []
+    for parent, key in zip(parents, keys):
+        paths.append((*(paths[parent] if 0 <= parent < len(paths) else ()), key))
+    nodes["type"] = [classes.get(p, "") for p in paths]
+    if () in classes:
+        snap["root_type"] = classes[()]
+
+
+def _caller_namespace(depth: int) -> dict:
+    """Names a type given as text may refer to: the calling frame's (locals over globals), then the
+    IPython user namespace."""
+    names: dict = {}
+    try:
+        from IPython import get_ipython
+
+        ip = get_ipython()
+        if ip is not None:
+            names.update(ip.user_ns)
+    except ImportError:
+        pass
+    frame = sys._getframe(depth + 1)
+    names.update(frame.f_globals)
+    names.update(frame.f_locals)
+    return names
+
+
+def _check_bool(name: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, not {value!r}")
+
+
+def _qualname(t: type) -> str:
+    module = getattr(t, "__module__", "") or ""
+    if module.startswith("flax.nnx"):
+        module = "nnx"
+    return f"{module}.{t.__qualname__}" if module and module != "builtins" else t.__qualname__
+
+
+def _one_line(x: Any) -> str:
+    if isinstance(x, BaseException):
+        text = f"{type(x).__name__}: {x}" if str(x) else type(x).__name__
+    else:
+        text = repr(x)
+    first = text.strip().split("\n")[0]
+    return first if len(first) <= 300 else first[:297] + "..."
+
+
+def _listing(known: dict) -> str:
+    names = sorted({path_text(p) or "''" for p in known.values()})
+    return ", ".join(names[:12]) + (f" (+{len(names) - 12} more)" if len(names) > 12 else "")
+
+
+def _json_key(key: Any) -> Any:
+    return key if isinstance(key, (int, str)) and not isinstance(key, bool) else str(key)
+
+
+def _scalar(x: Any) -> float | None:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,231 @@
+"""%%nnx_capture: what it binds and shows, --grads, and every bad input leaving the model (and namespace) as it was."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+from IPython.core.error import UsageError
+
+from nnx_lab import capture_magic
+from nnx_lab.core.capture import CaptureReport, patched_classes
+
+
+class MyInterm(nnx.Intermediate):
+    pass
+
+
+class Block(nnx.Module):
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(3, 3, rngs=rngs)
+
+    def __call__(self, x):
+        h = self.perturb("h", self.linear(x))
+        self.sow(nnx.Intermediate, "h", h)
+        self.sow(MyInterm, "mine", -h)
+        return h ** 2
+
+
+class Model(nnx.Module):
+    def __init__(self, rngs):
+        self.blocks = nnx.List([Block(rngs), Block(rngs)])
+
+    def __call__(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+NAMES = ("captured", "captured_grads", "acts", "ran", "y", "loss", "forward", "not_a_model", "loss_fn", "n")
+
+
+@pytest.fixture
+def ip(ip):
+    ip.user_ns.update(nnx=nnx, jax=jax, jnp=jnp, MyInterm=MyInterm, x=jnp.linspace(-1, 1, 6).reshape(2, 3))
+    ip.user_ns["model"] = Model(nnx.Rngs(0))
+    ip.user_ns["forward"] = nnx.jit(lambda model, x: model(x))
+    yield ip
+    for name in NAMES:
+        ip.user_ns.pop(name, None)
+
+
+@pytest.fixture
+def shown(monkeypatch):
+    reports = []
+    monkeypatch.setattr(capture_magic, "show", reports.append)
+    return reports
+
+
+def frozen(model):
+    graphdef, state = nnx.split(model)
+    return graphdef, jax.tree.map(np.asarray, state)
+
+
+def assert_unchanged(model, before):
+    graphdef, state = frozen(model)
+    assert graphdef == before[0]
+    assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(before[1])))
+    assert not any("__captures__" in vars(m) for _, m in nnx.iter_modules(model))
+    assert patched_classes() == {}
+
+
+def paths(state):
+    from nnx_lab.core.tree import path_text
+
+    return sorted(path_text(p) for p, _ in nnx.to_flat_state(state))
+
+
+def cell(ip, line, body="y = model(x)"):
+    ip.run_cell_magic("nnx_capture", line, body)
+
+
+def test_binds_captured_and_shows_the_report(ip, capsys):
+    model = ip.user_ns["model"]
+    before = frozen(model)
+    cell(ip, "model", "y = model(x)\ny = model(x)")
+    captured = ip.user_ns["captured"]
+    assert isinstance(captured, nnx.State)
+    assert paths(captured) == ["blocks[0].h", "blocks[1].h"]
+    assert len(captured["blocks"][0]["h"].get_value()) == 2
+    out = capsys.readouterr().out
+    assert "captured 4 arrays (Intermediate)" in out and "blocks[0].h[1]" in out
+    assert "also sown but not chosen: Perturbation, MyInterm" in out
+    assert_unchanged(model, before)
+
+
+def test_methods_only_as_and_types_from_the_namespace(ip, shown):
+    cell(ip, "model --methods --only blocks[1] --as acts --types Intermediate,MyInterm")
+    assert paths(ip.user_ns["acts"]) == ["blocks[1].__call__", "blocks[1].h", "blocks[1].linear.__call__",
+                                         "blocks[1].mine"]
+    assert "captured" not in ip.user_ns
+    [report] = shown
+    assert isinstance(report, CaptureReport) and report.matched == (("blocks", 1, "linear"), ("blocks", 1))
+    cell(ip, "model --only blocks/0/linear --methods")
+    assert paths(ip.user_ns["captured"]) == ["blocks[0].linear.__call__"]
+    cell(ip, "model --only nnx.PathContains('linear') --methods")
+    assert paths(ip.user_ns["captured"]) == ["blocks[0].linear.__call__", "blocks[1].linear.__call__"]
+    cell(ip, "model --only 'blocks[0]'")  # a quoted path is a path too
+    assert paths(ip.user_ns["captured"]) == ["blocks[0].h"]
+
+
+def test_jitted_function_and_submodule_calls_are_captured(ip, shown):
+    cell(ip, "model", "y = forward(model, x)\nz = model.blocks[1](x)")
+    assert len(ip.user_ns["captured"]["blocks"][1]["h"].get_value()) == 2
+    assert np.allclose(ip.user_ns["captured"]["blocks"][0]["h"].get_value()[0], ip.user_ns["model"].blocks[0].linear(
+        ip.user_ns["x"]))
+    ip.user_ns.pop("z")
+
+
+def test_grads_flag(ip, shown):
+    model = ip.user_ns["model"]
+    before = frozen(model)
+    ip.run_cell("def loss_fn(model, x):\n    return model(x).sum()")
+    original = ip.user_ns["loss_fn"]
+    cell(ip, "model --grads loss_fn", "loss = loss_fn(model, x)\nn = loss_fn(nnx.Linear(3, 1, rngs=nnx.Rngs(0)), x)")
+    assert ip.user_ns["loss_fn"] is original  # the stand-in is gone
+    assert isinstance(ip.user_ns["loss"], jax.Array) and ip.user_ns["loss"].shape == ()
+    grads = ip.user_ns["captured_grads"]
+    assert paths(grads) == ["blocks[0].h", "blocks[1].h"]
+    h1 = model.blocks[1].linear(model.blocks[0].linear(ip.user_ns["x"]) ** 2)  # no uncaptured sow calls
+    assert np.allclose(grads["blocks"][1]["h"].get_value(), 2 * h1)  # d/dh sum(h ** 2)
+    assert paths(ip.user_ns["captured"]) == ["blocks[0].h", "blocks[1].h"]  # the loss call's forward values
+    [report] = shown
+    assert len(report.grads_snapshot.rows) == 2
+    assert report.messages == ("also sown but not chosen: MyInterm",)  # the perturbations are the gradients
+    assert "gradients at 2 perturbations" in report.to_text()
+    assert_unchanged(model, before)
+
+
+def test_grads_flag_explains_missing_gradients(ip, shown):
+    ip.run_cell("def loss_fn(model, x):\n    return model(x).sum()")
+    cell(ip, "model --grads loss_fn", "y = model(x)")
+    assert ip.user_ns["captured_grads"] is None
+    assert shown[-1].messages[-1] == ("--grads loss_fn: the body never called loss_fn(model, ...), "
+                                      "so there are no gradients")
+    ip.user_ns["plain"] = nnx.Linear(3, 3, rngs=nnx.Rngs(0))
+    cell(ip, "plain --grads loss_fn", "loss = loss_fn(plain, x)")
+    assert ip.user_ns["captured_grads"] is None and ip.user_ns["loss"].shape == ()
+    assert shown[-1].messages[-1].startswith("--grads loss_fn: no module called perturb() under Perturbation")
+    ip.user_ns.pop("plain")
+
+
+@pytest.mark.parametrize("line, message", [
+    ("", "the following arguments are required: target"),
+    ("missing_model", "TARGET 'missing_model': name 'missing_model' is not defined"),
+    ("x", "TARGET 'x' is an ArrayImpl, not an nnx.Module"),
+    ("nnx.state(model)", "TARGET 'nnx.state(model)' is a State, not an nnx.Module"),
+    ("model --types Linear", "--types: 'Linear' is a type, not an nnx.Variable type"),
+    ("model --types nnx.Linear", "--types: 'nnx.Linear' is a type, not an nnx.Variable type"),
+    ("model --types Nope", "--types: unknown Variable type 'Nope'"),
+    ("model --types x", "--types: 'x' is an ArrayImpl, not an nnx.Variable type"),
+    ("model --only 1/0", "--only '1/0' is not a module path of TARGET, and as an expression it raised ZeroDivisionError"),
+    ("model --only 42", "only=42 is not an NNX filter or a module path"),
+    ("model --as class", "--as 'class' is not a valid Python name"),
+    ("model --as model", "--as model would replace TARGET itself"),
+    ("model --grads nowhere", "--grads nowhere: no such name in the namespace"),
+    ("model --grads x", "--grads x is an ArrayImpl, not a function"),
+    ("model --grads 'f(x)'", "--grads takes the name of a loss function"),
+    ("model --bins 0", "--bins must be a positive number of bins"),
+])
+def test_bad_input_is_one_line_and_changes_nothing(ip, line, message):
+    model = ip.user_ns["model"]
+    before = frozen(model)
+    with pytest.raises(UsageError) as info:
+        cell(ip, line, "ran = True\ny = model(x)")
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+    assert "ran" not in ip.user_ns and "captured" not in ip.user_ns  # the body never ran, nothing bound
+    assert_unchanged(model, before)
+
+
+def test_only_matching_nothing_warns_and_still_runs(ip, shown):
+    cell(ip, "model --only blocks[7]", "ran = True\ny = model(x)")
+    assert ip.user_ns["ran"] is True
+    assert paths(ip.user_ns["captured"]) == []
+    assert shown[-1].messages == ("--only blocks[7] matched no module, so nothing was captured",)
+    cell(ip, "model --only nnx.Conv", "y = model(x)")
+    assert shown[-1].messages == ("--only nnx.Conv matched no module, so nothing was captured",)
+
+
+def test_nothing_sown_under_the_chosen_types_names_what_was(ip, capsys):
+    cell(ip, "model --types BatchStat")
+    out = capsys.readouterr().out
+    assert ("nothing was sown under BatchStat; sown instead: Perturbation, Intermediate, MyInterm "
+            "(choose those types to capture them)") in out
+    assert paths(ip.user_ns["captured"]) == []
+
+
+@pytest.mark.parametrize("error", ["raise ValueError('boom')", "raise KeyboardInterrupt"])
+def test_body_that_raises_leaves_everything_as_before(ip, error):
+    model = ip.user_ns["model"]
+    before = frozen(model)
+    classes = {cls: dict(vars(cls)) for cls in (Model, Block, nnx.Linear, nnx.List)}
+    ip.run_cell("def loss_fn(model, x):\n    return model(x).sum()")
+    original = ip.user_ns["loss_fn"]
+    with pytest.raises((ValueError, KeyboardInterrupt)) as info:
+        cell(ip, "model --methods --grads loss_fn", f"y = model(x)\nloss = loss_fn(model, x)\n{error}")
+    assert any("nothing was bound" in note for note in getattr(info.value, "__notes__", []))
+    assert "captured" not in ip.user_ns
+    assert ip.user_ns["loss_fn"] is original
+    assert {cls: dict(vars(cls)) for cls in classes} == classes
+    assert_unchanged(model, before)
+
+
+def test_xss_sow_names_are_escaped(ip, shown):
+    ip.run_cell(
+        "class Evil(nnx.Module):\n"
+        "    def __call__(self, x):\n"
+        "        self.sow(nnx.Intermediate, '<img src=x onerror=alert(1)>', x)\n"
+        "        return x\n"
+        "evil = Evil()")
+    cell(ip, "evil", "y = evil(x)")
+    html = shown[-1].to_html()
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    ip.user_ns.pop("evil")
+    ip.user_ns.pop("Evil")
+
+
+def test_help_names_every_option(ip):
+    doc = ip.magics_manager.magics["cell"]["nnx_capture"].__doc__
+    for option in ("--types", "--methods", "--only", "--as", "--grads", "--bins", "NAME_grads"):
+        assert option in doc
