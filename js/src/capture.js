@@ -9,7 +9,7 @@ import { h, s, setText } from "./components/dom.js";
 import { typeColor } from "./components/colors.js";
 import { fmtCount, fmtMs, fmtNonfinite, fmtNum, fmtShape, keyText } from "./components/format.js";
 import { defaultExpanded, remapExpanded } from "./components/tree.js";
-import { createWindowedTable, fillWindow, setColspan, watchWindow } from "./components/table.js";
+import { createWindowedTable, drawWindow, setColspan, watchWindow } from "./components/table.js";
 import { HIST_H, HIST_W, captureCss } from "./components/capturestyles.js";
 import {
   columnsWidth, histPath, histTitle, inlineGroups, moduleTree, modulesSummary, prepareReport, rowLabel,
@@ -265,17 +265,7 @@ function render({ model, el }) {
   }
 
   function draw(first, last, total) {
-    const next = new Map();
-    const trs = [];
-    for (let k = first; k < last; k++) {
-      const id = items[k];
-      const tr = rendered.get(id) || rowFor(id);
-      tr.classList.toggle("odd", k % 2 === 1);
-      next.set(id, tr);
-      trs.push(tr);
-    }
-    rendered = next;
-    fillWindow(spacers, trs, first, last, total);
+    rendered = drawWindow(spacers, items, rendered, rowFor, first, last, total);
   }
 
   const windowing = watchWindow(scroller, { viewportHeight, count: () => items.length, draw });

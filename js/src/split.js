@@ -10,7 +10,7 @@ import { filterCss, splitCss } from "./components/splitstyles.js";
 import {
   REST, columns, filterTitle, markOf, prepare, rowKind, showingText, tableWidth, toggleActive, visibleRows,
 } from "./components/splitdata.js";
-import { createWindowedTable, fillWindow, setColspan, watchWindow } from "./components/table.js";
+import { createWindowedTable, drawWindow, setColspan, watchWindow } from "./components/table.js";
 
 const PROBLEMS_SHOWN = 12; // problems listed before a "more" button
 const PROBLEMS_STEP = 500; // how many more each click lists
@@ -180,17 +180,7 @@ function render({ model, el }) {
   }
 
   function draw(first, last, total) {
-    const next = new Map();
-    const trs = [];
-    for (let k = first; k < last; k++) {
-      const r = items[k];
-      const tr = rendered.get(r) || rowEl(r);
-      tr.classList.toggle("odd", k % 2 === 1);
-      next.set(r, tr);
-      trs.push(tr);
-    }
-    rendered = next;
-    fillWindow(spacers, trs, first, last, total);
+    rendered = drawWindow(spacers, items, rendered, rowEl, first, last, total);
   }
 
   const windowing = watchWindow(scroller, { viewportHeight, count: () => items.length, draw });

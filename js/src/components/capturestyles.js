@@ -1,7 +1,7 @@
 // Styles of the capture panel, scoped under .nnx-lab-capture. Same theme variables as the viewer
 // (JupyterLab's, then VS Code's, then light defaults), so it follows light and dark themes.
 
-import { ROW_HEIGHT, THEME } from "./styles.js";
+import { ROW_HEIGHT, THEME, panelFrameCss } from "./styles.js";
 
 const { FG, MUTED, FAINT, BG, BG2, BORDER, ACCENT, ERROR, WARN, STRIPE, HOVER, FONT, MONO } = THEME;
 const WARN_TINT = "rgba(245,124,0,0.13)";
@@ -15,13 +15,7 @@ export const HIST_H = 14;
 
 export function captureCss() {
   const R = ".nnx-lab-capture";
-  return `
-${R}{color:${FG};background:${BG};font-family:${FONT};font-size:12px;line-height:1.45;
-  border:1px solid ${BORDER};border-radius:4px;padding:6px 8px;box-sizing:border-box;
-  font-variant-numeric:tabular-nums;max-width:100%;overflow:hidden}
-${R} *{box-sizing:border-box}
-${R} [hidden]{display:none!important}
-${R} button,${R} input{font:inherit;font-size:12px;color:inherit}
+  return `${panelFrameCss(R, ["button", "input"])}
 ${R} .nnx-capture-head{display:flex;flex-wrap:wrap;align-items:baseline;gap:2px 6px;margin-bottom:4px}
 ${R} .nnx-capture-head .root{font-weight:600}
 ${R} .nnx-capture-head .sep{color:${FAINT}}

@@ -2,7 +2,7 @@
 // viewer (JupyterLab's, then VS Code's, then light defaults), so it follows light and dark themes.
 
 import { filterColor } from "./colors.js";
-import { ROW_HEIGHT, THEME } from "./styles.js";
+import { ROW_HEIGHT, THEME, panelFrameCss } from "./styles.js";
 
 const { FG, MUTED, FAINT, BG, BG2, BORDER, ACCENT, ERROR, WARN, STRIPE, HOVER, FONT, MONO } = THEME;
 const WARN_TINT = "rgba(245,124,0,0.13)";
@@ -22,13 +22,7 @@ export function filterCss(count) {
 
 export function splitCss() {
   const R = ".nnx-lab-split-view";
-  return `
-${R}{color:${FG};background:${BG};font-family:${FONT};font-size:12px;line-height:1.45;
-  border:1px solid ${BORDER};border-radius:4px;padding:6px 8px;box-sizing:border-box;
-  font-variant-numeric:tabular-nums;max-width:100%;overflow:hidden}
-${R} *{box-sizing:border-box}
-${R} [hidden]{display:none!important}
-${R} button{font:inherit;font-size:12px;color:inherit}
+  return `${panelFrameCss(R, ["button"])}
 ${R} .nnx-split-head{display:flex;flex-wrap:wrap;align-items:baseline;gap:2px 6px;margin-bottom:5px}
 ${R} .nnx-split-head .root{font-weight:600}
 ${R} .nnx-split-head .sep{color:${FAINT}}

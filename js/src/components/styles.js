@@ -23,6 +23,17 @@ const MONO = "var(--jp-code-font-family, var(--vscode-editor-font-family, ui-mon
 /** The theme colours and fonts above, for other widgets' styles (the split report). */
 export const THEME = { FG, MUTED, FAINT, BG, BG2, BORDER, ACCENT, ERROR, OK, WARN, STRIPE, HOVER, FONT, MONO };
 
+/** The frame every panel widget (split report, views, capture) shares: root `R`, its form controls `controls`. */
+export function panelFrameCss(R, controls = ["button"]) {
+  return `
+${R}{color:${FG};background:${BG};font-family:${FONT};font-size:12px;line-height:1.45;
+  border:1px solid ${BORDER};border-radius:4px;padding:6px 8px;box-sizing:border-box;
+  font-variant-numeric:tabular-nums;max-width:100%;overflow:hidden}
+${R} *{box-sizing:border-box}
+${R} [hidden]{display:none!important}
+${R} ${controls.join(`,${R} `)}{font:inherit;font-size:12px;color:inherit}`;
+}
+
 export function css() {
   const R = ".nnx-lab-viewer";
   const colW = COLUMNS.filter((c) => c.width).map((c) => `${R} col.k-${c.id}{width:${c.width}px}`).join("\n");

@@ -50,6 +50,24 @@ export function fillWindow({ tbody, topTr, topSpacer, bottomTr, bottomSpacer }, 
 }
 
 /**
+ * Draw rows first..last-1 of `items` (row keys) into the window, reusing the rows in `rendered`
+ * (key -> tr) still in view and making the others with `makeRow(key)`; returns the new key -> tr map.
+ */
+export function drawWindow(spacers, items, rendered, makeRow, first, last, total) {
+  const next = new Map();
+  const trs = [];
+  for (let k = first; k < last; k++) {
+    const key = items[k];
+    const tr = rendered.get(key) || makeRow(key);
+    tr.classList.toggle("odd", k % 2 === 1);
+    next.set(key, tr);
+    trs.push(tr);
+  }
+  fillWindow(spacers, trs, first, last, total);
+  return next;
+}
+
+/**
  * Keep a windowed table drawn: on scroll, on resize and on `refresh`, work out the visible window
  * and call `draw(first, last, total)` when it differs from the one drawn last (a `refresh` always
  * redraws: the contents changed). Returns {refresh(now = false), destroy()}.

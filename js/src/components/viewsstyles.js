@@ -1,7 +1,7 @@
 // Styles of the view panel and mode toggle, scoped under .nnx-lab-views. Same theme variables as
 // the viewer (JupyterLab's, then VS Code's, then light defaults), so it follows light and dark themes.
 
-import { THEME } from "./styles.js";
+import { THEME, panelFrameCss } from "./styles.js";
 
 const { FG, MUTED, FAINT, BG, BG2, BORDER, ACCENT, ERROR, OK, WARN, STRIPE, HOVER, FONT, MONO } = THEME;
 const WARN_TINT = "rgba(245,124,0,0.13)";
@@ -12,13 +12,7 @@ const GREY_TINT = "rgba(127,127,127,0.14)";
 
 export function viewsCss() {
   const R = ".nnx-lab-views";
-  return `
-${R}{color:${FG};background:${BG};font-family:${FONT};font-size:12px;line-height:1.45;
-  border:1px solid ${BORDER};border-radius:4px;padding:6px 8px;box-sizing:border-box;
-  font-variant-numeric:tabular-nums;max-width:100%;overflow:hidden}
-${R} *{box-sizing:border-box}
-${R} [hidden]{display:none!important}
-${R} button,${R} select,${R} input{font:inherit;font-size:12px;color:inherit}
+  return `${panelFrameCss(R, ["button", "select", "input"])}
 ${R} .nnx-views-head{display:flex;flex-wrap:wrap;align-items:center;gap:4px 8px;margin-bottom:4px}
 ${R} .nnx-views-head .root{font-weight:600}
 ${R} .nnx-views-head .sep{color:${FAINT}}
