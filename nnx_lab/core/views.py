@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import dataclasses
+import functools
 import inspect
 from typing import Any, Callable, Mapping
 
@@ -146,18 +147,26 @@ def view_report(model: Any, *, only: Any = ...) -> ViewReport:
 
 
 def _module_views(path: Path, module: nnx.Module) -> ModuleViews:
-    method = type(module).set_view
+    signature, params = _set_view_params(type(module).set_view)
+    args = tuple(ViewArg(name, annotation, default, doc, getattr(module, name, _MISSING), kind)
+                 for name, annotation, default, doc, kind in params)
+    return ModuleViews(path, type(module).__name__, args, signature, type(module))
+
+
+@functools.lru_cache(maxsize=512)
+def _set_view_params(method: Any) -> tuple[str, tuple[tuple[str, str, Any, str, str], ...]]:
+    """Per ``set_view`` function (so per class, not per instance): its signature text and
+    (name, annotation, default, doc, kind) of each argument."""
     signature = inspect.signature(method)
     docs = _arg_docs(method)
-    args = []
+    params = []
     for name, param in signature.parameters.items():
         if name in ("self", "args", "kwargs") or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
         annotation = "" if param.annotation is param.empty else _annotation_text(param.annotation)
         default = None if param.default is param.empty else param.default
-        args.append(ViewArg(name, annotation, default, docs.get(name, ""),
-                            getattr(module, name, _MISSING), _kind(annotation)))
-    return ModuleViews(path, type(module).__name__, tuple(args), f"set_view{signature}", type(module))
+        params.append((name, annotation, default, docs.get(name, ""), _kind(annotation)))
+    return f"set_view{signature}", tuple(params)
 
 
 def _arg_docs(method: Any) -> dict[str, str]:
