@@ -1,0 +1,132 @@
+"""Cost of capturing intermediates, from one run, printed as ratios.
+
+  a jitted forward pass captured (Intermediate, via %%nnx_capture's Capture) vs the same model
+  without its sow calls (outside a capture, flax's legacy sow stores into the model, which retraces)
+  describing what was captured (stats + histograms on device, two small fetches) vs a naive
+  host copy of every captured array (numpy mean/std/min/max + np.histogram)
+  bytes fetched to the host by the report vs bytes the captured arrays hold
+
+Run: python benchmarks/bench_capture.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+import nnx_lab
+from nnx_lab.core.capture import flatten_captured
+
+
+class Block(nnx.Module):
+    def __init__(self, width: int, rngs: nnx.Rngs, sow: bool):
+        self.linear = nnx.Linear(width, width, rngs=rngs)
+        self.norm = nnx.LayerNorm(width, rngs=rngs)
+        self.record = sow
+
+    def __call__(self, x):
+        h = self.linear(x)
+        if self.record:
+            self.sow(nnx.Intermediate, "pre", h)
+        x = x + nnx.gelu(self.norm(h))
+        if self.record:
+            self.sow(nnx.Intermediate, "out", x)
+        return x
+
+
+class Net(nnx.Module):
+    def __init__(self, depth: int, width: int, rngs: nnx.Rngs, sow: bool = True):
+        self.blocks = nnx.List([Block(width, rngs, sow) for _ in range(depth)])
+
+    def __call__(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+@nnx.jit
+def forward(model, x):
+    return model(x)
+
+
+def timed(fn, repeats=15):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    model = Net(depth=24, width=512, rngs=nnx.Rngs(0))
+    silent = Net(depth=24, width=512, rngs=nnx.Rngs(0), sow=False)
+    x = jax.random.normal(jax.random.key(1), (256, 512))
+
+    def plain():
+        jax.block_until_ready(forward(silent, x))
+
+    def captured():
+        with nnx_lab.Capture(model) as cap:
+            out = forward(model, x)
+        jax.block_until_ready((out, jax.tree.leaves(cap.captured)))
+        return cap.captured
+
+    plain(), captured()  # compile both traces
+    t_plain, t_cap = [], []
+    for _ in range(5):  # interleaved: the machine is shared and noisy
+        t_plain.append(timed(plain, 5))
+        t_cap.append(timed(captured, 5))
+    t_plain, t_cap = statistics.median(t_plain), statistics.median(t_cap)
+
+    state = captured()
+    arrays = [v.get_value() for _, v in nnx.to_flat_state(flatten_captured(state))]
+    held = sum(a.nbytes for a in arrays)
+
+    def report():
+        return nnx_lab.capture_report(state)
+
+    def naive():
+        out = []
+        for a in arrays:
+            h = np.asarray(a)
+            out.append((h.mean(), h.std(), h.min(), h.max(), np.histogram(h, bins=16)))
+        return out
+
+    report(), naive()
+    t_rep, t_naive = [], []
+    for _ in range(5):
+        t_rep.append(timed(report, 3))
+        t_naive.append(timed(naive, 3))
+    t_rep, t_naive = statistics.median(t_rep), statistics.median(t_naive)
+
+    fetched = []
+    real_get = jax.device_get
+
+    def counting_get(tree):
+        out = real_get(tree)
+        fetched.append(sum(np.asarray(leaf).nbytes for leaf in jax.tree.leaves(out)))
+        return out
+
+    jax.device_get = counting_get
+    try:
+        report()
+    finally:
+        jax.device_get = real_get
+
+    print(f"model: 24 blocks x 512 wide, batch 256; {len(arrays)} captured arrays, {held / 2**20:.1f} MiB")
+    print(f"jitted forward captured / without sow:          {t_cap / t_plain:5.2f}x   "
+          f"({t_cap * 1e3:.1f} ms vs {t_plain * 1e3:.1f} ms)")
+    print(f"capture report / naive host copy + numpy:       {t_rep / t_naive:5.2f}x   "
+          f"({t_rep * 1e3:.1f} ms vs {t_naive * 1e3:.1f} ms)")
+    print(f"bytes fetched by the report / bytes captured:   {sum(fetched) / held:.2e}   "
+          f"({sum(fetched)} B in {len(fetched)} fetches vs {held} B)")
+
+
+if __name__ == "__main__":
+    main()
