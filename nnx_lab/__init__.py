@@ -36,7 +36,8 @@ __all__ = ["snapshot", "Snapshot", "Row", "watch", "StateViewer", "split_report"
            "load_ipython_extension", "unload_ipython_extension"]
 
 if TYPE_CHECKING:
-    from .core.capture import Capture, CaptureReport, capture_call, capture_report, intermediate_grads
+    from .core.capture import Capture, CaptureReport, capture_call, capture_report
+    from .core.capture_grads import intermediate_grads
     from .core.snapshot import Row, Snapshot, snapshot
     from .core.split import split_report
     from .core.views import view_report
@@ -53,7 +54,7 @@ _LAZY = {
     "watch": "widgets.viewer", "StateViewer": "widgets.viewer",
     "capture_panel": "widgets.capture", "CapturePanel": "widgets.capture",
     "Capture": "core.capture", "capture_call": "core.capture", "capture_report": "core.capture",
-    "CaptureReport": "core.capture", "intermediate_grads": "core.capture",
+    "CaptureReport": "core.capture", "intermediate_grads": "core.capture_grads",
     "view_panel": "widgets.views", "mode_toggle": "widgets.views", "ViewPanel": "widgets.views",
 }
 

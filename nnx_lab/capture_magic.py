@@ -56,7 +56,7 @@ class LossSpy:
         self.__doc__ = getattr(fn, "__doc__", None)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from .core.capture import NoPerturbations, intermediate_grads
+        from .core.capture_grads import NoPerturbations, intermediate_grads
 
         if not args or args[0] is not self.model:
             return self.fn(*args, **kwargs)

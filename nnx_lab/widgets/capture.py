@@ -21,6 +21,7 @@ import traitlets
 from flax import nnx
 
 from ..core import capture as core
+from ..core.capture_grads import intermediate_grads
 from ..core.tree import Path, path_text
 
 STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
@@ -103,7 +104,7 @@ class CapturePanel(anywidget.AnyWidget):
     def grads(self, loss_fn: Any, *args: Any, **kwargs: Any) -> Any:
         """Gradient of ``loss_fn(model, *args, **kwargs)`` with respect to every perturbed value.
 
-        Runs flax's perturb recipe through :func:`nnx_lab.core.capture.intermediate_grads` under the
+        Runs flax's perturb recipe through :func:`nnx_lab.core.capture_grads.intermediate_grads` under the
         current toggles and shows each gradient's statistics next to its forward value. Returns
         what that function returns (``loss``, ``forward``, ``grads``).
         """
@@ -111,7 +112,7 @@ class CapturePanel(anywidget.AnyWidget):
         options = self._options(modules)
         start = time.perf_counter()
         try:
-            result = core.intermediate_grads(self._model, loss_fn, *args, **options, **kwargs)
+            result = intermediate_grads(self._model, loss_fn, *args, **options, **kwargs)
         except BaseException as error:
             self._set_status(f"panel.grads failed: {_one_line(error)}", level="error")
             raise

@@ -14,10 +14,9 @@ import pytest
 from flax import linen as nn
 from flax import nnx
 
-from nnx_lab.core import capture as capture_lib
-from nnx_lab.core.capture import (Capture, CaptureReport, GradResult, NoPerturbations, capture_call,
-                                  capture_report, flatten_captured, intermediate_grads, patched_classes,
-                                  resolve_types)
+from nnx_lab.core.capture import (Capture, CaptureReport, capture_call, capture_report, flatten_captured,
+                                  patched_classes, resolve_types)
+from nnx_lab.core.capture_grads import GradResult, NoPerturbations, intermediate_grads
 from nnx_lab.core.tree import path_text
 
 

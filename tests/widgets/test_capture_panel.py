@@ -15,6 +15,7 @@ from flax import nnx
 
 import nnx_lab
 from nnx_lab.core import capture as core
+from nnx_lab.core.capture_grads import NoPerturbations
 from nnx_lab.core.tree import path_text
 from nnx_lab.widgets.capture import STATIC, CapturePanel, capture_panel
 
@@ -255,7 +256,7 @@ def test_grads_show_gradient_statistics_next_to_forward_values(model):
 def test_grads_follow_the_module_toggles(model):
     panel = capture_panel(model, display=False)
     send(panel, {"type": "module", "path": "b0", "on": False})  # the only module that perturbs
-    with pytest.raises(core.NoPerturbations):
+    with pytest.raises(NoPerturbations):
         panel.grads(lambda m, x: m(x).sum(), X)
     assert panel.status["level"] == "error" and "perturb" in panel.status["message"]
 

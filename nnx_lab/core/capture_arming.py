@@ -1,0 +1,285 @@
+"""How a capture arms a model: the marker that notes every sown type, the method-output patches
+on module classes, Linen modules inside ``ToNNX``, and which modules ``only`` selects."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+import threading
+from typing import Any, Callable
+
+from flax import nnx
+from flax.nnx import filterlib
+
+from .tree import Path, path_text
+
+_ATTR = "__captures__"
+_MISSING = object()
+
+
+# --------------------------------------------------------------------------- seeing every sown type
+# The first Variable of every armed module's __captures__ is a _Seen. Module.sow / perturb compare
+# `type(var) == variable_type` for each entry; _Seen's metaclass answers that comparison exactly
+# as `is` would, and notes `variable_type` when the caller is sow or perturb. So every type sown
+# on an armed module is seen, chosen or not, eagerly and while jax traces (a cached jit trace runs
+# no Python: it sees nothing new, but it can only be a trace an earlier capture already saw).
+
+_SOW_CODES = frozenset({nnx.Module.sow.__code__, nnx.Module.perturb.__code__})
+_ACTIVE: list[Any] = []  # the Captures armed now, innermost last
+_ACTIVE_LOCK = threading.RLock()
+
+
+class _SeenMeta(type(nnx.Variable)):
+    def __eq__(cls, other):
+        frame = sys._getframe(1)
+        if frame.f_code in _SOW_CODES and isinstance(other, type):
+            _note_seen(other, frame.f_locals.get("self"))
+        return cls is other
+
+    def __ne__(cls, other):
+        return not cls.__eq__(other)
+
+    __hash__ = type.__hash__
+
+
+class _Seen(nnx.Variable, metaclass=_SeenMeta):
+    """Marker: sees the type of every sow/perturb on the module it arms; holds nothing."""
+
+
+class _MethodOutputs(nnx.Variable):
+    """Marker: this module records method outputs (metadata ``output_type``); holds nothing."""
+
+
+class _LinenIntermediates(nnx.Variable):
+    """Marker: this ToNNX module runs Linen with ``mutable=['intermediates']``; holds nothing."""
+
+
+_MARKERS = (_Seen, _MethodOutputs, _LinenIntermediates)
+
+
+def _note_seen(var_type: type, module: Any) -> None:
+    with _ACTIVE_LOCK:
+        active = list(_ACTIVE)
+    owners = [c for c in active if id(module) in c._armed_ids]
+    # Inside jit/grad the module is a copy no capture armed itself: tell every active capture.
+    for cap in owners or active:
+        if var_type not in cap._seen:
+            cap._seen.append(var_type)
+
+
+# --------------------------------------------------------------------------- patching classes
+# Method outputs need the methods of the module *classes* wrapped, as flax's _add_capturing does.
+# Ours differ: only plain functions are wrapped (not staticmethods, nested classes or jitted
+# callables stored on the class), methods inherited from Module subclasses are wrapped too, only
+# the outermost call of a method on an instance sows (super().__call__ does not sow twice), and a
+# wrapper sows only on a module armed for method outputs: any other instance runs the original
+# method and nothing else. Patches are reference counted across captures and always undone.
+
+_PATCH_LOCK = threading.RLock()
+_PATCHES: dict[tuple[type, str], list] = {}  # (class, name) -> [original, wrapper, count]
+_CALLS = threading.local()
+
+
+def _public_methods(cls: type) -> list[tuple[type, str]]:
+    found = []
+    for klass in cls.__mro__:
+        if klass is nnx.Module or not (isinstance(klass, type) and issubclass(klass, nnx.Module)):
+            continue
+        for name, attr in vars(klass).items():
+            if inspect.isfunction(attr) and (name == "__call__" or not name.startswith("_")):
+                found.append((klass, name))
+    return found
+
+
+def _armed_entries(module: Any) -> tuple:
+    entries = vars(module).get(_ATTR)
+    return entries if isinstance(entries, tuple) else ()
+
+
+def _make_wrapper(cls: type, name: str, original: Callable) -> Callable:
+    linen = name == "__call__" and _is_tonnx_class(cls)
+
+    @functools.wraps(original)
+    def wrapper(self, *args, **kwargs):
+        entries = _armed_entries(self)
+        output_type = next((v.get_metadata().get("output_type") for v in entries
+                            if type(v) is _MethodOutputs), None)
+        active = getattr(_CALLS, "active", None)
+        if active is None:
+            active = _CALLS.active = set()
+        key = (id(self), name)
+        outermost = key not in active
+        if outermost:
+            active.add(key)
+        try:
+            if linen and entries:
+                capture_linen = any(type(v) is _LinenIntermediates for v in entries) and kwargs.get("mutable") is None
+                result = _call_tonnx(self, original, args, kwargs, capture_linen)
+            else:
+                result = original(self, *args, **kwargs)
+        finally:
+            if outermost:
+                active.discard(key)
+        if outermost and output_type is not None and result is not None:
+            self.sow(output_type, name, result)
+        return result
+
+    wrapper._nnx_lab_capture = True
+    return wrapper
+
+
+def _patch(keys: list[tuple[type, str]]) -> list[tuple[type, str]]:
+    done = []
+    with _PATCH_LOCK:
+        for cls, name in keys:
+            entry = _PATCHES.get((cls, name))
+            if entry is None:
+                original = vars(cls)[name]
+                wrapper = _make_wrapper(cls, name, original)
+                setattr(cls, name, wrapper)
+                _PATCHES[(cls, name)] = [original, wrapper, 1]
+            else:
+                entry[2] += 1
+            done.append((cls, name))
+    return done
+
+
+def _unpatch(keys: list[tuple[type, str]]) -> None:
+    with _PATCH_LOCK:
+        for cls, name in keys:
+            entry = _PATCHES.get((cls, name))
+            if entry is None:
+                continue
+            entry[2] -= 1
+            if entry[2] <= 0:
+                del _PATCHES[(cls, name)]
+                if vars(cls).get(name) is entry[1]:  # not redefined meanwhile by someone else
+                    setattr(cls, name, entry[0])
+
+
+def patched_classes() -> dict[type, list[str]]:
+    """Classes whose methods a capture has wrapped right now (empty when none is active)."""
+    out: dict[type, list[str]] = {}
+    with _PATCH_LOCK:
+        for cls, name in _PATCHES:
+            out.setdefault(cls, []).append(name)
+    return out
+
+
+# --------------------------------------------------------------------------- Linen via ToNNX
+
+
+def _tonnx_class() -> type | None:
+    wrappers = sys.modules.get("flax.nnx.bridge.wrappers")
+    return getattr(wrappers, "ToNNX", None)
+
+
+def _is_tonnx_class(cls: type) -> bool:
+    tonnx = _tonnx_class()
+    return tonnx is not None and cls is tonnx
+
+
+def _call_tonnx(module: Any, original: Callable, args: tuple, kwargs: dict, capture_linen: bool) -> Any:
+    """Call an armed ToNNX module: without its ``__captures__`` (ToNNX hands every attribute to
+    Linen as a collection and would reject it), and, when ``capture_linen``, with
+    ``mutable=['intermediates']``, sowing what Linen sowed.
+
+    ToNNX stores the returned collection as attributes (merged into the parameter dicts of Linen
+    submodules); the module's attributes are put back exactly as they were afterwards.
+    """
+    saved = dict(vars(module))
+    del vars(module)[_ATTR]  # plain dict edits: everything is back before anyone else looks
+    after: dict = {}
+    try:
+        if not capture_linen:
+            return original(module, *args, **kwargs)
+        result = original(module, *args, **{**kwargs, "mutable": ["intermediates"]})
+        after = dict(vars(module))
+    finally:
+        current = vars(module)
+        current.clear()
+        current.update(saved)
+    kind = _linen_intermediate_type()
+    for key, value in after.items():
+        if saved.get(key, _MISSING) is value:
+            continue
+        found = _linen_values(value, kind)
+        if found is not _MISSING:
+            module.sow(nnx.Intermediate, key, found, reduce_fn=_concat, init_fn=tuple)
+    return result
+
+
+def _linen_intermediate_type() -> type:
+    try:
+        return nnx.variablelib.variable_type_from_name("intermediates")
+    except ValueError:
+        return nnx.Intermediate
+
+
+def _linen_values(value: Any, kind: type) -> Any:
+    """The values of the ``kind`` Variables in an attribute ToNNX set (nested dicts kept), or _MISSING."""
+    if isinstance(value, nnx.Variable):
+        return value.get_value() if type(value) is kind else _MISSING
+    if isinstance(value, (dict, nnx.State)) or hasattr(value, "items"):
+        out = {}
+        for k, v in value.items():
+            found = _linen_values(v, kind)
+            if found is not _MISSING:
+                out[k] = found
+        return out or _MISSING
+    return _MISSING
+
+
+def _concat(previous: Any, new: Any) -> Any:
+    """Combine a value sown before with a new one: tuples append, dicts merge key by key.
+
+    >>> _concat((1,), (2,)), _concat({"a": (1,)}, {"a": (2,), "b": (3,)}), _concat(1, 2)
+    ((1, 2), {'a': (1, 2), 'b': (3,)}, 2)
+    """
+    if isinstance(previous, tuple) and isinstance(new, tuple):
+        return previous + new
+    if isinstance(previous, dict) and isinstance(new, dict):
+        return {**previous, **{k: _concat(previous[k], v) if k in previous else v for k, v in new.items()}}
+    return new
+
+
+# --------------------------------------------------------------------------- selecting modules
+
+
+def module_paths_text(path: Path) -> set[str]:
+    """The ways a user may write a module path: ``blocks[0].attn``, ``blocks/0/attn``, ``blocks.0.attn``."""
+    return {path_text(path), "/".join(map(str, path)), ".".join(map(str, path))}
+
+
+def _selector(only: Any) -> Callable[[Path, Any, dict], bool]:
+    """A predicate on (path, module, {path: selected-as-root}) for ``only``; TypeError if invalid."""
+    if only is ... or only is None or only is True:
+        return lambda path, module: True
+    if isinstance(only, str) or (isinstance(only, tuple) and only and all(isinstance(k, (str, int)) for k in only)):
+        return _PathSelector(only)
+    try:
+        predicate = filterlib.to_predicate(only)
+    except (TypeError, ValueError):
+        raise TypeError(f"only={only!r} is not an NNX filter or a module path") from None
+    return lambda path, module: bool(predicate(path, module))
+
+
+class _PathSelector:
+    """A module path (text or key tuple): that module and everything under it."""
+
+    def __init__(self, only: str | tuple):
+        self.only = only
+        self.text = only.strip() if isinstance(only, str) else None
+
+    def root_of(self, path: Path) -> bool:
+        if self.text is None:
+            return tuple(path) == tuple(self.only)
+        return self.text in module_paths_text(path) or (not path and self.text in ("", "."))
+
+
+def _select(modules: list[tuple[Path, Any]], selector) -> list[bool]:
+    if isinstance(selector, _PathSelector):
+        roots = [path for path, _ in modules if selector.root_of(path)]
+        return [any(path[: len(r)] == r for r in roots) for path, _ in modules]
+    return [selector(path, module) for path, module in modules]

@@ -1,0 +1,236 @@
+"""What a capture collected, described: one row per array, on-device statistics and histograms."""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+from typing import Any, Sequence
+
+import jax
+import numpy as np
+from flax import nnx
+
+from . import render
+from .capture_arming import _MARKERS
+from .capture_types import DEFAULT_TYPES, resolve_types, type_names
+from .histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch, sparkline
+from .snapshot import Snapshot, snapshot
+from .tree import Path
+
+# --------------------------------------------------------------------------- rows and histograms
+
+
+def flatten_captured(captured: nnx.State) -> nnx.State:
+    """One Variable per array: a sown tuple becomes entries ``0, 1, ...`` under its name.
+
+    >>> import jax.numpy as jnp
+    >>> from nnx_lab.core.tree import path_text
+    >>> s = nnx.State({"block": {"h": nnx.Intermediate((jnp.ones(2), jnp.zeros(3)))}})
+    >>> [path_text(p) for p, _ in nnx.to_flat_state(flatten_captured(s))]
+    ['block.h[0]', 'block.h[1]']
+    """
+    flat: list[tuple[Path, Any]] = []
+    for path, var in nnx.to_flat_state(captured):
+        if not isinstance(var, nnx.Variable):
+            flat.append((tuple(path), var))
+            continue
+        leaves, _ = jax.tree_util.tree_flatten_with_path(var.get_value(), is_leaf=lambda x: x is None)
+        for keys, leaf in leaves:
+            flat.append(((*path, *(_key(k) for k in keys)), type(var)(leaf)))
+    return nnx.from_flat_state(flat) if flat else nnx.State({})
+
+
+def _key(k: Any) -> Any:
+    for attr in ("idx", "key", "name"):
+        if hasattr(k, attr):
+            return getattr(k, attr)
+    return str(k)
+
+
+@dataclasses.dataclass(frozen=True)
+class Table:
+    """A snapshot of flattened captured values with a histogram per row (row order)."""
+
+    state: nnx.State
+    snapshot: Snapshot
+    hist: tuple
+
+
+def _table(captured: nnx.State, bins: int) -> Table:
+    flat_state = flatten_captured(captured)
+    by_path = {tuple(p): (v.get_value() if isinstance(v, nnx.Variable) else v)
+               for p, v in nnx.to_flat_state(flat_state)}
+    paths = list(by_path)
+    live = [by_path[p] if isinstance(by_path[p], (jax.Array, np.ndarray)) and not isinstance(by_path[p], jax.core.Tracer)
+            else None for p in paths]
+    # Histogram kernels are queued first; the snapshot's statistics queue behind them and its one
+    # device_get waits for both, so fetching the histograms afterwards does not wait again.
+    pending = histograms_dispatch(live, bins)
+    snap = snapshot(flat_state)
+    hists = dict(zip(paths, histograms_fetch(pending)))
+    return Table(flat_state, snap, tuple(hists.get(r.path) if r.status == "ok" else None for r in snap.rows))
+
+
+# --------------------------------------------------------------------------- the report
+
+
+@dataclasses.dataclass(frozen=True)
+class CaptureReport:
+    """What a capture collected, described: snapshot rows (one per sown array) with statistics and
+    a histogram, the gradients likewise when there are any, and messages for the user."""
+
+    captured: nnx.State
+    grads: nnx.State | None
+    types: tuple[type, ...]
+    seen_types: tuple[type, ...]
+    matched: tuple[Path, ...] | None
+    messages: tuple[str, ...]
+    snapshot: Snapshot
+    hist: tuple
+    grads_snapshot: Snapshot | None
+    grads_hist: tuple | None
+    bins: int
+
+    @property
+    def empty(self) -> bool:
+        return len(self.snapshot.rows) == 0
+
+    def to_dict(self) -> dict:
+        """JSON payload for the capture panel (see the module docstring of nnx_lab.core.capture)."""
+        hist = {"bins": self.bins, "rows": list(self.hist)}
+        grads = None
+        if self.grads_snapshot is not None:
+            grads = {"snapshot": self.grads_snapshot.to_dict(),
+                     "hist": {"bins": self.bins, "rows": list(self.grads_hist or ())}}
+        return {"snapshot": self.snapshot.to_dict(), "hist": hist, "grads": grads,
+                "messages": list(self.messages), "types": type_names(self.types),
+                "seen": type_names(self.seen_types)}
+
+    def to_text(self, max_rows: int | None = 50) -> str:
+        lines = [f"captured {_count(len(self.snapshot.rows), 'array')} ({', '.join(type_names(self.types))})"]
+        lines += [f"!! {m}" for m in self.messages]
+        if self.snapshot.rows:
+            lines.append(_text_rows(self.snapshot, self.hist, max_rows))
+        if self.grads_snapshot is not None and self.grads_snapshot.rows:
+            lines.append(f"gradients at {_count(len(self.grads_snapshot.rows), 'perturbation')}")
+            lines.append(_text_rows(self.grads_snapshot, self.grads_hist or (), max_rows))
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.to_text()
+
+    def to_html(self, max_rows: int = 200) -> str:
+        esc = html.escape
+        parts = ['<div class="nnx-lab-capture">',
+                 f"<div><b>{esc(self.to_text().splitlines()[0])}</b></div>"]
+        for m in self.messages:
+            parts.append(f'<div class="nnx-lab-warn" style="color:#b45309">{esc(m)}</div>')
+        if self.snapshot.rows:
+            parts.append(_html_rows(self.snapshot, self.hist, max_rows))
+        if self.grads_snapshot is not None and self.grads_snapshot.rows:
+            heading = f"gradients at {_count(len(self.grads_snapshot.rows), 'perturbation')}"
+            parts.append(f"<div><b>{esc(heading)}</b></div>")
+            parts.append(_html_rows(self.grads_snapshot, self.grads_hist or (), max_rows))
+        parts.append("</div>")
+        return "".join(parts)
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        return {"text/plain": self.to_text(), "text/html": self.to_html()}
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+_COLUMNS = ("path", "type", "shape", "dtype", "mean", "std", "min", "max", "histogram")
+
+
+def _cells(row, hist) -> list[str]:
+    stats = row.stats or {}
+    note = "" if row.status == "ok" else f"  ({row.status})"
+    values = [row.path_text + note, row.type, render.format_shape(row.shape), row.dtype or ""]
+    values += [render.format_number(stats.get(k)) for k in ("mean", "std", "min", "max")]
+    nonfinite = render.nonfinite_text(row)
+    values.append(sparkline(hist) + (f"  {nonfinite}" if nonfinite else ""))
+    return values
+
+
+def _text_rows(snap: Snapshot, hists: Sequence, max_rows: int | None) -> str:
+    shown = snap.rows if max_rows is None else snap.rows[:max_rows]
+    cells = [list(_COLUMNS)] + [_cells(r, h) for r, h in zip(shown, hists)]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(_COLUMNS))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    if len(shown) < len(snap.rows):
+        lines.append(f"… {len(snap.rows) - len(shown)} more rows")
+    return "\n".join(lines)
+
+
+_LEFT = ' style="text-align:left"'
+_RIGHT = ' style="text-align:right"'
+
+
+def _html_rows(snap: Snapshot, hists: Sequence, max_rows: int) -> str:
+    esc = html.escape
+    numeric = {"mean", "std", "min", "max"}
+    align = [_RIGHT if c in numeric else _LEFT for c in _COLUMNS]
+    parts = ['<div style="max-height:420px;overflow:auto">'
+             '<table style="border-collapse:separate;border-spacing:10px 1px;font-size:12px;white-space:nowrap"><tr>'
+             + "".join(f"<th{a}>{esc(c)}</th>" for a, c in zip(align, _COLUMNS)) + "</tr>"]
+    for row, hist in zip(snap.rows[:max_rows], hists):
+        cells = _cells(row, hist)
+        title = f' title="{esc(f"{hist[0]:.4g} … {hist[1]:.4g}")}"' if hist else ""
+        parts.append("<tr>" + "".join(f"<td{a}>{esc(c)}</td>" for a, c in zip(align[:-1], cells[:-1]))
+                     + f'<td{_LEFT}{title} style="font-family:monospace">{esc(cells[-1])}</td></tr>')
+    parts.append("</table></div>")
+    if len(snap.rows) > max_rows:
+        parts.append(f"<div>… {len(snap.rows) - max_rows} more rows</div>")
+    return "".join(parts)
+
+
+def capture_report(captured: nnx.State, *, grads: nnx.State | None = None, types: Any = DEFAULT_TYPES,
+                   seen_types: Sequence[type] = (), matched: Sequence[Path] | None = None,
+                   bins: int = DEFAULT_BINS, only_text: str | None = None) -> CaptureReport:
+    """Describe captured values (and gradients): statistics and a histogram per array, computed on
+    the device; only the numbers come to the host. ``matched``: the module paths an ``only``
+    filter selected (None when there was no filter; ``only_text`` names that filter in the
+    messages). The messages say what went wrong or
+    was left out: a filter that matched nothing, nothing sown under the chosen types (naming
+    the types that were), types sown but not chosen, no gradients.
+    """
+    types = resolve_types(types)
+    if not isinstance(bins, int) or bins < 1:
+        raise ValueError(f"bins must be a positive integer, got {bins!r}")
+    table = _table(captured, bins)
+    grads_table = _table(grads, bins) if grads is not None else None
+    messages = _messages(table, grads_table, types, tuple(seen_types), matched, only_text or "the `only` filter")
+    return CaptureReport(
+        captured=captured, grads=grads, types=types, seen_types=tuple(seen_types),
+        matched=None if matched is None else tuple(matched), messages=tuple(messages),
+        snapshot=table.snapshot, hist=table.hist,
+        grads_snapshot=grads_table.snapshot if grads_table else None,
+        grads_hist=grads_table.hist if grads_table else None, bins=bins)
+
+
+def _messages(table: Table, grads: Table | None, types: tuple[type, ...], seen: tuple[type, ...],
+              matched: Sequence[Path] | None, only_text: str) -> list[str]:
+    chosen = ", ".join(type_names(types))
+    shown = set(types) | ({r.type for r in grads.snapshot.rows} if grads is not None else set())
+    others = [t for t in seen if t not in _MARKERS and t not in types and t.__name__ not in shown]
+    messages = []
+    if matched is not None and not matched:
+        messages.append(f"{only_text} matched no module, so nothing was captured")
+    elif not table.snapshot.rows:
+        if others:
+            messages.append(f"nothing was sown under {chosen}; sown instead: {', '.join(type_names(others))} "
+                            "(choose those types to capture them)")
+        else:
+            messages.append(f"nothing was sown under {chosen}: no module called sow() or perturb() "
+                            "during the capture (record method outputs instead?)")
+    elif others:
+        messages.append(f"also sown but not chosen: {', '.join(type_names(others))}")
+    if grads is not None and not grads.snapshot.rows:
+        messages.append("no gradients: no module called perturb()")
+    return messages
