@@ -11,16 +11,13 @@ Run: python benchmarks/bench_capture.py
 
 from __future__ import annotations
 
-import statistics
-import time
-
 import jax
-import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
 import nnx_lab
 from nnx_lab.core.capture import flatten_captured
+from timing import interleaved
 
 
 class Block(nnx.Module):
@@ -54,15 +51,6 @@ def forward(model, x):
     return model(x)
 
 
-def timed(fn, repeats=15):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def main() -> None:
     model = Net(depth=24, width=512, rngs=nnx.Rngs(0))
     silent = Net(depth=24, width=512, rngs=nnx.Rngs(0), sow=False)
@@ -78,11 +66,8 @@ def main() -> None:
         return cap.captured
 
     plain(), captured()  # compile both traces
-    t_plain, t_cap = [], []
-    for _ in range(5):  # interleaved: the machine is shared and noisy
-        t_plain.append(timed(plain, 5))
-        t_cap.append(timed(captured, 5))
-    t_plain, t_cap = statistics.median(t_plain), statistics.median(t_cap)
+    t = interleaved({"plain": plain, "captured": captured})
+    t_plain, t_cap = t["plain"], t["captured"]
 
     state = captured()
     arrays = [v.get_value() for _, v in nnx.to_flat_state(flatten_captured(state))]
@@ -99,11 +84,8 @@ def main() -> None:
         return out
 
     report(), naive()
-    t_rep, t_naive = [], []
-    for _ in range(5):
-        t_rep.append(timed(report, 3))
-        t_naive.append(timed(naive, 3))
-    t_rep, t_naive = statistics.median(t_rep), statistics.median(t_naive)
+    t = interleaved({"report": report, "naive": naive}, repeats=3)
+    t_rep, t_naive = t["report"], t["naive"]
 
     fetched = []
     real_get = jax.device_get

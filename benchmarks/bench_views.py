@@ -11,13 +11,12 @@ Run: python benchmarks/bench_views.py
 from __future__ import annotations
 
 import json
-import statistics
-import time
 
 from flax import nnx
 
 import nnx_lab
 from nnx_lab.widgets.views import ViewPanel
+from timing import interleaved
 
 
 class Block(nnx.Module):
@@ -32,28 +31,15 @@ class Deep(nnx.Module):
         self.blocks = nnx.List([Block(rngs) for _ in range(depth)])
 
 
-def timed(fn, repeats=5):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def main() -> None:
     depth = 300
     model = Deep(depth, nnx.Rngs(0))
     panel = ViewPanel(model, namespace={})
     instances = sum(len(c["instances"]) for c in panel.payload["classes"])
 
-    t_report, t_info, t_refresh, t_view = [], [], [], []
-    for _ in range(3):  # interleaved: the machine is shared and noisy
-        t_report.append(timed(lambda: nnx_lab.view_report(model)))
-        t_info.append(timed(lambda: nnx.view_info(model)))
-        t_refresh.append(timed(panel.refresh))
-        t_view.append(timed(lambda: nnx.view(model, deterministic=True)))
-    report, info, refresh, view = (statistics.median(t) for t in (t_report, t_info, t_refresh, t_view))
+    t = interleaved({"report": lambda: nnx_lab.view_report(model), "info": lambda: nnx.view_info(model),
+                     "refresh": panel.refresh, "view": lambda: nnx.view(model, deterministic=True)}, rounds=3)
+    report, info, refresh, view = t["report"], t["info"], t["refresh"], t["view"]
     payload = len(json.dumps(panel.payload).encode())
 
     print(f"model: {depth} blocks (MultiHeadAttention, Dropout, BatchNorm): {instances} set_view instances")
