@@ -3,6 +3,7 @@
 // mark), and what no filter matched (the remainder). Uses only anywidget's model API (get, on,
 // off), and puts every user string into the page as text.
 
+import { copyButton } from "./components/copy.js";
 import { h, setText } from "./components/dom.js";
 import { typeColor } from "./components/colors.js";
 import { fmtBytes, fmtCount, fmtShape } from "./components/format.js";
@@ -25,7 +26,6 @@ function render({ model, el }) {
   let items = []; // row indexes shown
   let problemsShown = PROBLEMS_SHOWN;
   let rendered = new Map(); // row index -> tr (only the window)
-  let copyTimer = 0;
 
   // --- DOM -----------------------------------------------------------------------------------
   const root = h(doc, "div", { class: "nnx-lab-split-view" });
@@ -33,8 +33,8 @@ function render({ model, el }) {
   const filterStyle = h(doc, "style");
   const head = h(doc, "div", { class: "nnx-split-head" });
   const codeText = h(doc, "code", { class: "nnx-split-code-text" });
-  const copyBtn = h(doc, "button", { class: "nnx-split-copy", type: "button", title: "copy this line" }, "copy");
-  const codeBox = h(doc, "div", { class: "nnx-split-code" }, codeText, copyBtn);
+  const copy = copyButton(doc, codeText, "nnx-split-copy", () => prep.code);
+  const codeBox = h(doc, "div", { class: "nnx-split-code" }, codeText, copy.button);
   const problems = h(doc, "ul", { class: "nnx-split-problems", "aria-label": "problems with this split" });
   const showing = h(doc, "div", { class: "nnx-split-showing", role: "status" });
   const colgroup = h(doc, "colgroup");
@@ -223,36 +223,6 @@ function render({ model, el }) {
     relayout();
   });
 
-  function selectCode() {
-    const win = doc.defaultView;
-    const sel = win && typeof win.getSelection === "function" ? win.getSelection() : null;
-    if (!sel || typeof doc.createRange !== "function") return false;
-    const range = doc.createRange();
-    range.selectNodeContents(codeText);
-    sel.removeAllRanges();
-    sel.addRange(range);
-    return true;
-  }
-
-  function copied(label) {
-    setText(copyBtn, label);
-    copyBtn.setAttribute("data-state", "done");
-    clearTimeout(copyTimer);
-    copyTimer = setTimeout(() => {
-      setText(copyBtn, "copy");
-      copyBtn.removeAttribute("data-state");
-    }, 1800);
-  }
-
-  copyBtn.addEventListener("click", () => {
-    const text = prep.code;
-    const fallback = () => copied(selectCode() ? "selected: Ctrl+C" : "copy");
-    const nav = typeof navigator !== "undefined" ? navigator : null;
-    if (nav && nav.clipboard && typeof nav.clipboard.writeText === "function") {
-      nav.clipboard.writeText(text).then(() => copied("copied"), fallback);
-    } else fallback();
-  });
-
   const onChange = () => onReport();
   model.on("change:report", onChange);
   cleanups.push(() => model.off("change:report", onChange));
@@ -261,7 +231,7 @@ function render({ model, el }) {
 
   return () => {
     for (const c of cleanups) c();
-    clearTimeout(copyTimer);
+    copy.destroy();
   };
 }
 

@@ -6,6 +6,7 @@
 // reads them only when the running cell ends, or at the next tick()/track() step).
 // Uses only anywidget's model API (get, on, off, send); every user string goes in as text.
 
+import { copyButton } from "./components/copy.js";
 import { h, setText } from "./components/dom.js";
 import { fmtCount } from "./components/format.js";
 import { viewsCss } from "./components/viewsstyles.js";
@@ -32,7 +33,6 @@ function setFlag(node, attr, on) {
 function render({ model, el }) {
   const doc = el.ownerDocument || document;
   const cleanups = [];
-  const timers = new Set();
 
   let prep = prepare({});
   let scope = ALL;
@@ -73,11 +73,11 @@ function render({ model, el }) {
 
   function codeRow(action, lead) {
     const code = h(doc, "code", { class: "nnx-views-code", "data-action": action });
-    const copy = h(doc, "button", { class: "nnx-views-copy", type: "button", title: "copy this line" }, "copy");
-    copy.addEventListener("click", () => copyCode(code, copy));
+    const copy = copyButton(doc, code, "nnx-views-copy");
+    cleanups.push(copy.destroy);
     const row = h(doc, "div", { class: "nnx-views-action", "data-action": action },
-      lead, h(doc, "div", { class: "nnx-views-codebox" }, code, copy));
-    return { row, code, copy };
+      lead, h(doc, "div", { class: "nnx-views-codebox" }, code, copy.button));
+    return { row, code, copy: copy.button };
   }
   const actBtn = (cls, label, title) => h(doc, "button", { class: `act ${cls}`, type: "button", title },
     label, h(doc, "span", { class: "nnx-views-pending" }));
@@ -502,35 +502,6 @@ function render({ model, el }) {
     fillPreview();
   });
 
-  function copyCode(code, btn) {
-    const text = code.textContent;
-    const done = (label) => {
-      setText(btn, label);
-      btn.setAttribute("data-state", "done");
-      const t = setTimeout(() => {
-        timers.delete(t);
-        setText(btn, "copy");
-        btn.removeAttribute("data-state");
-      }, 1800);
-      timers.add(t);
-    };
-    const fallback = () => {
-      const win = doc.defaultView;
-      const sel = win && typeof win.getSelection === "function" ? win.getSelection() : null;
-      if (sel && typeof doc.createRange === "function") {
-        const range = doc.createRange();
-        range.selectNodeContents(code);
-        sel.removeAllRanges();
-        sel.addRange(range);
-        done("selected: Ctrl+C");
-      }
-    };
-    const nav = typeof navigator !== "undefined" ? navigator : null;
-    if (nav && nav.clipboard && typeof nav.clipboard.writeText === "function") {
-      nav.clipboard.writeText(text).then(() => done("copied"), fallback);
-    } else fallback();
-  }
-
   // --- data -----------------------------------------------------------------------------------
 
   function onPayload() {
@@ -561,8 +532,6 @@ function render({ model, el }) {
 
   return () => {
     for (const c of cleanups) c();
-    for (const t of timers) clearTimeout(t);
-    timers.clear();
   };
 }
 
