@@ -39,7 +39,7 @@ class ViewPanel(anywidget.AnyWidget):
             raise TypeError(f"expected an nnx.Module, got {type(model).__name__}")
         if variant not in ("views", "modes"):
             raise ValueError(f"variant is 'views' or 'modes', not {variant!r}")
-        core.view_report(model, only=only)  # a filter that raises fails here, before any widget exists
+        first = core.view_report(model, only=only)  # a filter that raises fails here, before any widget exists
         self._model = weakref.ref(model)
         self._namespace = namespace if namespace is not None else _user_namespace()
         self._target = target or _name_of(model, self._namespace) or "model"
@@ -52,7 +52,7 @@ class ViewPanel(anywidget.AnyWidget):
         self.on_msg(self._on_message)
         self.routing = inbox.route_while_busy(self)  # None, or why clicks wait for the cell to end
         live.track_widget(self)
-        self.refresh()
+        self.refresh(first)
 
     # -- what the panel shows ----------------------------------------------------------
     @property
@@ -65,10 +65,10 @@ class ViewPanel(anywidget.AnyWidget):
             raise core.ViewError("the model is gone (deleted or garbage-collected)")
         return core.view_report(model, only=self._only)
 
-    def refresh(self) -> None:
-        """Read every instance's current values again and re-send them to the browser."""
+    def refresh(self, report: core.ViewReport | None = None) -> None:
+        """Read every instance's current values again (or show ``report``, just read) and re-send them."""
         try:
-            report = self.report()
+            report = report if report is not None else self.report()
         except core.ViewError as e:
             self.payload = {**self.payload, "message": str(e), "mode": "none", "gone": True}
             return
@@ -103,8 +103,7 @@ class ViewPanel(anywidget.AnyWidget):
             yield item
             inbox.drain()
 
-    def _after_cell(self) -> None:
-        inbox.drain()
+    def _after_cell(self) -> None:  # live's hook has drained the inbox already
         if self._model() is not None:
             self.refresh()
 
