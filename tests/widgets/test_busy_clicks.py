@@ -70,15 +70,16 @@ def test_routing_is_available_with_this_kernel(kernel):
 def test_a_click_during_a_tracked_loop_applies_between_steps(kernel, frontend):
     kc, _, comm_id = kernel
     subshell_id = frontend_subshell(kc) if frontend == "subshell" else None
-    kc.execute("model.train(); seen = []\n"
+    kc.execute("model.train(); seen = []; print('STARTED', flush=True)\n"
                "for step in panel.track(range(60)):\n"
                "    time.sleep(0.05)\n"
                "    seen.append(model.layers[1].deterministic)\n"
                "print('SEEN', seen.index(True) if True in seen else None, len(seen))")
-    time.sleep(1.0)  # the cell is busy now
+    acks = []
+    wait_for_stream(kc, "STARTED", acks)  # the cell is busy now
+    time.sleep(0.2)  # a few steps in
     clicked = time.time()
     click(kc, comm_id, {"type": "mode", "id": 11, "mode": "eval"}, subshell_id)
-    acks = []
     seen = wait_for_stream(kc, "SEEN", acks)
     ended = time.time()
     states = [(a["id"], a["state"]) for _, a in acks]
@@ -90,10 +91,11 @@ def test_a_click_during_a_tracked_loop_applies_between_steps(kernel, frontend):
 
 def test_a_click_during_an_untracked_cell_applies_when_it_ends(kernel):
     kc, _, comm_id = kernel
-    kc.execute("model.train()\ntime.sleep(1.5)\nprint('DURING', model.layers[1].deterministic)")
-    time.sleep(0.5)
-    click(kc, comm_id, {"type": "mode", "id": 12, "mode": "eval"})
+    kc.execute("model.train(); print('STARTED', flush=True)\ntime.sleep(1.5)\n"
+               "print('DURING', model.layers[1].deterministic)")
     acks = []
+    wait_for_stream(kc, "STARTED", acks)  # the cell is busy now
+    click(kc, comm_id, {"type": "mode", "id": 12, "mode": "eval"})
     assert wait_for_stream(kc, "DURING", acks) == "DURING False"  # nothing changed under the running cell
     kc.execute("print('AFTER', model.layers[1].deterministic)")
     assert wait_for_stream(kc, "AFTER", acks) == "AFTER True"
