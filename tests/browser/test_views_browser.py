@@ -4,6 +4,8 @@ user strings stay text."""
 
 from __future__ import annotations
 
+import re
+
 from .test_quickstart_browser import write_notebook
 
 EVIL = "<img src=x onerror=alert(1)>"
@@ -124,13 +126,15 @@ def test_a_click_during_a_running_cell_applies_between_steps(page, jupyter_serve
     page.keyboard.press("Escape")
     page.keyboard.press("b")
     page.keyboard.press("Enter")
-    page.keyboard.insert_text("seen = []\nfor step in toggle.track(range(120)):\n    time.sleep(0.05)\n"
+    page.keyboard.insert_text("seen = []; print('STARTED', flush=True)\n"
+                              "for step in toggle.track(range(120)):\n    time.sleep(0.05)\n"
                               "    seen.append(model.drop.deterministic)\n"
                               "print('SEEN', seen.index(True) if True in seen else None, len(seen))")
     page.keyboard.press("Shift+Enter")
     prompt = page.locator(".jp-Notebook .jp-Cell").filter(has_text="toggle.track").locator(".jp-InputPrompt")
     page.wait_for_function("(el) => el.textContent.includes('*')", arg=prompt.element_handle(), timeout=15_000)
-    page.wait_for_timeout(800)
+    page.locator(".jp-OutputArea-output").filter(has_text="STARTED").last.wait_for(timeout=30_000)  # the loop runs
+    page.wait_for_timeout(300)
     root.locator('button[data-mode="eval"]').click()
     # queued while the cell still runs, then done before it ends
     root.locator('.nnx-views-status[data-state="queued"], .nnx-views-status[data-state="done"]').wait_for(
@@ -139,7 +143,7 @@ def test_a_click_during_a_running_cell_applies_between_steps(page, jupyter_serve
     assert busy, "the loop ended before the click was answered"
     out = page.locator(".jp-OutputArea-output").filter(has_text="SEEN").last
     out.wait_for(timeout=30_000)
-    first, steps = map(int, out.inner_text().split()[1:3])
+    first, steps = map(int, re.search(r"SEEN (\d+) (\d+)", out.inner_text()).groups())
     assert steps == 120 and 0 < first < 119, out.inner_text()
     assert root.locator(".nnx-views-mode").first.inner_text().strip() == "eval"
     screenshot(page, "views-lab-toggle-after-busy-click", scroll_to=root)
