@@ -18,6 +18,7 @@ from nnx_lab.core.capture import (Capture, CaptureReport, capture_call, capture_
                                   patched_classes, resolve_types)
 from nnx_lab.core.capture_grads import GradResult, NoPerturbations, intermediate_grads
 from nnx_lab.core.tree import path_text
+from unchanged import assert_unchanged, frozen
 
 
 class MyInterm(nnx.Intermediate):
@@ -82,24 +83,6 @@ class Bridged(nnx.Module):
 
 X = jnp.linspace(-1.0, 1.0, 6).reshape(2, 3)
 CLASSES = (Net, Block, nnx.Linear, nnx.Dropout, nnx.List, nnx.bridge.ToNNX)
-
-
-def _host(x):
-    if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
-        x = jax.random.key_data(x)
-    return np.asarray(x)
-
-
-def frozen(model):
-    graphdef, state = nnx.split(model)
-    return graphdef, jax.tree.map(_host, state)
-
-
-def assert_unchanged(model, before):
-    graphdef, state = frozen(model)
-    assert graphdef == before[0]
-    assert jax.tree.structure(state) == jax.tree.structure(before[1])
-    assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(before[1])))
 
 
 def class_dicts():

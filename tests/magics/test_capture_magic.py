@@ -9,6 +9,7 @@ from IPython.core.error import UsageError
 
 from nnx_lab import capture_magic
 from nnx_lab.core.capture import CaptureReport, patched_classes
+from unchanged import assert_unchanged as _assert_unchanged, frozen
 
 
 class MyInterm(nnx.Intermediate):
@@ -56,15 +57,8 @@ def shown(monkeypatch):
     return reports
 
 
-def frozen(model):
-    graphdef, state = nnx.split(model)
-    return graphdef, jax.tree.map(np.asarray, state)
-
-
 def assert_unchanged(model, before):
-    graphdef, state = frozen(model)
-    assert graphdef == before[0]
-    assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(before[1])))
+    _assert_unchanged(model, before)
     assert not any("__captures__" in vars(m) for _, m in nnx.iter_modules(model))
     assert patched_classes() == {}
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from flax import nnx
 from IPython.core.error import UsageError
+from unchanged import assert_unchanged, frozen
 
 
 @pytest.fixture
@@ -16,18 +17,6 @@ def ip(ip):
     yield ip
     for name in ("graphdef", "param", "batch_stat", "rest", "g", "p", "r", "half", "text", "k", "other"):
         ip.user_ns.pop(name, None)
-
-
-def frozen(model):
-    graphdef, state = nnx.split(model)
-    return graphdef, jax.tree.map(np.asarray, state)
-
-
-def assert_unchanged(model, before):
-    graphdef, state = frozen(model)
-    assert graphdef == before[0]
-    assert jax.tree.structure(state) == jax.tree.structure(before[1])
-    assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(before[1])))
 
 
 def cell(ip, line, body):

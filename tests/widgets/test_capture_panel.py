@@ -18,6 +18,7 @@ from nnx_lab.core import capture as core
 from nnx_lab.core.capture_grads import NoPerturbations
 from nnx_lab.core.tree import path_text
 from nnx_lab.widgets.capture import STATIC, CapturePanel, capture_panel
+from unchanged import assert_unchanged, frozen
 
 EVIL = "<img src=x onerror=alert(1)>"
 
@@ -75,19 +76,6 @@ def send(panel, content):
     panel._on_message(panel, content, [])
 
 
-def assert_same_model(before, model):
-    graphdef, state = nnx.split(model)
-    assert graphdef == before[0]
-    assert jax.tree.structure(state) == jax.tree.structure(before[1])
-    for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(before[1])):
-        np.testing.assert_array_equal(a, b)
-
-
-def snapshot_of(model):
-    graphdef, state = nnx.split(model)
-    return graphdef, jax.tree.map(np.asarray, state)
-
-
 def bundle_data(widget):
     bundle = widget._repr_mimebundle_()
     return bundle[0] if isinstance(bundle, tuple) else bundle
@@ -102,12 +90,12 @@ def test_call_returns_the_result_and_shows_what_was_captured(model):
     assert panel.captured is None and panel.report == {}
     assert panel.status["calls"] == 0 and panel.status["target"] == "Net"
 
-    before = snapshot_of(model)
+    before = frozen(model)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no "sow outside nnx.capture" deprecation: the panel captures
         y = panel(X)
     np.testing.assert_allclose(y, expected)
-    assert_same_model(before, model)
+    assert_unchanged(model, before)
     assert not hasattr(model, "__captures__") and not hasattr(model.b0, "__captures__")
 
     assert paths(panel.captured) == [f"[{EVIL!r}]", "b0.act"]
@@ -228,9 +216,9 @@ def test_module_checkboxes_cascade_and_become_only(model):
 
 def test_grads_show_gradient_statistics_next_to_forward_values(model):
     panel = capture_panel(model, display=False)
-    before = snapshot_of(model)
+    before = frozen(model)
     result = panel.grads(lambda m, x: m(x).sum(), X)
-    assert_same_model(before, model)
+    assert_unchanged(model, before)
 
     # The gradient at the perturbation, checked against jax.grad of the same function.
     h = model.b0.linear(X)
@@ -344,10 +332,10 @@ def test_type_names_are_looked_up_where_the_panel_is_made(model):
 
 def test_a_call_that_raises_leaves_the_model_and_classes_as_they_were(model):
     panel = capture_panel(model, methods=True, display=False)
-    before = snapshot_of(model)
+    before = frozen(model)
     with pytest.raises(TypeError):
         panel(jnp.ones((2, 5)))  # wrong width: the Linear raises inside the call
-    assert_same_model(before, model)
+    assert_unchanged(model, before)
     assert core.patched_classes() == {}
     assert not any(hasattr(m, "__captures__") for _, m in nnx.iter_modules(model))
     assert panel.status["level"] == "error" and panel.status["message"].startswith("the call failed: TypeError")
