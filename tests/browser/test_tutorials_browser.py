@@ -1,14 +1,27 @@
-"""Tutorials 03 and 04 as a new user runs them: JupyterLab, Run All, every cell runs, the widgets render."""
+"""Tutorials 03 and 04 as a new user runs them, in JupyterLab and in Notebook 7: Run All, every cell
+runs, the widgets render, and a click reaches the kernel."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from .test_views_browser import run_cell
+
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+UIS = pytest.mark.parametrize("ui", ["lab", "notebook"])
 
 
-def test_views_and_modes_tutorial(page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot):
-    open_notebook(page, jupyter_server, NOTEBOOKS / "03_views_and_modes.ipynb", ui="lab")
+def assert_app(page, ui):
+    if ui == "notebook":
+        assert page.locator('body[data-notebook="notebooks"]').count() == 1, "not the Notebook 7 app"
+
+
+@UIS
+def test_views_and_modes_tutorial(page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, ui):
+    open_notebook(page, jupyter_server, NOTEBOOKS / "03_views_and_modes.ipynb", ui=ui)
+    assert_app(page, ui)
     run_all_cells(page)
     panels = page.locator(".jp-OutputArea-output .nnx-lab-views")
     panels.first.locator(".nnx-views-instance").first.wait_for(state="visible", timeout=30_000)
@@ -17,12 +30,23 @@ def test_views_and_modes_tutorial(page, page_events, jupyter_server, open_notebo
     first = panels.first
     assert sorted(first.locator(".nnx-views-class").evaluate_all("els => els.map(e => e.dataset.class)")) == \
         ["BatchNorm", "Dropout", "MultiHeadAttention"]
-    screenshot(page, "tutorial-03-view-panel", scroll_to=first)
+    screenshot(page, f"tutorial-03-view-panel-{ui}", scroll_to=first)
+
+    # the last mode toggle (on the model the training section made): a click switches the kernel's model
+    toggle = page.locator('.jp-OutputArea-output .nnx-lab-views[data-variant="modes"]').last
+    for mode, deterministic in (("eval", "True"), ("train", "False")):
+        toggle.locator(f'button[data-mode="{mode}"]').click()
+        toggle.locator('.nnx-views-status[data-state="done"]').wait_for(timeout=30_000)
+        page.wait_for_function("([el, m]) => el.getAttribute('data-mode') === m",
+                               arg=[toggle.locator(".nnx-views-mode").first.element_handle(), mode], timeout=10_000)
+        assert run_cell(page, "print('DROP', model.drop.deterministic)", "DROP") == f"DROP {deterministic}"
     assert not page_events.script_dialogs
 
 
-def test_capturing_tutorial(page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot):
-    open_notebook(page, jupyter_server, NOTEBOOKS / "04_capturing_intermediates.ipynb", ui="lab")
+@UIS
+def test_capturing_tutorial(page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, ui):
+    open_notebook(page, jupyter_server, NOTEBOOKS / "04_capturing_intermediates.ipynb", ui=ui)
+    assert_app(page, ui)
     run_all_cells(page)
     # the panel widget (the magic's static reports above it share the root class)
     panel = page.locator(".jp-OutputArea-output .nnx-lab-capture").filter(
@@ -30,5 +54,5 @@ def test_capturing_tutorial(page, page_events, jupyter_server, open_notebook, ru
     panel.locator("tr.nnx-capture-row").first.wait_for(state="visible", timeout=30_000)
     assert panel.locator("input.nnx-capture-methods").count() == 1
     assert panel.locator(".nnx-capture-hist").count() > 0
-    screenshot(page, "tutorial-04-capture-panel", scroll_to=panel)
+    screenshot(page, f"tutorial-04-capture-panel-{ui}", scroll_to=panel)
     assert not page_events.script_dialogs
