@@ -12,8 +12,16 @@ _widgets: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
 
 def track_widget(widget: Any) -> None:
-    """``widget._after_cell()`` runs after every cell while the widget lives."""
+    """``widget._after_cell()`` runs after every cell while the widget lives (in IPython, with or
+    without ``%load_ext nnx_lab``: the first widget registers the hook)."""
     _widgets.add(widget)
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    ip = get_ipython()
+    if ip is not None:
+        register_hooks(ip)
 
 
 def untrack_widget(widget: Any) -> None:

@@ -14,12 +14,14 @@ import html
 import pathlib
 import sys
 import time
+import weakref
 from typing import Any, Iterable
 
 import anywidget
 import traitlets
 from flax import nnx
 
+from .. import live
 from ..core import capture as core
 from ..core.capture_grads import intermediate_grads
 from ..core.tree import Path, path_text
@@ -30,6 +32,8 @@ STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
 BUILTIN_TYPES = (nnx.Intermediate, nnx.Perturbation)
 
 _MESSAGES = ("type", "methods", "module", "modules")
+
+GONE = "the model is gone (deleted or garbage-collected)"
 
 
 class CapturePanel(anywidget.AnyWidget):
@@ -51,11 +55,14 @@ class CapturePanel(anywidget.AnyWidget):
                  namespace: dict | None = None, **kwargs: Any):
         if not isinstance(model, nnx.Module):
             raise TypeError(f"capture_panel needs an nnx.Module, got {type(model).__name__}")
-        chosen = core.resolve_types(types, namespace if namespace is not None else _caller_namespace(1))
+        chosen = core.resolve_types(types, namespace if namespace is not None else _caller_namespace(1, types))
         if not chosen:
             raise ValueError("capture_panel needs at least one Variable type to collect")
         _check_bool("methods", methods)
-        self._model = model
+        self._ref = weakref.ref(model)  # `del model` frees its memory while the panel is on screen
+        self._target = type(model).__name__
+        self._known_modules: list[tuple[Path, str]] = []  # the last module list read (kept when it goes)
+        self._gone_shown = False
         self._types: dict[str, type[nnx.Variable]] = {}  # key shown in the browser -> type, in display order
         for t in (*BUILTIN_TYPES, *chosen):
             self._add_type(t)
@@ -72,11 +79,12 @@ class CapturePanel(anywidget.AnyWidget):
         self.on_msg(self._on_message)
         self._publish_controls()
         self._set_status()
+        live.track_widget(self)
 
     # -- calling the model ------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the model with these arguments under the current toggles; returns its result."""
-        return self._capture(self._model, args, kwargs, "the call failed")
+        return self._capture(None, args, kwargs, "the call failed")
 
     def run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` with the model captured under the current toggles: any function
@@ -86,12 +94,13 @@ class CapturePanel(anywidget.AnyWidget):
         return self._capture(fn, args, kwargs, "panel.run failed")
 
     def _capture(self, fn: Any, args: tuple, kwargs: dict, failed: str) -> Any:
+        model = self._alive()
         modules = self._module_list()
         options = self._options(modules)
         start = time.perf_counter()
         try:
-            with core.Capture(self._model, **options) as cap:
-                result = fn(*args, **kwargs)
+            with core.Capture(model, **options) as cap:
+                result = (model if fn is None else fn)(*args, **kwargs)
         except BaseException as error:
             self._set_status(f"{failed}: {_one_line(error)}", level="error")
             raise
@@ -108,11 +117,12 @@ class CapturePanel(anywidget.AnyWidget):
         current toggles and shows each gradient's statistics next to its forward value. Returns
         what that function returns (``loss``, ``forward``, ``grads``).
         """
+        model = self._alive()
         modules = self._module_list()
         options = self._options(modules)
         start = time.perf_counter()
         try:
-            result = intermediate_grads(self._model, loss_fn, *args, **options, **kwargs)
+            result = intermediate_grads(model, loss_fn, *args, **options, **kwargs)
         except BaseException as error:
             self._set_status(f"panel.grads failed: {_one_line(error)}", level="error")
             raise
@@ -129,12 +139,31 @@ class CapturePanel(anywidget.AnyWidget):
     def close(self) -> None:
         """Close the widget and let go of the captured arrays (the model is the caller's)."""
         self._captured = self._grads = self._last_report = None
+        live.untrack_widget(self)
         super().close()
 
     # -- what the last call captured ---------------------------------------------------------
     @property
     def model(self) -> nnx.Module:
-        return self._model
+        """The model (held weakly: ReferenceError once it was deleted)."""
+        model = self._ref()
+        if model is None:
+            raise ReferenceError(GONE)
+        return model
+
+    def _alive(self) -> nnx.Module:
+        """The model, or a ReferenceError (and the panel says so) when it is gone."""
+        model = self._ref()
+        if model is None:
+            self._after_cell()
+            raise ReferenceError(GONE)
+        return model
+
+    def _after_cell(self) -> None:
+        """After every cell: a model collected since the last one is shown as gone, once."""
+        if self._ref() is None and not self._gone_shown:
+            self._gone_shown = True
+            self._set_status(GONE, level="error")
 
     @property
     def captured(self) -> nnx.State | None:
@@ -158,7 +187,7 @@ class CapturePanel(anywidget.AnyWidget):
 
     @types.setter
     def types(self, spec: Any) -> None:
-        chosen = core.resolve_types(spec, _caller_namespace(1))
+        chosen = core.resolve_types(spec, _caller_namespace(1, spec))
         if not chosen:
             raise ValueError("keep at least one Variable type to collect")
         for t in chosen:
@@ -219,7 +248,7 @@ class CapturePanel(anywidget.AnyWidget):
         except ValueError as error:
             self._set_status(str(error), level="error")
         else:
-            self._set_status()
+            self._set_status(GONE if self._ref() is None else "", level="error" if self._ref() is None else "")
         self._publish_controls(modules)  # always answer, so that a rejected click is undone on screen
 
     def _apply(self, content: Any, modules: list[tuple[Path, str]]) -> None:
@@ -264,7 +293,7 @@ class CapturePanel(anywidget.AnyWidget):
     def _set_status(self, message: str = "", *, level: str = "", **extra: Any) -> None:
         status = {k: v for k, v in self.status.items() if k in ("kind", "elapsed_ms", "loss")}
         status.update(extra)
-        self.status = {"target": type(self._model).__name__, "calls": self._calls, **status,
+        self.status = {"target": self._target, "calls": self._calls, **status,
                        "message": message, "level": level}
 
     def _show(self, captured: nnx.State, report: core.CaptureReport, modules: list[tuple[Path, str]], *,
@@ -303,11 +332,15 @@ class CapturePanel(anywidget.AnyWidget):
 
     def _module_list(self) -> list[tuple[Path, str]]:
         """(path, class name) of every module, parents first, children in flax's key order."""
-        found = list(nnx.iter_modules(self._model))  # post-order: children before their parent
+        model = self._ref()
+        if model is None:
+            return self._known_modules  # gone: the toggles stay as they were
+        found = [(p, type(m).__name__) for p, m in nnx.iter_modules(model)]  # post-order: children first
+        del model
         children: dict[Path, list[Path]] = {}
         cls: dict[Path, str] = {}
-        for p, m in found:
-            cls[p] = type(m).__name__
+        for p, name in found:
+            cls[p] = name
         for p, _ in found:
             if p:
                 parent = p[:-1]
@@ -320,6 +353,7 @@ class CapturePanel(anywidget.AnyWidget):
             p = stack.pop()
             out.append((p, cls[p]))
             stack.extend(reversed(children.get(p, [])))
+        self._known_modules = out
         return out
 
     def _key_of(self, t: type) -> str:
@@ -349,7 +383,7 @@ class CapturePanel(anywidget.AnyWidget):
         return bundle
 
     def __repr__(self) -> str:
-        target = type(self._model).__name__
+        target = self._target + (" (gone)" if self._ref() is None else "")
         what = ", ".join(self._types_names()) + (" + method outputs" if self._methods else "")
         if self._captured is None:
             return f"CapturePanel · {target} · collects {what} · no call yet"
@@ -369,7 +403,7 @@ def capture_panel(model: Any, *, types: Any = core.DEFAULT_TYPES, methods: bool 
     ``methods``: record every method's output too. Raises TypeError for something that is not an
     ``nnx.Module`` and ValueError/TypeError for a type that is not a Variable type.
     """
-    panel = CapturePanel(model, types=types, methods=methods, namespace=_caller_namespace(1))
+    panel = CapturePanel(model, types=types, methods=methods, namespace=_caller_namespace(1, types))
     if display:
         try:
             from IPython import get_ipython
@@ -409,9 +443,13 @@ def _name_modules(snap: dict, classes: dict[Path, str]) -> None:
         snap["root_type"] = classes[()]
 
 
-def _caller_namespace(depth: int) -> dict:
+def _caller_namespace(depth: int, spec: Any) -> dict:
     """Names a type given as text may refer to: the calling frame's (locals over globals), then the
-    IPython user namespace."""
+    IPython user namespace. Empty when ``spec`` names no type as text: reading a function's
+    ``f_locals`` leaves a copy of its locals on the frame (Python < 3.13), which would keep
+    a deleted model alive until that function returns."""
+    if not (isinstance(spec, str) or isinstance(spec, (list, tuple)) and any(isinstance(i, str) for i in spec)):
+        return {}
     names: dict = {}
     try:
         from IPython import get_ipython
@@ -424,6 +462,7 @@ def _caller_namespace(depth: int) -> dict:
     frame = sys._getframe(depth + 1)
     names.update(frame.f_globals)
     names.update(frame.f_locals)
+    del frame
     return names
 
 

@@ -155,11 +155,8 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
         from IPython import get_ipython
     except ImportError:
         return viewer
-    ip = get_ipython()
-    if ip is not None:
-        live.register_hooks(ip)
-        if display:
-            from IPython.display import display as show
+    if display and get_ipython() is not None:
+        from IPython.display import display as show
 
-            show(viewer)
+        show(viewer)
     return viewer

@@ -104,8 +104,8 @@ class ViewPanel(anywidget.AnyWidget):
             inbox.drain()
 
     def _after_cell(self) -> None:  # live's hook has drained the inbox already
-        if self._model() is not None:
-            self.refresh()
+        if self._model() is not None or not self.payload.get("gone"):
+            self.refresh()  # a model collected since the last cell: the panel says so, once
 
     # -- browser messages ---------------------------------------------------------------
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:

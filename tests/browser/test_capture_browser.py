@@ -177,3 +177,23 @@ def test_capture_panel_dark_theme(page, jupyter_server, open_notebook, run_all_c
         ratio = contrast_ratio(colors["color"], colors["background"])
         assert ratio >= 4.5, f"{selector} is hard to read on the dark theme: {colors}, contrast {ratio:.2f}"
     screenshot(page, "capture-lab-dark", scroll_to=root)
+
+
+def test_panels_say_when_the_model_is_gone(page, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path):
+    """`del model` frees it while a capture panel and a mode toggle are on screen; both say so."""
+    nb = write_notebook(tmp_path / "gone.ipynb", *SETUP, "toggle = nnx_lab.mode_toggle(model)",
+                        "import gc\ndel model\ngc.collect()")
+    open_notebook(page, jupyter_server, nb, ui="lab")
+    run_all_cells(page)
+    root = capture_panel(page)
+    status = root.locator(".nnx-capture-status")
+    page.wait_for_function("(el) => el.textContent.includes('the model is gone')", arg=status.element_handle(),
+                           timeout=15_000)
+    assert status.get_attribute("data-level") == "error"
+    assert len(row_paths(root)) == 2  # the last values captured stay on screen
+    toggle = page.locator('.jp-OutputArea-output .nnx-lab-views[data-variant="modes"]').first
+    message = toggle.locator(".nnx-views-message")
+    page.wait_for_function("(el) => el.textContent.includes('the model is gone')", arg=message.element_handle(),
+                           timeout=15_000)
+    assert toggle.locator('button[data-mode="eval"]').get_attribute("disabled") is not None
+    screenshot(page, "panels-lab-gone", scroll_to=root)

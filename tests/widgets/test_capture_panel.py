@@ -399,6 +399,31 @@ def test_close_lets_go_of_the_captured_arrays(model):
     assert ref() is None and panel.captured is None  # ...until it is closed
 
 
+def test_the_panel_does_not_keep_the_model_alive():
+    import gc
+    import weakref
+
+    model = Net(nnx.Rngs(0))
+    kernel = weakref.ref(model.b0.linear.kernel.get_value())
+    panel = capture_panel(model, display=False)
+    panel(X)
+    captured_before = paths(panel.captured)
+    del model
+    gc.collect()
+    assert kernel() is None  # `del model` frees its arrays while the panel is on screen
+    panel._after_cell()  # the cell that deleted it ends: the panel says so before anything is clicked
+    assert panel.status["message"] == "the model is gone (deleted or garbage-collected)"
+    assert panel.status["level"] == "error" and "(gone)" in repr(panel)
+    with pytest.raises(ReferenceError, match="the model is gone"):
+        panel(X)
+    with pytest.raises(ReferenceError, match="the model is gone"):
+        panel.model
+    send(panel, {"type": "methods", "on": True})  # a click on a gone panel: answered, no traceback
+    assert panel.controls["methods"] is True and [m["path"] for m in panel.controls["modules"]][:2] == ["", "b0"]
+    assert panel.status["message"] == "the model is gone (deleted or garbage-collected)"
+    assert paths(panel.captured) == captured_before  # the last values captured stay to look at
+
+
 def test_public_names_and_bundle():
     assert nnx_lab.capture_panel is capture_panel and nnx_lab.CapturePanel is CapturePanel
     assert "capture_panel" in nnx_lab.__all__

@@ -155,10 +155,11 @@ def test_the_panel_does_not_keep_the_model_alive():
     panel = Panel(model, ns={})
     del model
     gc.collect()
+    panel.widget._after_cell()  # the cell that deleted it ends: the panel says so before any click
+    assert panel.widget.payload["gone"] is True and panel.widget.payload["mode"] == "none"
+    assert panel.widget.payload["message"] == "the model is gone (deleted or garbage-collected)"
     ack = panel.click(type="mode", mode="eval")
     assert ack["state"] == "error" and ack["text"] == "the model is gone (deleted or garbage-collected)"
-    panel.widget.refresh()
-    assert panel.widget.payload["gone"] is True
 
 
 def test_requests_from_another_thread_are_queued_until_a_step():
@@ -234,3 +235,27 @@ def test_every_panel_on_the_model_shows_a_change_made_in_one():
     assert views.widget.payload["mode"] == "train"
     toggle.click(type="mode", mode="eval")
     assert views.widget.payload["mode"] == "eval"
+
+
+def test_panels_follow_cells_without_load_ext():
+    """`import nnx_lab` and a panel, no `%load_ext`: the first panel registers the after-cell hook."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from nnx_lab import live
+
+    shell = InteractiveShell.instance()
+    live.unregister_hooks(shell)  # a kernel where nnx_lab was only imported
+    try:
+        shell.user_ns["model"] = make()
+        shell.run_cell("import nnx_lab\ntoggle = nnx_lab.mode_toggle(model, display=False)\n"
+                       "panel = nnx_lab.capture_panel(model, display=False)")
+        toggle, panel = shell.user_ns["toggle"], shell.user_ns["panel"]
+        assert toggle.payload["mode"] == "train"
+        shell.run_cell("model.eval()")
+        assert toggle.payload["mode"] == "eval"  # the cell's change shows without a click
+        shell.run_cell("del model\nimport gc\n_ = gc.collect()")
+        assert toggle.payload["gone"] is True and panel.status["message"].startswith("the model is gone")
+    finally:
+        live.unregister_hooks(shell)
+        for name in ("model", "toggle", "panel"):
+            shell.user_ns.pop(name, None)
