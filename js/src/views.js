@@ -292,7 +292,8 @@ function render({ model, el }) {
     const views = isViews();
     const tr = h(doc, "tr", {
       class: `nnx-views-instance${odd ? " odd-one" : ""}`, "data-path": i.path, "data-row": `${c.ci}:${i.ii}`,
-      title: views ? `${i.path}: click to change only this instance` : i.path,
+      title: views ? `${i.path}: click (or Enter) to change only this instance` : i.path,
+      tabindex: views ? "0" : null,
     },
     h(doc, "td", { class: "c-path" }, i.path),
     h(doc, "td", { class: "c-mode" }, h(doc, "span", {
@@ -398,7 +399,10 @@ function render({ model, el }) {
   list.addEventListener("keydown", (ev) => {
     if (ev.key !== "Enter" && ev.key !== " ") return;
     const t = ev.target;
-    if (t && typeof t.closest === "function" && t.closest("div.nnx-views-class-head") && chooseFrom(t)) ev.preventDefault();
+    if (!t || typeof t.closest !== "function") return;
+    // a class header or an instance row (both focusable in the views variant), not a button inside
+    const pickable = t.closest("div.nnx-views-class-head") || t.closest("tr.nnx-views-instance");
+    if (pickable === t && chooseFrom(t)) ev.preventDefault();
   });
 
   // --- requests -------------------------------------------------------------------------------

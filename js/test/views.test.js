@@ -107,6 +107,27 @@ test("scope chooser and controls: the union of arguments, one control per kind, 
   cleanup();
 });
 
+test("keyboard: class headers and instance rows are focusable; Enter or Space picks them", () => {
+  const { one, row, group, cleanup } = mount(mixed());
+  const select = one("select.nnx-views-scope");
+  const head = group("BatchNorm").querySelector("div.nnx-views-class-head");
+  assert.equal(head.getAttribute("tabindex"), "0");
+  assert.equal(row("attn").getAttribute("tabindex"), "0");
+  let prevented = false;
+  row("attn").dispatch("keydown", { key: "Enter", preventDefault() { prevented = true; } });
+  assert.equal(select.value, "i:2:0");
+  assert.ok(prevented); // Space would otherwise scroll the page
+  row("attn").dispatch("keydown", { key: "a" });
+  assert.equal(select.value, "i:2:0"); // other keys do nothing
+  row("attn").dispatch("keydown", { key: " " });
+  assert.equal(select.value, "all"); // again: back to all modules
+  head.dispatch("keydown", { key: "Enter" });
+  assert.equal(select.value, "c:1");
+  row("attn").querySelector("td.c-path").dispatch("keydown", { key: "Enter" });
+  assert.equal(select.value, "c:1"); // a key on a cell inside is not the row's own
+  cleanup();
+});
+
 test("tri-state + create view sends the right message; pending until the ack, then the ran line", () => {
   const { model, one, control, group, ack, disabled, cleanup } = mount(mixed());
   const create = one("button.nnx-views-create");
@@ -271,6 +292,7 @@ test("modes variant: header, warning, switch and listing; no controls; rows not 
   assert.equal(one(".nnx-views-mixed").hidden, false);
   assert.equal(q("tr.nnx-views-instance").length, 4);
   assert.equal(q("div.nnx-views-class-head")[0].getAttribute("role"), null);
+  assert.equal(row("attn").getAttribute("tabindex"), null); // nothing to pick: not in the tab order
   row("attn").dispatch("click");
   assert.equal(row("attn").getAttribute("aria-selected"), null);
   one("button[data-mode=eval]").dispatch("click");

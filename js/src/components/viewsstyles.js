@@ -106,6 +106,7 @@ ${R} td.c-path,${R} td.c-val{font-family:${MONO};font-size:11.5px}
 ${R} td.c-val.missing{color:${FAINT}}
 ${R} tr.nnx-views-instance:nth-child(even) td{background-image:linear-gradient(${STRIPE},${STRIPE})}
 ${R}[data-variant="views"] tr.nnx-views-instance{cursor:pointer}
+${R} tr.nnx-views-instance:focus-visible,${R} .nnx-views-class-head:focus-visible{outline:2px solid ${ACCENT};outline-offset:-2px}
 ${R}[data-variant="views"] tr.nnx-views-instance:hover td{background-image:linear-gradient(${HOVER},${HOVER})}
 ${R} tr.nnx-views-instance[aria-selected="true"] td{background-image:linear-gradient(${ACCENT_TINT},${ACCENT_TINT})}
 ${R} tr.nnx-views-instance[aria-selected="true"] td.c-path{box-shadow:inset 3px 0 0 ${ACCENT}}
