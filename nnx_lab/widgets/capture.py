@@ -248,7 +248,8 @@ class CapturePanel(anywidget.AnyWidget):
         except ValueError as error:
             self._set_status(str(error), level="error")
         else:
-            self._set_status(GONE if self._ref() is None else "", level="error" if self._ref() is None else "")
+            gone = self._ref() is None  # a toggle on a panel whose model went: still answered, still says so
+            self._set_status(GONE if gone else "", level="error" if gone else "")
         self._publish_controls(modules)  # always answer, so that a rejected click is undone on screen
 
     def _apply(self, content: Any, modules: list[tuple[Path, str]]) -> None:
