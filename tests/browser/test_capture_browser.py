@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from . import pages
-from .test_quickstart_browser import _JS_COLORS, contrast_ratio, write_notebook
+from .test_quickstart_browser import assert_readable, open_in_dark_theme, write_notebook
 
 EVIL_KEY = "<img src=x onerror=alert(1)>"
 EVIL_CLASS = "Evil<script>alert(2)</script>"
@@ -166,16 +166,11 @@ def test_capture_panel_toggles_rows_histograms_and_grads(page, page_events, jupy
 
 def test_capture_panel_dark_theme(page, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path):
     nb = write_notebook(tmp_path / "capture_dark.ipynb", *SETUP)
-    with jupyter_server.user_setting("@jupyterlab/apputils-extension:themes", {"theme": "JupyterLab Dark"}):
-        open_notebook(page, jupyter_server, nb, ui="lab")
-    page.wait_for_selector('body[data-jp-theme-light="false"]', state="attached", timeout=30_000)
+    open_in_dark_theme(page, jupyter_server, open_notebook, nb)
     run_all_cells(page)
     root = capture_panel(page)
-    for selector in ('tr.nnx-capture-row[data-path="b0.act[0]"] .c-path', 'th[data-col="path"]',
-                     ".nnx-capture-head .root", "label.nnx-capture-toggle .nm", "ul.nnx-capture-messages > li"):
-        colors = root.locator(selector).first.evaluate(_JS_COLORS)
-        ratio = contrast_ratio(colors["color"], colors["background"])
-        assert ratio >= 4.5, f"{selector} is hard to read on the dark theme: {colors}, contrast {ratio:.2f}"
+    assert_readable(root, ('tr.nnx-capture-row[data-path="b0.act[0]"] .c-path', 'th[data-col="path"]',
+                          ".nnx-capture-head .root", "label.nnx-capture-toggle .nm", "ul.nnx-capture-messages > li"))
     screenshot(page, "capture-lab-dark", scroll_to=root)
 
 

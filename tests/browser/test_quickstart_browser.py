@@ -76,6 +76,21 @@ def contrast_ratio(fg: str, bg: str) -> float:
     return (hi + 0.05) / (lo + 0.05)
 
 
+def open_in_dark_theme(page, jupyter_server, open_notebook, notebook) -> None:
+    """Open `notebook` in JupyterLab with the JupyterLab Dark theme applied."""
+    with jupyter_server.user_setting("@jupyterlab/apputils-extension:themes", {"theme": "JupyterLab Dark"}):
+        open_notebook(page, jupyter_server, notebook, ui="lab")
+    page.wait_for_selector('body[data-jp-theme-light="false"]', state="attached", timeout=30_000)
+
+
+def assert_readable(root, selectors) -> None:
+    """The first match of each selector under `root` has WCAG contrast >= 4.5 against its background."""
+    for selector in selectors:
+        colors = root.locator(selector).first.evaluate(_JS_COLORS)
+        ratio = contrast_ratio(colors["color"], colors["background"])
+        assert ratio >= 4.5, f"{selector} is hard to read on the dark theme: {colors}, contrast {ratio:.2f}"
+
+
 def assert_quickstart_rendered(page):
     table = variables_table(page)
     header, rows = table[0], table[1:]
@@ -154,9 +169,7 @@ def test_harness_sees_injected_script(page, page_events, jupyter_server, open_no
 
 
 def test_quickstart_in_jupyterlab_dark(page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot):
-    with jupyter_server.user_setting("@jupyterlab/apputils-extension:themes", {"theme": "JupyterLab Dark"}):
-        open_notebook(page, jupyter_server, QUICKSTART, ui="lab")
-    page.wait_for_selector('body[data-jp-theme-light="false"]', state="attached", timeout=30_000)
+    open_in_dark_theme(page, jupyter_server, open_notebook, QUICKSTART)
     run_all_cells(page)
 
     assert_quickstart_rendered(page)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from . import pages
-from .test_quickstart_browser import _JS_COLORS, contrast_ratio, write_notebook
+from .test_quickstart_browser import assert_readable, open_in_dark_theme, write_notebook
 
 EVIL_KEY = "<img src=x onerror=alert(1)>"
 FILTERS = "nnx.Param, nnx.Variable, nnx.PathContains('nothing')"
@@ -153,16 +153,11 @@ def test_nnx_split_magic_shows_the_same_widget(page, page_events, jupyter_server
 
 def test_split_report_dark_theme(page, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path):
     nb = write_notebook(tmp_path / "split_dark.ipynb", *SETUP)
-    with jupyter_server.user_setting("@jupyterlab/apputils-extension:themes", {"theme": "JupyterLab Dark"}):
-        open_notebook(page, jupyter_server, nb, ui="lab")
-    page.wait_for_selector('body[data-jp-theme-light="false"]', state="attached", timeout=30_000)
+    open_in_dark_theme(page, jupyter_server, open_notebook, nb)
     run_all_cells(page)
     root = split_view(page)
-    for selector in ('tr.nnx-split-row[data-path="bn.mean"] .c-path', 'th[data-col="path"]',
-                     ".nnx-split-code code", "ul.nnx-split-problems > li", ".nnx-split-head .root"):
-        colors = root.locator(selector).first.evaluate(_JS_COLORS)
-        ratio = contrast_ratio(colors["color"], colors["background"])
-        assert ratio >= 4.5, f"{selector} is hard to read on the dark theme: {colors}, contrast {ratio:.2f}"
+    assert_readable(root, ('tr.nnx-split-row[data-path="bn.mean"] .c-path', 'th[data-col="path"]',
+                          ".nnx-split-code code", "ul.nnx-split-problems > li", ".nnx-split-head .root"))
     screenshot(page, "split-lab-dark", scroll_to=root)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 
 from . import pages
-from .test_quickstart_browser import _JS_COLORS, EVIL_CLASS, EVIL_KEY, contrast_ratio, write_notebook
+from .test_quickstart_browser import EVIL_CLASS, EVIL_KEY, assert_readable, open_in_dark_theme, write_notebook
 
 SETUP = (
     "import time, gc\nimport jax.numpy as jnp\nfrom flax import nnx\nimport nnx_lab",
@@ -154,15 +154,10 @@ def test_viewer_shows_user_strings_as_text(page, page_events, jupyter_server, op
 
 def test_viewer_dark_theme_and_notebook7(page, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path):
     nb = write_notebook(tmp_path / "viewer_dark.ipynb", *SETUP)
-    with jupyter_server.user_setting("@jupyterlab/apputils-extension:themes", {"theme": "JupyterLab Dark"}):
-        open_notebook(page, jupyter_server, nb, ui="lab")
-    page.wait_for_selector('body[data-jp-theme-light="false"]', state="attached", timeout=30_000)
+    open_in_dark_theme(page, jupyter_server, open_notebook, nb)
     run_all_cells(page)
     root = viewer(page)
-    for selector in ('.nnx-row[data-path="large"] .c-path', 'th[data-col="mean"]', ".nnx-status"):
-        colors = root.locator(selector).first.evaluate(_JS_COLORS)
-        ratio = contrast_ratio(colors["color"], colors["background"])
-        assert ratio >= 4.5, f"{selector} is hard to read on the dark theme: {colors}, contrast {ratio:.2f}"
+    assert_readable(root, ('.nnx-row[data-path="large"] .c-path', 'th[data-col="mean"]', ".nnx-status"))
     screenshot(page, "viewer-lab-dark", scroll_to=root)
 
 
