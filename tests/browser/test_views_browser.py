@@ -44,14 +44,18 @@ def wait_status(page, root, state: str, timeout=30_000):
 
 
 def run_cell(page, source: str, marker: str) -> str:
-    """Run `source` as a new last cell; the text of its output line starting with `marker`."""
+    """Run `source` as a new last cell; the text of its output line starting with `marker`.
+
+    Waits for a *new* output with the marker: an earlier run_cell's output carries the same marker."""
+    outputs = page.locator(".jp-OutputArea-output").filter(has_text=marker)
+    before = outputs.count()
     page.locator(".jp-Notebook .jp-Cell").last.click()
     page.keyboard.press("Escape")
     page.keyboard.press("b")
     page.keyboard.press("Enter")
     page.keyboard.insert_text(source)
     page.keyboard.press("Shift+Enter")
-    out = page.locator(".jp-OutputArea-output").filter(has_text=marker).last
+    out = outputs.nth(before)
     out.wait_for(timeout=30_000)
     return next(line for line in out.inner_text().splitlines() if line.startswith(marker))
 
