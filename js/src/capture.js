@@ -1,6 +1,8 @@
 // nnx_lab capture panel: an anywidget front end for CapturePanel. Toggles (which Variable types
 // to collect, method outputs, a checkbox per submodule) go to Python as custom messages, which
-// validates them and sends the new `controls` back; `report` is what the last call captured:
+// validates them and sends the new `controls` back (naming the last message it applied; until
+// then the panel says the toggle is waiting, or queued when the kernel acks it during a busy
+// cell); `report` is what the last call captured:
 // one row per value with statistics and a histogram, and gradient statistics after
 // panel.grads(...). Uses only anywidget's model API (get, on, off, send); every user string
 // (paths, class names, sow keys, messages) is put into the page as text.
@@ -15,8 +17,12 @@ import {
   columnsWidth, histPath, histTitle, inlineGroups, moduleTree, modulesSummary, prepareReport, rowLabel,
   visibleColumns, visibleItems,
 } from "./components/capturedata.js";
+import { Requests } from "./components/requests.js";
 
 const INDENT = 14;
+const WAITING = "toggle sent: waiting for the kernel (a running cell reads it when it ends)";
+const QUEUED = "toggle queued: applies at the panel's next call";
+const CHANGED = "toggles changed: they apply from the next call";
 
 function tableText(tables, name, idx) {
   const t = tables && tables[name];
@@ -33,6 +39,7 @@ function render({ model, el }) {
   let inline = new Uint8Array(0);
   let items = [];
   let rendered = new Map(); // item id -> tr (only the window)
+  const requests = new Requests(); // toggles sent that the kernel has not applied yet
 
   // --- DOM -----------------------------------------------------------------------------------
   const root = h(doc, "div", { class: "nnx-lab-capture" });
@@ -94,8 +101,26 @@ function render({ model, el }) {
         title: `${path || "(root)"}${mod.cls ? ` \u00B7 ${mod.cls}` : ""}${mod.on ? "" : "\n(its own values are not captured)"}`,
       }, input, h(doc, "span", { class: "k" }, key), mod.cls ? h(doc, "span", { class: "cls" }, String(mod.cls)) : null);
     }));
-    pending.hidden = !c.pending;
-    setText(pending, c.pending ? "toggles changed: they apply from the next call" : "");
+    requests.settle(c.answered);
+    fillPending();
+  }
+
+  function fillPending() {
+    const c = model.get("controls") || {};
+    const open = [...requests.open.values()];
+    const state = open.some((r) => r.state === "queued") ? "queued" : open.length ? "pending" : c.pending ? "changed" : "";
+    pending.hidden = !state;
+    pending.setAttribute("data-state", state);
+    setText(pending, state === "queued" ? QUEUED : state === "pending" ? WAITING : state ? CHANGED : "");
+  }
+
+  function send(msg) {
+    model.send(requests.start(msg, "toggle"));
+    fillPending();
+  }
+
+  function onAck(msg) {
+    if (msg && msg.type === "ack" && requests.ack(msg)) fillPending();
   }
 
   controls.addEventListener("change", (ev) => {
@@ -104,12 +129,12 @@ function render({ model, el }) {
     const on = !!t.checked;
     const type = t.getAttribute("data-type");
     const mod = t.getAttribute("data-module");
-    if (type !== null) model.send({ type: "type", name: type, on });
-    else if (mod !== null) model.send({ type: "module", path: mod, on });
-    else if (t.classList && t.classList.contains("nnx-capture-methods")) model.send({ type: "methods", on });
+    if (type !== null) send({ type: "type", name: type, on });
+    else if (mod !== null) send({ type: "module", path: mod, on });
+    else if (t.classList && t.classList.contains("nnx-capture-methods")) send({ type: "methods", on });
   });
-  allBtn.addEventListener("click", () => model.send({ type: "modules", on: true }));
-  noneBtn.addEventListener("click", () => model.send({ type: "modules", on: false }));
+  allBtn.addEventListener("click", () => send({ type: "modules", on: true }));
+  noneBtn.addEventListener("click", () => send({ type: "modules", on: false }));
   // Keep notebook shortcuts (space, a, b, dd...) from firing while using the controls.
   controls.addEventListener("keydown", (ev) => ev.stopPropagation());
 
@@ -314,6 +339,7 @@ function render({ model, el }) {
   listen("change:report", onReport);
   listen("change:controls", fillControls);
   listen("change:status", fillHead);
+  listen("msg:custom", onAck);
 
   onReport();
 

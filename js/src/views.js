@@ -11,9 +11,10 @@ import { h, setText } from "./components/dom.js";
 import { fmtCount } from "./components/format.js";
 import { viewsCss } from "./components/viewsstyles.js";
 import {
-  ALL, Requests, applyCode, collectValues, helpText, keepScope, nameError, onlyJson,
+  ALL, applyCode, collectValues, helpText, keepScope, nameError, onlyJson,
   prepare, scopeArgs, scopeClasses, scopeFromValue, scopeLabel, scopeOptions, scopeValue, viewCode,
 } from "./components/viewsdata.js";
+import { Requests } from "./components/requests.js";
 
 const PER_CLASS = 50; // instance rows listed per class before "show more"
 const MORE_STEP = 500; // how many more each click lists

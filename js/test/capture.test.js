@@ -279,13 +279,41 @@ test("toggles send validated-by-Python messages: types, methods, modules, all/no
   click(input("data-module", "b0"));
   q("button.nnx-capture-none")[0].dispatch("click");
   q("button.nnx-capture-all")[0].dispatch("click");
-  assert.deepEqual(model.sent, [
+  assert.deepEqual(model.sent.map(({ id, ...m }) => m), [
     { type: "type", name: "Perturbation", on: true },
     { type: "methods", on: true },
     { type: "module", path: "b0", on: false },
     { type: "modules", on: false },
     { type: "modules", on: true },
   ]);
+  const ids = model.sent.map((m) => m.id);
+  assert.ok(ids.every((id, i) => Number.isInteger(id) && (i === 0 || id > ids[i - 1])), String(ids));
+  cleanup();
+});
+
+test("a toggle says it waits for the kernel, or is queued during a busy cell, until the kernel applies it", () => {
+  const { model, q, cleanup } = mount();
+  const pending = q(".nnx-capture-pending")[0];
+  assert.equal(pending.hidden, true);
+  click(q("input.nnx-capture-methods")[0]);
+  click(q("input.nnx-capture-methods")[0]);
+  const [first, second] = model.sent.map((m) => m.id);
+  assert.equal(pending.hidden, false);
+  assert.equal(pending.getAttribute("data-state"), "pending");
+  assert.ok(pending.textContent.includes("waiting for the kernel"));
+  model.emit("msg:custom", { type: "ack", id: second + 1000, state: "queued" }); // not ours
+  assert.equal(pending.getAttribute("data-state"), "pending");
+  model.emit("msg:custom", { type: "ack", id: first, state: "queued" }); // routed to the nnx_lab subshell
+  assert.equal(pending.getAttribute("data-state"), "queued");
+  assert.ok(pending.textContent.includes("next call"));
+  model.set("controls", controls({ rev: 2, methods: true, answered: first })); // the second is still open
+  assert.equal(pending.getAttribute("data-state"), "pending");
+  model.set("controls", controls({ rev: 3, methods: false, answered: second }));
+  assert.equal(pending.hidden, true);
+  assert.equal(pending.textContent, "");
+  model.set("controls", controls({ rev: 4, methods: true, pending: true })); // changed from Python since the call
+  assert.equal(pending.getAttribute("data-state"), "changed");
+  assert.ok(pending.textContent.includes("apply from the next call"));
   cleanup();
 });
 
@@ -294,7 +322,7 @@ test("the controls follow Python's answer: a rejected click is undone, tri-state
   const inter = input("data-type", "Intermediate");
   click(inter); // Python refuses to turn off the last type, and re-sends the same controls
   assert.equal(inter.checked, false);
-  model.set("controls", controls({ rev: 2 }));
+  model.set("controls", controls({ rev: 2, answered: model.sent.at(-1).id }));
   assert.equal(input("data-type", "Intermediate").checked, true);
 
   const mods = controls().modules.map((m) => ({ ...m, on: m.path !== "b0.linear" }));

@@ -3,9 +3,10 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import {
-  ALL, Requests, applyCode, collectValues, helpText, keepScope, nameError, onlyJson, onlyText,
+  ALL, applyCode, collectValues, helpText, keepScope, nameError, onlyJson, onlyText,
   parseInput, prepare, pyValue, scopeArgs, scopeFromValue, scopeOptions, scopeValue, viewCode,
 } from "../src/components/viewsdata.js";
+import { Requests } from "../src/components/requests.js";
 import { many, mixed } from "./viewsfixtures.js";
 
 const dropout = { type: "class", name: "Dropout" };

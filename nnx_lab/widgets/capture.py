@@ -4,8 +4,10 @@
 outputs, a checkbox per submodule); ``panel(x)`` calls the model under them through
 :mod:`nnx_lab.core.capture` and shows every captured value with on-device statistics and a
 histogram; ``panel.grads(loss_fn, x)`` adds the gradient of the loss with respect to each
-perturbed value. The browser's toggles arrive as custom messages and are validated here; the
-panel answers with its ``controls`` trait, so a rejected click is undone on screen.
+perturbed value. The toggles themselves are :class:`nnx_lab.core.capture_toggles.CaptureToggles`;
+the browser's clicks arrive as custom messages, and the panel answers each with its ``controls``
+trait, so a rejected click is undone on screen. A click made while a cell runs is queued (see
+:mod:`nnx_lab.inbox`) and applies at the panel's next call.
 """
 
 from __future__ import annotations
@@ -21,17 +23,13 @@ import anywidget
 import traitlets
 from flax import nnx
 
-from .. import live
+from .. import inbox, live
 from ..core import capture as core
 from ..core.capture_grads import intermediate_grads
+from ..core.capture_toggles import CaptureToggles, Modules, module_tree, one_line
 from ..core.tree import Path, path_text
 
 STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
-
-#: Types every panel offers, ticked or not: what ``sow`` and ``perturb`` store by default.
-BUILTIN_TYPES = (nnx.Intermediate, nnx.Perturbation)
-
-_MESSAGES = ("type", "methods", "module", "modules")
 
 GONE = "the model is gone (deleted or garbage-collected)"
 
@@ -58,25 +56,21 @@ class CapturePanel(anywidget.AnyWidget):
         chosen = core.resolve_types(types, namespace if namespace is not None else _caller_namespace(1, types))
         if not chosen:
             raise ValueError("capture_panel needs at least one Variable type to collect")
-        _check_bool("methods", methods)
+        self._toggles = CaptureToggles(chosen, methods)
         self._ref = weakref.ref(model)  # `del model` frees its memory while the panel is on screen
         self._target = type(model).__name__
-        self._known_modules: list[tuple[Path, str]] = []  # the last module list read (kept when it goes)
+        self._known_modules: Modules = []  # the last module list read (kept when the model goes)
         self._gone_shown = False
-        self._types: dict[str, type[nnx.Variable]] = {}  # key shown in the browser -> type, in display order
-        for t in (*BUILTIN_TYPES, *chosen):
-            self._add_type(t)
-        self._on = {self._key_of(t) for t in chosen}
-        self._methods = bool(methods)
-        self._off: set[Path] = set()  # modules unticked: new submodules start ticked
         self._captured: nnx.State | None = None
         self._grads: nnx.State | None = None
         self._last_report: core.CaptureReport | None = None
-        self._last_toggles: tuple | None = None
+        self._last_toggles: tuple | None = None  # the toggles of the last call
+        self._answered: Any = None  # id of the last browser message answered
         self._calls = 0
         self._rev = 0
         super().__init__(**kwargs)
         self.on_msg(self._on_message)
+        self.routing = inbox.route_while_busy(self)  # None, or why clicks wait for the cell to end
         self._publish_controls()
         self._set_status()
         live.track_widget(self)
@@ -93,16 +87,21 @@ class CapturePanel(anywidget.AnyWidget):
             raise TypeError(f"panel.run needs a function to call, got {type(fn).__name__}")
         return self._capture(fn, args, kwargs, "panel.run failed")
 
-    def _capture(self, fn: Any, args: tuple, kwargs: dict, failed: str) -> Any:
+    def _prepare(self) -> tuple[nnx.Module, Modules, dict]:
+        """Before each call: apply toggles clicked while this cell runs, then read them."""
+        inbox.drain()
         model = self._alive()
         modules = self._module_list()
-        options = self._options(modules)
+        return model, modules, self._toggles.options(modules)
+
+    def _capture(self, fn: Any, args: tuple, kwargs: dict, failed: str) -> Any:
+        model, modules, options = self._prepare()
         start = time.perf_counter()
         try:
             with core.Capture(model, **options) as cap:
                 result = (model if fn is None else fn)(*args, **kwargs)
         except BaseException as error:
-            self._set_status(f"{failed}: {_one_line(error)}", level="error")
+            self._set_status(f"{failed}: {one_line(error)}", level="error")
             raise
         elapsed = time.perf_counter() - start
         report = cap.report()
@@ -117,14 +116,12 @@ class CapturePanel(anywidget.AnyWidget):
         current toggles and shows each gradient's statistics next to its forward value. Returns
         what that function returns (``loss``, ``forward``, ``grads``).
         """
-        model = self._alive()
-        modules = self._module_list()
-        options = self._options(modules)
+        model, modules, options = self._prepare()
         start = time.perf_counter()
         try:
             result = intermediate_grads(model, loss_fn, *args, **options, **kwargs)
         except BaseException as error:
-            self._set_status(f"panel.grads failed: {_one_line(error)}", level="error")
+            self._set_status(f"panel.grads failed: {one_line(error)}", level="error")
             raise
         elapsed = time.perf_counter() - start
         seen = tuple(getattr(result, "seen_types", ()) or ())
@@ -183,27 +180,21 @@ class CapturePanel(anywidget.AnyWidget):
     @property
     def types(self) -> tuple[type[nnx.Variable], ...]:
         """The Variable types collected on the next call (display order)."""
-        return tuple(t for key, t in self._types.items() if key in self._on)
+        return self._toggles.types
 
     @types.setter
     def types(self, spec: Any) -> None:
-        chosen = core.resolve_types(spec, _caller_namespace(1, spec))
-        if not chosen:
-            raise ValueError("keep at least one Variable type to collect")
-        for t in chosen:
-            self._add_type(t)
-        self._on = {self._key_of(t) for t in chosen}
+        self._toggles.set_types(core.resolve_types(spec, _caller_namespace(1, spec)))
         self._publish_controls()
 
     @property
     def methods(self) -> bool:
         """Whether the next call records every method's output (``nnx.capture``'s ``method_outputs``)."""
-        return self._methods
+        return self._toggles.methods
 
     @methods.setter
     def methods(self, value: bool) -> None:
-        _check_bool("methods", value)
-        self._methods = value
+        self._toggles.methods = value
         self._publish_controls()
 
     @property
@@ -213,82 +204,42 @@ class CapturePanel(anywidget.AnyWidget):
         Set it to a path or a list of paths (``"blocks[1]"``, ``"blocks/1"``, a key tuple): each
         module given and everything under it, as ticking its checkbox does.
         """
-        return tuple(path_text(p) for p, _ in self._module_list() if p not in self._off)
+        return tuple(path_text(p) for p in self._toggles.ticked(self._module_list()))
 
     @modules.setter
     def modules(self, paths: Any) -> None:
-        if isinstance(paths, (str, tuple)):
-            paths = [paths]
         modules = self._module_list()
-        known: dict[Any, Path] = {}
-        for p, _ in modules:
-            known[p] = p
-            for text in core.module_paths_text(p):
-                known.setdefault(text, p)
-        known[""] = ()
-        chosen, unknown = [], []
-        for p in paths:
-            key = tuple(p) if isinstance(p, list) else p.strip() if isinstance(p, str) else p
-            if key in known:
-                chosen.append(known[key])
-            else:
-                unknown.append(p)
-        if unknown:
-            raise ValueError(f"no submodule at {', '.join(repr(u) for u in unknown)}; "
-                             f"the model's submodules are: {_listing(known)}")
-        ticked = {p for p, _ in modules if any(p[:len(c)] == c for c in chosen)}
-        self._off = {p for p, _ in modules if p not in ticked}
+        self._toggles.select(paths, modules)
         self._publish_controls(modules)
 
     # -- talking to the browser ------------------------------------------------------------------
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if not inbox.on_main_thread():
+            # A subshell thread, while a cell runs: the toggles are the main thread's; queue the click.
+            rid = content.get("id") if isinstance(content, dict) else None
+            self.send({"type": "ack", "id": rid, "state": "queued"})
+            inbox.post(lambda: self._on_message(_widget, content, _buffers))
+            return
         modules = self._module_list()
         try:
-            self._apply(content, modules)
-        except ValueError as error:
+            self._toggles.apply_message(content, modules)
+        except (TypeError, ValueError) as error:
             self._set_status(str(error), level="error")
         else:
             gone = self._ref() is None  # a toggle on a panel whose model went: still answered, still says so
             self._set_status(GONE if gone else "", level="error" if gone else "")
+        if isinstance(content, dict) and "id" in content:
+            self._answered = content["id"]
         self._publish_controls(modules)  # always answer, so that a rejected click is undone on screen
 
-    def _apply(self, content: Any, modules: list[tuple[Path, str]]) -> None:
-        if not isinstance(content, dict) or content.get("type") not in _MESSAGES:
-            raise ValueError(f"unknown message from the panel: {_one_line(content)}")
-        kind, on = content["type"], content.get("on")
-        if not isinstance(on, bool):
-            raise ValueError(f"toggle {kind!r}: 'on' must be true or false, not {on!r}")
-        if kind == "methods":
-            self._methods = on
-        elif kind == "type":
-            name = content.get("name")
-            if name not in self._types:
-                raise ValueError(f"unknown Variable type {name!r}; the panel offers {', '.join(self._types)}")
-            if not on and self._on == {name}:
-                raise ValueError(f"keep at least one Variable type to collect ({name} is the last one)")
-            (self._on.add if on else self._on.discard)(name)
-        elif kind == "modules":
-            self._off = set() if on else {p for p, _ in modules}
-        else:
-            path = content.get("path")
-            paths = {path_text(p): p for p, _ in modules}
-            if not isinstance(path, str) or path not in paths:
-                raise ValueError(f"no submodule at {path!r}")
-            below = paths[path]
-            subtree = {p for p in paths.values() if p[:len(below)] == below}
-            self._off = self._off - subtree if on else self._off | subtree
-
-    def _publish_controls(self, modules: list[tuple[Path, str]] | None = None) -> None:
+    def _publish_controls(self, modules: Modules | None = None) -> None:
         self._rev += 1
         modules = self._module_list() if modules is None else modules
-        index = {p: i for i, (p, _) in enumerate(modules)}
         self.controls = {
             "rev": self._rev,
-            "types": [{"name": key, "on": key in self._on, "title": _qualname(t)} for key, t in self._types.items()],
-            "methods": self._methods,
-            "modules": [{"path": path_text(p), "key": _json_key(p[-1]) if p else "", "parent": index.get(p[:-1], -1) if p else -1,
-                         "cls": cls, "on": p not in self._off} for p, cls in modules],
-            "pending": self._last_toggles is not None and self._toggles() != self._last_toggles,
+            **self._toggles.to_dict(modules),
+            "answered": self._answered,
+            "pending": self._last_toggles is not None and self._toggles.state() != self._last_toggles,
         }
 
     def _set_status(self, message: str = "", *, level: str = "", **extra: Any) -> None:
@@ -297,15 +248,15 @@ class CapturePanel(anywidget.AnyWidget):
         self.status = {"target": self._target, "calls": self._calls, **status,
                        "message": message, "level": level}
 
-    def _show(self, captured: nnx.State, report: core.CaptureReport, modules: list[tuple[Path, str]], *,
+    def _show(self, captured: nnx.State, report: core.CaptureReport, modules: Modules, *,
               seen: Iterable[type], elapsed: float, loss: float | None = None) -> None:
         self._calls += 1
         self._captured = captured
         self._last_report = report
         for t in seen:
             if isinstance(t, type) and issubclass(t, nnx.Variable):
-                self._add_type(t)
-        self._last_toggles = self._toggles()
+                self._toggles.offer(t)
+        self._last_toggles = self._toggles.state()
         payload = report.to_dict()
         classes = dict(modules)
         for part in (payload, payload.get("grads") or {}):
@@ -315,61 +266,12 @@ class CapturePanel(anywidget.AnyWidget):
         self._set_status(kind="grads" if loss is not None else "call", elapsed_ms=round(elapsed * 1000, 1), loss=loss)
         self._publish_controls(modules)
 
-    # -- helpers ------------------------------------------------------------------------------
-    def _options(self, modules: list[tuple[Path, str]]) -> dict:
-        types = self.types
-        if not types:
-            raise ValueError("no Variable type is ticked in the capture panel")
-        on = [p for p, _ in modules if p not in self._off]
-        if not on:
-            raise ValueError("no submodule is ticked in the capture panel: tick one (or click 'all')")
-        options: dict[str, Any] = {"types": types, "methods": self._methods}
-        if len(on) < len(modules):
-            options["only"] = _Ticked(on)
-        return options
-
-    def _toggles(self) -> tuple:
-        return (tuple(sorted(self._on)), self._methods, tuple(sorted(map(path_text, self._off))))
-
-    def _module_list(self) -> list[tuple[Path, str]]:
-        """(path, class name) of every module, parents first, children in flax's key order."""
+    def _module_list(self) -> Modules:
         model = self._ref()
         if model is None:
             return self._known_modules  # gone: the toggles stay as they were
-        found = [(p, type(m).__name__) for p, m in nnx.iter_modules(model)]  # post-order: children first
-        del model
-        children: dict[Path, list[Path]] = {}
-        cls: dict[Path, str] = {}
-        for p, name in found:
-            cls[p] = name
-        for p, _ in found:
-            if p:
-                parent = p[:-1]
-                while parent not in cls and parent:  # a module under a plain container (nnx.List)
-                    parent = parent[:-1]
-                children.setdefault(parent, []).append(p)
-        out: list[tuple[Path, str]] = []
-        stack: list[Path] = [()]
-        while stack:
-            p = stack.pop()
-            out.append((p, cls[p]))
-            stack.extend(reversed(children.get(p, [])))
-        self._known_modules = out
-        return out
-
-    def _key_of(self, t: type) -> str:
-        for key, known in self._types.items():
-            if known is t:
-                return key
-        raise KeyError(t)
-
-    def _add_type(self, t: type) -> str:
-        for key, known in self._types.items():
-            if known is t:
-                return key
-        key = t.__name__ if t.__name__ not in self._types else _qualname(t)
-        self._types[key] = t
-        return key
+        self._known_modules = module_tree(model)
+        return self._known_modules
 
     # -- what a saved notebook shows without a kernel ----------------------------------
     def _repr_mimebundle_(self, **kwargs: Any):
@@ -385,14 +287,11 @@ class CapturePanel(anywidget.AnyWidget):
 
     def __repr__(self) -> str:
         target = self._target + (" (gone)" if self._ref() is None else "")
-        what = ", ".join(self._types_names()) + (" + method outputs" if self._methods else "")
+        what = ", ".join(self._toggles.type_names()) + (" + method outputs" if self.methods else "")
         if self._captured is None:
             return f"CapturePanel · {target} · collects {what} · no call yet"
         n = len(list(nnx.to_flat_state(self._captured)))
         return f"CapturePanel · {target} · collects {what} · {self._calls} call{'s' * (self._calls != 1)} · {n} captured"
-
-    def _types_names(self) -> list[str]:
-        return [key for key in self._types if key in self._on]
 
 
 def capture_panel(model: Any, *, types: Any = core.DEFAULT_TYPES, methods: bool = False,
@@ -415,20 +314,6 @@ def capture_panel(model: Any, *, types: Any = core.DEFAULT_TYPES, methods: bool 
 
             show(panel)
     return panel
-
-
-class _Ticked:
-    """``only=`` for the core: an NNX filter on ``(path, module)`` taking exactly the ticked modules
-    (each on its own: a ticked module under an unticked one is still captured)."""
-
-    def __init__(self, paths: Iterable[Path]):
-        self.paths = frozenset(tuple(p) for p in paths)
-
-    def __call__(self, path: Any, module: Any) -> bool:
-        return tuple(path) in self.paths
-
-    def __repr__(self) -> str:
-        return f"ticked modules {sorted(map(path_text, self.paths))}"
 
 
 def _name_modules(snap: dict, classes: dict[Path, str]) -> None:
@@ -465,36 +350,6 @@ def _caller_namespace(depth: int, spec: Any) -> dict:
     names.update(frame.f_locals)
     del frame
     return names
-
-
-def _check_bool(name: str, value: Any) -> None:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, not {value!r}")
-
-
-def _qualname(t: type) -> str:
-    module = getattr(t, "__module__", "") or ""
-    if module.startswith("flax.nnx"):
-        module = "nnx"
-    return f"{module}.{t.__qualname__}" if module and module != "builtins" else t.__qualname__
-
-
-def _one_line(x: Any) -> str:
-    if isinstance(x, BaseException):
-        text = f"{type(x).__name__}: {x}" if str(x) else type(x).__name__
-    else:
-        text = repr(x)
-    first = text.strip().split("\n")[0]
-    return first if len(first) <= 300 else first[:297] + "..."
-
-
-def _listing(known: dict) -> str:
-    names = sorted({path_text(p) or "''" for p in known.values()})
-    return ", ".join(names[:12]) + (f" (+{len(names) - 12} more)" if len(names) > 12 else "")
-
-
-def _json_key(key: Any) -> Any:
-    return key if isinstance(key, (int, str)) and not isinstance(key, bool) else str(key)
 
 
 def _scalar(x: Any) -> float | None:

@@ -192,3 +192,43 @@ def test_panels_say_when_the_model_is_gone(page, jupyter_server, open_notebook, 
                            timeout=15_000)
     assert toggle.locator('button[data-mode="eval"]').get_attribute("disabled") is not None
     screenshot(page, "panels-lab-gone", scroll_to=root)
+
+
+def test_a_toggle_clicked_during_a_loop_is_queued_and_applies_at_the_next_call(page, page_events, jupyter_server,
+                                                                                open_notebook, run_all_cells,
+                                                                                screenshot, tmp_path):
+    nb = write_notebook(tmp_path / "capture-busy.ipynb", *SETUP, "import time")
+    open_notebook(page, jupyter_server, nb, ui="lab")
+    run_all_cells(page)
+    root = capture_panel(page)
+    page.locator(".jp-Notebook .jp-Cell").last.click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("b")
+    page.keyboard.press("Enter")
+    page.keyboard.insert_text("seen = []; print('STARTED', flush=True)\n"
+                              "for step in range(120):\n    time.sleep(0.05)\n    panel(x)\n"
+                              "    seen.append(any('__call__' in str(p) for p, _ in nnx.to_flat_state(panel.captured)))\n"
+                              "print('SEEN', seen.index(True) if True in seen else None, len(seen))")
+    page.keyboard.press("Shift+Enter")
+    prompt = page.locator(".jp-Notebook .jp-Cell").filter(has_text="seen = []").locator(".jp-InputPrompt")
+    page.locator(".jp-OutputArea-output").filter(has_text="STARTED").last.wait_for(timeout=30_000)  # the loop runs
+    page.wait_for_timeout(300)
+    pending = root.locator(".nnx-capture-pending")
+    # every state the line passes through (queued lasts until the loop's next call: milliseconds)
+    pending.evaluate("""el => { window.__nnxStates = [];
+        new MutationObserver(() => window.__nnxStates.push([el.dataset.state, el.textContent]))
+            .observe(el, { attributes: true, childList: true, characterData: true, subtree: true }); }""")
+    root.locator("input.nnx-capture-methods").check()
+    page.wait_for_function("() => window.__nnxStates.some(([s]) => s === 'queued')", timeout=10_000)
+    assert "*" in prompt.inner_text(), "the loop ended before the click was queued"
+    states = page.evaluate("window.__nnxStates")
+    assert any(s == "queued" and "next call" in text for s, text in states), states
+    out = page.locator(".jp-OutputArea-output").filter(has_text="SEEN").last
+    out.wait_for(timeout=30_000)
+    first, calls = map(int, re.search(r"SEEN (\d+) (\d+)", out.inner_text()).groups())
+    assert calls == 120 and 0 < first < 119, out.inner_text()  # method outputs from a call inside the loop on
+    assert root.locator("input.nnx-capture-methods").is_checked()
+    assert pending.get_attribute("data-state") == "", pending.get_attribute("data-state")
+    wait_rows(page, "rows => rows.some(r => r.includes('__call__'))")
+    screenshot(page, "capture-lab-after-busy-toggle", scroll_to=root)
+    assert not page_events.script_dialogs

@@ -12,11 +12,15 @@ jupyter_client = pytest.importorskip("jupyter_client.manager")
 
 SETUP = """
 import time
+import jax.numpy as jnp
 from flax import nnx
 from nnx_lab.widgets.views import mode_toggle
+from nnx_lab.widgets.capture import capture_panel
 model = nnx.Sequential(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), nnx.Dropout(0.5, rngs=nnx.Rngs(0)))
 panel = mode_toggle(model)  # shows itself
-print("COMM", panel.routing, panel.comm.comm_id)
+cap_model = nnx.Linear(2, 2, rngs=nnx.Rngs(1))
+cap = capture_panel(cap_model)  # holds it weakly
+print("COMM", panel.routing, panel.comm.comm_id, cap.routing, cap.comm.comm_id)
 """
 
 
@@ -25,14 +29,15 @@ def kernel():
     km, kc = jupyter_client.start_new_kernel(kernel_name="python3")
     try:
         kc.execute(SETUP)
-        text = wait_for_stream(kc, "COMM")
-        yield kc, text.split()[-2], text.split()[-1]
+        _, routing, comm_id, cap_routing, cap_comm_id = wait_for_stream(kc, "COMM").split()
+        assert cap_routing == routing
+        yield kc, routing, comm_id, cap_comm_id
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
 
 
-def wait_for_stream(kc, marker, acks=None, timeout=60):
+def wait_for_stream(kc, marker, acks=None, timeout=60, updates=None):
     deadline = time.time() + timeout
     while time.time() < deadline:
         msg = kc.get_iopub_msg(timeout=timeout)
@@ -40,6 +45,8 @@ def wait_for_stream(kc, marker, acks=None, timeout=60):
             data = msg["content"]["data"]
             if data.get("method") == "custom":
                 acks.append((time.time(), data["content"]))
+            elif data.get("method") == "update" and updates is not None:
+                updates.append((time.time(), data.get("state", {})))
         elif msg["msg_type"] == "stream" and marker in msg["content"]["text"]:
             return msg["content"]["text"].strip()
         elif msg["msg_type"] == "error":
@@ -62,13 +69,13 @@ def frontend_subshell(kc) -> str:
 
 
 def test_routing_is_available_with_this_kernel(kernel):
-    _, routing, _ = kernel
+    _, routing, _, _ = kernel
     assert routing == "None"  # ipykernel 7 subshells: the panel reads clicks while a cell runs
 
 
 @pytest.mark.parametrize("frontend", ["plain", "subshell"])
 def test_a_click_during_a_tracked_loop_applies_between_steps(kernel, frontend):
-    kc, _, comm_id = kernel
+    kc, _, comm_id, _ = kernel
     subshell_id = frontend_subshell(kc) if frontend == "subshell" else None
     kc.execute("model.train(); seen = []; print('STARTED', flush=True)\n"
                "for step in panel.track(range(60)):\n"
@@ -90,7 +97,7 @@ def test_a_click_during_a_tracked_loop_applies_between_steps(kernel, frontend):
 
 
 def test_a_click_during_an_untracked_cell_applies_when_it_ends(kernel):
-    kc, _, comm_id = kernel
+    kc, _, comm_id, _ = kernel
     kc.execute("model.train(); print('STARTED', flush=True)\ntime.sleep(1.5)\n"
                "print('DURING', model.layers[1].deterministic)")
     acks = []
@@ -100,3 +107,28 @@ def test_a_click_during_an_untracked_cell_applies_when_it_ends(kernel):
     kc.execute("print('AFTER', model.layers[1].deterministic)")
     assert wait_for_stream(kc, "AFTER", acks) == "AFTER True"
     assert [(a["id"], a["state"]) for _, a in acks] == [(12, "queued"), (12, "done")]
+
+
+@pytest.mark.parametrize("frontend", ["plain", "subshell"])
+def test_a_capture_toggle_during_a_loop_applies_at_the_next_call(kernel, frontend):
+    kc, _, _, comm_id = kernel
+    subshell_id = frontend_subshell(kc) if frontend == "subshell" else None
+    kc.execute("cap.methods = False; seen = []; print('STARTED', flush=True)\n"
+               "for step in range(60):\n"
+               "    time.sleep(0.05)\n"
+               "    cap(jnp.ones((1, 2)))\n"
+               "    seen.append(any('__call__' in str(p) for p, _ in nnx.to_flat_state(cap.captured)))\n"
+               "print('SEEN', seen.index(True) if True in seen else None, len(seen), all(seen[seen.index(True):]))")
+    acks, updates = [], []
+    wait_for_stream(kc, "STARTED", acks)  # the cell is busy now
+    time.sleep(0.3)  # a few calls in
+    clicked = time.time()
+    click(kc, comm_id, {"type": "methods", "on": True, "id": 21}, subshell_id)
+    seen = wait_for_stream(kc, "SEEN", acks, updates=updates)
+    ended = time.time()
+    assert [(a["id"], a["state"]) for _, a in acks] == [(21, "queued")]
+    assert acks[0][0] - clicked < 2.0
+    answered = [t for t, state in updates if state.get("controls", {}).get("answered") == 21]
+    assert answered and answered[0] < ended  # applied while the loop still ran, and the browser told
+    first, calls, kept = seen.split()[1:]
+    assert calls == "60" and 0 < int(first) < 59 and kept == "True"  # method outputs from a call in the loop on
