@@ -7,29 +7,22 @@
 // Uses only anywidget's model API (get, on, off, send); every user string goes in as text.
 
 import { copyButton } from "./components/copy.js";
-import { h, setText } from "./components/dom.js";
+import { h, setFlag, setText } from "./components/dom.js";
 import { fmtCount } from "./components/format.js";
 import { viewsCss } from "./components/viewsstyles.js";
 import {
-  ALL, applyCode, collectValues, helpText, keepScope, nameError, onlyJson,
+  ALL, applyCode, collectValues, keepScope, nameError, onlyJson,
   prepare, scopeArgs, scopeClasses, scopeFromValue, scopeLabel, scopeOptions, scopeValue, viewCode,
 } from "./components/viewsdata.js";
 import { Requests } from "./components/requests.js";
+import { argumentRows } from "./components/viewsform.js";
+import { MORE_STEP, PER_CLASS, classSection, markSelection as markRows, plural } from "./components/viewslist.js";
 
-const PER_CLASS = 50; // instance rows listed per class before "show more"
-const MORE_STEP = 500; // how many more each click lists
 const MIXED_SHOWN = 12; // disagreeing paths named in the warning before "and N more"
 const QUEUED = "pending \u2014 applies at the next step";
 const PENDING = "pending\u2026";
 
 const isDisabled = (b) => b.getAttribute("disabled") !== null;
-const hasOwn = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
-const plural = (n, word, many = `${word}s`) => `${fmtCount(n)} ${n === 1 ? word : many}`;
-
-function setFlag(node, attr, on) {
-  if (on) node.setAttribute(attr, attr === "disabled" || attr === "hidden" ? "" : "true");
-  else node.removeAttribute(attr);
-}
 
 function render({ model, el }) {
   const doc = el.ownerDocument || document;
@@ -175,63 +168,18 @@ function render({ model, el }) {
     select.value = value;
   }
 
-  function triControl(a) {
-    const labels = { unset: "unset", true: "True", false: "False" };
-    const titles = {
-      unset: `leave ${a.name} as it is (not passed)`, true: `${a.name}=True`, false: `${a.name}=False`,
-    };
-    const buttons = ["unset", "true", "false"].map((v) => {
-      const b = h(doc, "button", { type: "button", "data-value": v, title: titles[v], "aria-pressed": "false" }, labels[v]);
-      b.addEventListener("click", () => {
-        raw[a.name] = v;
-        markTri(buttons, v);
-        edited();
-      });
-      return b;
-    });
-    markTri(buttons, raw[a.name] || "unset");
-    const group = h(doc, "span", { class: "nnx-views-seg nnx-views-tri", role: "group", "data-arg": a.name, "aria-label": a.name }, ...buttons);
-    return { node: group, buttons };
-  }
-
-  function markTri(buttons, value) {
-    for (const b of buttons) b.setAttribute("aria-pressed", b.getAttribute("data-value") === value ? "true" : "false");
-  }
-
-  function inputControl(a) {
-    const input = h(doc, "input", {
-      class: "nnx-views-input", type: "text", "data-arg": a.name, "data-kind": a.kind,
-      inputmode: a.kind === "int" ? "numeric" : null, placeholder: a.default, spellcheck: "false",
-      autocomplete: "off", "aria-label": a.name,
-      title: a.kind === "int" ? "an integer; empty: not passed" : "a Python literal (parsed with ast.literal_eval); empty: not passed",
-    });
-    input.value = raw[a.name] || "";
-    input.addEventListener("input", () => {
-      raw[a.name] = input.value;
-      edited();
-    });
-    return { node: input, input };
-  }
-
   function fillControls() {
     args = scopeArgs(prep, scope);
     const key = JSON.stringify(args);
     if (key === argsKey) return;
     argsKey = key;
-    argEls = new Map();
     const several = scopeClasses(prep, scope).length > 1;
-    const rows = args.map((a) => {
-      const ctl = a.kind === "tri_bool" || a.kind === "bool" ? triControl(a) : inputControl(a);
-      const err = h(doc, "span", { class: "nnx-views-err" });
-      argEls.set(a.name, { err, input: ctl.input || null, buttons: ctl.buttons || null });
-      const sig = a.annotation ? `${a.name}: ${a.annotation} = ${a.default}` : `${a.name} = ${a.default}`;
-      return h(doc, "div", { class: "nnx-views-arg", "data-name": a.name, "data-kind": a.kind },
-        h(doc, "div", { class: "nm", title: sig }, a.name,
-          several ? h(doc, "span", { class: "cls", title: `taken by ${a.classes.join(", ")}` }, a.classes.join(", ")) : null),
-        h(doc, "div", { class: "ctl" }, ctl.node, err),
-        h(doc, "div", { class: "help", title: sig }, helpText(a)));
-    });
-    if (!rows.length) rows.push(h(doc, "div", { class: "nnx-views-none" }, "these modules' set_view takes no arguments"));
+    const onEdit = (n, v) => {
+      raw[n] = v;
+      edited();
+    };
+    const { rows, els } = argumentRows(doc, args, { raw, several, onEdit });
+    argEls = els;
     controls.replaceChildren(...rows);
   }
 
@@ -289,77 +237,19 @@ function render({ model, el }) {
 
   // --- listing --------------------------------------------------------------------------------
 
-  function instanceRow(c, i, odd) {
-    const views = isViews();
-    const tr = h(doc, "tr", {
-      class: `nnx-views-instance${odd ? " odd-one" : ""}`, "data-path": i.path, "data-row": `${c.ci}:${i.ii}`,
-      title: views ? `${i.path}: click (or Enter) to change only this instance` : i.path,
-      tabindex: views ? "0" : null,
-    },
-    h(doc, "td", { class: "c-path" }, i.path),
-    h(doc, "td", { class: "c-mode" }, h(doc, "span", {
-      class: "nnx-views-badge nnx-views-imode", "data-mode": i.mode || "",
-      title: i.mode ? `mode: ${i.mode}` : "no train/eval argument",
-    }, i.mode || "\u2013")));
-    for (const a of c.args) {
-      const has = hasOwn(i.values, a.name);
-      const v = has ? String(i.values[a.name]) : "";
-      tr.appendChild(h(doc, "td", {
-        class: has ? "c-val" : "c-val missing", "data-arg": a.name,
-        title: has ? `${a.name} = ${v}` : `no attribute ${a.name}`,
-      }, has ? v : "\u2014"));
-    }
-    return tr;
-  }
-
-  function classSection(c) {
-    const views = isViews();
-    const k = c.instances.length;
-    const limit = Math.min(k, shown.get(c.name) || PER_CLASS);
-    const odd = new Set(prep.disagreeing);
-    const sig = c.args.map((a) => (a.annotation ? `${a.name}: ${a.annotation} = ${a.default}` : `${a.name} = ${a.default}`));
-    const headEl = h(doc, "div", {
-      class: "nnx-views-class-head", role: views ? "button" : null, tabindex: views ? "0" : null,
-      title: views ? `click to change every ${c.name} (only=${c.only})` : null,
-    },
-    h(doc, "span", { class: "name" }, c.name),
-    h(doc, "span", { class: "n" }, plural(k, "instance")),
-    h(doc, "span", { class: "sig" }, sig.length ? `set_view(${sig.join(", ")})` : "set_view() takes no arguments"));
-    const headRow = h(doc, "tr", null, h(doc, "th", { scope: "col" }, "path"), h(doc, "th", { scope: "col" }, "mode"),
-      ...c.args.map((a) => h(doc, "th", { scope: "col", title: helpText(a) }, a.name)));
-    const tbody = h(doc, "tbody");
-    for (let r = 0; r < limit; r++) tbody.appendChild(instanceRow(c, c.instances[r], odd.has(c.instances[r].path)));
-    const sec = h(doc, "section", { class: "nnx-views-class", "data-class": c.name, "data-ci": c.ci },
-      headEl, h(doc, "table", { class: "nnx-views-table" },
-        h(doc, "colgroup", null, h(doc, "col", { class: "k-path" }), h(doc, "col", { class: "k-mode" }),
-          ...c.args.map(() => h(doc, "col"))),
-        h(doc, "thead", null, headRow), tbody));
-    if (limit < k) {
-      const more = Math.min(MORE_STEP, k - limit);
-      sec.appendChild(h(doc, "button", { class: "nnx-views-more", type: "button", "data-ci": c.ci },
-        `show ${fmtCount(more)} more (${fmtCount(limit)} of ${fmtCount(k)} listed)`));
-    }
-    return sec;
+  function section(c) {
+    return classSection(doc, c, { limit: shown.get(c.name) || PER_CLASS, disagreeing: new Set(prep.disagreeing),
+      views: isViews() });
   }
 
   function fillList() {
     list.hidden = prep.classes.length === 0;
-    list.replaceChildren(...prep.classes.map(classSection));
+    list.replaceChildren(...prep.classes.map(section));
     markSelection();
   }
 
   function markSelection() {
-    const views = isViews();
-    const sel = new Set(views ? scopeClasses(prep, scope).map((c) => c.name) : []);
-    const one = views && scope.type === "class";
-    for (const sec of list.children) {
-      setFlag(sec, "aria-selected", one && sel.has(sec.getAttribute("data-class")));
-    }
-    for (const tr of list.querySelectorAll("tr.nnx-views-instance")) {
-      const [ci, ii] = tr.getAttribute("data-row").split(":").map(Number);
-      const inst = prep.classes[ci] && prep.classes[ci].instances[ii];
-      setFlag(tr, "aria-selected", Boolean(views && inst && scope.type === "path" && inst.keyId === scope.keyId));
-    }
+    markRows(list, prep, scope, scopeClasses(prep, scope), isViews());
   }
 
   function chooseFrom(target) {
@@ -370,7 +260,7 @@ function render({ model, el }) {
       if (!c) return true;
       shown.set(c.name, Math.min(c.instances.length, (shown.get(c.name) || PER_CLASS) + MORE_STEP));
       const old = list.children[c.ci];
-      const sec = classSection(c);
+      const sec = section(c);
       if (old) list.replaceChildren(...Array.from(list.children, (s) => (s === old ? sec : s)));
       markSelection();
       return true;

@@ -45,6 +45,12 @@ export function setText(node, value) {
   if (node.textContent !== t) node.textContent = t;
 }
 
+/** Set a boolean attribute (`disabled`/`hidden` as "", others as "true") or remove it. */
+export function setFlag(node, attr, on) {
+  if (on) node.setAttribute(attr, attr === "disabled" || attr === "hidden" ? "" : "true");
+  else node.removeAttribute(attr);
+}
+
 /**
  * Make `old` look like `fresh` (attributes, text, children) while keeping the elements that
  * did not change in place: a click that starts before a live refresh still lands on the same

@@ -1,0 +1,84 @@
+// The view panel's listing: one section per set_view class (header with its signature, a table
+// of instances with their mode and current values), "show more" past a cap, and which section or
+// row is the chosen scope. Pure DOM builders over `prepare(...)`'s data; every user string is text.
+
+import { h, setFlag } from "./dom.js";
+import { fmtCount } from "./format.js";
+import { helpText } from "./viewsdata.js";
+
+export const PER_CLASS = 50; // instance rows listed per class before "show more"
+export const MORE_STEP = 500; // how many more each click lists
+
+const hasOwn = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
+export const plural = (n, word, many = `${word}s`) => `${fmtCount(n)} ${n === 1 ? word : many}`;
+
+/** One instance's row: path, mode badge, a cell per argument of its class. */
+export function instanceRow(doc, c, i, { odd, views }) {
+  const tr = h(doc, "tr", {
+    class: `nnx-views-instance${odd ? " odd-one" : ""}`, "data-path": i.path, "data-row": `${c.ci}:${i.ii}`,
+    title: views ? `${i.path}: click (or Enter) to change only this instance` : i.path,
+    tabindex: views ? "0" : null,
+  },
+  h(doc, "td", { class: "c-path" }, i.path),
+  h(doc, "td", { class: "c-mode" }, h(doc, "span", {
+    class: "nnx-views-badge nnx-views-imode", "data-mode": i.mode || "",
+    title: i.mode ? `mode: ${i.mode}` : "no train/eval argument",
+  }, i.mode || "\u2013")));
+  for (const a of c.args) {
+    const has = hasOwn(i.values, a.name);
+    const v = has ? String(i.values[a.name]) : "";
+    tr.appendChild(h(doc, "td", {
+      class: has ? "c-val" : "c-val missing", "data-arg": a.name,
+      title: has ? `${a.name} = ${v}` : `no attribute ${a.name}`,
+    }, has ? v : "\u2014"));
+  }
+  return tr;
+}
+
+/**
+ * A class's section: the first `limit` instances (rows of paths in `disagreeing` marked), and a
+ * "show more" button when there are more. `views`: rows and header are pickable (the views variant).
+ */
+export function classSection(doc, c, { limit, disagreeing, views }) {
+  const k = c.instances.length;
+  const n = Math.min(k, limit);
+  const sig = c.args.map((a) => (a.annotation ? `${a.name}: ${a.annotation} = ${a.default}` : `${a.name} = ${a.default}`));
+  const headEl = h(doc, "div", {
+    class: "nnx-views-class-head", role: views ? "button" : null, tabindex: views ? "0" : null,
+    title: views ? `click to change every ${c.name} (only=${c.only})` : null,
+  },
+  h(doc, "span", { class: "name" }, c.name),
+  h(doc, "span", { class: "n" }, plural(k, "instance")),
+  h(doc, "span", { class: "sig" }, sig.length ? `set_view(${sig.join(", ")})` : "set_view() takes no arguments"));
+  const headRow = h(doc, "tr", null, h(doc, "th", { scope: "col" }, "path"), h(doc, "th", { scope: "col" }, "mode"),
+    ...c.args.map((a) => h(doc, "th", { scope: "col", title: helpText(a) }, a.name)));
+  const tbody = h(doc, "tbody");
+  for (let r = 0; r < n; r++) {
+    tbody.appendChild(instanceRow(doc, c, c.instances[r], { odd: disagreeing.has(c.instances[r].path), views }));
+  }
+  const sec = h(doc, "section", { class: "nnx-views-class", "data-class": c.name, "data-ci": c.ci },
+    headEl, h(doc, "table", { class: "nnx-views-table" },
+      h(doc, "colgroup", null, h(doc, "col", { class: "k-path" }), h(doc, "col", { class: "k-mode" }),
+        ...c.args.map(() => h(doc, "col"))),
+      h(doc, "thead", null, headRow), tbody));
+  if (n < k) {
+    const more = Math.min(MORE_STEP, k - n);
+    sec.appendChild(h(doc, "button", { class: "nnx-views-more", type: "button", "data-ci": c.ci },
+      `show ${fmtCount(more)} more (${fmtCount(n)} of ${fmtCount(k)} listed)`));
+  }
+  return sec;
+}
+
+/** Mark the section (scope "class") or the row (scope "path") that is the chosen scope. */
+export function markSelection(list, prep, scope, selectedClasses, views) {
+  const sel = new Set(views ? selectedClasses.map((c) => c.name) : []);
+  const one = views && scope.type === "class";
+  for (const sec of list.children) {
+    setFlag(sec, "aria-selected", one && sel.has(sec.getAttribute("data-class")));
+  }
+  for (const tr of list.querySelectorAll("tr.nnx-views-instance")) {
+    const [ci, ii] = tr.getAttribute("data-row").split(":").map(Number);
+    const inst = prep.classes[ci] && prep.classes[ci].instances[ii];
+    setFlag(tr, "aria-selected", Boolean(views && inst && scope.type === "path" && inst.keyId === scope.keyId));
+  }
+}
