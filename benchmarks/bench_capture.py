@@ -5,6 +5,9 @@
   describing what was captured (stats + histograms on device, two small fetches) vs a naive
   host copy of every captured array (numpy mean/std/min/max + np.histogram)
   bytes fetched to the host by the report vs bytes the captured arrays hold
+  a loop of captured calls through the capture panel (``panel.track``: every call captured,
+  descriptions throttled) vs the same loop through flax's own ``nnx.capture``, which only
+  collects; and the panel without ``track`` (every call described: a device sync per step)
 
 Run: python benchmarks/bench_capture.py
 """
@@ -101,6 +104,27 @@ def main() -> None:
     finally:
         jax.device_get = real_get
 
+    steps = 20
+    flax_forward = nnx.capture(forward, nnx.Intermediate)
+    panel = nnx_lab.capture_panel(model, display=False)
+
+    def flax_loop():
+        outs = [flax_forward(model, x) for _ in range(steps)]
+        jax.block_until_ready(outs)
+
+    def panel_tracked():
+        outs = [panel.run(forward, model, x) for _ in panel.track(range(steps))]
+        jax.block_until_ready((outs, jax.tree.leaves(panel.captured)))
+
+    def panel_untracked():
+        outs = [panel.run(forward, model, x) for _ in range(steps)]
+        jax.block_until_ready((outs, jax.tree.leaves(panel.captured)))
+
+    flax_loop(), panel_tracked(), panel_untracked()  # compile
+    t = interleaved({"flax": flax_loop, "tracked": panel_tracked, "untracked": panel_untracked},
+                    rounds=3, repeats=3)
+    t_flax, t_tracked, t_untracked = t["flax"], t["tracked"], t["untracked"]
+
     print(f"model: 24 blocks x 512 wide, batch 256; {len(arrays)} captured arrays, {held / 2**20:.1f} MiB")
     print(f"jitted forward captured / without sow:          {t_cap / t_plain:5.2f}x   "
           f"({t_cap * 1e3:.1f} ms vs {t_plain * 1e3:.1f} ms)")
@@ -108,6 +132,10 @@ def main() -> None:
           f"({t_rep * 1e3:.1f} ms vs {t_naive * 1e3:.1f} ms)")
     print(f"bytes fetched by the report / bytes captured:   {sum(fetched) / held:.2e}   "
           f"({sum(fetched)} B in {len(fetched)} fetches vs {held} B)")
+    print(f"{steps}-step loop, panel.track / flax nnx.capture: {t_tracked / t_flax:5.2f}x   "
+          f"({t_tracked * 1e3:.0f} ms vs {t_flax * 1e3:.0f} ms)")
+    print(f"{steps}-step loop, panel without track / flax:     {t_untracked / t_flax:5.2f}x   "
+          f"({t_untracked * 1e3:.0f} ms: every call described)")
 
 
 if __name__ == "__main__":

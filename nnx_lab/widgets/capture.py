@@ -17,7 +17,7 @@ import pathlib
 import sys
 import time
 import weakref
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import anywidget
 import traitlets
@@ -33,6 +33,8 @@ STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
 
 GONE = "the model is gone (deleted or garbage-collected)"
 
+T = TypeVar("T")
+
 
 class CapturePanel(anywidget.AnyWidget):
     """Capture toggles over one model, and the values its last call captured.
@@ -42,6 +44,12 @@ class CapturePanel(anywidget.AnyWidget):
     ``panel.captured`` is the captured ``nnx.State``; ``panel.grads(loss_fn, *args)`` adds
     gradients. ``panel.types``, ``panel.methods`` and ``panel.modules`` read and set the
     toggles from Python, the same as clicking them.
+
+    Each call is described (statistics and histograms on the device, one small fetch) and shown
+    at once. In a loop, ``for batch in panel.track(batches): panel(batch)`` keeps every call's
+    values in ``panel.captured`` but describes them at most ``max_rate`` times a second and within
+    ``budget`` of the loop's time (the description waits for the device); the last call is shown
+    when the loop ends.
     """
 
     _esm = STATIC / "capture.js"
@@ -50,9 +58,11 @@ class CapturePanel(anywidget.AnyWidget):
     report = traitlets.Dict().tag(sync=True)
 
     def __init__(self, model: Any, *, types: Any = core.DEFAULT_TYPES, methods: bool = False,
-                 namespace: dict | None = None, **kwargs: Any):
+                 max_rate: float = 2.0, budget: float = 0.02, namespace: dict | None = None, **kwargs: Any):
         if not isinstance(model, nnx.Module):
             raise TypeError(f"capture_panel needs an nnx.Module, got {type(model).__name__}")
+        if not (isinstance(max_rate, (int, float)) and max_rate > 0 and isinstance(budget, (int, float)) and budget > 0):
+            raise ValueError(f"max_rate and budget must be positive numbers, got {max_rate!r} and {budget!r}")
         chosen = core.resolve_types(types, namespace if namespace is not None else _caller_namespace(1, types))
         if not chosen:
             raise ValueError("capture_panel needs at least one Variable type to collect")
@@ -66,6 +76,11 @@ class CapturePanel(anywidget.AnyWidget):
         self._last_report: core.CaptureReport | None = None
         self._last_toggles: tuple | None = None  # the toggles of the last call
         self._answered: Any = None  # id of the last browser message answered
+        self._unshown: tuple | None = None  # the last call, when a loop's throttle has not shown it yet
+        self._max_rate, self._budget = float(max_rate), float(budget)
+        self._interval = 1.0 / self._max_rate  # between two descriptions inside track()
+        self._last_shown = float("-inf")
+        self._looping = 0  # track() loops running
         self._calls = 0
         self._rev = 0
         super().__init__(**kwargs)
@@ -104,9 +119,7 @@ class CapturePanel(anywidget.AnyWidget):
             self._set_status(f"{failed}: {one_line(error)}", level="error")
             raise
         elapsed = time.perf_counter() - start
-        report = cap.report()
-        self._grads = None
-        self._show(cap.captured, report, modules, seen=cap.seen_types, elapsed=elapsed)
+        self._deliver(cap.captured, None, cap.report, modules, seen=cap.seen_types, elapsed=elapsed)
         return result
 
     def grads(self, loss_fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -127,15 +140,49 @@ class CapturePanel(anywidget.AnyWidget):
         seen = tuple(getattr(result, "seen_types", ()) or ())
         only = options.get("only")
         matched = None if only is None else tuple(sorted(only.paths, key=path_text))
-        report = core.capture_report(result.forward, grads=result.grads, types=options["types"], seen_types=seen,
-                                     matched=matched)
-        self._grads = result.grads
-        self._show(result.forward, report, modules, seen=seen, elapsed=elapsed, loss=_scalar(result.loss))
+
+        def describe() -> core.CaptureReport:
+            return core.capture_report(result.forward, grads=result.grads, types=options["types"],
+                                       seen_types=seen, matched=matched)
+
+        self._deliver(result.forward, result.grads, describe, modules, seen=seen, elapsed=elapsed,
+                      loss=result.loss)
         return result
+
+    def track(self, iterable: Iterable[T]) -> Iterator[T]:
+        """``for batch in panel.track(batches): panel(batch)``: every call is captured, and shown
+        at most ``max_rate`` times a second within the time ``budget``; the last one when the loop
+        ends. Toggles clicked meanwhile apply at the next call."""
+        self._looping += 1
+        try:
+            for item in iterable:
+                yield item
+                inbox.drain()
+        finally:
+            self._looping -= 1
+            if not self._looping:
+                self.flush()
+
+    def flush(self) -> None:
+        """Describe and show the last call if a loop's throttle held it back; never raises."""
+        if self._unshown is None:
+            return
+        describe, modules, elapsed, loss = self._unshown
+        self._unshown = None
+        start = time.perf_counter()
+        try:
+            report = describe()
+        except Exception as error:  # a description that fails must not break the loop
+            self._set_status(f"describing the captured values failed: {one_line(error)}", level="error")
+            return
+        cost = time.perf_counter() - start
+        self._last_shown = time.monotonic()
+        self._interval = max(1.0 / self._max_rate, cost / self._budget)
+        self._show(report, modules, elapsed=elapsed, loss=None if loss is None else _scalar(loss))
 
     def close(self) -> None:
         """Close the widget and let go of the captured arrays (the model is the caller's)."""
-        self._captured = self._grads = self._last_report = None
+        self._captured = self._grads = self._last_report = self._unshown = None
         live.untrack_widget(self)
         super().close()
 
@@ -157,7 +204,9 @@ class CapturePanel(anywidget.AnyWidget):
         return model
 
     def _after_cell(self) -> None:
-        """After every cell: a model collected since the last one is shown as gone, once."""
+        """After every cell: the last call is shown (a loop broken off may have held it back), and
+        a model collected since the last cell is shown as gone, once."""
+        self.flush()
         if self._ref() is None and not self._gone_shown:
             self._gone_shown = True
             self._set_status(GONE, level="error")
@@ -174,6 +223,8 @@ class CapturePanel(anywidget.AnyWidget):
 
     @property
     def last_report(self) -> core.CaptureReport | None:
+        """The description of the last call (described now if a loop's throttle held it back)."""
+        self.flush()
         return self._last_report
 
     # -- toggles from Python -------------------------------------------------------------------
@@ -248,15 +299,23 @@ class CapturePanel(anywidget.AnyWidget):
         self.status = {"target": self._target, "calls": self._calls, **status,
                        "message": message, "level": level}
 
-    def _show(self, captured: nnx.State, report: core.CaptureReport, modules: Modules, *,
-              seen: Iterable[type], elapsed: float, loss: float | None = None) -> None:
+    def _deliver(self, captured: nnx.State, grads: nnx.State | None, describe: Callable[[], core.CaptureReport],
+                 modules: Modules, *, seen: Iterable[type], elapsed: float, loss: Any = None) -> None:
+        """A call's values: kept at once, described and shown now, or later inside a throttled loop."""
         self._calls += 1
-        self._captured = captured
-        self._last_report = report
+        self._captured, self._grads = captured, grads
         for t in seen:
             if isinstance(t, type) and issubclass(t, nnx.Variable):
                 self._toggles.offer(t)
         self._last_toggles = self._toggles.state()
+        self._unshown = (describe, modules, elapsed, loss)
+        if self._looping and time.monotonic() - self._last_shown < self._interval:
+            return  # described at a later call of this loop, or when it ends
+        self.flush()
+
+    def _show(self, report: core.CaptureReport, modules: Modules, *, elapsed: float,
+              loss: float | None = None) -> None:
+        self._last_report = report
         payload = report.to_dict()
         classes = dict(modules)
         for part in (payload, payload.get("grads") or {}):
@@ -277,7 +336,7 @@ class CapturePanel(anywidget.AnyWidget):
     def _repr_mimebundle_(self, **kwargs: Any):
         bundle = super()._repr_mimebundle_(**kwargs)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
-        if self._last_report is not None:
+        if self.last_report is not None:
             data["text/plain"] = self._last_report.to_text()
             data["text/html"] = self._last_report.to_html()
         else:
@@ -295,15 +354,18 @@ class CapturePanel(anywidget.AnyWidget):
 
 
 def capture_panel(model: Any, *, types: Any = core.DEFAULT_TYPES, methods: bool = False,
-                  display: bool = True) -> CapturePanel:
+                  max_rate: float = 2.0, budget: float = 0.02, display: bool = True) -> CapturePanel:
     """Show capture toggles for ``model`` and return the panel; ``panel(x)`` calls the model under them.
 
     ``types``: Variable types to collect (types, or names such as ``"Intermediate, MyActivation"``:
     looked up in ``nnx``, then where ``capture_panel`` is called from, then in the notebook);
-    ``methods``: record every method's output too. Raises TypeError for something that is not an
-    ``nnx.Module`` and ValueError/TypeError for a type that is not a Variable type.
+    ``methods``: record every method's output too; ``max_rate`` and ``budget``: inside
+    ``panel.track(...)``, describe calls at most ``max_rate`` times a second and within ``budget``
+    of the loop's time. Raises TypeError for something that is not an ``nnx.Module`` and
+    ValueError/TypeError for a type that is not a Variable type.
     """
-    panel = CapturePanel(model, types=types, methods=methods, namespace=_caller_namespace(1, types))
+    panel = CapturePanel(model, types=types, methods=methods, max_rate=max_rate, budget=budget,
+                         namespace=_caller_namespace(1, types))
     if display:
         try:
             from IPython import get_ipython

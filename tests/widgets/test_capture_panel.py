@@ -430,3 +430,82 @@ def test_public_names_and_bundle():
     bundle = (STATIC / "capture.js").read_text()  # built by `npm run build` (hatch_build.py)
     assert "nnx-lab-capture" in bundle and "innerHTML" not in bundle
     assert str(CapturePanel._esm) == bundle
+
+
+# -- in a training loop: every call captured, descriptions throttled ------------------------------------
+
+
+class FakeClock:
+    """Stands in for ``time`` in the widget module: the test moves it; describing costs no time."""
+
+    def __init__(self):
+        self.t = 1000.0
+
+    def monotonic(self):
+        return self.t
+
+    def perf_counter(self):
+        return self.t
+
+
+def test_track_keeps_every_call_but_describes_at_most_max_rate_times_a_second(model, monkeypatch):
+    import nnx_lab.widgets.capture as widget
+
+    clock = FakeClock()
+    monkeypatch.setattr(widget, "time", clock)
+    panel = capture_panel(model, max_rate=2.0, display=False)  # at most one description per 0.5 s
+    shown, fetches = [], []
+    panel.observe(lambda change: shown.append(change["new"]), names="report")
+    real_get = jax.device_get
+    monkeypatch.setattr(jax, "device_get", lambda tree: fetches.append(1) or real_get(tree))
+    steps = 20
+    for step in panel.track(range(steps)):
+        clock.t += 0.1
+        before = len(fetches)
+        panel(X + step)
+        described = len(fetches) > before
+        # every call's own values are at hand at once, described or not
+        act = panel.captured["b0"]["act"].get_value()[0]
+        np.testing.assert_allclose(act, model.b0.linear(X + step), rtol=1e-6)
+        if step % 5 == 0:
+            assert described, step  # 0.5 s since the last description
+        else:
+            assert not described and len(shown) == step // 5 + 1, step  # held back: nothing fetched
+    assert len(shown) == steps // 5 + 1  # the loop's end showed the last call
+    assert panel.status["calls"] == steps
+    last = model.b0.linear(X + steps - 1)
+    assert panel.last_report.snapshot["b0.act[0]"].stats["mean"] == pytest.approx(float(last.mean()), rel=1e-5)
+
+
+def test_a_loop_broken_off_still_shows_its_last_call(model, monkeypatch):
+    import nnx_lab.widgets.capture as widget
+
+    clock = FakeClock()
+    monkeypatch.setattr(widget, "time", clock)
+    panel = capture_panel(model, display=False)
+    with pytest.raises(KeyboardInterrupt):
+        for step in panel.track(range(10)):
+            panel(X + step)
+            if step == 3:
+                raise KeyboardInterrupt
+    assert panel.status["calls"] == 4
+    mean = panel.report["snapshot"]["stats"]["mean"][row_paths(panel.report["snapshot"]).index("b0.act[0]")]
+    assert mean == pytest.approx(float(model.b0.linear(X + 3).mean()), rel=1e-3)  # shown to 4 digits
+
+
+def test_outside_track_every_call_is_shown_at_once(model, monkeypatch):
+    import nnx_lab.widgets.capture as widget
+
+    monkeypatch.setattr(widget, "time", FakeClock())  # no time passes between calls
+    panel = capture_panel(model, display=False)
+    shown = []
+    panel.observe(lambda change: shown.append(change["new"]), names="report")
+    for step in range(3):
+        panel(X + step)
+    assert len(shown) == 3
+
+
+def test_max_rate_and_budget_must_be_positive(model):
+    for bad in ({"max_rate": 0}, {"budget": -1}, {"max_rate": "fast"}):
+        with pytest.raises(ValueError, match="positive"):
+            capture_panel(model, display=False, **bad)
