@@ -55,4 +55,11 @@ def test_capturing_tutorial(page, page_events, jupyter_server, open_notebook, ru
     assert panel.locator("input.nnx-capture-methods").count() == 1
     assert panel.locator(".nnx-capture-hist").count() > 0
     screenshot(page, f"tutorial-04-capture-panel-{ui}", scroll_to=panel)
+    # the training loop's panel (panel.track): its last step reached the page when the loop ended
+    training = page.locator(".jp-OutputArea-output .nnx-lab-capture").filter(
+        has=page.locator(".nnx-capture-calls", has_text="200 calls"))
+    training.locator("tr.nnx-capture-row").first.wait_for(state="visible", timeout=30_000)
+    assert sorted(training.locator("tr.nnx-capture-row").evaluate_all("els => els.map(e => e.dataset.path)")) == \
+        ["blocks[0].act[0]", "blocks[1].act[0]"]
+    screenshot(page, f"tutorial-04-training-panel-{ui}", scroll_to=training)
     assert not page_events.script_dialogs
