@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
 import jax
@@ -49,7 +51,8 @@ def _finish(n, mean, var, mn, mx, sumsq, nan, inf, zeros):
 
 
 def _fast(x):
-    """Five reductions XLA runs at memory speed; exact when every value is finite.
+    """Five reductions XLA runs at memory speed, in one kernel; exact when every value is finite
+    (otherwise mean, std, min or max comes out non-finite, and the host asks :func:`_masked`).
 
     The sums are shifted by the first element so the variance does not cancel
     when |mean| >> std (a BatchNorm running variance of ones, say).
@@ -68,8 +71,7 @@ def _fast(x):
     var = s2 / n - mean_d * mean_d
     sumsq = s2 + 2 * x0 * s1 + n * x0 * x0
     zeros = n - nonzero.astype(jnp.int32)
-    ok = jnp.isfinite(s1) & jnp.isfinite(s2) & jnp.isfinite(mn) & jnp.isfinite(mx)
-    return ok, _finish(n, mean, var, mn, mx, sumsq, 0, 0, zeros)
+    return _finish(n, mean, var, mn, mx, sumsq, 0, 0, zeros)
 
 
 def _masked(x):
@@ -96,33 +98,30 @@ def _as_float(x):
     return x.astype(jnp.promote_types(x.dtype, jnp.float32))
 
 
-def _float_stats(x):
-    x = _as_float(x)
-    ok, fast = _fast(x)
-    return jax.lax.cond(ok, lambda x: fast, _masked, x)
-
-
-_float_kernel = jax.jit(_float_stats)
-_complex_kernel = jax.jit(lambda x: _float_stats(jnp.abs(x)))
-
-
-@jax.jit
-def _int_kernel(x):
-    # Integers and bools are always finite: the fast path is exact, no branch to compile.
-    return _fast(x.astype(jnp.float32))[1]
+# Two kernels per kind, not one with a branch: the rare masked path (NaN or Inf present) is
+# compiled only for an array that needs it, which halves the compile time of a first snapshot
+# and keeps the common kernel branch-free.
+_float_kernel = jax.jit(lambda x: _fast(_as_float(x)))
+_float_masked = jax.jit(lambda x: _masked(_as_float(x)))
+_complex_kernel = jax.jit(lambda x: _fast(_as_float(jnp.abs(x))))
+_complex_masked = jax.jit(lambda x: _masked(_as_float(jnp.abs(x))))
+# Integers and bools are always finite: the fast path is exact.
+_int_kernel = jax.jit(lambda x: _fast(x.astype(jnp.float32)))
+_KERNELS = (_float_kernel, _float_masked, _complex_kernel, _complex_masked, _int_kernel)
 
 
 @functools.lru_cache(maxsize=None)
 def _kernel_and_names(dtype: np.dtype):
+    """(fast kernel, masked kernel or None when the fast one is always exact, statistic names)."""
     if jnp.issubdtype(dtype, jnp.bool_):
-        return _int_kernel, _BOOL_STATS
+        return _int_kernel, None, _BOOL_STATS
     if jnp.issubdtype(dtype, jnp.integer):
-        return _int_kernel, _INT_STATS
+        return _int_kernel, None, _INT_STATS
     if jnp.issubdtype(dtype, jnp.complexfloating):
-        return _complex_kernel, _COMPLEX_STATS
+        return _complex_kernel, _complex_masked, _COMPLEX_STATS
     if jnp.issubdtype(dtype, jnp.floating):
-        return _float_kernel, _FLOAT_STATS
-    return None, ()
+        return _float_kernel, _float_masked, _FLOAT_STATS
+    return None, None, ()
 
 
 def is_numeric_dtype(dtype) -> bool:
@@ -142,7 +141,7 @@ def is_numeric_dtype(dtype) -> bool:
 
 def kernel_cache_size() -> int:
     """Executables compiled so far by the statistics kernels (one per distinct spec)."""
-    return sum(k._cache_size() for k in (_float_kernel, _complex_kernel, _int_kernel))
+    return sum(k._cache_size() for k in _KERNELS)
 
 
 class StatsError(Exception):
@@ -150,43 +149,99 @@ class StatsError(Exception):
 
 
 def compute_stats(arrays: Sequence[Any]) -> list[dict | StatsError | None]:
-    """Statistics of each array, computed on its device, fetched in one transfer.
+    """Statistics of each array, computed on its device, fetched in one transfer (two when some
+    array holds NaN or Inf: those get the masked kernel).
 
     ``arrays`` holds live numeric arrays (``jax.Array``, numpy arrays or Python
     numbers). Returns, per array, a dict of the statistics for its dtype, ``None``
     for an empty array, or a :class:`StatsError` when that array could not be
     reduced (deleted while we looked, for instance). Never raises for one array.
     """
-    pending: list[tuple[int, tuple[str, ...], Any]] = []
     out: list[dict | StatsError | None] = [None] * len(arrays)
+    calls: list[tuple[int, Any, Any, tuple[str, ...], Any]] = []  # (i, kernel, masked kernel, names, x)
     for i, x in enumerate(arrays):
         if not isinstance(x, jax.Array):
             x = np.asarray(x)  # a host value: jax copies it to the device, never the reverse
-        kernel, names = _kernel_and_names(x.dtype)
+        kernel, masked, names = _kernel_and_names(x.dtype)
         if kernel is None:
             out[i] = StatsError(f"no statistics for dtype {x.dtype}")
             continue
         if x.size == 0:
             continue
-        try:
-            pending.append((i, names, kernel(x)))
-        except Exception as e:  # a buffer deleted or donated between the check and the call
-            out[i] = StatsError(_one_line(e))
-    if not pending:
-        return out
-    try:
-        fetched = jax.device_get([r for _, _, r in pending])
-    except Exception:
-        # One bad result must not hide the others: fetch them one by one to say which.
-        fetched = []
-        for _, _, r in pending:
-            try:
-                fetched.append(jax.device_get(r))
-            except Exception as e:
-                fetched.append(StatsError(_one_line(e)))
-    for (i, names, _), got in zip(pending, fetched):
+        calls.append((i, kernel, masked, names, x))
+    fetched = _fetch(_dispatch([(kernel, x) for _, kernel, _, _, x in calls]))
+    # A non-finite mean, std, min or max means the array holds NaN or Inf (or a sum overflowed):
+    # describe its finite values and count the others with the masked kernel.
+    again = [j for j, (got, (_, _, masked, _, _)) in enumerate(zip(fetched, calls))
+             if masked is not None and not isinstance(got, StatsError) and not np.isfinite(got[0][:4]).all()]
+    if again:
+        for j, got in zip(again, _fetch(_dispatch([(calls[j][2], calls[j][4]) for j in again]))):
+            fetched[j] = got
+    for (i, _, _, names, _), got in zip(calls, fetched):
         out[i] = got if isinstance(got, StatsError) else _to_dict(got, names, arrays[i])
     return out
+
+
+_dispatched: set = set()  # (kernel, shape, dtype, sharding) run before: compiled
+
+
+def _spec(kernel: Any, x: Any) -> Any:
+    key = (id(kernel), x.shape, x.dtype, getattr(x, "sharding", None))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _call(kernel: Any, x: Any) -> Any:
+    try:
+        return kernel(x)
+    except Exception as e:  # a buffer deleted or donated between the check and the call
+        return StatsError(_one_line(e))
+
+
+def _dispatch(calls: list[tuple[Any, Any]]) -> list[Any]:
+    """Run each ``kernel(x)`` (results stay on device; a failure becomes a StatsError). Specs never
+    run before are compiled side by side on threads first: a first snapshot compiles one
+    executable per distinct spec, and XLA compiles without holding the GIL."""
+    results: list[Any] = [None] * len(calls)
+    first: dict[Any, int] = {}
+    for j, (kernel, x) in enumerate(calls):
+        key = _spec(kernel, x)
+        if key is not None and key not in _dispatched and key not in first:
+            first[key] = j
+    if len(first) > 1:
+        with ThreadPoolExecutor(min(len(first), os.cpu_count() or 2), thread_name_prefix="nnx_lab-compile") as pool:
+            futures = {j: pool.submit(_call, *calls[j]) for j in first.values()}
+        for j, future in futures.items():
+            results[j] = future.result()
+    for j, (kernel, x) in enumerate(calls):
+        if results[j] is None:
+            results[j] = _call(kernel, x)
+    _dispatched.update(key for key, j in first.items() if not isinstance(results[j], StatsError))
+    return results
+
+
+def _fetch(results: list[Any]) -> list[Any]:
+    """The device results on the host, in one transfer; a failed one as a StatsError."""
+    live = [j for j, r in enumerate(results) if not isinstance(r, StatsError)]
+    fetched = list(results)
+    if not live:
+        return fetched
+    try:
+        got = jax.device_get([results[j] for j in live])
+    except Exception:
+        # One bad result must not hide the others: fetch them one by one to say which.
+        got = []
+        for j in live:
+            try:
+                got.append(jax.device_get(results[j]))
+            except Exception as e:
+                got.append(StatsError(_one_line(e)))
+    for j, g in zip(live, got):
+        fetched[j] = g
+    return fetched
 
 
 def _to_dict(result, names, x) -> dict:

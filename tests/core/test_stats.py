@@ -102,3 +102,28 @@ def test_compiles_once_per_distinct_spec_and_reuses():
     for _ in range(3):
         nnx_lab.snapshot(m)
     assert stats_lib.kernel_cache_size() == after_first
+
+
+def test_the_masked_kernel_is_compiled_only_for_arrays_with_nan_or_inf():
+    shape = (29, 7)  # a spec no other test uses
+    clean = jnp.asarray(RNG.normal(size=shape).astype(np.float32))
+    masked_before = stats_lib._float_masked._cache_size()
+    [got] = stats_lib.compute_stats([clean])
+    assert_close(got, numpy_stats(np.asarray(clean)))
+    assert stats_lib._float_masked._cache_size() == masked_before  # finite: the fast kernel was exact
+    dirty = np.asarray(clean).copy()
+    dirty[3, 4], dirty[5, 6] = np.nan, -np.inf
+    a, b = stats_lib.compute_stats([clean, jnp.asarray(dirty)])
+    assert_close(a, numpy_stats(np.asarray(clean)))
+    assert_close(b, numpy_stats(dirty))
+    assert (b["nan_count"], b["inf_count"]) == (1, 1)
+    assert stats_lib._float_masked._cache_size() == masked_before + 1
+
+
+def test_new_specs_compile_side_by_side_and_agree_with_one_by_one():
+    arrays = [jnp.asarray(RNG.normal(size=(31 + k, 5)).astype(np.float32)) for k in range(4)]
+    arrays += [jnp.asarray(RNG.integers(0, 9, (37,)).astype(np.int32))]
+    together = stats_lib.compute_stats(arrays)  # five specs never seen: dispatched on threads
+    for x, got in zip(arrays, together):
+        [alone] = stats_lib.compute_stats([x])
+        assert got == alone
