@@ -211,7 +211,7 @@ def _dispatch(calls: list[tuple[Any, Any]]) -> list[Any]:
         key = _spec(kernel, x)
         if key is not None and key not in _dispatched and key not in first:
             first[key] = j
-    if len(first) > 1:
+    if len(first) > 1 and _threads_see_this_config():
         with ThreadPoolExecutor(min(len(first), os.cpu_count() or 2), thread_name_prefix="nnx_lab-compile") as pool:
             futures = {j: pool.submit(_call, *calls[j]) for j in first.values()}
         for j, future in futures.items():
@@ -221,6 +221,12 @@ def _dispatch(calls: list[tuple[Any, Any]]) -> list[Any]:
             results[j] = _call(kernel, x)
     _dispatched.update(key for key, j in first.items() if not isinstance(results[j], StatsError))
     return results
+
+
+def _threads_see_this_config() -> bool:
+    """False under a thread-local jax setting (``jax.default_device(...)``, x64) that worker
+    threads would not inherit: then everything runs on the calling thread."""
+    return not jax.config.jax_enable_x64 and jax.config.jax_default_device is None
 
 
 def _fetch(results: list[Any]) -> list[Any]:
