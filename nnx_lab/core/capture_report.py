@@ -95,14 +95,20 @@ class CaptureReport:
     def empty(self) -> bool:
         return len(self.snapshot.rows) == 0
 
-    def to_dict(self) -> dict:
-        """JSON payload for the capture panel (see the module docstring of nnx_lab.core.capture)."""
+    def to_dict(self, classes: dict[Path, str] | None = None) -> dict:
+        """JSON payload for the capture panel (see the module docstring of nnx_lab.core.capture).
+        ``classes``: module path -> class name, to label the container nodes with."""
         hist = {"bins": self.bins, "rows": list(self.hist)}
+        snap = self.snapshot.to_dict()
         grads = None
         if self.grads_snapshot is not None:
             grads = {"snapshot": self.grads_snapshot.to_dict(),
                      "hist": {"bins": self.bins, "rows": list(self.grads_hist or ())}}
-        return {"snapshot": self.snapshot.to_dict(), "hist": hist, "grads": grads,
+        if classes is not None:
+            for part in (snap, grads["snapshot"] if grads else None):
+                if part is not None:
+                    _name_modules(part, classes)
+        return {"snapshot": snap, "hist": hist, "grads": grads,
                 "messages": list(self.messages), "types": type_names(self.types),
                 "seen": type_names(self.seen_types)}
 
@@ -234,3 +240,16 @@ def _messages(table: Table, grads: Table | None, types: tuple[type, ...], seen: 
     if grads is not None and not grads.snapshot.rows:
         messages.append("no gradients: no module called perturb()")
     return messages
+
+
+def _name_modules(snap: dict, classes: dict[Path, str]) -> None:
+    """Label the payload's container nodes with the class of the module at their path ('' for the
+    groups a sown tuple makes), and its root with the model's class."""
+    nodes = snap.get("nodes") or {}
+    parents, keys = nodes.get("parent") or [], nodes.get("key") or []
+    paths: list[Path] = []
+    for parent, key in zip(parents, keys):
+        paths.append((*(paths[parent] if 0 <= parent < len(paths) else ()), key))
+    nodes["type"] = [classes.get(p, "") for p in paths]
+    if () in classes:
+        snap["root_type"] = classes[()]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Sequence
 
 from flax import nnx
@@ -97,3 +98,26 @@ def a_kind(name: str) -> str:
 
 def type_names(types: Sequence[type]) -> list[str]:
     return [t.__name__ for t in types]
+
+
+def caller_namespace(depth: int, spec: Any) -> dict:
+    """Names a type given as text may refer to: the calling frame's (locals over globals), then the
+    IPython user namespace. Empty when ``spec`` names no type as text: reading a function's
+    ``f_locals`` leaves a copy of its locals on the frame (Python < 3.13), which would keep
+    a deleted model alive until that function returns."""
+    if not (isinstance(spec, str) or isinstance(spec, (list, tuple)) and any(isinstance(i, str) for i in spec)):
+        return {}
+    names: dict = {}
+    try:
+        from IPython import get_ipython
+
+        ip = get_ipython()
+        if ip is not None:
+            names.update(ip.user_ns)
+    except ImportError:
+        pass
+    frame = sys._getframe(depth + 1)
+    names.update(frame.f_globals)
+    names.update(frame.f_locals)
+    del frame
+    return names

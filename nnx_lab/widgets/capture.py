@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import html
 import pathlib
-import sys
 import time
 import weakref
 from typing import Any, Callable, Iterable, Iterator, TypeVar
@@ -27,7 +26,8 @@ from .. import inbox, live
 from ..core import capture as core
 from ..core.capture_grads import intermediate_grads
 from ..core.capture_toggles import CaptureToggles, Modules, module_tree, one_line
-from ..core.tree import Path, path_text
+from ..core.capture_types import caller_namespace
+from ..core.tree import path_text
 
 STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
 
@@ -63,7 +63,7 @@ class CapturePanel(anywidget.AnyWidget):
             raise TypeError(f"capture_panel needs an nnx.Module, got {type(model).__name__}")
         if not (isinstance(max_rate, (int, float)) and max_rate > 0 and isinstance(budget, (int, float)) and budget > 0):
             raise ValueError(f"max_rate and budget must be positive numbers, got {max_rate!r} and {budget!r}")
-        chosen = core.resolve_types(types, namespace if namespace is not None else _caller_namespace(1, types))
+        chosen = core.resolve_types(types, namespace if namespace is not None else caller_namespace(1, types))
         if not chosen:
             raise ValueError("capture_panel needs at least one Variable type to collect")
         self._toggles = CaptureToggles(chosen, methods)
@@ -235,7 +235,7 @@ class CapturePanel(anywidget.AnyWidget):
 
     @types.setter
     def types(self, spec: Any) -> None:
-        self._toggles.set_types(core.resolve_types(spec, _caller_namespace(1, spec)))
+        self._toggles.set_types(core.resolve_types(spec, caller_namespace(1, spec)))
         self._publish_controls()
 
     @property
@@ -316,12 +316,7 @@ class CapturePanel(anywidget.AnyWidget):
     def _show(self, report: core.CaptureReport, modules: Modules, *, elapsed: float,
               loss: float | None = None) -> None:
         self._last_report = report
-        payload = report.to_dict()
-        classes = dict(modules)
-        for part in (payload, payload.get("grads") or {}):
-            if isinstance(part.get("snapshot"), dict):
-                _name_modules(part["snapshot"], classes)
-        self.report = payload
+        self.report = report.to_dict(classes=dict(modules))
         self._set_status(kind="grads" if loss is not None else "call", elapsed_ms=round(elapsed * 1000, 1), loss=loss)
         self._publish_controls(modules)
 
@@ -365,7 +360,7 @@ def capture_panel(model: Any, *, types: Any = core.DEFAULT_TYPES, methods: bool 
     ValueError/TypeError for a type that is not a Variable type.
     """
     panel = CapturePanel(model, types=types, methods=methods, max_rate=max_rate, budget=budget,
-                         namespace=_caller_namespace(1, types))
+                         namespace=caller_namespace(1, types))
     if display:
         try:
             from IPython import get_ipython
@@ -376,42 +371,6 @@ def capture_panel(model: Any, *, types: Any = core.DEFAULT_TYPES, methods: bool 
 
             show(panel)
     return panel
-
-
-def _name_modules(snap: dict, classes: dict[Path, str]) -> None:
-    """Label the payload's container nodes with the class of the module at their path ('' for the
-    groups a sown tuple makes), and its root with the model's class."""
-    nodes = snap.get("nodes") or {}
-    parents, keys = nodes.get("parent") or [], nodes.get("key") or []
-    paths: list[Path] = []
-    for parent, key in zip(parents, keys):
-        paths.append((*(paths[parent] if 0 <= parent < len(paths) else ()), key))
-    nodes["type"] = [classes.get(p, "") for p in paths]
-    if () in classes:
-        snap["root_type"] = classes[()]
-
-
-def _caller_namespace(depth: int, spec: Any) -> dict:
-    """Names a type given as text may refer to: the calling frame's (locals over globals), then the
-    IPython user namespace. Empty when ``spec`` names no type as text: reading a function's
-    ``f_locals`` leaves a copy of its locals on the frame (Python < 3.13), which would keep
-    a deleted model alive until that function returns."""
-    if not (isinstance(spec, str) or isinstance(spec, (list, tuple)) and any(isinstance(i, str) for i in spec)):
-        return {}
-    names: dict = {}
-    try:
-        from IPython import get_ipython
-
-        ip = get_ipython()
-        if ip is not None:
-            names.update(ip.user_ns)
-    except ImportError:
-        pass
-    frame = sys._getframe(depth + 1)
-    names.update(frame.f_globals)
-    names.update(frame.f_locals)
-    del frame
-    return names
 
 
 def _scalar(x: Any) -> float | None:
