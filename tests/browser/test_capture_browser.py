@@ -128,8 +128,10 @@ def test_capture_panel_toggles_rows_histograms_and_grads(page, page_events, jupy
     # next call, from a new cell, records every method's output except head's.
     root.locator("input.nnx-capture-methods").check()
     root.locator('input[data-module="head"]').uncheck()
-    page.wait_for_function("() => !document.querySelector('.nnx-lab-capture .nnx-capture-pending').hidden",
-                           timeout=15_000)
+    # "waiting for the kernel" from the click until Python answers both; then "changed"
+    page.wait_for_function(
+        "() => document.querySelector('.nnx-lab-capture .nnx-capture-pending').dataset.state === 'changed'",
+        timeout=15_000)
     assert "next call" in root.locator(".nnx-capture-pending").inner_text()
     # Python's answer to the head click: the root's checkbox says "some of it" (head is off).
     page.wait_for_function(
