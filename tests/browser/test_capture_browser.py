@@ -8,6 +8,7 @@ import re
 
 from . import pages
 from .test_quickstart_browser import assert_readable, open_in_dark_theme, write_notebook
+from .test_views_browser import start_busy_loop
 
 EVIL_KEY = "<img src=x onerror=alert(1)>"
 EVIL_CLASS = "Evil<script>alert(2)</script>"
@@ -203,17 +204,11 @@ def test_a_toggle_clicked_during_a_loop_is_queued_and_applies_at_the_next_call(p
     open_notebook(page, jupyter_server, nb, ui="lab")
     run_all_cells(page)
     root = capture_panel(page)
-    page.locator(".jp-Notebook .jp-Cell").last.click()
-    page.keyboard.press("Escape")
-    page.keyboard.press("b")
-    page.keyboard.press("Enter")
-    page.keyboard.insert_text("seen = []; print('STARTED', flush=True)\n"
-                              "for step in range(120):\n    time.sleep(0.05)\n    panel(x)\n"
-                              "    seen.append(any('__call__' in str(p) for p, _ in nnx.to_flat_state(panel.captured)))\n"
-                              "print('SEEN', seen.index(True) if True in seen else None, len(seen))")
-    page.keyboard.press("Shift+Enter")
-    prompt = page.locator(".jp-Notebook .jp-Cell").filter(has_text="seen = []").locator(".jp-InputPrompt")
-    page.locator(".jp-OutputArea-output").filter(has_text="STARTED").last.wait_for(timeout=30_000)  # the loop runs
+    prompt = start_busy_loop(
+        page, "seen = []; print('STARTED', flush=True)\n"
+              "for step in range(120):\n    time.sleep(0.05)\n    panel(x)\n"
+              "    seen.append(any('__call__' in str(p) for p, _ in nnx.to_flat_state(panel.captured)))\n"
+              "print('SEEN', seen.index(True) if True in seen else None, len(seen))", "seen = []")
     page.wait_for_timeout(300)
     pending = root.locator(".nnx-capture-pending")
     # every state the line passes through (queued lasts until the loop's next call: milliseconds)

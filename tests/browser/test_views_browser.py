@@ -43,18 +43,31 @@ def wait_status(page, root, state: str, timeout=30_000):
     return root.locator(".nnx-views-status").inner_text()
 
 
-def run_cell(page, source: str, marker: str) -> str:
-    """Run `source` as a new last cell; the text of its output line starting with `marker`.
-
-    Waits for a *new* output with the marker: an earlier run_cell's output carries the same marker."""
-    outputs = page.locator(".jp-OutputArea-output").filter(has_text=marker)
-    before = outputs.count()
+def start_cell(page, source: str) -> None:
+    """Type `source` into a new last cell and run it, without waiting for it."""
     page.locator(".jp-Notebook .jp-Cell").last.click()
     page.keyboard.press("Escape")
     page.keyboard.press("b")
     page.keyboard.press("Enter")
     page.keyboard.insert_text(source)
     page.keyboard.press("Shift+Enter")
+
+
+def start_busy_loop(page, source: str, first_line: str):
+    """Start a cell that prints STARTED and then loops; returns its input prompt once it runs."""
+    start_cell(page, source)
+    prompt = page.locator(".jp-Notebook .jp-Cell").filter(has_text=first_line).locator(".jp-InputPrompt")
+    page.locator(".jp-OutputArea-output").filter(has_text="STARTED").last.wait_for(timeout=30_000)  # the loop runs
+    return prompt
+
+
+def run_cell(page, source: str, marker: str) -> str:
+    """Run `source` as a new last cell; the text of its output line starting with `marker`.
+
+    Waits for a *new* output with the marker: an earlier run_cell's output carries the same marker."""
+    outputs = page.locator(".jp-OutputArea-output").filter(has_text=marker)
+    before = outputs.count()
+    start_cell(page, source)
     out = outputs.nth(before)
     out.wait_for(timeout=30_000)
     return next(line for line in out.inner_text().splitlines() if line.startswith(marker))
@@ -126,18 +139,11 @@ def test_a_click_during_a_running_cell_applies_between_steps(page, jupyter_serve
     open_notebook(page, jupyter_server, nb, ui="lab")
     run_all_cells(page)
     root = panel(page, "modes")
-    page.locator(".jp-Notebook .jp-Cell").last.click()
-    page.keyboard.press("Escape")
-    page.keyboard.press("b")
-    page.keyboard.press("Enter")
-    page.keyboard.insert_text("seen = []; print('STARTED', flush=True)\n"
-                              "for step in toggle.track(range(120)):\n    time.sleep(0.05)\n"
-                              "    seen.append(model.drop.deterministic)\n"
-                              "print('SEEN', seen.index(True) if True in seen else None, len(seen))")
-    page.keyboard.press("Shift+Enter")
-    prompt = page.locator(".jp-Notebook .jp-Cell").filter(has_text="toggle.track").locator(".jp-InputPrompt")
-    page.wait_for_function("(el) => el.textContent.includes('*')", arg=prompt.element_handle(), timeout=15_000)
-    page.locator(".jp-OutputArea-output").filter(has_text="STARTED").last.wait_for(timeout=30_000)  # the loop runs
+    prompt = start_busy_loop(page, "seen = []; print('STARTED', flush=True)\n"
+                                   "for step in toggle.track(range(120)):\n    time.sleep(0.05)\n"
+                                   "    seen.append(model.drop.deterministic)\n"
+                                   "print('SEEN', seen.index(True) if True in seen else None, len(seen))",
+                             "toggle.track")
     page.wait_for_timeout(300)
     root.locator('button[data-mode="eval"]').click()
     # queued while the cell still runs, then done before it ends

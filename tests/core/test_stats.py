@@ -122,26 +122,29 @@ def test_the_masked_kernel_is_compiled_only_for_arrays_with_nan_or_inf():
     assert stats_lib._float_masked._cache_size() == masked_before + 1
 
 
-def test_new_specs_compile_side_by_side_and_agree_with_one_by_one(monkeypatch):
-    threads = []
+@pytest.fixture
+def kernel_threads(monkeypatch):
+    """The name of the thread each statistics kernel was called on."""
+    names = []
     real = stats_lib._call
-    monkeypatch.setattr(stats_lib, "_call", lambda k, x: threads.append(threading.current_thread().name)
-                        or real(k, x))
+    monkeypatch.setattr(stats_lib, "_call", lambda k, x: names.append(threading.current_thread().name) or real(k, x))
+    return names
+
+
+def test_new_specs_compile_side_by_side_and_agree_with_one_by_one(kernel_threads, monkeypatch):
+    threads = kernel_threads
     arrays = [jnp.asarray(RNG.normal(size=(31 + k, 5)).astype(np.float32)) for k in range(4)]
     arrays += [jnp.asarray(RNG.integers(0, 9, (37,)).astype(np.int32))]
     together = stats_lib.compute_stats(arrays)  # five specs never seen: dispatched on threads
     assert sum(name.startswith("nnx_lab-compile") for name in threads) == 5, threads
-    monkeypatch.setattr(stats_lib, "_call", real)
+    monkeypatch.undo()
     for x, got in zip(arrays, together):
         [alone] = stats_lib.compute_stats([x])
         assert got == alone
 
 
-def test_under_a_thread_local_default_device_everything_runs_on_the_calling_thread(monkeypatch):
-    seen = []
-    real = stats_lib._call
-    monkeypatch.setattr(stats_lib, "_call", lambda k, x: seen.append(threading.current_thread().name)
-                        or real(k, x))
+def test_under_a_thread_local_default_device_everything_runs_on_the_calling_thread(kernel_threads):
+    seen = kernel_threads
     arrays = [jnp.asarray(RNG.normal(size=(41 + k, 3)).astype(np.float32)) for k in range(3)]
     with jax.default_device(jax.devices()[0]):
         got = stats_lib.compute_stats(arrays)

@@ -68,6 +68,19 @@ def frontend_subshell(kc) -> str:
     return reply["content"]["subshell_id"]
 
 
+def click_during_loop(kc, loop: str, comm_id, content, subshell_id, updates=None):
+    """Run `loop` (a cell that prints STARTED, loops, then prints SEEN ...), click once it is a few
+    steps in; returns (the SEEN line, acks, click time, end time)."""
+    kc.execute(loop)
+    acks = []
+    wait_for_stream(kc, "STARTED", acks)  # the cell is busy now
+    time.sleep(0.3)  # a few steps in
+    clicked = time.time()
+    click(kc, comm_id, content, subshell_id)
+    seen = wait_for_stream(kc, "SEEN", acks, updates=updates)
+    return seen, acks, clicked, time.time()
+
+
 def test_routing_is_available_with_this_kernel(kernel):
     _, routing, _, _ = kernel
     assert routing == "None"  # ipykernel 7 subshells: the panel reads clicks while a cell runs
@@ -77,18 +90,13 @@ def test_routing_is_available_with_this_kernel(kernel):
 def test_a_click_during_a_tracked_loop_applies_between_steps(kernel, frontend):
     kc, _, comm_id, _ = kernel
     subshell_id = frontend_subshell(kc) if frontend == "subshell" else None
-    kc.execute("model.train(); seen = []; print('STARTED', flush=True)\n"
-               "for step in panel.track(range(60)):\n"
-               "    time.sleep(0.05)\n"
-               "    seen.append(model.layers[1].deterministic)\n"
-               "print('SEEN', seen.index(True) if True in seen else None, len(seen))")
-    acks = []
-    wait_for_stream(kc, "STARTED", acks)  # the cell is busy now
-    time.sleep(0.2)  # a few steps in
-    clicked = time.time()
-    click(kc, comm_id, {"type": "mode", "id": 11, "mode": "eval"}, subshell_id)
-    seen = wait_for_stream(kc, "SEEN", acks)
-    ended = time.time()
+    seen, acks, clicked, ended = click_during_loop(
+        kc, "model.train(); seen = []; print('STARTED', flush=True)\n"
+            "for step in panel.track(range(60)):\n"
+            "    time.sleep(0.05)\n"
+            "    seen.append(model.layers[1].deterministic)\n"
+            "print('SEEN', seen.index(True) if True in seen else None, len(seen))",
+        comm_id, {"type": "mode", "id": 11, "mode": "eval"}, subshell_id)
     states = [(a["id"], a["state"]) for _, a in acks]
     assert states == [(11, "queued"), (11, "done")]
     assert acks[0][0] - clicked < 2.0 and acks[1][0] < ended  # acknowledged while the cell still ran
@@ -113,19 +121,15 @@ def test_a_click_during_an_untracked_cell_applies_when_it_ends(kernel):
 def test_a_capture_toggle_during_a_loop_applies_at_the_next_call(kernel, frontend):
     kc, _, _, comm_id = kernel
     subshell_id = frontend_subshell(kc) if frontend == "subshell" else None
-    kc.execute("cap.methods = False; seen = []; print('STARTED', flush=True)\n"
-               "for step in range(60):\n"
-               "    time.sleep(0.05)\n"
-               "    cap(jnp.ones((1, 2)))\n"
-               "    seen.append(any('__call__' in str(p) for p, _ in nnx.to_flat_state(cap.captured)))\n"
-               "print('SEEN', seen.index(True) if True in seen else None, len(seen), all(seen[seen.index(True):]))")
-    acks, updates = [], []
-    wait_for_stream(kc, "STARTED", acks)  # the cell is busy now
-    time.sleep(0.3)  # a few calls in
-    clicked = time.time()
-    click(kc, comm_id, {"type": "methods", "on": True, "id": 21}, subshell_id)
-    seen = wait_for_stream(kc, "SEEN", acks, updates=updates)
-    ended = time.time()
+    updates = []
+    seen, acks, clicked, ended = click_during_loop(
+        kc, "cap.methods = False; seen = []; print('STARTED', flush=True)\n"
+            "for step in range(60):\n"
+            "    time.sleep(0.05)\n"
+            "    cap(jnp.ones((1, 2)))\n"
+            "    seen.append(any('__call__' in str(p) for p, _ in nnx.to_flat_state(cap.captured)))\n"
+            "print('SEEN', seen.index(True) if True in seen else None, len(seen), all(seen[seen.index(True):]))",
+        comm_id, {"type": "methods", "on": True, "id": 21}, subshell_id, updates)
     assert [(a["id"], a["state"]) for _, a in acks] == [(21, "queued")]
     assert acks[0][0] - clicked < 2.0
     answered = [t for t, state in updates if state.get("controls", {}).get("answered") == 21]
