@@ -7,7 +7,8 @@
   bytes fetched to the host by the report vs bytes the captured arrays hold
   a loop of captured calls through the capture panel (``panel.track``: every call captured,
   descriptions throttled) vs the same loop through flax's own ``nnx.capture``, which only
-  collects; and the panel without ``track`` (every call described: a device sync per step)
+  collects; and the panel without ``track`` outside a notebook (every call described: a device
+  sync per step; in a notebook cell, repeated calls are throttled as in ``track``)
 
 Run: python benchmarks/bench_capture.py
 """

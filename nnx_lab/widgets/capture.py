@@ -45,11 +45,12 @@ class CapturePanel(anywidget.AnyWidget):
     gradients. ``panel.types``, ``panel.methods`` and ``panel.modules`` read and set the
     toggles from Python, the same as clicking them.
 
-    Each call is described (statistics and histograms on the device, one small fetch) and shown
-    at once. In a loop, ``for batch in panel.track(batches): panel(batch)`` keeps every call's
-    values in ``panel.captured`` but describes them at most ``max_rate`` times a second and within
+    A call is described (statistics and histograms on the device, one small fetch) and shown at
+    once. In a loop, ``for batch in panel.track(batches): panel(batch)`` keeps every call's values
+    in ``panel.captured`` but describes them at most ``max_rate`` times a second and within
     ``budget`` of the loop's time (the description waits for the device); the last call is shown
-    when the loop ends.
+    when the loop ends. In a notebook, calls after the first in one cell are held back the same
+    way, and the last one is shown after the cell.
     """
 
     _esm = STATIC / "capture.js"
@@ -81,6 +82,7 @@ class CapturePanel(anywidget.AnyWidget):
         self._interval = 1.0 / self._max_rate  # between two descriptions inside track()
         self._last_shown = float("-inf")
         self._looping = 0  # track() loops running
+        self._cell: Any = None  # the notebook cell of the last call
         self._calls = 0
         self._rev = 0
         super().__init__(**kwargs)
@@ -309,8 +311,10 @@ class CapturePanel(anywidget.AnyWidget):
                 self._toggles.offer(t)
         self._last_toggles = self._toggles.state()
         self._unshown = (describe, modules, elapsed, loss)
-        if self._looping and time.monotonic() - self._last_shown < self._interval:
-            return  # described at a later call of this loop, or when it ends
+        cell, self._cell = self._cell, _current_cell()
+        in_a_loop = self._looping or (cell is not None and cell == self._cell)  # a second call in one cell
+        if in_a_loop and time.monotonic() - self._last_shown < self._interval:
+            return  # described at a later call, when the loop ends, or after the cell
         self.flush()
 
     def _show(self, report: core.CaptureReport, modules: Modules, *, elapsed: float,
@@ -371,6 +375,16 @@ def capture_panel(model: Any, *, types: Any = core.DEFAULT_TYPES, methods: bool 
 
             show(panel)
     return panel
+
+
+def _current_cell() -> Any:
+    """The running notebook cell's execution count; None outside IPython."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    ip = get_ipython()
+    return None if ip is None else getattr(ip, "execution_count", None)
 
 
 def _scalar(x: Any) -> float | None:

@@ -509,3 +509,26 @@ def test_max_rate_and_budget_must_be_positive(model):
     for bad in ({"max_rate": 0}, {"budget": -1}, {"max_rate": "fast"}):
         with pytest.raises(ValueError, match="positive"):
             capture_panel(model, display=False, **bad)
+
+
+def test_in_a_notebook_a_second_call_in_one_cell_waits_for_the_throttle_or_the_cell_end(model, monkeypatch):
+    import nnx_lab.widgets.capture as widget
+
+    clock = FakeClock()
+    cell = [7]
+    monkeypatch.setattr(widget, "time", clock)
+    monkeypatch.setattr(widget, "_current_cell", lambda: cell[0])
+    panel = capture_panel(model, display=False)
+    shown = []
+    panel.observe(lambda change: shown.append(change["new"]), names="report")
+    for step in range(10):  # a loop in one cell, without track(): 0.1 s a step
+        clock.t += 0.1
+        panel(X + step)
+    assert len(shown) == 2  # the first call, and one 0.5 s later
+    panel._after_cell()  # what the post_run_cell hook does: the last call is shown
+    assert len(shown) == 3 and panel.status["calls"] == 10
+    mean = panel.report["snapshot"]["stats"]["mean"][row_paths(panel.report["snapshot"]).index("b0.act[0]")]
+    assert mean == pytest.approx(float(model.b0.linear(X + 9).mean()), rel=1e-3)
+    cell[0] = 8
+    panel(X)  # the first call of the next cell is shown at once
+    assert len(shown) == 4
