@@ -1,4 +1,5 @@
-"""Widgets on screen (viewers, panels), and the one IPython ``post_run_cell`` hook that refreshes them.
+"""Widgets on screen (viewers, panels), and the IPython hooks: ``post_run_cell`` refreshes them,
+``pre_run_cell`` numbers the cells (:func:`current_cell`).
 
 Cheap to import (no jax, no widgets): the extension registers the hook at load time.
 """
@@ -9,6 +10,18 @@ import weakref
 from typing import Any
 
 _widgets: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_cell = {"n": 0, "running": False}
+
+
+def current_cell() -> int | None:
+    """A number for the notebook cell running now, new for every cell; None when no cell runs
+    (a script, a test, or IPython before the first widget registered the hooks)."""
+    return _cell["n"] if _cell["running"] else None
+
+
+def _pre_run_cell(info: Any = None) -> None:
+    _cell["n"] += 1
+    _cell["running"] = True
 
 
 def track_widget(widget: Any) -> None:
@@ -37,6 +50,7 @@ def _post_run_cell(result: Any = None) -> None:
     """After every cell: apply clicks queued while it ran, then refresh each widget (never raises)."""
     from . import inbox
 
+    _cell["running"] = False
     inbox.drain()
     for viewer in list(_widgets):
         try:
@@ -45,16 +59,21 @@ def _post_run_cell(result: Any = None) -> None:
             pass
 
 
-def _is_ours(fn: Any) -> bool:
-    return getattr(fn, "__module__", None) == __name__ and getattr(fn, "__name__", None) == "_post_run_cell"
+_HOOKS = {"pre_run_cell": _pre_run_cell, "post_run_cell": _post_run_cell}
+
+
+def _is_ours(fn: Any, event: str) -> bool:
+    return getattr(fn, "__module__", None) == __name__ and getattr(fn, "__name__", None) == f"_{event}"
 
 
 def register_hooks(ipython: Any) -> None:
-    """Register the hook once, whoever asks (``%load_ext`` or a first ``watch()``)."""
-    if not any(_is_ours(fn) for fn in ipython.events.callbacks["post_run_cell"]):
-        ipython.events.register("post_run_cell", _post_run_cell)
+    """Register the hooks once, whoever asks (``%load_ext`` or a first widget)."""
+    for event, hook in _HOOKS.items():
+        if not any(_is_ours(fn, event) for fn in ipython.events.callbacks[event]):
+            ipython.events.register(event, hook)
 
 
 def unregister_hooks(ipython: Any) -> None:
-    for fn in [fn for fn in ipython.events.callbacks["post_run_cell"] if _is_ours(fn)]:
-        ipython.events.unregister("post_run_cell", fn)
+    for event in _HOOKS:
+        for fn in [fn for fn in ipython.events.callbacks[event] if _is_ours(fn, event)]:
+            ipython.events.unregister(event, fn)

@@ -311,7 +311,7 @@ class CapturePanel(anywidget.AnyWidget):
                 self._toggles.offer(t)
         self._last_toggles = self._toggles.state()
         self._unshown = (describe, modules, elapsed, loss)
-        cell, self._cell = self._cell, _current_cell()
+        cell, self._cell = self._cell, live.current_cell()
         in_a_loop = self._looping or (cell is not None and cell == self._cell)  # a second call in one cell
         if in_a_loop and time.monotonic() - self._last_shown < self._interval:
             return  # described at a later call, when the loop ends, or after the cell
@@ -375,16 +375,6 @@ def capture_panel(model: Any, *, types: Any = core.DEFAULT_TYPES, methods: bool 
 
             show(panel)
     return panel
-
-
-def _current_cell() -> Any:
-    """The running notebook cell's execution count; None outside IPython."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return None
-    ip = get_ipython()
-    return None if ip is None else getattr(ip, "execution_count", None)
 
 
 def _scalar(x: Any) -> float | None:

@@ -213,17 +213,27 @@ def test_background_thread_refreshes_while_main_thread_works():
 
 
 def hooks(shell):
-    return [fn for fn in shell.events.callbacks["post_run_cell"] if live._is_ours(fn)]
+    return [fn for event in ("pre_run_cell", "post_run_cell")
+            for fn in shell.events.callbacks[event] if live._is_ours(fn, event)]
 
 
-def test_one_post_run_cell_hook_through_reload_and_none_after_unload(ip):
-    assert len(hooks(ip)) == 1
+def test_one_hook_per_event_through_reload_and_none_after_unload(ip):
+    assert len(hooks(ip)) == 2
     ip.run_line_magic("reload_ext", "nnx_lab")
     ip.run_line_magic("reload_ext", "nnx_lab")
-    assert len(hooks(ip)) == 1
+    assert len(hooks(ip)) == 2
     ip.run_line_magic("unload_ext", "nnx_lab")
     assert hooks(ip) == []
     ip.run_line_magic("load_ext", "nnx_lab")
+
+
+def test_cells_are_numbered_while_they_run(ip):
+    assert live.current_cell() is None  # no cell runs: a test calling code directly
+    ip.run_cell("from nnx_lab import live as _live; _first = _live.current_cell()")
+    ip.run_cell("_second = _live.current_cell()")
+    first, second = ip.user_ns["_first"], ip.user_ns["_second"]
+    assert isinstance(first, int) and second == first + 1
+    assert live.current_cell() is None
 
 
 def test_cells_refresh_viewers_and_nnx_watch_binds(ip):
