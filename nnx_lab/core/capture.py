@@ -45,7 +45,8 @@ from flax.nnx import graph as nnx_graph
 
 from .capture_arming import (_ACTIVE, _ACTIVE_LOCK, _ATTR, _MARKERS, _MISSING, _LinenIntermediates,
                              _MethodOutputs, _Seen, _armed_entries, _concat, _patch, _public_methods, _select,
-                             _selector, _tonnx_class, _unpatch, module_paths_text, patched_classes)
+                             _selector, _tonnx_class, _unpatch, module_paths_text, patched_classes,
+                             sown_by_classes)
 from .capture_report import CaptureReport, capture_report, flatten_captured
 from .capture_types import DEFAULT_TYPES, a_kind, resolve_types, type_names
 from .histogram import DEFAULT_BINS
@@ -93,8 +94,11 @@ class Capture:
                  only: Any = ..., init: nnx.State | None = None):
         _check_model(model)
         self.model = model
-        self.types = resolve_types(types)
+        self.sown_types = resolve_types(types)  # what sow/perturb values are kept for
         self.method_type = _method_type(methods)
+        # Every type in the result: method outputs come back as method_type, but they are sown
+        # into a marker of their own, so choosing methods does not also keep that type's sows.
+        self.types = self.sown_types
         if self.method_type is not None and self.method_type not in self.types:
             self.types = (*self.types, self.method_type)
         self.only = only
@@ -118,12 +122,15 @@ class Capture:
         if self._state != "new":
             raise RuntimeError("a Capture can be entered only once; make a new one")
         self._state = "armed"
-        with _sigint_deferred():
-            try:
+        try:
+            # A Ctrl-C held back during arming is raised when the deferral ends, after _arm
+            # returned: it must disarm too, since __exit__ never runs when __enter__ raises.
+            with _sigint_deferred():
                 self._arm()
-            except BaseException:
+        except BaseException:
+            with _sigint_deferred():
                 self._disarm()
-                raise
+            raise
         return self
 
     def _arm(self) -> None:
@@ -138,7 +145,7 @@ class Capture:
         for (path, module), sel in zip(modules, selected):
             if not _armable(module):
                 continue
-            values: dict[type, dict] = {t: {} for t in self.types} if sel else {}
+            values: dict[type, dict] = {t: {} for t in self.sown_types} if sel else {}
             for init in init_by_module.get(tuple(path), ()):
                 values.setdefault(init.type, {})[init.key] = init.value
             entries: list[nnx.Variable] = [_Seen({}), *(t(v) for t, v in values.items())]
@@ -148,7 +155,7 @@ class Capture:
             if tonnx is not None and isinstance(module, tonnx):
                 # Patched even when not selected: ToNNX must not see the __captures__ attribute.
                 to_patch.append((tonnx, "__call__"))
-                if sel and nnx.Intermediate in self.types:
+                if sel and nnx.Intermediate in self.sown_types:
                     entries.append(_LinenIntermediates({}))
             stash = vars(module).get(_ATTR, _MISSING)
             self._armed.append((tuple(path), module, sel, stash))
@@ -188,6 +195,8 @@ class Capture:
                         _ACTIVE.remove(self)
             self.captured = nnx.from_flat_state(flat) if flat else nnx.State({})
             seen = list(self._seen)
+            # Types sown in a cached jit trace were seen when it was traced, by class.
+            seen += [t for t in sown_by_classes(m for _, m, _, _ in self._armed) if t not in seen]
             for _, var in flat:
                 if type(var) not in seen:
                     seen.append(type(var))
@@ -196,10 +205,14 @@ class Capture:
     def _collect(self, path: Path, entries: tuple) -> list[tuple[Path, nnx.Variable]]:
         out = []
         for var in entries:
-            if type(var) in _MARKERS or type(var) not in self.types:
+            if type(var) is _MethodOutputs:
+                kind = var.get_metadata()["output_type"]
+            elif type(var) in _MARKERS or type(var) not in self.sown_types:
                 continue
+            else:
+                kind = type(var)
             for key, value in dict(var.get_value()).items():
-                out.append(((*path, key), type(var)(value)))
+                out.append(((*path, key), kind(value)))
         return out
 
     # -- feeding values in from outside (gradient runs on a copy of the model)
@@ -219,8 +232,10 @@ class Capture:
             module = modules.get(tuple(path[:-1]))
             if module is None or type(var) not in self.types:
                 continue
+            # Into the entry that would have taken it here: its type's own, else method outputs'.
+            sink = type(var) if type(var) in self.sown_types else _MethodOutputs
             for entry in _armed_entries(module):
-                if type(entry) is type(var):
+                if type(entry) is sink:
                     key = path[-1]
                     entry[key] = _concat(entry[key], var.get_value()) if key in entry else var.get_value()
                     if type(var) not in self._seen:

@@ -7,6 +7,7 @@ import functools
 import inspect
 import sys
 import threading
+import weakref
 from typing import Any, Callable
 
 from flax import nnx
@@ -22,12 +23,14 @@ _MISSING = object()
 # The first Variable of every armed module's __captures__ is a _Seen. Module.sow / perturb compare
 # `type(var) == variable_type` for each entry; _Seen's metaclass answers that comparison exactly
 # as `is` would, and notes `variable_type` when the caller is sow or perturb. So every type sown
-# on an armed module is seen, chosen or not, eagerly and while jax traces (a cached jit trace runs
-# no Python: it sees nothing new, but it can only be a trace an earlier capture already saw).
+# on an armed module is seen, chosen or not, eagerly and while jax traces. A cached jit trace runs
+# no Python and sees nothing, but it is a trace an earlier capture saw: the types each module class
+# was seen sowing are remembered (_SOWN_BY_CLASS) and a capture reports those of its modules too.
 
 _SOW_CODES = frozenset({nnx.Module.sow.__code__, nnx.Module.perturb.__code__})
 _ACTIVE: list[Any] = []  # the Captures armed now, innermost last
 _ACTIVE_LOCK = threading.RLock()
+_SOWN_BY_CLASS: "weakref.WeakKeyDictionary[type, list[type]]" = weakref.WeakKeyDictionary()
 
 
 class _SeenMeta(type(nnx.Variable)):
@@ -48,7 +51,9 @@ class _Seen(nnx.Variable, metaclass=_SeenMeta):
 
 
 class _MethodOutputs(nnx.Variable):
-    """Marker: this module records method outputs (metadata ``output_type``); holds nothing."""
+    """Where this module's method outputs are sown (by name), to be reported as the Variable type
+    in metadata ``output_type``: a type of their own, so the module's own sows of that type are
+    kept only when that type is chosen."""
 
 
 class _LinenIntermediates(nnx.Variable):
@@ -59,13 +64,28 @@ _MARKERS = (_Seen, _MethodOutputs, _LinenIntermediates)
 
 
 def _note_seen(var_type: type, module: Any) -> None:
+    if var_type in _MARKERS:
+        return
     with _ACTIVE_LOCK:
         active = list(_ACTIVE)
+        if isinstance(module, nnx.Module):
+            known = _SOWN_BY_CLASS.setdefault(type(module), [])
+            if var_type not in known:
+                known.append(var_type)
     owners = [c for c in active if id(module) in c._armed_ids]
     # Inside jit/grad the module is a copy no capture armed itself: tell every active capture.
     for cap in owners or active:
         if var_type not in cap._seen:
             cap._seen.append(var_type)
+
+
+def sown_by_classes(modules: Any) -> list[type]:
+    """The Variable types any capture has seen instances of these modules' classes sow."""
+    out: list[type] = []
+    with _ACTIVE_LOCK:
+        for cls in dict.fromkeys(type(m) for m in modules):
+            out += [t for t in _SOWN_BY_CLASS.get(cls, ()) if t not in out]
+    return out
 
 
 # --------------------------------------------------------------------------- patching classes
@@ -103,8 +123,7 @@ def _make_wrapper(cls: type, name: str, original: Callable) -> Callable:
     @functools.wraps(original)
     def wrapper(self, *args, **kwargs):
         entries = _armed_entries(self)
-        output_type = next((v.get_metadata().get("output_type") for v in entries
-                            if type(v) is _MethodOutputs), None)
+        records = any(type(v) is _MethodOutputs for v in entries)
         active = getattr(_CALLS, "active", None)
         if active is None:
             active = _CALLS.active = set()
@@ -121,8 +140,8 @@ def _make_wrapper(cls: type, name: str, original: Callable) -> Callable:
         finally:
             if outermost:
                 active.discard(key)
-        if outermost and output_type is not None and result is not None:
-            self.sow(output_type, name, result)
+        if outermost and records and result is not None:
+            self.sow(_MethodOutputs, name, result)
         return result
 
     wrapper._nnx_lab_capture = True

@@ -189,7 +189,7 @@ def _html_rows(snap: Snapshot, hists: Sequence, max_rows: int) -> str:
         cells = _cells(row, hist)
         title = f' title="{esc(f"{hist[0]:.4g} … {hist[1]:.4g}")}"' if hist else ""
         parts.append("<tr>" + "".join(f"<td{a}>{esc(c)}</td>" for a, c in zip(align[:-1], cells[:-1]))
-                     + f'<td{_LEFT}{title} style="font-family:monospace">{esc(cells[-1])}</td></tr>')
+                     + f'<td style="text-align:left;font-family:monospace"{title}>{esc(cells[-1])}</td></tr>')
     parts.append("</table></div>")
     if len(snap.rows) > max_rows:
         parts.append(f"<div>… {len(snap.rows) - max_rows} more rows</div>")
@@ -237,6 +237,12 @@ def _messages(table: Table, grads: Table | None, types: tuple[type, ...], seen: 
                             "during the capture (record method outputs instead?)")
     elif others:
         messages.append(f"also sown but not chosen: {', '.join(type_names(others))}")
+    traced = [r for r in table.snapshot.rows if r.status == "tracer"]
+    if traced:
+        where = traced[0].path_text + (", …" if len(traced) > 1 else "")
+        messages.append(f"{_count(len(traced), 'value')} ({where}) sown under a jax transformation of a function "
+                        "that closes over the model: tracers, not values. Pass the model to an nnx.jit "
+                        "function instead (or call it outside the transformation)")
     if grads is not None and not grads.snapshot.rows:
         messages.append("no gradients: no module called perturb()")
     return messages

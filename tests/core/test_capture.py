@@ -208,6 +208,18 @@ def test_methods_with_a_custom_type():
     assert type(captured["__call__"]) is MyInterm
 
 
+def test_method_outputs_do_not_bring_in_unchosen_sows(net):
+    """Method outputs are reported as Intermediate, but a module's own sow(Intermediate, ...) is
+    kept only when Intermediate is chosen."""
+    with Capture(net, types=MyInterm, methods=True) as cap:
+        net(X)
+    assert "blocks[0].h" not in paths(cap.captured)
+    assert {"blocks[0].double", "blocks[0].act", "head.__call__"} <= set(paths(cap.captured))
+    assert type(cap.captured["head"]["__call__"]) is nnx.Intermediate
+    assert type(cap.captured["blocks"][0]["double"]) is MyInterm
+    assert cap.report().messages == ("also sown but not chosen: Perturbation",)
+
+
 @pytest.mark.parametrize("only, expected_paths, matched", [
     ("blocks[1]", ["blocks[1].__call__", "blocks[1].act", "blocks[1].drop.__call__", "blocks[1].h",
                    "blocks[1].linear.__call__"], 3),
@@ -284,6 +296,33 @@ def test_failing_body_leaves_model_and_classes_as_before(net, error):
     assert_unchanged(net, before)
 
 
+def test_ctrl_c_while_arming_disarms(net, monkeypatch):
+    """A Ctrl-C arriving while modules are being armed is held until arming ends, then raised:
+    __exit__ never runs then, so __enter__ itself must disarm."""
+    import signal
+
+    from nnx_lab.core import capture as capture_module
+
+    dicts = class_dicts()
+    before = frozen(net)
+    armable = capture_module._armable
+    fired = []
+
+    def interrupting(module):
+        if not fired:
+            fired.append(True)
+            os.kill(os.getpid(), signal.SIGINT)  # delivered now: the deferral's handler holds it
+        return armable(module)
+
+    monkeypatch.setattr(capture_module, "_armable", interrupting)
+    with pytest.raises(KeyboardInterrupt):
+        with Capture(net, methods=True):
+            pytest.fail("the body must not run")
+    assert fired
+    assert_disarmed(net, dicts)
+    assert_unchanged(net, before)
+
+
 def test_model_state_and_graph_equal_after_capture():
     model = Net(nnx.Rngs(0))
     model.eval()  # no Dropout RNG draws: the whole state must be bit-for-bit the same
@@ -328,6 +367,32 @@ def test_jitted_function_is_captured_and_method_settings_are_not_mixed_up():
     assert isinstance(plain.captured["blocks"][0]["h"].get_value()[0], jax.Array)
     assert_unchanged(model, before)
     assert_disarmed(model, class_dicts())
+
+
+def test_types_sown_in_a_cached_jit_trace_are_still_named():
+    model = Net(nnx.Rngs(3))
+
+    @nnx.jit
+    def forward(model, x):
+        return model(x)
+
+    messages = []
+    for _ in range(2):  # the second call runs jit's cached trace: no Python, no sow() runs
+        with Capture(model, types=nnx.BatchStat) as cap:
+            forward(model, X)
+        messages.append(cap.report().messages)
+    assert messages[0] == messages[1]
+    assert "sown instead: Intermediate, MyInterm, Perturbation" in messages[1][0]
+
+
+def test_values_traced_by_jax_jit_of_a_closure_are_named_not_hidden():
+    model = Net(nnx.Rngs(4))
+    model.eval()  # no Dropout RNG draws, which jax.jit of a closure could not write back
+    with Capture(model) as cap:
+        jax.jit(lambda x: model(x))(X)  # the model is closed over: what it sows are tracers
+    messages = cap.report().messages
+    assert any(m.startswith("2 values (blocks[0].h[0], …) sown under a jax transformation") and "nnx.jit" in m
+               for m in messages), messages
 
 
 def test_two_models_do_not_interfere():
