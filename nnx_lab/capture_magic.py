@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import keyword
 import re
+import time
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -116,8 +117,10 @@ def run_capture(shell: Any, args: Any, body: str) -> None:
     try:
         if spy is not None:
             shell.user_ns[args.grads] = spy
+        start = time.perf_counter()
         with capture:
             _run_body(shell, body)
+        elapsed = time.perf_counter() - start
     except BaseException as e:
         if hasattr(e, "add_note"):
             e.add_note("(%%nnx_capture: nothing was bound; the model and its classes are as before)")
@@ -134,7 +137,9 @@ def run_capture(shell: Any, args: Any, body: str) -> None:
         report = dataclasses.replace(report, messages=(*report.messages, *spy.messages(args.target.strip())))
         shell.user_ns[f"{name}_grads"] = grads
     shell.user_ns[name] = capture.captured
-    show(report)
+    from .core.capture_toggles import module_tree
+
+    show(report, target=args.target.strip(), classes=dict(module_tree(model)), elapsed=elapsed)
 
 
 def _types(text: str | None, namespace: dict) -> Any:
@@ -155,8 +160,12 @@ def _run_body(shell: Any, body: str) -> None:
     exec(shell.compile(source, filename, "exec"), shell.user_global_ns, shell.user_ns)
 
 
-def show(report: Any) -> None:
-    """Display a CaptureReport (text and escaped HTML)."""
+def show(report: Any, **view: Any) -> None:
+    """Display a CaptureReport as the capture panel's table, without toggles (``view``: the
+    :class:`~nnx_lab.widgets.capture_report.CaptureReportView` arguments); frontends without
+    widgets show its text and escaped HTML."""
     from IPython.display import display
 
-    display(report._repr_mimebundle_(), raw=True)
+    from .widgets.capture_report import CaptureReportView
+
+    display(CaptureReportView(report, **view))

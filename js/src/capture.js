@@ -4,7 +4,8 @@
 // then the panel says the toggle is waiting, or queued when the kernel acks it during a busy
 // cell); `report` is what the last call captured:
 // one row per value with statistics and a histogram, and gradient statistics after
-// panel.grads(...). Uses only anywidget's model API (get, on, off, send); every user string
+// panel.grads(...). The "report" variant (what %%nnx_capture shows) is the same table without
+// toggles. Uses only anywidget's model API (get, on, off, send); every user string
 // (paths, class names, sow keys, messages) is put into the page as text.
 
 import { h, s, setText } from "./components/dom.js";
@@ -32,6 +33,7 @@ function tableText(tables, name, idx) {
 function render({ model, el }) {
   const doc = el.ownerDocument || document;
   const cleanups = [];
+  const toggles = model.get("variant") !== "report"; // the panel; a magic's report has none
 
   let prep = prepareReport(null);
   let cols = [];
@@ -62,7 +64,8 @@ function render({ model, el }) {
   const thead = h(doc, "thead", null, headRow);
   const { scroller, table, tbody, empty, spacers } = createWindowedTable(doc, {
     tableClass: "nnx-capture-table", colgroup, thead });
-  root.append(style, head, controls, pending, messages, scroller, status);
+  if (toggles) root.append(style, head, controls, pending, messages, scroller, status);
+  else root.append(style, head, messages, scroller, status);
   el.replaceChildren(root);
 
   // --- controls ------------------------------------------------------------------------------
@@ -143,9 +146,9 @@ function render({ model, el }) {
   function fillHead() {
     const st = model.get("status") || {};
     const sep = () => h(doc, "span", { class: "sep" }, "\u00B7");
-    const parts = [h(doc, "span", { class: "root" }, `capture \u00B7 ${st.target || "model"}`)];
+    const parts = [h(doc, "span", { class: "root" }, `${toggles ? "capture" : "%%nnx_capture"} \u00B7 ${st.target || "model"}`)];
     const calls = st.calls || 0;
-    parts.push(sep(), h(doc, "span", { class: "dim nnx-capture-calls" }, `${fmtCount(calls)} call${calls === 1 ? "" : "s"}`));
+    if (toggles) parts.push(sep(), h(doc, "span", { class: "dim nnx-capture-calls" }, `${fmtCount(calls)} call${calls === 1 ? "" : "s"}`));
     if (prep.called) {
       let n = prep.tree.R;
       for (const x of prep.gradOnly) n -= x;
@@ -156,7 +159,10 @@ function render({ model, el }) {
       }
     }
     if (typeof st.loss === "number") parts.push(sep(), h(doc, "span", { class: "loss", title: "loss of the last panel.grads call" }, `loss ${fmtNum(st.loss)}`));
-    if (typeof st.elapsed_ms === "number") parts.push(sep(), h(doc, "span", { class: "dim", title: "how long the last call took" }, fmtMs(st.elapsed_ms)));
+    if (typeof st.elapsed_ms === "number") {
+      const what = toggles ? "how long the last call took" : "how long the cell body took";
+      parts.push(sep(), h(doc, "span", { class: "dim", title: what }, fmtMs(st.elapsed_ms)));
+    }
     head.replaceChildren(...parts);
     const level = st.level || "";
     status.setAttribute("data-level", level);
@@ -301,7 +307,7 @@ function render({ model, el }) {
     items = visibleItems(t, expanded, inline);
     rendered = new Map();
     let msg = "";
-    if (!prep.called) msg = "no call yet: call panel(...) with the model's arguments to run it and capture";
+    if (!prep.called && toggles) msg = "no call yet: call panel(...) with the model's arguments to run it and capture";
     else if (items.length === 0) msg = "nothing captured";
     empty.hidden = !msg;
     setText(empty, msg);

@@ -383,6 +383,21 @@ test("gradients sit next to forward values; a gradient without a forward value g
   cleanup();
 });
 
+test("the report variant (%%nnx_capture) draws the same table with gradients beside values, and no toggles", () => {
+  const { q, paths, row, cleanup } = mount(withGrads(), {
+    variant: "report", controls: {}, status: { target: "model", elapsed_ms: 12, message: "", level: "" },
+  });
+  assert.deepEqual(paths(), [`['${EVIL}']`, "b0.act", "b0.pert", "head.p2"]);
+  assert.equal(row("b0.pert").querySelector("td.c-gmean").textContent, "0.125");
+  assert.equal(q("tr.nnx-capture-module").length > 0, true);
+  assert.equal(q("svg.nnx-capture-hist").length > 0, true);
+  assert.equal(q("input").length, 0);
+  assert.equal(q(".nnx-capture-controls").length + q(".nnx-capture-pending").length, 0);
+  const head = q(".nnx-capture-head")[0].textContent;
+  assert.ok(head.startsWith("%%nnx_capture \u00B7 model") && !head.includes("call"), head);
+  cleanup();
+});
+
 test("before any call and with nothing captured: a note instead of rows; messages and errors shown", () => {
   let m = mount({}, { status: { target: "Net", calls: 0, message: "", level: "" } });
   let empty = m.q(".nnx-empty")[0];

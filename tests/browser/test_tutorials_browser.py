@@ -48,11 +48,19 @@ def test_capturing_tutorial(page, page_events, jupyter_server, open_notebook, ru
     open_notebook(page, jupyter_server, NOTEBOOKS / "04_capturing_intermediates.ipynb", ui=ui)
     assert_app(page, ui)
     run_all_cells(page)
-    # the panel widget (the magic's static reports above it share the root class)
+    # %%nnx_capture's reports: the panel's table without toggles; the --grads one has gradient columns
+    reports = page.locator(".jp-OutputArea-output .nnx-lab-capture").filter(
+        has=page.locator(".nnx-capture-head", has_text="%%nnx_capture"))
+    with_grads = reports.filter(has=page.locator("th.grad")).first
+    with_grads.locator("tr.nnx-capture-row td.c-gnorm").first.wait_for(state="visible", timeout=30_000)
+    assert with_grads.locator("tr.nnx-capture-module").count() > 0  # a tree: module rows above the values
+    assert with_grads.locator(".nnx-capture-hist").count() > 0
+    assert reports.locator("input").count() == 0
+    screenshot(page, f"tutorial-04-magic-report-{ui}", scroll_to=with_grads)
+    # the panel widget
     panel = page.locator(".jp-OutputArea-output .nnx-lab-capture").filter(
-        has=page.locator("tr.nnx-capture-row")).first
+        has=page.locator("input.nnx-capture-methods")).filter(has=page.locator("tr.nnx-capture-row")).first
     panel.locator("tr.nnx-capture-row").first.wait_for(state="visible", timeout=30_000)
-    assert panel.locator("input.nnx-capture-methods").count() == 1
     assert panel.locator(".nnx-capture-hist").count() > 0
     screenshot(page, f"tutorial-04-capture-panel-{ui}", scroll_to=panel)
     # the training loop's panel (panel.track): its last step reached the page when the loop ended

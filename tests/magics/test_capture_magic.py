@@ -53,7 +53,7 @@ def ip(ip):
 @pytest.fixture
 def shown(monkeypatch):
     reports = []
-    monkeypatch.setattr(capture_magic, "show", reports.append)
+    monkeypatch.setattr(capture_magic, "show", lambda report, **view: reports.append(report))
     return reports
 
 
@@ -128,6 +128,32 @@ def test_grads_flag(ip, shown):
     assert report.messages == ("also sown but not chosen: MyInterm",)  # the perturbations are the gradients
     assert "gradients at 2 perturbations" in report.to_text()
     assert_unchanged(model, before)
+
+
+def test_the_report_is_shown_as_the_capture_table_widget_holding_no_arrays(ip, monkeypatch):
+    """%%nnx_capture shows the capture panel's table (modules as a tree, gradients beside their
+    values) without toggles; the widget keeps JSON and text, never the captured arrays."""
+    import IPython.display
+
+    from nnx_lab.widgets.capture_report import CaptureReportView
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append(obj))
+    ip.run_cell("def loss_fn(model, x):\n    return model(x).sum()")
+    cell(ip, "model --grads loss_fn", "loss = loss_fn(model, x)")
+    [view] = shown
+    assert isinstance(view, CaptureReportView) and view.variant == "report"
+    assert view.status["target"] == "model" and view.status["elapsed_ms"] > 0
+    nodes = view.report["snapshot"]["nodes"]
+    assert nodes["key"][:2] == ["blocks", 0] and nodes["type"][1] == "Block"  # module rows, labelled by class
+    assert view.report["grads"]["snapshot"]["rows"]["key"] == ["h", "h"]
+    bundle = view._repr_mimebundle_()
+    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert data["text/plain"].startswith("captured 2 arrays (Intermediate)")
+    assert "&lt;" not in data["text/plain"] and data["text/html"].startswith('<div class="nnx-lab-capture">')
+    assert not [v for v in vars(view).values() if isinstance(v, (jax.Array, nnx.State))]
+    view.close()
 
 
 def test_grads_flag_explains_missing_gradients(ip, shown):

@@ -1,0 +1,49 @@
+"""What ``%%nnx_capture`` shows: a capture report drawn by the capture panel's front end (a tree
+of modules and values, statistics, an on-device histogram per value, gradient columns beside the
+values they belong to), without the panel's toggles.
+
+The widget keeps only the report's JSON payload and its static text and HTML (for a notebook
+saved or opened without a kernel): no array, so it holds no device memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anywidget
+import traitlets
+
+from ..core.capture_report import CaptureReport
+from ..core.tree import Path
+from .capture import STATIC
+
+
+class CaptureReportView(anywidget.AnyWidget):
+    """A :class:`~nnx_lab.core.capture_report.CaptureReport` as a read-only capture table.
+
+    ``target`` names the model in the head line, ``classes`` (module path -> class name) labels
+    the module rows, ``elapsed`` is how long the captured code ran, in seconds.
+    """
+
+    _esm = STATIC / "capture.js"
+    variant = traitlets.Unicode("report").tag(sync=True)
+    controls = traitlets.Dict().tag(sync=True)
+    status = traitlets.Dict().tag(sync=True)
+    report = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, report: CaptureReport, *, target: str = "model", classes: dict[Path, str] | None = None,
+                 elapsed: float | None = None, **kwargs: Any):
+        status: dict[str, Any] = {"target": target, "message": "", "level": ""}
+        if elapsed is not None:
+            status["elapsed_ms"] = round(elapsed * 1000, 1)
+        super().__init__(report=report.to_dict(classes=classes), status=status, **kwargs)
+        self._text, self._html = report.to_text(), report.to_html()
+
+    def _repr_mimebundle_(self, **kwargs: Any):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        data["text/plain"], data["text/html"] = self._text, self._html
+        return bundle
+
+    def __repr__(self) -> str:
+        return self._text
