@@ -201,18 +201,23 @@ def _is_tonnx_class(cls: type) -> bool:
 
 def _call_tonnx(module: Any, original: Callable, args: tuple, kwargs: dict, capture_linen: bool) -> Any:
     """Call an armed ToNNX module: without its ``__captures__`` (ToNNX hands every attribute to
-    Linen as a collection and would reject it), and, when ``capture_linen``, with
-    ``mutable=['intermediates']``, sowing what Linen sowed.
+    Linen as a collection and would reject it), and, when ``capture_linen`` (no ``mutable`` given),
+    with ``mutable=['intermediates']``, sowing what Linen sowed.
 
     ToNNX stores the returned collection as attributes (merged into the parameter dicts of Linen
-    submodules); the module's attributes are put back exactly as they were afterwards.
+    submodules); after a ``capture_linen`` call the module's attributes are put back exactly as
+    they were (only intermediates could have changed). A call given ``mutable`` keeps its updates.
     """
     saved = dict(vars(module))
     del vars(module)[_ATTR]  # plain dict edits: everything is back before anyone else looks
+    if not capture_linen:
+        # The caller's own `mutable` collections (batch statistics) are updated as without capture.
+        try:
+            return original(module, *args, **kwargs)
+        finally:
+            vars(module)[_ATTR] = saved[_ATTR]
     after: dict = {}
     try:
-        if not capture_linen:
-            return original(module, *args, **kwargs)
         result = original(module, *args, **{**kwargs, "mutable": ["intermediates"]})
         after = dict(vars(module))
     finally:

@@ -481,6 +481,29 @@ def test_linen_sow_through_tonnx_is_captured():
     assert_disarmed(model, dicts)
 
 
+def test_tonnx_called_with_mutable_keeps_its_updates_under_capture():
+    """A ToNNX call given `mutable` (Linen batch statistics in training) updates the model exactly
+    as it does without a capture."""
+    class LinenBN(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.BatchNorm(use_running_average=False)(x)
+
+    def run(captured: bool):
+        model = nnx.bridge.ToNNX(LinenBN(), rngs=nnx.Rngs(0))
+        nnx.bridge.lazy_init(model, X)
+        if captured:
+            with Capture(model, methods=True):
+                model(X * 3 + 1, mutable=["batch_stats"])
+        else:
+            model(X * 3 + 1, mutable=["batch_stats"])
+        return [np.asarray(v) for v in jax.tree.leaves(nnx.state(model, nnx.BatchStat))]
+
+    plain, under_capture = run(False), run(True)
+    assert plain and not np.allclose(plain[0], 0.0)  # the running mean moved
+    assert all(np.array_equal(a, b) for a, b in zip(plain, under_capture))
+
+
 def test_tonnx_outside_only_still_runs():
     model = Bridged(nnx.Rngs(0))
     nnx.bridge.lazy_init(model.mlp, X)
