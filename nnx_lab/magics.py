@@ -203,8 +203,9 @@ class NnxLabMagics(Magics):
     @argument("target", help="a Python expression naming an nnx.Module")
     @argument("--as", dest="name", default=None,
               help="the name 'create view' binds nnx.view(...) to (default: TARGET_view)")
-    @argument("--only", default=None, help="an NNX filter expression: list only the modules it matches "
-              "(a class such as nnx.Dropout, nnx.PathContains('decoder'), a function (path, module) -> bool)")
+    @argument("--only", default=None, metavar="FILTER",
+              help="list only some modules: a module path (blocks[0], blocks/0: that module and below) or an "
+                   "NNX filter expression (nnx.Dropout, nnx.PathContains('decoder'), a function of (path, module))")
     @argument("--modes", action="store_true", help="only the train/eval switch and each instance's mode")
     @line_magic
     def nnx_view(self, line: str):
@@ -235,12 +236,18 @@ class NnxLabMagics(Magics):
         if args.only is not None:
             if args.modes:
                 raise UsageError("--only lists a subset of modules for the options panel; --modes shows them all")
-            only = evaluate_target(self.shell, args.only, "--only")
+            from .core.capture_arming import module_paths_text
+
+            text = args.only.strip()  # a module path of the model as written, else a filter expression
+            paths = {t for p, _ in nnx.iter_modules(model) for t in module_paths_text(tuple(p))}
+            only = text if text in paths else evaluate_target(self.shell, text, "--only")
+        from .core.views import is_module_path
         from .widgets.views import ViewPanel
 
         try:
+            only_code = None if only is ... or is_module_path(only) else args.only.strip()  # a path: spelled as a filter
             panel = ViewPanel(model, variant="modes" if args.modes else "views", only=only,
-                              only_code=args.only, target=args.target.strip(), name=name,
+                              only_code=only_code, target=args.target.strip(), name=name,
                               namespace=self.shell.user_ns)
         except Exception as e:  # a filter that raises, or is not a filter
             raise UsageError(f"--only {args.only!r}: {type(e).__name__}: {' '.join(str(e).split())}") from None

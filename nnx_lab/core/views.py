@@ -25,11 +25,14 @@ import contextlib
 import dataclasses
 import functools
 import inspect
+import types
+import typing
 from typing import Any, Callable, Mapping
 
 from flax import nnx
 from flax.nnx import filterlib
 
+from .capture_arming import _PathSelector, _selector
 from .tree import Path, path_text
 
 #: set_view arguments that mean train (False) or eval (True).
@@ -49,6 +52,12 @@ class ViewArg:
     @property
     def has_current(self) -> bool:
         return self.current is not _MISSING
+
+    @property
+    def types(self) -> frozenset[str] | None:
+        """The simple types the annotation allows (``{'int', 'None'}``), or None when it names
+        anything else (then any value is passed on to ``set_view`` unchecked)."""
+        return _simple_types(self.annotation)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +91,7 @@ class ModuleViews:
 class ViewReport:
     root_type: str
     modules: tuple[ModuleViews, ...]
+    only: str | None = None  # the ``only=`` filter as text, when one was given
 
     @property
     def mode(self) -> str:
@@ -111,9 +121,12 @@ class ViewReport:
 
     def summary(self) -> str:
         if not self.modules:
+            if self.only is not None:
+                return f"{self.root_type}: only={self.only} matched no module with set_view"
             return f"{self.root_type}: no submodule has set_view, so there is no mode to show"
-        with_mode = [m for m in self.modules if m.mode is not None]
-        line = f"{self.root_type}: {self.mode} ({len(with_mode)} of {len(self.modules)} modules with set_view have a mode)"
+        set_ = [m for m in self.modules if m.mode in ("train", "eval", "mixed")]
+        line = (f"{self.root_type}: {self.mode} ({len(set_)} of {len(self.modules)} modules with set_view "
+                "are set to train or eval)")
         if self.mode == "mixed":
             line += "; not like the rest: " + ", ".join(self.disagreeing)
         if self.unset and self.mode != "unset":
@@ -134,16 +147,44 @@ class ViewReport:
 
 
 def view_report(model: Any, *, only: Any = ...) -> ViewReport:
-    """Every submodule instance with ``set_view`` (matched by ``only``, an NNX filter on
-    ``(path, module)``), its arguments and current values, and the model's mode."""
+    """Every submodule instance with ``set_view`` (matched by ``only``: an NNX filter on
+    ``(path, module)``, or a module path such as ``"layers[1]"``, ``"layers/1"`` or
+    ``("layers", 1)``: that module and everything under it), its arguments and current values,
+    and the model's mode."""
     if not isinstance(model, nnx.Module):
         raise TypeError(f"expected an nnx.Module, got {type(model).__name__}")
-    predicate = filterlib.to_predicate(only)
+    predicate = filterlib.to_predicate(only_filter(model, only))
     modules = []
     for path, module in nnx.iter_modules(model):
         if hasattr(module, "set_view") and predicate(path, module):
             modules.append(_module_views(tuple(path), module))
-    return ViewReport(type(model).__name__, tuple(modules))
+    described = None if only is ... else (repr(only) if is_module_path(only) else filter_code(only) or UNNAMED)
+    return ViewReport(type(model).__name__, tuple(modules), described)
+
+
+def is_module_path(only: Any) -> bool:
+    """A module path (text or a key tuple), the way ``Capture(only=...)`` tells one from a filter."""
+    return isinstance(_selector(only), _PathSelector)  # TypeError: neither a filter nor a path
+
+
+def _path_roots(model: Any, only: Any) -> tuple[Path, ...]:
+    """The paths of the modules that the module path ``only`` names (usually one)."""
+    selector = _PathSelector(only)
+    return tuple(tuple(p) for p, _ in nnx.iter_modules(model) if selector.root_of(tuple(p)))
+
+
+def only_filter(model: Any, only: Any) -> Any:
+    """``only`` as an NNX filter: a module path becomes a filter on the modules under it."""
+    if only is ... or not is_module_path(only):
+        return only
+    roots = _path_roots(model, only)
+    return lambda path, node, roots=roots: any(tuple(path[:len(r)]) == r for r in roots)
+
+
+def _roots_code(roots: tuple[Path, ...]) -> str:
+    if len(roots) == 1:
+        return f"lambda path, node: path[:{len(roots[0])}] == {roots[0]!r}"
+    return f"lambda path, node: any(path[:len(r)] == r for r in {roots!r})"
 
 
 def _module_views(path: Path, module: nnx.Module) -> ModuleViews:
@@ -185,16 +226,73 @@ def _arg_docs(method: Any) -> dict[str, str]:
 
 
 def _annotation_text(annotation: Any) -> str:
-    return annotation if isinstance(annotation, str) else getattr(annotation, "__name__", repr(annotation))
+    """An annotation as text, with unions written ``A | B | None`` whether they were written
+    ``Optional[A]``, ``typing.Union[A, None]`` or ``A | None``, at run time or as a string."""
+    return " | ".join(dict.fromkeys(_union_parts(annotation)))
+
+
+def _union_parts(annotation: Any) -> list[str]:
+    if isinstance(annotation, str):
+        try:
+            return _text_parts(ast.parse(annotation.strip(), mode="eval").body)
+        except SyntaxError:
+            return [annotation.strip()]
+    if annotation is None or annotation is type(None):
+        return ["None"]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return [part for arg in typing.get_args(annotation) for part in _union_parts(arg)]
+    if isinstance(annotation, type) and not typing.get_args(annotation):
+        return [annotation.__name__]
+    return [repr(annotation).replace("typing.", "")]
+
+
+def _text_parts(node: ast.expr) -> list[str]:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _text_parts(node.left) + _text_parts(node.right)
+    if isinstance(node, ast.Subscript):
+        head = node.value.attr if isinstance(node.value, ast.Attribute) else getattr(node.value, "id", "")
+        args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if head == "Optional" and len(args) == 1:
+            return _text_parts(args[0]) + ["None"]
+        if head == "Union":
+            return [part for arg in args for part in _text_parts(arg)]
+    if isinstance(node, ast.Constant) and node.value is None:
+        return ["None"]
+    return [ast.unparse(node)]
+
+
+#: Annotations whose values are checked; a union with anything else is passed on unchecked.
+_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "bool": lambda v: isinstance(v, bool),
+    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),  # an int is a float here
+    "str": lambda v: isinstance(v, str),
+    "None": lambda v: v is None,
+    "tuple": lambda v: isinstance(v, tuple),
+    "list": lambda v: isinstance(v, list),
+}
+_WANTED = {"int": "an int", "float": "a float", "str": "a str", "tuple": "a tuple", "list": "a list"}
+
+
+@functools.lru_cache(maxsize=512)
+def _simple_types(annotation: str) -> frozenset[str] | None:
+    parts = set()
+    for part in annotation.split(" | ") if annotation else ():
+        head = part.split("[", 1)[0].strip()  # tuple[int, int] is a tuple
+        head = {"Tuple": "tuple", "List": "list", "NoneType": "None"}.get(head, head)
+        if head not in _CHECKS:
+            return None
+        parts.add(head)
+    return frozenset(parts) or None
 
 
 def _kind(annotation: str) -> str:
-    parts = {p.strip() for p in annotation.replace("Optional[", "").rstrip("]").split("|")}
+    parts = _simple_types(annotation) or frozenset()
     if parts == {"bool", "None"}:
         return "tri_bool"
     if parts == {"bool"}:
         return "bool"
-    if parts <= {"int", "None"} and "int" in parts:
+    if parts in ({"int"}, {"int", "None"}):
         return "int"
     return "literal"
 
@@ -222,6 +320,10 @@ class Scope:
         return filterlib.to_predicate(self.only)
 
 
+#: What the line shows for a filter that has no Python text (a function not bound to any name).
+UNNAMED = "<your filter>"
+
+
 def class_code(cls: type, namespace: Mapping[str, Any] | None = None) -> str:
     """Python text naming ``cls``: ``nnx.Dropout``, a user class bound under its own name, or an
     exact-type test when neither reaches it."""
@@ -233,14 +335,57 @@ def class_code(cls: type, namespace: Mapping[str, Any] | None = None) -> str:
     return f"lambda path, node: type(node).__name__ == {name!r}"
 
 
+def filter_code(only: Any, namespace: Mapping[str, Any] | None = None) -> str | None:
+    """An NNX filter as Python text that builds it (``nnx.All(nnx.Dropout, nnx.PathContains('enc'))``),
+    a name of the namespace bound to it, or None when it has neither (a lambda made in place)."""
+    if isinstance(only, type):
+        return class_code(only, namespace)
+    if only is True or only is False:
+        return repr(only)
+    if isinstance(only, (tuple, list)):
+        parts = [filter_code(f, namespace) for f in only]
+        if None not in parts:
+            return f"({parts[0]},)" if len(parts) == 1 else f"({', '.join(parts)})"
+    elif isinstance(only, filterlib.OfType):
+        return filter_code(only.type, namespace)
+    elif isinstance(only, nnx.PathContains):
+        return f"nnx.PathContains({only.key!r}, exact={only.exact!r})"
+    elif isinstance(only, nnx.WithTag):
+        return f"nnx.WithTag({only.tag!r})"
+    elif isinstance(only, (nnx.Everything, nnx.Nothing)):
+        return f"nnx.{type(only).__name__}()"
+    elif isinstance(only, (nnx.All, nnx.Any, nnx.Not)):
+        inner = only.predicates if isinstance(only, (nnx.All, nnx.Any)) else (only.predicate,)
+        parts = [filter_code(f, namespace) for f in inner]
+        if None not in parts:
+            return f"nnx.{type(only).__name__}({', '.join(parts)})"
+    if namespace is not None:
+        return next((k for k, v in namespace.items() if v is only and not k.startswith("_")), None)
+    return None
+
+
 def path_code(path: Path) -> str:
     return f"lambda path, node: path == {tuple(path)!r}"
+
+
+def base_scope(model: nnx.Module, only: Any, namespace: Mapping[str, Any] | None = None,
+               code: str | None = None) -> Scope:
+    """What "all modules" means for a panel made with ``only=`` (a filter or a module path), with
+    its Python text: ``code`` when given (the text the user typed), else :func:`filter_code`'s,
+    else :data:`UNNAMED`."""
+    if only is ...:
+        return Scope("all")
+    if is_module_path(only):
+        roots = _path_roots(model, only)
+        return Scope("all", only_filter(model, only), code or _roots_code(roots), "the panel's modules")
+    return Scope("all", only, code or filter_code(only, namespace) or UNNAMED, "the panel's modules")
 
 
 def scope_for(report: ViewReport, spec: Any, namespace: Mapping[str, Any] | None = None,
               base: Scope | None = None) -> Scope:
     """A :class:`Scope` from a browser request: ``None`` (all), ``{"class": name}`` or
-    ``{"path": [...]}``. ``base`` is the scope "all" means (a panel made with ``only=``)."""
+    ``{"path": [...]}``. ``base`` is the scope "all" means (a panel made with ``only=``): a class
+    scope is the class *within* it (``nnx.All(base, cls)``); a path is one the report lists."""
     base = base or Scope("all")
     if spec is None:
         return base
@@ -254,10 +399,12 @@ def scope_for(report: ViewReport, spec: Any, namespace: Mapping[str, Any] | None
         cls = classes.pop()
         code = class_code(cls, namespace)
         only = cls if not code.startswith("lambda") else (lambda path, node, c=cls: type(node) is c)
+        if base.only is not ...:
+            only, code = nnx.All(base.only, only), f"nnx.All({base.code}, {code})"
         return Scope("class", only, code, f"class {cls.__name__}")
     if "path" in spec:
         key = tuple(spec["path"]) if isinstance(spec["path"], (list, tuple)) else None
-        if key is None or key not in {m.path for m in report.modules}:
+        if key is None or key not in {m.path for m in report.modules}:  # the report is within base
             raise ViewError(f"no module with set_view at path {spec['path']!r}")
         return Scope("path", lambda path, node, k=key: tuple(path) == k, path_code(key),
                      path_text(key) or "(root)")
@@ -268,50 +415,54 @@ def coerce_values(model: nnx.Module, report: ViewReport, scope: Scope, values: M
                   from_text: bool = False) -> dict[str, Any]:
     """Check ``values`` against the ``set_view`` arguments of the modules of ``model`` in ``scope``.
 
-    Names no module in scope takes, and values of the wrong type, are a :class:`ViewError`.
-    With ``from_text`` (values typed in the browser), ``literal`` arguments are parsed with
-    ``ast.literal_eval``: browser text is never evaluated.
+    Names no module in scope takes, and values of a type the annotation does not allow (for
+    annotations made of bool, int, float, str, None, tuple and list), are a :class:`ViewError`.
+    With ``from_text`` (values typed in the browser), text for ``literal`` and ``int`` arguments
+    is parsed with ``ast.literal_eval``: browser text is never evaluated.
     """
     in_scope = {path for path, _ in _scoped(model, scope)}
-    kinds: dict[str, set[str]] = {}
+    args: dict[str, list[ViewArg]] = {}
     for m in report.modules:
         if m.path in in_scope:
             for a in m.args:
-                kinds.setdefault(a.name, set()).add(a.kind)
+                args.setdefault(a.name, []).append(a)
     if not values:
         raise ViewError("choose at least one value to set")
-    unknown = sorted(set(values) - set(kinds))
+    unknown = sorted(set(values) - set(args))
     if unknown:
-        takes = ", ".join(sorted(kinds)) or "nothing"
+        takes = ", ".join(sorted(args)) or "nothing"
         raise ViewError(f"no module in {scope.label} takes {', '.join(map(repr, unknown))} in set_view "
                         f"(they take: {takes})")
-    return {name: _coerce(name, kinds[name], value, from_text) for name, value in values.items()}
+    return {name: _coerce(name, args[name], value, from_text) for name, value in values.items()}
 
 
-def _coerce(name: str, kinds: set[str], value: Any, from_text: bool) -> Any:
-    if from_text and "literal" in kinds and isinstance(value, str):
+def _coerce(name: str, args: list[ViewArg], value: Any, from_text: bool) -> Any:
+    kinds = {a.kind for a in args}
+    if from_text and isinstance(value, str) and kinds & {"literal", "int"}:
         try:
             value = ast.literal_eval(value.strip())
         except (ValueError, SyntaxError, MemoryError, RecursionError):
-            raise ViewError(f"{name}: {value!r} is not a Python literal (a number, string, tuple, True, None, ...)") from None
-    if from_text and "int" in kinds and isinstance(value, str):
-        try:
-            value = int(value.strip())
-        except ValueError:
-            raise ViewError(f"{name} takes an int, not {value!r}") from None
+            if "literal" in kinds:
+                raise ViewError(f"{name}: {value!r} is not a Python literal (a number, string, tuple, True, "
+                                "None, ...)") from None
+            raise ViewError(f"{name} takes {_wanted(args)}, not {value!r}") from None
     if from_text and "int" in kinds and isinstance(value, float) and value.is_integer():
-        value = int(value)
-    accepted = (
-        ("tri_bool" in kinds and (value is None or isinstance(value, bool)))
-        or ("bool" in kinds and isinstance(value, bool))
-        or ("int" in kinds and (value is None or (isinstance(value, int) and not isinstance(value, bool))))
-        or "literal" in kinds
-    )
-    if not accepted:
-        wanted = " or ".join(sorted({"tri_bool": "True/False/None", "bool": "True/False",
-                                     "int": "an int"}[k] for k in kinds if k != "literal"))
-        raise ViewError(f"{name} takes {wanted}, not {type(value).__name__} {value!r}")
+        value = int(value)  # 3.0 from a JSON number
+    allowed = [a.types for a in args]
+    if None in allowed:  # an annotation too complex to check: set_view decides
+        return value
+    if not any(_CHECKS[t](value) for types_ in allowed for t in types_):
+        raise ViewError(f"{name} takes {_wanted(args)}, not {type(value).__name__} {value!r}")
     return value
+
+
+def _wanted(args: list[ViewArg]) -> str:
+    types_ = set().union(*(a.types or () for a in args))
+    words = [("True/False/None" if "None" in types_ else "True/False")] if "bool" in types_ else []
+    words += [_WANTED[t] for t in ("int", "float", "str", "tuple", "list") if t in types_]
+    if "None" in types_ and "bool" not in types_:
+        words.append("None")
+    return " or ".join(words) or "a value"
 
 
 def _scoped(model: nnx.Module, scope: Scope):
@@ -351,6 +502,9 @@ def set_mode(model: nnx.Module, mode: str) -> None:
     """``model.train()`` or ``model.eval()``, all or nothing."""
     if mode not in ("train", "eval"):
         raise ViewError(f"mode is 'train' or 'eval', not {mode!r}")
+    if all(m.mode is None for m in view_report(model).modules):
+        raise ViewError(f"{type(model).__name__}: no submodule has a train/eval argument "
+                        f"({', '.join(MODE_ARGS)}), so model.{mode}() would change nothing")
     with _all_or_nothing([m for _, m in nnx.iter_modules(model)], MODE_ARGS, f"model.{mode}()"):
         model.train() if mode == "train" else model.eval()
 

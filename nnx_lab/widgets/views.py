@@ -45,8 +45,7 @@ class ViewPanel(anywidget.AnyWidget):
         self._target = target or _name_of(model, self._namespace) or "model"
         self._variant = variant
         self._only = only
-        self._base = core.Scope("all") if only is ... else core.Scope(
-            "all", only, only_code or _filter_code(only, self._namespace), "the panel's modules")
+        self._only_code = only_code
         self._default_name = name or f"{self._target.split('.')[0].split('[')[0]}_view"
         super().__init__(**kwargs)
         self.on_msg(self._on_message)
@@ -73,7 +72,11 @@ class ViewPanel(anywidget.AnyWidget):
             self.payload = {**self.payload, "message": str(e), "mode": "none", "gone": True}
             return
         self.payload = _payload(report, self._variant, self._target, self._default_name,
-                                self._namespace, self._base)
+                                self._namespace, self._base(self._model()))
+
+    def _base(self, model: Any) -> core.Scope:
+        """What "all modules" means here (the panel's ``only=``), read from the model as it is now."""
+        return core.base_scope(model, self._only, self._namespace, self._only_code)
 
     # -- the requests, from Python ------------------------------------------------------
     def create_view(self, name: str | None = None, only: Any = None, **values: Any) -> Any:
@@ -149,22 +152,27 @@ class ViewPanel(anywidget.AnyWidget):
         report = core.view_report(model, only=self._only)
         if not report.modules:
             raise core.ViewError(report.summary())
-        scope = core.scope_for(report, content.get("only"), self._namespace, self._base)
+        scope = core.scope_for(report, content.get("only"), self._namespace, self._base(model))
         raw = content.get("values")
         if not isinstance(raw, Mapping):
             raise core.ViewError(f"values must be a mapping of set_view options, not {type(raw).__name__}")
         values = core.coerce_values(model, report, scope, raw, from_text=from_text)
+        note = "" if core.UNNAMED not in (scope.code or "") else (
+            f" ({core.UNNAMED} is the only= filter given to the panel, which has no Python text: "
+            "pass only_code= to name it)")
         if kind == "apply":
             core.apply_in_place(model, scope, values)
-            return model, core.apply_code(self._target, scope, values), f"set in place on {scope.label}"
+            return model, core.apply_code(self._target, scope, values), f"set in place on {scope.label}{note}"
         name = content.get("name") or self._default_name
         if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
             raise core.ViewError(f"{name!r} is not a valid Python name")
         if self._namespace is None:
             raise core.ViewError("no user namespace to bind the view in (not running in IPython)")
+        if self._namespace.get(name) is model:
+            raise core.ViewError(f"{name!r} holds the model this panel shows; choose another name for the view")
         view = core.make_view(model, scope, values)
         self._namespace[name] = view
-        return view, core.view_code(self._target, name, scope, values), f"{name} is a view of {self._target}"
+        return view, core.view_code(self._target, name, scope, values), f"{name} is a view of {self._target}{note}"
 
     # -- what a saved notebook shows without a kernel ------------------------------------
     def _repr_mimebundle_(self, **kwargs: Any):
@@ -186,15 +194,18 @@ class ViewPanel(anywidget.AnyWidget):
         super().close()
 
 
-def view_panel(model: Any, *, only: Any = ..., name: str | None = None, target: str | None = None,
-               display: bool = True) -> ViewPanel:
+def view_panel(model: Any, *, only: Any = ..., only_code: str | None = None, name: str | None = None,
+               target: str | None = None, display: bool = True) -> ViewPanel:
     """Controls for every submodule's ``set_view`` options: create ``nnx.view`` models or set in place.
 
-    ``only`` limits the panel to modules matching an NNX filter (a class, a path filter, ...);
-    ``name`` is the name "create view" binds (default ``<target>_view``). Shows the panel
-    unless ``display=False``; returns it either way.
+    ``only`` limits the panel to some modules: an NNX filter (a class, ``nnx.PathContains(...)``,
+    a function of ``(path, module)``) or a module path (``"layers[1]"``, ``"layers/1"``,
+    ``("layers", 1)``: that module and everything under it). The lines the panel shows spell the
+    filter as Python (``only_code`` when given); a function bound to no name shows as
+    ``<your filter>``. ``name`` is the name "create view" binds (default ``<target>_view``).
+    Shows the panel unless ``display=False``; returns it either way.
     """
-    panel = ViewPanel(model, variant="views", only=only, name=name, target=target)
+    panel = ViewPanel(model, variant="views", only=only, only_code=only_code, name=name, target=target)
     if display:
         from IPython.display import display as show
 
@@ -238,12 +249,6 @@ def _payload(report: core.ViewReport, variant: str, target: str, default_name: s
 
 def _jsonable(key: Any) -> Any:
     return key if isinstance(key, (int, str)) and not isinstance(key, bool) else str(key)
-
-
-def _filter_code(only: Any, namespace: Mapping[str, Any] | None) -> str:
-    if isinstance(only, type):
-        return core.class_code(only, namespace)
-    return repr(only)
 
 
 def _user_namespace() -> dict | None:

@@ -99,12 +99,12 @@ def test_nnx_mode_magic_summarises_and_switches(ip, net, capsys):
     ip.run_line_magic("nnx_mode", "net eval")
     assert net.drop.deterministic is True and net.bn.use_running_average is True
     out = capsys.readouterr().out
-    assert out.splitlines()[0] == "Net: eval (4 of 5 modules with set_view have a mode)"
+    assert out.splitlines()[0] == "Net: eval (4 of 5 modules with set_view are set to train or eval)"
     assert "    temperature: float | None = None   now 1.0" in out
     ip.run_line_magic("nnx_mode", "net train")
     assert net.drop.deterministic is False
     ip.run_line_magic("nnx_mode", "net")
-    assert capsys.readouterr().out.splitlines()[0] == "Net: train (4 of 5 modules with set_view have a mode)"
+    assert capsys.readouterr().out.splitlines()[0] == "Net: train (4 of 5 modules with set_view are set to train or eval)"
 
 
 @pytest.mark.parametrize("line, message", [
@@ -239,8 +239,8 @@ def test_view_code_names_classes_so_the_line_runs(net):
                          "deterministic, max_length, temperature, use_running_average, verbose)"),
     ({"deterministic": "yes"}, "deterministic takes True/False/None, not str 'yes'"),
     ({"verbose": None}, "verbose takes True/False, not NoneType None"),
-    ({"max_length": True}, "max_length takes an int, not bool True"),
-    ({"max_length": "12a"}, "max_length takes an int, not '12a'"),
+    ({"max_length": True}, "max_length takes an int or None, not bool True"),
+    ({"max_length": "12a"}, "max_length takes an int or None, not '12a'"),
     ({"batch_size": "__import__('os').system('x')"}, "batch_size: \"__import__('os').system('x')\" is not a "
                                                     "Python literal"),
 ])
@@ -274,3 +274,164 @@ def test_set_mode_all_or_nothing(net):
     with pytest.raises(core.ViewError, match="mode is 'train' or 'eval', not 'sideways'"):
         core.set_mode(net, "sideways")
     assert nnx_lab.view_report(net).mode == "eval"
+
+
+# -- audit fixes: filters as Python, module paths, annotations, value types, wording ---------------
+
+import typing  # noqa: E402
+from typing import Optional, Union  # noqa: E402
+
+from unchanged import assert_unchanged, frozen  # noqa: E402
+
+
+class EncDec(nnx.Module):
+    def __init__(self):
+        self.enc = nnx.Sequential(nnx.Dropout(0.5), Picky())
+        self.dec = nnx.Sequential(nnx.Dropout(0.5))
+
+
+def test_a_class_scope_stays_inside_the_base_filter():
+    model = EncDec()
+    model.train()
+    base = core.base_scope(model, nnx.PathContains("enc"))
+    scope = core.scope_for(nnx_lab.view_report(model, only=base.only), {"class": "Dropout"}, base=base)
+    assert scope.code == "nnx.All(nnx.PathContains('enc', exact=True), nnx.Dropout)"
+    core.apply_in_place(model, scope, {"deterministic": True})
+    assert model.enc.layers[0].deterministic is True and model.dec.layers[0].deterministic is False
+    assert core.make_view(model, scope, {"deterministic": True}).dec.layers[0].deterministic is False
+    fresh = EncDec()
+    fresh.train()
+    exec(core.apply_code("fresh", scope, {"deterministic": True}), {"fresh": fresh, "nnx": nnx})
+    assert modes_of(fresh) == modes_of(model)  # the line shown does what ran
+
+
+def filter_a(path, node):
+    return True
+
+
+@pytest.mark.parametrize("only, code", [
+    (nnx.Dropout, "nnx.Dropout"),
+    ((nnx.Dropout, nnx.BatchNorm), "(nnx.Dropout, nnx.BatchNorm)"),
+    ([nnx.Dropout], "(nnx.Dropout,)"),
+    (nnx.PathContains("mha", exact=False), "nnx.PathContains('mha', exact=False)"),
+    (nnx.All(nnx.Dropout, nnx.Not(nnx.PathContains(0))), "nnx.All(nnx.Dropout, nnx.Not(nnx.PathContains(0, exact=True)))"),
+    (nnx.Any(nnx.OfType(nnx.BatchNorm), nnx.WithTag("x")), "nnx.Any(nnx.BatchNorm, nnx.WithTag('x'))"),
+    (nnx.Everything(), "nnx.Everything()"),
+    (filter_a, "filter_a"),  # a function bound to a name: that name
+    (lambda path, node: True, None),  # no Python text reaches it
+    (nnx.All(nnx.Dropout, lambda path, node: True), None),
+])
+def test_filter_code_spells_filters_as_python(only, code):
+    assert core.filter_code(only, {"filter_a": filter_a}) == code
+    if code is not None:
+        assert eval(code, {"nnx": nnx, "filter_a": filter_a}) is not None  # runnable text
+
+
+@pytest.mark.parametrize("only", ["layers[1]", "layers/1", " layers.1 ", ("layers", 1)])
+def test_only_a_module_path_is_that_module_and_below(only):
+    model = nnx.Sequential(nnx.Dropout(0.5), nnx.Sequential(nnx.Dropout(0.5), EncDec()))
+    report = nnx_lab.view_report(model, only=only)
+    assert [m.path_text for m in report.modules] == [
+        "layers[1].layers[0]", "layers[1].layers[1].dec.layers[0]", "layers[1].layers[1].enc.layers[0]",
+        "layers[1].layers[1].enc.layers[1]"]
+    base = core.base_scope(model, only)
+    assert base.code == "lambda path, node: path[:2] == ('layers', 1)"
+    model.train()
+    core.apply_in_place(model, base, {"deterministic": True})
+    assert model.layers[0].deterministic is False and model.layers[1].layers[0].deterministic is True
+
+
+def test_a_filter_matching_nothing_says_so():
+    model = EncDec()
+    assert nnx_lab.view_report(model, only="enc/nowhere").summary() == \
+        "EncDec: only='enc/nowhere' matched no module with set_view"
+    assert nnx_lab.view_report(model, only=nnx.BatchNorm).summary() == \
+        "EncDec: only=nnx.BatchNorm matched no module with set_view"
+
+
+class Annotated(nnx.Module):
+    def __init__(self):
+        self.a = self.b = self.c = self.d = self.t = self.s = None
+
+    def set_view(self, a: Optional[bool] = None, b: typing.Optional[int] = None, c: Union[bool, None] = None,
+                 d: Union[int, str, None] = None, t: float | None = None, s: "typing.Union[str, tuple[int, int]]" = "x"):
+        pass
+
+
+class AnnotatedText(nnx.Module):
+    def set_view(self, a: "Optional[bool]" = None, b: "typing.Optional[int]" = None, c: "Union[bool, None]" = None,
+                 d: "t.Union[int, str, None]" = None):
+        pass
+
+
+@pytest.mark.parametrize("cls", [Annotated, AnnotatedText])
+def test_optional_and_union_annotations_are_normalised(cls):
+    args = {a.name: a for a in nnx_lab.view_report(nnx.Sequential(cls())).modules[0].args}
+    assert [(a.annotation, a.kind) for a in list(args.values())[:4]] == [
+        ("bool | None", "tri_bool"), ("int | None", "int"), ("bool | None", "tri_bool"), ("int | str | None", "literal")]
+    if cls is Annotated:
+        assert (args["t"].annotation, args["s"].annotation) == ("float | None", "str | tuple[int, int]")
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"t": "'hot'"}, "t takes a float or None, not str 'hot'"),
+    ({"t": "True"}, "t takes a float or None, not bool True"),
+    ({"s": "3"}, "s takes a str or a tuple, not int 3"),
+    ({"d": "2.5"}, "d takes an int or a str or None, not float 2.5"),
+    ({"b": "'3'"}, "b takes an int or None, not str '3'"),
+    ({"b": "1.5"}, "b takes an int or None, not float 1.5"),
+])
+def test_literal_values_must_match_simple_annotations(values, message):
+    model = nnx.Sequential(Annotated())
+    before = frozen(model)
+    report = nnx_lab.view_report(model)
+    with pytest.raises(core.ViewError, match="^" + re.escape(message) + "$"):
+        core.coerce_values(model, report, core.scope_for(report, None), values, from_text=True)
+    assert_unchanged(model, before)
+
+
+def test_values_that_match_are_kept_and_complex_annotations_stay_permissive(net):
+    model = nnx.Sequential(Annotated())
+    report = nnx_lab.view_report(model)
+    scope = core.scope_for(report, None)
+    got = core.coerce_values(model, report, scope, {"t": "3", "s": "(1, 2)", "d": "'x'", "b": "None", "a": None},
+                             from_text=True)
+    assert got == {"t": 3, "s": (1, 2), "d": "x", "b": None, "a": None}  # an int is a float here
+    report = nnx_lab.view_report(net)
+    # int | Shape | None: Shape is not checked, so set_view decides
+    assert core.coerce_values(net, report, core.scope_for(report, None), {"batch_size": "'any'"},
+                              from_text=True) == {"batch_size": "any"}
+
+
+def test_an_int_or_none_argument_takes_none_from_the_browser(net):
+    report = nnx_lab.view_report(net)
+    scope = core.scope_for(report, None)
+    assert core.coerce_values(net, report, scope, {"max_length": None}, from_text=True) == {"max_length": None}
+    assert core.coerce_values(net, report, scope, {"max_length": " None "}, from_text=True) == {"max_length": None}
+
+    class IntOnly(nnx.Module):
+        def set_view(self, width: int = 2):
+            pass
+
+    model = nnx.Sequential(IntOnly())
+    report = nnx_lab.view_report(model)
+    with pytest.raises(core.ViewError, match=r"^width takes an int, not NoneType None$"):
+        core.coerce_values(model, report, core.scope_for(report, None), {"width": None}, from_text=True)
+
+
+def test_the_summary_counts_only_modules_set_to_train_or_eval(net):
+    net.drop.deterministic = False  # attn and plain stay None: decided at call time
+    assert nnx_lab.view_report(net).summary() == (
+        "Net: train (2 of 5 modules with set_view are set to train or eval); decided at call time: attn, plain")
+
+
+def test_a_mode_switch_on_a_model_without_a_mode_is_an_error(ip):
+    model = nnx.Sequential(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), Documented())
+    before = frozen(model)
+    with pytest.raises(core.ViewError, match=r"^Sequential: no submodule has a train/eval argument "
+                                             r"\(deterministic, use_running_average\), so model.eval\(\) would change nothing$"):
+        core.set_mode(model, "eval")
+    ip.user_ns["lin"] = model
+    with pytest.raises(UsageError, match="no submodule has a train/eval argument"):
+        ip.run_line_magic("nnx_mode", "lin eval")
+    assert_unchanged(model, before)

@@ -259,3 +259,101 @@ def test_panels_follow_cells_without_load_ext():
         live.unregister_hooks(shell)
         for name in ("model", "toggle", "panel"):
             shell.user_ns.pop(name, None)
+
+
+# -- audit fixes ------------------------------------------------------------------------------
+
+from unchanged import assert_unchanged, frozen  # noqa: E402
+
+
+class EncDec(nnx.Module):
+    def __init__(self):
+        self.enc = nnx.Sequential(nnx.Dropout(0.5), nnx.BatchNorm(2, rngs=nnx.Rngs(0)))
+        self.dec = nnx.Sequential(nnx.Dropout(0.5))
+
+
+def test_a_class_click_stays_inside_the_panels_only():
+    model = EncDec()
+    model.train()
+    panel = Panel(model, only=nnx.PathContains("enc"))
+    ack = panel.click(type="apply", only={"class": "Dropout"}, values={"deterministic": True})
+    assert ack["code"] == "model.set_attributes(nnx.All(nnx.PathContains('enc', exact=True), nnx.Dropout), deterministic=True)"
+    assert model.enc.layers[0].deterministic is True and model.dec.layers[0].deterministic is False
+    ack = panel.click(type="view", name="v", only={"class": "Dropout"}, values={"deterministic": False})
+    assert ack["code"] == "v = nnx.view(model, only=nnx.All(nnx.PathContains('enc', exact=True), nnx.Dropout), deterministic=False)"
+
+
+def test_the_panels_only_is_shown_as_python_or_honestly_as_unnamed():
+    model = EncDec()
+    assert Panel(model, only=(nnx.Dropout, nnx.BatchNorm)).widget.payload["base_only"] == "(nnx.Dropout, nnx.BatchNorm)"
+    assert Panel(model, only=nnx.PathContains("enc")).widget.payload["base_only"] == "nnx.PathContains('enc', exact=True)"
+    unnamed = Panel(model, only=lambda path, node: "enc" in path)
+    assert unnamed.widget.payload["base_only"] == "<your filter>"
+    ack = unnamed.click(type="apply", only=None, values={"deterministic": True})
+    assert ack["state"] == "done" and ack["code"] == "model.set_attributes(<your filter>, deterministic=True)"
+    assert "<your filter> is the only= filter given to the panel, which has no Python text: pass only_code=" in ack["text"]
+    named = nnx_lab.view_panel(model, only=lambda path, node: "enc" in path, only_code="enc_only", display=False)
+    assert named.payload["base_only"] == "enc_only"
+
+
+def test_a_module_path_as_only():
+    model = make()
+    for only in ("layers[1]", "layers/1", ("layers", 1)):
+        panel = Panel(model, only=only)
+        assert [i["path"] for c in panel.widget.payload["classes"] for i in c["instances"]] == [
+            "layers[1].bn", "layers[1].drop"]
+        assert panel.widget.payload["base_only"] == "lambda path, node: path[:2] == ('layers', 1)"
+    ack = panel.click(type="apply", only={"class": "Dropout"}, values={"deterministic": True})
+    assert model.layers[1].drop.deterministic is True and model.layers[0].drop.deterministic is False
+    assert ack["code"] == ("model.set_attributes(nnx.All(lambda path, node: path[:2] == ('layers', 1), nnx.Dropout), "
+                           "deterministic=True)")
+    nowhere = Panel(model, only="layers[5]")
+    assert nowhere.widget.payload["message"] == "Sequential: only='layers[5]' matched no module with set_view"
+
+
+def test_create_view_refuses_the_name_of_the_panels_model():
+    model = make()
+    panel = Panel(model)
+    before = frozen(model)
+    ack = panel.click(type="view", name="model", only=None, values={"deterministic": True})
+    assert ack == {"type": "ack", "id": 1, "state": "error", "code": "",
+                   "text": "'model' holds the model this panel shows; choose another name for the view"}
+    assert panel.ns["model"] is model and panel.widget.payload.get("gone") is not True
+    assert_unchanged(model, before)
+
+
+def test_a_mode_click_on_a_model_without_a_mode_is_an_error():
+    model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    panel = Panel(model, variant="modes")
+    before = frozen(model)
+    ack = panel.click(type="mode", mode="eval")
+    assert ack["state"] == "error" and ack["text"].startswith("Linear: no submodule has a train/eval argument")
+    assert_unchanged(model, before)
+
+
+def test_an_int_or_none_option_set_to_none_from_the_browser():
+    model = nnx.Sequential(nnx.MultiHeadAttention(2, 4, decode=False, rngs=nnx.Rngs(0)))
+    panel = Panel(model)
+    view = panel.click(type="view", name="v", only=None, values={"max_length": None, "decode": False})
+    assert view["state"] == "done" and view["code"] == "v = nnx.view(model, max_length=None, decode=False)"
+    bad = panel.click(type="view", name="w", only=None, values={"max_length": "'long'"})
+    assert bad["state"] == "error" and bad["text"] == "max_length takes an int or None, not str 'long'"
+
+
+def test_nnx_view_only_takes_a_module_path(ip):
+    model = make()
+    ip.user_ns.update(net=model, nnx=nnx)
+    shown = []
+    import nnx_lab.magics as magics
+
+    original = magics.display
+    magics.display = shown.append
+    try:
+        ip.run_line_magic("nnx_view", "net --only layers[1]")
+        ip.run_line_magic("nnx_view", "net --only layers/0/drop")
+    finally:
+        magics.display = original
+    one, drop = shown
+    assert [i["path"] for c in one.payload["classes"] for i in c["instances"]] == ["layers[1].bn", "layers[1].drop"]
+    assert one.payload["base_only"] == "lambda path, node: path[:2] == ('layers', 1)"
+    assert [i["path"] for c in drop.payload["classes"] for i in c["instances"]] == ["layers[0].drop"]
