@@ -193,9 +193,14 @@ test("apply: int and literal inputs, bad input disables the buttons with a messa
   ml.value = "12.5";
   ml.dispatch("input");
   const err = q(".nnx-views-arg").find((d) => d.getAttribute("data-name") === "max_length").querySelector(".nnx-views-err");
-  assert.equal(err.textContent, "not an integer");
+  assert.equal(err.textContent, "not an integer or None");
   assert.equal(ml.getAttribute("aria-invalid"), "true");
   assert.ok(disabled(apply) && disabled(one("button.nnx-views-create")));
+  ml.value = "None"; // int | None: None is a value, sent as null
+  ml.dispatch("input");
+  assert.equal(err.textContent, "");
+  assert.equal(one(".nnx-views-code[data-action=apply]").textContent,
+    "model.set_attributes(lambda path, node: path == ('attn',), max_length=None)");
   ml.value = "64";
   ml.dispatch("input");
   assert.equal(err.textContent, "");

@@ -112,6 +112,9 @@ test("parseInput: tri-state, integers, literals", () => {
   assert.equal(parseInput("int", "1e3").error, "not an integer");
   assert.equal(parseInput("int", "abc").error, "not an integer");
   assert.equal(parseInput("int", "99999999999999999999").error, "too large");
+  assert.deepEqual(parseInput("int", " None ", true), { set: true, value: null }); // int | None
+  assert.equal(parseInput("int", "None").error, "not an integer"); // a plain int
+  assert.equal(parseInput("int", "x", true).error, "not an integer or None");
   assert.deepEqual(parseInput("literal", ""), { set: false });
   assert.deepEqual(parseInput("literal", " (2, 3) "), { set: true, value: "(2, 3)" });
   assert.deepEqual(parseInput("literal", "__import__('os')"), { set: true, value: "__import__('os')" }); // Python refuses it
@@ -123,7 +126,8 @@ test("collectValues: only the arguments in scope, unset ones absent, errors by n
   const raw = { deterministic: "true", use_running_average: "unset", decode: "false", batch_size: "", max_length: "x", gone: "true" };
   const r = collectValues(args, raw);
   assert.deepEqual(r.values, { deterministic: true, decode: false });
-  assert.deepEqual(r.errors, { max_length: "not an integer" });
+  assert.deepEqual(r.errors, { max_length: "not an integer or None" });
+  assert.deepEqual(collectValues(args, { max_length: "None" }).values, { max_length: null }); // int | None
   assert.equal(r.count, 2);
   const d = collectValues(scopeArgs(p, dropout), raw);
   assert.deepEqual(d.values, { deterministic: true });

@@ -14,7 +14,7 @@ const MHA_ARGS = [
     doc: "if True, the module is set to deterministic mode." },
   { name: "decode", annotation: "bool | None", default: "None", kind: "tri_bool", doc: "if True, the module is set to decode mode." },
   { name: "batch_size", annotation: "int | Shape | None", default: "None", kind: "literal", doc: "the batch size to use for the cache." },
-  { name: "max_length", annotation: "int | None", default: "None", kind: "int", doc: "" },
+  { name: "max_length", annotation: "int | None", default: "None", kind: "int", nullable: true, doc: "" },
 ];
 
 const inst = (path, key, mode, values) => ({

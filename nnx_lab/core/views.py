@@ -381,6 +381,15 @@ def base_scope(model: nnx.Module, only: Any, namespace: Mapping[str, Any] | None
     return Scope("all", only, code or filter_code(only, namespace) or UNNAMED, "the panel's modules")
 
 
+def class_scope(cls: type, namespace: Mapping[str, Any] | None = None, base: Scope | None = None) -> Scope:
+    """Every instance of ``cls`` among the modules of ``base`` (``nnx.All(base, cls)``)."""
+    code = class_code(cls, namespace)
+    only = cls if not code.startswith("lambda") else (lambda path, node, c=cls: type(node) is c)
+    if base is not None and base.only is not ...:
+        only, code = nnx.All(base.only, only), f"nnx.All({base.code}, {code})"
+    return Scope("class", only, code, f"class {cls.__name__}")
+
+
 def scope_for(report: ViewReport, spec: Any, namespace: Mapping[str, Any] | None = None,
               base: Scope | None = None) -> Scope:
     """A :class:`Scope` from a browser request: ``None`` (all), ``{"class": name}`` or
@@ -396,12 +405,7 @@ def scope_for(report: ViewReport, spec: Any, namespace: Mapping[str, Any] | None
         if len(classes) != 1:
             raise ViewError(f"no single class named {spec['class']!r} among the modules with set_view"
                             if not classes else f"{len(classes)} different classes are named {spec['class']!r}")
-        cls = classes.pop()
-        code = class_code(cls, namespace)
-        only = cls if not code.startswith("lambda") else (lambda path, node, c=cls: type(node) is c)
-        if base.only is not ...:
-            only, code = nnx.All(base.only, only), f"nnx.All({base.code}, {code})"
-        return Scope("class", only, code, f"class {cls.__name__}")
+        return class_scope(classes.pop(), namespace, base)
     if "path" in spec:
         key = tuple(spec["path"]) if isinstance(spec["path"], (list, tuple)) else None
         if key is None or key not in {m.path for m in report.modules}:  # the report is within base

@@ -232,9 +232,10 @@ def _payload(report: core.ViewReport, variant: str, target: str, default_name: s
         group = classes.get(m.cls)
         if group is None:
             group = classes[m.cls] = {
-                "class": m.class_name, "only": core.class_code(m.cls, namespace),
+                "class": m.class_name, "only": core.class_scope(m.cls, namespace, base).code,
                 "args": [{"name": a.name, "annotation": a.annotation, "default": repr(a.default),
-                          "doc": a.doc, "kind": a.kind} for a in m.args],
+                          "doc": a.doc, "kind": a.kind, "nullable": "None" in (a.types or ())}
+                         for a in m.args],
                 "instances": []}
         group["instances"].append({
             "path": m.path_text, "key": list(_jsonable(k) for k in m.path), "only": core.path_code(m.path),

@@ -276,6 +276,8 @@ def test_a_class_click_stays_inside_the_panels_only():
     model = EncDec()
     model.train()
     panel = Panel(model, only=nnx.PathContains("enc"))
+    dropout = next(c for c in panel.widget.payload["classes"] if c["class"] == "Dropout")
+    assert dropout["only"] == "nnx.All(nnx.PathContains('enc', exact=True), nnx.Dropout)"  # the browser's line too
     ack = panel.click(type="apply", only={"class": "Dropout"}, values={"deterministic": True})
     assert ack["code"] == "model.set_attributes(nnx.All(nnx.PathContains('enc', exact=True), nnx.Dropout), deterministic=True)"
     assert model.enc.layers[0].deterministic is True and model.dec.layers[0].deterministic is False
@@ -334,6 +336,8 @@ def test_a_mode_click_on_a_model_without_a_mode_is_an_error():
 def test_an_int_or_none_option_set_to_none_from_the_browser():
     model = nnx.Sequential(nnx.MultiHeadAttention(2, 4, decode=False, rngs=nnx.Rngs(0)))
     panel = Panel(model)
+    args = {a["name"]: a for a in panel.widget.payload["classes"][0]["args"]}
+    assert (args["max_length"]["kind"], args["max_length"]["nullable"]) == ("int", True)
     view = panel.click(type="view", name="v", only=None, values={"max_length": None, "decode": False})
     assert view["state"] == "done" and view["code"] == "v = nnx.view(model, max_length=None, decode=False)"
     bad = panel.click(type="view", name="w", only=None, values={"max_length": "'long'"})

@@ -4,7 +4,7 @@
 //
 // Payload (ViewPanel.payload, re-sent whole after every change):
 //   {variant, root, target, default_name, mode, summary, disagreeing, message, base_only, gone,
-//    classes: [{class, only, args: [{name, annotation, default, doc, kind}],
+//    classes: [{class, only, args: [{name, annotation, default, doc, kind, nullable}],
 //               instances: [{path, key, only, mode, values: {arg: repr}}]}]}
 
 import { isIdentifier } from "./format.js";
@@ -30,6 +30,7 @@ function prepArg(a) {
     default: str(o.default, "None"),
     doc: str(o.doc),
     kind: KINDS.includes(o.kind) ? o.kind : "literal",
+    nullable: Boolean(o.nullable), // the annotation allows None (`int | None`): "None" is a value
   };
 }
 
@@ -183,6 +184,7 @@ export function scopeArgs(prep, scope) {
       if (!seen) byName.set(a.name, { ...a, classes: [c.name] });
       else {
         seen.kind = mergeKind(seen.kind, a.kind);
+        seen.nullable = seen.nullable || a.nullable;
         if (!seen.doc && a.doc) seen.doc = a.doc;
         if (!seen.classes.includes(c.name)) seen.classes.push(c.name);
       }
@@ -237,10 +239,10 @@ const INT = /^[+-]?\d+$/;
 /**
  * What one control holds, as sent: {set: false} (unset / empty), {set: true, value} or
  * {set: false, error}. Tri-state controls hold "unset" | "true" | "false"; int inputs a decimal
- * integer (a JS number, so within ±2^53); literal inputs any text, sent as typed (trimmed) for
- * Python's ast.literal_eval.
+ * integer (a JS number, so within ±2^53), or None when `nullable` (sent as null); literal inputs
+ * any text, sent as typed (trimmed) for Python's ast.literal_eval.
  */
-export function parseInput(kind, raw) {
+export function parseInput(kind, raw, nullable = false) {
   if (kind === "tri_bool" || kind === "bool") {
     if (raw === true || raw === "true") return { set: true, value: true };
     if (raw === false || raw === "false") return { set: true, value: false };
@@ -249,7 +251,8 @@ export function parseInput(kind, raw) {
   const t = str(raw).trim();
   if (t === "") return { set: false };
   if (kind === "int") {
-    if (!INT.test(t)) return { set: false, error: "not an integer" };
+    if (nullable && t === "None") return { set: true, value: null };
+    if (!INT.test(t)) return { set: false, error: nullable ? "not an integer or None" : "not an integer" };
     const n = Number(t);
     if (!Number.isSafeInteger(n)) return { set: false, error: "too large" };
     return { set: true, value: n };
@@ -266,7 +269,7 @@ export function collectValues(args, raw) {
   const errors = {};
   let count = 0;
   for (const a of args) {
-    const r = parseInput(a.kind, raw[a.name]);
+    const r = parseInput(a.kind, raw[a.name], a.nullable);
     if (r.error) errors[a.name] = r.error;
     else if (r.set) {
       values[a.name] = r.value;

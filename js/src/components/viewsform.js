@@ -36,7 +36,8 @@ export function inputControl(doc, a, value, onInput) {
     class: "nnx-views-input", type: "text", "data-arg": a.name, "data-kind": a.kind,
     inputmode: a.kind === "int" ? "numeric" : null, placeholder: a.default, spellcheck: "false",
     autocomplete: "off", "aria-label": a.name,
-    title: a.kind === "int" ? "an integer; empty: not passed" : "a Python literal (parsed with ast.literal_eval); empty: not passed",
+    title: a.kind !== "int" ? "a Python literal (parsed with ast.literal_eval); empty: not passed"
+      : `an integer${a.nullable ? " or None" : ""}; empty: not passed`,
   });
   input.value = value || "";
   input.addEventListener("input", () => onInput(input.value));
