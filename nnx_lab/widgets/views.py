@@ -12,6 +12,7 @@ import anywidget
 import traitlets
 
 from .. import inbox, live
+from ..core import view_requests as requests
 from ..core import views as core
 
 T = TypeVar("T")
@@ -61,22 +62,22 @@ class ViewPanel(anywidget.AnyWidget):
     def report(self) -> core.ViewReport:
         model = self._model()
         if model is None:
-            raise core.ViewError("the model is gone (deleted or garbage-collected)")
+            raise requests.ViewError("the model is gone (deleted or garbage-collected)")
         return core.view_report(model, only=self._only)
 
     def refresh(self, report: core.ViewReport | None = None) -> None:
         """Read every instance's current values again (or show ``report``, just read) and re-send them."""
         try:
             report = report if report is not None else self.report()
-        except core.ViewError as e:
+        except requests.ViewError as e:
             self.payload = {**self.payload, "message": str(e), "mode": "none", "gone": True}
             return
         self.payload = _payload(report, self._variant, self._target, self._default_name,
                                 self._namespace, self._base(self._model()))
 
-    def _base(self, model: Any) -> core.Scope:
+    def _base(self, model: Any) -> requests.Scope:
         """What "all modules" means here (the panel's ``only=``), read from the model as it is now."""
-        return core.base_scope(model, self._only, self._namespace, self._only_code)
+        return requests.base_scope(model, self._only, self._namespace, self._only_code)
 
     # -- the requests, from Python ------------------------------------------------------
     def create_view(self, name: str | None = None, only: Any = None, **values: Any) -> Any:
@@ -127,7 +128,7 @@ class ViewPanel(anywidget.AnyWidget):
         try:
             _, code, text = self._run(content, from_text=True)
             ack = {"type": "ack", "id": rid, "state": "done", "text": text, "code": code}
-        except core.ViewError as e:
+        except requests.ViewError as e:
             ack = {"type": "ack", "id": rid, "state": "error", "text": str(e), "code": ""}
         except Exception as e:  # never into the kernel's message loop
             ack = {"type": "ack", "id": rid, "state": "error", "code": "",
@@ -142,37 +143,37 @@ class ViewPanel(anywidget.AnyWidget):
     def _run(self, content: Mapping[str, Any], *, from_text: bool) -> tuple[Any, str, str]:
         model = self._model()
         if model is None:
-            raise core.ViewError("the model is gone (deleted or garbage-collected)")
+            raise requests.ViewError("the model is gone (deleted or garbage-collected)")
         kind = content.get("type")
         if kind == "mode":
             mode = content.get("mode")
-            core.set_mode(model, mode)
+            requests.set_mode(model, mode)
             after = core.view_report(model, only=self._only)
             return model, f"{self._target}.{mode}()", f"{self._target} is now {after.mode}"
         report = core.view_report(model, only=self._only)
         if not report.modules:
-            raise core.ViewError(report.summary())
-        scope = core.scope_for(report, content.get("only"), self._namespace, self._base(model))
+            raise requests.ViewError(report.summary())
+        scope = requests.scope_for(report, content.get("only"), self._namespace, self._base(model))
         raw = content.get("values")
         if not isinstance(raw, Mapping):
-            raise core.ViewError(f"values must be a mapping of set_view options, not {type(raw).__name__}")
-        values = core.coerce_values(model, report, scope, raw, from_text=from_text)
+            raise requests.ViewError(f"values must be a mapping of set_view options, not {type(raw).__name__}")
+        values = requests.coerce_values(model, report, scope, raw, from_text=from_text)
         note = "" if core.UNNAMED not in (scope.code or "") else (
             f" ({core.UNNAMED} is the only= filter given to the panel, which has no Python text: "
             "pass only_code= to name it)")
         if kind == "apply":
-            core.apply_in_place(model, scope, values)
-            return model, core.apply_code(self._target, scope, values), f"set in place on {scope.label}{note}"
+            requests.apply_in_place(model, scope, values)
+            return model, requests.apply_code(self._target, scope, values), f"set in place on {scope.label}{note}"
         name = content.get("name") or self._default_name
         if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
-            raise core.ViewError(f"{name!r} is not a valid Python name")
+            raise requests.ViewError(f"{name!r} is not a valid Python name")
         if self._namespace is None:
-            raise core.ViewError("no user namespace to bind the view in (not running in IPython)")
+            raise requests.ViewError("no user namespace to bind the view in (not running in IPython)")
         if self._namespace.get(name) is model:
-            raise core.ViewError(f"{name!r} holds the model this panel shows; choose another name for the view")
-        view = core.make_view(model, scope, values)
+            raise requests.ViewError(f"{name!r} holds the model this panel shows; choose another name for the view")
+        view = requests.make_view(model, scope, values)
         self._namespace[name] = view
-        return view, core.view_code(self._target, name, scope, values), f"{name} is a view of {self._target}{note}"
+        return view, requests.view_code(self._target, name, scope, values), f"{name} is a view of {self._target}{note}"
 
     # -- what a saved notebook shows without a kernel ------------------------------------
     def _repr_mimebundle_(self, **kwargs: Any):
@@ -180,7 +181,7 @@ class ViewPanel(anywidget.AnyWidget):
         data = bundle[0] if isinstance(bundle, tuple) else bundle
         try:
             text = self.report().to_text()
-        except core.ViewError as e:
+        except requests.ViewError as e:
             text = str(e)
         data["text/plain"] = text
         data["text/html"] = f"<pre style=\"text-align:left\">{html.escape(text)}</pre>"
@@ -226,13 +227,13 @@ def mode_toggle(model: Any, *, target: str | None = None, display: bool = True) 
 # -- helpers ------------------------------------------------------------------------------
 
 def _payload(report: core.ViewReport, variant: str, target: str, default_name: str,
-             namespace: Mapping[str, Any] | None, base: core.Scope) -> dict:
+             namespace: Mapping[str, Any] | None, base: requests.Scope) -> dict:
     classes: dict[type, dict] = {}
     for m in report.modules:
         group = classes.get(m.cls)
         if group is None:
             group = classes[m.cls] = {
-                "class": m.class_name, "only": core.class_scope(m.cls, namespace, base).code,
+                "class": m.class_name, "only": requests.class_scope(m.cls, namespace, base).code,
                 "args": [{"name": a.name, "annotation": a.annotation, "default": repr(a.default),
                           "doc": a.doc, "kind": a.kind, "nullable": "None" in (a.types or ())}
                          for a in m.args],
