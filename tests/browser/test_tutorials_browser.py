@@ -30,16 +30,17 @@ def test_views_and_modes_tutorial(page, page_events, jupyter_server, open_notebo
     first = panels.first
     assert sorted(first.locator(".nnx-views-class").evaluate_all("els => els.map(e => e.dataset.class)")) == \
         ["BatchNorm", "Dropout", "MultiHeadAttention"]
+    assert "gone" not in first.inner_text()  # the training section's model has a name of its own
     screenshot(page, f"tutorial-03-view-panel-{ui}", scroll_to=first)
 
-    # the last mode toggle (on the model the training section made): a click switches the kernel's model
+    # the last mode toggle (on `learner`, the training section's model): a click switches the kernel's model
     toggle = page.locator('.jp-OutputArea-output .nnx-lab-views[data-variant="modes"]').last
     for mode, deterministic in (("eval", "True"), ("train", "False")):
         toggle.locator(f'button[data-mode="{mode}"]').click()
         toggle.locator('.nnx-views-status[data-state="done"]').wait_for(timeout=30_000)
         page.wait_for_function("([el, m]) => el.getAttribute('data-mode') === m",
                                arg=[toggle.locator(".nnx-views-mode").first.element_handle(), mode], timeout=10_000)
-        assert run_cell(page, "print('DROP', model.drop.deterministic)", "DROP") == f"DROP {deterministic}"
+        assert run_cell(page, "print('DROP', learner.drop.deterministic)", "DROP") == f"DROP {deterministic}"
     assert not page_events.script_dialogs
 
 
