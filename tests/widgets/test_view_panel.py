@@ -190,20 +190,21 @@ def test_a_viewers_tick_applies_queued_clicks_too():
     viewer.close()
 
 
-def test_nnx_view_magic(ip):
-    model = make()
-    ip.user_ns.update(net=model, nnx=nnx)
-    shown = []
+def shown_by_nnx_view(ip, monkeypatch, model, *lines):
+    """The panels `%nnx_view LINE` displays, for each line, with `net` bound to ``model``."""
     import nnx_lab.magics as magics
 
-    original = magics.display
-    magics.display = shown.append
-    try:
-        ip.run_line_magic("nnx_view", "net --as ev --only nnx.Dropout")
-        ip.run_line_magic("nnx_view", "net --modes")
-    finally:
-        magics.display = original
-    views, toggle = shown
+    ip.user_ns.update(net=model, nnx=nnx)
+    shown = []
+    monkeypatch.setattr(magics, "display", shown.append)
+    for line in lines:
+        ip.run_line_magic("nnx_view", line)
+    return shown
+
+
+def test_nnx_view_magic(ip, monkeypatch):
+    model = make()
+    views, toggle = shown_by_nnx_view(ip, monkeypatch, model, "net --as ev --only nnx.Dropout", "net --modes")
     assert views.payload["default_name"] == "ev" and [c["class"] for c in views.payload["classes"]] == ["Dropout"]
     assert views.payload["base_only"] == "nnx.Dropout" and toggle.payload["variant"] == "modes"
     views.send = lambda m: None
@@ -344,20 +345,8 @@ def test_an_int_or_none_option_set_to_none_from_the_browser():
     assert bad["state"] == "error" and bad["text"] == "max_length takes an int or None, not str 'long'"
 
 
-def test_nnx_view_only_takes_a_module_path(ip):
-    model = make()
-    ip.user_ns.update(net=model, nnx=nnx)
-    shown = []
-    import nnx_lab.magics as magics
-
-    original = magics.display
-    magics.display = shown.append
-    try:
-        ip.run_line_magic("nnx_view", "net --only layers[1]")
-        ip.run_line_magic("nnx_view", "net --only layers/0/drop")
-    finally:
-        magics.display = original
-    one, drop = shown
+def test_nnx_view_only_takes_a_module_path(ip, monkeypatch):
+    one, drop = shown_by_nnx_view(ip, monkeypatch, make(), "net --only layers[1]", "net --only layers/0/drop")
     assert [i["path"] for c in one.payload["classes"] for i in c["instances"]] == ["layers[1].bn", "layers[1].drop"]
     assert one.payload["base_only"] == "lambda path, node: path[:2] == ('layers', 1)"
     assert [i["path"] for c in drop.payload["classes"] for i in c["instances"]] == ["layers[0].drop"]
