@@ -86,7 +86,8 @@ class Capture:
     While entered, every submodule of ``model`` carries flax's ``__captures__``; on exit (always,
     also on an exception or KeyboardInterrupt) they are removed and every patched class method is
     restored; then ``captured`` (an ``nnx.State`` keyed by module path, then sow name),
-    ``seen_types`` (every type sown or perturbed, chosen or not) and ``matched`` (module paths
+    ``seen_types`` (every type sown or perturbed, chosen or not; with those the modules' classes
+    were seen sowing before, since a cached jit trace runs no Python) and ``matched`` (module paths
     ``only`` selected) are filled in. A Capture can be entered once.
     """
 
