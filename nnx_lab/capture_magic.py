@@ -88,8 +88,10 @@ def run_capture(shell: Any, args: Any, body: str) -> None:
     from flax import nnx
 
     from .core.capture import Capture, a_kind, capture_report
+    from .core import compat
     from .magics import check_name, evaluate_target
 
+    compat.require("nnx.capture", "%%nnx_capture")
     model = evaluate_target(shell, args.target)
     if not isinstance(model, nnx.Module):
         raise UsageError(f"TARGET {args.target!r} is {a_kind(type(model).__name__)}, not an nnx.Module")

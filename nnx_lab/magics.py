@@ -231,15 +231,20 @@ class NnxLabMagics(Magics):
 
         if not isinstance(model, nnx.Module):
             raise UsageError(f"TARGET {args.target!r} is a {type(model).__name__}, not an nnx.Module")
+        if not args.modes:
+            from .core import compat
+
+            compat.require("nnx.view", "%nnx_view (the set_view options)")
         name = check_name(args.name) if args.name else None
         only = ...
         if args.only is not None:
             if args.modes:
                 raise UsageError("--only lists a subset of modules for the options panel; --modes shows them all")
+            from .core import compat
             from .core.capture_arming import module_paths_text
 
             text = args.only.strip()  # a module path of the model as written, else a filter expression
-            paths = {t for p, _ in nnx.iter_modules(model) for t in module_paths_text(tuple(p))}
+            paths = {t for p, _ in compat.iter_modules(model) for t in module_paths_text(tuple(p))}
             only = text if text in paths else evaluate_target(self.shell, text, "--only")
         from .core.views import is_module_path
         from .widgets.views import ViewPanel

@@ -204,4 +204,6 @@ def check_round_trip(before: dict[str, dict], after: dict[str, Any]) -> None:
 def _value(v: Any) -> Any:
     from flax import nnx
 
-    return v.get_value() if isinstance(v, nnx.Variable) else v
+    from .core import compat
+
+    return compat.get_value(v) if isinstance(v, nnx.Variable) else v

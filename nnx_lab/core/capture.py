@@ -47,6 +47,7 @@ from .capture_arming import (_ACTIVE, _ACTIVE_LOCK, _ATTR, _MARKERS, _MISSING, _
                              _MethodOutputs, _Seen, _armed_entries, _concat, _patch, _public_methods, _select,
                              _selector, _tonnx_class, _unpatch, module_paths_text, patched_classes,
                              sown_by_classes)
+from . import compat
 from .capture_report import CaptureReport, capture_report, flatten_captured
 from .capture_types import DEFAULT_TYPES, a_kind, resolve_types, type_names
 from .histogram import DEFAULT_BINS
@@ -93,6 +94,7 @@ class Capture:
 
     def __init__(self, model: nnx.Module, *, types: Any = DEFAULT_TYPES, methods: bool | type = False,
                  only: Any = ..., init: nnx.State | None = None):
+        compat.require("nnx.capture", "capture")
         _check_model(model)
         self.model = model
         self.sown_types = resolve_types(types)  # what sow/perturb values are kept for

@@ -10,7 +10,7 @@ import jax
 import numpy as np
 from flax import nnx
 
-from . import render
+from . import compat, render
 from .capture_arming import _MARKERS
 from .capture_types import DEFAULT_TYPES, resolve_types, type_names
 from .histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch, sparkline
@@ -34,7 +34,7 @@ def flatten_captured(captured: nnx.State) -> nnx.State:
         if not isinstance(var, nnx.Variable):
             flat.append((tuple(path), var))
             continue
-        leaves, _ = jax.tree_util.tree_flatten_with_path(var.get_value(), is_leaf=lambda x: x is None)
+        leaves, _ = jax.tree_util.tree_flatten_with_path(compat.get_value(var), is_leaf=lambda x: x is None)
         for keys, leaf in leaves:
             flat.append(((*path, *(_key(k) for k in keys)), type(var)(leaf)))
     return nnx.from_flat_state(flat) if flat else nnx.State({})
@@ -58,7 +58,7 @@ class Table:
 
 def _table(captured: nnx.State, bins: int) -> Table:
     flat_state = flatten_captured(captured)
-    by_path = {tuple(p): (v.get_value() if isinstance(v, nnx.Variable) else v)
+    by_path = {tuple(p): (compat.get_value(v) if isinstance(v, nnx.Variable) else v)
                for p, v in nnx.to_flat_state(flat_state)}
     paths = list(by_path)
     live = [by_path[p] if isinstance(by_path[p], (jax.Array, np.ndarray)) and not isinstance(by_path[p], jax.core.Tracer)

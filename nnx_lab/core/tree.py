@@ -28,6 +28,7 @@ import numpy as np
 from flax import nnx
 from flax.nnx import graph as nnx_graph
 
+from . import compat
 Path = tuple[Hashable, ...]
 
 
@@ -76,7 +77,7 @@ def _metadata_of(var: nnx.Variable) -> dict:
 def walk_graph(obj: Any) -> GraphWalk:
     """Leaves and containers of ``obj``: a Module, a State, a nested dict, or a Variable."""
     if isinstance(obj, nnx.Variable):
-        leaf = Leaf((), type(obj).__name__, obj.get_value(), _metadata_of(obj), ())
+        leaf = Leaf((), type(obj).__name__, compat.get_value(obj), _metadata_of(obj), ())
         return GraphWalk([leaf], {}, type(obj).__name__)
     if _is_array_leaf(obj):
         return GraphWalk([Leaf((), _leaf_type_name(obj), obj, {}, ())], {}, _leaf_type_name(obj))
@@ -89,7 +90,7 @@ def walk_graph(obj: Any) -> GraphWalk:
     plain: set[Path] = set()  # containers that are not graph nodes: tuples, dicts, lists
     for path, value in visited:
         if isinstance(value, nnx.Variable):
-            leaves.append(Leaf(path, type(value).__name__, value.get_value(), _metadata_of(value),
+            leaves.append(Leaf(path, type(value).__name__, compat.get_value(value), _metadata_of(value),
                                _aliases(path, shared)))
         elif _is_array_leaf(value):
             leaves.append(Leaf(path, _leaf_type_name(value), value, {}, _aliases(path, shared)))

@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping
 from flax import nnx
 from flax.nnx import filterlib
 
+from . import compat
 from .tree import path_text
 from .views import (_CHECKS, _WANTED, MODE_ARGS, UNNAMED, ViewArg, ViewReport, _path_roots, _roots_code,
                     class_code, filter_code, is_module_path, only_filter, path_code, view_report)
@@ -142,11 +143,13 @@ def _wanted(args: list[ViewArg]) -> str:
 
 def _scoped(model: nnx.Module, scope: Scope):
     predicate = scope.predicate()
-    return [(tuple(p), m) for p, m in nnx.iter_modules(model) if predicate(p, m)]
+    return [(tuple(p), m) for p, m in compat.iter_modules(model) if predicate(p, m)]
 
 
 def make_view(model: nnx.Module, scope: Scope, values: Mapping[str, Any]) -> nnx.Module:
     """``nnx.view(model, only=..., **values)``: a new model sharing the arrays; ``model`` unchanged."""
+    if not compat.has("nnx.view"):
+        raise ViewError(str(compat.NeedsNewerFlax("nnx.view", "nnx.view")))
     try:
         return nnx.view(model, only=scope.only, **values)
     except Exception as e:
@@ -180,7 +183,7 @@ def set_mode(model: nnx.Module, mode: str) -> None:
     if all(m.mode is None for m in view_report(model).modules):
         raise ViewError(f"{type(model).__name__}: no submodule has a train/eval argument "
                         f"({', '.join(MODE_ARGS)}), so model.{mode}() would change nothing")
-    with _all_or_nothing([m for _, m in nnx.iter_modules(model)], MODE_ARGS, f"model.{mode}()"):
+    with _all_or_nothing([m for _, m in compat.iter_modules(model)], MODE_ARGS, f"model.{mode}()"):
         model.train() if mode == "train" else model.eval()
 
 

@@ -31,6 +31,7 @@ from typing import Any, Callable, Mapping
 from flax import nnx
 from flax.nnx import filterlib
 
+from . import compat
 from .capture_arming import _PathSelector, _selector
 from .tree import Path, path_text
 
@@ -154,8 +155,8 @@ def view_report(model: Any, *, only: Any = ...) -> ViewReport:
         raise TypeError(f"expected an nnx.Module, got {type(model).__name__}")
     predicate = filterlib.to_predicate(only_filter(model, only))
     modules = []
-    for path, module in nnx.iter_modules(model):
-        if hasattr(module, "set_view") and predicate(path, module):
+    for path, module in compat.iter_modules(model):
+        if compat.set_view(module) and predicate(path, module):
             modules.append(_module_views(tuple(path), module))
     described = None if only is ... else (repr(only) if is_module_path(only) else filter_code(only) or UNNAMED)
     return ViewReport(type(model).__name__, tuple(modules), described)
@@ -169,7 +170,7 @@ def is_module_path(only: Any) -> bool:
 def _path_roots(model: Any, only: Any) -> tuple[Path, ...]:
     """The paths of the modules that the module path ``only`` names (usually one)."""
     selector = _PathSelector(only)
-    return tuple(tuple(p) for p, _ in nnx.iter_modules(model) if selector.root_of(tuple(p)))
+    return tuple(tuple(p) for p, _ in compat.iter_modules(model) if selector.root_of(tuple(p)))
 
 
 def only_filter(model: Any, only: Any) -> Any:
@@ -187,7 +188,7 @@ def _roots_code(roots: tuple[Path, ...]) -> str:
 
 
 def _module_views(path: Path, module: nnx.Module) -> ModuleViews:
-    signature, params = _set_view_params(type(module).set_view)
+    signature, params = _set_view_params(compat.set_view(module))
     args = tuple(ViewArg(name, annotation, default, doc, getattr(module, name, _MISSING), kind)
                  for name, annotation, default, doc, kind in params)
     return ModuleViews(path, type(module).__name__, args, signature, type(module))
@@ -211,11 +212,11 @@ def _set_view_params(method: Any) -> tuple[str, tuple[tuple[str, str, Any, str, 
 
 def _arg_docs(method: Any) -> dict[str, str]:
     """The `Args:` section of a set_view docstring, parsed the way nnx.view_info parses it."""
-    from flax.nnx.module import _parse_docstring_args  # view_info's own parser
-
     doc = inspect.getdoc(method)
     if not isinstance(doc, str) or "Args:\n" not in doc:
         return {}
+    from flax.nnx.module import _parse_docstring_args  # view_info's own parser (flax>=0.12.4)
+
     start, end = doc.find("Args:\n"), doc.find("Returns:\n")
     section = doc[start + 6: end if end != -1 else len(doc)]
     try:

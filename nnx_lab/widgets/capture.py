@@ -24,6 +24,7 @@ from flax import nnx
 
 from .. import inbox, live
 from ..core import capture as core
+from ..core import compat
 from ..core.capture_grads import intermediate_grads
 from ..core.capture_toggles import CaptureToggles, Modules, module_tree, one_line
 from ..core.capture_types import caller_namespace
@@ -60,6 +61,7 @@ class CapturePanel(anywidget.AnyWidget):
 
     def __init__(self, model: Any, *, types: Any = core.DEFAULT_TYPES, methods: bool = False,
                  max_rate: float = 2.0, budget: float = 0.02, namespace: dict | None = None, **kwargs: Any):
+        compat.require("nnx.capture", "the capture panel")
         if not isinstance(model, nnx.Module):
             raise TypeError(f"capture_panel needs an nnx.Module, got {type(model).__name__}")
         if not (isinstance(max_rate, (int, float)) and max_rate > 0 and isinstance(budget, (int, float)) and budget > 0):

@@ -12,6 +12,7 @@ import anywidget
 import traitlets
 
 from .. import inbox, live
+from ..core import compat
 from ..core import view_requests as requests
 from ..core import views as core
 
@@ -40,6 +41,8 @@ class ViewPanel(anywidget.AnyWidget):
             raise TypeError(f"expected an nnx.Module, got {type(model).__name__}")
         if variant not in ("views", "modes"):
             raise ValueError(f"variant is 'views' or 'modes', not {variant!r}")
+        if variant == "views":
+            compat.require("nnx.view", "the set_view options panel")
         first = core.view_report(model, only=only)  # a filter that raises fails here, before any widget exists
         self._model = weakref.ref(model)
         self._namespace = namespace if namespace is not None else _user_namespace()

@@ -1,0 +1,124 @@
+"""What differs between the flax versions nnx_lab runs on: Colab's flax 0.11.2 up to the newest.
+
+Everything version-dependent lives here, so the rest of the code calls one function instead of
+testing for attributes. A feature whose flax API is missing answers with :class:`NeedsNewerFlax`,
+one line naming the feature, the installed and the needed flax, and the upgrade line for this
+runtime's backend (nothing is ever upgraded for the user: on Colab that restarts the runtime).
+
+>>> needed("nnx.capture")
+'0.12.6'
+>>> version_tuple("0.12.4.dev1+g0ab") >= version_tuple("0.12.4")
+True
+>>> upgrade_line("gpu")
+'pip install -U "jax[cuda12]" flax'
+"""
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any, Iterator
+
+import flax
+from flax import nnx
+
+FLAX_VERSION: str = flax.__version__
+
+#: flax API -> the first flax release that has it (from flax's git tags).
+_NEEDS = {
+    "nnx.view": "0.12.4",       # nnx.view / nnx.view_info / Module.set_view (flax commit 4f5a64c)
+    "nnx.view_info": "0.12.4",
+    "nnx.capture": "0.12.6",    # nnx.capture and Module.__captures__ (flax commit 0e92624)
+    "nnx.List": "0.12.0",
+}
+#: set_view arguments flax's Module.train() / eval() set (False for train, True for eval).
+MODE_ARGS = ("deterministic", "use_running_average")
+
+_UPGRADE = {
+    "gpu": 'pip install -U "jax[cuda12]" flax',
+    "tpu": 'pip install -U "jax[tpu]" flax',
+    "cpu": "pip install -U flax",
+}
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """The leading numbers of a version string: ``"0.12.4rc1"`` -> ``(0, 12, 4)``."""
+    return tuple(int(n) for n in re.findall(r"\d+", version.split("+")[0].split("rc")[0].split(".dev")[0])[:3])
+
+
+def needed(feature: str) -> str:
+    """The first flax release with ``feature`` (a key of the table above)."""
+    return _NEEDS[feature]
+
+
+def has(feature: str) -> bool:
+    """Whether the installed flax has ``feature``."""
+    return version_tuple(FLAX_VERSION) >= version_tuple(_NEEDS[feature])
+
+
+def upgrade_line(backend: str | None = None) -> str:
+    """The pip line that upgrades flax without moving jax off this runtime's accelerator."""
+    if backend is None:
+        import jax
+
+        backend = jax.default_backend()
+    return _UPGRADE.get(backend, _UPGRADE["cpu"])
+
+
+class NeedsNewerFlax(RuntimeError):
+    """A feature the installed flax lacks; IPython shows it as its one line, without a traceback."""
+
+    def __init__(self, what: str, feature: str, backend: str | None = None):
+        self.feature, self.needed = feature, _NEEDS[feature]
+        super().__init__(f"{what} needs flax>={self.needed} ({feature}); installed flax {FLAX_VERSION}. "
+                         f"Upgrade with: {upgrade_line(backend)} (then restart the runtime)")
+
+    def _render_traceback_(self) -> list[str]:  # IPython's hook for exceptions that print themselves
+        return [f"{type(self).__name__}: {self}"]
+
+
+def require(feature: str, what: str | None = None) -> None:
+    """Raise :class:`NeedsNewerFlax` unless the installed flax has ``feature``."""
+    if not has(feature):
+        raise NeedsNewerFlax(what or feature, feature)
+
+
+def get_value(variable: nnx.Variable) -> Any:
+    """A Variable's value (``get_value()`` from flax 0.12.1; ``.value`` before)."""
+    return variable.get_value() if _HAS_GET_VALUE else variable.value
+
+
+def iter_modules(module: Any) -> Iterator[tuple[tuple, Any]]:
+    """``(path, module)`` for ``module`` and every submodule (a function from flax 0.12.1)."""
+    return nnx.iter_modules(module) if _HAS_ITER_MODULES else module.iter_modules()
+
+
+def set_view(module: Any) -> Any:
+    """The function whose signature lists ``module``'s train/eval and view options, or None.
+
+    From flax 0.12.4 that is the class's ``set_view``. Before, ``Module.train()`` / ``eval()`` set
+    the attributes in :data:`MODE_ARGS` wherever a module has them, so a stand-in with exactly
+    those arguments describes the module the same way.
+    """
+    if has("nnx.view"):
+        return getattr(type(module), "set_view", None)
+    present = tuple(name for name in MODE_ARGS if hasattr(module, name))
+    return _mode_stand_in(present) if present else None
+
+
+@functools.lru_cache(maxsize=None)
+def _mode_stand_in(names: tuple[str, ...]) -> Any:
+    def set_view(self, **kwargs):  # only its signature is read
+        raise NotImplementedError
+
+    import inspect
+
+    params = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation="bool | None")
+              for n in names]
+    set_view.__signature__ = inspect.Signature(
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD), *params])
+    set_view.__doc__ = "Set by model.train() (False) and model.eval() (True)."
+    return set_view
+
+
+_HAS_GET_VALUE = hasattr(nnx.Variable, "get_value")
+_HAS_ITER_MODULES = hasattr(nnx, "iter_modules")
