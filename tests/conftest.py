@@ -3,6 +3,8 @@ from IPython.core.interactiveshell import InteractiveShell
 from flax import nnx
 import jax.numpy as jnp
 
+from nnx_lab.core import compat
+
 
 class Block(nnx.Module):
     def __init__(self, rngs: nnx.Rngs):
@@ -23,6 +25,8 @@ class Net(nnx.Module):
 
 @pytest.fixture
 def net():
+    if compat.missing("nnx.List"):
+        pytest.skip(compat.missing("nnx.List"))
     return Net(nnx.Rngs(0))
 
 

@@ -28,7 +28,7 @@ _NEEDS = {
     "nnx.view": "0.12.4",       # nnx.view / nnx.view_info / Module.set_view (flax commit 4f5a64c)
     "nnx.view_info": "0.12.4",
     "nnx.capture": "0.12.6",    # nnx.capture and Module.__captures__ (flax commit 0e92624)
-    "nnx.List": "0.12.0",
+    "nnx.List": "0.12.0",       # nnx.List / nnx.Dict containers
 }
 #: set_view arguments flax's Module.train() / eval() set (False for train, True for eval).
 MODE_ARGS = ("deterministic", "use_running_average")
@@ -53,6 +53,13 @@ def needed(feature: str) -> str:
 def has(feature: str) -> bool:
     """Whether the installed flax has ``feature``."""
     return version_tuple(FLAX_VERSION) >= version_tuple(_NEEDS[feature])
+
+
+def missing(feature: str) -> str | None:
+    """Why ``feature`` is unavailable (needed and installed flax), or None when the installed flax has it."""
+    if has(feature):
+        return None
+    return f"needs flax>={_NEEDS[feature]} ({feature}); installed flax {FLAX_VERSION}"
 
 
 def upgrade_line(backend: str | None = None) -> str:
@@ -87,9 +94,37 @@ def get_value(variable: nnx.Variable) -> Any:
     return variable.get_value() if _HAS_GET_VALUE else variable.value
 
 
+def set_value(variable: nnx.Variable, value: Any) -> None:
+    """Set a Variable's value (``set_value()`` from flax 0.12.1; ``.value =`` before)."""
+    if _HAS_GET_VALUE:
+        variable.set_value(value)
+    else:
+        variable.value = value
+
+
 def iter_modules(module: Any) -> Iterator[tuple[tuple, Any]]:
     """``(path, module)`` for ``module`` and every submodule (a function from flax 0.12.1)."""
     return nnx.iter_modules(module) if _HAS_ITER_MODULES else module.iter_modules()
+
+
+def spec_text(spec: Any) -> str:
+    """A PartitionSpec as newer jax prints it, ``P('data', None)`` (jax 0.7 says ``PartitionSpec(...)``)."""
+    text = str(spec)
+    return "P" + text[len("PartitionSpec"):] if text.startswith("PartitionSpec(") else text
+
+
+def iter_graph(node: Any) -> Iterator[tuple[tuple, Any]]:
+    """``nnx.iter_graph``, each Variable once, at its first path.
+
+    Newer flax visits a Variable reachable by two paths (tied weights) once; flax 0.11 at both.
+    """
+    seen: set[int] = set()
+    for path, value in nnx.iter_graph(node):
+        if isinstance(value, nnx.Variable):
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
+        yield path, value
 
 
 def set_view(module: Any) -> Any:

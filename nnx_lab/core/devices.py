@@ -13,6 +13,8 @@ from typing import Any, Iterable
 
 import jax
 
+from . import compat
+
 
 def compress_ids(ids: Iterable[int]) -> str:
     ids = sorted(set(ids))
@@ -50,7 +52,7 @@ def sharding_text(sharding: Any) -> str | None:
     if isinstance(sharding, jax.sharding.NamedSharding):
         mesh = sharding.mesh
         axes = ", ".join(f"{name}={size}" for name, size in zip(mesh.axis_names, mesh.axis_sizes))
-        return f"{sharding.spec} @ mesh({axes})"
+        return f"{compat.spec_text(sharding.spec)} @ mesh({axes})"
     if len(sharding.device_set) <= 1:
         return None
     return repr(sharding)

@@ -82,7 +82,7 @@ def walk_graph(obj: Any) -> GraphWalk:
     if _is_array_leaf(obj):
         return GraphWalk([Leaf((), _leaf_type_name(obj), obj, {}, ())], {}, _leaf_type_name(obj))
     check_inspectable(obj)
-    visited: list[tuple[Path, Any]] = list(nnx.iter_graph(obj))
+    visited: list[tuple[Path, Any]] = list(compat.iter_graph(obj))
     seen = {path for path, _ in visited}
     shared = _shared_prefixes(obj, seen)
     leaves: list[Leaf] = []

@@ -5,6 +5,8 @@ from flax import nnx
 
 from nnx_lab.core.capture_toggles import CaptureToggles, Ticked, module_tree
 
+pytestmark = pytest.mark.needs_flax("nnx.capture")
+
 
 class Block(nnx.Module):
     def __init__(self, rngs):

@@ -8,6 +8,7 @@ from flax import nnx
 import flax.linen as nn
 
 import nnx_lab
+from nnx_lab.core import compat
 from nnx_lab.core.tree import path_text
 
 
@@ -109,7 +110,7 @@ def test_statuses_never_raise():
             self.empty = nnx.Param(jnp.zeros((0, 4)))
 
     model = Odd()
-    model.gone.get_value().delete()
+    compat.get_value(model.gone).delete()
     snap = nnx_lab.snapshot(model)
     status = {path_text(r.path): r.status for r in snap.rows}
     assert status == {"empty": "ok", "gone": "deleted", "host": "ok", "key": "prng_key", "text": "non_numeric"}
@@ -122,7 +123,7 @@ def test_statuses_never_raise():
 
 def test_donated_buffer_shows_deleted():
     model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
-    kernel = model.kernel.get_value()
+    kernel = compat.get_value(model.kernel)
     jax.jit(lambda x: x + 1, donate_argnums=0)(kernel)
     if not kernel.is_deleted():  # a backend that ignores donation
         kernel.delete()
@@ -150,6 +151,7 @@ def test_stats_false_runs_nothing_on_device(net):
     assert snap["blocks[0].linear.kernel"].status == "ok"
 
 
+@pytest.mark.needs_flax("nnx.List")
 def test_static_containers_are_not_nodes_but_empty_modules_are():
     class M(nnx.Module):
         def __init__(self, rngs):

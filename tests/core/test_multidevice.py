@@ -11,6 +11,7 @@ SCRIPT = textwrap.dedent("""
     import jax, jax.numpy as jnp, numpy as np
     from flax import nnx
     import nnx_lab
+    from nnx_lab.core import compat
 
     mesh = jax.make_mesh((4, 2), ("data", "model"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
 
@@ -23,13 +24,13 @@ SCRIPT = textwrap.dedent("""
 
     with jax.set_mesh(mesh):
         model = Sharded(nnx.Rngs(0))
-    model.w.set_value(jax.device_put(model.w.get_value(), jax.NamedSharding(mesh, jax.P("data", "model"))))
-    model.v.set_value(jax.device_put(model.v.get_value().at[5].set(jnp.nan), jax.NamedSharding(mesh, jax.P("data"))))
+    compat.set_value(model.w, jax.device_put(compat.get_value(model.w), jax.NamedSharding(mesh, jax.P("data", "model"))))
+    compat.set_value(model.v, jax.device_put(compat.get_value(model.v).at[5].set(jnp.nan), jax.NamedSharding(mesh, jax.P("data"))))
     with jax.transfer_guard_device_to_host("disallow"):
         snap = nnx_lab.snapshot(model)
     out = {}
     for row in snap.rows:
-        x = np.asarray(jax.device_get(getattr(model, row.path[0]).get_value()), np.float64)
+        x = np.asarray(jax.device_get(compat.get_value(getattr(model, row.path[0]))), np.float64)
         f = x[np.isfinite(x)]
         out[row.path[0]] = {"sharding": row.sharding, "devices": row.devices, "stats": row.stats,
                             "numpy": [f.mean(), f.std(), f.min(), f.max(), float(np.sqrt((f ** 2).sum())),

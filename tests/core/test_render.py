@@ -6,6 +6,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 import nnx_lab
+from nnx_lab.core import compat
 
 EVIL_CLASS = "Evil<img src=x onerror=alert(1)>"
 EVIL_KEY = "<script>alert('x')</script>"
@@ -14,7 +15,7 @@ EVIL_KEY = "<script>alert('x')</script>"
 def evil_model():
     cls = type(EVIL_CLASS, (nnx.Module,), {})
     model = cls()
-    model.d = nnx.Dict({EVIL_KEY: nnx.Param(jnp.ones(2))})
+    model.d = nnx.data({EVIL_KEY: nnx.Param(jnp.ones(2))})  # a plain dict: flax 0.11 has no nnx.Dict
     model.sub = type("Sub<b>", (nnx.Module,), {})()
     model.sub.w = nnx.Param(jnp.zeros(3), note="<i>x</i>")
     return model
@@ -40,7 +41,7 @@ def test_text_table_is_readable():
 
 def test_nonfinite_banner_names_first_path():
     model = nnx.Linear(3, 4, rngs=nnx.Rngs(0))
-    model.kernel.set_value(model.kernel.get_value().at[1, 1].set(jnp.inf))
+    compat.set_value(model.kernel, compat.get_value(model.kernel).at[1, 1].set(jnp.inf))
     snap = nnx_lab.snapshot(model)
     assert snap.first_nonfinite.path == ("kernel",)
     assert "!! NaN/Inf in kernel: 1 Inf" in repr(snap)
@@ -49,7 +50,7 @@ def test_nonfinite_banner_names_first_path():
 
 def test_repr_never_raises_on_deleted_buffers():
     model = nnx.Linear(3, 4, rngs=nnx.Rngs(0))
-    model.kernel.get_value().delete()
+    compat.get_value(model.kernel).delete()
     snap = nnx_lab.snapshot(model)
     assert "deleted" in repr(snap) and "deleted" in snap._repr_html_()
 

@@ -11,6 +11,8 @@ from nnx_lab import capture_magic
 from nnx_lab.core.capture import CaptureReport, patched_classes
 from unchanged import assert_unchanged as _assert_unchanged, frozen
 
+pytestmark = pytest.mark.needs_flax("nnx.capture")
+
 
 class MyInterm(nnx.Intermediate):
     pass

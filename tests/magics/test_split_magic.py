@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 from flax import nnx
 from IPython.core.error import UsageError
+
+from nnx_lab.core import compat
 from unchanged import assert_unchanged, frozen
 
 
@@ -39,8 +41,8 @@ def test_line_magic_filters_with_spaces_and_as(ip):
 def test_cell_updates_the_model_in_place(ip):
     model = ip.user_ns["model"]
     cell(ip, "model nnx.Param ...", "param = jax.tree.map(lambda p: p * 0 + 7, param)")
-    assert np.all(np.asarray(model.layers[0].kernel.get_value()) == 7)
-    assert np.all(np.asarray(model.layers[1].var.get_value()) == 1)  # not a Param: untouched
+    assert np.all(np.asarray(compat.get_value(model.layers[0].kernel)) == 7)
+    assert np.all(np.asarray(compat.get_value(model.layers[1].var)) == 1)  # not a Param: untouched
 
 
 def test_cell_jitted_function_of_states(ip):
@@ -48,9 +50,9 @@ def test_cell_jitted_function_of_states(ip):
             "def scale(params, factor):\n"
             "    return jax.tree.map(lambda p: p * factor, params)\n"
             "param = scale(param, 2.0)")
-    before = np.asarray(ip.user_ns["model"].layers[0].kernel.get_value())
+    before = np.asarray(compat.get_value(ip.user_ns["model"].layers[0].kernel))
     cell(ip, "model nnx.Param ...", body)
-    assert np.allclose(np.asarray(ip.user_ns["model"].layers[0].kernel.get_value()), before * 2)
+    assert np.allclose(np.asarray(compat.get_value(ip.user_ns["model"].layers[0].kernel)), before * 2)
 
 
 def test_cell_merge_into_a_new_model_leaves_target(ip):
@@ -59,7 +61,7 @@ def test_cell_merge_into_a_new_model_leaves_target(ip):
     cell(ip, "model nnx.Param ... --merge-into half", "param = jax.tree.map(lambda p: p * 0.5, param)")
     assert_unchanged(model, before)
     half = ip.user_ns["half"]
-    assert np.allclose(np.asarray(half.layers[0].kernel.get_value()), np.asarray(model.layers[0].kernel.get_value()) * 0.5)
+    assert np.allclose(np.asarray(compat.get_value(half.layers[0].kernel)), np.asarray(compat.get_value(model.layers[0].kernel)) * 0.5)
 
 
 def test_cell_no_update(ip):
@@ -119,7 +121,8 @@ def test_in_place_edit_then_raise_leaves_model_unchanged(ip):
     """split hands out the model's own Variables; the body must get detached ones."""
     model = ip.user_ns["model"]
     before = frozen(model)
-    body = "param['layers'][0]['kernel'].set_value(param['layers'][0]['kernel'].get_value() * 0)\nraise ValueError('late')"
+    body = ("from nnx_lab.core import compat\n"
+            "compat.set_value(param['layers'][0]['kernel'], compat.get_value(param['layers'][0]['kernel']) * 0)\nraise ValueError('late')")
     with pytest.raises(UsageError, match="the cell body raised ValueError: late"):
         cell(ip, "model nnx.Param ...", body)
     assert_unchanged(model, before)
@@ -127,20 +130,21 @@ def test_in_place_edit_then_raise_leaves_model_unchanged(ip):
 
 def test_donated_buffer_in_body_is_refused(ip):
     model = ip.user_ns["model"]
-    body = "jax.jit(lambda x: x + 1, donate_argnums=0)(param['layers'][0]['bias'].get_value())"
-    kernel_before = np.asarray(model.layers[0].kernel.get_value())
+    body = ("from nnx_lab.core import compat\n"
+            "jax.jit(lambda x: x + 1, donate_argnums=0)(compat.get_value(param['layers'][0]['bias']))")
+    kernel_before = np.asarray(compat.get_value(model.layers[0].kernel))
     try:
         cell(ip, "model nnx.Param ...", body)
     except UsageError as e:
         assert "layers[0].bias was deleted (a donated buffer?)" in str(e)
         assert "deleted in the model too" in str(e)
     else:  # a backend that ignores donation: nothing was deleted, the merge is a no-op
-        assert not model.layers[0].bias.get_value().is_deleted()
-    assert np.array_equal(np.asarray(model.layers[0].kernel.get_value()), kernel_before)
+        assert not compat.get_value(model.layers[0].bias).is_deleted()
+    assert np.array_equal(np.asarray(compat.get_value(model.layers[0].kernel)), kernel_before)
 
 
 def test_state_target_is_updated_in_place(ip):
     ip.run_cell("st = nnx.state(model)")
     cell(ip, "st nnx.Param ...", "param = jax.tree.map(lambda p: p * 0 + 5, param)")
-    assert np.all(np.asarray(ip.user_ns["st"]["layers"][0]["kernel"].get_value()) == 5)
+    assert np.all(np.asarray(compat.get_value(ip.user_ns["st"]["layers"][0]["kernel"])) == 5)
     ip.user_ns.pop("st")

@@ -20,6 +20,8 @@ from nnx_lab.core.tree import path_text
 from nnx_lab.widgets.capture import STATIC, CapturePanel, capture_panel
 from unchanged import assert_unchanged, frozen
 
+pytestmark = pytest.mark.needs_flax("nnx.capture")
+
 EVIL = "<img src=x onerror=alert(1)>"
 
 

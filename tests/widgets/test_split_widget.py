@@ -17,7 +17,7 @@ class Model(nnx.Module):
     def __init__(self):
         self.linear = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
         self.bn = nnx.BatchNorm(3, rngs=nnx.Rngs(0))
-        self.d = nnx.Dict({EVIL: nnx.Param(jnp.ones(2))})
+        self.d = nnx.data({EVIL: nnx.Param(jnp.ones(2))})  # a plain dict: flax 0.11 has no nnx.Dict
         self.shared = self.linear.kernel
 
 

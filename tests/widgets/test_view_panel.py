@@ -10,6 +10,8 @@ from IPython.core.error import UsageError
 import nnx_lab
 from nnx_lab import inbox
 
+pytestmark = pytest.mark.needs_flax("nnx.view")
+
 EVIL = "<img src=x onerror=alert(1)>"
 
 

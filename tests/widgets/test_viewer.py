@@ -14,6 +14,7 @@ from IPython.core.error import UsageError
 
 import nnx_lab
 from nnx_lab import live
+from nnx_lab.core import compat
 from nnx_lab.core.watch import Watcher
 
 
@@ -37,7 +38,7 @@ def test_track_yields_everything_throttles_and_ends_current():
     seen = []
     start = time.monotonic()
     for step in viewer.track(range(200)):
-        model.layers[0].bias.set_value(jnp.full((4,), float(step)))
+        compat.set_value(model.layers[0].bias, jnp.full((4,), float(step)))
         seen.append(step)
     wall = time.monotonic() - start
     assert seen == list(range(200))
@@ -118,7 +119,7 @@ def test_a_failing_refresh_is_a_status_not_an_exception(monkeypatch):
 def test_donated_buffer_mid_step_shows_in_rows():
     model = small_model()
     viewer = nnx_lab.watch(model, display=False)
-    kernel = model.layers[0].kernel.get_value()
+    kernel = compat.get_value(model.layers[0].kernel)
     kernel.delete()
     viewer.refresh()
     statuses = viewer.snapshot["tables"]["status"]
@@ -204,7 +205,7 @@ def test_background_thread_refreshes_while_main_thread_works():
     try:
         deadline = time.monotonic() + 30  # ends at 5 refreshes; a loaded machine makes each dearer, so slower
         while watcher.refreshes < 5 and time.monotonic() < deadline:
-            model.layers[0].bias.set_value(model.layers[0].bias.get_value() + 1)
+            compat.set_value(model.layers[0].bias, compat.get_value(model.layers[0].bias) + 1)
             time.sleep(0.01)
     finally:
         watcher.stop_background()
@@ -241,7 +242,8 @@ def test_cells_refresh_viewers_and_nnx_watch_binds(ip):
     ip.run_line_magic("nnx_watch", "model --as viewer")
     viewer = ip.user_ns["viewer"]
     before = viewer.status["refreshes"]
-    ip.run_cell("model.layers[0].bias.set_value(model.layers[0].bias.get_value() + 3)")
+    ip.run_cell("from nnx_lab.core import compat\n"
+                "compat.set_value(model.layers[0].bias, compat.get_value(model.layers[0].bias) + 3)")
     assert viewer.status["refreshes"] == before + 1
     bias = list(viewer.snapshot["rows"]["key"]).index("bias")
     assert viewer.snapshot["stats"]["mean"][bias] == 3.0
