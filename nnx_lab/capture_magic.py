@@ -95,9 +95,7 @@ def run_capture(shell: Any, args: Any, body: str) -> None:
     model = evaluate_target(shell, args.target)
     if not isinstance(model, nnx.Module):
         raise UsageError(f"TARGET {args.target!r} is {a_kind(type(model).__name__)}, not an nnx.Module")
-    name = check_name(args.name)
-    if name == args.target.strip():
-        raise UsageError(f"--as {name} would replace TARGET itself; choose another name")
+    name = check_name(args.name, shell=shell, target_text=args.target)
     if args.bins < 1:
         raise UsageError("--bins must be a positive number of bins")
     loss_fn = None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import keyword
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class
@@ -23,10 +22,18 @@ def evaluate_target(shell, expression: str, what: str = "TARGET"):
         raise UsageError(f"{what} {expression!r} raised {type(e).__name__}: {e}") from None
 
 
-def check_name(name: str) -> str:
-    if not name.isidentifier() or keyword.iskeyword(name):
-        raise UsageError(f"--as {name!r} is not a valid Python name")
-    return name
+def check_name(name: str, what: str = "--as", shell=None, target_text: str | None = None) -> str:
+    """``name`` if nnx_lab may bind it in the user namespace (see ``core._util.check_name``); else UsageError."""
+    from .core._util import check_name as check
+
+    namespace = getattr(shell, "user_ns", None)
+    target = None
+    if namespace is not None and target_text is not None and target_text.strip().isidentifier():
+        target = namespace.get(target_text.strip())
+    try:
+        return check(name, what=what, namespace=namespace, target=target, target_text=target_text)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 @magics_class
@@ -48,7 +55,7 @@ class NnxLabMagics(Magics):
         """
         args = parse_argstring(self.nnx_snapshot, line)
         obj = evaluate_target(self.shell, " ".join(args.target))
-        name = check_name(args.name) if args.name else None
+        name = check_name(args.name, shell=self.shell, target_text=" ".join(args.target)) if args.name else None
         from .core.snapshot import snapshot
         from .core.render import html_table
 
@@ -79,7 +86,7 @@ class NnxLabMagics(Magics):
         """
         args = parse_argstring(self.nnx_watch, line)
         obj = evaluate_target(self.shell, " ".join(args.target))
-        name = check_name(args.name) if args.name else None
+        name = check_name(args.name, shell=self.shell, target_text=" ".join(args.target)) if args.name else None
         if args.rate <= 0:
             raise UsageError("--rate must be a positive number of refreshes per second")
         from .widgets.viewer import watch
@@ -141,7 +148,7 @@ class NnxLabMagics(Magics):
         if args.merge_into and args.no_update:
             raise UsageError("choose one of --merge-into NAME and --no-update")
         if args.merge_into:
-            check_name(args.merge_into)
+            check_name(args.merge_into, "--merge-into", shell=self.shell)
             existing = self.shell.user_ns.get(args.merge_into)
             from flax import nnx
 
@@ -235,7 +242,7 @@ class NnxLabMagics(Magics):
             from .core import compat
 
             compat.require("nnx.view", "%nnx_view (the set_view options)")
-        name = check_name(args.name) if args.name else None
+        name = check_name(args.name, shell=self.shell, target_text=args.target) if args.name else None
         only = ...
         if args.only is not None:
             if args.modes:

@@ -5,7 +5,6 @@ Kept apart from magics.py: it is the one magic with a body to run and a model to
 
 from __future__ import annotations
 
-import keyword
 import sys
 import traceback
 from typing import Any
@@ -57,13 +56,14 @@ def split_expressions(text: str) -> list[str]:
     return parts
 
 
-def parse_names(spec: str, count: int) -> list[str]:
+def parse_names(spec: str, count: int, shell: Any = None, target_text: str | None = None) -> list[str]:
+    from .magics import check_name
+
     names = [n.strip() for n in spec.split(",")]
     if len(names) != count:
         raise UsageError(f"--as gives {len(names)} names for {count} results (graphdef and one State per filter)")
     for name in names:
-        if not name.isidentifier() or keyword.iskeyword(name):
-            raise UsageError(f"--as: {name!r} is not a valid Python name")
+        check_name(name, shell=shell, target_text=target_text)
     if len(set(names)) != len(names):
         raise UsageError(f"--as: names repeat: {spec}")
     return names
@@ -96,7 +96,7 @@ class Split:
             raise UsageError(str(e)) from None
         count = 1 + len(self.report.filters)
         if args.names:
-            self.names = parse_names(args.names, count)
+            self.names = parse_names(args.names, count, shell, args.target)
         else:
             self.names = ["graphdef", *(f.name for f in self.report.filters)]
 

@@ -57,7 +57,7 @@ def test_snapshot_magic_displays_and_binds(ip, capsys):
     ("missing_model", "TARGET 'missing_model': name 'missing_model' is not defined"),
     ("1/0", "TARGET '1/0' raised ZeroDivisionError"),
     ("42", "expected an nnx.Module"),
-    ("model --as class", "--as 'class' is not a valid Python name"),
+    ("model --as class", "--as 'class' is a Python keyword"),
 ])
 def test_bad_input_is_a_one_line_usage_error(ip, line, message):
     ip.user_ns["model"] = nnx.Linear(2, 3, rngs=nnx.Rngs(0))

@@ -21,13 +21,13 @@ nnx_lab.core.split.SplitError: `...` matches everything, so it can only be the l
 from __future__ import annotations
 
 import dataclasses
-import keyword
 import re
 from typing import Any, Sequence
 
 from flax import nnx
 from flax.nnx import filterlib
 
+from ._util import check_name
 from .render import format_bytes
 from .snapshot import Row, snapshot
 from .tree import Path, path_text
@@ -258,6 +258,14 @@ def _name_of(f: Any) -> str | None:
     return None if name == "<lambda>" else name
 
 
+def _bindable(name: str) -> bool:
+    try:
+        check_name(name)
+    except ValueError:
+        return False
+    return True
+
+
 def default_names(filters: Sequence[Any]) -> list[str]:
     """Python names for the States of a split: ``param``, ``batch_stat``, ``rest`` for ``...``.
 
@@ -269,7 +277,7 @@ def default_names(filters: Sequence[Any]) -> list[str]:
     names: list[str] = []
     for i, f in enumerate(filters):
         name = _name_of(f)
-        if not name or not name.isidentifier() or keyword.iskeyword(name) or name in names or name == "graphdef":
+        if not name or not _bindable(name) or name in names or name == "graphdef":
             name = f"filter{i + 1}"
         names.append(name)
     return names

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import keyword
 import pathlib
 import weakref
 from typing import Any, Iterable, Iterator, Mapping, TypeVar
@@ -13,6 +12,7 @@ import traitlets
 
 from .. import inbox, live
 from ..core import compat
+from ..core._util import check_name
 from ..core import view_requests as requests
 from ..core import views as core
 
@@ -168,12 +168,12 @@ class ViewPanel(anywidget.AnyWidget):
             requests.apply_in_place(model, scope, values)
             return model, requests.apply_code(self._target, scope, values), f"set in place on {scope.label}{note}"
         name = content.get("name") or self._default_name
-        if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
-            raise requests.ViewError(f"{name!r} is not a valid Python name")
         if self._namespace is None:
             raise requests.ViewError("no user namespace to bind the view in (not running in IPython)")
-        if self._namespace.get(name) is model:
-            raise requests.ViewError(f"{name!r} holds the model this panel shows; choose another name for the view")
+        try:
+            check_name(name, what="view name", namespace=self._namespace, target=model)
+        except ValueError as e:
+            raise requests.ViewError(str(e)) from None
         view = requests.make_view(model, scope, values)
         self._namespace[name] = view
         return view, requests.view_code(self._target, name, scope, values), f"{name} is a view of {self._target}{note}"

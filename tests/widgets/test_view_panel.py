@@ -100,7 +100,7 @@ def test_train_eval_switch_in_place():
     (dict(type="apply", only=None, values={"deterministic": "True"}), "deterministic takes True/False/None, not str"),
     (dict(type="apply", only={"class": "Linear"}, values={"deterministic": True}), "no single class named 'Linear'"),
     (dict(type="apply", only=None, values="deterministic"), "values must be a mapping"),
-    (dict(type="view", name="class", only=None, values={"deterministic": True}), "'class' is not a valid Python name"),
+    (dict(type="view", name="class", only=None, values={"deterministic": True}), "'class' is a Python keyword"),
     (dict(type="view", name="x y", only=None, values={"deterministic": True}), "'x y' is not a valid Python name"),
     (dict(type="mode", mode="<script>"), "mode is 'train' or 'eval', not '<script>'"),
 ])
@@ -322,7 +322,7 @@ def test_create_view_refuses_the_name_of_the_panels_model():
     before = frozen(model)
     ack = panel.click(type="view", name="model", only=None, values={"deterministic": True})
     assert ack == {"type": "ack", "id": 1, "state": "error", "code": "",
-                   "text": "'model' holds the model this panel shows; choose another name for the view"}
+                   "text": "view name 'model' holds the model itself; choose another name"}
     assert panel.ns["model"] is model and panel.widget.payload.get("gone") is not True
     assert_unchanged(model, before)
 
