@@ -67,6 +67,18 @@ def drain() -> int:
         done += 1
 
 
+def busy_note(routing: str | None) -> str:
+    """What a panel shows beside a click sent while a cell runs, when ``routing`` says the kernel
+    cannot read it then (Colab, VS Code, ipykernel < 7): it stays pending until the cell ends.
+
+    >>> busy_note(None)
+    ''
+    >>> busy_note("no subshells")
+    'waiting for the running cell to end (this kernel reads clicks only between cells)'
+    """
+    return "" if routing is None else "waiting for the running cell to end (this kernel reads clicks only between cells)"
+
+
 def route_while_busy(widget: Any) -> str | None:
     """Route ``widget``'s browser messages to the nnx_lab subshell while the main shell is busy.
 

@@ -114,7 +114,8 @@ function render({ model, el }) {
     const state = open.some((r) => r.state === "queued") ? "queued" : open.length ? "pending" : c.pending ? "changed" : "";
     pending.hidden = !state;
     pending.setAttribute("data-state", state);
-    setText(pending, state === "queued" ? QUEUED : state === "pending" ? WAITING : state ? CHANGED : "");
+    const waiting = model.get("busy_note") ? `toggle sent: ${model.get("busy_note")}` : WAITING; // no subshells: Colab, VS Code
+    setText(pending, state === "queued" ? QUEUED : state === "pending" ? waiting : state ? CHANGED : "");
   }
 
   function send(msg) {

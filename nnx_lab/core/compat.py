@@ -155,5 +155,17 @@ def _mode_stand_in(names: tuple[str, ...]) -> Any:
     return set_view
 
 
+class MimebundleDisplay:
+    """Mix into a widget class (before ``AnyWidget``) so every ipywidgets displays its mimebundle.
+
+    ipywidgets 7 (Colab) displays a widget with ``Widget._ipython_display_``, which sends only the
+    widget view: the widget's ``text/html`` fallback, what a saved notebook shows where widget state
+    is not saved (VS Code, GitHub, nbviewer), would be lost. IPython skips a non-callable
+    ``_ipython_display_`` and asks ``_repr_mimebundle_``, as it does on ipywidgets 8.
+    """
+
+    _ipython_display_ = None
+
+
 _HAS_GET_VALUE = hasattr(nnx.Variable, "get_value")
 _HAS_ITER_MODULES = hasattr(nnx, "iter_modules")

@@ -37,7 +37,7 @@ GONE = "the model is gone (deleted or garbage-collected)"
 T = TypeVar("T")
 
 
-class CapturePanel(anywidget.AnyWidget):
+class CapturePanel(compat.MimebundleDisplay, anywidget.AnyWidget):
     """Capture toggles over one model, and the values its last call captured.
 
     Create it with :func:`capture_panel`. ``panel(*args, **kwargs)`` calls the model and returns
@@ -58,6 +58,7 @@ class CapturePanel(anywidget.AnyWidget):
     controls = traitlets.Dict().tag(sync=True)
     status = traitlets.Dict().tag(sync=True)
     report = traitlets.Dict().tag(sync=True)
+    busy_note = traitlets.Unicode("").tag(sync=True)  # inbox.busy_note: empty where clicks are read mid-cell
 
     def __init__(self, model: Any, *, types: Any = core.DEFAULT_TYPES, methods: bool = False,
                  max_rate: float = 2.0, budget: float = 0.02, namespace: dict | None = None, **kwargs: Any):
@@ -90,6 +91,7 @@ class CapturePanel(anywidget.AnyWidget):
         super().__init__(**kwargs)
         self.on_msg(self._on_message)
         self.routing = inbox.route_while_busy(self)  # None, or why clicks wait for the cell to end
+        self.busy_note = inbox.busy_note(self.routing)  # said on screen beside a pending click
         self._publish_controls()
         self._set_status()
         live.track_widget(self)

@@ -13,12 +13,13 @@ from typing import Any
 import anywidget
 import traitlets
 
+from ..core import compat
 from ..core.capture_report import CaptureReport
 from ..core.tree import Path
 from .capture import STATIC
 
 
-class CaptureReportView(anywidget.AnyWidget):
+class CaptureReportView(compat.MimebundleDisplay, anywidget.AnyWidget):
     """A :class:`~nnx_lab.core.capture_report.CaptureReport` as a read-only capture table.
 
     ``target`` names the model in the head line, ``classes`` (module path -> class name) labels

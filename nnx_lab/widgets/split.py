@@ -8,12 +8,13 @@ from typing import Any, Sequence
 import anywidget
 import traitlets
 
+from ..core import compat
 from ..core.split import SplitReport
 
 STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
 
 
-class SplitReportView(anywidget.AnyWidget):
+class SplitReportView(compat.MimebundleDisplay, anywidget.AnyWidget):
     """A :class:`~nnx_lab.core.split.SplitReport` as a table: one coloured column per filter.
 
     ``target`` is the expression the equivalent ``nnx.split`` line splits, ``names`` the names it

@@ -10,6 +10,7 @@ import anywidget
 import traitlets
 
 from .. import inbox, live
+from ..core import compat
 from ..core.history import HISTORY_STATS
 from ..core.render import html_table, summary_line
 from ..core.watch import Watcher
@@ -18,7 +19,7 @@ T = TypeVar("T")
 STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
 
 
-class StateViewer(anywidget.AnyWidget):
+class StateViewer(compat.MimebundleDisplay, anywidget.AnyWidget):
     """Every Variable of a model, refreshed while it trains. Create it with ``nnx_lab.watch``."""
 
     _esm = STATIC / "viewer.js"

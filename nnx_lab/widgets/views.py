@@ -20,7 +20,7 @@ T = TypeVar("T")
 STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
 
 
-class ViewPanel(anywidget.AnyWidget):
+class ViewPanel(compat.MimebundleDisplay, anywidget.AnyWidget):
     """The ``set_view`` options of every submodule instance of a model, as controls.
 
     Made by :func:`view_panel` (``variant="views"``: options, "create view", "apply in place")
@@ -31,6 +31,7 @@ class ViewPanel(anywidget.AnyWidget):
 
     _esm = STATIC / "views.js"
     payload = traitlets.Dict().tag(sync=True)
+    busy_note = traitlets.Unicode("").tag(sync=True)  # inbox.busy_note: empty where clicks are read mid-cell
 
     def __init__(self, model: Any, *, variant: str = "views", only: Any = ..., only_code: str | None = None,
                  target: str | None = None, name: str | None = None,
@@ -54,6 +55,7 @@ class ViewPanel(anywidget.AnyWidget):
         super().__init__(**kwargs)
         self.on_msg(self._on_message)
         self.routing = inbox.route_while_busy(self)  # None, or why clicks wait for the cell to end
+        self.busy_note = inbox.busy_note(self.routing)  # said on screen beside a pending click
         live.track_widget(self)
         self.refresh(first)
 
