@@ -14,6 +14,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from .core._util import MAX_BINS, first_line, one_line
+
 
 def parse_only(text: str | None, model: Any, namespace: dict) -> Any:
     """``--only``: a module path of the model as written (``blocks[0]``, ``blocks/0``), else an
@@ -34,7 +36,7 @@ def parse_only(text: str | None, model: Any, namespace: dict) -> Any:
             # Not a path of the model and not an expression: a path that matches nothing (warned later).
             return stripped
         raise UsageError(f"--only {stripped!r} is not a module path of TARGET, and as an expression it "
-                         f"raised {type(e).__name__}: {e}") from None
+                         f"raised {one_line(e)}") from None
 
 
 def _looks_like_path(text: str) -> bool:
@@ -67,7 +69,7 @@ class LossSpy:
             result = intermediate_grads(self.model, self.fn, *args[1:], types=cap.types,
                                         methods=cap.method_type or False, only=cap.only, **kwargs)
         except NoPerturbations as e:
-            self.note = f"--grads {self.name}: {e}, so there are no gradients"
+            self.note = f"--grads {self.name}: {first_line(str(e))}, so there are no gradients"
             return self.fn(*args, **kwargs)
         self.result = result
         cap.absorb(result.forward, result.seen_types)
@@ -89,15 +91,14 @@ def run_capture(shell: Any, args: Any, body: str) -> None:
 
     from .core.capture import Capture, a_kind, capture_report
     from .core import compat
-    from .magics import check_name, evaluate_target
+    from .magics import check_name, check_option, evaluate_target
 
     compat.require("nnx.capture", "%%nnx_capture")
     model = evaluate_target(shell, args.target)
     if not isinstance(model, nnx.Module):
         raise UsageError(f"TARGET {args.target!r} is {a_kind(type(model).__name__)}, not an nnx.Module")
     name = check_name(args.name, shell=shell, target_text=args.target)
-    if args.bins < 1:
-        raise UsageError("--bins must be a positive number of bins")
+    check_option(args.bins, "--bins", 1, MAX_BINS, integer=True)
     loss_fn = None
     if args.grads is not None:
         if not args.grads.isidentifier() or keyword.iskeyword(args.grads):
@@ -111,7 +112,7 @@ def run_capture(shell: Any, args: Any, body: str) -> None:
     try:
         capture = Capture(model, types=_types(args.types, shell.user_ns), methods=args.methods, only=only)
     except (TypeError, ValueError) as e:
-        raise UsageError(str(e).splitlines()[0] if str(e) else type(e).__name__) from None
+        raise UsageError(first_line(str(e)) or type(e).__name__) from None
 
     spy = LossSpy(loss_fn, model, capture, args.grads) if loss_fn is not None else None
     try:
@@ -150,7 +151,7 @@ def _types(text: str | None, namespace: dict) -> Any:
     try:
         return resolve_types(text, namespace)
     except (TypeError, ValueError) as e:
-        raise UsageError(f"--types: {e}") from None
+        raise UsageError(f"--types: {first_line(str(e))}") from None
 
 
 def _run_body(shell: Any, body: str) -> None:

@@ -96,7 +96,9 @@ def route_while_busy(widget: Any) -> str | None:
     try:
         subshell = _nnx_lab_subshell(kernel)
     except Exception as e:
-        return f"could not start a subshell ({type(e).__name__}: {e})"
+        from .core._util import one_line
+
+        return f"could not start a subshell ({one_line(e)})"
 
     def route(data: Any, default: Any) -> Any:
         # While the main shell runs a cell, ours. (Not ipykernel's own choice: it sends a comm's

@@ -8,6 +8,8 @@ from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, 
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
+from .core._util import MAX_BINS, MAX_RATE, MAX_ROWS, clip, first_line, one_line
+
 
 def evaluate_target(shell, expression: str, what: str = "TARGET"):
     """Evaluate a TARGET expression in the user namespace; a clear one-line error otherwise."""
@@ -17,9 +19,19 @@ def evaluate_target(shell, expression: str, what: str = "TARGET"):
     try:
         return eval(expression, shell.user_ns)  # the user's own expression, in their namespace
     except NameError as e:
-        raise UsageError(f"{what} {expression!r}: {e}") from None
+        raise UsageError(f"{what} {clip(repr(expression))}: {first_line(str(e))}") from None
     except Exception as e:
-        raise UsageError(f"{what} {expression!r} raised {type(e).__name__}: {e}") from None
+        raise UsageError(f"{what} {clip(repr(expression))} raised {one_line(e)}") from None
+
+
+def check_option(value, option: str, low: float, high: float, **kwargs):
+    """A numeric option in its bounds (``core._util.check_number``); else a one-line UsageError."""
+    from .core._util import check_number
+
+    try:
+        return check_number(value, option, low, high, **kwargs)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 def check_name(name: str, what: str = "--as", shell=None, target_text: str | None = None) -> str:
@@ -33,7 +45,7 @@ def check_name(name: str, what: str = "--as", shell=None, target_text: str | Non
     try:
         return check(name, what=what, namespace=namespace, target=target, target_text=target_text)
     except ValueError as e:
-        raise UsageError(str(e)) from None
+        raise UsageError(first_line(str(e))) from None
 
 
 @magics_class
@@ -42,7 +54,7 @@ class NnxLabMagics(Magics):
     @argument("target", nargs="+", help="a Python expression: an nnx.Module, nnx.State, or nested dict of Variables")
     @argument("--no-stats", action="store_true", help="describe only; run nothing on the device")
     @argument("--as", dest="name", default=None, help="also bind the Snapshot to this name")
-    @argument("--max-rows", type=int, default=200, help="rows shown in the table (default 200)")
+    @argument("--max-rows", type=int, default=200, help=f"rows shown in the table, 1..{MAX_ROWS} (default 200)")
     @line_magic
     def nnx_snapshot(self, line: str):
         """Show every Variable of TARGET with its shape, dtype, bytes, sharding and statistics.
@@ -54,6 +66,7 @@ class NnxLabMagics(Magics):
             %nnx_snapshot nnx.state(model, nnx.BatchStat) --no-stats
         """
         args = parse_argstring(self.nnx_snapshot, line)
+        check_option(args.max_rows, "--max-rows", 1, MAX_ROWS, integer=True)
         obj = evaluate_target(self.shell, " ".join(args.target))
         name = check_name(args.name, shell=self.shell, target_text=" ".join(args.target)) if args.name else None
         from .core.snapshot import snapshot
@@ -62,7 +75,7 @@ class NnxLabMagics(Magics):
         try:
             snap = snapshot(obj, stats=not args.no_stats)
         except TypeError as e:
-            raise UsageError(str(e)) from None
+            raise UsageError(first_line(str(e))) from None
         if name:
             self.shell.user_ns[name] = snap
         display({"text/plain": snap.to_text(max_rows=args.max_rows),
@@ -70,7 +83,7 @@ class NnxLabMagics(Magics):
 
     @magic_arguments()
     @argument("target", nargs="+", help="a Python expression naming a model (held by weak reference)")
-    @argument("--rate", type=float, default=2.0, help="most refreshes per second (default 2)")
+    @argument("--rate", type=float, default=2.0, help=f"most refreshes per second, at most {MAX_RATE:g} (default 2)")
     @argument("--background", action="store_true", help="also refresh from a background thread")
     @argument("--no-stats", action="store_true", help="descriptions only; run nothing on the device")
     @argument("--as", dest="name", default=None, help="bind the viewer to this name (for viewer.track / tick)")
@@ -87,15 +100,14 @@ class NnxLabMagics(Magics):
         args = parse_argstring(self.nnx_watch, line)
         obj = evaluate_target(self.shell, " ".join(args.target))
         name = check_name(args.name, shell=self.shell, target_text=" ".join(args.target)) if args.name else None
-        if args.rate <= 0:
-            raise UsageError("--rate must be a positive number of refreshes per second")
+        check_option(args.rate, "--rate (refreshes per second)", 0, MAX_RATE, low_open=True)
         from .widgets.viewer import watch
 
         try:
             viewer = watch(obj, max_rate=args.rate, background=args.background, stats=not args.no_stats,
                            display=False)
         except TypeError as e:
-            raise UsageError(str(e)) from None
+            raise UsageError(first_line(str(e))) from None
         if name:
             self.shell.user_ns[name] = viewer
         display(viewer)
@@ -203,7 +215,7 @@ class NnxLabMagics(Magics):
             try:
                 set_mode(model, args.mode)
             except ViewError as e:
-                raise UsageError(str(e)) from None
+                raise UsageError(first_line(str(e))) from None
         print(view_report(model).to_text())
 
     @magic_arguments()
@@ -262,7 +274,7 @@ class NnxLabMagics(Magics):
                               only_code=only_code, target=args.target.strip(), name=name,
                               namespace=self.shell.user_ns)
         except Exception as e:  # a filter that raises, or is not a filter
-            raise UsageError(f"--only {args.only!r}: {type(e).__name__}: {' '.join(str(e).split())}") from None
+            raise UsageError(f"--only {clip(repr(args.only))}: {one_line(e)}") from None
         display(panel)
 
     @magic_arguments()
@@ -277,7 +289,7 @@ class NnxLabMagics(Magics):
     @argument("--grads", default=None, metavar="LOSS_FN",
               help="name of a function LOSS_FN(model, *args) -> scalar: each call LOSS_FN(TARGET, ...) in "
                    "the body also takes the gradient at every perturb() point, bound to NAME_grads")
-    @argument("--bins", type=int, default=16, help="histogram bins per captured array (default 16)")
+    @argument("--bins", type=int, default=16, help=f"histogram bins per captured array, 1..{MAX_BINS} (default 16)")
     @cell_magic
     def nnx_capture(self, line: str, cell: str):
         """Run the cell with every call of TARGET captured: what its modules sow, with statistics.

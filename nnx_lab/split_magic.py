@@ -11,6 +11,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from .core._util import clip, first_line, one_line
+
 
 def split_expressions(text: str) -> list[str]:
     """Split a magic line on whitespace outside brackets and strings.
@@ -89,11 +91,11 @@ class Split:
             try:
                 self.filters.append(eval(text, shell.user_ns))  # the user's expression, in their namespace
             except Exception as e:
-                raise UsageError(f"filter {i + 1} `{text}` raised {type(e).__name__}: {e}") from None
+                raise UsageError(f"filter {i + 1} `{clip(text)}` raised {one_line(e)}") from None
         try:
             self.report = split_report(self.target, *self.filters, labels=self.filter_texts or None)
         except SplitError as e:
-            raise UsageError(str(e)) from None
+            raise UsageError(first_line(str(e))) from None
         count = 1 + len(self.report.filters)
         if args.names:
             self.names = parse_names(args.names, count, shell, args.target)
@@ -129,7 +131,7 @@ def run_body(shell: Any, body: str) -> None:
         tb = traceback.extract_tb(sys.exc_info()[2])
         lines = [f.lineno for f in tb if f.filename == "<nnx_split cell>"]
         where = f" (cell line {lines[-1]})" if lines else ""
-        raise UsageError(f"the cell body raised {type(e).__name__}: {e}{where}; the model is unchanged") from None
+        raise UsageError(f"the cell body raised {one_line(e)}{where}; the model is unchanged") from None
 
 
 def detach(state: Any) -> Any:

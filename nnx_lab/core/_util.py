@@ -45,6 +45,12 @@ def safe_repr(x: Any, limit: int | None = None) -> str:
     return clip(text, limit) if limit else text
 
 
+def first_line(text: str, limit: int = 300) -> str:
+    """The first non-empty line of ``text``, at most ``limit`` characters."""
+    lines = [line.strip() for line in str(text).strip().splitlines() if line.strip()]
+    return clip(lines[0] if lines else "", limit)
+
+
 def one_line(x: Any, limit: int = 300) -> str:
     """An exception (``Type: first line``) or a value's repr, as one line of at most ``limit`` characters.
 
@@ -56,13 +62,45 @@ def one_line(x: Any, limit: int = 300) -> str:
             text = str(x)
         except Exception as e:  # noqa: BLE001 - a user exception's __str__ may raise
             text = f"<str failed: {type(e).__name__}>"
-        lines = [line for line in text.strip().splitlines() if line.strip()]
-        text = f"{type(x).__name__}: {lines[0].strip()}" if lines else type(x).__name__
-    else:
-        text = safe_repr(x)
-        lines = text.strip().splitlines()
-        text = lines[0] if lines else text
-    return clip(text, limit)
+        text = first_line(text, limit)
+        return clip(f"{type(x).__name__}: {text}" if text else type(x).__name__, limit)
+    return first_line(safe_repr(x), limit)
+
+
+#: bounds of the numeric options (inclusive), shared by the Python API and the magics
+MAX_RATE = 100.0    # refreshes per second: more says nothing a person can see
+MAX_BINS = 1024     # histogram bins per array: more is a large message for a 200-pixel cell
+MAX_ROWS = 1_000_000
+
+
+def _number_text(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def check_number(value: Any, what: str, low: float, high: float, *, integer: bool = False,
+                 low_open: bool = False) -> Any:
+    """``value`` if it is a finite number in [low, high] (``(low, high]`` with ``low_open``); else ValueError.
+
+    NaN, infinities and booleans are refused: a NaN rate stops a throttle and is not valid JSON.
+
+    >>> check_number(2, "max_rate", 0, 100, low_open=True)
+    2
+    >>> check_number(float("nan"), "max_rate", 0, 100, low_open=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: max_rate must be a number in (0, 100], got nan
+    """
+    kind = "an integer" if integer else "a number"
+    span = f"{'(' if low_open else '['}{_number_text(low)}, {_number_text(high)}]"
+    ok = (isinstance(value, int) if integer else isinstance(value, (int, float))) and not isinstance(value, bool)
+    if ok:
+        try:
+            ok = (low < value if low_open else low <= value) and value <= high
+        except TypeError:
+            ok = False
+    if not ok:
+        raise ValueError(f"{what} must be {kind} in {span}, got {clip(safe_repr(value), 60)}")
+    return value
 
 
 def check_name(name: Any, *, what: str = "--as", namespace: Mapping[str, Any] | None = None,

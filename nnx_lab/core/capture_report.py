@@ -11,6 +11,7 @@ import numpy as np
 from flax import nnx
 
 from . import compat, render
+from ._util import MAX_BINS, check_number
 from .capture_arming import _MARKERS
 from .capture_types import DEFAULT_TYPES, resolve_types, type_names
 from .histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch, sparkline
@@ -207,8 +208,7 @@ def capture_report(captured: nnx.State, *, grads: nnx.State | None = None, types
     the types that were), types sown but not chosen, no gradients.
     """
     types = resolve_types(types)
-    if not isinstance(bins, int) or bins < 1:
-        raise ValueError(f"bins must be a positive integer, got {bins!r}")
+    check_number(bins, "bins", 1, MAX_BINS, integer=True)
     table = _table(captured, bins)
     grads_table = _table(grads, bins) if grads is not None else None
     messages = _messages(table, grads_table, types, tuple(seen_types), matched, only_text or "the `only` filter")

@@ -12,6 +12,7 @@ from typing import Any, Iterable
 
 from flax import nnx
 
+from ._util import one_line
 from .capture import module_paths_text
 from .tree import Path, path_text
 
@@ -212,16 +213,6 @@ def qualname(t: type) -> str:
     if module.startswith("flax.nnx"):
         module = "nnx"
     return f"{module}.{t.__qualname__}" if module and module != "builtins" else t.__qualname__
-
-
-def one_line(x: Any) -> str:
-    """An exception or value as one line of at most 300 characters."""
-    if isinstance(x, BaseException):
-        text = f"{type(x).__name__}: {x}" if str(x) else type(x).__name__
-    else:
-        text = repr(x)
-    first = text.strip().split("\n")[0]
-    return first if len(first) <= 300 else first[:297] + "..."
 
 
 def _listing(known: dict) -> str:

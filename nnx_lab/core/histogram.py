@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._util import MAX_BINS, check_number
 from .snapshot import PRECISION, round_significant
 from .stats import is_numeric_dtype
 
@@ -64,6 +65,7 @@ def _use_scatter(x: Any) -> bool:
 
 def histograms_dispatch(arrays: Sequence[Any], bins: int = DEFAULT_BINS) -> list:
     """Start a histogram kernel per array on its device; returns device results (or None)."""
+    check_number(bins, "bins", 1, MAX_BINS, integer=True)
     out = []
     for x in arrays:
         if x is None:

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 from flax import nnx
 from flax.nnx import filterlib
 
-from ._util import check_name
+from ._util import ECHO_CHARS, check_name, clip, first_line, safe_repr
 from .render import format_bytes
 from .snapshot import Row, snapshot
 from .tree import Path, path_text
@@ -161,7 +161,13 @@ def split_report(obj: Any, *filters: Any, labels: Sequence[str] | None = None) -
     """
     if not filters:
         filters = (...,)
-    labels = list(labels) if labels is not None else [filter_label(f) for f in filters]
+    if labels is not None:
+        if isinstance(labels, str) or len(labels) != len(filters):
+            given = 1 if isinstance(labels, str) else len(labels)
+            raise SplitError(f"labels= gives {given} labels for {len(filters)} filters; give one per filter")
+        labels = [clip(str(label)) for label in labels]
+    else:
+        labels = [filter_label(f) for f in filters]
     predicates = []
     for i, f in enumerate(filters):
         if (f is ... or f is True) and i != len(filters) - 1:
@@ -170,7 +176,7 @@ def split_report(obj: Any, *filters: Any, labels: Sequence[str] | None = None) -
         try:
             predicates.append(filterlib.to_predicate(f))
         except Exception as e:
-            raise SplitError(f"filter {i + 1} ({labels[i]}) is not an NNX filter: {e}") from None
+            raise SplitError(f"filter {i + 1} ({labels[i]}) is not an NNX filter: {first_line(str(e))}") from None
     snap = snapshot(obj, stats=False)
     by_path = {row.path: row for row in snap.rows}
     variables = list(nnx.to_flat_state(nnx.state(obj)))
@@ -191,7 +197,7 @@ def split_report(obj: Any, *filters: Any, labels: Sequence[str] | None = None) -
                     matched.append(i)
             except Exception as e:
                 raise SplitError(f"filter {i + 1} ({labels[i]}) raised {type(e).__name__} on "
-                                 f"{path_text(path)}: {e}") from None
+                                 f"{path_text(path)}: {first_line(str(e))}") from None
         first = matched[0] if matched else None
         if first is not None:
             taken[first].append(path)
@@ -222,7 +228,7 @@ def filter_label(f: Any) -> str:
         return f"nnx.{f.__name__}" if getattr(nnx, f.__name__, None) is f else f.__name__
     if isinstance(f, tuple):
         return "(" + ", ".join(filter_label(x) for x in f) + ("," if len(f) == 1 else "") + ")"
-    text = repr(f)
+    text = safe_repr(f, ECHO_CHARS)
     if type(f).__module__ == filterlib.__name__ and getattr(nnx, type(f).__name__, None) is type(f):
         return f"nnx.{text}"
     return text

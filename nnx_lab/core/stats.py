@@ -33,6 +33,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._util import one_line
+
 STAT_NAMES = ("mean", "std", "min", "max", "norm", "abs_max", "nan_count", "inf_count", "zero_frac")
 _FLOAT_STATS = STAT_NAMES
 _INT_STATS = ("mean", "std", "min", "max", "zero_frac")
@@ -198,7 +200,7 @@ def _call(kernel: Any, x: Any) -> Any:
     try:
         return kernel(x)
     except Exception as e:  # a buffer deleted or donated between the check and the call
-        return StatsError(_one_line(e))
+        return StatsError(one_line(e))
 
 
 def _dispatch(calls: list[tuple[Any, Any]]) -> list[Any]:
@@ -244,7 +246,7 @@ def _fetch(results: list[Any]) -> list[Any]:
             try:
                 got.append(jax.device_get(results[j]))
             except Exception as e:
-                got.append(StatsError(_one_line(e)))
+                got.append(StatsError(one_line(e)))
     for j, g in zip(live, got):
         fetched[j] = g
     return fetched
@@ -267,8 +269,3 @@ def _to_dict(result, names, x) -> dict:
             v = None if math.isnan(v) else v
         stats[name] = v
     return stats
-
-
-def _one_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[0] if text else ''}".rstrip(": ")

@@ -15,6 +15,7 @@ from flax import nnx
 from flax.nnx import filterlib
 
 from . import compat
+from ._util import one_line
 from .tree import path_text
 from .views import (_CHECKS, _WANTED, MODE_ARGS, UNNAMED, ViewArg, ViewReport, _path_roots, _roots_code,
                     class_code, filter_code, is_module_path, only_filter, path_code, view_report)
@@ -153,7 +154,7 @@ def make_view(model: nnx.Module, scope: Scope, values: Mapping[str, Any]) -> nnx
     try:
         return nnx.view(model, only=scope.only, **values)
     except Exception as e:
-        raise ViewError(f"nnx.view raised {type(e).__name__}: {_one_line(e)}") from None
+        raise ViewError(f"nnx.view raised {one_line(e)}") from None
 
 
 def apply_in_place(model: nnx.Module, scope: Scope, values: Mapping[str, Any]) -> None:
@@ -197,7 +198,7 @@ def _all_or_nothing(modules: list[Any], names: Any, what: str):
         for m, n, old in before:
             setattr(m, n, old)
         if isinstance(e, Exception):
-            raise ViewError(f"{what} raised {type(e).__name__}: {_one_line(e)}; nothing changed") from None
+            raise ViewError(f"{what} raised {one_line(e)}; nothing changed") from None
         raise
 
 
@@ -213,8 +214,3 @@ def view_code(target: str, name: str, scope: Scope, values: Mapping[str, Any]) -
 def apply_code(target: str, scope: Scope, values: Mapping[str, Any]) -> str:
     only = f"{scope.code}, " if scope.code else ""
     return f"{target}.set_attributes({only}{_value_code(values)})"
-
-
-def _one_line(e: BaseException) -> str:
-    text = " ".join(str(e).split())
-    return text if len(text) <= 300 else text[:297] + "..."

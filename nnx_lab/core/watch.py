@@ -27,7 +27,8 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from .history import History
 from .snapshot import Snapshot, snapshot
-from .stats import _one_line, kernel_cache_size
+from ._util import MAX_RATE, check_number, one_line
+from .stats import kernel_cache_size
 from .tree import check_inspectable
 
 T = TypeVar("T")
@@ -36,8 +37,8 @@ T = TypeVar("T")
 class Watcher:
     def __init__(self, obj: Any, *, max_rate: float = 2.0, budget: float = 0.02,
                  stats: bool = True, history: int = 100, between_steps: Callable[[], Any] | None = None):
-        if max_rate <= 0:
-            raise ValueError("max_rate must be positive (refreshes per second)")
+        check_number(max_rate, "max_rate (refreshes per second)", 0, MAX_RATE, low_open=True)
+        check_number(budget, "budget (fraction of the loop's time)", 0, 1, low_open=True)
         self.max_rate = max_rate
         self.budget = budget
         self.stats = stats
@@ -101,7 +102,7 @@ class Watcher:
             try:
                 snap = snapshot(obj, stats=self.stats)
             except Exception as e:  # deleted mid-step, a model gone odd: say so, go on
-                self.state, self.message = "error", _one_line(e)
+                self.state, self.message = "error", one_line(e)
                 self._notify()
                 return False
             finally:

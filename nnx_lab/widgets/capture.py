@@ -26,7 +26,8 @@ from .. import inbox, live
 from ..core import capture as core
 from ..core import compat
 from ..core.capture_grads import intermediate_grads
-from ..core.capture_toggles import CaptureToggles, Modules, module_tree, one_line
+from ..core._util import MAX_RATE, check_number, one_line
+from ..core.capture_toggles import CaptureToggles, Modules, module_tree
 from ..core.capture_types import caller_namespace
 from ..core.tree import path_text
 
@@ -65,8 +66,8 @@ class CapturePanel(compat.MimebundleDisplay, anywidget.AnyWidget):
         compat.require("nnx.capture", "the capture panel")
         if not isinstance(model, nnx.Module):
             raise TypeError(f"capture_panel needs an nnx.Module, got {type(model).__name__}")
-        if not (isinstance(max_rate, (int, float)) and max_rate > 0 and isinstance(budget, (int, float)) and budget > 0):
-            raise ValueError(f"max_rate and budget must be positive numbers, got {max_rate!r} and {budget!r}")
+        check_number(max_rate, "max_rate (descriptions per second)", 0, MAX_RATE, low_open=True)
+        check_number(budget, "budget (fraction of the loop's time)", 0, 1, low_open=True)
         chosen = core.resolve_types(types, namespace if namespace is not None else caller_namespace(1, types))
         if not chosen:
             raise ValueError("capture_panel needs at least one Variable type to collect")

@@ -12,7 +12,7 @@ import traitlets
 
 from .. import inbox, live
 from ..core import compat
-from ..core._util import check_name
+from ..core._util import check_name, first_line, one_line
 from ..core import view_requests as requests
 from ..core import views as core
 
@@ -75,7 +75,7 @@ class ViewPanel(compat.MimebundleDisplay, anywidget.AnyWidget):
         try:
             report = report if report is not None else self.report()
         except requests.ViewError as e:
-            self.payload = {**self.payload, "message": str(e), "mode": "none", "gone": True}
+            self.payload = {**self.payload, "message": first_line(str(e)), "mode": "none", "gone": True}
             return
         self.payload = _payload(report, self._variant, self._target, self._default_name,
                                 self._namespace, self._base(self._model()))
@@ -134,10 +134,10 @@ class ViewPanel(compat.MimebundleDisplay, anywidget.AnyWidget):
             _, code, text = self._run(content, from_text=True)
             ack = {"type": "ack", "id": rid, "state": "done", "text": text, "code": code}
         except requests.ViewError as e:
-            ack = {"type": "ack", "id": rid, "state": "error", "text": str(e), "code": ""}
+            ack = {"type": "ack", "id": rid, "state": "error", "text": first_line(str(e)), "code": ""}
         except Exception as e:  # never into the kernel's message loop
             ack = {"type": "ack", "id": rid, "state": "error", "code": "",
-                   "text": f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"}
+                   "text": one_line(e)}
         model = self._model()
         if model is not None:  # every panel on this model shows the change, before the ack arrives
             for panel in live.widgets(ViewPanel):

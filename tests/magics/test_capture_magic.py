@@ -187,7 +187,7 @@ def test_grads_flag_explains_missing_gradients(ip, shown):
     ("model --grads nowhere", "--grads nowhere: no such name in the namespace"),
     ("model --grads x", "--grads x is an ArrayImpl, not a function"),
     ("model --grads 'f(x)'", "--grads takes the name of a loss function"),
-    ("model --bins 0", "--bins must be a positive number of bins"),
+    ("model --bins 0", "--bins must be an integer in [1, 1024]"),
 ])
 def test_bad_input_is_one_line_and_changes_nothing(ip, line, message):
     model = ip.user_ns["model"]

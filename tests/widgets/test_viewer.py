@@ -252,7 +252,7 @@ def test_cells_refresh_viewers_and_nnx_watch_binds(ip):
 @pytest.mark.parametrize("line, message", [
     ("missing", "name 'missing' is not defined"),
     ("42", "expected an nnx.Module"),
-    ("model --rate 0", "--rate must be a positive number"),
+    ("model --rate 0", "--rate (refreshes per second) must be a number in (0, 100]"),
     ("model --as 1x", "is not a valid Python name"),
 ])
 def test_nnx_watch_bad_input(ip, line, message):
