@@ -17,6 +17,7 @@ ValueError: --as '__builtins__': names starting with __ belong to Python and IPy
 from __future__ import annotations
 
 import builtins
+import json
 import keyword
 from typing import Any, Mapping
 
@@ -65,6 +66,32 @@ def one_line(x: Any, limit: int = 300) -> str:
         text = first_line(text, limit)
         return clip(f"{type(x).__name__}: {text}" if text else type(x).__name__, limit)
     return first_line(safe_repr(x), limit)
+
+
+#: the largest browser message a widget reads (a click is a few hundred bytes; 100k paths are not a click)
+MAX_MESSAGE_BYTES = 65_536
+
+
+def message_problem(content: Any) -> str | None:
+    """Why a browser message is refused before it is read, or None: not an object, or too large.
+
+    >>> message_problem({"type": "view", "name": "x" * 100_000})
+    'message of 100,026 bytes refused (at most 65,536)'
+    """
+    if not isinstance(content, dict):
+        return f"message must be an object, not {type(content).__name__}"
+    size = len(json.dumps(content, default=str))
+    if size > MAX_MESSAGE_BYTES:
+        return f"message of {size:,} bytes refused (at most {MAX_MESSAGE_BYTES:,})"
+    return None
+
+
+def message_id(content: Any) -> Any:
+    """A message's ``id`` as it may be echoed back: an int or a short string, else None."""
+    rid = content.get("id") if isinstance(content, dict) else None
+    if isinstance(rid, bool) or not isinstance(rid, (int, str)) or (isinstance(rid, str) and len(rid) > 64):
+        return None
+    return rid
 
 
 #: bounds of the numeric options (inclusive), shared by the Python API and the magics

@@ -26,7 +26,7 @@ from .. import inbox, live
 from ..core import capture as core
 from ..core import compat
 from ..core.capture_grads import intermediate_grads
-from ..core._util import MAX_RATE, check_number, one_line
+from ..core._util import MAX_RATE, check_number, first_line, message_id, message_problem, one_line
 from ..core.capture_toggles import CaptureToggles, Modules, module_tree
 from ..core.capture_types import caller_namespace
 from ..core.tree import path_text
@@ -272,22 +272,26 @@ class CapturePanel(compat.MimebundleDisplay, anywidget.AnyWidget):
 
     # -- talking to the browser ------------------------------------------------------------------
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        problem = message_problem(content)
+        if problem:  # answered from any thread: nothing of it is read
+            self._set_status(problem, level="error")
+            self._publish_controls()
+            return
         if not inbox.on_main_thread():
             # A subshell thread, while a cell runs: the toggles are the main thread's; queue the click.
-            rid = content.get("id") if isinstance(content, dict) else None
-            self.send({"type": "ack", "id": rid, "state": "queued"})
+            self.send({"type": "ack", "id": message_id(content), "state": "queued"})
             inbox.post(lambda: self._on_message(_widget, content, _buffers))
             return
         modules = self._module_list()
         try:
             self._toggles.apply_message(content, modules)
         except (TypeError, ValueError) as error:
-            self._set_status(str(error), level="error")
+            self._set_status(first_line(str(error)), level="error")
         else:
             gone = self._ref() is None  # a toggle on a panel whose model went: still answered, still says so
             self._set_status(GONE if gone else "", level="error" if gone else "")
-        if isinstance(content, dict) and "id" in content:
-            self._answered = content["id"]
+        if "id" in content:
+            self._answered = message_id(content)
         self._publish_controls(modules)  # always answer, so that a rejected click is undone on screen
 
     def _publish_controls(self, modules: Modules | None = None) -> None:

@@ -11,6 +11,7 @@ import traitlets
 
 from .. import inbox, live
 from ..core import compat
+from ..core._util import message_problem
 from ..core.history import HISTORY_STATS
 from ..core.render import html_table, summary_line
 from ..core.watch import Watcher
@@ -95,7 +96,7 @@ class StateViewer(compat.MimebundleDisplay, anywidget.AnyWidget):
         self.status = watcher.status()
 
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if not isinstance(content, dict):
+        if message_problem(content):
             return
         kind = content.get("type")
         if kind == "refresh":

@@ -12,7 +12,7 @@ import traitlets
 
 from .. import inbox, live
 from ..core import compat
-from ..core._util import check_name, first_line, one_line
+from ..core._util import check_name, clip, first_line, message_id, message_problem, one_line
 from ..core import view_requests as requests
 from ..core import views as core
 
@@ -118,9 +118,13 @@ class ViewPanel(compat.MimebundleDisplay, anywidget.AnyWidget):
 
     # -- browser messages ---------------------------------------------------------------
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if not isinstance(content, dict) or content.get("type") not in ("view", "apply", "mode"):
+        problem = message_problem(content)
+        if problem:
+            self.send({"type": "ack", "id": message_id(content), "state": "error", "text": problem, "code": ""})
             return
-        rid = content.get("id")
+        if content.get("type") not in ("view", "apply", "mode"):
+            return
+        rid = message_id(content)
         if inbox.on_main_thread():
             self._answer(content, rid)
             return
@@ -132,7 +136,7 @@ class ViewPanel(compat.MimebundleDisplay, anywidget.AnyWidget):
     def _answer(self, content: dict, rid: Any) -> None:
         try:
             _, code, text = self._run(content, from_text=True)
-            ack = {"type": "ack", "id": rid, "state": "done", "text": text, "code": code}
+            ack = {"type": "ack", "id": rid, "state": "done", "text": clip(text, 300), "code": code}
         except requests.ViewError as e:
             ack = {"type": "ack", "id": rid, "state": "error", "text": first_line(str(e)), "code": ""}
         except Exception as e:  # never into the kernel's message loop

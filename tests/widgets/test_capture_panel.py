@@ -262,7 +262,7 @@ def test_grads_follow_the_module_toggles(model):
     ({"type": "module", "path": "nowhere", "on": False}, "no submodule at 'nowhere'"),
     ({"type": "module", "path": ["b0"], "on": False}, "no submodule at ['b0']"),
     ({"type": "eval", "code": "1/0"}, "unknown message"),
-    ("not a dict", "unknown message"),
+    ("not a dict", "message must be an object, not str"),
 ])
 def test_bad_messages_change_nothing_and_are_answered(model, content, error):
     panel = capture_panel(model, display=False)
