@@ -76,7 +76,7 @@ def message_problem(content: Any) -> str | None:
     """Why a browser message is refused before it is read, or None: not an object, or too large.
 
     >>> message_problem({"type": "view", "name": "x" * 100_000})
-    'message of 100,026 bytes refused (at most 65,536)'
+    'message of 100,028 bytes refused (at most 65,536)'
     """
     if not isinstance(content, dict):
         return f"message must be an object, not {type(content).__name__}"
