@@ -24,4 +24,5 @@ def unload(ipython: Any) -> None:
     manager.registry.pop("NnxLabMagics", None)
     from . import live
 
-    live.unregister_hooks(ipython)
+    if not live.widgets(object):  # viewers on screen keep refreshing after cells, as without %load_ext
+        live.unregister_hooks(ipython)

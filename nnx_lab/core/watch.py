@@ -45,7 +45,8 @@ class Watcher:
         self.history = History(history)
         self.snapshot: Snapshot | None = None
         self.state = "waiting"  # waiting | live | error | gone
-        self.message = ""
+        self.message = ""  # what the last refresh said (an error); replaced by the next one
+        self.note = ""  # a standing remark (background refresh unavailable) that every status keeps
         self.refreshes = 0
         self.last_refresh: float | None = None  # epoch seconds
         self.cost_s: float | None = None
@@ -168,7 +169,7 @@ class Watcher:
     def status(self) -> dict:
         return {
             "state": self.state,
-            "message": self.message,
+            "message": "; ".join(m for m in (self.message, self.note) if m),
             "last_refresh": self.last_refresh,
             "cost_ms": None if self.cost_s is None else round(self.cost_s * 1e3, 2),
             "refreshes": self.refreshes,

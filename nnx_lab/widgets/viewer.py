@@ -57,7 +57,7 @@ class StateViewer(compat.MimebundleDisplay, anywidget.AnyWidget):
         """Refresh from a background thread, where the kernel delivers widget updates from threads."""
         reason = background_unsupported()
         if reason:
-            self._watcher.message = f"background refresh unavailable ({reason}); refreshing after each cell and on tick()"
+            self._watcher.note = f"background refresh unavailable ({reason}); refreshing after each cell and on tick()"
             self._publish(self._watcher)
             return
         self._watcher.start_background()

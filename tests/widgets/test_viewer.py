@@ -219,6 +219,9 @@ def hooks(shell):
 
 
 def test_one_hook_per_event_through_reload_and_none_after_unload(ip):
+    for widget in live.widgets(object):  # earlier tests' widgets would keep the hooks (below)
+        widget.close()
+        live.untrack_widget(widget)
     assert len(hooks(ip)) == 2
     ip.run_line_magic("reload_ext", "nnx_lab")
     ip.run_line_magic("reload_ext", "nnx_lab")
@@ -226,6 +229,38 @@ def test_one_hook_per_event_through_reload_and_none_after_unload(ip):
     ip.run_line_magic("unload_ext", "nnx_lab")
     assert hooks(ip) == []
     ip.run_line_magic("load_ext", "nnx_lab")
+
+
+def test_unload_ext_leaves_viewers_on_screen_refreshing(ip):
+    ip.user_ns.update(model=small_model(), nnx=nnx)
+    ip.run_line_magic("nnx_watch", "model --as viewer")
+    viewer = ip.user_ns["viewer"]
+    ip.run_line_magic("unload_ext", "nnx_lab")
+    try:
+        assert len(hooks(ip)) == 2
+        before = viewer._watcher.refreshes
+        ip.run_cell("model.layers[0].bias.value = model.layers[0].bias.value + 1")
+        assert viewer._watcher.refreshes == before + 1 and viewer.status["state"] == "live"
+        assert viewer.snapshot["stats"] is not None
+        for _ in range(2):
+            ip.run_line_magic("load_ext", "nnx_lab")
+            assert len(hooks(ip)) == 2
+    finally:
+        viewer.close()
+        for name in ("viewer", "model"):
+            ip.user_ns.pop(name, None)
+
+
+def test_background_unavailable_note_survives_refreshes(monkeypatch):
+    import nnx_lab.widgets.viewer as viewer_module
+
+    monkeypatch.setattr(viewer_module, "background_unsupported", lambda: "not running in an IPython kernel")
+    model = small_model()
+    viewer = nnx_lab.watch(model, background=True, display=False)
+    for _ in range(3):
+        viewer.refresh()
+        assert "background refresh unavailable (not running in an IPython kernel)" in viewer.status["message"]
+    assert viewer.status["state"] == "live"
 
 
 def test_cells_are_numbered_while_they_run(ip):
