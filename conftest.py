@@ -19,6 +19,8 @@ _DOCTEST_NEEDS = {"capture": "nnx.capture"}  # a word in the module's name -> th
 def pytest_configure(config):
     config.addinivalue_line("markers", "needs_flax(feature): skipped when the installed flax lacks the feature "
                                        "(a key of nnx_lab.core.compat's table)")
+    config.addinivalue_line("markers", "classic_notebook: drives the classic Notebook 6.5 (ipywidgets 7, as Colab) "
+                                       "in headless Chromium; runs on Colab's stack")
 
 
 def _features(item) -> list[str]:
