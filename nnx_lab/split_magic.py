@@ -83,8 +83,9 @@ class Split:
         self.shell = shell
         self.target_text = args.target
         self.target = evaluate_target(shell, args.target)
-        if not isinstance(self.target, (nnx.Module, nnx.State)):
-            raise UsageError(f"TARGET {args.target!r} is a {type(self.target).__name__}, not an nnx.Module or nnx.State")
+        if not splittable(self.target):
+            raise UsageError(f"TARGET {clip(repr(args.target))} is a {type(self.target).__name__}: nnx.split takes "
+                             "an nnx.Module, nnx.State, nnx.Optimizer, nnx.Rngs or a dict/list of Variables or arrays")
         self.filter_texts = list(args.filters)
         self.filters = []
         for i, text in enumerate(self.filter_texts):
@@ -145,6 +146,16 @@ def detach(state: Any) -> Any:
     return jax.tree.map(lambda x: x, state)
 
 
+def splittable(obj: Any) -> bool:
+    """Whether ``nnx.split`` takes ``obj``: any flax graph node (Module, State, Optimizer, Rngs, ...)
+    or a plain dict/list/tuple pytree (a Linen variables dict)."""
+    from collections.abc import Mapping
+
+    from flax.nnx import graph
+
+    return graph.is_graph_node(obj) or isinstance(obj, (Mapping, list, tuple))
+
+
 def signatures(state: Any) -> dict:
     """path -> (shape, dtype) of every leaf, taken before the body runs."""
     from flax import nnx
@@ -153,9 +164,16 @@ def signatures(state: Any) -> dict:
 
 
 def _signature(value: Any) -> tuple:
-    import jax.numpy as jnp
+    """(shape, dtype) of an array; a string or object array (a vocabulary) or a Python number has
+    a dtype too; anything else is recorded by its type, and carried through untouched."""
+    import numpy as np
 
-    return tuple(jnp.shape(value)), str(jnp.result_type(value))
+    dtype = getattr(value, "dtype", None)
+    if dtype is None and isinstance(value, (bool, int, float, complex)):
+        dtype = type(value).__name__
+    if dtype is None:
+        return (), type(value).__name__
+    return tuple(int(d) for d in np.shape(value)), str(dtype)
 
 
 def check_round_trip(before: dict[str, dict], after: dict[str, Any]) -> None:
@@ -186,11 +204,7 @@ def check_round_trip(before: dict[str, dict], after: dict[str, Any]) -> None:
             if isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer) and value.is_deleted():
                 problems.append(f"`{name}` {path_text(path)} was deleted (a donated buffer?)")
                 continue
-            try:
-                new_sig = _signature(value)
-            except TypeError:
-                problems.append(f"`{name}` {path_text(path)} is now a {type(value).__name__}, not an array")
-                continue
+            new_sig = _signature(value)
             if new_sig != old_sig:
                 problems.append(f"`{name}` {path_text(path)} changed from {old_sig[0]} {old_sig[1]} "
                                 f"to {new_sig[0]} {new_sig[1]}")

@@ -46,6 +46,20 @@ def safe_repr(x: Any, limit: int | None = None) -> str:
     return clip(text, limit) if limit else text
 
 
+def json_key(key: Any) -> Any:
+    """A path key as JSON can carry it: ints and strings as they are, anything else as its text.
+
+    >>> json_key(3), json_key("kernel"), json_key(True)
+    (3, 'kernel', 'True')
+    """
+    if isinstance(key, (int, str)) and not isinstance(key, bool):
+        return key
+    try:
+        return str(key)
+    except Exception as e:  # noqa: BLE001 - a user key's __str__ may raise
+        return f"<str failed: {type(e).__name__}>"
+
+
 def first_line(text: str, limit: int = 300) -> str:
     """The first non-empty line of ``text``, at most ``limit`` characters."""
     lines = [line.strip() for line in str(text).strip().splitlines() if line.strip()]

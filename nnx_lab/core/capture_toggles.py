@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 from flax import nnx
 
-from ._util import one_line
+from ._util import json_key, one_line
 from .capture import module_paths_text
 from .tree import Path, path_text
 
@@ -79,7 +79,7 @@ class CaptureToggles:
         return {
             "types": [{"name": key, "on": key in self._on, "title": qualname(t)} for key, t in self._types.items()],
             "methods": self.methods,
-            "modules": [{"path": path_text(p), "key": _json_key(p[-1]) if p else "",
+            "modules": [{"path": path_text(p), "key": json_key(p[-1]) if p else "",
                          "parent": index.get(p[:-1], -1) if p else -1, "cls": cls, "on": p not in self._off}
                         for p, cls in modules],
         }
@@ -218,7 +218,3 @@ def qualname(t: type) -> str:
 def _listing(known: dict) -> str:
     names = sorted({path_text(p) or "''" for p in known.values()})
     return ", ".join(names[:12]) + (f" (+{len(names) - 12} more)" if len(names) > 12 else "")
-
-
-def _json_key(key: Any) -> Any:
-    return key if isinstance(key, (int, str)) and not isinstance(key, bool) else str(key)

@@ -127,6 +127,24 @@ def iter_graph(node: Any) -> Iterator[tuple[tuple, Any]]:
         yield path, value
 
 
+def tolinen_module(obj: Any) -> Any:
+    """For an ``nnx.bridge.ToLinen`` (NNX inside Linen), the wrapped NNX module built abstractly
+    (``nnx.eval_shape``: shapes only, nothing allocated); None for anything else."""
+    try:
+        from flax.nnx.bridge import ToLinen
+    except ImportError:
+        return None
+    if not isinstance(obj, ToLinen):
+        return None
+    def build() -> Any:
+        kwargs = dict(obj.kwargs or {})
+        if not getattr(obj, "skip_rng", False):
+            kwargs.setdefault("rngs", nnx.Rngs(0))
+        return obj.nnx_class(*obj.args, **kwargs)
+
+    return nnx.eval_shape(build)
+
+
 def set_view(module: Any) -> Any:
     """The function whose signature lists ``module``'s train/eval and view options, or None.
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from . import devices as devices_lib
 from . import render
+from ._util import json_key, safe_repr
 from .stats import STAT_NAMES, StatsError, compute_stats, is_numeric_dtype
 from .tree import Leaf, Path, path_text, walk_graph
 
@@ -126,7 +127,7 @@ class Snapshot:
                 parent = node_of(path[:-1])
                 node_index[path] = len(node_parent)
                 node_parent.append(parent)
-                node_key.append(_json_key(path[-1]))
+                node_key.append(json_key(path[-1]))
                 node_type.append(self.nodes.get(path, ""))
             return node_index[path]
 
@@ -150,7 +151,7 @@ class Snapshot:
             node_of(path)
         for row in self.rows:
             cols["parent"].append(node_of(row.path[:-1]) if row.path else -1)
-            cols["key"].append(_json_key(row.path[-1]) if row.path else "")
+            cols["key"].append(json_key(row.path[-1]) if row.path else "")
             for column in ("type", "dtype", "sharding", "devices", "metadata", "status"):
                 cols[column].append(intern(column, getattr(row, column)))
             cols["shape"].append(list(row.shape) if row.shape is not None else None)
@@ -185,10 +186,6 @@ class Snapshot:
 
     def _repr_html_(self) -> str:
         return render.html_table(self)
-
-
-def _json_key(key: Any) -> Any:
-    return key if isinstance(key, (int, str)) and not isinstance(key, bool) else str(key)
 
 
 def round_significant(values: Any, digits: int = 4) -> np.ndarray:
@@ -250,7 +247,7 @@ def _describe(leaf: Leaf) -> Row:
     common = dict(
         path=leaf.path,
         type=leaf.type_name,
-        metadata=", ".join(f"{k}={v!r}" for k, v in leaf.metadata.items()) or None,
+        metadata=", ".join(f"{k}={safe_repr(v, 200)}" for k, v in leaf.metadata.items()) or None,
         aliases=leaf.aliases,
         stats=None,
     )

@@ -29,7 +29,14 @@ from flax import nnx
 from flax.nnx import graph as nnx_graph
 
 from . import compat
+from ._util import safe_repr
+
 Path = tuple[Hashable, ...]
+
+#: Linen's own collection names: a variables dict with these at the top is Linen's (``model.init``)
+LINEN_COLLECTIONS = frozenset({"params", "batch_stats", "cache", "intermediates", "losses", "constants",
+                               "perturbations", "spectral", "stats"})
+_SCALARS = (int, float, complex)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +78,52 @@ def _metadata_of(var: nnx.Variable) -> dict:
     if _default_metadata is None:
         _default_metadata = nnx.Variable(0).get_metadata()
     meta = var.get_metadata()
-    return {k: v for k, v in meta.items() if not (k in _default_metadata and _default_metadata[k] == v)}
+    return {k: v for k, v in meta.items() if not (k in _default_metadata and _same(_default_metadata[k], v))}
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - a user metadata object's __eq__ may raise or be ambiguous
+        return False
+
+
+def _variable_leaves(path: Path, var: nnx.Variable, aliases: tuple[Path, ...]) -> list[Leaf]:
+    """A Variable as leaves: one, or one per array when it holds a tuple/list/dict of arrays
+    (``sow`` keeps a tuple of every call's value: ``h[0]``, ``h[1]``)."""
+    value, meta, name = compat.get_value(var), _metadata_of(var), type(var).__name__
+    if not isinstance(value, (tuple, list, dict)):
+        return [Leaf(path, name, value, meta, aliases)]
+    flat, _ = jax.tree_util.tree_flatten_with_path(value)
+    if not flat or not all(_is_array_leaf(v) or isinstance(v, _SCALARS) for _, v in flat):
+        return [Leaf(path, name, value, meta, aliases)]
+    out = []
+    for keys, v in flat:
+        suffix = tuple(_key_of(k) for k in keys)
+        out.append(Leaf(path + suffix, name, v, meta, tuple(a + suffix for a in aliases)))
+    return out
+
+
+def _key_of(k: Any) -> Hashable:
+    for attr in ("idx", "key", "name"):
+        if hasattr(k, attr):
+            return getattr(k, attr)
+    return str(k)
+
+
+def _data_flags(value: Any) -> dict | None:
+    """Which attributes of a Module flax treats as data (``nnx.data``), where flax records it."""
+    flags = getattr(value, "_pytree__nodes", None)
+    return flags if isinstance(flags, Mapping) else None
+
+
+def _linen_collection(obj: Any, leaves: list[Leaf]) -> bool:
+    """Whether ``obj`` is a Linen variables dict (``{"params": ..., "batch_stats": ...}`` of arrays)."""
+    if not isinstance(obj, Mapping) or not obj or not all(isinstance(k, str) for k in obj):
+        return False
+    if any(leaf.type_name != "Array" and leaf.type_name != "ndarray" for leaf in leaves):
+        return False
+    return "params" in obj or set(obj) <= LINEN_COLLECTIONS
 
 
 def walk_graph(obj: Any) -> GraphWalk:
@@ -81,6 +133,10 @@ def walk_graph(obj: Any) -> GraphWalk:
         return GraphWalk([leaf], {}, type(obj).__name__)
     if _is_array_leaf(obj):
         return GraphWalk([Leaf((), _leaf_type_name(obj), obj, {}, ())], {}, _leaf_type_name(obj))
+    wrapped = compat.tolinen_module(obj)
+    if wrapped is not None:  # NNX inside Linen: the wrapped module's Variables, abstract until init
+        walk = walk_graph(wrapped)
+        return GraphWalk(walk.leaves, walk.nodes, f"ToLinen({walk.root_type})")
     check_inspectable(obj)
     visited: list[tuple[Path, Any]] = list(compat.iter_graph(obj))
     seen = {path for path, _ in visited}
@@ -88,10 +144,13 @@ def walk_graph(obj: Any) -> GraphWalk:
     leaves: list[Leaf] = []
     nodes: dict[Path, str] = {}
     plain: set[Path] = set()  # containers that are not graph nodes: tuples, dicts, lists
+    data = {path: flags for path, value in visited if (flags := _data_flags(value)) is not None}
     for path, value in visited:
         if isinstance(value, nnx.Variable):
-            leaves.append(Leaf(path, type(value).__name__, compat.get_value(value), _metadata_of(value),
-                               _aliases(path, shared)))
+            leaves.extend(_variable_leaves(path, value, _aliases(path, shared)))
+        elif isinstance(value, _SCALARS) and not isinstance(value, bool) and path \
+                and data.get(path[:-1], {}).get(path[-1]) is True:  # a number marked nnx.data
+            leaves.append(Leaf(path, type(value).__name__, value, {}, _aliases(path, shared)))
         elif _is_array_leaf(value):
             leaves.append(Leaf(path, _leaf_type_name(value), value, {}, _aliases(path, shared)))
         elif nnx_graph.is_graph_node(value) or isinstance(value, (Mapping, list, tuple)):
@@ -105,6 +164,8 @@ def walk_graph(obj: Any) -> GraphWalk:
     holding = {leaf.path[:i] for leaf in leaves for i in range(len(leaf.path))}
     nodes = {p: t for p, t in nodes.items() if p not in plain or p in holding}
     root_type = nodes.pop((), type(obj).__name__)
+    if _linen_collection(obj, leaves):  # the collection is what a Linen user calls the type
+        leaves = [dataclasses.replace(leaf, type_name=str(leaf.path[0])) for leaf in leaves]
     return GraphWalk(leaves, nodes, root_type)
 
 
@@ -121,10 +182,14 @@ def check_inspectable(obj: Any) -> None:
 
 def _shared_prefixes(obj: Any, seen: set[Path]) -> list[tuple[Path, list[Path]]]:
     """(the path iter_graph used, the other paths) for each node reachable more than once."""
-    if not nnx_graph.is_graph_node(obj):
+    if not (nnx_graph.is_graph_node(obj) or isinstance(obj, (Mapping, list, tuple))):
+        return []
+    try:  # plain dicts and lists too: {'a': {'b': m}, 'c': m} shares m
+        duplicates = nnx.find_duplicates(obj)
+    except Exception:  # noqa: BLE001 - a container flax cannot walk has no aliases to name
         return []
     groups = []
-    for group in nnx.find_duplicates(obj):
+    for group in duplicates:
         paths = [tuple(p) for p in group]
         canonical = next((p for p in paths if p in seen), paths[0])
         groups.append((canonical, [p for p in paths if p != canonical]))
@@ -153,5 +218,5 @@ def path_text(path: Path) -> str:
         if isinstance(key, str) and key.isidentifier() and not keyword.iskeyword(key):
             parts.append(("." if parts else "") + key)
         else:
-            parts.append(f"[{key!r}]")
+            parts.append(f"[{safe_repr(key, 200)}]")
     return "".join(parts)

@@ -12,7 +12,7 @@ import traitlets
 
 from .. import inbox, live
 from ..core import compat
-from ..core._util import check_name, clip, first_line, message_id, message_problem, one_line
+from ..core._util import check_name, clip, json_key, first_line, message_id, message_problem, one_line
 from ..core import view_requests as requests
 from ..core import views as core
 
@@ -248,7 +248,7 @@ def _payload(report: core.ViewReport, variant: str, target: str, default_name: s
                          for a in m.args],
                 "instances": []}
         group["instances"].append({
-            "path": m.path_text, "key": list(_jsonable(k) for k in m.path), "only": core.path_code(m.path),
+            "path": m.path_text, "key": list(json_key(k) for k in m.path), "only": core.path_code(m.path),
             "mode": m.mode, "values": {a.name: repr(a.current) for a in m.args if a.has_current}})
     return {
         "variant": variant, "root": report.root_type, "target": target, "default_name": default_name,
@@ -256,10 +256,6 @@ def _payload(report: core.ViewReport, variant: str, target: str, default_name: s
         "message": "" if report.modules else report.summary(), "base_only": base.code or "",
         "classes": list(classes.values()),
     }
-
-
-def _jsonable(key: Any) -> Any:
-    return key if isinstance(key, (int, str)) and not isinstance(key, bool) else str(key)
 
 
 def _user_namespace() -> dict | None:

@@ -73,7 +73,7 @@ def test_cell_no_update(ip):
 
 @pytest.mark.parametrize("line, body, message", [
     ("missing nnx.Param ...", "pass", "TARGET 'missing': name 'missing' is not defined"),
-    ("42 nnx.Param ...", "pass", "TARGET '42' is a int, not an nnx.Module or nnx.State"),
+    ("42 nnx.Param ...", "pass", "TARGET '42' is a int: nnx.split takes an nnx.Module, nnx.State, nnx.Optimizer, nnx.Rngs or a dict/list of Variables or arrays"),
     ("model nnx.Nope ...", "pass", "filter 1 `nnx.Nope` raised AttributeError"),
     ("model (lambda p, v: 1 / 0) ...", "pass", "filter 1 ((lambda p, v: 1 / 0)) raised ZeroDivisionError on layers[0].bias"),
     ("model ... nnx.Param", "pass", "`...` matches everything, so it can only be the last filter (it is filter 1 of 2)"),
