@@ -51,3 +51,31 @@ def test_a_feature_needing_newer_flax_is_one_line_and_changes_nothing(ip, old_fl
     assert "installed flax 0.11.2" in shown and "flax>=0.12" in shown
     assert "pip install -U" in shown
     assert dict(vars(old_flax.layers[0])) == before and not hasattr(old_flax.layers[0], "__captures__")
+
+
+def test_nnx_mode_switches_and_reports_on_every_flax(ip):
+    # Colab's flax 0.11.2 has no set_view: train/eval are read from the attributes model.train() sets.
+    ip.user_ns["model"] = model = nnx.Sequential(nnx.Linear(2, 2, rngs=nnx.Rngs(0)),
+                                                 nnx.BatchNorm(2, rngs=nnx.Rngs(0)), nnx.Dropout(0.5))
+    with capture_output() as out:
+        ip.run_line_magic("nnx_mode", "model eval")
+    assert model.layers[1].use_running_average is True and model.layers[2].deterministic is True
+    assert out.stdout.startswith("Sequential: eval (2 of 2 modules")
+    assert "layers[2] (Dropout): eval" in out.stdout
+    with capture_output() as out:
+        ip.run_line_magic("nnx_mode", "model train")
+    assert model.layers[1].use_running_average is False and model.layers[2].deterministic is False
+    assert out.stdout.startswith("Sequential: train")
+
+
+def test_tied_weights_are_one_row_on_every_flax():
+    import nnx_lab
+
+    class Tied(nnx.Module):
+        def __init__(self, rngs):
+            self.out = nnx.Linear(2, 2, rngs=rngs)
+            self.w = self.out.kernel  # flax 0.11's iter_graph visits it twice
+
+    snap = nnx_lab.snapshot(Tied(nnx.Rngs(0)))
+    assert [r.path for r in snap.rows] == [("out", "bias"), ("out", "kernel")]
+    assert snap["out.kernel"].aliases == (("w",),)
