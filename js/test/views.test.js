@@ -397,3 +397,18 @@ test("cleanup stops listening to the model", () => {
   model.set("payload", evalMode()); // no effect, no error
   assert.equal(one(".nnx-views-mode").textContent, "mixed");
 });
+
+test("without subshells (Colab, ipykernel < 7) a pending click says it waits for the running cell", () => {
+  const note = "waiting for the running cell to end (this kernel reads clicks only between cells)";
+  for (const [busyNote, expected] of [[note, note], ["", "waiting for the kernel"]]) {
+    const doc = new FakeDocument();
+    const el = doc.createElement("div");
+    const model = new FakeModel({ payload: evalMode(), busy_note: busyNote });
+    const cleanup = widget.render({ model, el });
+    el.querySelectorAll('button[data-mode="train"]')[0].dispatch("click");
+    const status = el.querySelectorAll(".nnx-views-status")[0];
+    assert.equal(status.getAttribute("data-state"), "pending");
+    assert.ok(status.textContent.endsWith(`pending\u2026 ${expected}`), status.textContent);
+    cleanup();
+  }
+});
