@@ -273,8 +273,9 @@ class NnxLabMagics(Magics):
             panel = ViewPanel(model, variant="modes" if args.modes else "views", only=only,
                               only_code=only_code, target=args.target.strip(), name=name,
                               namespace=self.shell.user_ns)
-        except Exception as e:  # a filter that raises, or is not a filter
-            raise UsageError(f"--only {clip(repr(args.only))}: {one_line(e)}") from None
+        except Exception as e:  # a filter that raises or is not a filter; else the panel's own error
+            cause = f"--only {clip(repr(args.only))}: " if args.only is not None else f"{args.target.strip()}: "
+            raise UsageError(cause + one_line(e)) from None
         display(panel)
 
     @magic_arguments()

@@ -75,8 +75,6 @@ class Split:
     """One parsed ``%nnx_split`` invocation: target, filters, report, names."""
 
     def __init__(self, shell: Any, args: Any):
-        from flax import nnx
-
         from .core.split import SplitError, split_report
         from .magics import evaluate_target
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 import ast
 import contextlib
 import dataclasses
+import warnings
 from typing import Any, Callable, Mapping
 
 from flax import nnx
 from flax.nnx import filterlib
 
 from . import compat
-from ._util import one_line
+from ._util import clip, one_line, safe_repr
 from .tree import path_text
 from .views import (_CHECKS, _WANTED, MODE_ARGS, UNNAMED, ViewArg, ViewReport, _path_roots, _roots_code,
                     class_code, filter_code, is_module_path, only_filter, path_code, view_report)
@@ -92,8 +93,10 @@ def coerce_values(model: nnx.Module, report: ViewReport, scope: Scope, values: M
                   from_text: bool = False) -> dict[str, Any]:
     """Check ``values`` against the ``set_view`` arguments of the modules of ``model`` in ``scope``.
 
-    Names no module in scope takes, and values of a type the annotation does not allow (for
-    annotations made of bool, int, float, str, None, tuple and list), are a :class:`ViewError`.
+    Names no module in scope takes are a :class:`ViewError`; so are browser values (``from_text``)
+    of a type the annotation does not allow (for annotations made of bool, int, float, str, None,
+    tuple and list). A Python caller's value of another type is passed on, as ``nnx.view`` would,
+    with a warning.
     With ``from_text`` (values typed in the browser), text for ``literal`` and ``int`` arguments
     is parsed with ``ast.literal_eval``: browser text is never evaluated.
     """
@@ -129,7 +132,12 @@ def _coerce(name: str, args: list[ViewArg], value: Any, from_text: bool) -> Any:
     if None in allowed:  # an annotation too complex to check: set_view decides
         return value
     if not any(_CHECKS[t](value) for types_ in allowed for t in types_):
-        raise ViewError(f"{name} takes {_wanted(args)}, not {type(value).__name__} {value!r}")
+        if from_text:  # the browser's controls: a value of the wrong kind is a slip
+            raise ViewError(f"{name} takes {_wanted(args)}, not {type(value).__name__} {clip(safe_repr(value), 80)}")
+        # A Python call passes what it passes, as nnx.view does (flax's own view guide gives
+        # `msg: bool | None` a string): say so, and let set_view decide.
+        warnings.warn(f"{name} takes {_wanted(args)} by its annotation; passing {type(value).__name__} "
+                      f"{clip(safe_repr(value), 80)} as given (nnx.view does not check annotations)", stacklevel=4)
     return value
 
 
@@ -177,21 +185,30 @@ def apply_in_place(model: nnx.Module, scope: Scope, values: Mapping[str, Any]) -
             model.set_attributes(scope.only, **values)
 
 
-def set_mode(model: nnx.Module, mode: str) -> None:
-    """``model.train()`` or ``model.eval()``, all or nothing."""
+def set_mode(model: nnx.Module, mode: str, target: str = "model") -> str:
+    """``model.train()`` or ``model.eval()``, all or nothing; returns that line as run."""
     if mode not in ("train", "eval"):
         raise ViewError(f"mode is 'train' or 'eval', not {mode!r}")
     if all(m.mode is None for m in view_report(model).modules):
         raise ViewError(f"{type(model).__name__}: no submodule has a train/eval argument "
                         f"({', '.join(MODE_ARGS)}), so model.{mode}() would change nothing")
+    # Modules with a `training` attribute follow too (flax's train()/eval() pass extra attributes on)
+    extra = {"training": mode == "train"} if any(not m.has_set_view for m in view_report(model).modules) else {}
     with _all_or_nothing([m for _, m in compat.iter_modules(model)], MODE_ARGS, f"model.{mode}()"):
-        model.train() if mode == "train" else model.eval()
+        model.train(**extra) if mode == "train" else model.eval(**extra)
+    return f"{target}.{mode}({_value_code(extra)})"
 
 
 @contextlib.contextmanager
 def _all_or_nothing(modules: list[Any], names: Any, what: str):
     """Put ``names`` back on ``modules`` as they were if the body fails (also on KeyboardInterrupt)."""
-    before = [(m, n, getattr(m, n)) for m in modules for n in names if hasattr(m, n)]
+    before = []
+    for m in modules:
+        for n in names:
+            try:
+                before.append((m, n, getattr(m, n)))
+            except Exception:  # noqa: BLE001 - absent, or a getter that raises: nothing to put back
+                pass
     try:
         yield
     except BaseException as e:

@@ -32,12 +32,36 @@ from flax import nnx
 from flax.nnx import filterlib
 
 from . import compat
+from ._util import one_line, safe_repr
 from .capture_arming import _PathSelector, _selector
 from .tree import Path, path_text
 
 #: set_view arguments that mean train (False) or eval (True).
-MODE_ARGS = ("deterministic", "use_running_average")
+#: attributes that say a module's mode, and the value each has in eval mode. flax's train()/eval()
+#: set the first two; ``training`` is the convention of modules without set_view that a user
+#: switches with ``nnx.with_attributes(model, training=...)`` (flax's view guide).
+EVAL_VALUES = {"deterministic": True, "use_running_average": True, "training": False}
+MODE_ARGS = tuple(EVAL_VALUES)
+#: what a mode attribute without set_view reads as in the report
+_ATTRIBUTE_DOC = "an attribute (no set_view): set it with nnx.with_attributes or set_attributes"
 _MISSING = object()
+
+
+class Unreadable:
+    """An attribute whose getter raised: shown as the error, never treated as a mode."""
+
+    def __init__(self, error: BaseException):
+        self.error = one_line(error, 120)
+
+    def __repr__(self) -> str:
+        return f"<getter raised {self.error}>"
+
+
+def _current(module: Any, name: str) -> Any:
+    try:
+        return getattr(module, name, _MISSING)
+    except Exception as e:  # noqa: BLE001 - a user property may raise anything
+        return Unreadable(e)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +91,7 @@ class ModuleViews:
     args: tuple[ViewArg, ...]
     signature: str  # set_view's signature: what view_info shows without a docstring
     cls: type = dataclasses.field(default=object, compare=False, repr=False)
+    has_set_view: bool = True  # False: a mode attribute (``training``) on a module without set_view
 
     @property
     def path_text(self) -> str:
@@ -75,16 +100,14 @@ class ModuleViews:
     @property
     def mode(self) -> str | None:
         """'train', 'eval', 'unset' (decided at call time) or None (no mode argument)."""
-        values = {a.current for a in self.args if a.name in MODE_ARGS and a.has_current}
+        values = {None if a.current is None else ("eval" if a.current == EVAL_VALUES[a.name] else "train")
+                  for a in self.args if a.name in EVAL_VALUES and a.has_current
+                  and isinstance(a.current, (bool, type(None)))}
         if not values:
             return None
-        if values == {True}:
-            return "eval"
-        if values == {False}:
-            return "train"
         if values == {None}:
             return "unset"
-        return "mixed"
+        return values.pop() if len(values) == 1 else "mixed"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,8 +161,8 @@ class ViewReport:
         for m in self.modules:
             lines.append(f"  {m.path_text} ({m.class_name}){f': {m.mode}' if m.mode else ''}")
             for a in m.args:
-                now = repr(a.current) if a.has_current else "—"
-                lines.append(f"    {a.name}: {a.annotation} = {a.default!r}   now {now}")
+                now = safe_repr(a.current, 200) if a.has_current else "—"
+                lines.append(f"    {a.name}: {a.annotation} = {safe_repr(a.default, 200)}   now {now}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -156,8 +179,12 @@ def view_report(model: Any, *, only: Any = ...) -> ViewReport:
     predicate = filterlib.to_predicate(only_filter(model, only))
     modules = []
     for path, module in compat.iter_modules(model):
-        if compat.set_view(module) and predicate(path, module):
+        if not predicate(path, module):
+            continue
+        if compat.set_view(module):
             modules.append(_module_views(tuple(path), module))
+        elif isinstance(_current(module, "training"), (bool, type(None))) and hasattr(module, "training"):
+            modules.append(_attribute_views(tuple(path), module))
     described = None if only is ... else (repr(only) if is_module_path(only) else filter_code(only) or UNNAMED)
     return ViewReport(type(model).__name__, tuple(modules), described)
 
@@ -189,9 +216,14 @@ def _roots_code(roots: tuple[Path, ...]) -> str:
 
 def _module_views(path: Path, module: nnx.Module) -> ModuleViews:
     signature, params = _set_view_params(compat.set_view(module))
-    args = tuple(ViewArg(name, annotation, default, doc, getattr(module, name, _MISSING), kind)
+    args = tuple(ViewArg(name, annotation, default, doc, _current(module, name), kind)
                  for name, annotation, default, doc, kind in params)
     return ModuleViews(path, type(module).__name__, args, signature, type(module))
+
+
+def _attribute_views(path: Path, module: nnx.Module) -> ModuleViews:
+    arg = ViewArg("training", "bool | None", None, _ATTRIBUTE_DOC, module.training, "tri_bool")
+    return ModuleViews(path, type(module).__name__, (arg,), "training attribute", type(module), has_set_view=False)
 
 
 @functools.lru_cache(maxsize=512)
@@ -207,7 +239,11 @@ def _set_view_params(method: Any) -> tuple[str, tuple[tuple[str, str, Any, str, 
         annotation = "" if param.annotation is param.empty else _annotation_text(param.annotation)
         default = None if param.default is param.empty else param.default
         params.append((name, annotation, default, docs.get(name, ""), _kind(annotation)))
-    return f"set_view{signature}", tuple(params)
+    try:
+        text = f"set_view{signature}"
+    except Exception:  # noqa: BLE001 - an annotation or default whose repr raises
+        text = f"set_view({', '.join(signature.parameters)})"
+    return text, tuple(params)
 
 
 def _arg_docs(method: Any) -> dict[str, str]:
@@ -243,7 +279,7 @@ def _union_parts(annotation: Any) -> list[str]:
         return [part for arg in typing.get_args(annotation) for part in _union_parts(arg)]
     if isinstance(annotation, type) and not typing.get_args(annotation):
         return [annotation.__name__]
-    return [repr(annotation).replace("typing.", "")]
+    return [safe_repr(annotation, 200).replace("typing.", "")]
 
 
 def _text_parts(node: ast.expr) -> list[str]:

@@ -12,7 +12,7 @@ import traitlets
 
 from .. import inbox, live
 from ..core import compat
-from ..core._util import check_name, clip, json_key, first_line, message_id, message_problem, one_line
+from ..core._util import check_name, clip, first_line, json_key, message_id, message_problem, one_line, safe_repr
 from ..core import view_requests as requests
 from ..core import views as core
 
@@ -156,9 +156,9 @@ class ViewPanel(compat.MimebundleDisplay, anywidget.AnyWidget):
         kind = content.get("type")
         if kind == "mode":
             mode = content.get("mode")
-            requests.set_mode(model, mode)
+            code = requests.set_mode(model, mode, self._target)
             after = core.view_report(model, only=self._only)
-            return model, f"{self._target}.{mode}()", f"{self._target} is now {after.mode}"
+            return model, code, f"{self._target} is now {after.mode}"
         report = core.view_report(model, only=self._only)
         if not report.modules:
             raise requests.ViewError(report.summary())
@@ -239,17 +239,19 @@ def _payload(report: core.ViewReport, variant: str, target: str, default_name: s
              namespace: Mapping[str, Any] | None, base: requests.Scope) -> dict:
     classes: dict[type, dict] = {}
     for m in report.modules:
+        if variant == "views" and not m.has_set_view:
+            continue  # nnx.view acts through set_view; a bare `training` attribute is the mode switch's
         group = classes.get(m.cls)
         if group is None:
             group = classes[m.cls] = {
                 "class": m.class_name, "only": requests.class_scope(m.cls, namespace, base).code,
-                "args": [{"name": a.name, "annotation": a.annotation, "default": repr(a.default),
+                "args": [{"name": a.name, "annotation": a.annotation, "default": safe_repr(a.default, 200),
                           "doc": a.doc, "kind": a.kind, "nullable": "None" in (a.types or ())}
                          for a in m.args],
                 "instances": []}
         group["instances"].append({
             "path": m.path_text, "key": list(json_key(k) for k in m.path), "only": core.path_code(m.path),
-            "mode": m.mode, "values": {a.name: repr(a.current) for a in m.args if a.has_current}})
+            "mode": m.mode, "values": {a.name: safe_repr(a.current, 200) for a in m.args if a.has_current}})
     return {
         "variant": variant, "root": report.root_type, "target": target, "default_name": default_name,
         "mode": report.mode, "summary": report.summary(), "disagreeing": list(report.disagreeing),

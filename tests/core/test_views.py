@@ -434,7 +434,7 @@ def test_a_mode_switch_on_a_model_without_a_mode_is_an_error(ip):
     model = nnx.Sequential(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), Documented())
     before = frozen(model)
     with pytest.raises(requests.ViewError, match=r"^Sequential: no submodule has a train/eval argument "
-                                             r"\(deterministic, use_running_average\), so model.eval\(\) would change nothing$"):
+                                             r"\(deterministic, use_running_average, training\), so model.eval\(\) would change nothing$"):
         requests.set_mode(model, "eval")
     ip.user_ns["lin"] = model
     with pytest.raises(UsageError, match="no submodule has a train/eval argument"):
