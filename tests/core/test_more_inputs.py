@@ -12,6 +12,7 @@ from IPython.core.error import UsageError
 from unchanged import assert_unchanged, frozen
 
 import nnx_lab
+from nnx_lab.core import compat
 from nnx_lab.core.snapshot import snapshot
 
 
@@ -45,8 +46,8 @@ def ip(ip):
 def test_split_cell_carries_string_and_object_arrays_through(ip):
     model = ip.user_ns["model"] = Vocab()
     ip.run_cell_magic("nnx_split", "model nnx.Param ...", "param = jax.tree.map(lambda p: p * 2, param)")
-    assert list(model.vocab.get_value()) == ["<pad>", "the", "cat"] and model.objs.get_value()[1] == 1
-    assert float(model.lin.kernel.get_value().sum()) != 0
+    assert list(compat.get_value(model.vocab)) == ["<pad>", "the", "cat"] and compat.get_value(model.objs)[1] == 1
+    assert float(compat.get_value(model.lin.kernel).sum()) != 0
     before = frozen(model.lin)
     with pytest.raises(UsageError, match=r"`rest` vocab changed from \(3,\) <U5 to \(\) str"):
         ip.run_cell_magic("nnx_split", "model nnx.Param ...", "rest['vocab'] = nnx.Variable('x')")
@@ -108,7 +109,7 @@ def test_a_module_shared_through_plain_containers_keeps_its_aliases():
     assert [r.aliases for r in listed.rows] == [((1, "bias"),), ((1, "kernel"),)]
 
 
-def test_python_numbers_marked_data_are_rows_and_static_ones_are_not():
+def test_python_numbers_are_rows_exactly_when_flax_puts_them_in_the_state():
     if not hasattr(nnx, "data"):
         pytest.skip("nnx.data is newer than this flax")
 
@@ -119,10 +120,14 @@ def test_python_numbers_marked_data_are_rows_and_static_ones_are_not():
             self.width = 8  # static: part of the graph definition, not of the state
             self.w = nnx.Param(jnp.ones(2))
 
-    snap = snapshot(Scaled())
-    assert {r.path[0]: (r.type, r.status) for r in snap.rows} == {
-        "scale": ("float", "ok"), "count": ("int", "ok"), "w": ("Param", "ok")}
-    assert snap["scale"].stats["mean"] == 2.5
+    model = Scaled()
+    in_state = {path[0] for path, _ in nnx.to_flat_state(nnx.state(model))}
+    snap = snapshot(model)
+    expected = {"scale": ("float", "ok"), "count": ("int", "ok"), "w": ("Param", "ok")}
+    assert {r.path[0]: (r.type, r.status) for r in snap.rows} == {k: v for k, v in expected.items() if k in in_state}
+    assert "width" not in in_state and "w" in in_state
+    if "scale" in in_state:  # flax 0.12 keeps numbers marked nnx.data in the state; 0.11 does not
+        assert snap["scale"].stats["mean"] == 2.5
 
 
 def test_sown_tuples_are_one_row_per_array():
