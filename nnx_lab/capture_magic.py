@@ -14,6 +14,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from .cell_body import run_cell_body
 from .core._util import MAX_BINS, first_line, one_line
 
 
@@ -119,8 +120,7 @@ def run_capture(shell: Any, args: Any, body: str) -> None:
         if spy is not None:
             shell.user_ns[args.grads] = spy
         start = time.perf_counter()
-        with capture:
-            _run_body(shell, body)
+        run_cell_body(shell, body, within=capture)
         elapsed = time.perf_counter() - start
     except BaseException as e:
         if hasattr(e, "add_note"):
@@ -152,13 +152,6 @@ def _types(text: str | None, namespace: dict) -> Any:
         return resolve_types(text, namespace)
     except (TypeError, ValueError) as e:
         raise UsageError(f"--types: {first_line(str(e))}") from None
-
-
-def _run_body(shell: Any, body: str) -> None:
-    """The cell body in the user namespace, compiled so a traceback shows its lines."""
-    source = shell.transform_cell(body)
-    filename = shell.compile.cache(source, shell.execution_count, raw_code=body)
-    exec(shell.compile(source, filename, "exec"), shell.user_global_ns, shell.user_ns)
 
 
 def show(report: Any, **view: Any) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from .cell_body import run_cell_body
 from .core._util import clip, first_line, one_line
 
 
@@ -121,14 +122,19 @@ class Split:
 
 
 def run_body(shell: Any, body: str) -> None:
-    """Run the cell body in the user namespace; a failure becomes one UsageError line."""
-    source = shell.transform_cell(body)
+    """Run the cell body in the user namespace as a cell (its last expression is displayed);
+    a failure becomes one UsageError line."""
     try:
-        code = compile(source, "<nnx_split cell>", "exec")
-        exec(code, shell.user_global_ns, shell.user_ns)
+        run_cell_body(shell, body)
     except Exception as e:
-        tb = traceback.extract_tb(sys.exc_info()[2])
-        lines = [f.lineno for f in tb if f.filename == "<nnx_split cell>"]
+        frames = list(traceback.walk_tb(sys.exc_info()[2]))
+        # The frame after run_cell_body's own is the body's: its file name marks the body's lines.
+        names = [f.f_code.co_filename for f, _ in frames]
+        codes = [f.f_code for f, _ in frames]
+        body_file = names[codes.index(run_cell_body.__code__) + 1] if run_cell_body.__code__ in codes[:-1] else None
+        lines = [lineno for (f, lineno), name in zip(frames, names) if body_file is not None and name == body_file]
+        if isinstance(e, SyntaxError) and e.lineno is not None:
+            lines = [e.lineno]
         where = f" (cell line {lines[-1]})" if lines else ""
         raise UsageError(f"the cell body raised {one_line(e)}{where}; the model is unchanged") from None
 

@@ -1,0 +1,120 @@
+"""%%nnx_capture and %%nnx_split run their body as IPython runs a cell: the last expression is
+displayed and stored in Out/_ (not after a trailing ``;``), and a traceback shows the body's lines."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+from nnx_lab.cell_body import run_cell_body
+
+capture_only = pytest.mark.needs_flax("nnx.capture")
+
+
+class Block(nnx.Module):
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(2, 3, rngs=rngs)
+
+    def __call__(self, x):
+        h = self.linear(x)
+        self.sow(nnx.Intermediate, "h", h)
+        return h
+
+
+class Armed:
+    """Renders as whether the model carried __captures__ when it was displayed."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def __repr__(self):
+        return f"armed={any('__captures__' in vars(m) for _, m in nnx.iter_modules(self.model))}"
+
+
+@pytest.fixture
+def ip(ip):
+    ip.user_ns.update(nnx=nnx, jnp=jnp, np=np, Armed=Armed, x=jnp.ones((1, 2)), model=Block(nnx.Rngs(0)))
+    yield ip
+    for name in ("model", "x", "Armed", "np", "y", "param", "graphdef", "rest", "captured", "z"):
+        ip.user_ns.pop(name, None)
+
+
+def run(ip, cell):
+    """Run a whole cell as the notebook would, with history (so Out[n] exists)."""
+    result = ip.run_cell(cell, store_history=True)
+    return result, result.execution_count
+
+
+@capture_only
+def test_capture_body_last_expression_is_displayed_and_stored(ip, capsys):
+    result, n = run(ip, "%%nnx_capture model\ny = model(x)\nfloat(y.sum()) + 1000")
+    assert result.success
+    expected = float(ip.user_ns["y"].sum()) + 1000
+    assert result.result == expected
+    assert ip.user_ns["Out"][n] == expected and ip.user_ns["_"] == expected
+    assert f"Out[{n}]: {expected!r}" in capsys.readouterr().out
+    assert len(ip.user_ns["captured"]["h"].get_value()) == 1  # the body still ran under the capture
+
+
+@capture_only
+def test_capture_body_value_is_displayed_after_the_capture_is_disarmed(ip, capsys):
+    result, n = run(ip, "%%nnx_capture model\nArmed(model)")
+    assert repr(result.result) == "armed=False"
+    assert "armed=False" in capsys.readouterr().out
+
+
+@capture_only
+def test_capture_body_trailing_semicolon_suppresses_display(ip, capsys):
+    before = ip.user_ns.get("_")
+    result, n = run(ip, "%%nnx_capture model\ny = model(x)\n12345 + 1;  # quiet")
+    assert result.success and result.result is None
+    assert n not in ip.user_ns["Out"] and ip.user_ns.get("_") is before
+    assert "12346" not in capsys.readouterr().out
+
+
+@capture_only
+def test_capture_body_traceback_shows_the_body_lines(ip, capsys):
+    result, _ = run(ip, "%%nnx_capture model\ny = model(x)\nmissing_name_here + 1")
+    assert isinstance(result.error_in_exec, NameError)
+    out = capsys.readouterr().out
+    assert "missing_name_here + 1" in out  # the source line, read back from the cached body
+
+
+def test_split_body_last_expression_is_displayed_and_stored(ip, capsys):
+    result, n = run(ip, "%%nnx_split model nnx.Param ...\nparam = param\n6 * 7")
+    assert result.success and result.result == 42
+    assert ip.user_ns["Out"][n] == 42 and ip.user_ns["_"] == 42
+    assert f"Out[{n}]: 42" in capsys.readouterr().out
+    result, n = run(ip, "%%nnx_split model nnx.Param ...\n6 * 8;")
+    assert result.result is None and n not in ip.user_ns["Out"]
+
+
+def test_split_body_error_names_the_body_line(ip):
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError, match=r"the cell body raised ZeroDivisionError: division by zero \(cell line 2\)"):
+        ip.run_cell_magic("nnx_split", "model nnx.Param ...", "z = 1\nz / 0\n")
+
+
+def test_run_cell_body_statements_then_expression_within_a_context(ip):
+    events = []
+
+    class Within:
+        def __enter__(self):
+            events.append("enter")
+
+        def __exit__(self, *exc):
+            events.append("exit")
+
+    ip.user_ns["events"] = events
+    ip.displayhook.exec_result = None
+    shown = []
+    real = ip.displayhook
+    ip.displayhook = lambda value: shown.append((value, list(events)))
+    try:
+        run_cell_body(ip, "z = 2\nif z:\n    events.append('body')\nz * 21", within=Within())
+    finally:
+        ip.displayhook = real
+        ip.user_ns.pop("events")
+    assert shown == [(42, ["enter", "body", "exit"])]
+    assert ip.user_ns["z"] == 2
