@@ -53,7 +53,7 @@ from .capture_types import DEFAULT_TYPES, a_kind, resolve_types, type_names
 from .histogram import DEFAULT_BINS
 from .tree import Path, path_text
 
-__all__ = ["DEFAULT_TYPES", "Capture", "CaptureReport", "a_kind", "capture_call", "capture_report",
+__all__ = ["DEFAULT_TYPES", "Capture", "CaptureReport", "SownInScan", "a_kind", "capture_call", "capture_report",
            "flatten_captured", "module_paths_text", "patched_classes", "resolve_types", "type_names"]
 
 # --------------------------------------------------------------------------- Capture
@@ -168,9 +168,15 @@ class Capture:
 
     # -- disarming
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> bool:
         with _sigint_deferred():
             self._disarm()
+        if exc is not None and _sown_in_scan(exc):
+            raise SownInScan(
+                f"a module sowed{' (or had its method output recorded)' if self.method_type else ''} inside a jax "
+                "scan (nnx.RNN's cell, nnx.scan): the scan's carry changed structure and jax refused it; flax's own "
+                "nnx.capture fails the same way there (an upstream limit)"
+                + ("; capture without methods" if self.method_type else "")) from None
         return False
 
     def _disarm(self) -> None:
@@ -250,6 +256,16 @@ class Capture:
             raise RuntimeError("nothing captured yet: use the Capture in a `with` block first")
         return capture_report(self.captured, grads=grads, types=self.types, seen_types=self.seen_types,
                               matched=None if _selects_all(self.only) else self.matched, bins=bins)
+
+
+class SownInScan(TypeError):
+    """A sow (or a recorded method output) inside a jax scan changed its carry; flax's own
+    ``nnx.capture`` fails the same way there."""
+
+
+def _sown_in_scan(exc: BaseException) -> bool:
+    text = str(exc) if isinstance(exc, TypeError) else ""
+    return "scan" in text and "carry" in text and "same pytree structure" in text and f"'{_ATTR}'" in text
 
 
 def _armable(module: Any) -> bool:

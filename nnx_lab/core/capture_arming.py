@@ -41,7 +41,8 @@ class _SeenMeta(type(nnx.Variable)):
         return cls is other
 
     def __ne__(cls, other):
-        return not cls.__eq__(other)
+        # Not `cls.__eq__(other)`: on the class that finds Variable.__eq__ (an instance method).
+        return not _SeenMeta.__eq__(cls, other)
 
     __hash__ = type.__hash__
 

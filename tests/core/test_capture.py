@@ -703,3 +703,41 @@ def test_histogram_of_a_sharded_array_on_eight_devices():
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["hist"][2:] == out["numpy"]
     assert out["devices"] == "cpu:0-7"
+
+
+# --------------------------------------------------------------------------- scans (nnx.RNN)
+
+
+def test_seen_marker_ne_answers_identity():
+    from nnx_lab.core.capture_arming import _Seen
+
+    assert _Seen != nnx.Intermediate and not (_Seen != _Seen)
+    assert (_Seen == nnx.Intermediate) is False and _Seen == _Seen
+
+
+def test_rnn_with_methods_is_one_line_upstream_limit_and_model_unchanged():
+    """jax's scan compares the carry's tree structures with `!=` (once the marker's __ne__ ended in
+    Variable.__eq__). Method outputs recorded inside the scan change the carry, exactly as under
+    flax's own nnx.capture(method_outputs=...): a one-line error saying so."""
+    rnn = nnx.RNN(nnx.SimpleCell(2, 3, rngs=nnx.Rngs(0)))
+    xs = jnp.ones((1, 4, 2))
+    with pytest.raises(TypeError, match="carry"):  # flax's own capture: the same failure
+        nnx.capture(rnn, nnx.Intermediate, method_outputs=nnx.Intermediate)(xs)
+    for _, m in nnx.iter_modules(rnn):  # flax leaves its __captures__ behind when the call fails
+        if "__captures__" in vars(m):
+            delattr(m, "__captures__")
+    before = frozen(rnn)
+    with pytest.raises(TypeError) as info:
+        with Capture(rnn, methods=True):
+            rnn(xs)
+    message = str(info.value)
+    assert "\n" not in message and "inside a jax scan" in message
+    assert "flax's own nnx.capture fails the same way there (an upstream limit)" in message
+    graphdef, state = frozen(rnn)  # as before, but the RNN's own rng count: the call drew it before failing
+    assert graphdef == before[0] and jax.tree.structure(state) == jax.tree.structure(before[1])
+    assert all(np.array_equal(a, b) for (p, a), (_, b) in zip(nnx.to_flat_state(state), nnx.to_flat_state(before[1]))
+               if p != ("rngs", "count"))
+    assert patched_classes() == {}
+    with Capture(rnn) as cap:  # without methods nothing is sown in the scan: fine
+        rnn(xs)
+    assert paths(cap.captured) == []

@@ -251,3 +251,19 @@ def test_help_names_every_option(ip):
     doc = ip.magics_manager.magics["cell"]["nnx_capture"].__doc__
     for option in ("--types", "--methods", "--only", "--as", "--grads", "--bins", "NAME_grads"):
         assert option in doc
+
+
+def test_methods_on_an_rnn_is_a_one_line_upstream_limit(ip):
+    ip.user_ns["rnn"] = nnx.RNN(nnx.SimpleCell(2, 3, rngs=nnx.Rngs(0)))
+    ip.user_ns["xs"] = jnp.ones((1, 4, 2))
+    try:
+        with pytest.raises(UsageError) as info:
+            cell(ip, "rnn --methods", "y = rnn(xs)")
+        message = str(info.value)
+        assert "\n" not in message and "inside a jax scan" in message and "an upstream limit" in message
+        assert "captured" not in ip.user_ns
+        assert not any("__captures__" in vars(m) for _, m in nnx.iter_modules(ip.user_ns["rnn"]))
+        assert patched_classes() == {}
+    finally:
+        ip.user_ns.pop("rnn")
+        ip.user_ns.pop("xs")
