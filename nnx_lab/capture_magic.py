@@ -91,6 +91,7 @@ def run_capture(shell: Any, args: Any, body: str) -> None:
     from flax import nnx
 
     from .core.capture import Capture, SownInScan, a_kind, capture_report
+    from .core.capture_arming import OnlyError
     from .core import compat
     from .magics import check_name, check_option, evaluate_target
 
@@ -112,6 +113,8 @@ def run_capture(shell: Any, args: Any, body: str) -> None:
     only = parse_only(args.only, model, shell.user_ns)
     try:
         capture = Capture(model, types=_types(args.types, shell.user_ns), methods=args.methods, only=only)
+    except OnlyError as e:
+        raise UsageError(f"--only {args.only.strip()} {e.detail}; nothing was armed") from None
     except (TypeError, ValueError) as e:
         raise UsageError(first_line(str(e)) or type(e).__name__) from None
 

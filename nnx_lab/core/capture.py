@@ -106,6 +106,9 @@ class Capture:
             self.types = (*self.types, self.method_type)
         self.only = only
         self._selector = _selector(only)
+        # Run the filter once now: one that raises or answers other than True/False fails here,
+        # before anything is armed (it runs again when entered, on the modules present then).
+        _select(list(nnx.iter_modules(model)), self._selector)
         if init is not None and not isinstance(init, (nnx.State, dict)):
             raise TypeError(f"init must be an nnx.State, got {type(init).__name__}")
         self.init = init

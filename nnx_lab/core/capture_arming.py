@@ -10,9 +10,12 @@ import threading
 import weakref
 from typing import Any, Callable
 
+import numpy as np
 from flax import nnx
 from flax.nnx import filterlib
 
+from ._util import first_line, one_line, safe_repr
+from .capture_types import a_kind
 from .tree import Path, path_text
 
 _ATTR = "__captures__"
@@ -286,8 +289,33 @@ def _selector(only: Any) -> Callable[[Path, Any, dict], bool]:
     try:
         predicate = filterlib.to_predicate(only)
     except (TypeError, ValueError):
-        raise TypeError(f"only={only!r} is not an NNX filter or a module path") from None
-    return lambda path, module: bool(predicate(path, module))
+        raise TypeError(f"only={_short_repr(only)} is not an NNX filter or a module path") from None
+
+    def select(path, module):
+        where = path_text(path) or "(the model)"
+        try:
+            answer = predicate(path, module)
+        except Exception as e:
+            raise OnlyError(only, f"raised {one_line(e)} on the module at {where}") from None
+        if not isinstance(answer, (bool, np.bool_)):
+            raise OnlyError(only, f"returned {a_kind(type(answer).__name__)} for the module at {where}, "
+                                  "not True or False")
+        return bool(answer)
+
+    return select
+
+
+class OnlyError(TypeError, ValueError):
+    """``only`` is a filter that raised, or answered other than True/False, on a module.
+    ``detail`` is the message without the filter's repr (the magic names it as the user wrote it)."""
+
+    def __init__(self, only: Any, detail: str):
+        super().__init__(f"only={_short_repr(only)} {detail}")
+        self.detail = detail
+
+
+def _short_repr(obj: Any) -> str:
+    return first_line(safe_repr(obj), 80)
 
 
 class _PathSelector:

@@ -182,6 +182,12 @@ def test_grads_flag_explains_missing_gradients(ip, shown):
     ("model --types x", "--types: 'x' is an ArrayImpl, not an nnx.Variable type"),
     ("model --only 1/0", "--only '1/0' is not a module path of TARGET, and as an expression it raised ZeroDivisionError"),
     ("model --only 42", "only=42 is not an NNX filter or a module path"),
+    ("model --only (lambda p, m: 1 / 0)", "--only (lambda p, m: 1 / 0) raised ZeroDivisionError: division by zero "
+                                          "on the module at "),
+    ("model --only (lambda p, m: jnp.ones(3))", "--only (lambda p, m: jnp.ones(3)) returned an ArrayImpl for the "
+                                                "module at "),
+    ("model --only (lambda p, m: None)", "not True or False; nothing was armed"),
+    ("model --only jnp.ones(3)", "is not an NNX filter or a module path"),
     ("model --as class", "--as 'class' is a Python keyword"),
     ("model --as model", "--as 'model' would replace TARGET itself"),
     ("model --grads nowhere", "--grads nowhere: no such name in the namespace"),
