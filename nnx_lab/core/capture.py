@@ -215,17 +215,22 @@ class Capture:
             self.seen_types = tuple(seen)
 
     def _collect(self, path: Path, entries: tuple) -> list[tuple[Path, nnx.Variable]]:
-        out = []
+        """One (path, Variable) per sow name. A method output kept apart (its type is not chosen
+        for sows) whose name a chosen sow also uses is keyed ``name()``, so neither hides the other."""
+        out: dict[Path, nnx.Variable] = {}
+        methods = []
         for var in entries:
             if type(var) is _MethodOutputs:
-                kind = var.get_metadata()["output_type"]
-            elif type(var) in _MARKERS or type(var) not in self.sown_types:
-                continue
-            else:
-                kind = type(var)
+                methods.append(var)
+            elif type(var) not in _MARKERS and type(var) in self.sown_types:
+                for key, value in dict(var.get_value()).items():
+                    out[(*path, key)] = type(var)(value)
+        for var in methods:
+            kind = var.get_metadata()["output_type"]
             for key, value in dict(var.get_value()).items():
-                out.append(((*path, key), kind(value)))
-        return out
+                at = (*path, key) if (*path, key) not in out else (*path, f"{key}()")
+                out[at] = kind(value)
+        return list(out.items())
 
     # -- feeding values in from outside (gradient runs on a copy of the model)
 

@@ -55,9 +55,9 @@ class _Seen(nnx.Variable, metaclass=_SeenMeta):
 
 
 class _MethodOutputs(nnx.Variable):
-    """Where this module's method outputs are sown (by name), to be reported as the Variable type
-    in metadata ``output_type``: a type of their own, so the module's own sows of that type are
-    kept only when that type is chosen."""
+    """This module records its method outputs, as the Variable type in metadata ``output_type``.
+    When that type is also chosen for sows, they are sown into its own entry (one tuple per name,
+    as flax does); otherwise here, by name, so the module's own sows of that type are not kept."""
 
 
 class _LinenIntermediates(nnx.Variable):
@@ -68,7 +68,7 @@ _MARKERS = (_Seen, _MethodOutputs, _LinenIntermediates)
 
 
 def _note_seen(var_type: type, module: Any) -> None:
-    if var_type in _MARKERS:
+    if var_type in _MARKERS or getattr(_CALLS, "recording", False):
         return
     with _ACTIVE_LOCK:
         active = list(_ACTIVE)
@@ -127,7 +127,7 @@ def _make_wrapper(cls: type, name: str, original: Callable) -> Callable:
     @functools.wraps(original)
     def wrapper(self, *args, **kwargs):
         entries = _armed_entries(self)
-        records = any(type(v) is _MethodOutputs for v in entries)
+        marker = next((v for v in entries if type(v) is _MethodOutputs), None)
         active = getattr(_CALLS, "active", None)
         if active is None:
             active = _CALLS.active = set()
@@ -144,8 +144,15 @@ def _make_wrapper(cls: type, name: str, original: Callable) -> Callable:
         finally:
             if outermost:
                 active.discard(key)
-        if outermost and records and result is not None:
-            self.sow(_MethodOutputs, name, result)
+        if outermost and marker is not None and result is not None:
+            # Into the chosen type's own entry when that type is also collected from sow (as flax's
+            # method_outputs does: a method and a sow of one name append to one tuple, in call order).
+            kind = marker.get_metadata()["output_type"]
+            _CALLS.recording = True  # not a sow of the module's own: the class is not noted as sowing it
+            try:
+                self.sow(kind if any(type(v) is kind for v in entries) else _MethodOutputs, name, result)
+            finally:
+                _CALLS.recording = False
         return result
 
     wrapper._nnx_lab_capture = True

@@ -743,3 +743,54 @@ def test_rnn_with_methods_is_one_line_upstream_limit_and_model_unchanged():
     with Capture(rnn) as cap:  # without methods nothing is sown in the scan: fine
         rnn(xs)
     assert paths(cap.captured) == []
+
+
+# --------------------------------------------------------------------------- a method and a sow of one name
+
+
+class Guide(nnx.Module):
+    """flax's extracting_intermediates guide: method `features` sows 'features' too."""
+
+    def __init__(self, rngs):
+        self.dense1 = nnx.Linear(8, 32, rngs=rngs)
+
+    def features(self, x):
+        feature = nnx.relu(self.dense1(x))
+        self.sow(nnx.Intermediate, "features", feature)
+        self.sow(MyInterm, "features", -feature)
+        return feature
+
+    def loss(self, a, b):
+        return jnp.sum((a - b) ** 2)
+
+    def __call__(self, x, y):
+        return self.loss(self.features(x), self.features(y))
+
+
+def _entries(state):
+    return {path_text(p): [np.asarray(a) for a in v.get_value()] if isinstance(v.get_value(), tuple)
+            else [np.asarray(v.get_value())] for p, v in nnx.to_flat_state(state)}
+
+
+def test_method_and_sow_of_one_name_match_flaxs_entries():
+    model = Guide(nnx.Rngs(0))
+    x, y = jax.random.normal(jax.random.key(1), (2, 8))
+    _, theirs = nnx.capture(model, nnx.Intermediate, method_outputs=nnx.Intermediate)(x, y)
+    with Capture(model, methods=True) as cap:
+        model(x, y)
+    ours, expected = _entries(cap.captured), _entries(theirs)
+    assert sorted(ours) == sorted(expected) == ["__call__", "dense1.__call__", "features", "loss"]
+    assert len(ours["features"]) == 4  # sow, output, sow, output: in call order
+    for key in expected:
+        assert len(ours[key]) == len(expected[key])
+        assert all(np.allclose(a, b) for a, b in zip(ours[key], expected[key]))
+
+
+def test_method_output_of_an_unchosen_type_and_a_sow_of_the_same_name_both_stay():
+    model = Guide(nnx.Rngs(0))
+    x, y = jax.random.normal(jax.random.key(1), (2, 8))
+    with Capture(model, methods=True, types=MyInterm) as cap:
+        model(x, y)
+    got = {p: (type(v), len(v.get_value())) for p, v in nnx.to_flat_state(cap.captured)}
+    assert got[("features",)] == (MyInterm, 2) and got[("features()",)] == (nnx.Intermediate, 2)
+    assert np.allclose(cap.captured["features"].get_value()[0], -cap.captured["features()"].get_value()[0])
