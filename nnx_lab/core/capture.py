@@ -43,7 +43,8 @@ from typing import Any, Callable, NamedTuple, Sequence
 from flax import nnx
 from flax.nnx import graph as nnx_graph
 
-from .capture_arming import (_ACTIVE, _ACTIVE_LOCK, _ATTR, _MARKERS, _MISSING, _LinenIntermediates,
+from .capture_arming import (_ACTIVE, _ACTIVE_LOCK, _ATTR, _FOREIGN, _MARKERS, _MISSING, _LinenIntermediates,
+                             _install_slots, _remove_slots,
                              _MethodOutputs, _Seen, _armed_entries, _concat, _patch, _public_methods, _select,
                              _selector, _tonnx_class, _unpatch, module_paths_text, patched_classes,
                              sown_by_classes)
@@ -120,6 +121,7 @@ class Capture:
         self._armed: list[tuple[Path, Any, bool, Any]] = []  # path, module, selected, stashed __captures__
         self._armed_ids: set[int] = set()
         self._patched: list[tuple[type, str]] = []
+        self._slots: list[type] = []
         self._state = "new"
 
     # -- arming
@@ -148,6 +150,7 @@ class Capture:
         to_patch: list[tuple[type, str]] = []
         with _ACTIVE_LOCK:
             _ACTIVE.append(self)
+        self._slots = _install_slots(type(m) for (_, m) in modules if _armable(m))
         for (path, module), sel in zip(modules, selected):
             if not _armable(module):
                 continue
@@ -198,10 +201,13 @@ class Capture:
                         flat += self._collect(path, entries)
             finally:
                 for path, module, sel, stash in self._armed:
+                    _FOREIGN.pop(id(module), None)  # a flax capture that raised left its tuple: dropped
                     if _ATTR in vars(module):
                         delattr(module, _ATTR)
                     if stash is not _MISSING:
                         setattr(module, _ATTR, nnx.data(stash))
+                _remove_slots(self._slots)
+                self._slots = []
                 with _ACTIVE_LOCK:
                     if self in _ACTIVE:
                         _ACTIVE.remove(self)

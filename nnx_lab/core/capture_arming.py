@@ -83,6 +83,102 @@ def _note_seen(var_type: type, module: Any) -> None:
             cap._seen.append(var_type)
 
 
+# --------------------------------------------------------------------------- __captures__ as flax shows it
+# While a capture is armed, the classes of its modules carry _CapturesSlot, a data descriptor for
+# `__captures__` (the value itself stays in the instance dict, so graph traversal, jit and split
+# see the same tuple as before). It does two things:
+# - reading `module.__captures__` shows what flax's own nnx.capture would: our entries without
+#   the markers (Module.sow and Module.perturb still get everything);
+# - the user's own nnx.capture(...) inside an armed capture composes with it: when flax sets its
+#   tuple on an armed module, ours is put aside; while that call runs, sow/perturb see flax's
+#   entries first, then ours for the types flax did not ask for; when flax deletes its tuple
+#   (after reading its result), what it collected is appended to ours and ours is put back.
+
+_FOREIGN: dict[int, tuple] = {}  # id(module) -> our entries, put aside while flax's capture runs
+_SLOTS: dict[type, int] = {}  # class -> how many armed captures installed the slot on it
+
+
+def _is_ours(value: Any) -> bool:
+    return isinstance(value, tuple) and bool(value) and type(value[0]) is _Seen
+
+
+class _CapturesSlot:
+    def __get__(self, obj, cls=None):
+        if obj is None:
+            return self
+        try:
+            value = vars(obj)[_ATTR]
+        except KeyError:
+            raise AttributeError(f"{type(obj).__name__!r} object has no attribute {_ATTR!r}") from None
+        if sys._getframe(1).f_code in _SOW_CODES:
+            aside = _FOREIGN.get(id(obj))
+            if aside is not None and getattr(_CALLS, "recording", False):
+                return aside  # our method-output recording: never into flax's result
+            if aside is not None and not _is_ours(value):
+                present = {type(v) for v in value}
+                return (aside[0], *value, *(v for v in aside[1:] if type(v) not in present))
+            return value
+        return tuple(v for v in value if type(v) not in _MARKERS) if _is_ours(value) else value
+
+    def __set__(self, obj, value):
+        current = vars(obj).get(_ATTR)
+        if not _is_ours(value) and _is_ours(current) and id(obj) not in _FOREIGN:
+            _FOREIGN[id(obj)] = current
+        vars(obj)[_ATTR] = value
+
+    def __delete__(self, obj):
+        try:
+            theirs = vars(obj).pop(_ATTR)
+        except KeyError:
+            raise AttributeError(_ATTR) from None
+        ours = _FOREIGN.pop(id(obj), None)
+        if ours is None:
+            return
+        _merge_into(ours, theirs)
+        # Pytree.__delattr__ has unregistered the attribute: set it again as data, through __set__.
+        nnx.Module.__setattr__(obj, _ATTR, nnx.data(ours))
+
+
+def _merge_into(ours: tuple, theirs: Any) -> None:
+    """Append what flax's capture collected to our entry of the same type (tuples in call order)."""
+    by_type = {type(v): v for v in ours if type(v) not in _MARKERS}
+    for var in theirs if isinstance(theirs, tuple) else ():
+        entry = by_type.get(type(var))
+        if entry is None or not isinstance(var, nnx.Variable):
+            continue
+        for key, value in dict(var.get_value()).items():
+            entry[key] = _concat(entry[key], value) if key in entry else value
+
+
+def _install_slots(classes) -> list[type]:
+    done = []
+    with _PATCH_LOCK:
+        for cls in dict.fromkeys(classes):
+            if cls in _SLOTS:
+                _SLOTS[cls] += 1
+            elif _ATTR in vars(cls):
+                continue  # the class defines __captures__ itself: left alone
+            else:
+                setattr(cls, _ATTR, _CapturesSlot())
+                _SLOTS[cls] = 1
+            done.append(cls)
+    return done
+
+
+def _remove_slots(classes) -> None:
+    with _PATCH_LOCK:
+        for cls in classes:
+            if cls not in _SLOTS:
+                continue
+            _SLOTS[cls] -= 1
+            if _SLOTS[cls] <= 0:
+                del _SLOTS[cls]
+                if isinstance(vars(cls).get(_ATTR), _CapturesSlot):
+                    delattr(cls, _ATTR)
+        if not _SLOTS:
+            _FOREIGN.clear()  # left by a flax capture that raised inside a transformation
+
+
 def sown_by_classes(modules: Any) -> list[type]:
     """The Variable types any capture has seen instances of these modules' classes sow."""
     out: list[type] = []
@@ -117,6 +213,10 @@ def _public_methods(cls: type) -> list[tuple[type, str]]:
 
 
 def _armed_entries(module: Any) -> tuple:
+    """This capture's entries on ``module`` (also while a flax capture put them aside)."""
+    aside = _FOREIGN.get(id(module))
+    if aside is not None:
+        return aside
     entries = vars(module).get(_ATTR)
     return entries if isinstance(entries, tuple) else ()
 

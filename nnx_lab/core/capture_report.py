@@ -232,6 +232,10 @@ def _messages(table: Table, grads: Table | None, types: tuple[type, ...], seen: 
         if others:
             messages.append(f"nothing was sown under {chosen}; sown instead: {', '.join(type_names(others))} "
                             "(choose those types to capture them)")
+        elif grads is not None and grads.snapshot.rows:
+            # perturb() was called (its gradients are below): only sow() was not.
+            messages.append(f"nothing was sown under {chosen}: no module called sow() during the capture; "
+                            "the perturb() points are the gradients")
         else:
             messages.append(f"nothing was sown under {chosen}: no module called sow() or perturb() "
                             "during the capture (record method outputs instead?)")

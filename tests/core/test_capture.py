@@ -757,8 +757,10 @@ class Guide(nnx.Module):
     def features(self, x):
         feature = nnx.relu(self.dense1(x))
         self.sow(nnx.Intermediate, "features", feature)
-        self.sow(MyInterm, "features", -feature)
+        self.sow(MyInterm, self.negated, -feature)
         return feature
+
+    negated = "features"  # the name of the MyInterm sow
 
     def loss(self, a, b):
         return jnp.sum((a - b) ** 2)
@@ -794,3 +796,67 @@ def test_method_output_of_an_unchosen_type_and_a_sow_of_the_same_name_both_stay(
     got = {p: (type(v), len(v.get_value())) for p, v in nnx.to_flat_state(cap.captured)}
     assert got[("features",)] == (MyInterm, 2) and got[("features()",)] == (nnx.Intermediate, 2)
     assert np.allclose(cap.captured["features"].get_value()[0], -cap.captured["features()"].get_value()[0])
+
+
+# --------------------------------------------------------------------------- flax's own nnx.capture inside
+
+
+@nnx.capture(nnx.Intermediate)
+def guide_forward(model, x, y):  # decorated before any capture is armed, as in flax's guide
+    return model(x, y)
+
+
+class Guide2(Guide):
+    negated = "negated"
+
+
+def test_flaxs_own_capture_inside_composes_and_returns_what_flax_returns():
+    model = Guide2(nnx.Rngs(0))
+    x, y = jax.random.normal(jax.random.key(1), (2, 8))
+    before = frozen(model)
+    _, alone = nnx.capture(model, nnx.Intermediate)(x, y)
+    with Capture(model, types=(nnx.Intermediate, MyInterm)) as cap:
+        result, inside = nnx.capture(model, nnx.Intermediate)(x, y)  # flax's guide, verbatim
+        _, decorated = guide_forward(model, x, y)
+        _, jitted = nnx.jit(lambda m, a, b: nnx.capture(m, nnx.Intermediate)(a, b))(model, x, y)
+    for theirs in (inside, decorated, jitted):  # the user's call returns exactly what flax returns
+        assert type(theirs) is type(alone) and _entries(theirs).keys() == _entries(alone).keys()
+        assert all(np.allclose(a, b) for a, b in zip(_entries(theirs)["features"], _entries(alone)["features"]))
+    assert np.allclose(result, nnx.capture(model, nnx.Intermediate)(x, y)[0])
+    got = {p: (type(v), len(v.get_value())) for p, v in nnx.to_flat_state(cap.captured)}
+    # what flax collected (Intermediate, 2 per call) joins ours; MyInterm, which flax was not asked
+    # for, is still ours; three calls in call order
+    assert got == {("features",): (nnx.Intermediate, 6), ("negated",): (MyInterm, 6)}
+    assert np.allclose(cap.captured["features"].get_value()[0], _entries(alone)["features"][0])
+    assert_disarmed(model, class_dicts())
+    assert_unchanged(model, before)
+
+
+def test_flaxs_own_capture_inside_keeps_types_flax_was_not_asked_for():
+    model = Guide2(nnx.Rngs(0))
+    x, y = jax.random.normal(jax.random.key(1), (2, 8))
+    with Capture(model, types=(nnx.Intermediate, MyInterm), methods=True) as cap:
+        _, inside = nnx.capture(model, nnx.Intermediate)(x, y)
+    assert paths(inside) == ["features"]
+    got = {p: (type(v), len(v.get_value())) for p, v in nnx.to_flat_state(cap.captured)}
+    assert got[("features",)] == (nnx.Intermediate, 4)  # 2 sows (flax's) + 2 method outputs (ours)
+    assert got[("loss",)] == (nnx.Intermediate, 1) and got[("dense1", "__call__")] == (nnx.Intermediate, 2)
+    assert ("features()",) not in got and got[("negated",)] == (MyInterm, 2)
+    assert "__captures__" not in vars(model) and patched_classes() == {}
+
+
+def test_reading_captures_during_a_capture_shows_what_flax_shows():
+    model = Guide2(nnx.Rngs(0))
+    shown = {}
+
+    @nnx.capture(nnx.Intermediate)
+    def flax_reads(m):
+        shown["flax"] = repr(m.__captures__)
+
+    flax_reads(model)
+    with Capture(model, methods=True):
+        shown["ours"] = repr(model.__captures__)
+        shown["ours_dense"] = repr(model.dense1.__captures__)
+    assert "_Seen" not in shown["ours"] and "_MethodOutputs" not in shown["ours"]
+    assert shown["ours"] == shown["flax"] == shown["ours_dense"]
+    assert not hasattr(model, "__captures__")

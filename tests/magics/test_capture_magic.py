@@ -273,3 +273,39 @@ def test_methods_on_an_rnn_is_a_one_line_upstream_limit(ip):
     finally:
         ip.user_ns.pop("rnn")
         ip.user_ns.pop("xs")
+
+
+def test_flaxs_own_capture_in_the_body_shows_in_ours(ip, shown):
+    """flax's extracting_intermediates guide inside %%nnx_capture: what its nnx.capture collects is ours too."""
+    model = ip.user_ns["model"]
+    before = frozen(model)
+    cell(ip, "model", "y, intms = nnx.capture(model, nnx.Intermediate)(x)")
+    flax_paths = paths(ip.user_ns["intms"])
+    assert flax_paths == ["blocks[0].h", "blocks[1].h"]
+    assert paths(ip.user_ns["captured"]) == flax_paths
+    assert shown[-1].to_text().startswith("captured 2 arrays (Intermediate)")
+    assert np.allclose(ip.user_ns["captured"]["blocks"][1]["h"].get_value()[0],
+                       ip.user_ns["intms"]["blocks"][1]["h"].get_value()[0])
+    assert_unchanged(model, before)
+    ip.user_ns.pop("intms")
+
+
+def test_grads_messages_agree_with_what_was_found(ip, shown):
+    ip.run_cell(
+        "class OnlyPerturbs(nnx.Module):\n"
+        "    def __call__(self, x):\n"
+        "        return self.perturb('x', x) ** 2\n"
+        "perturbs = OnlyPerturbs()\n"
+        "def loss_fn(model, x):\n"
+        "    return model(x).sum()")
+    try:
+        cell(ip, "perturbs --grads loss_fn", "loss = loss_fn(perturbs, x)")
+        report = shown[-1]
+        assert len(report.grads_snapshot.rows) == 1 and "gradients at 1 perturbation" in report.to_text()
+        assert not any("perturb()" in m and "no module called" in m and "sow() or perturb()" in m
+                       for m in report.messages)
+        assert report.messages[0] == ("nothing was sown under Intermediate: no module called sow() during the "
+                                      "capture; the perturb() points are the gradients")
+    finally:
+        for name in ("OnlyPerturbs", "perturbs"):
+            ip.user_ns.pop(name, None)
