@@ -238,3 +238,22 @@ test("a statistic set from Python that the menu lacks is added to it", async () 
   assert.deepEqual(model.sent.at(-1), { type: "history", stat: "std" });
   cleanup();
 });
+
+test("a row placed against its sharding annotation is marked, with both in the cell's title as text", async () => {
+  const snap = sequential();
+  snap.tables.logical = [`('embed', '${EVIL}')`];
+  snap.tables.sharding = ["P('data',) @ mesh(data=2)"];
+  snap.rows.logical = [-1, 0, -1, -1, -1, -1];
+  snap.rows.sharding = [-1, 0, -1, -1, -1, -1];
+  snap.rows.mismatch = [null, `placed P('data',) but annotated P('embed', '${EVIL}')`, null, null, null, null];
+  const { row, el, cleanup } = mount(snap);
+  const place = row("layers[0].kernel").querySelector("td.c-place");
+  assert.ok(place.getAttribute("class").split(" ").includes("bad"));
+  assert.ok(place.textContent.startsWith("P('data',) @ mesh(data=2)"));
+  assert.ok(place.textContent.includes("\u2260 annotation"));
+  const title = place.getAttribute("title");
+  assert.ok(title.includes(`logical: ('embed', '${EVIL}')`) && title.includes("\u2260 placed P('data',)"));
+  assert.ok(!row("layers[0].bias").querySelector("td.c-place").getAttribute("class").includes("bad"));
+  assert.equal(el.querySelectorAll("img").length, 0);
+  cleanup && cleanup();
+});

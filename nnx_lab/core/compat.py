@@ -113,6 +113,31 @@ def spec_text(spec: Any) -> str:
     return "P" + text[len("PartitionSpec"):] if text.startswith("PartitionSpec(") else text
 
 
+class _Annotated:
+    """What ``nnx.spmd.get_var_pspec`` reads of a Variable: its metadata (and no shape)."""
+
+    def __init__(self, metadata: dict):
+        self._metadata = metadata
+
+    def get_metadata(self) -> dict:
+        return self._metadata
+
+
+def partition_spec_of(metadata: dict) -> Any:
+    """The PartitionSpec flax derives from a Variable's sharding annotation (logical axis rules in
+    effect and the Variable's own ``sharding_rules`` applied), on every flax: 0.11 names the
+    annotation ``sharding_names``, 0.12 ``out_sharding``; both are accepted."""
+    from flax.nnx import spmd
+
+    meta = dict(metadata)
+    for key in ("out_sharding", "sharding_names", "sharding"):
+        if meta.get(key):
+            names = meta[key]
+            break
+    meta["out_sharding"] = meta["sharding_names"] = names
+    return spmd.get_var_pspec(_Annotated(meta))
+
+
 def iter_graph(node: Any) -> Iterator[tuple[tuple, Any]]:
     """``nnx.iter_graph``, each Variable once, at its first path.
 

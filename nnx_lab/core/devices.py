@@ -9,6 +9,7 @@ data moves.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Iterable
 
 import jax
@@ -58,17 +59,101 @@ def sharding_text(sharding: Any) -> str | None:
     return repr(sharding)
 
 
+def _devices_of_sharding(sharding: Any) -> str | None:
+    mesh = getattr(sharding, "mesh", None)
+    if isinstance(mesh, jax.sharding.AbstractMesh):
+        # nnx.eval_shape under a mesh: no devices yet, only the mesh's shape.
+        return f"abstract mesh \u00d7{math.prod(mesh.axis_sizes)}"
+    try:
+        return devices_text(sharding.device_set)
+    except Exception:  # a sharding kind that cannot name its devices
+        return None
+
+
 def placement(value: Any) -> tuple[str | None, str | None]:
-    """(sharding text, devices text) of a jax.Array or ShapeDtypeStruct; host values are 'host'."""
+    """(sharding text, devices text) of a jax.Array or ShapeDtypeStruct; host values are 'host'.
+
+    >>> import jax, jax.numpy as jnp
+    >>> mesh = jax.sharding.AbstractMesh((2, 4), ("data", "model"))
+    >>> spec = jax.ShapeDtypeStruct((8, 4), jnp.float32,
+    ...                             sharding=jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data")))
+    >>> placement(spec)
+    ("P('data',) @ mesh(data=2, model=4)", 'abstract mesh \u00d78')
+    """
     if isinstance(value, jax.ShapeDtypeStruct):
         sharding = getattr(value, "sharding", None)
         if sharding is None:
             return None, None
-        return sharding_text(sharding), devices_text(sharding.device_set)
+        return sharding_text(sharding), _devices_of_sharding(sharding)
     if isinstance(value, jax.Array):
         sharding = value.sharding
-        return sharding_text(sharding), devices_text(sharding.device_set)
+        return sharding_text(sharding), _devices_of_sharding(sharding)
     return None, "host"
+
+
+def logical_axes(metadata: dict) -> tuple | None:
+    """The logical sharding annotation a Variable carries (flax's ``out_sharding``; older flax
+    calls it ``sharding_names`` or ``sharding``), e.g. ``('embed', 'mlp')``."""
+    for key in ("out_sharding", "sharding_names", "sharding"):
+        names = metadata.get(key)
+        if isinstance(names, (tuple, list)) and names:
+            return tuple(names)
+    return None
+
+
+def annotation_check(value: Any, metadata: dict) -> tuple[str | None, str | None]:
+    """(the logical annotation as text, a one-line disagreement or None).
+
+    The annotation is turned into mesh axes as flax does (``nnx.get_partition_spec``: the logical
+    axis rules in effect and the Variable's ``sharding_rules``), then compared with where the
+    array actually is. Mesh axes of size 1 shard nothing and are ignored on both sides.
+
+    >>> import jax, jax.numpy as jnp
+    >>> from jax.sharding import AbstractMesh, NamedSharding, PartitionSpec as P
+    >>> mesh = AbstractMesh((2, 4), ("data", "model"))
+    >>> x = jax.ShapeDtypeStruct((8, 4), jnp.float32, sharding=NamedSharding(mesh, P("data")))
+    >>> annotation_check(x, {"out_sharding": ("data", None)})
+    ("('data', None)", None)
+    >>> print(annotation_check(x, {"out_sharding": (None, "model")})[1])
+    placed P('data',) but annotated P(None, 'model')
+    >>> print(annotation_check(x, {"out_sharding": ("embed", "mlp")})[1])
+    annotated P('embed', 'mlp'): the mesh has no axis embed, mlp (no logical axis rules set?)
+    """
+    names = logical_axes(metadata)
+    if names is None:
+        return None, None
+    text = repr(names)
+    ndim = len(getattr(value, "shape", ()) or ())
+    try:
+        expected = compat.partition_spec_of(metadata)
+    except Exception as e:  # rules that do not apply: say so instead of failing the row
+        return text, f"annotation not understood: {type(e).__name__}: {e}"
+    sharding = getattr(value, "sharding", None)
+    mesh = getattr(sharding, "mesh", None)
+    if mesh is None or not isinstance(sharding, jax.sharding.NamedSharding):
+        if isinstance(value, jax.Array) and jax.device_count() > 1 and _dims(expected, ndim, None) != (None,) * ndim:
+            return text, f"annotated {compat.spec_text(expected)} but on one device"
+        return text, None
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    unknown = [a for dim in _dims(expected, ndim, None) for a in (dim or ()) if a not in sizes]
+    if unknown:
+        return text, (f"annotated {compat.spec_text(expected)}: the mesh has no axis {', '.join(unknown)}"
+                      " (no logical axis rules set?)")
+    if _dims(expected, ndim, sizes) != _dims(sharding.spec, ndim, sizes):
+        return text, f"placed {compat.spec_text(sharding.spec)} but annotated {compat.spec_text(expected)}"
+    return text, None
+
+
+def _dims(spec: Any, ndim: int, sizes: dict | None) -> tuple:
+    """A PartitionSpec as one tuple of mesh axes (or None) per array dimension."""
+    out = []
+    for i in range(ndim):
+        entry = spec[i] if i < len(spec) else None
+        axes = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+        if sizes is not None:
+            axes = tuple(a for a in axes if sizes.get(a, 0) != 1)
+        out.append(axes or None)
+    return tuple(out)
 
 
 def device_summary(devices: Iterable[Any] | None = None) -> dict:

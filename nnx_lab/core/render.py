@@ -67,10 +67,12 @@ def summary_line(snap: "Snapshot") -> str:
     """One line: root class, variable count, elements, bytes, and the devices."""
     total = snap.totals["all"]
     dev = snap.device_summary
-    if any(r.devices and r.devices != "host" for r in snap.rows):
+    if any(r.devices and r.devices != "host" and r.status != "abstract" for r in snap.rows):
         where = f"on {dev['count']}× {dev['device_kind']}"
     else:
-        where = "on the host" if any(r.devices == "host" for r in snap.rows) else "(no arrays on any device)"
+        where = ("on the host" if any(r.devices == "host" for r in snap.rows) else
+                 "(abstract: no arrays yet)" if any(r.status == "abstract" for r in snap.rows) else
+                 "(no arrays on any device)")
     return (f"{snap.root_type}: {total['count']} variables, {format_count(total['size'])} elements, "
             f"{format_bytes(total['bytes'])} {where}")
 
@@ -95,6 +97,8 @@ def _columns(snap: "Snapshot") -> list[tuple[str, callable]]:
     ]
     if any(r.sharding for r in rows):
         cols.append(("sharding", lambda r: r.sharding or ""))
+    if any(r.logical for r in rows):
+        cols.append(("logical", lambda r: (r.logical or "") + (f" != {r.mismatch}" if r.mismatch else "")))
     if any(r.stats for r in rows):
         cols += [(name, lambda r, n=name: format_number((r.stats or {}).get(n))) for name in _STAT_COLUMNS]
     if any(nonfinite_text(r) for r in rows):

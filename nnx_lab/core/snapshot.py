@@ -60,6 +60,8 @@ class Row:
     status: str
     stats: dict | None
     note: str | None = None
+    logical: str | None = None  # the sharding annotation (flax's out_sharding), e.g. "('embed', 'mlp')"
+    mismatch: str | None = None  # how placement and annotation disagree, when they do
 
     @property
     def path_text(self) -> str:
@@ -131,7 +133,7 @@ class Snapshot:
                 node_type.append(self.nodes.get(path, ""))
             return node_index[path]
 
-        tables: dict[str, list] = {k: [] for k in ("type", "dtype", "sharding", "devices", "metadata", "status")}
+        tables: dict[str, list] = {k: [] for k in ("type", "dtype", "sharding", "devices", "metadata", "status", "logical")}
         lookups: dict[str, dict] = {k: {} for k in tables}
 
         def intern(column: str, value: Any) -> int:
@@ -145,26 +147,27 @@ class Snapshot:
 
         cols: dict[str, list] = {k: [] for k in (
             "parent", "key", "type", "shape", "dtype", "nbytes", "sharding", "devices",
-            "metadata", "status", "aliases", "note")}
+            "metadata", "status", "logical", "aliases", "note", "mismatch")}
         stat_cols: dict[str, list] = {k: [] for k in STAT_NAMES}
         for path in self.nodes:
             node_of(path)
         for row in self.rows:
             cols["parent"].append(node_of(row.path[:-1]) if row.path else -1)
             cols["key"].append(json_key(row.path[-1]) if row.path else "")
-            for column in ("type", "dtype", "sharding", "devices", "metadata", "status"):
+            for column in ("type", "dtype", "sharding", "devices", "metadata", "status", "logical"):
                 cols[column].append(intern(column, getattr(row, column)))
             cols["shape"].append(list(row.shape) if row.shape is not None else None)
             cols["nbytes"].append(row.nbytes)
             cols["aliases"].append([path_text(a) for a in row.aliases] or None)
             cols["note"].append(row.note)
+            cols["mismatch"].append(row.mismatch)
             for name in STAT_NAMES:
                 stat_cols[name].append((row.stats or {}).get(name))
         for name, column in stat_cols.items():
             if not name.endswith("_count"):
                 stat_cols[name] = _rounded_list(column, precision)
         # Columns that are empty for every row cost bytes and say nothing.
-        for sparse in ("aliases", "note"):
+        for sparse in ("aliases", "note", "mismatch"):
             if all(v is None for v in cols[sparse]):
                 del cols[sparse]
         return {
@@ -253,6 +256,8 @@ def _describe(leaf: Leaf) -> Row:
     )
     if isinstance(value, jax.core.Tracer):
         return Row(**common, **_shape_fields(value), sharding=None, devices=None, status="tracer")
+    if isinstance(value, (jax.ShapeDtypeStruct, jax.Array)):
+        common["logical"], common["mismatch"] = devices_lib.annotation_check(value, leaf.metadata)
     if isinstance(value, jax.ShapeDtypeStruct):
         sharding, devs = devices_lib.placement(value)
         return Row(**common, **_shape_fields(value), sharding=sharding, devices=devs, status="abstract")

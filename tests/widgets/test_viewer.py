@@ -29,7 +29,7 @@ def test_watch_publishes_a_snapshot_and_status():
     assert snap["refresh"] == 1 and snap["structure"] == 1
     assert len(snap["rows"]["key"]) == 6 and snap["root_type"] == "Sequential"
     assert viewer.status["state"] == "live" and viewer.status["refreshes"] == 1
-    assert viewer.status["interval_s"] == 0.5  # the default 2 refreshes/s (the first, compiling refresh is not a budget)
+    assert viewer.status["interval_s"] >= 0.5  # at most the default 2 refreshes/s (more under load: the budget)
 
 
 def test_track_yields_everything_throttles_and_ends_current():

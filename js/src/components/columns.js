@@ -29,14 +29,16 @@ export const TABLE_MIN_WIDTH = tableMinWidth();
 
 /**
  * Columns that say nothing for this payload, so a notebook-wide output has room for the rest:
- * placement when nothing is sharded and everything is on one device (the device strip says
- * where), NaN/Inf when there are none (the banner appears with them), status when every row is ok.
+ * placement when nothing is sharded, everything is on one device (the device strip says
+ * where) and no annotation disagrees with it, NaN/Inf when there are none (the banner appears with them), status when every row is ok.
  */
 export function hiddenColumns(payload) {
   const hidden = new Set();
   const tables = (payload && payload.tables) || {};
   const stats = (payload && payload.stats) || {};
-  if (!(tables.sharding || []).length && (tables.devices || []).length <= 1) hidden.add("place");
+  const rows = (payload && payload.rows) || {};
+  const mismatched = (rows.mismatch || []).some((v) => v);
+  if (!(tables.sharding || []).length && (tables.devices || []).length <= 1 && !mismatched) hidden.add("place");
   const any = (col) => (col || []).some((v) => v);
   if (!any(stats.nan_count) && !any(stats.inf_count)) hidden.add("nonfinite");
   if ((tables.status || []).every((s) => s === "ok")) hidden.add("status");

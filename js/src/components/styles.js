@@ -110,6 +110,8 @@ ${R} .tog{display:inline-block;width:12px;color:${MUTED};font-size:11px;text-ali
 ${R} tr.nnx-module .c-shape,${R} tr.nnx-module .c-bytes{color:${MUTED}}
 ${R} .c-type .chip{display:inline-flex;align-items:center;gap:4px;max-width:100%}
 ${R} .c-type .chip .t{overflow:hidden;text-overflow:ellipsis}
+${R} td.c-place.bad{background-color:rgba(251,140,0,0.18)}
+${R} td.c-place .mismatch{color:${FG};font-weight:600}
 ${R} td.c-nonfinite.bad{color:${FG};font-weight:600;background-color:rgba(229,57,53,0.22);
   box-shadow:inset 3px 0 0 ${ERROR}}
 ${R} .c-status{color:${MUTED}}

@@ -233,8 +233,11 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn }) {
     const dtype = tableText(tables, "dtype", at("dtype"));
     const sharding = tableText(tables, "sharding", at("sharding"));
     const devices = tableText(tables, "devices", at("devices"));
+    const logical = tableText(tables, "logical", at("logical"));
+    const mismatch = at("mismatch");
     const place = sharding || devices;
-    const placeTitle = [sharding && `sharding: ${sharding}`, devices && `devices: ${devices}`].filter(Boolean).join("\n");
+    const placeTitle = [sharding && `sharding: ${sharding}`, devices && `devices: ${devices}`,
+      logical && `logical: ${logical}`, mismatch && `\u2260 ${mismatch}`].filter(Boolean).join("\n");
     const nbytes = at("nbytes");
 
     tr.append(
@@ -243,7 +246,8 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn }) {
       h(doc, "td", { class: "c-shape num" }, fmtShape(at("shape"))),
       h(doc, "td", { class: "c-dtype" }, dtype),
       h(doc, "td", { class: "c-bytes num", title: nbytes === null || nbytes === undefined ? null : `${fmtCount(nbytes)} bytes` }, fmtBytes(nbytes)),
-      h(doc, "td", { class: "c-place", title: placeTitle || null }, place),
+      h(doc, "td", { class: `c-place${mismatch ? " bad" : ""}`, title: placeTitle || null },
+        place, mismatch ? h(doc, "span", { class: "mismatch" }, " \u2260 annotation") : null),
     );
     for (const c of ["mean", "std", "min", "max", "norm"]) {
       const v = st(c);

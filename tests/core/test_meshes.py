@@ -1,0 +1,107 @@
+"""Every sharding a user can make, on 8 host devices (in a subprocess: the device count is fixed
+when jax starts): Auto, Explicit and mixed mesh axes, replicated and partially replicated arrays,
+models made by nnx.eval_shape under a mesh, and sharding annotations beside the placement."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SCRIPT = textwrap.dedent("""
+    import json
+    import jax, jax.numpy as jnp, numpy as np
+    from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+    from flax import nnx
+    from IPython.testing.globalipapp import start_ipython
+    import nnx_lab
+    from nnx_lab.core import compat
+    from nnx_lab.core.stats import compute_stats
+
+    out = {"stats": [], "rows": {}}
+    rng = np.random.default_rng(0)
+    kinds = {"auto": (AxisType.Auto,) * 2, "explicit": (AxisType.Explicit,) * 2,
+             "mixed": (AxisType.Explicit, AxisType.Auto)}
+    specs = {"rows": P("data", None), "cols": P(None, "model"), "both": P("data", "model"),
+             "flat": P(("data", "model"), None), "replicated": P()}
+    for kind, types in kinds.items():
+        mesh = jax.make_mesh((2, 4), ("data", "model"), axis_types=types)
+        for name, spec in specs.items():
+            x = (rng.normal(size=(16, 8)) * 3 + 1).astype(np.float32)
+            x[1, 2] = np.nan
+            a = jax.device_put(x, NamedSharding(mesh, spec))
+            with jax.transfer_guard_device_to_host("disallow"):
+                [got] = compute_stats([a])
+            f = x[np.isfinite(x)].astype(np.float64)
+            want = [f.mean(), f.std(), f.min(), f.max(), float(np.sqrt((f ** 2).sum())), 1]
+            have = None if not isinstance(got, dict) else [got[k] for k in ("mean", "std", "min", "max", "norm", "nan_count")]
+            out["stats"].append([kind, name, have, want, None if isinstance(got, dict) else str(got)])
+
+    mesh = jax.make_mesh((2, 4), ("data", "model"), axis_types=(AxisType.Explicit,) * 2)
+    meta = {"kernel_metadata": {"out_sharding": (None, "model")}}
+    with jax.set_mesh(mesh):
+        abstract = nnx.eval_shape(lambda: nnx.Linear(4, 8, rngs=nnx.Rngs(0), **meta))
+        real = nnx.Linear(4, 8, rngs=nnx.Rngs(0), **meta)
+        wrong = nnx.Linear(4, 8, rngs=nnx.Rngs(0), **meta)
+        ruled = nnx.Linear(4, 8, rngs=nnx.Rngs(0), kernel_metadata={
+            "out_sharding": ("embed", "mlp"), "sharding_rules": (("embed", None), ("mlp", "model"))})
+    logical = nnx.Linear(4, 8, rngs=nnx.Rngs(0), kernel_metadata={  # no mesh, annotation kept
+        "out_sharding": ("embed", "mlp"), "eager_sharding": False})
+    compat.set_value(wrong.kernel, jax.device_put(compat.get_value(wrong.kernel), NamedSharding(mesh, P("data", None))))
+    for name, model in (("abstract", abstract), ("real", real), ("wrong", wrong), ("ruled", ruled), ("logical", logical)):
+        snap = nnx_lab.snapshot(model)
+        out["rows"][name] = {r.path_text: [r.status, r.sharding, r.devices, r.logical, r.mismatch] for r in snap.rows}
+        out["rows"][name]["text"] = snap.to_text()
+        out["rows"][name]["payload"] = snap.to_dict()["rows"].get("mismatch")
+
+    ip = start_ipython()
+    ip.user_ns.update(abstract=abstract, nnx=nnx)
+    ip.run_line_magic("load_ext", "nnx_lab")
+    result = ip.run_cell("%nnx_split abstract nnx.Param ...")
+    out["split_ok"] = result.success and "param" in ip.user_ns
+    viewer = nnx_lab.watch(abstract, display=False)
+    out["watch"] = viewer.status["state"]
+    print(json.dumps(out))
+""")
+
+
+@pytest.fixture(scope="module")
+def meshes():
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_statistics_on_every_mesh_kind_equal_numpy_without_gathering(meshes):
+    assert len(meshes["stats"]) == 15
+    for kind, name, have, want, error in meshes["stats"]:
+        assert error is None, (kind, name, error)  # Explicit axes raised ShardingTypeError before
+        for h, w in zip(have, want):
+            assert h == pytest.approx(w, rel=1e-5, abs=1e-6), (kind, name, have, want)
+
+
+@pytest.mark.needs_flax("nnx.view")  # flax 0.11 predates out_sharding and jax.set_mesh meshes in eval_shape
+def test_eval_shape_models_under_a_mesh_are_abstract_rows_with_their_sharding(meshes):
+    rows = meshes["rows"]["abstract"]
+    status, sharding, devices, logical, mismatch = rows["kernel"]
+    assert status == "abstract" and sharding == "P(None, 'model') @ mesh(data=2, model=4)"
+    assert devices == "abstract mesh \u00d78" and logical == "(None, 'model')" and mismatch is None
+    assert "(abstract: no arrays yet)" in rows["text"]
+    assert meshes["split_ok"] and meshes["watch"] == "live"  # a 54-line traceback and 'error' before
+
+
+@pytest.mark.needs_flax("nnx.view")
+def test_the_logical_annotation_shows_beside_the_placement_and_disagreement_is_said(meshes):
+    assert meshes["rows"]["real"]["kernel"][3:] == ["(None, 'model')", None]
+    wrong = meshes["rows"]["wrong"]["kernel"]
+    assert wrong[1] == "P('data', None) @ mesh(data=2, model=4)"
+    assert wrong[4] == "placed P('data', None) but annotated P(None, 'model')"
+    assert "!= placed P('data', None) but annotated P(None, 'model')" in meshes["rows"]["wrong"]["text"]
+    assert meshes["rows"]["wrong"]["payload"] == [None, wrong[4]]
+    # Logical names mapped to mesh axes by the Variable's sharding_rules, as flax maps them.
+    assert meshes["rows"]["ruled"]["kernel"][1:] == [
+        "P(None, 'model') @ mesh(data=2, model=4)", "cpu:0-7", "('embed', 'mlp')", None]
+    assert meshes["rows"]["logical"]["kernel"][3:] == ["('embed', 'mlp')", "annotated P('embed', 'mlp') but on one device"]
