@@ -25,7 +25,7 @@ import numpy as np
 from . import devices as devices_lib
 from . import render
 from ._util import json_key, safe_repr
-from .stats import STAT_NAMES, StatsError, compute_stats, is_numeric_dtype
+from .stats import STAT_NAMES, PendingStats, StatsError, is_numeric_dtype
 from .tree import Leaf, Path, path_text, walk_graph
 
 #: Significant digits of the statistics sent to the browser (and kept in the history).
@@ -220,29 +220,67 @@ def snapshot(obj: Any, *, stats: bool = True) -> Snapshot:
     an abstract model from ``nnx.eval_shape``, or a single Variable. With
     ``stats=False`` only descriptions are gathered (nothing runs on the device).
     Raises ``TypeError`` for anything else; never raises for one odd Variable (its
-    row gets a status instead).
+    row gets a status instead). Waits for the device; :class:`PendingSnapshot` does not.
     """
-    start = time.perf_counter()
-    walk = walk_graph(obj)
-    rows = [_describe(leaf) for leaf in walk.leaves]
-    live = [i for i, row in enumerate(rows) if row.status == "ok"]
-    if stats and live:
-        results = compute_stats([walk.leaves[i].value for i in live])
-        for i, result in zip(live, results):
-            if isinstance(result, StatsError):
-                value = walk.leaves[i].value
-                status = "deleted" if isinstance(value, jax.Array) and value.is_deleted() else "error"
-                rows[i] = dataclasses.replace(rows[i], status=status, note=str(result))
-            else:
-                rows[i] = dataclasses.replace(rows[i], stats=result)
-    return Snapshot(
-        root_type=walk.root_type,
-        rows=tuple(rows),
-        nodes=walk.nodes,
-        totals=_totals(rows),
-        device_summary=devices_lib.device_summary(_devices_of(walk.leaves)),
-        elapsed_s=time.perf_counter() - start,
-    )
+    return PendingSnapshot(obj, stats=stats).finish()
+
+
+class PendingSnapshot:
+    """A snapshot whose statistics are still on their way from the devices.
+
+    Creating one describes the Variables and dispatches the statistics kernels, which queue
+    behind the device's work in order; nothing waits. :meth:`ready` says without waiting whether
+    :meth:`finish` would return at once. ``host_s`` adds up the host time spent on it, never the
+    time the device spends on earlier work.
+
+    >>> from flax import nnx
+    >>> pending = PendingSnapshot(nnx.Linear(2, 2, rngs=nnx.Rngs(0)))
+    >>> pending.wait(); pending.ready()
+    True
+    >>> pending.finish().rows[1].stats["norm"] > 0
+    True
+    """
+
+    def __init__(self, obj: Any, *, stats: bool = True):
+        start = time.perf_counter()
+        walk = walk_graph(obj)
+        self._rows = [_describe(leaf) for leaf in walk.leaves]
+        self._live = [i for i, row in enumerate(self._rows) if row.status == "ok"] if stats else []
+        self._nodes, self._root_type = walk.nodes, walk.root_type
+        self._devices = _devices_of(walk.leaves)
+        self._stats = PendingStats([walk.leaves[i].value for i in self._live]) if self._live else None
+        del walk  # the arrays: held only by the model and, until they have run, by the queued kernels
+        self.host_s = time.perf_counter() - start
+
+    def ready(self) -> bool:
+        return self._stats is None or self._stats.ready()
+
+    def wait(self) -> None:
+        """Block until the statistics have arrived (the time is the device's, not counted)."""
+        if self._stats is not None:
+            self._stats.wait()
+
+    def finish(self) -> Snapshot:
+        """The snapshot, statistics included (waits for the devices if they are not there yet)."""
+        self.wait()
+        start = time.perf_counter()
+        rows = list(self._rows)
+        if self._stats is not None:
+            for i, result in zip(self._live, self._stats.result()):
+                if isinstance(result, StatsError):
+                    rows[i] = dataclasses.replace(rows[i], status="deleted" if result.deleted else "error",
+                                                  note=str(result))
+                else:
+                    rows[i] = dataclasses.replace(rows[i], stats=result)
+        self.host_s += time.perf_counter() - start
+        return Snapshot(
+            root_type=self._root_type,
+            rows=tuple(rows),
+            nodes=self._nodes,
+            totals=_totals(rows),
+            device_summary=devices_lib.device_summary(self._devices),
+            elapsed_s=self.host_s,
+        )
 
 
 def _describe(leaf: Leaf) -> Row:

@@ -166,7 +166,12 @@ def kernel_cache_size() -> int:
 
 
 class StatsError(Exception):
-    """A statistic could not be computed for one array; the message says why."""
+    """A statistic could not be computed for one array; the message says why. ``deleted``: the
+    array's buffer had been deleted or donated."""
+
+    def __init__(self, message: str, deleted: bool = False):
+        super().__init__(message)
+        self.deleted = deleted
 
 
 def compute_stats(arrays: Sequence[Any]) -> list[dict | StatsError | None]:
@@ -217,11 +222,20 @@ class PendingStats:
 
     def ready(self) -> bool:
         """Whether :meth:`result` would return at once (never waits; may dispatch masked kernels)."""
-        for *_, r in self._todo:
+        for *_, r in reversed(self._todo):  # the last dispatched is usually the last to finish: O(1) per tick
             if not _is_ready(r):
                 return False
         self._advance()
         return not self._todo
+
+    def wait(self) -> None:
+        """Block until every dispatched result (masked ones included) is on the host's side."""
+        while not self.ready():
+            for *_, r in self._todo:
+                try:
+                    jax.block_until_ready(_leaves(r))
+                except Exception:  # fetching will say what went wrong
+                    pass
 
     def result(self) -> list[dict | StatsError | None]:
         """Per array: its statistics, None (empty) or a StatsError. Waits for the devices."""
@@ -301,7 +315,8 @@ def _call(kernel: Any, x: Any) -> Any:
     try:
         return kernel(x)
     except Exception as e:  # a buffer deleted or donated between the check and the call
-        return StatsError(one_line(e))
+        deleted = isinstance(x, jax.Array) and x.is_deleted()
+        return StatsError(one_line(e), deleted=deleted)
 
 
 def _dispatch(calls: list[tuple[Any, Any]]) -> list[Any]:

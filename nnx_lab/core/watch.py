@@ -26,7 +26,7 @@ import weakref
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from .history import History
-from .snapshot import Snapshot, snapshot
+from .snapshot import PendingSnapshot, Snapshot
 from ._util import MAX_RATE, check_number, one_line
 from .stats import kernel_cache_size
 from .tree import check_inspectable
@@ -52,11 +52,16 @@ class Watcher:
         self.cost_s: float | None = None
         self._interval = 1.0 / max_rate
         self._last_attempt = float("-inf")
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._listeners: list[Callable[[Watcher], None]] = []
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._between_steps = between_steps  # run first by every tick (the UI applies queued clicks there)
+        self._pending: PendingSnapshot | None = None  # a refresh dispatched, not yet published
+        self._compiled = 0
+        # Whether a thread may publish (the UI's listeners send widget messages): set by the viewer
+        # where the kernel delivers messages from threads. Without it, a forced refresh waits.
+        self.publish_from_thread = False
         try:
             self._ref = weakref.ref(obj, self._on_collected)
         except TypeError:
@@ -85,41 +90,100 @@ class Watcher:
         return self._interval
 
     # -- refreshing -------------------------------------------------------------
-    def refresh(self, *, force: bool = False) -> bool:
-        """Take a new snapshot unless throttled (or ``force``). Returns whether one was taken."""
-        now = time.monotonic()
-        if not force and now - self._last_attempt < self._interval:
-            return False
-        if not self._lock.acquire(blocking=False):
+    # A refresh has two halves: dispatching (describe the Variables, queue the statistics kernels
+    # behind the device's work, start the copies of their few numbers to the host) and publishing
+    # (once those numbers are there). In a training loop the halves happen at different ticks, so
+    # the loop never waits for the device: JAX keeps dispatching steps asynchronously, and the
+    # throttle counts only the host time nnx_lab spends, never the time queued steps take.
+
+    def refresh(self, *, force: bool = False, wait: bool | None = None) -> bool:
+        """Refresh unless throttled (or ``force``). Returns whether a snapshot was published.
+
+        ``wait`` (default: ``force``): dispatch and wait for the result now. Without it, a
+        refresh in flight is published once its numbers have arrived (at a later call, or by a
+        publisher thread where one is allowed), and a new one is dispatched when the throttle
+        allows.
+        """
+        wait = force if wait is None else wait
+        if not self._lock.acquire(blocking=wait):
             return False  # another thread is refreshing right now
         try:
-            obj = self._ref()
-            if obj is None:
-                self._mark_gone()
-                return False
+            published = False
+            pending = self._pending
+            if pending is not None and (wait or pending.ready()):
+                published = self._publish(pending)
+            elif pending is not None and not force:
+                return False  # still on its way: the loop goes on
+            now = time.monotonic()
+            if not force and now - self._last_attempt < self._interval:
+                return published
             self._last_attempt = now
-            compiled = kernel_cache_size()
-            start = time.perf_counter()
-            try:
-                snap = snapshot(obj, stats=self.stats)
-            except Exception as e:  # deleted mid-step, a model gone odd: say so, go on
-                self.state, self.message = "error", one_line(e)
-                self._notify()
-                return False
-            finally:
-                del obj
-            self.cost_s = time.perf_counter() - start
-            if kernel_cache_size() == compiled:  # a refresh that compiled says nothing of the next
-                self._interval = max(1.0 / self.max_rate, self.cost_s / self.budget)
-            self.snapshot = snap
-            self.history.append(snap)
-            self.refreshes += 1
-            self.last_refresh = time.time()
-            self.state, self.message = "live", ""
-            self._notify()
-            return True
+            if not self._dispatch():
+                return published
+            if wait or self._pending.ready():
+                return self._publish(self._pending) or published
+            if force and self.publish_from_thread:
+                self._publish_when_ready(self._pending)
+            return published
         finally:
             self._lock.release()
+
+    def wait(self) -> None:
+        """Publish the refresh in flight, if any, waiting for the device (tests, scripts)."""
+        with self._lock:
+            if self._pending is not None:
+                self._publish(self._pending)
+
+    def _dispatch(self) -> bool:
+        obj = self._ref()
+        if obj is None:
+            self._mark_gone()
+            return False
+        self._compiled = kernel_cache_size()
+        try:
+            self._pending = PendingSnapshot(obj, stats=self.stats)
+        except Exception as e:  # deleted mid-step, a model gone odd: say so, go on
+            self._pending = None
+            self.state, self.message = "error", one_line(e)
+            self._notify()
+            return False
+        finally:
+            del obj
+        return True
+
+    def _publish(self, pending: PendingSnapshot) -> bool:
+        """Publish ``pending`` (waiting for it if need be); the caller holds the lock."""
+        self._pending = None
+        try:
+            pending.wait()  # device time: not counted
+            snap = pending.finish()
+        except Exception as e:
+            self.state, self.message = "error", one_line(e)
+            self._notify()
+            return False
+        self.cost_s = pending.host_s
+        if kernel_cache_size() == self._compiled:  # a refresh that compiled says nothing of the next
+            self._interval = max(1.0 / self.max_rate, self.cost_s / self.budget)
+        self.snapshot = snap
+        self.history.append(snap)
+        self.refreshes += 1
+        self.last_refresh = time.time()
+        self.state, self.message = "live", ""
+        self._notify()
+        return True
+
+    def _publish_when_ready(self, pending: PendingSnapshot) -> None:
+        """A short-lived thread waits for ``pending`` (off the main thread) and publishes it, so the
+        end of a cell or of a loop shows the last values without the kernel waiting for them."""
+        def run():
+            try:
+                pending.wait()
+            except Exception:
+                pass
+            with self._lock:
+                if self._pending is pending:
+                    self._publish(pending)
+        threading.Thread(target=run, name="nnx_lab-publish", daemon=True).start()
 
     def tick(self) -> bool:
         """Call once per training step: refreshes when the throttle allows."""
@@ -137,7 +201,9 @@ class Watcher:
                 yield item
                 self.tick()
         finally:
-            self.refresh(force=True)
+            # The values after the last step; where a thread may publish them, the loop's end
+            # does not wait for the device either.
+            self.refresh(force=True, wait=not self.publish_from_thread)
 
     # -- background refreshing ----------------------------------------------------
     def start_background(self) -> None:

@@ -34,6 +34,7 @@ class StateViewer(compat.MimebundleDisplay, anywidget.AnyWidget):
                                 between_steps=inbox.drain)
         super().__init__(**kwargs)
         self._watcher.subscribe(self._publish)
+        self._watcher.publish_from_thread = background_unsupported() is None
         self.on_msg(self._on_message)
         self._watcher.refresh(force=True)
         live.track_widget(self)
@@ -83,7 +84,9 @@ class StateViewer(compat.MimebundleDisplay, anywidget.AnyWidget):
 
     def _after_cell(self) -> None:
         if self._watcher.state != "gone":
-            self._watcher.refresh(force=True)
+            # Dispatched now, published when the device gets there (the kernel is not held up by
+            # steps the cell queued), or at once where widget messages cannot come from threads.
+            self._watcher.refresh(force=True, wait=not self._watcher.publish_from_thread)
 
     # -- talking to the browser ------------------------------------------------------
     def _publish(self, watcher: Watcher) -> None:

@@ -73,30 +73,39 @@ def test_tick_respects_rate_and_cost_budget(monkeypatch, refresh_cost, expected_
     model = small_model()  # held: the watcher alone would let it be collected
     clock = FakeClock()
     monkeypatch.setattr(watch_module, "time", clock)
-    real_snapshot = watch_module.snapshot
+    starts = []
 
-    def costly_snapshot(*args, **kwargs):
-        snap = real_snapshot(*args, **kwargs)
-        clock.now += refresh_cost
-        return snap
+    class CostlySnapshot(watch_module.PendingSnapshot):
+        """Host time: refresh_cost to dispatch, on the fake clock (the device's time is not counted)."""
 
-    monkeypatch.setattr(watch_module, "snapshot", costly_snapshot)
+        def __init__(self, *args, **kwargs):
+            starts.append(clock.now)
+            super().__init__(*args, **kwargs)
+            clock.now += refresh_cost
+            self.host_s = refresh_cost
+
+        def finish(self):
+            snap = super().finish()
+            self.host_s = refresh_cost
+            return snap
+
+    monkeypatch.setattr(watch_module, "PendingSnapshot", CostlySnapshot)
     watcher = Watcher(model, max_rate=20.0)
     watcher.refresh(force=True)  # the first refresh compiles the stats kernels: not a cost estimate
     watcher.refresh(force=True)
-    starts, spent = [], 0.0
+    del starts[:]
+    published = 0
     for _ in range(10_000):  # 10 s of 1 ms training steps
         clock.now += 0.001
-        before = clock.now
-        if watcher.tick():
-            starts.append(before)
-            spent += refresh_cost
+        published += watcher.tick()
+    spent = refresh_cost * len(starts)
     wall = clock.now - 1000.0
     assert watcher.interval == pytest.approx(expected_interval)
     gaps = np.diff(starts)
     assert len(starts) > 5 and gaps.min() >= expected_interval - 1e-9  # never sooner than allowed
     assert gaps.max() <= expected_interval + 0.001 + refresh_cost + 1e-9  # and not much later either
     assert spent <= watcher.budget * wall + refresh_cost  # refreshing took at most 2% of the loop
+    assert published >= len(starts) - 1  # each dispatched refresh is published at a later tick
 
 
 def test_a_failing_refresh_is_a_status_not_an_exception(monkeypatch):
@@ -107,7 +116,7 @@ def test_a_failing_refresh_is_a_status_not_an_exception(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("Array has been deleted with shape=float32[4]\nmore detail")
 
-    monkeypatch.setattr(watch_module, "snapshot", broken)
+    monkeypatch.setattr(watch_module, "PendingSnapshot", broken)
     assert viewer.refresh() is False
     assert viewer.status["state"] == "error"
     assert viewer.status["message"] == "RuntimeError: Array has been deleted with shape=float32[4]"

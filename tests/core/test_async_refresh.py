@@ -1,0 +1,134 @@
+"""A refresh never waits for the device inside the user's loop: JAX dispatches steps asynchronously,
+the statistics kernels queue behind them, and their numbers are published once they have arrived."""
+
+import gc
+import threading
+import time
+import weakref
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+from nnx_lab.core import compat
+from nnx_lab.core.snapshot import PendingSnapshot
+from nnx_lab.core.watch import Watcher
+
+
+class Holder(nnx.Module):
+    def __init__(self, w):
+        self.w = nnx.Param(w)
+
+
+@jax.jit
+def slow_step(w):
+    """About tens of milliseconds of device work on this machine: a queue of them is real."""
+    for _ in range(8):
+        w = jnp.tanh(w @ w.T @ w / w.shape[0])
+    return w
+
+
+def queue_steps(model, n):
+    w = compat.get_value(model.w)
+    for _ in range(n):
+        w = slow_step(w)
+        compat.set_value(model.w, w)
+    return w
+
+
+@pytest.fixture
+def model():
+    m = Holder(jnp.asarray(np.random.default_rng(0).normal(size=(512, 512)).astype(np.float32)))
+    jax.block_until_ready(slow_step(compat.get_value(m.w)))  # compiled
+    return m
+
+
+def test_a_tick_dispatches_behind_queued_steps_and_does_not_wait_for_them(model):
+    watcher = Watcher(model, max_rate=100.0)
+    watcher.refresh(force=True)  # compiles the statistics kernels
+    watcher._last_attempt = float("-inf")
+    last = queue_steps(model, 40)
+    assert not last.is_ready()  # the steps are queued
+    watcher.tick()  # dispatches a refresh behind them
+    assert not last.is_ready(), "the tick waited for the queued steps"
+    assert watcher._pending is not None and watcher.refreshes == 1
+    watcher.wait()
+    assert watcher.refreshes == 2
+    want = np.asarray(last, np.float64)
+    assert watcher.snapshot["w"].stats["norm"] == pytest.approx(np.sqrt((want ** 2).sum()), rel=1e-5)
+
+
+def test_ticks_publish_once_the_numbers_arrive_and_count_only_host_time(model):
+    watcher = Watcher(model, max_rate=100.0)
+    watcher.refresh(force=True)
+    watcher._last_attempt = float("-inf")
+    queue_steps(model, 20)
+    start = time.perf_counter()
+    watcher.tick()
+    while watcher.refreshes == 1:
+        watcher.tick()  # published by a tick once ready, never by waiting
+        time.sleep(0.001)
+    waited = time.perf_counter() - start
+    assert watcher.cost_s < waited / 2  # the queue's time is the device's, not nnx_lab's cost
+
+
+def test_donation_after_dispatch_keeps_the_numbers_and_before_it_says_deleted(model):
+    watcher = Watcher(model, max_rate=100.0)
+    watcher.refresh(force=True)
+    before = np.asarray(compat.get_value(model.w), np.float64)
+    donate = jax.jit(lambda w: w * 2, donate_argnums=0)
+    watcher.refresh(force=True, wait=False)  # dispatched, not published
+    old = compat.get_value(model.w)
+    compat.set_value(model.w, donate(old))
+    assert old.is_deleted()  # the CPU backend honours donation
+    watcher.wait()
+    row = watcher.snapshot["w"]
+    assert row.status == "ok" and row.stats["max"] == pytest.approx(before.max(), rel=1e-6)
+    # Donated before a refresh reads it: that refresh says so, and the loop goes on.
+    stale = compat.get_value(model.w)
+    compat.set_value(model.w, stale)
+    donate(stale)
+    assert watcher.refresh(force=True) and watcher.snapshot["w"].status == "deleted"
+
+
+def test_a_refresh_in_flight_keeps_no_array_alive(model):
+    pending = PendingSnapshot(model)
+    old = compat.get_value(model.w)
+    ref = weakref.ref(old)
+    compat.set_value(model.w, old + 1)
+    del old
+    pending.wait()
+    gc.collect()
+    assert ref() is None  # only the device held it, until its kernels had run
+    assert pending.finish()["w"].status == "ok"
+
+
+def test_nan_found_after_the_array_was_replaced_is_said_and_counted_otherwise(model):
+    w = compat.get_value(model.w).at[0, 0].set(jnp.nan)
+    compat.set_value(model.w, w)
+    pending = PendingSnapshot(model)
+    del w
+    compat.set_value(model.w, jnp.zeros((2, 2)))
+    gc.collect()
+    row = pending.finish()["w"]
+    assert row.status == "error" and "replaced before they were counted" in row.note
+    compat.set_value(model.w, jnp.array([1.0, jnp.nan, jnp.inf]))
+    row = PendingSnapshot(model).finish()["w"]
+    assert (row.stats["nan_count"], row.stats["inf_count"], row.stats["max"]) == (1, 1, 1.0)
+
+
+def test_the_end_of_a_loop_is_published_by_a_thread_without_waiting(model):
+    watcher = Watcher(model, max_rate=0.5)
+    watcher.refresh(force=True)
+    watcher.publish_from_thread = True
+    published = threading.Event()
+    watcher.subscribe(lambda w: w.refreshes >= 2 and published.set())
+    last = None
+    for _ in watcher.track(range(30)):
+        last = queue_steps(model, 1)
+    assert not last.is_ready(), "the end of the loop waited for the device"
+    assert published.wait(60)
+    want = np.asarray(last, np.float64)
+    assert watcher.snapshot["w"].stats["norm"] == pytest.approx(np.sqrt((want ** 2).sum()), rel=1e-5)
