@@ -230,8 +230,9 @@ class PendingSnapshot:
 
     Creating one describes the Variables and dispatches the statistics kernels, which queue
     behind the device's work in order; nothing waits. :meth:`ready` says without waiting whether
-    :meth:`finish` would return at once. ``host_s`` adds up the host time spent on it, never the
-    time the device spends on earlier work.
+    :meth:`finish` would return at once. ``host_s`` adds up the host's CPU time spent on it (the
+    thread's CPU clock): never the time the device spends on earlier work, nor the time a dispatch
+    waits for a slot in a full device queue.
 
     >>> from flax import nnx
     >>> pending = PendingSnapshot(nnx.Linear(2, 2, rngs=nnx.Rngs(0)))
@@ -242,7 +243,7 @@ class PendingSnapshot:
     """
 
     def __init__(self, obj: Any, *, stats: bool = True):
-        start = time.perf_counter()
+        start = time.thread_time()
         walk = walk_graph(obj)
         self._rows = [_describe(leaf) for leaf in walk.leaves]
         self._live = [i for i, row in enumerate(self._rows) if row.status == "ok"] if stats else []
@@ -250,7 +251,7 @@ class PendingSnapshot:
         self._devices = _devices_of(walk.leaves)
         self._stats = PendingStats([walk.leaves[i].value for i in self._live]) if self._live else None
         del walk  # the arrays: held only by the model and, until they have run, by the queued kernels
-        self.host_s = time.perf_counter() - start
+        self.host_s = time.thread_time() - start
 
     def ready(self) -> bool:
         return self._stats is None or self._stats.ready()
@@ -263,7 +264,7 @@ class PendingSnapshot:
     def finish(self) -> Snapshot:
         """The snapshot, statistics included (waits for the devices if they are not there yet)."""
         self.wait()
-        start = time.perf_counter()
+        start = time.thread_time()
         rows = list(self._rows)
         if self._stats is not None:
             for i, result in zip(self._live, self._stats.result()):
@@ -272,7 +273,7 @@ class PendingSnapshot:
                                                   note=str(result))
                 else:
                     rows[i] = dataclasses.replace(rows[i], stats=result)
-        self.host_s += time.perf_counter() - start
+        self.host_s += time.thread_time() - start
         return Snapshot(
             root_type=self._root_type,
             rows=tuple(rows),

@@ -20,6 +20,7 @@ False
 
 from __future__ import annotations
 
+import collections
 import threading
 import time
 import weakref
@@ -32,6 +33,9 @@ from .stats import kernel_cache_size
 from .tree import check_inspectable
 
 T = TypeVar("T")
+
+#: Refreshes riding the device's queue at once (each holds a few numbers per Variable, no array).
+MAX_IN_FLIGHT = 8
 
 
 class Watcher:
@@ -57,7 +61,7 @@ class Watcher:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._between_steps = between_steps  # run first by every tick (the UI applies queued clicks there)
-        self._pending: PendingSnapshot | None = None  # a refresh dispatched, not yet published
+        self._in_flight: collections.deque[PendingSnapshot] = collections.deque()  # dispatched, not published
         self._compiled = 0
         # Whether a thread may publish (the UI's listeners send widget messages): set by the viewer
         # where the kernel delivers messages from threads. Without it, a forced refresh waits.
@@ -99,69 +103,72 @@ class Watcher:
     def refresh(self, *, force: bool = False, wait: bool | None = None) -> bool:
         """Refresh unless throttled (or ``force``). Returns whether a snapshot was published.
 
-        ``wait`` (default: ``force``): dispatch and wait for the result now. Without it, a
-        refresh in flight is published once its numbers have arrived (at a later call, or by a
-        publisher thread where one is allowed), and a new one is dispatched when the throttle
-        allows.
+        ``wait`` (default: ``force``): dispatch and wait for the result now. Without it, refreshes
+        in flight are published once their numbers have arrived (at a later call, or by a
+        publisher thread where one is allowed), and a new one is dispatched whenever the throttle
+        allows: up to :data:`MAX_IN_FLIGHT` ride the device's queue at once, so the viewer keeps
+        its rate however deep the queue of training steps is.
         """
         wait = force if wait is None else wait
         if not self._lock.acquire(blocking=wait):
             return False  # another thread is refreshing right now
         try:
-            published = False
-            pending = self._pending
-            if pending is not None and (wait or pending.ready()):
-                published = self._publish(pending)
-            elif pending is not None and not force:
-                return False  # still on its way: the loop goes on
+            published = self._publish_arrived(wait=wait)
             now = time.monotonic()
-            if not force and now - self._last_attempt < self._interval:
+            if not force and (now - self._last_attempt < self._interval or len(self._in_flight) >= MAX_IN_FLIGHT):
                 return published
             self._last_attempt = now
-            if not self._dispatch():
+            pending = self._dispatch()
+            if pending is None:
                 return published
-            if wait or self._pending.ready():
-                return self._publish(self._pending) or published
+            if wait or pending.ready():
+                return self._publish_arrived(wait=True) or published
             if force and self.publish_from_thread:
-                self._publish_when_ready(self._pending)
+                self._publish_when_ready(pending)
             return published
         finally:
             self._lock.release()
 
     def wait(self) -> None:
-        """Publish the refresh in flight, if any, waiting for the device (tests, scripts)."""
+        """Publish the refreshes in flight, waiting for the device (tests, scripts)."""
         with self._lock:
-            if self._pending is not None:
-                self._publish(self._pending)
+            self._publish_arrived(wait=True)
 
-    def _dispatch(self) -> bool:
+    def _dispatch(self) -> PendingSnapshot | None:
         obj = self._ref()
         if obj is None:
             self._mark_gone()
-            return False
+            return None
         self._compiled = kernel_cache_size()
         try:
-            self._pending = PendingSnapshot(obj, stats=self.stats)
+            pending = PendingSnapshot(obj, stats=self.stats)
         except Exception as e:  # deleted mid-step, a model gone odd: say so, go on
-            self._pending = None
             self.state, self.message = "error", one_line(e)
             self._notify()
-            return False
+            return None
         finally:
             del obj
-        return True
+        self._in_flight.append(pending)
+        return pending
 
-    def _publish(self, pending: PendingSnapshot) -> bool:
-        """Publish ``pending`` (waiting for it if need be); the caller holds the lock."""
-        self._pending = None
+    def _publish_arrived(self, *, wait: bool, upto: PendingSnapshot | None = None) -> bool:
+        """Publish the newest refresh whose numbers have arrived (all of them, waiting, with
+        ``wait``; up to ``upto``); older ones are dropped unpublished. The caller holds the lock."""
+        newest = None
+        while self._in_flight and (wait or upto is not None or self._in_flight[0].ready()):
+            newest = self._in_flight.popleft()
+            if newest is upto:
+                break
+        if newest is None:
+            return False
         try:
-            pending.wait()  # device time: not counted
-            snap = pending.finish()
+            newest.wait()  # the device's time: not counted
+            snap = newest.finish()
         except Exception as e:
             self.state, self.message = "error", one_line(e)
             self._notify()
             return False
-        self.cost_s = pending.host_s
+        self.cost_s = newest.host_s
         if kernel_cache_size() == self._compiled:  # a refresh that compiled says nothing of the next
             self._interval = max(1.0 / self.max_rate, self.cost_s / self.budget)
         self.snapshot = snap
@@ -181,8 +188,8 @@ class Watcher:
             except Exception:
                 pass
             with self._lock:
-                if self._pending is pending:
-                    self._publish(pending)
+                if pending in self._in_flight:
+                    self._publish_arrived(wait=False, upto=pending)
         threading.Thread(target=run, name="nnx_lab-publish", daemon=True).start()
 
     def tick(self) -> bool:

@@ -53,7 +53,7 @@ def test_a_tick_dispatches_behind_queued_steps_and_does_not_wait_for_them(model)
     assert not last.is_ready()  # the steps are queued
     watcher.tick()  # dispatches a refresh behind them
     assert not last.is_ready(), "the tick waited for the queued steps"
-    assert watcher._pending is not None and watcher.refreshes == 1
+    assert len(watcher._in_flight) == 1 and watcher.refreshes == 1
     watcher.wait()
     assert watcher.refreshes == 2
     want = np.asarray(last, np.float64)
@@ -91,6 +91,21 @@ def test_donation_after_dispatch_keeps_the_numbers_and_before_it_says_deleted(mo
     compat.set_value(model.w, stale)
     donate(stale)
     assert watcher.refresh(force=True) and watcher.snapshot["w"].status == "deleted"
+
+
+def test_refreshes_ride_a_deep_queue_side_by_side_and_the_newest_arrived_is_shown(model):
+    watcher = Watcher(model, max_rate=100.0)
+    watcher.refresh(force=True)
+    last = None
+    for _ in range(3):
+        watcher._last_attempt = float("-inf")
+        last = queue_steps(model, 10)
+        watcher.tick()  # one more refresh behind each batch of steps, none waited for
+    assert not last.is_ready() and len(watcher._in_flight) == 3
+    watcher.wait()
+    assert watcher.refreshes == 2 and not watcher._in_flight  # the two older ones were not worth showing
+    want = np.asarray(last, np.float64)
+    assert watcher.snapshot["w"].stats["norm"] == pytest.approx(np.sqrt((want ** 2).sum()), rel=1e-5)
 
 
 def test_a_refresh_in_flight_keeps_no_array_alive(model):

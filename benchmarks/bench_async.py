@@ -1,0 +1,144 @@
+"""A live viewer on a training loop that dispatches steps asynchronously (no host sync per step), as
+a real GPU/TPU loop does; CPU jax queues steps the same way. From one run, interleaved rounds:
+
+  throughput with a viewer (viewer.track, default rate) vs without              (want >= 0.98)
+  throughput with a model viewer + an optimizer viewer vs without               (want >= 0.98)
+  refreshes per second the viewer published during the loop                     (want >= 1.5)
+  the same loop with a refresh that waits for the device (the old design): ratio and refreshes/s
+
+for the MLP of bench_live.py and the CNN of flax's MNIST tutorial.
+Run: python benchmarks/bench_async.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+
+import nnx_lab
+
+
+class MLP(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs):
+        self.fc1 = nnx.Linear(784, 512, rngs=rngs)
+        self.bn = nnx.BatchNorm(512, rngs=rngs)
+        self.fc2 = nnx.Linear(512, 512, rngs=rngs)
+        self.out = nnx.Linear(512, 10, rngs=rngs)
+
+    def __call__(self, x):
+        x = x.reshape(x.shape[0], -1)
+        return self.out(nnx.relu(self.fc2(nnx.relu(self.bn(self.fc1(x))))))
+
+
+class CNN(nnx.Module):
+    """flax's MNIST tutorial model."""
+
+    def __init__(self, rngs: nnx.Rngs):
+        self.conv1 = nnx.Conv(1, 32, kernel_size=(3, 3), rngs=rngs)
+        self.conv2 = nnx.Conv(32, 64, kernel_size=(3, 3), rngs=rngs)
+        self.avg_pool = partial(nnx.avg_pool, window_shape=(2, 2), strides=(2, 2))
+        self.linear1 = nnx.Linear(3136, 256, rngs=rngs)
+        self.linear2 = nnx.Linear(256, 10, rngs=rngs)
+
+    def __call__(self, x):
+        x = self.avg_pool(nnx.relu(self.conv1(x)))
+        x = self.avg_pool(nnx.relu(self.conv2(x)))
+        x = x.reshape(x.shape[0], -1)
+        return self.linear2(nnx.relu(self.linear1(x)))
+
+
+@nnx.jit
+def train_step(model, optimizer, x, y):
+    def loss_fn(model):
+        return optax.softmax_cross_entropy_with_integer_labels(model(x), y).mean()
+
+    loss, grads = nnx.value_and_grad(loss_fn)(model)
+    optimizer.update(model, grads)
+    return loss
+
+
+class Blocking:
+    """The old design, for comparison: every refresh waits for its numbers (and so for the queue)."""
+
+    def __init__(self, viewer):
+        self.viewer = viewer
+
+    def track(self, it):
+        for item in it:
+            yield item
+            self.viewer._watcher.refresh(wait=True)
+
+
+def run(mode: str, model, optimizer, batches, seconds: float) -> tuple[float, float]:
+    """(steps per second, refreshes per second) for a loop of about `seconds`, steps never synced."""
+    viewers = []
+    if mode in ("viewer", "viewers", "blocking"):
+        viewers.append(nnx_lab.watch(model, display=False))
+    if mode == "viewers":
+        viewers.append(nnx_lab.watch(optimizer, display=False))
+    before = viewers[0].status["refreshes"] if viewers else 0
+    steps, loss = 0, None
+    start = time.perf_counter()
+
+    def until_time_is_up():
+        i = 0
+        while time.perf_counter() - start < seconds:
+            yield i
+            i += 1
+
+    loop = until_time_is_up()
+    if mode == "blocking":
+        loop = Blocking(viewers[0]).track(loop)
+    elif viewers:
+        loop = viewers[0].track(loop)
+    for i in loop:
+        x, y = batches[i % len(batches)]
+        loss = train_step(model, optimizer, x, y)  # not synced: queued, as on an accelerator
+        for extra in viewers[1:]:
+            extra.tick()
+        steps += 1
+    jax.block_until_ready(loss)
+    elapsed = time.perf_counter() - start
+    refreshes = (viewers[0].status["refreshes"] - before) if viewers else 0
+    for v in viewers:
+        v.close()
+    return steps / elapsed, refreshes / elapsed
+
+
+def bench(name: str, model_cls, shape, seconds: float, rounds: int) -> None:
+    rng = np.random.default_rng(0)
+    batches = [(jnp.asarray(rng.normal(size=(64, *shape)), jnp.float32), jnp.asarray(rng.integers(0, 10, 64)))
+               for _ in range(4)]
+    model = model_cls(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+    for _ in range(5):
+        jax.block_until_ready(train_step(model, optimizer, *batches[0]))
+    nnx_lab.snapshot(model), nnx_lab.snapshot(optimizer)  # compile the statistics kernels
+    modes = ("plain", "viewer", "viewers", "blocking")
+    got = {m: [] for m in modes}
+    for _ in range(rounds):  # interleaved, so a noisy neighbour hits every mode alike
+        for m in modes:
+            got[m].append(run(m, model, optimizer, batches, seconds))
+    med = {m: (statistics.median(s for s, _ in v), statistics.median(r for _, r in v)) for m, v in got.items()}
+    plain = med["plain"][0]
+    print(f"{name}: {plain:.1f} steps/s without a viewer ({rounds} interleaved rounds of {seconds:.0f} s, "
+          f"{jax.devices()[0].device_kind})")
+    for m, label in (("viewer", "viewer"), ("viewers", "model + optimizer viewers"),
+                     ("blocking", "viewer, refresh waiting for the device (old)")):
+        print(f"  {label:<46} throughput ratio {med[m][0] / plain:.3f}   refreshes/s {med[m][1]:.2f}")
+
+
+def main() -> None:
+    bench("MLP 784-512-BN-512-10, batch 64, Adam", MLP, (784,), seconds=6, rounds=3)
+    bench("MNIST tutorial CNN, batch 64, Adam", CNN, (28, 28, 1), seconds=10, rounds=3)
+
+
+if __name__ == "__main__":
+    main()
