@@ -77,6 +77,28 @@ def summary_line(snap: "Snapshot") -> str:
             f"{format_bytes(total['bytes'])} {where}")
 
 
+def memory_line(snap: "Snapshot") -> str | None:
+    """Device memory where the backend reports it (GPU, TPU; not CPU): in use / peak / limit.
+
+    >>> from types import SimpleNamespace as NS
+    >>> print(memory_line(NS(device_summary={"devices": [{"platform": "gpu", "id": 0, "bytes_in_use": 2 << 30,
+    ...       "peak_bytes_in_use": 3 << 30, "bytes_limit": 16 << 30}]})))
+    memory: gpu:0 2.0 GiB (peak 3.0 GiB) of 16.0 GiB
+    """
+    parts = []
+    for d in snap.device_summary.get("devices", []):
+        use, peak, limit = d.get("bytes_in_use"), d.get("peak_bytes_in_use"), d.get("bytes_limit")
+        if use is None and peak is None and limit is None:
+            continue
+        text = f"{d.get('platform', 'dev')}:{d.get('id', '')} {format_bytes(use) if use is not None else '?'}"
+        if peak is not None:
+            text += f" (peak {format_bytes(peak)})"
+        if limit is not None:
+            text += f" of {format_bytes(limit)}"
+        parts.append(text)
+    return "memory: " + "; ".join(parts) if parts else None
+
+
 def nonfinite_banner(snap: "Snapshot") -> str | None:
     row = snap.first_nonfinite
     if row is None:
@@ -114,6 +136,9 @@ def text_table(snap: "Snapshot", max_rows: int | None = 50) -> str:
     cells = [[name for name, _ in cols]] + [[fn(r) for _, fn in cols] for r in shown]
     widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
     lines = [summary_line(snap)]
+    memory = memory_line(snap)
+    if memory:
+        lines.append(memory)
     banner = nonfinite_banner(snap)
     if banner:
         lines.append("!! " + banner)
@@ -139,6 +164,9 @@ def html_table(snap: "Snapshot", max_rows: int = 200) -> str:
     numeric = {"bytes", *_STAT_COLUMNS}
     table = '<table style="border-collapse:collapse;font-size:12px;white-space:nowrap">'
     parts = ['<div class="nnx-lab-snapshot">', f"<div><b>{esc(summary_line(snap))}</b></div>"]
+    memory = memory_line(snap)
+    if memory:
+        parts.append(f"<div>{esc(memory)}</div>")
     banner = nonfinite_banner(snap)
     if banner:
         parts.append(f'<div class="nnx-lab-warn" style="color:#d32f2f;font-weight:bold">{esc(banner)}</div>')

@@ -26,6 +26,8 @@ import time
 import weakref
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
+import jax
+
 from .history import History
 from .snapshot import PendingSnapshot, Snapshot
 from ._util import MAX_RATE, check_number, one_line
@@ -66,6 +68,11 @@ class Watcher:
         # Whether a thread may publish (the UI's listeners send widget messages): set by the viewer
         # where the kernel delivers messages from threads. Without it, a forced refresh waits.
         self.publish_from_thread = False
+        # A model sharded over several processes (a TPU pod slice, a multi-host GPU group): refreshes
+        # at points every process reaches, never by the clock. See refresh().
+        self.lockstep = jax.process_count() > 1
+        self.lockstep_every = 50  # ticks between refreshes when lockstep
+        self._ticks = 0
         try:
             self._ref = weakref.ref(obj, self._on_collected)
         except TypeError:
@@ -110,6 +117,13 @@ class Watcher:
         its rate however deep the queue of training steps is.
         """
         wait = force if wait is None else wait
+        if self.lockstep:
+            # Several processes: every one must launch the same kernels in the same order, so a
+            # refresh happens only at points all of them reach (every `lockstep_every` ticks, a
+            # loop's or cell's end, an explicit call), and waits for its numbers there.
+            if not force and self._ticks % self.lockstep_every:
+                return False
+            force = wait = True
         if not self._lock.acquire(blocking=wait):
             return False  # another thread is refreshing right now
         try:
@@ -194,6 +208,7 @@ class Watcher:
 
     def tick(self) -> bool:
         """Call once per training step: refreshes when the throttle allows."""
+        self._ticks += 1
         if self._between_steps is not None:
             try:
                 self._between_steps()
@@ -214,6 +229,10 @@ class Watcher:
 
     # -- background refreshing ----------------------------------------------------
     def start_background(self) -> None:
+        if self.lockstep:
+            self.note = (f"background refresh unavailable with {jax.process_count()} processes (they must refresh "
+                         f"together); refreshing every {self.lockstep_every} ticks and after each cell")
+            return
         if self._thread is not None and self._thread.is_alive():
             return
         self._stop.clear()

@@ -7,6 +7,7 @@ import sys
 from typing import Any, Iterable, Iterator, TypeVar
 
 import anywidget
+import jax
 import traitlets
 
 from .. import inbox, live
@@ -153,14 +154,15 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
     ``viewer.tick()`` / ``viewer.track(...)``, and optionally from a background thread.
 
     Holds ``obj`` by weak reference. Raises TypeError at once for something that is not
-    a model; after that, refreshing never raises.
+    a model; after that, refreshing never raises. With several processes (``jax.distributed``),
+    every process refreshes (they reduce sharded arrays together) and only process 0 displays.
     """
     viewer = StateViewer(obj, max_rate=max_rate, background=background, stats=stats, history=history)
     try:
         from IPython import get_ipython
     except ImportError:
         return viewer
-    if display and get_ipython() is not None:
+    if display and get_ipython() is not None and jax.process_index() == 0:
         from IPython.display import display as show
 
         show(viewer)

@@ -105,3 +105,34 @@ def test_the_logical_annotation_shows_beside_the_placement_and_disagreement_is_s
     assert meshes["rows"]["ruled"]["kernel"][1:] == [
         "P(None, 'model') @ mesh(data=2, model=4)", "cpu:0-7", "('embed', 'mlp')", None]
     assert meshes["rows"]["logical"]["kernel"][3:] == ["('embed', 'mlp')", "annotated P('embed', 'mlp') but on one device"]
+
+
+class FakeAccelerator:
+    """A device whose backend reports memory, as GPU and TPU backends do (CPU reports none)."""
+
+    platform, device_kind = "gpu", "<b>H100</b>"
+
+    def __init__(self, i):
+        self.id = i
+
+    def memory_stats(self):
+        return {"bytes_in_use": (self.id + 1) << 30, "peak_bytes_in_use": 3 << 30, "bytes_limit": 80 << 30}
+
+
+def test_device_memory_in_use_peak_and_limit_per_device():
+    import dataclasses
+
+    import jax.numpy as jnp
+
+    import nnx_lab
+    from nnx_lab.core import devices
+
+    summary = devices.device_summary([FakeAccelerator(1), FakeAccelerator(0)])
+    assert [(d["id"], d["bytes_in_use"], d["peak_bytes_in_use"], d["bytes_limit"]) for d in summary["devices"]] == [
+        (0, 1 << 30, 3 << 30, 80 << 30), (1, 2 << 30, 3 << 30, 80 << 30)]
+    snap = dataclasses.replace(nnx_lab.snapshot({"w": jnp.ones(3)}), device_summary=summary)
+    assert "memory: gpu:0 1.0 GiB (peak 3.0 GiB) of 80.0 GiB; gpu:1 2.0 GiB (peak 3.0 GiB) of 80.0 GiB" in snap.to_text()
+    assert "<b>H100</b>" not in snap._repr_html_() and "gpu:1 2.0 GiB" in snap._repr_html_()
+    assert snap.to_dict()["devices"]["devices"][1]["bytes_limit"] == 80 << 30  # the viewer's memory strip
+    cpu = devices.device_summary()
+    assert all(d["bytes_in_use"] is None or isinstance(d["bytes_in_use"], int) for d in cpu["devices"])
