@@ -49,12 +49,12 @@ from .capture_arming import (_ACTIVE, _ACTIVE_LOCK, _ATTR, _FOREIGN, _MARKERS, _
                              _selector, _tonnx_class, _unpatch, module_paths_text, patched_classes,
                              sown_by_classes)
 from . import compat
-from .capture_report import CaptureReport, capture_report, flatten_captured
+from .capture_report import CaptureReport, PendingCaptureReport, capture_report, flatten_captured
 from .capture_types import DEFAULT_TYPES, a_kind, resolve_types, type_names
 from .histogram import DEFAULT_BINS
 from .tree import Path, path_text
 
-__all__ = ["DEFAULT_TYPES", "Capture", "CaptureReport", "SownInScan", "a_kind", "capture_call", "capture_report",
+__all__ = ["DEFAULT_TYPES", "Capture", "CaptureReport", "PendingCaptureReport", "SownInScan", "a_kind", "capture_call", "capture_report",
            "flatten_captured", "module_paths_text", "patched_classes", "resolve_types", "type_names"]
 
 # --------------------------------------------------------------------------- Capture
@@ -266,10 +266,14 @@ class Capture:
 
     def report(self, *, grads: nnx.State | None = None, bins: int = DEFAULT_BINS) -> "CaptureReport":
         """The :class:`CaptureReport` of what this capture collected (after exit)."""
+        return self.pending_report(grads=grads, bins=bins).finish()
+
+    def pending_report(self, *, grads: nnx.State | None = None, bins: int = DEFAULT_BINS) -> PendingCaptureReport:
+        """The report, its statistics dispatched behind the call's device work and not waited for."""
         if self.captured is None:
             raise RuntimeError("nothing captured yet: use the Capture in a `with` block first")
-        return capture_report(self.captured, grads=grads, types=self.types, seen_types=self.seen_types,
-                              matched=None if _selects_all(self.only) else self.matched, bins=bins)
+        return PendingCaptureReport(self.captured, grads=grads, types=self.types, seen_types=self.seen_types,
+                                    matched=None if _selects_all(self.only) else self.matched, bins=bins)
 
 
 class SownInScan(TypeError):

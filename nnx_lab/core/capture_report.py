@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import time
 from typing import Any, Sequence
 
 import jax
@@ -15,7 +16,7 @@ from ._util import MAX_BINS, check_number
 from .capture_arming import _MARKERS
 from .capture_types import DEFAULT_TYPES, resolve_types, type_names
 from .histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch, sparkline
-from .snapshot import Snapshot, snapshot
+from .snapshot import PendingSnapshot, Snapshot
 from .tree import Path
 
 # --------------------------------------------------------------------------- rows and histograms
@@ -57,19 +58,38 @@ class Table:
     hist: tuple
 
 
-def _table(captured: nnx.State, bins: int) -> Table:
-    flat_state = flatten_captured(captured)
-    by_path = {tuple(p): (compat.get_value(v) if isinstance(v, nnx.Variable) else v)
-               for p, v in nnx.to_flat_state(flat_state)}
-    paths = list(by_path)
-    live = [by_path[p] if isinstance(by_path[p], (jax.Array, np.ndarray)) and not isinstance(by_path[p], jax.core.Tracer)
-            else None for p in paths]
-    # Histogram kernels are queued first; the snapshot's statistics queue behind them and its one
-    # device_get waits for both, so fetching the histograms afterwards does not wait again.
-    pending = histograms_dispatch(live, bins)
-    snap = snapshot(flat_state)
-    hists = dict(zip(paths, histograms_fetch(pending)))
-    return Table(flat_state, snap, tuple(hists.get(r.path) if r.status == "ok" else None for r in snap.rows))
+class _PendingTable:
+    """A Table whose statistics and histograms are on their way from the devices (see
+    PendingSnapshot): the kernels are queued behind the call that produced the values."""
+
+    def __init__(self, captured: nnx.State, bins: int):
+        self.state = flatten_captured(captured)
+        by_path = {tuple(p): (compat.get_value(v) if isinstance(v, nnx.Variable) else v)
+                   for p, v in nnx.to_flat_state(self.state)}
+        self.paths = list(by_path)
+        live = [by_path[p] if isinstance(by_path[p], (jax.Array, np.ndarray)) and not isinstance(by_path[p], jax.core.Tracer)
+                else None for p in self.paths]
+        self.hists = histograms_dispatch(live, bins)
+        self.snapshot = PendingSnapshot(self.state)
+
+    def ready(self) -> bool:
+        return self.snapshot.ready() and all(_is_ready(h) for h in reversed(self.hists))
+
+    def wait(self) -> None:
+        self.snapshot.wait()
+        jax.block_until_ready([h for h in self.hists if h is not None])
+
+    def finish(self) -> Table:
+        snap = self.snapshot.finish()
+        hists = dict(zip(self.paths, histograms_fetch(self.hists)))
+        return Table(self.state, snap, tuple(hists.get(r.path) if r.status == "ok" else None for r in snap.rows))
+
+
+def _is_ready(result: Any) -> bool:
+    try:
+        return result is None or all(leaf.is_ready() for leaf in jax.tree.leaves(result))
+    except Exception:  # deleted: fetching says so
+        return True
 
 
 # --------------------------------------------------------------------------- the report
@@ -207,17 +227,51 @@ def capture_report(captured: nnx.State, *, grads: nnx.State | None = None, types
     was left out: a filter that matched nothing, nothing sown under the chosen types (naming
     the types that were), types sown but not chosen, no gradients.
     """
-    types = resolve_types(types)
-    check_number(bins, "bins", 1, MAX_BINS, integer=True)
-    table = _table(captured, bins)
-    grads_table = _table(grads, bins) if grads is not None else None
-    messages = _messages(table, grads_table, types, tuple(seen_types), matched, only_text or "the `only` filter")
-    return CaptureReport(
-        captured=captured, grads=grads, types=types, seen_types=tuple(seen_types),
-        matched=None if matched is None else tuple(matched), messages=tuple(messages),
-        snapshot=table.snapshot, hist=table.hist,
-        grads_snapshot=grads_table.snapshot if grads_table else None,
-        grads_hist=grads_table.hist if grads_table else None, bins=bins)
+    return PendingCaptureReport(captured, grads=grads, types=types, seen_types=seen_types, matched=matched,
+                                bins=bins, only_text=only_text).finish()
+
+
+class PendingCaptureReport:
+    """A capture report whose numbers are on their way: made without waiting for the device (the
+    kernels queue behind the call that produced the values), finished once :meth:`ready`.
+    ``host_s``: the host thread's CPU time spent on it."""
+
+    def __init__(self, captured: nnx.State, *, grads: nnx.State | None = None, types: Any = DEFAULT_TYPES,
+                 seen_types: Sequence[type] = (), matched: Sequence[Path] | None = None,
+                 bins: int = DEFAULT_BINS, only_text: str | None = None):
+        start = time.thread_time()
+        self._types = resolve_types(types)
+        check_number(bins, "bins", 1, MAX_BINS, integer=True)
+        self._captured, self._grads, self._bins = captured, grads, bins
+        self._seen, self._only_text = tuple(seen_types), only_text or "the `only` filter"
+        self._matched = None if matched is None else tuple(matched)
+        self._table = _PendingTable(captured, bins)
+        self._grads_table = _PendingTable(grads, bins) if grads is not None else None
+        self.host_s = time.thread_time() - start
+
+    def ready(self) -> bool:
+        return self._table.ready() and (self._grads_table is None or self._grads_table.ready())
+
+    def wait(self) -> None:
+        """Block until the numbers have arrived (the device's time, not counted in ``host_s``)."""
+        for table in (self._table, self._grads_table):
+            if table is not None:
+                table.wait()
+
+    def finish(self) -> CaptureReport:
+        """The report (waits for the devices if the numbers are not there yet)."""
+        table = self._table.finish()
+        start = time.thread_time()
+        grads_table = self._grads_table.finish() if self._grads_table is not None else None
+        messages = _messages(table, grads_table, self._types, self._seen, self._matched, self._only_text)
+        report = CaptureReport(
+            captured=self._captured, grads=self._grads, types=self._types, seen_types=self._seen,
+            matched=self._matched, messages=tuple(messages),
+            snapshot=table.snapshot, hist=table.hist,
+            grads_snapshot=grads_table.snapshot if grads_table else None,
+            grads_hist=grads_table.hist if grads_table else None, bins=self._bins)
+        self.host_s += time.thread_time() - start
+        return report
 
 
 def _messages(table: Table, grads: Table | None, types: tuple[type, ...], seen: tuple[type, ...],

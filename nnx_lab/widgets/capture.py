@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import pathlib
+import threading
 import time
 import weakref
 from typing import Any, Callable, Iterable, Iterator, TypeVar
@@ -30,6 +31,7 @@ from ..core._util import MAX_RATE, check_number, first_line, message_id, message
 from ..core.capture_toggles import CaptureToggles, Modules, module_tree
 from ..core.capture_types import caller_namespace
 from ..core.tree import path_text
+from .viewer import background_unsupported
 
 STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
 
@@ -82,6 +84,7 @@ class CapturePanel(compat.MimebundleDisplay, anywidget.AnyWidget):
         self._last_toggles: tuple | None = None  # the toggles of the last call
         self._answered: Any = None  # id of the last browser message answered
         self._unshown: tuple | None = None  # the last call, when a loop's throttle has not shown it yet
+        self._describing: tuple | None = None  # a description dispatched to the device, not yet shown
         self._max_rate, self._budget = float(max_rate), float(budget)
         self._interval = 1.0 / self._max_rate  # between two descriptions inside track()
         self._last_shown = float("-inf")
@@ -126,7 +129,7 @@ class CapturePanel(compat.MimebundleDisplay, anywidget.AnyWidget):
             self._set_status(f"{failed}: {one_line(error)}", level="error")
             raise
         elapsed = time.perf_counter() - start
-        self._deliver(cap.captured, None, cap.report, modules, seen=cap.seen_types, elapsed=elapsed)
+        self._deliver(cap.captured, None, cap.pending_report, modules, seen=cap.seen_types, elapsed=elapsed)
         return result
 
     def grads(self, loss_fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -148,9 +151,9 @@ class CapturePanel(compat.MimebundleDisplay, anywidget.AnyWidget):
         only = options.get("only")
         matched = None if only is None else tuple(sorted(only.paths, key=path_text))
 
-        def describe() -> core.CaptureReport:
-            return core.capture_report(result.forward, grads=result.grads, types=options["types"],
-                                       seen_types=seen, matched=matched)
+        def describe() -> core.PendingCaptureReport:
+            return core.PendingCaptureReport(result.forward, grads=result.grads, types=options["types"],
+                                             seen_types=seen, matched=matched)
 
         self._deliver(result.forward, result.grads, describe, modules, seen=seen, elapsed=elapsed,
                       loss=result.loss)
@@ -168,28 +171,60 @@ class CapturePanel(compat.MimebundleDisplay, anywidget.AnyWidget):
         finally:
             self._looping -= 1
             if not self._looping:
-                self.flush()
+                self.flush(wait=False)
 
-    def flush(self) -> None:
-        """Describe and show the last call if a loop's throttle held it back; never raises."""
-        if self._unshown is None:
+    def flush(self, *, wait: bool = True) -> None:
+        """Show the last call if a loop's throttle held it back; never raises. Without ``wait``, its
+        description is dispatched and shown by a thread once its numbers arrive (where widget
+        messages may come from threads), so the end of a loop or cell does not wait for the device."""
+        if self._unshown is not None:
+            self._dispatch_description()
+        if self._describing is None:
             return
+        if wait or self._describing[0].ready() or background_unsupported() is not None:
+            self._show_described()
+            return
+        describing = self._describing
+
+        def show_when_ready():
+            try:
+                describing[0].wait()
+            except Exception:
+                pass
+            if self._describing is describing:
+                self._show_described()
+        threading.Thread(target=show_when_ready, name="nnx_lab-capture-publish", daemon=True).start()
+
+    def _dispatch_description(self) -> None:
+        """Queue the last call's description on the device (statistics, histograms); never waits."""
         describe, modules, elapsed, loss = self._unshown
         self._unshown = None
-        start = time.perf_counter()
         try:
-            report = describe()
+            pending = describe()
         except Exception as error:  # a description that fails must not break the loop
             self._set_status(f"describing the captured values failed: {one_line(error)}", level="error")
             return
-        cost = time.perf_counter() - start
         self._last_shown = time.monotonic()
-        self._interval = max(1.0 / self._max_rate, cost / self._budget)
+        self._describing = (pending, modules, elapsed, loss)
+
+    def _show_described(self) -> None:
+        """Show the dispatched description (waiting for its numbers if need be)."""
+        describing, self._describing = self._describing, None
+        if describing is None:
+            return
+        pending, modules, elapsed, loss = describing
+        try:
+            pending.wait()  # the device's time: not counted
+            report = pending.finish()
+        except Exception as error:
+            self._set_status(f"describing the captured values failed: {one_line(error)}", level="error")
+            return
+        self._interval = max(1.0 / self._max_rate, pending.host_s / self._budget)
         self._show(report, modules, elapsed=elapsed, loss=None if loss is None else _scalar(loss))
 
     def close(self) -> None:
         """Close the widget and let go of the captured arrays (the model is the caller's)."""
-        self._captured = self._grads = self._last_report = self._unshown = None
+        self._captured = self._grads = self._last_report = self._unshown = self._describing = None
         live.untrack_widget(self)
         super().close()
 
@@ -213,7 +248,7 @@ class CapturePanel(compat.MimebundleDisplay, anywidget.AnyWidget):
     def _after_cell(self) -> None:
         """After every cell: the last call is shown (a loop broken off may have held it back), and
         a model collected since the last cell is shown as gone, once."""
-        self.flush()
+        self.flush(wait=False)
         if self._ref() is None and not self._gone_shown:
             self._gone_shown = True
             self._set_status(GONE, level="error")
@@ -322,9 +357,15 @@ class CapturePanel(compat.MimebundleDisplay, anywidget.AnyWidget):
         self._unshown = (describe, modules, elapsed, loss)
         cell, self._cell = self._cell, live.current_cell()
         in_a_loop = self._looping or (cell is not None and cell == self._cell)  # a second call in one cell
-        if in_a_loop and time.monotonic() - self._last_shown < self._interval:
-            return  # described at a later call, when the loop ends, or after the cell
-        self.flush()
+        if not in_a_loop:
+            self.flush()  # one call: described and shown now
+            return
+        # In a loop nothing waits for the device: a description dispatched at an earlier call is
+        # shown once its numbers have arrived, and the next is dispatched when the throttle allows.
+        if self._describing is not None and self._describing[0].ready():
+            self._show_described()
+        if self._describing is None and time.monotonic() - self._last_shown >= self._interval:
+            self._dispatch_description()
 
     def _show(self, report: core.CaptureReport, modules: Modules, *, elapsed: float,
               loss: float | None = None) -> None:

@@ -147,3 +147,26 @@ def test_the_end_of_a_loop_is_published_by_a_thread_without_waiting(model):
     assert published.wait(60)
     want = np.asarray(last, np.float64)
     assert watcher.snapshot["w"].stats["norm"] == pytest.approx(np.sqrt((want ** 2).sum()), rel=1e-5)
+
+
+@pytest.mark.needs_flax("nnx.capture")
+def test_the_capture_panel_in_a_loop_never_waits_for_the_device():
+    import nnx_lab
+
+    class Slow(nnx.Module):
+        def __call__(self, w):
+            h = slow_step(w)
+            self.sow(nnx.Intermediate, "h", h)
+            return h
+
+    model = Slow()
+    w = jnp.asarray(np.random.default_rng(1).normal(size=(512, 512)).astype(np.float32))
+    panel = nnx_lab.capture_panel(model, max_rate=100.0, display=False)
+    panel(w)  # compiles; one call is described and shown at once
+    outs = []
+    for _ in panel.track(range(20)):
+        outs.append(panel(w))
+        assert not outs[-1].is_ready() or len(outs) == 1, "a call waited for the device"
+    panel.last_report  # the loop's last call, described (waited for here, on request)
+    want = np.asarray(outs[-1], np.float64)
+    assert panel.last_report.snapshot["h[0]"].stats["mean"] == pytest.approx(want.mean(), rel=1e-4, abs=1e-6)
