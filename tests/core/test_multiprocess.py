@@ -46,7 +46,7 @@ WORKER = textwrap.dedent("""
     for step in viewer.track(range(10)):
         model.w.value = model.w.value * 1.0  # a new array each step, as training makes
     f = full[np.isfinite(full)].astype(np.float64)
-    print(json.dumps({
+    print("RESULT " + json.dumps({
         "fully_addressable": w.is_fully_addressable, "status": row.status, "stats": row.stats,
         "devices": row.devices, "numpy": [f.mean(), f.std(), f.min(), f.max(), float(np.sqrt((f ** 2).sum()))],
         "viewer": viewer.status["state"], "refreshes": viewer.status["refreshes"], "shown": len(shown)}))
@@ -68,7 +68,8 @@ def two_processes():
     outs = [p.communicate(timeout=300) for p in procs]
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, err[-3000:]
-    return [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
+    # (IPython 7 writes a terminal title escape to stdout first: the line is found by its marker.)
+    return [json.loads(out.rsplit("RESULT ", 1)[1]) for out, _ in outs]
 
 
 def test_every_process_gets_the_same_correct_statistics(two_processes):
