@@ -60,7 +60,8 @@ test("renders rows, modules, header cells and asks for history once", async () =
   assert.equal(q(".nnx-type-chip").length, 2);
   assert.ok(q(".nnx-devices")[0].textContent.includes("cpu \u00D7 1"));
   assert.deepEqual(model.sent, [{ type: "history", stat: "norm" }]);
-  await tick(30);
+  // First paint is stamped from an animation frame: wait for it (a loaded machine delays frames).
+  for (let waited = 0; el.dataset.firstPaintMs === undefined && waited < 5000; waited += 10) await tick(10);
   assert.ok(Number(el.dataset.firstPaintMs) >= 0);
   cleanup();
   assert.equal(model.handlers["change:snapshot"].length, 0);
@@ -249,8 +250,7 @@ test("a row placed against its sharding annotation is marked, with both in the c
   const { row, el, cleanup } = mount(snap);
   const place = row("layers[0].kernel").querySelector("td.c-place");
   assert.ok(place.getAttribute("class").split(" ").includes("bad"));
-  assert.ok(place.textContent.startsWith("P('data',) @ mesh(data=2)"));
-  assert.ok(place.textContent.includes("\u2260 annotation"));
+  assert.equal(place.textContent, "\u2260 P('data',) @ mesh(data=2)");  // the mark first: seen in a narrow column
   const title = place.getAttribute("title");
   assert.ok(title.includes(`logical: ('embed', '${EVIL}')`) && title.includes("\u2260 placed P('data',)"));
   assert.ok(!row("layers[0].bias").querySelector("td.c-place").getAttribute("class").includes("bad"));

@@ -247,7 +247,7 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn }) {
       h(doc, "td", { class: "c-dtype" }, dtype),
       h(doc, "td", { class: "c-bytes num", title: nbytes === null || nbytes === undefined ? null : `${fmtCount(nbytes)} bytes` }, fmtBytes(nbytes)),
       h(doc, "td", { class: `c-place${mismatch ? " bad" : ""}`, title: placeTitle || null },
-        place, mismatch ? h(doc, "span", { class: "mismatch" }, " \u2260 annotation") : null),
+        mismatch ? h(doc, "span", { class: "mismatch" }, "\u2260 ") : null, place),
     );
     for (const c of ["mean", "std", "min", "max", "norm"]) {
       const v = st(c);
