@@ -510,6 +510,40 @@ def test_tonnx_called_with_mutable_keeps_its_updates_under_capture():
     assert all(np.array_equal(a, b) for a, b in zip(plain, under_capture))
 
 
+def test_tonnx_called_with_mutable_true_captures_what_linen_sowed():
+    """flax's bridge guide: `model(x, mutable=True)` (so Linen's sow runs) under a capture collects
+    what Linen sowed in that call (nothing before), and the model gets the attribute it gets
+    without a capture; a second call captures only its own value, not the one already stored."""
+    class LinenSow(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            y = nn.Dense(3)(x)
+            self.sow("intermediates", "dot_sum", jnp.sum(y))
+            return y
+
+    def run(captured: bool):
+        model = nnx.bridge.lazy_init(nnx.bridge.ToNNX(LinenSow(), rngs=nnx.Rngs(0)), X)
+        model(X, mutable=True)  # the attribute dot_sum now holds one value
+        if not captured:
+            model(X, mutable=True)
+            return model, None
+        with Capture(model) as cap:
+            model(X, mutable=True)
+        return model, cap.captured
+
+    plain, _ = run(False)
+    model, captured = run(True)
+    assert paths(captured) == ["dot_sum"]
+    assert len(captured["dot_sum"].get_value()) == 1
+    np.testing.assert_allclose(captured["dot_sum"].get_value()[0], plain.dot_sum.get_value()[1])
+    assert len(model.dot_sum.get_value()) == len(plain.dot_sum.get_value()) == 2
+    assert "__captures__" not in vars(model)
+    # mutable without the intermediates collection: Linen's sow does nothing, so neither does ours.
+    with Capture(model) as cap:
+        model(X, mutable=["batch_stats"])
+    assert paths(cap.captured) == []
+
+
 def test_tonnx_outside_only_still_runs():
     model = Bridged(nnx.Rngs(0))
     nnx.bridge.lazy_init(model.mlp, X)
