@@ -61,7 +61,12 @@ class SplitRow:
 class SplitReport:
     root_type: str
     filters: tuple[FilterResult, ...]
-    rows: tuple[SplitRow, ...]
+    rows: tuple[SplitRow, ...]  # one per array: a Variable holding a tuple of arrays has several
+    variables: int | None = None  # how many Variables (leaves of nnx.state) were split
+
+    @property
+    def variable_count(self) -> int:
+        return len(self.rows) if self.variables is None else self.variables
 
     @property
     def remainder(self) -> tuple[SplitRow, ...]:
@@ -130,7 +135,8 @@ class SplitReport:
         }
 
     def to_text(self) -> str:
-        lines = [f"split of {self.root_type}: {len(self.rows)} Variables into {len(self.filters)} filters"]
+        n = self.variable_count
+        lines = [f"split of {self.root_type}: {n} Variable{'' if n == 1 else 's'} into {len(self.filters)} filters"]
         for f in self.filters:
             types = ", ".join(f"{t} {n}" for t, n in f.types.items())
             lines.append(f"  [{f.index + 1}] {f.label} -> {f.name}: {f.count} Variable{'' if f.count == 1 else 's'}, "
@@ -178,8 +184,8 @@ def split_report(obj: Any, *filters: Any, labels: Sequence[str] | None = None) -
         except Exception as e:
             raise SplitError(f"filter {i + 1} ({labels[i]}) is not an NNX filter: {first_line(str(e))}") from None
     snap = snapshot(obj, stats=False)
-    by_path = {row.path: row for row in snap.rows}
     variables = list(nnx.to_flat_state(nnx.state(obj)))
+    rows_of = _rows_by_variable(snap.rows, variables)
     names = default_names(filters)
     taken: list[list[Path]] = [[] for _ in filters]
     shadowing = [0] * len(filters)
@@ -203,17 +209,41 @@ def split_report(obj: Any, *filters: Any, labels: Sequence[str] | None = None) -
             taken[first].append(path)
             if len(matched) > 1:
                 shadowing[first] += 1
-        rows.append(SplitRow(by_path[path], first, tuple(matched)))
+        rows.extend(SplitRow(row, first, tuple(matched)) for row in rows_of[path])
     results = []
     for i in range(len(filters)):
-        took = [by_path[p] for p in taken[i]]
+        took = [row for p in taken[i] for row in rows_of[p]]
         types: dict[str, int] = {}
-        for row in took:
-            types[row.type] = types.get(row.type, 0) + 1
-        results.append(FilterResult(i, labels[i], names[i], tuple(taken[i]), len(took),
+        for p in taken[i]:
+            kind = rows_of[p][0].type
+            types[kind] = types.get(kind, 0) + 1
+        results.append(FilterResult(i, labels[i], names[i], tuple(taken[i]), len(taken[i]),
                                     sum(r.size or 0 for r in took), sum(r.nbytes or 0 for r in took),
                                     types, shadowing[i]))
-    return SplitReport(snap.root_type, tuple(results), tuple(rows))
+    return SplitReport(snap.root_type, tuple(results), tuple(rows), len(variables))
+
+
+def _rows_by_variable(rows: Sequence[Row], variables: list) -> dict[Path, list[Row]]:
+    """The snapshot rows of each leaf of ``nnx.state``: its own row; the rows under its path when
+    the Variable holds several arrays (a sown tuple: ``features[0]``, ``features[1]``); else one row
+    without an array (a function assigned as an attribute, a Variable holding ``None``)."""
+    by_path = {row.path: row for row in rows}
+    under: dict[Path, list[Row]] = {}
+    for row in rows:
+        for n in range(1, len(row.path)):
+            under.setdefault(tuple(row.path[:n]), []).append(row)
+    out = {}
+    for path, leaf in variables:
+        if path in by_path:
+            out[path] = [by_path[path]]
+        elif under.get(path):
+            out[path] = under[path]
+        else:
+            kind = type(leaf).__name__
+            out[path] = [Row(path=path, type=kind, shape=None, dtype=None, size=0, nbytes=0, sharding=None,
+                             devices=None, metadata=None, aliases=(), status="non_numeric", stats=None,
+                             note="no array")]
+    return out
 
 
 def filter_label(f: Any) -> str:

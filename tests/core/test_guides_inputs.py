@@ -1,0 +1,81 @@
+"""Inputs found by running flax's own docs_nnx guides with nnx_lab added (tools/flax_guides.py):
+each test is one construct a guide makes that nnx_lab failed on."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+import nnx_lab
+
+
+class Sows(nnx.Module):
+    """extracting_intermediates.ipynb: a module that sows, then `nnx.state(model, nnx.Intermediate)`."""
+
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(2, 3, rngs=rngs)
+
+    def __call__(self, x):
+        y = self.linear(x)
+        self.sow(nnx.Intermediate, "features", y)
+        self.sow(nnx.Intermediate, "features", y * 2)
+        return y
+
+
+class TwoLayer(nnx.Module):
+    def __init__(self, rngs):
+        self.linear1 = nnx.Linear(2, 2, rngs=rngs)
+        self.linear2 = nnx.Linear(2, 2, rngs=rngs)
+
+
+def sown():
+    model = Sows(nnx.Rngs(0))
+    model(jnp.ones((1, 2)))
+    return model
+
+
+def leaves(obj):
+    return jax.tree.leaves(nnx.state(obj) if not isinstance(obj, nnx.State) else obj)
+
+
+def test_split_report_of_a_variable_holding_a_tuple_of_arrays():
+    """A sown Intermediate holds a tuple; the snapshot shows one row per array (features[0],
+    features[1]); the report counts it as one Variable of the filter that took it (a KeyError before)."""
+    model = sown()
+    report = nnx_lab.split_report(model, nnx.Param, ...)
+    param, rest = report.filters
+    assert (param.count, rest.count) == (2, 1)
+    assert rest.paths == (("features",),) and rest.bytes == 3 * 4 * 2
+    assert [r.row.path_text for r in report.rows if r.taken_by == 1] == ["features[0]", "features[1]"]
+    assert report.to_text().splitlines()[0] == "split of Sows: 3 Variables into 2 filters"
+    state = nnx.state(model, nnx.Intermediate)
+    report = nnx_lab.split_report(state, nnx.Param, ...)
+    assert [f.count for f in report.filters] == [0, 1]
+
+
+def test_split_report_of_a_model_with_a_function_attribute():
+    """surgery.ipynb monkey-patches `model.linear2 = awesome_layer`: nnx.state holds the function
+    as a leaf; the report lists it (no array) in the filter that takes it (a KeyError before)."""
+    model = TwoLayer(nnx.Rngs(0))
+
+    def awesome_layer(x):
+        return x
+
+    model.linear2 = awesome_layer
+    report = nnx_lab.split_report(model, nnx.Param, ...)
+    assert [f.count for f in report.filters] == [2, 1]
+    (row,) = [r.row for r in report.rows if r.taken_by == 1]
+    assert row.path == ("linear2",) and row.type == "function" and row.nbytes in (0, None)
+    assert "linear2" in str(report.to_dict()["rows"]["path"])
+
+
+@pytest.mark.parametrize("make", [sown, lambda: nnx.state(sown(), nnx.Intermediate)], ids=["module", "state"])
+def test_split_cell_round_trip_with_sown_tuples_leaves_the_model(ip, make):
+    obj = make()
+    ip.user_ns.update(obj=obj, jax=jax, nnx=nnx)
+    before = leaves(obj)
+    ip.run_cell_magic("nnx_split", "obj nnx.Param ... --as g,p,r", "r = jax.tree.map(lambda x: x, r)\n")
+    after = leaves(obj)
+    assert len(before) == len(after) and all(np.array_equal(a, b) for a, b in zip(before, after))
+    assert isinstance(ip.user_ns["r"], nnx.State)
