@@ -90,7 +90,7 @@ def run_capture(shell: Any, args: Any, body: str) -> None:
     """Everything ``%%nnx_capture`` does after parsing; bad input raises UsageError before anything runs."""
     from flax import nnx
 
-    from .core.capture import Capture, SownInScan, a_kind, capture_report
+    from .core.capture import Capture, CapturesInGraph, SownInScan, a_kind, capture_report
     from .core.capture_arming import OnlyError
     from .core import compat
     from .magics import check_name, check_option, evaluate_target
@@ -125,7 +125,7 @@ def run_capture(shell: Any, args: Any, body: str) -> None:
         start = time.perf_counter()
         run_cell_body(shell, body, within=capture)
         elapsed = time.perf_counter() - start
-    except SownInScan as e:
+    except (SownInScan, CapturesInGraph) as e:
         raise UsageError(f"{str(e)}; nothing was bound, the model is as before") from None
     except BaseException as e:
         if hasattr(e, "add_note"):

@@ -54,7 +54,7 @@ from .capture_types import DEFAULT_TYPES, a_kind, resolve_types, type_names
 from .histogram import DEFAULT_BINS
 from .tree import Path, path_text
 
-__all__ = ["DEFAULT_TYPES", "Capture", "CaptureReport", "PendingCaptureReport", "SownInScan", "a_kind", "capture_call", "capture_report",
+__all__ = ["DEFAULT_TYPES", "Capture", "CaptureReport", "CapturesInGraph", "PendingCaptureReport", "SownInScan", "a_kind", "capture_call", "capture_report",
            "flatten_captured", "module_paths_text", "patched_classes", "resolve_types", "type_names"]
 
 # --------------------------------------------------------------------------- Capture
@@ -183,6 +183,12 @@ class Capture:
                 "scan (nnx.RNN's cell, nnx.scan): the scan's carry changed structure and jax refused it; flax's own "
                 "nnx.capture fails the same way there (an upstream limit)"
                 + ("; capture without methods" if self.method_type else "")) from None
+        what = _graph_refused(exc) if exc is not None else None
+        if what:
+            raise CapturesInGraph(
+                f"the model was refused while armed for capture: every armed module holds flax's `__captures__` "
+                f"entries in its graph, and {what}; flax's own nnx.capture fails the same way here (an upstream "
+                "limit)") from None
         return False
 
     def _disarm(self) -> None:
@@ -279,6 +285,30 @@ class Capture:
 class SownInScan(TypeError):
     """A sow (or a recorded method output) inside a jax scan changed its carry; flax's own
     ``nnx.capture`` fails the same way there."""
+
+
+class CapturesInGraph(ValueError):
+    """A call that needs the model's graph exactly as it was (filters without a final ``...``,
+    ``nnx.StateAxes``, ``in_axes`` from ``nnx.prefix``) met the ``__captures__`` entries capturing
+    adds; flax's own ``nnx.capture`` fails the same way."""
+
+
+def _graph_refused(exc: BaseException) -> str | None:
+    """What refused the armed model, when ``exc`` comes from the ``__captures__`` entries; else None."""
+    import traceback
+
+    text = str(exc)
+    if isinstance(exc, ValueError) and "Non-exhaustive filters" in text and _ATTR in text:
+        return "filters without a final `...` (nnx.split, nnx.state) left them over"
+    if isinstance(exc, ValueError) and "No axis found for path" in text and f"'{_ATTR}'" in text:
+        return "an nnx.StateAxes has no axis for them"
+    frames = [f.name for f in traceback.extract_tb(exc.__traceback__)]
+    if "flatten_axes" in frames[-4:] and ((isinstance(exc, ValueError) and _ATTR in text)
+                                          or (isinstance(exc, AttributeError) and "GetAttrKey" in text)):
+        # jax matching in_axes (made by nnx.prefix before the capture) against the model's state;
+        # jax's own message about the mismatch can itself fail (AttributeError on a GetAttrKey).
+        return "vmap's in_axes (from nnx.prefix, made before the capture) do not cover them"
+    return None
 
 
 def _sown_in_scan(exc: BaseException) -> bool:

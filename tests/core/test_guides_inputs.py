@@ -99,3 +99,67 @@ def test_snapshot_of_an_eval_shape_model_made_under_set_mesh():
         abs_model = jax.eval_shape(lambda: nnx.Linear(4, 8, kernel_init=init, rngs=nnx.Rngs(0)))
     rows = {r.path_text: r for r in nnx_lab.snapshot(abs_model).rows}
     assert rows["kernel"].status == "abstract" and "model" in (rows["kernel"].sharding or "")
+
+
+# --------------------------------------------------------------------------- capture meets the model's graph
+
+
+class Count(nnx.Variable):
+    pass
+
+
+class Counted(nnx.Module):
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(2, 3, rngs=rngs)
+        self.count = Count(jnp.array(0))
+        self.drop = nnx.Dropout(0.5, rngs=rngs)
+
+    def __call__(self, x):
+        self.sow(nnx.Intermediate, "h", x)  # (a sow inside the vmap: flax's capture would need it too)
+        return self.drop(self.linear(x))
+
+
+# Each returns the call a guide makes, prepared (as the guide does) before any capture.
+def _split_by_type(model):  # nnx_basics.ipynb: filters that name every type, no final `...`
+    return lambda m: nnx.split(m, nnx.Param, Count, nnx.RngState)
+
+
+def _vmap_state_axes(model):  # transforms.ipynb: nnx.StateAxes naming each type
+    axes = nnx.StateAxes({nnx.Param: None, Count: None, nnx.RngState: None})
+    return lambda m: nnx.vmap(lambda m, x: m.linear(x), in_axes=(axes, 0))(m, jnp.ones((4, 2)))
+
+
+def _vmap_prefix(model):  # randomness.ipynb: in_axes from nnx.prefix, computed before the capture
+    if not hasattr(nnx, "prefix"):
+        pytest.skip("this flax has no nnx.prefix")
+    in_axes = nnx.prefix(model, {"dropout": 0, ...: None}, graph=False)
+
+    @nnx.with_rngs(split=4, only="dropout", graph=False)
+    @nnx.vmap(in_axes=(in_axes, None), out_axes=0, graph=False)
+    def sample(m, x):
+        return nnx.relu(m.drop(m.linear(x)))
+
+    return lambda m: sample(m, jnp.ones((1, 2)))
+
+
+@pytest.mark.needs_flax("nnx.capture")
+@pytest.mark.parametrize("prepare", [_split_by_type, _vmap_state_axes, _vmap_prefix], ids=["split", "state_axes", "prefix"])
+def test_capture_around_a_call_that_needs_the_graph_as_it_was_is_one_line(ip, prepare):
+    """Under %%nnx_capture, these calls meet the `__captures__` entries every armed module holds
+    (flax's own nnx.capture fails the same way); the magic says so in one line instead of a raw
+    flax/jax traceback (for nnx.prefix, jax's own AttributeError while wording the mismatch)."""
+    from IPython.core.error import UsageError
+
+    model = Counted(nnx.Rngs(0, dropout=1))
+    call = prepare(model)
+    call(model)  # works without a capture
+    before = jax.tree.map(np.asarray, nnx.state(model, nnx.Param))
+    ip.user_ns.update(model=model, call=call)
+    ip.user_ns.pop("captured", None)
+    with pytest.raises(UsageError) as info:
+        ip.run_cell_magic("nnx_capture", "model", "out = call(model)\n")
+    text = str(info.value)
+    assert "\n" not in text and "upstream limit" in text and "__captures__" in text
+    assert "captured" not in ip.user_ns and "__captures__" not in vars(model)
+    after = nnx.state(model, nnx.Param)
+    assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(before), jax.tree.leaves(after)))
