@@ -13,8 +13,13 @@ the installed flax does not stop the run):
   ``%%nnx_split NAME nnx.Param ...`` with a body that leaves the state as it is (the model's arrays
   are checked to be the same afterwards), ``nnx_lab.watch(obj, display=False).status`` (the viewer
   is kept, so it also refreshes after every later cell; an error status there is reported) and, for
-  Modules, ``nnx_lab.view_report(obj).to_text()``. The probe binds no name in the user namespace
-  (``%%nnx_split`` binds private names that are removed afterwards) and displays nothing as ``Out``.
+  Modules, ``nnx_lab.view_report(obj).to_text()``. Then the previous cell's first call of each
+  Module (``y = model(x)``, ``train_step(model, x)``, ``nnx.capture(model, ...)(x)``) runs again
+  under ``%%nnx_capture`` on an ``nnx.clone`` of that Module, so the guide's model and RNG counts
+  stay as they were. The probe binds no name in the
+  user namespace (the magics bind private names that are removed afterwards) and displays nothing
+  as ``Out``. Both runs also get a first cell with stand-ins for plotting/typing modules the
+  guide imports but this environment lacks (matplotlib, jaxtyping, tensorboardX).
 
 The summary gives, per guide: probe cells added, nnx_lab failures (an exception from nnx_lab: the
 first line; a one-line ``UsageError`` refusal is listed apart as "refused"), and every original cell
@@ -61,6 +66,7 @@ PRELUDE = (
 _seen: dict[str, int] = {}       # user name -> id() of the object probed under that name
 _viewers: dict[str, object] = {}  # user name -> the viewer kept for it (one per name)
 _reported: set[int] = set()      # id() of viewers whose error status was already reported
+_last_error = [id(None)]         # id() of sys.last_value at the previous probe
 
 
 def _kind(obj):
@@ -96,8 +102,9 @@ def _error_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {_first_line(e)}"
 
 
-def probe(shell) -> None:
-    """Probe every new or rebound Module / Optimizer / State in ``shell.user_ns``."""
+def probe(shell, capture: bool = True) -> None:
+    """Probe every new or rebound Module / Optimizer / State in ``shell.user_ns``; with ``capture``,
+    also capture the previous cell's direct Module calls (see ``_capture_calls``)."""
     import traceback
 
     from IPython.core.error import UsageError
@@ -181,7 +188,89 @@ def probe(shell) -> None:
         if kind == "Module":
             run(name, "view_report", lambda: nnx_lab.view_report(obj).to_text())
 
+    # A cell that raised (the guide's own failure on this flax) is not run again under a capture.
+    last_error = id(getattr(sys, "last_value", None))
+    if capture and last_error == _last_error[0]:
+        _capture_calls(shell, record, run)
+    _last_error[0] = last_error
     print(MARK + json.dumps(record))
+
+
+def _module_calls(shell):
+    """Top-level statements of the cell before the probe that call something with exactly one
+    Module bound to a name and no other graph node (``y = model(x)``, ``model(x, mutable=True)``,
+    ``nnx.capture(model, nnx.Intermediate)(x)``, ``train_step(model, x)``): (module name, call).
+    A statement that also passes an Optimizer, State or another Module is left alone: running it
+    on a clone would change those."""
+    import ast
+
+    from flax.nnx import graph
+
+    from flax import nnx
+
+    history = shell.user_ns.get("_ih") or []
+    source = history[-2] if len(history) >= 2 else ""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for stmt in tree.body:
+        value = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign)) else None
+        if not isinstance(value, ast.Call):
+            continue
+        names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in shell.user_ns}
+        modules = {n for n in names if isinstance(shell.user_ns[n], nnx.Module)}
+        nodes = {n for n in names if graph.is_graph_node(shell.user_ns[n])}
+        if len(modules) == 1 and nodes == modules:
+            found.append((modules.pop(), value))
+    return found
+
+
+def _capture_calls(shell, record, run) -> None:
+    """Re-run the previous cell's first call of each Module (see ``_module_calls``) under
+    ``%%nnx_capture`` on an ``nnx.clone`` of it (the guide's own model, RNG counts and names stay
+    as they were)."""
+    import ast
+
+    from flax import nnx
+
+    ns = shell.user_ns
+    done = set()
+    for name, call in _module_calls(shell):
+        if name in done:
+            continue
+        done.add(name)
+        try:
+            clone = nnx.clone(ns[name])
+        except Exception:  # noqa: BLE001 - a model flax cannot clone is not probed this way
+            continue
+        call = copy.deepcopy(call)
+        for node in ast.walk(call):
+            if isinstance(node, ast.Name) and node.id == name:
+                node.id = "_nl_m"
+        body = f"_nl_out = {ast.unparse(call)}\n"
+        keep = {k: ns[k] for k in ("_nl_m", "_nl_out", "_nl_cap") if k in ns}
+        ns["_nl_m"] = clone
+        record.setdefault("captured", [])
+        try:
+            def capture():
+                shell.run_cell_magic("nnx_capture", "_nl_m --as _nl_cap", body)
+                captured = ns.get("_nl_cap")
+                if not isinstance(captured, nnx.State):
+                    raise RuntimeError(f"%%nnx_capture bound a {type(captured).__name__}, not an nnx.State")
+                record["captured"].append(f"{name}: {len(jax_leaves(captured))} arrays")
+            run(name, "%%nnx_capture", capture)
+        finally:
+            for k in ("_nl_m", "_nl_out", "_nl_cap"):
+                ns.pop(k, None)
+            ns.update(keep)
+
+
+def jax_leaves(tree):
+    import jax
+
+    return jax.tree.leaves(tree)
 
 
 def stub_missing(names) -> None:
@@ -217,6 +306,7 @@ def install(shell) -> None:
     """The setup cell's work: nothing to do beyond importing this module in the kernel."""
     _seen.clear()
     _viewers.clear()
+    _last_error[0] = id(getattr(sys, "last_value", None))
 
 
 # --------------------------------------------------------------------------------------------
