@@ -302,6 +302,9 @@ def _graph_refused(exc: BaseException) -> str | None:
         return "filters without a final `...` (nnx.split, nnx.state) left them over"
     if isinstance(exc, ValueError) and "No axis found for path" in text and f"'{_ATTR}'" in text:
         return "an nnx.StateAxes has no axis for them"
+    if isinstance(exc, (ValueError, KeyError, TypeError)) and f"('{_ATTR}'," in text:
+        # the user's own code over the model's state (filters_guide's hand-written split) named them
+        return f"code over the model's state met them ({type(exc).__name__}: {text.strip().splitlines()[0][:120]})"
     frames = [f.name for f in traceback.extract_tb(exc.__traceback__)]
     if "flatten_axes" in frames[-4:] and ((isinstance(exc, ValueError) and _ATTR in text)
                                           or (isinstance(exc, AttributeError) and "GetAttrKey" in text)):
