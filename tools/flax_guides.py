@@ -217,7 +217,10 @@ def _module_calls(shell):
     found = []
     for stmt in tree.body:
         value = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign)) else None
-        if not isinstance(value, ast.Call):
+        # Only a call of a name or of a call's result (model(x), train_step(model, x),
+        # nnx.capture(model, ...)(x)), never obj.method(...): `checkpointer.save(path, nnx.state(model))`
+        # run again would write the armed clone over the guide's own checkpoint.
+        if not isinstance(value, ast.Call) or not isinstance(value.func, (ast.Name, ast.Call)):
             continue
         names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in shell.user_ns}
         modules = {n for n in names if isinstance(shell.user_ns[n], nnx.Module)}
