@@ -185,6 +185,8 @@ class CapturePanel(compat.MimebundleDisplay, anywidget.AnyWidget):
             self._show_described()
             return
         describing = self._describing
+        # The call count is current at once (the report follows when its numbers arrive).
+        self._set_status(self.status.get("message", ""), level=self.status.get("level", ""))
 
         def show_when_ready():
             try:

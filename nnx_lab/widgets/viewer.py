@@ -81,6 +81,9 @@ class StateViewer(compat.MimebundleDisplay, anywidget.AnyWidget):
 
     @property
     def last_snapshot(self):
+        """The latest Snapshot: a refresh still on its way from the device is waited for first
+        (the end of a loop or cell publishes from a thread, so reading right after one is exact)."""
+        self._watcher.wait()
         return self._watcher.snapshot
 
     def _after_cell(self) -> None:

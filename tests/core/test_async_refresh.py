@@ -170,3 +170,31 @@ def test_the_capture_panel_in_a_loop_never_waits_for_the_device():
     panel.last_report  # the loop's last call, described (waited for here, on request)
     want = np.asarray(outs[-1], np.float64)
     assert panel.last_report.snapshot["h[0]"].stats["mean"] == pytest.approx(want.mean(), rel=1e-4, abs=1e-6)
+
+
+def test_reading_right_after_a_loop_sees_its_end_where_a_thread_publishes(model, monkeypatch):
+    import nnx_lab
+    import nnx_lab.widgets.capture as capture_widget
+
+    viewer = nnx_lab.watch(model, display=False)
+    viewer._watcher.publish_from_thread = True  # as in a kernel that delivers messages from threads
+    last = None
+    for _ in viewer.track(range(5)):
+        last = queue_steps(model, 1)
+    want = np.asarray(last, np.float64)
+    assert viewer.last_snapshot["w"].stats["norm"] == pytest.approx(np.sqrt((want ** 2).sum()), rel=1e-5)
+    if not compat.has("nnx.capture"):
+        return
+
+    class Sower(nnx.Module):
+        def __call__(self, w):
+            self.sow(nnx.Intermediate, "h", w)
+            return w
+
+    monkeypatch.setattr(capture_widget, "background_unsupported", lambda: None)
+    sower = Sower()  # held: the panel holds it weakly
+    panel = nnx_lab.capture_panel(sower, display=False)
+    for step in panel.track(range(30)):
+        panel(jnp.full((2,), float(step)))
+    assert panel.status["calls"] == 30  # at once, while the last report may still be on its way
+    assert panel.last_report.snapshot["h[0]"].stats["mean"] == 29.0

@@ -84,12 +84,9 @@ def test_split_cell_round_trip_with_sown_tuples_leaves_the_model(ip, make):
     assert isinstance(ip.user_ns["r"], nnx.State)
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="open, not fixed here: core/devices.placement asks an AbstractMesh NamedSharding "
-                          "for device_set (core/devices.py and core/snapshot.py are being rewritten)")
 def test_snapshot_of_an_eval_shape_model_made_under_set_mesh():
     """flax_gspmd.ipynb: `jax.eval_shape` under `jax.set_mesh` gives ShapeDtypeStructs whose
-    NamedSharding is on an AbstractMesh (no devices); snapshot, %nnx_split and watch all fail on it."""
+    NamedSharding is on an AbstractMesh (no devices); snapshot, %nnx_split and watch failed on it."""
     AxisType = getattr(jax.sharding, "AxisType", None)
     if AxisType is None or not hasattr(jax, "set_mesh"):
         pytest.skip("this jax has no jax.set_mesh / explicit mesh axes")
@@ -99,6 +96,8 @@ def test_snapshot_of_an_eval_shape_model_made_under_set_mesh():
         abs_model = jax.eval_shape(lambda: nnx.Linear(4, 8, kernel_init=init, rngs=nnx.Rngs(0)))
     rows = {r.path_text: r for r in nnx_lab.snapshot(abs_model).rows}
     assert rows["kernel"].status == "abstract" and "model" in (rows["kernel"].sharding or "")
+    assert rows["kernel"].devices == "abstract mesh \u00d71"
+    assert nnx_lab.watch(abs_model, display=False).status["state"] == "live"
 
 
 # --------------------------------------------------------------------------- capture meets the model's graph
