@@ -134,12 +134,14 @@ class SplitReport:
             "problems": self.problems(),
         }
 
-    def to_text(self) -> str:
+    def to_text(self, names: Sequence[str] | None = None) -> str:
+        """Plain text; ``names``: the names bound (graphdef first), when not the default ones."""
         n = self.variable_count
+        bound = list(names)[1:] if names else [f.name for f in self.filters]
         lines = [f"split of {self.root_type}: {n} Variable{'' if n == 1 else 's'} into {len(self.filters)} filters"]
-        for f in self.filters:
+        for f, name in zip(self.filters, bound):
             types = ", ".join(f"{t} {n}" for t, n in f.types.items())
-            lines.append(f"  [{f.index + 1}] {f.label} -> {f.name}: {f.count} Variable{'' if f.count == 1 else 's'}, "
+            lines.append(f"  [{f.index + 1}] {f.label} -> {name}: {f.count} Variable{'' if f.count == 1 else 's'}, "
                          f"{format_bytes(f.bytes)}{f' ({types})' if types else ''}")
         lines += [f"  ! {p}" for p in self.problems()]
         return "\n".join(lines)

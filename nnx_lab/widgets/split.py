@@ -44,7 +44,7 @@ class SplitReportView(compat.MimebundleDisplay, anywidget.AnyWidget):
     def _repr_mimebundle_(self, **kwargs: Any):
         bundle = super()._repr_mimebundle_(**kwargs)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
-        data["text/plain"] = self._report.to_text()
+        data["text/plain"] = self._report.to_text(self._names)
         data["text/html"] = self._report.to_html(self._target, self._names)
         return bundle
 

@@ -33,9 +33,11 @@ def test_line_magic_binds_default_names(ip):
     assert nnx.merge(ip.user_ns["graphdef"], ip.user_ns["param"], ip.user_ns["batch_stat"], ip.user_ns["rest"])
 
 
-def test_line_magic_filters_with_spaces_and_as(ip):
+def test_line_magic_filters_with_spaces_and_as(ip, capsys):
     ip.run_line_magic("nnx_split", "model nnx.All(nnx.Param, nnx.PathContains('kernel')) ... --as g,k,other")
     assert [p for p, _ in nnx.to_flat_state(ip.user_ns["k"])] == [("layers", 0, "kernel")]
+    text = capsys.readouterr().out  # the report's plain text names what was bound, not the defaults
+    assert "-> k: 1 Variable" in text and "-> other:" in text and "-> all:" not in text and "-> rest:" not in text
 
 
 def test_cell_updates_the_model_in_place(ip):
