@@ -23,6 +23,7 @@ import optax
 from flax import nnx
 
 import nnx_lab
+from bench_live import train_step  # the same step: nnx.jit, value_and_grad, optimizer.update
 
 
 class MLP(nnx.Module):
@@ -52,16 +53,6 @@ class CNN(nnx.Module):
         x = self.avg_pool(nnx.relu(self.conv2(x)))
         x = x.reshape(x.shape[0], -1)
         return self.linear2(nnx.relu(self.linear1(x)))
-
-
-@nnx.jit
-def train_step(model, optimizer, x, y):
-    def loss_fn(model):
-        return optax.softmax_cross_entropy_with_integer_labels(model(x), y).mean()
-
-    loss, grads = nnx.value_and_grad(loss_fn)(model)
-    optimizer.update(model, grads)
-    return loss
 
 
 class Blocking:

@@ -127,7 +127,8 @@ class Watcher:
         if not self._lock.acquire(blocking=wait):
             return False  # another thread is refreshing right now
         try:
-            published = self._publish_arrived(wait=wait)
+            # What has arrived is shown now; a refresh that waits supersedes what is still on its way.
+            published = self._publish_arrived(wait=False)
             now = time.monotonic()
             if not force and (now - self._last_attempt < self._interval or len(self._in_flight) >= MAX_IN_FLIGHT):
                 return published
