@@ -17,6 +17,7 @@ from .capture_arming import _MARKERS
 from .capture_types import DEFAULT_TYPES, resolve_types, type_names
 from .histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch, sparkline
 from .snapshot import PendingSnapshot, Snapshot
+from .stats import is_ready
 from .tree import Path
 
 # --------------------------------------------------------------------------- rows and histograms
@@ -73,7 +74,7 @@ class _PendingTable:
         self.snapshot = PendingSnapshot(self.state)
 
     def ready(self) -> bool:
-        return self.snapshot.ready() and all(_is_ready(h) for h in reversed(self.hists))
+        return self.snapshot.ready() and all(is_ready(h) for h in reversed(self.hists))
 
     def wait(self) -> None:
         self.snapshot.wait()
@@ -83,13 +84,6 @@ class _PendingTable:
         snap = self.snapshot.finish()
         hists = dict(zip(self.paths, histograms_fetch(self.hists)))
         return Table(self.state, snap, tuple(hists.get(r.path) if r.status == "ok" else None for r in snap.rows))
-
-
-def _is_ready(result: Any) -> bool:
-    try:
-        return result is None or all(leaf.is_ready() for leaf in jax.tree.leaves(result))
-    except Exception:  # deleted: fetching says so
-        return True
 
 
 # --------------------------------------------------------------------------- the report

@@ -223,7 +223,7 @@ class PendingStats:
     def ready(self) -> bool:
         """Whether :meth:`result` would return at once (never waits; may dispatch masked kernels)."""
         for *_, r in reversed(self._todo):  # the last dispatched is usually the last to finish: O(1) per tick
-            if not _is_ready(r):
+            if not is_ready(r):
                 return False
         self._advance()
         return not self._todo
@@ -282,7 +282,9 @@ def _leaves(result: Any) -> list:
     return [] if isinstance(result, StatsError) else jax.tree.leaves(result)
 
 
-def _is_ready(result: Any) -> bool:
+def is_ready(result: Any) -> bool:
+    """Whether a device result (any pytree of arrays; None or a StatsError count as ready) has
+    arrived, without waiting."""
     try:
         return all(leaf.is_ready() for leaf in _leaves(result))
     except Exception:  # deleted, or a backend without is_ready: fetching will say
