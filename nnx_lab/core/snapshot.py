@@ -242,14 +242,15 @@ class PendingSnapshot:
     True
     """
 
-    def __init__(self, obj: Any, *, stats: bool = True):
+    def __init__(self, obj: Any, *, stats: bool = True, repeated: bool = False, defer: bool = False):
         start = time.thread_time()
         walk = walk_graph(obj)
         self._rows = [_describe(leaf) for leaf in walk.leaves]
         self._live = [i for i, row in enumerate(self._rows) if row.status == "ok"] if stats else []
         self._nodes, self._root_type = walk.nodes, walk.root_type
         self._devices = _devices_of(walk.leaves)
-        self._stats = PendingStats([walk.leaves[i].value for i in self._live]) if self._live else None
+        self._stats = (PendingStats([walk.leaves[i].value for i in self._live], repeated=repeated, defer=defer)
+                       if self._live else None)
         del walk  # the arrays: held only by the model and, until they have run, by the queued kernels
         self.host_s = time.thread_time() - start
 

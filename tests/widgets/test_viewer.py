@@ -90,6 +90,10 @@ def test_tick_respects_rate_and_cost_budget(monkeypatch, refresh_cost, expected_
             return snap
 
     monkeypatch.setattr(watch_module, "PendingSnapshot", CostlySnapshot)
+    # The throttle alone: no one-launch program, whose compile (real seconds, on a thread) would
+    # skip refreshes of this fake-clock loop (tests/core/test_stats_programs.py covers that).
+    from nnx_lab.core import stats_programs
+    monkeypatch.setattr(stats_programs, "program_for", lambda *a, **k: None)
     watcher = Watcher(model, max_rate=20.0)
     watcher.refresh(force=True)  # the first refresh compiles the stats kernels: not a cost estimate
     watcher.refresh(force=True)
