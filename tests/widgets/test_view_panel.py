@@ -8,7 +8,7 @@ from flax import nnx
 from IPython.core.error import UsageError
 
 import nnx_lab
-from nnx_lab import inbox
+from nnx_lab._ipython import busy_queue as inbox
 
 pytestmark = pytest.mark.needs_flax("nnx.view")
 
@@ -244,7 +244,7 @@ def test_panels_follow_cells_without_load_ext():
     """`import nnx_lab` and a panel, no `%load_ext`: the first panel registers the after-cell hook."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    from nnx_lab import live
+    from nnx_lab._ipython import cell_hooks as live
 
     shell = InteractiveShell.instance()
     live.unregister_hooks(shell)  # a kernel where nnx_lab was only imported

@@ -81,3 +81,22 @@ def test_target_expressions_keep_their_quotes_and_spaces(ip):
     assert [r.path for r in ip.user_ns["snap"].rows] == [("bias",), ("kernel",)]
     ip.run_line_magic("nnx_watch", "heads[ 'my head' ] --as viewer")
     assert ip.user_ns["viewer"].snapshot["root_type"] == "Linear"
+
+
+def test_the_ipython_package_does_not_import_jax():
+    code = ("import sys, nnx_lab._ipython, nnx_lab._ipython.extension, nnx_lab._ipython.cell_hooks, "
+            "nnx_lab._ipython.busy_queue\nassert 'jax' not in sys.modules\nprint('clean')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "clean", proc.stderr
+
+
+def test_unload_removes_the_configurable_and_reload_leaves_one(ip):
+    def instances():
+        return [c for c in ip.configurables if type(c).__name__ == "NnxLabMagics"]
+
+    assert len(instances()) == 1
+    ip.run_line_magic("reload_ext", "nnx_lab")
+    assert len(instances()) == 1
+    ip.run_line_magic("unload_ext", "nnx_lab")
+    assert instances() == []
+    ip.run_line_magic("load_ext", "nnx_lab")
