@@ -1,0 +1,44 @@
+"""%nnx_snapshot and %nnx_watch: what they display and bind, TARGET expressions, bad input."""
+
+import pytest
+from IPython.core.error import UsageError
+from flax import nnx
+
+
+def test_snapshot_magic_displays_and_binds(ip, capsys):
+    ip.user_ns["model"] = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    ip.run_line_magic("nnx_snapshot", "model --as snap")
+    snap = ip.user_ns["snap"]
+    assert [r.path for r in snap.rows] == [("bias",), ("kernel",)]
+    assert "Linear: 2 variables" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("line, message", [
+    ("", "the following arguments are required: target"),
+    ("missing_model", "TARGET 'missing_model': name 'missing_model' is not defined"),
+    ("1/0", "TARGET '1/0' raised ZeroDivisionError"),
+    ("42", "expected an nnx.Module"),
+    ("model --as class", "--as 'class' is a Python keyword"),
+])
+def test_bad_input_is_a_one_line_usage_error(ip, line, message):
+    ip.user_ns["model"] = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    before = nnx.state(ip.user_ns["model"])
+    with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)").replace("*", r"\*")):
+        ip.run_line_magic("nnx_snapshot", line)
+    after = nnx.state(ip.user_ns["model"])
+    assert jax_equal(before, after)
+
+
+def jax_equal(a, b):
+    import jax
+    import numpy as np
+    return jax.tree.structure(a) == jax.tree.structure(b) and all(
+        np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+
+
+def test_target_expressions_keep_their_quotes_and_spaces(ip):
+    ip.user_ns["heads"] = {"my head": nnx.Linear(2, 3, rngs=nnx.Rngs(0))}
+    ip.run_line_magic("nnx_snapshot", "heads['my head'] --as snap")
+    assert [r.path for r in ip.user_ns["snap"].rows] == [("bias",), ("kernel",)]
+    ip.run_line_magic("nnx_watch", "heads[ 'my head' ] --as viewer")
+    assert ip.user_ns["viewer"].snapshot["root_type"] == "Linear"
