@@ -71,3 +71,10 @@ def test_nnx_view_only_takes_a_module_path(ip, monkeypatch):
     assert [i["path"] for c in one.payload["classes"] for i in c["instances"]] == ["layers[1].bn", "layers[1].drop"]
     assert one.payload["base_only"] == "lambda path, node: path[:2] == ('layers', 1)"
     assert [i["path"] for c in drop.payload["classes"] for i in c["instances"]] == ["layers[0].drop"]
+
+
+def test_nnx_view_only_written_as_a_path_that_names_nothing_lists_no_module(ip, monkeypatch):
+    # The same reading of --only as %%nnx_capture's: not a path of the model, not a name in the
+    # namespace, written as a path: a path that matches nothing, and the panel says so.
+    (panel,) = shown_by_nnx_view(ip, monkeypatch, make(), "net --only blocks[7]")
+    assert panel.payload["message"] == "Sequential: only='blocks[7]' matched no module with set_view"
