@@ -24,7 +24,7 @@ from typing import Any, Callable, ContextManager
 from IPython.core.error import UsageError
 
 from ..core._util import check_name as check_bindable_name
-from ..core._util import check_number, clip, first_line, looks_like_path, one_line
+from ..core._util import check_number, clip, first_line, is_python_name, looks_like_path, one_line
 
 #: the numeric options' defaults; ``%config NnxLabMagics.<name> = ...`` changes them per shell
 DEFAULT_MAX_ROWS = 200  # %nnx_snapshot --max-rows
@@ -108,7 +108,7 @@ def check_name(name: str, what: str = "--as", shell: Any = None, target_text: st
     keyword, builtin, IPython name, nor the name holding TARGET); else a one-line UsageError."""
     namespace = getattr(shell, "user_ns", None)
     target = None
-    if namespace is not None and target_text is not None and target_text.strip().isidentifier():
+    if namespace is not None and target_text is not None and is_python_name(target_text.strip()):
         target = namespace.get(target_text.strip())
     try:
         return check_bindable_name(name, what=what, namespace=namespace, target=target, target_text=target_text)
