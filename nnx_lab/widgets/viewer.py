@@ -10,7 +10,7 @@ import anywidget
 import jax
 import traitlets
 
-from .. import inbox, live
+from .._ipython import busy_queue as inbox, cell_hooks as live
 from ..core import compat
 from ..core._util import message_problem
 from ..core.history import HISTORY_STATS

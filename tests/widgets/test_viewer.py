@@ -13,7 +13,7 @@ from flax import nnx
 from IPython.core.error import UsageError
 
 import nnx_lab
-from nnx_lab import live
+from nnx_lab._ipython import cell_hooks as live
 from nnx_lab.core import compat
 from nnx_lab.core.watch import Watcher
 
@@ -278,7 +278,7 @@ def test_background_unavailable_note_survives_refreshes(monkeypatch):
 
 def test_cells_are_numbered_while_they_run(ip):
     assert live.current_cell() is None  # no cell runs: a test calling code directly
-    ip.run_cell("from nnx_lab import live as _live; _first = _live.current_cell()")
+    ip.run_cell("from nnx_lab._ipython import cell_hooks as _live; _first = _live.current_cell()")
     ip.run_cell("_second = _live.current_cell()")
     first, second = ip.user_ns["_first"], ip.user_ns["_second"]
     assert isinstance(first, int) and second == first + 1
