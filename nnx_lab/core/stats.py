@@ -11,7 +11,8 @@ The kernels are module-level ``jax.jit`` functions, so jax keeps one executable 
 A model refreshed again gets one program for all its kernels (:mod:`.stats_programs`), compiled
 in the background: one launch and one place in the device's queue per refresh.
 
->>> >>> [s] = compute_stats([jnp.array([1.0, 3.0, jnp.nan, 0.0])])
+>>> import jax.numpy as jnp
+>>> [s] = compute_stats([jnp.array([1.0, 3.0, jnp.nan, 0.0])])
 >>> s["mean"], s["max"], s["nan_count"], s["zero_frac"]
 (1.333..., 3.0, 1, 0.25)
 """
