@@ -48,8 +48,8 @@ class Deep(nnx.Module):
 out = {}
 t = time.perf_counter(); model = Deep(n // 4); out["build_s"] = time.perf_counter() - t
 import nnx_lab
-from nnx_lab.core import stats_programs
-from nnx_lab.core.watch import Watcher
+from nnx_lab.core.snapshot import _programs as stats_programs
+from nnx_lab.core.snapshot import Watcher
 t = time.perf_counter(); snap = nnx_lab.snapshot(model); out["cold_s"] = time.perf_counter() - t
 out["variables"] = len(snap.rows)
 watcher = Watcher(model, max_rate=1000.0)

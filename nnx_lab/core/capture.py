@@ -51,7 +51,7 @@ from .capture_arming import (_ACTIVE, _ACTIVE_LOCK, _ATTR, _FOREIGN, _MARKERS, _
 from . import compat
 from .capture_report import CaptureReport, PendingCaptureReport, capture_report, flatten_captured
 from .capture_types import DEFAULT_TYPES, a_kind, resolve_types, type_names
-from .histogram import DEFAULT_BINS
+from .snapshot import DEFAULT_BINS
 from .tree import Path, path_text
 
 __all__ = ["DEFAULT_TYPES", "Capture", "CaptureReport", "CapturesInGraph", "PendingCaptureReport", "SownInScan", "a_kind", "capture_call", "capture_report",

@@ -15,9 +15,9 @@ from . import compat, render
 from ._util import MAX_BINS, check_number
 from .capture_arming import _MARKERS
 from .capture_types import DEFAULT_TYPES, resolve_types, type_names
-from .histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch, sparkline
+from .snapshot import DEFAULT_BINS, histograms_dispatch, histograms_fetch, sparkline
 from .snapshot import PendingSnapshot, Snapshot
-from .stats import is_ready
+from .snapshot import is_ready
 from .tree import Path
 
 # --------------------------------------------------------------------------- rows and histograms

@@ -10,8 +10,8 @@ from flax import nnx
 
 import nnx_lab
 from nnx_lab.core import compat
-from nnx_lab.core import stats as stats_lib
-from nnx_lab.core import stats_kernels
+from nnx_lab.core.snapshot import _stats as stats_lib
+from nnx_lab.core.snapshot import _kernels as stats_kernels
 
 
 def numpy_stats(x: np.ndarray) -> dict:
@@ -207,7 +207,7 @@ def test_integers_beyond_2_to_the_24_keep_exact_extremes():
 
 X64_SCRIPT = """
 import jax, jax.numpy as jnp, numpy as np, json
-from nnx_lab.core import stats as stats_lib
+from nnx_lab.core.snapshot import _stats as stats_lib
 rng = np.random.default_rng(0)
 out = []
 for scale in (1e-300, 1e-200, 1e200, 1e300):

@@ -22,11 +22,11 @@ from typing import Any
 import jax
 import numpy as np
 
-from . import devices as devices_lib
-from . import render
-from ._util import json_key, safe_repr
-from .stats import STAT_NAMES, PendingStats, StatsError, is_numeric_dtype
-from .tree import Leaf, Path, path_text, walk_graph
+from ._devices import annotation_check, device_summary, placement
+from .. import render
+from .._util import json_key, safe_repr
+from ._stats import STAT_NAMES, PendingStats, StatsError, is_numeric_dtype
+from ..tree import Leaf, Path, path_text, walk_graph
 
 #: Significant digits of the statistics sent to the browser (and kept in the history).
 PRECISION = 4
@@ -280,7 +280,7 @@ class PendingSnapshot:
             rows=tuple(rows),
             nodes=self._nodes,
             totals=_totals(rows),
-            device_summary=devices_lib.device_summary(self._devices),
+            device_summary=device_summary(self._devices),
             elapsed_s=self.host_s,
         )
 
@@ -297,12 +297,12 @@ def _describe(leaf: Leaf) -> Row:
     if isinstance(value, jax.core.Tracer):
         return Row(**common, **_shape_fields(value), sharding=None, devices=None, status="tracer")
     if isinstance(value, (jax.ShapeDtypeStruct, jax.Array)):
-        common["logical"], common["mismatch"] = devices_lib.annotation_check(value, leaf.metadata)
+        common["logical"], common["mismatch"] = annotation_check(value, leaf.metadata)
     if isinstance(value, jax.ShapeDtypeStruct):
-        sharding, devs = devices_lib.placement(value)
+        sharding, devs = placement(value)
         return Row(**common, **_shape_fields(value), sharding=sharding, devices=devs, status="abstract")
     if isinstance(value, jax.Array):
-        sharding, devs = devices_lib.placement(value)
+        sharding, devs = placement(value)
         if value.is_deleted():
             status = "deleted"
         elif jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key):

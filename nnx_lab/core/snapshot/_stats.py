@@ -1,6 +1,6 @@
 """On-device statistics: compiled reductions run where the arrays live.
 
-Each array is reduced by a jitted kernel (:mod:`.stats_kernels`) on its own device(s); a sharded
+Each array is reduced by a jitted kernel (:mod:`._kernels`) on its own device(s); a sharded
 array is reduced shard by shard with a cross-device all-reduce, never gathered (on any mesh: Auto,
 Explicit or Manual axes, dims the mesh does not divide, several processes). One ``jax.device_get``
 per refresh brings back O(#arrays) numbers and nothing else. :class:`PendingStats` dispatches
@@ -8,7 +8,7 @@ without waiting, so a refresh never stalls a queue of asynchronously dispatched 
 
 The kernels are module-level ``jax.jit`` functions, so jax keeps one executable per input
 (shape, dtype, sharding), shared by every model: a first snapshot compiles one per distinct spec.
-A model refreshed again gets one program for all its kernels (:mod:`.stats_programs`), compiled
+A model refreshed again gets one program for all its kernels (:mod:`._programs`), compiled
 in the background: one launch and one place in the device's queue per refresh.
 
 >>> import jax.numpy as jnp
@@ -28,9 +28,9 @@ from typing import Any, Sequence
 import jax
 import numpy as np
 
-from . import stats_programs as programs
-from ._util import one_line
-from .stats_kernels import KERNELS, STAT_NAMES, is_numeric_dtype, kernel_and_names
+from ._programs import COMPILING, Program, device_groups, program_for, programs_compiled
+from .._util import one_line
+from ._kernels import KERNELS, STAT_NAMES, is_numeric_dtype, kernel_and_names
 
 __all__ = ["STAT_NAMES", "PendingStats", "StatsError", "compute_stats", "is_numeric_dtype", "is_ready",
            "kernel_cache_size"]
@@ -38,8 +38,8 @@ __all__ = ["STAT_NAMES", "PendingStats", "StatsError", "compute_stats", "is_nume
 
 def kernel_cache_size() -> int:
     """Executables compiled so far for statistics: one per distinct spec and kernel, plus one
-    program per model structure refreshed repeatedly (see :mod:`.stats_programs`)."""
-    return sum(k._cache_size() for k in KERNELS) + programs.programs_compiled()
+    program per model structure refreshed repeatedly (see :mod:`._programs`)."""
+    return sum(k._cache_size() for k in KERNELS) + programs_compiled()
 
 
 class Deferred(Exception):
@@ -164,10 +164,10 @@ def _ref(x: Any) -> Any:
 
 
 class _Launch:
-    """One launch of a :class:`.stats_programs.Program`: its stacked results, on device and then
+    """One launch of a :class:`.stats_Program`: its stacked results, on device and then
     (once fetched) split per array."""
 
-    def __init__(self, program: programs.Program, outputs: tuple):
+    def __init__(self, program: Program, outputs: tuple):
         self.program, self.outputs, self.host = program, outputs, None
 
 
@@ -188,14 +188,14 @@ def _launch(calls: list[tuple[Any, Any]], repeated: bool, defer: bool) -> list[A
     if len(calls) > 1 and jax.process_count() == 1:
         # Several processes must launch the same programs in the same order: a program compiled in
         # the background would be ready on one process before another, so they keep per-array kernels.
-        for members in programs.device_groups([x for _, x in calls]):
+        for members in device_groups([x for _, x in calls]):
             if len(members) < 2:
                 continue
             kernels, arrays = [calls[m][0] for m in members], [calls[m][1] for m in members]
-            program = programs.program_for(kernels, arrays, background=_threads_see_this_config(), eager=repeated)
-            if program is programs.COMPILING and defer:
+            program = program_for(kernels, arrays, background=_threads_see_this_config(), eager=repeated)
+            if program is COMPILING and defer:
                 raise Deferred("the statistics program for this model is being compiled")
-            if not isinstance(program, programs.Program):
+            if not isinstance(program, Program):
                 continue
             try:
                 launch = _Launch(program, program.launch(arrays))

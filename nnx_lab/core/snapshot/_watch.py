@@ -28,11 +28,11 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import jax
 
-from .history import History
-from .snapshot import PendingSnapshot, Snapshot
-from ._util import MAX_RATE, check_number, one_line
-from .stats import Deferred, kernel_cache_size
-from .tree import check_inspectable
+from ._history import History
+from ._snapshot import PendingSnapshot, Snapshot
+from .._util import MAX_RATE, check_number, one_line
+from ._stats import Deferred, kernel_cache_size
+from ..tree import check_inspectable
 
 T = TypeVar("T")
 
