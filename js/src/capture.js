@@ -8,17 +8,17 @@
 // toggles. Uses only anywidget's model API (get, on, off, send); every user string
 // (paths, class names, sow keys, messages) is put into the page as text.
 
-import { h, s, setText } from "./components/dom.js";
-import { typeColor } from "./components/colors.js";
-import { fmtCount, fmtMs, fmtNonfinite, fmtNum, fmtShape, keyText } from "./components/format.js";
-import { defaultExpanded, remapExpanded } from "./components/tree.js";
-import { createWindowedTable, drawWindow, setColspan, watchWindow } from "./components/table.js";
-import { HIST_H, HIST_W, captureCss } from "./components/capturestyles.js";
+import { h, s, setText } from "./shared/dom.js";
+import { typeColor } from "./shared/colors.js";
+import { fmtCount, fmtMs, fmtNonfinite, fmtNum, fmtShape, keyText } from "./shared/format.js";
+import { defaultExpanded, remapExpanded } from "./shared/tree.js";
+import { createWindowedTable, drawWindow, setColspan, watchWindow } from "./shared/table.js";
+import { HIST_H, HIST_W, captureCss } from "./capture/styles.js";
 import {
   columnsWidth, histPath, histTitle, inlineGroups, moduleTree, modulesSummary, prepareReport, rowLabel,
   visibleColumns, visibleItems,
-} from "./components/capturedata.js";
-import { Requests } from "./components/requests.js";
+} from "./capture/data.js";
+import { Requests } from "./shared/requests.js";
 
 const INDENT = 14;
 const WAITING = "toggle sent: waiting for the kernel (a running cell reads it when it ends)";

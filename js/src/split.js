@@ -3,15 +3,15 @@
 // mark), and what no filter matched (the remainder). Uses only anywidget's model API (get, on,
 // off), and puts every user string into the page as text.
 
-import { copyButton } from "./components/copy.js";
-import { h, setText } from "./components/dom.js";
-import { typeColor } from "./components/colors.js";
-import { fmtBytes, fmtCount, fmtShape } from "./components/format.js";
-import { filterCss, splitCss } from "./components/splitstyles.js";
+import { copyButton } from "./shared/copy.js";
+import { h, setText } from "./shared/dom.js";
+import { typeColor } from "./shared/colors.js";
+import { fmtBytes, fmtCount, fmtShape } from "./shared/format.js";
+import { filterCss, splitCss } from "./split/styles.js";
 import {
   REST, columns, filterTitle, markOf, prepare, rowKind, showingText, tableWidth, toggleActive, visibleRows,
-} from "./components/splitdata.js";
-import { createWindowedTable, drawWindow, setColspan, watchWindow } from "./components/table.js";
+} from "./split/data.js";
+import { createWindowedTable, drawWindow, setColspan, watchWindow } from "./shared/table.js";
 
 const PROBLEMS_SHOWN = 12; // problems listed before a "more" button
 const PROBLEMS_STEP = 500; // how many more each click lists

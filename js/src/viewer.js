@@ -1,15 +1,15 @@
 // nnx_lab model viewer: an anywidget front end. Uses only anywidget's model API (get, set,
 // save_changes, on/off, send), so it runs in JupyterLab, Notebook 7, VS Code and Colab.
 
-import { h } from "./components/dom.js";
-import { css } from "./components/styles.js";
-import { STAT_CHOICES, hiddenColumns, nextSort } from "./components/columns.js";
-import { History } from "./components/ring.js";
+import { h } from "./shared/dom.js";
+import { css } from "./shared/styles.js";
+import { STAT_CHOICES, hiddenColumns, nextSort } from "./shared/columns.js";
+import { History } from "./shared/ring.js";
 import {
   buildTree, defaultExpanded, remapExpanded, filterRows, flatten, sortKids, ancestors,
-} from "./components/tree.js";
-import { createTreeTable } from "./components/table.js";
-import { fillBanner, fillChips, fillDevices, fillStatus, fillTitle } from "./components/panels.js";
+} from "./shared/tree.js";
+import { createTreeTable } from "./shared/table.js";
+import { fillBanner, fillChips, fillDevices, fillStatus, fillTitle } from "./viewer/panels.js";
 
 // User actions redraw at once (tests and people see the result right after the click);
 // snapshot updates wait for the next frame, so that bursts of them coalesce.

@@ -6,17 +6,17 @@
 // reads them only when the running cell ends, or at the next tick()/track() step).
 // Uses only anywidget's model API (get, on, off, send); every user string goes in as text.
 
-import { copyButton } from "./components/copy.js";
-import { h, setFlag, setText } from "./components/dom.js";
-import { fmtCount } from "./components/format.js";
-import { viewsCss } from "./components/viewsstyles.js";
+import { copyButton } from "./shared/copy.js";
+import { h, setFlag, setText } from "./shared/dom.js";
+import { fmtCount } from "./shared/format.js";
+import { viewsCss } from "./views/styles.js";
 import {
   ALL, applyCode, collectValues, keepScope, nameError, onlyJson,
   prepare, scopeArgs, scopeClasses, scopeFromValue, scopeLabel, scopeOptions, scopeValue, viewCode,
-} from "./components/viewsdata.js";
-import { Requests } from "./components/requests.js";
-import { argumentRows } from "./components/viewsform.js";
-import { MORE_STEP, PER_CLASS, classSection, markSelection as markRows, plural } from "./components/viewslist.js";
+} from "./views/data.js";
+import { Requests } from "./shared/requests.js";
+import { argumentRows } from "./views/form.js";
+import { MORE_STEP, PER_CLASS, classSection, markSelection as markRows, plural } from "./views/list.js";
 
 const MIXED_SHOWN = 12; // disagreeing paths named in the warning before "and N more"
 const QUEUED = "pending \u2014 applies at the next step";

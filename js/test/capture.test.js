@@ -6,7 +6,7 @@ import { FakeDocument, FakeModel } from "./fakedom.js";
 import {
   histPath, histRow, histTitle, inlineGroups, moduleTree, modulesSummary, prepareReport, rowLabel, visibleColumns,
   visibleItems,
-} from "../src/components/capturedata.js";
+} from "../src/capture/data.js";
 
 globalThis.requestAnimationFrame ??= (cb) => setTimeout(() => cb(performance.now()), 1);
 globalThis.cancelAnimationFrame ??= (id) => clearTimeout(id);

@@ -2,7 +2,7 @@ import test from "node:test";
 import assert from "node:assert/strict";
 import {
   fmtNum, fmtBytes, fmtShape, fmtCount, fmtNonfinite, fmtMs, fmtClock, pathText, keyText, pyRepr, isIdentifier, shapeSize,
-} from "../src/components/format.js";
+} from "../src/shared/format.js";
 
 test("fmtNum: 4 significant digits, trimmed", () => {
   assert.equal(fmtNum(0.264), "0.264");

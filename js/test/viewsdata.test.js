@@ -5,8 +5,8 @@ import assert from "node:assert/strict";
 import {
   ALL, applyCode, collectValues, helpText, keepScope, nameError, onlyJson, onlyText,
   parseInput, prepare, pyValue, scopeArgs, scopeFromValue, scopeOptions, scopeValue, viewCode,
-} from "../src/components/viewsdata.js";
-import { Requests } from "../src/components/requests.js";
+} from "../src/views/data.js";
+import { Requests } from "../src/shared/requests.js";
 import { many, mixed } from "./viewsfixtures.js";
 
 const dropout = { type: "class", name: "Dropout" };

@@ -2,9 +2,9 @@
 // of instances with their mode and current values), "show more" past a cap, and which section or
 // row is the chosen scope. Pure DOM builders over `prepare(...)`'s data; every user string is text.
 
-import { h, setFlag } from "./dom.js";
-import { fmtCount } from "./format.js";
-import { helpText } from "./viewsdata.js";
+import { h, setFlag } from "../shared/dom.js";
+import { fmtCount } from "../shared/format.js";
+import { helpText } from "./data.js";
 
 export const PER_CLASS = 50; // instance rows listed per class before "show more"
 export const MORE_STEP = 500; // how many more each click lists
