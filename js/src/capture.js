@@ -19,6 +19,7 @@ import {
   visibleColumns, visibleItems,
 } from "./capture/data.js";
 import { Requests } from "./shared/requests.js";
+import { STAT_COLUMNS } from "./shared/constants.js";
 
 const INDENT = 14;
 const WAITING = "toggle sent: waiting for the kernel (a running cell reads it when it ends)";
@@ -212,7 +213,7 @@ function render({ model, el }) {
     const nf = fmtNonfinite(st("nan_count"), st("inf_count"));
     const cell = (id, v) => h(doc, "td", { class: `c-${id} num${grad ? " grad" : ""}` }, fmtNum(v));
     const out = {};
-    for (const c of ["mean", "std", "min", "max", "norm"]) out[c] = cell(grad ? `g${c}` : c, st(c));
+    for (const c of STAT_COLUMNS) out[c] = cell(grad ? `g${c}` : c, st(c));
     if (state && state !== "ok") {
       const note = rows.note ? rows.note[r] : null;
       out.mean = h(doc, "td", { class: `c-${grad ? "g" : ""}mean${grad ? " grad" : ""}`, title: note ? `${state}: ${note}` : state },

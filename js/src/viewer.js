@@ -10,6 +10,7 @@ import {
 } from "./shared/tree.js";
 import { createTreeTable } from "./shared/table.js";
 import { fillBanner, fillChips, fillDevices, fillStatus, fillTitle } from "./viewer/panels.js";
+import { STAT_LABELS } from "./shared/constants.js";
 
 // User actions redraw at once (tests and people see the result right after the click);
 // snapshot updates wait for the next frame, so that bursts of them coalesce.
@@ -48,7 +49,7 @@ function render({ model, el }) {
   });
   const matches = h(doc, "span", { class: "nnx-matches" });
   const statSelect = h(doc, "select", { class: "nnx-tool nnx-stat", title: "statistic shown in the history sparklines", "aria-label": "sparkline statistic" },
-    ...STAT_CHOICES.map((c) => h(doc, "option", { value: c }, c)));
+    ...STAT_CHOICES.map((c) => h(doc, "option", { value: c }, STAT_LABELS[c] ?? c)));
   const expandAll = h(doc, "button", { class: "nnx-tool nnx-expand-all", type: "button", title: "expand all modules" }, "expand all");
   const collapseAll = h(doc, "button", { class: "nnx-tool nnx-collapse-all", type: "button", title: "collapse all modules" }, "collapse all");
   const statusState = h(doc, "span", { class: "state" });
