@@ -2,8 +2,10 @@
 
 - a wheel built from this tree carries nnx_lab/static/viewer.js and split.js, ES modules with a default
   export (anywidget's entry shape), with no HTML parsing and nothing loaded from a CDN;
-- the JavaScript unit tests (js/test, node:test) pass. Without npm they are skipped, unless $CI is
-  set, where missing npm is a failure.
+- the JavaScript unit tests (js/test, node:test) pass, on fixtures tools/js_fixtures.py writes from
+  this Python first (real payloads of real models, and Python's formatting of a corpus of values),
+  so a payload change fails them until the front end follows. Without npm they are skipped, unless
+  $CI is set, where missing npm is a failure.
 """
 
 from __future__ import annotations
@@ -63,10 +65,15 @@ def test_wheel_contains_the_viewer_bundle(tmp_path):
         _check_bundle(texts[bundle], root_class)
 
 
-def test_js_unit_tests_pass():
+def test_js_unit_tests_pass(tmp_path):
     npm = _need_npm()
+    fixtures = tmp_path / "fixtures"
+    made = subprocess.run([sys.executable, str(REPO / "tools" / "js_fixtures.py"), str(fixtures)], cwd=REPO,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
     result = subprocess.run([npm, "test"], cwd=JS, capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "NO_COLOR": "1"})
+                            env={**os.environ, "NO_COLOR": "1", "NNX_LAB_FIXTURES": str(fixtures)})
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-6000:]
     assert re.search(r"^# fail 0$", out, re.M), out[-3000:]

@@ -1,7 +1,7 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 
-import { COLUMNS, PATH_MIN_WIDTH, hiddenColumns, tableMinWidth } from "../src/components/columns.js";
+import { COLUMNS, PATH_MIN_WIDTH, hiddenColumns, tableMinWidth } from "../src/shared/columns.js";
 
 const base = {
   tables: { sharding: [], devices: ["cpu:0"], status: ["ok"] },

@@ -1,8 +1,8 @@
 import test from "node:test";
 import assert from "node:assert/strict";
-import { h, s, text, setText, patch } from "../src/components/dom.js";
-import { fillBanner, fillChips, fillStatus, fillTitle, fillDevices, firstNonfinite } from "../src/components/panels.js";
-import { buildTree } from "../src/components/tree.js";
+import { h, s, text, setText, patch } from "../src/shared/dom.js";
+import { fillBanner, fillChips, fillStatus, fillTitle, fillDevices, firstNonfinite } from "../src/viewer/panels.js";
+import { buildTree } from "../src/shared/tree.js";
 import { FakeDocument } from "./fakedom.js";
 import { sequential, tricky } from "./fixtures.js";
 

@@ -2,7 +2,7 @@ import test from "node:test";
 import assert from "node:assert/strict";
 import {
   fmtNum, fmtBytes, fmtShape, fmtCount, fmtNonfinite, fmtMs, fmtClock, pathText, keyText, pyRepr, isIdentifier, shapeSize,
-} from "../src/components/format.js";
+} from "../src/shared/format.js";
 
 test("fmtNum: 4 significant digits, trimmed", () => {
   assert.equal(fmtNum(0.264), "0.264");
@@ -48,17 +48,17 @@ test("fmtCount and fmtNonfinite", () => {
   assert.equal(fmtNonfinite(null, null), "");
 });
 
-test("fmtBytes: binary units", () => {
+test("fmtBytes: binary units, one decimal above 1023 B (render.format_bytes; the corpus is in pyformat.test.js)", () => {
   assert.equal(fmtBytes(0), "0 B");
   assert.equal(fmtBytes(84), "84 B");
   assert.equal(fmtBytes(1023), "1023 B");
-  assert.equal(fmtBytes(1024), "1 KiB");
+  assert.equal(fmtBytes(1024), "1.0 KiB");
   assert.equal(fmtBytes(1536), "1.5 KiB");
   assert.equal(fmtBytes(12.3 * 2 ** 20), "12.3 MiB");
-  assert.equal(fmtBytes(512 * 2 ** 20), "512 MiB");
-  assert.equal(fmtBytes(1023.9 * 1024), "1024 KiB");
-  assert.equal(fmtBytes(2 ** 30), "1 GiB");
-  assert.equal(fmtBytes(5 * 2 ** 40), "5 TiB");
+  assert.equal(fmtBytes(512 * 2 ** 20), "512.0 MiB");
+  assert.equal(fmtBytes(1023.96 * 1024), "1.0 MiB"); // the unit is chosen after rounding
+  assert.equal(fmtBytes(2 ** 30), "1.0 GiB");
+  assert.equal(fmtBytes(5 * 2 ** 40), "5.0 TiB");
   assert.equal(fmtBytes(null), "");
 });
 

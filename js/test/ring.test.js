@@ -1,6 +1,6 @@
 import test from "node:test";
 import assert from "node:assert/strict";
-import { RingStore, History, toFloat32 } from "../src/components/ring.js";
+import { RingStore, History, toFloat32 } from "../src/shared/ring.js";
 import { sequential } from "./fixtures.js";
 
 const arr = (f32) => Array.from(f32, (v) => (Number.isNaN(v) ? null : Math.round(v * 1000) / 1000));

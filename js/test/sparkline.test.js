@@ -1,7 +1,7 @@
 import test from "node:test";
 import assert from "node:assert/strict";
-import { sparkPath } from "../src/components/sparkline.js";
-import { typeColor, TYPE_COLORS } from "../src/components/colors.js";
+import { sparkPath } from "../src/shared/sparkline.js";
+import { typeColor, TYPE_COLORS } from "../src/shared/colors.js";
 
 test("sparkline spans the box, low values at the bottom", () => {
   assert.equal(sparkPath([0, 1, 2], 60, 14, 1), "M1 13L30 7L59 1");

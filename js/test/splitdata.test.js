@@ -3,9 +3,9 @@ import test from "node:test";
 import assert from "node:assert/strict";
 import {
   REST, columns, filterTitle, hasRemainder, markOf, prepare, rowKind, showingText, tableWidth, toggleActive, visibleRows,
-} from "../src/components/splitdata.js";
-import { FILTER_COLORS, filterColor } from "../src/components/colors.js";
-import { filterCss } from "../src/components/splitstyles.js";
+} from "../src/split/data.js";
+import { FILTER_COLORS, filterColor } from "../src/shared/colors.js";
+import { filterCss } from "../src/split/styles.js";
 import { partial, shadowing } from "./splitfixtures.js";
 
 test("prepare counts taken and shadowed per filter, and the remainder", () => {

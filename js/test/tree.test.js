@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import {
   buildTree, flatten, defaultExpanded, remapExpanded, filterRows, sortKids, itemPath, itemDepth, ancestors,
   rowSortValue, modulesWithMatches,
-} from "../src/components/tree.js";
+} from "../src/shared/tree.js";
 import { sequential, tricky } from "./fixtures.js";
 
 const paths = (tree, items) => items.map((id) => itemPath(tree, id));

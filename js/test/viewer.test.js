@@ -2,7 +2,7 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import { FakeDocument, FakeModel } from "./fakedom.js";
-import { sequential, tricky } from "./fixtures.js";
+import { sequential, sequentialStatic, tricky } from "./fixtures.js";
 
 globalThis.requestAnimationFrame ??= (cb) => setTimeout(() => cb(performance.now()), 1);
 globalThis.cancelAnimationFrame ??= (id) => clearTimeout(id);
@@ -127,6 +127,23 @@ test("filter box and type chips", async () => {
   await tick();
   assert.equal(w.paths().length, 14);
   w.cleanup();
+});
+
+test("every cell shows the text Python's static table writes for the same snapshot", async () => {
+  const { row, q, el, cleanup } = mount(sequential());
+  const expected = sequentialStatic();
+  const paths = Object.keys(expected.rows);
+  assert.equal(q("tr.nnx-row").length, paths.length);
+  for (const path of paths) {
+    const tr = row(path);
+    assert.ok(tr, path);
+    for (const [col, text] of Object.entries(expected.rows[path])) {
+      assert.equal(tr.querySelector(`td.c-${col}`).textContent, text, `${path} ${col}`);
+    }
+  }
+  for (const path of expected.nodes) assert.ok(row(path), path);
+  assert.ok(el.textContent.includes("84 B"));
+  cleanup();
 });
 
 test("refreshes append to the sparkline, history replies replace it, structure change re-asks", async () => {

@@ -1,13 +1,24 @@
 // The view panel's pure logic: scopes, the arguments a scope takes, parsing inputs, code lines,
 // and the bookkeeping of requests waiting for the kernel.
-import test from "node:test";
+import nodeTest from "node:test";
 import assert from "node:assert/strict";
 import {
   ALL, applyCode, collectValues, helpText, keepScope, nameError, onlyJson, onlyText,
   parseInput, prepare, pyValue, scopeArgs, scopeFromValue, scopeOptions, scopeValue, viewCode,
-} from "../src/components/viewsdata.js";
-import { Requests } from "../src/components/requests.js";
-import { many, mixed } from "./viewsfixtures.js";
+} from "../src/views/data.js";
+import { Requests } from "../src/shared/requests.js";
+import { many, mixed as realMixed } from "./viewsfixtures.js";
+import { testWith } from "./generated.js";
+
+const test = testWith(nodeTest, "views_mixed");
+
+/** The real payload (tools/js_fixtures.py), its classes in the order these tests number them. */
+function mixed() {
+  const p = realMixed();
+  const order = ["Dropout", "BatchNorm", "MultiHeadAttention"];
+  p.classes.sort((a, b) => order.indexOf(a.class) - order.indexOf(b.class));
+  return p;
+}
 
 const dropout = { type: "class", name: "Dropout" };
 
@@ -34,7 +45,7 @@ test("scope: union of arguments, each once, naming the classes that take it", ()
   const all = scopeArgs(p, ALL);
   assert.deepEqual(all.map((a) => a.name), ["deterministic", "use_running_average", "decode", "batch_size", "max_length"]);
   assert.deepEqual(all[0].classes, ["Dropout", "MultiHeadAttention"]);
-  assert.equal(all[0].doc, "if True, disables dropout and masking. If False, enables it."); // the first class's text
+  assert.equal(all[0].doc, mixed().classes[0].args[0].doc); // the first class's text
   assert.deepEqual(scopeArgs(p, dropout).map((a) => a.name), ["deterministic"]);
   const attn = scopeFromValue(p, "i:2:0");
   assert.deepEqual(attn, { type: "path", key: ["attn"], keyId: '["attn"]' });

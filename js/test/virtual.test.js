@@ -1,7 +1,7 @@
 import test from "node:test";
 import assert from "node:assert/strict";
-import { windowRange, scrollToShow } from "../src/components/virtual.js";
-import { nextSort } from "../src/components/columns.js";
+import { windowRange, scrollToShow } from "../src/shared/virtual.js";
+import { nextSort } from "../src/shared/columns.js";
 
 test("window at the top", () => {
   assert.deepEqual(windowRange(0, 400, 20, 10000, 10), { first: 0, last: 30 });

@@ -1,32 +1,65 @@
 """Static renderings of a Snapshot: a text table and an HTML table, every user string escaped.
 
+This module is the one source of how numbers and sizes are written: the browser's
+``js/src/shared/format.js`` implements the same two rules (:func:`format_number`,
+:func:`format_bytes`) and its tests compare it with this module's output on a corpus of values
+(``tools/js_generate.py`` writes the expected strings), so a saved notebook's static table and the
+live widget show the same text for the same model.
+
 >>> format_bytes(302_700_000)
 '288.7 MiB'
 >>> format_number(0.000123456), format_number(12345678.0), format_number(None)
-('0.0001235', '1.235e+07', '')
+('1.235e-4', '1.235e+7', '')
 """
 
 from __future__ import annotations
 
+import decimal
+import fractions
 import html
+import math
 from typing import Any
+
+import numpy as np
 
 from .tree import path_text
 
 # ``snap`` is a core.snapshot.Snapshot and ``row`` one of its Rows, read by attribute, not imported: the snapshot
 # package renders itself through this module, and a layer below never imports the one above it.
 
-_STAT_COLUMNS = ("mean", "std", "min", "max", "norm")
+#: The statistic columns of a table (static here, live in the viewer) and each statistic's label.
+STAT_COLUMNS = ("mean", "std", "min", "max", "norm")
+STAT_LABELS = {"mean": "mean", "std": "std", "min": "min", "max": "max", "norm": "norm", "abs_max": "abs max"}
+#: The label of the NaN/Inf counts column.
+NONFINITE_LABEL = "NaN/Inf"
 
 
-def format_bytes(n: int | None) -> str:
-    if n is None:
+#: Significant digits of every statistic shown (the payload is rounded to as many).
+DIGITS = 4
+#: Byte units, 1024 apart.
+BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+_HALF_UP = decimal.Context(prec=DIGITS, rounding=decimal.ROUND_HALF_UP)
+
+
+def format_bytes(n: int | float | None) -> str:
+    """A byte count in binary units, one decimal above 1023 B (the unit chosen after rounding).
+
+    Ties round away from zero on the exact value, as JavaScript's ``toFixed`` does.
+
+    >>> [format_bytes(n) for n in (0, 1023, 1024, 1536, 1048575, 2**50 * 3)]
+    ['0 B', '1023 B', '1.0 KiB', '1.5 KiB', '1.0 MiB', '3.0 PiB']
+    """
+    if n is None or (isinstance(n, float) and not math.isfinite(n)):
         return ""
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
+    if n < 0:
+        return "-" + format_bytes(-n)
+    exact = fractions.Fraction(n)
+    if exact < 1024:
+        return f"{math.floor(exact + fractions.Fraction(1, 2))} B"
+    for power, unit in enumerate(BYTE_UNITS[1:], 1):
+        tenths = math.floor(exact * 10 / 1024**power + fractions.Fraction(1, 2))  # half up, exact
+        if tenths < 10240 or unit == BYTE_UNITS[-1]:
+            return f"{tenths // 10}.{tenths % 10} {unit}"
     raise AssertionError("unreachable")
 
 
@@ -41,11 +74,64 @@ def format_count(n: int) -> str:
 
 
 def format_number(v: float | int | None) -> str:
+    """A statistic to :data:`DIGITS` significant digits, trailing zeros dropped.
+
+    Rounded half away from zero on the exact value (as JavaScript's ``toExponential``); plain
+    notation when the rounded value's decimal exponent is in -3..3, else ``1.235e+7``/``-3.5e-5``.
+
+    >>> [format_number(x) for x in (0.264, 1234.5, 12345, 0.001, -3.5e-5, -0.0, float("nan"), float("-inf"))]
+    ['0.264', '1235', '1.235e+4', '0.001', '-3.5e-5', '0', 'NaN', '-inf']
+    """
     if v is None:
         return ""
-    if isinstance(v, int):
-        return str(v)
-    return f"{v:.4g}"
+    x = float(v)
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if x == 0:
+        return "0"
+    digits = _HALF_UP.plus(decimal.Decimal(abs(x)))
+    mantissa, exponent = f"{digits:.{DIGITS - 1}e}".split("e")
+    e = int(exponent)
+    sign = "-" if x < 0 else ""
+    if -3 <= e < DIGITS:
+        return sign + _trim(f"{digits:.{DIGITS - 1 - e}f}")
+    return f"{sign}{_trim(mantissa)}e{'+' if e >= 0 else '-'}{abs(e)}"
+
+
+def format_stat(v: float | int | None) -> str:
+    """A statistic as the live widget shows it: rounded as the browser's payload is
+    (``Snapshot.to_dict``: ``round_significant``, then ``.4g``, both half to even), then
+    :func:`format_number`.
+
+    >>> format_stat(1234.5), format_number(1234.5)
+    ('1234', '1235')
+    """
+    if v is None:
+        return ""
+    rounded = float(round_significant([float(v)], DIGITS)[0])
+    return format_number(float(f"{rounded:.{DIGITS}g}") if math.isfinite(rounded) else rounded)
+
+
+def round_significant(values: Any, digits: int = 4) -> np.ndarray:
+    """Round to ``digits`` significant digits, elementwise (NaN/Inf/0 unchanged).
+
+    The one rounding used for the browser payload and for the history behind sparklines, so the
+    two always agree.
+
+    >>> round_significant([3.168886, -0.000123456, 0.0, float("nan"), 123456.0]).tolist()
+    [3.169, -0.0001235, 0.0, nan, 123500.0]
+    """
+    a = np.asarray(values, np.float64)
+    finite = np.isfinite(a) & (a != 0)
+    exponent = np.floor(np.log10(np.abs(np.where(finite, a, 1.0))))
+    scale = 10.0 ** (exponent - (digits - 1))
+    return np.where(finite, np.round(a / scale) * scale, a)
+
+
+def _trim(text: str) -> str:
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def format_shape(shape: tuple[int, ...] | None) -> str:
@@ -122,9 +208,9 @@ def _columns(snap: Any) -> list[tuple[str, callable]]:
     if any(r.logical for r in rows):
         cols.append(("logical", lambda r: (r.logical or "") + (f" != {r.mismatch}" if r.mismatch else "")))
     if any(r.stats for r in rows):
-        cols += [(name, lambda r, n=name: format_number((r.stats or {}).get(n))) for name in _STAT_COLUMNS]
+        cols += [(STAT_LABELS[name], lambda r, n=name: format_stat((r.stats or {}).get(n))) for name in STAT_COLUMNS]
     if any(nonfinite_text(r) for r in rows):
-        cols.append(("nan/inf", nonfinite_text))
+        cols.append((NONFINITE_LABEL, nonfinite_text))
     if any(r.status != "ok" for r in rows):
         cols.append(("status", lambda r: "" if r.status == "ok" else r.status + (f": {r.note}" if r.note else "")))
     return cols
@@ -161,7 +247,7 @@ _RIGHT = ' style="text-align:right"'
 def html_table(snap: Any, max_rows: int = 200) -> str:
     esc = html.escape
     cols = _columns(snap)
-    numeric = {"bytes", *_STAT_COLUMNS}
+    numeric = {"bytes", *(STAT_LABELS[name] for name in STAT_COLUMNS)}
     table = '<table style="border-collapse:collapse;font-size:12px;white-space:nowrap">'
     parts = ['<div class="nnx-lab-snapshot">', f"<div><b>{esc(summary_line(snap))}</b></div>"]
     memory = memory_line(snap)

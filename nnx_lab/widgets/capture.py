@@ -7,40 +7,35 @@ histogram; ``panel.grads(loss_fn, x)`` adds the gradient of the loss with respec
 perturbed value. The toggles themselves are :class:`nnx_lab.core.capture_toggles.CaptureToggles`;
 the browser's clicks arrive as custom messages, and the panel answers each with its ``controls``
 trait, so a rejected click is undone on screen. A click made while a cell runs is queued (see
-:mod:`nnx_lab.inbox`) and applies at the panel's next call.
+:mod:`nnx_lab._ipython.busy_queue`) and applies at the panel's next call.
 """
 
 from __future__ import annotations
 
 import html
-import pathlib
-import threading
 import time
 import weakref
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
-import anywidget
 import traitlets
 from flax import nnx
 
-from .._ipython import busy_queue as inbox, cell_hooks as live
+from .._ipython import busy_queue, cell_hooks
 from ..core import capture as core
 from ..core import compat
 from ..core.capture_grads import intermediate_grads
-from ..core._util import MAX_RATE, check_number, first_line, message_id, message_problem, one_line
+from ..core._util import MAX_RATE, check_number, first_line, message_id, one_line
 from ..core.capture_toggles import CaptureToggles, Modules, module_tree
 from ..core.capture_types import caller_namespace
 from ..core.tree import path_text
-from .viewer import background_unsupported
-
-STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
+from ._base import ANY, STATIC, Widget, background_unsupported, command, when_ready
 
 GONE = "the model is gone (deleted or garbage-collected)"
 
 T = TypeVar("T")
 
 
-class CapturePanel(compat.MimebundleDisplay, anywidget.AnyWidget):
+class CapturePanel(Widget):
     """Capture toggles over one model, and the values its last call captured.
 
     Create it with :func:`capture_panel`. ``panel(*args, **kwargs)`` calls the model and returns
@@ -61,7 +56,8 @@ class CapturePanel(compat.MimebundleDisplay, anywidget.AnyWidget):
     controls = traitlets.Dict().tag(sync=True)
     status = traitlets.Dict().tag(sync=True)
     report = traitlets.Dict().tag(sync=True)
-    busy_note = traitlets.Unicode("").tag(sync=True)  # inbox.busy_note: empty where clicks are read mid-cell
+    busy_note = traitlets.Unicode("").tag(sync=True)  # busy_queue.busy_note: empty where clicks are read mid-cell
+    _queue_while_busy = True  # a click while a cell runs: acked "queued", applied at the next call
 
     def __init__(self, model: Any, *, types: Any = core.DEFAULT_TYPES, methods: bool = False,
                  max_rate: float = 2.0, budget: float = 0.02, namespace: dict | None = None, **kwargs: Any):
@@ -93,12 +89,8 @@ class CapturePanel(compat.MimebundleDisplay, anywidget.AnyWidget):
         self._calls = 0
         self._rev = 0
         super().__init__(**kwargs)
-        self.on_msg(self._on_message)
-        self.routing = inbox.route_while_busy(self)  # None, or why clicks wait for the cell to end
-        self.busy_note = inbox.busy_note(self.routing)  # said on screen beside a pending click
         self._publish_controls()
         self._set_status()
-        live.track_widget(self)
 
     # -- calling the model ------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -114,7 +106,7 @@ class CapturePanel(compat.MimebundleDisplay, anywidget.AnyWidget):
 
     def _prepare(self) -> tuple[nnx.Module, Modules, dict]:
         """Before each call: apply toggles clicked while this cell runs, then read them."""
-        inbox.drain()
+        busy_queue.drain()
         model = self._alive()
         modules = self._module_list()
         return model, modules, self._toggles.options(modules)
@@ -167,7 +159,7 @@ class CapturePanel(compat.MimebundleDisplay, anywidget.AnyWidget):
         try:
             for item in iterable:
                 yield item
-                inbox.drain()
+                busy_queue.drain()
         finally:
             self._looping -= 1
             if not self._looping:
@@ -187,15 +179,8 @@ class CapturePanel(compat.MimebundleDisplay, anywidget.AnyWidget):
         describing = self._describing
         # The call count is current at once (the report follows when its numbers arrive).
         self._set_status(self.status.get("message", ""), level=self.status.get("level", ""))
-
-        def show_when_ready():
-            try:
-                describing[0].wait()
-            except Exception:
-                pass
-            if self._describing is describing:
-                self._show_described()
-        threading.Thread(target=show_when_ready, name="nnx_lab-capture-publish", daemon=True).start()
+        when_ready(describing[0], lambda: self._describing is describing and self._show_described(),
+                   "nnx_lab-capture-publish")
 
     def _dispatch_description(self) -> None:
         """Queue the last call's description on the device (statistics, histograms); never waits."""
@@ -227,7 +212,6 @@ class CapturePanel(compat.MimebundleDisplay, anywidget.AnyWidget):
     def close(self) -> None:
         """Close the widget and let go of the captured arrays (the model is the caller's)."""
         self._captured = self._grads = self._last_report = self._unshown = self._describing = None
-        live.untrack_widget(self)
         super().close()
 
     # -- what the last call captured ---------------------------------------------------------
@@ -308,17 +292,12 @@ class CapturePanel(compat.MimebundleDisplay, anywidget.AnyWidget):
         self._publish_controls(modules)
 
     # -- talking to the browser ------------------------------------------------------------------
-    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        problem = message_problem(content)
-        if problem:  # answered from any thread: nothing of it is read
-            self._set_status(problem, level="error")
-            self._publish_controls()
-            return
-        if not inbox.on_main_thread():
-            # A subshell thread, while a cell runs: the toggles are the main thread's; queue the click.
-            self.send({"type": "ack", "id": message_id(content), "state": "queued"})
-            inbox.post(lambda: self._on_message(_widget, content, _buffers))
-            return
+    def _refuse(self, content: Any, problem: str) -> None:  # from any thread: nothing of it is read
+        self._set_status(problem, level="error")
+        self._publish_controls()
+
+    @command(ANY)  # a toggle; CaptureToggles refuses unknown types, and the answer undoes the click
+    def _toggle(self, content: dict, _buffers: Any) -> None:
         modules = self._module_list()
         try:
             self._toggles.apply_message(content, modules)
@@ -357,7 +336,7 @@ class CapturePanel(compat.MimebundleDisplay, anywidget.AnyWidget):
                 self._toggles.offer(t)
         self._last_toggles = self._toggles.state()
         self._unshown = (describe, modules, elapsed, loss)
-        cell, self._cell = self._cell, live.current_cell()
+        cell, self._cell = self._cell, cell_hooks.current_cell()
         in_a_loop = self._looping or (cell is not None and cell == self._cell)  # a second call in one cell
         if not in_a_loop:
             self.flush()  # one call: described and shown now
@@ -384,16 +363,10 @@ class CapturePanel(compat.MimebundleDisplay, anywidget.AnyWidget):
         return self._known_modules
 
     # -- what a saved notebook shows without a kernel ----------------------------------
-    def _repr_mimebundle_(self, **kwargs: Any):
-        bundle = super()._repr_mimebundle_(**kwargs)
-        data = bundle[0] if isinstance(bundle, tuple) else bundle
+    def _fallback(self) -> tuple[str, str]:
         if self.last_report is not None:
-            data["text/plain"] = self._last_report.to_text()
-            data["text/html"] = self._last_report.to_html()
-        else:
-            data["text/plain"] = repr(self)
-            data["text/html"] = f"<pre class=\"nnx-lab-capture-static\">{html.escape(repr(self))}</pre>"
-        return bundle
+            return self._last_report.to_text(), self._last_report.to_html()
+        return repr(self), f"<pre class=\"nnx-lab-capture-static\">{html.escape(repr(self))}</pre>"
 
     def __repr__(self) -> str:
         target = self._target + (" (gone)" if self._ref() is None else "")
@@ -417,16 +390,7 @@ def capture_panel(model: Any, *, types: Any = core.DEFAULT_TYPES, methods: bool 
     """
     panel = CapturePanel(model, types=types, methods=methods, max_rate=max_rate, budget=budget,
                          namespace=caller_namespace(1, types))
-    if display:
-        try:
-            from IPython import get_ipython
-        except ImportError:
-            return panel
-        if get_ipython() is not None:
-            from IPython.display import display as show
-
-            show(panel)
-    return panel
+    return panel.show() if display else panel
 
 
 def _scalar(x: Any) -> float | None:

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import anywidget
 import traitlets
 
-from ..core import compat
 from ..core.capture_report import CaptureReport
 from ..core.tree import Path
-from .capture import STATIC
+from ._base import STATIC, Widget
 
 
-class CaptureReportView(compat.MimebundleDisplay, anywidget.AnyWidget):
+class CaptureReportView(Widget):
     """A :class:`~nnx_lab.core.capture_report.CaptureReport` as a read-only capture table.
 
     ``target`` names the model in the head line, ``classes`` (module path -> class name) labels
@@ -40,11 +38,8 @@ class CaptureReportView(compat.MimebundleDisplay, anywidget.AnyWidget):
         super().__init__(report=report.to_dict(classes=classes), status=status, **kwargs)
         self._text, self._html = report.to_text(), report.to_html()
 
-    def _repr_mimebundle_(self, **kwargs: Any):
-        bundle = super()._repr_mimebundle_(**kwargs)
-        data = bundle[0] if isinstance(bundle, tuple) else bundle
-        data["text/plain"], data["text/html"] = self._text, self._html
-        return bundle
+    def _fallback(self) -> tuple[str, str]:
+        return self._text, self._html
 
     def __repr__(self) -> str:
         return self._text

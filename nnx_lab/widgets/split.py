@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import pathlib
 from typing import Any, Sequence
 
-import anywidget
 import traitlets
 
-from ..core import compat
 from ..core.split import SplitReport
+from ._base import STATIC, Widget
 
-STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
 
-
-class SplitReportView(compat.MimebundleDisplay, anywidget.AnyWidget):
+class SplitReportView(Widget):
     """A :class:`~nnx_lab.core.split.SplitReport` as a table: one coloured column per filter.
 
     ``target`` is the expression the equivalent ``nnx.split`` line splits, ``names`` the names it
@@ -41,12 +37,8 @@ class SplitReportView(compat.MimebundleDisplay, anywidget.AnyWidget):
         return self._report
 
     # -- what a saved notebook shows without a kernel ----------------------------------
-    def _repr_mimebundle_(self, **kwargs: Any):
-        bundle = super()._repr_mimebundle_(**kwargs)
-        data = bundle[0] if isinstance(bundle, tuple) else bundle
-        data["text/plain"] = self._report.to_text(self._names)
-        data["text/html"] = self._report.to_html(self._target, self._names)
-        return bundle
+    def _fallback(self) -> tuple[str, str]:
+        return self._report.to_text(self._names), self._report.to_html(self._target, self._names)
 
     def __repr__(self) -> str:
         return f"SplitReportView · {self._report.to_text().splitlines()[0]}"

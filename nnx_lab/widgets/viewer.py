@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import pathlib
-import sys
 from typing import Any, Iterable, Iterator, TypeVar
 
-import anywidget
-import jax
 import traitlets
 
-from .._ipython import busy_queue as inbox, cell_hooks as live
-from ..core import compat
-from ..core._util import message_problem
-from ..core.snapshot import HISTORY_STATS
+from .._ipython import busy_queue
 from ..core.render import html_table, summary_line
-from ..core.snapshot import Watcher
+from ..core.snapshot import HISTORY_STATS, Watcher
+from ._base import STATIC, Widget, background_unsupported, command
 
 T = TypeVar("T")
-STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
 
 
-class StateViewer(compat.MimebundleDisplay, anywidget.AnyWidget):
+class StateViewer(Widget):
     """Every Variable of a model, refreshed while it trains. Create it with ``nnx_lab.watch``."""
 
     _esm = STATIC / "viewer.js"
@@ -32,13 +25,11 @@ class StateViewer(compat.MimebundleDisplay, anywidget.AnyWidget):
     def __init__(self, obj: Any, *, max_rate: float = 2.0, background: bool = False,
                  stats: bool = True, history: int = 100, **kwargs: Any):
         self._watcher = Watcher(obj, max_rate=max_rate, stats=stats, history=history,
-                                between_steps=inbox.drain)
+                                between_steps=busy_queue.drain)
         super().__init__(**kwargs)
         self._watcher.subscribe(self._publish)
         self._watcher.publish_from_thread = background_unsupported() is None
-        self.on_msg(self._on_message)
         self._watcher.refresh(force=True)
-        live.track_widget(self)
         if background:
             self.start_background()
 
@@ -72,7 +63,6 @@ class StateViewer(compat.MimebundleDisplay, anywidget.AnyWidget):
         watcher = getattr(self, "_watcher", None)  # absent when construction failed (not a model)
         if watcher is not None:
             watcher.stop_background()
-        live.untrack_widget(self)
         super().close()
 
     @property
@@ -102,14 +92,13 @@ class StateViewer(compat.MimebundleDisplay, anywidget.AnyWidget):
             self.snapshot = payload
         self.status = watcher.status()
 
-    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if message_problem(content):
-            return
-        kind = content.get("type")
-        if kind == "refresh":
-            self.refresh()
-        elif kind == "history":
-            self.send_history(str(content.get("stat", self.sparkline_stat)))
+    @command("refresh")
+    def _refresh_request(self, content: dict, _buffers: Any) -> None:
+        self.refresh()
+
+    @command("history")
+    def _history_request(self, content: dict, _buffers: Any) -> None:
+        self.send_history(str(content.get("stat", self.sparkline_stat)))
 
     def send_history(self, stat: str) -> None:
         """Send one statistic's history as a float32 buffer (after display: Colab-safe)."""
@@ -124,31 +113,13 @@ class StateViewer(compat.MimebundleDisplay, anywidget.AnyWidget):
         )
 
     # -- what a saved notebook shows without a kernel ----------------------------------
-    def _repr_mimebundle_(self, **kwargs: Any):
-        bundle = super()._repr_mimebundle_(**kwargs)
-        data = bundle[0] if isinstance(bundle, tuple) else bundle
+    def _fallback(self) -> tuple[str, str] | None:
         snap = self._watcher.snapshot
-        if snap is not None:
-            data["text/plain"] = f"StateViewer · {summary_line(snap)}"
-            data["text/html"] = html_table(snap)
-        return bundle
+        return None if snap is None else (f"StateViewer · {summary_line(snap)}", html_table(snap))
 
     def __repr__(self) -> str:
         snap = self._watcher.snapshot
         return f"StateViewer · {summary_line(snap)}" if snap is not None else "StateViewer"
-
-
-def background_unsupported() -> str | None:
-    """Why widget updates from a thread would not arrive here, or None when they do."""
-    kernel_module = sys.modules.get("ipykernel")
-    if kernel_module is None:
-        return "not running in an IPython kernel"
-    version = getattr(kernel_module, "__version__", "0")
-    if int(version.split(".")[0]) < 6:
-        return f"ipykernel {version} sends messages from the main thread only"
-    if "google.colab" in sys.modules:
-        return "thread-delivered widget updates are not verified on Colab"
-    return None
 
 
 def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: bool = True,
@@ -161,12 +132,4 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
     every process refreshes (they reduce sharded arrays together) and only process 0 displays.
     """
     viewer = StateViewer(obj, max_rate=max_rate, background=background, stats=stats, history=history)
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return viewer
-    if display and get_ipython() is not None and jax.process_index() == 0:
-        from IPython.display import display as show
-
-        show(viewer)
-    return viewer
+    return viewer.show() if display else viewer

@@ -3,24 +3,22 @@
 from __future__ import annotations
 
 import html
-import pathlib
 import weakref
 from typing import Any, Iterable, Iterator, Mapping, TypeVar
 
-import anywidget
 import traitlets
 
-from .._ipython import busy_queue as inbox, cell_hooks as live
+from .._ipython import busy_queue, cell_hooks
 from ..core import compat
-from ..core._util import check_name, clip, first_line, json_key, message_id, message_problem, one_line, safe_repr
+from ..core._util import check_name, clip, first_line, json_key, message_id, one_line, safe_repr
 from ..core import view_requests as requests
 from ..core import views as core
+from ._base import STATIC, Widget, command
 
 T = TypeVar("T")
-STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
 
 
-class ViewPanel(compat.MimebundleDisplay, anywidget.AnyWidget):
+class ViewPanel(Widget):
     """The ``set_view`` options of every submodule instance of a model, as controls.
 
     Made by :func:`view_panel` (``variant="views"``: options, "create view", "apply in place")
@@ -31,7 +29,9 @@ class ViewPanel(compat.MimebundleDisplay, anywidget.AnyWidget):
 
     _esm = STATIC / "views.js"
     payload = traitlets.Dict().tag(sync=True)
-    busy_note = traitlets.Unicode("").tag(sync=True)  # inbox.busy_note: empty where clicks are read mid-cell
+    busy_note = traitlets.Unicode("").tag(sync=True)  # busy_queue.busy_note: empty where clicks are read mid-cell
+    _queue_while_busy = True
+    _queued_ack = {"code": "", "text": "queued: applies at the next tick()/track() step, or when the cell ends"}
 
     def __init__(self, model: Any, *, variant: str = "views", only: Any = ..., only_code: str | None = None,
                  target: str | None = None, name: str | None = None,
@@ -53,10 +53,6 @@ class ViewPanel(compat.MimebundleDisplay, anywidget.AnyWidget):
         self._only_code = only_code
         self._default_name = name or f"{self._target.split('.')[0].split('[')[0]}_view"
         super().__init__(**kwargs)
-        self.on_msg(self._on_message)
-        self.routing = inbox.route_while_busy(self)  # None, or why clicks wait for the cell to end
-        self.busy_note = inbox.busy_note(self.routing)  # said on screen beside a pending click
-        live.track_widget(self)
         self.refresh(first)
 
     # -- what the panel shows ----------------------------------------------------------
@@ -103,51 +99,39 @@ class ViewPanel(compat.MimebundleDisplay, anywidget.AnyWidget):
 
     # -- the training-loop API: apply clicks made while a cell runs -------------------------
     def tick(self) -> int:
-        """Apply requests queued while this cell runs (see :mod:`nnx_lab.inbox`); never raises."""
-        return inbox.drain()
+        """Apply requests queued while this cell runs (see :mod:`nnx_lab._ipython.busy_queue`); never raises."""
+        return busy_queue.drain()
 
     def track(self, iterable: Iterable[T]) -> Iterator[T]:
         """``for batch in panel.track(batches): step(batch)``: queued clicks apply between steps."""
         for item in iterable:
             yield item
-            inbox.drain()
+            busy_queue.drain()
 
     def _after_cell(self) -> None:  # live's hook has drained the inbox already
         if self._model() is not None or not self.payload.get("gone"):
             self.refresh()  # a model collected since the last cell: the panel says so, once
 
     # -- browser messages ---------------------------------------------------------------
-    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        problem = message_problem(content)
-        if problem:
-            self.send({"type": "ack", "id": message_id(content), "state": "error", "text": problem, "code": ""})
-            return
-        if content.get("type") not in ("view", "apply", "mode"):
-            return
-        rid = message_id(content)
-        if inbox.on_main_thread():
-            self._answer(content, rid)
-            return
-        # A subshell thread, while a cell runs: never touch the model here.
-        self.send({"type": "ack", "id": rid, "state": "queued", "code": "",
-                   "text": "queued: applies at the next tick()/track() step, or when the cell ends"})
-        inbox.post(lambda: self._answer(content, rid))
+    def _refuse(self, content: Any, problem: str) -> None:
+        self.send({"type": "ack", "id": message_id(content), "state": "error", "text": problem, "code": ""})
 
-    def _answer(self, content: dict, rid: Any) -> None:
+    @command("view", "apply", "mode")
+    def _request(self, content: dict, _buffers: Any) -> dict:
+        """A request from the browser; answered with its outcome after every panel on the model shows it."""
         try:
             _, code, text = self._run(content, from_text=True)
-            ack = {"type": "ack", "id": rid, "state": "done", "text": clip(text, 300), "code": code}
+            ack = {"state": "done", "text": clip(text, 300), "code": code}
         except requests.ViewError as e:
-            ack = {"type": "ack", "id": rid, "state": "error", "text": first_line(str(e)), "code": ""}
+            ack = {"state": "error", "text": first_line(str(e)), "code": ""}
         except Exception as e:  # never into the kernel's message loop
-            ack = {"type": "ack", "id": rid, "state": "error", "code": "",
-                   "text": one_line(e)}
+            ack = {"state": "error", "text": one_line(e), "code": ""}
         model = self._model()
         if model is not None:  # every panel on this model shows the change, before the ack arrives
-            for panel in live.widgets(ViewPanel):
+            for panel in cell_hooks.widgets(ViewPanel):
                 if panel.model is model:
                     panel.refresh()
-        self.send(ack)
+        return ack
 
     def _run(self, content: Mapping[str, Any], *, from_text: bool) -> tuple[Any, str, str]:
         model = self._model()
@@ -185,23 +169,15 @@ class ViewPanel(compat.MimebundleDisplay, anywidget.AnyWidget):
         return view, requests.view_code(self._target, name, scope, values), f"{name} is a view of {self._target}{note}"
 
     # -- what a saved notebook shows without a kernel ------------------------------------
-    def _repr_mimebundle_(self, **kwargs: Any):
-        bundle = super()._repr_mimebundle_(**kwargs)
-        data = bundle[0] if isinstance(bundle, tuple) else bundle
+    def _fallback(self) -> tuple[str, str]:
         try:
             text = self.report().to_text()
         except requests.ViewError as e:
             text = str(e)
-        data["text/plain"] = text
-        data["text/html"] = f"<pre style=\"text-align:left\">{html.escape(text)}</pre>"
-        return bundle
+        return text, f"<pre style=\"text-align:left\">{html.escape(text)}</pre>"
 
     def __repr__(self) -> str:
         return f"ViewPanel({self._variant}) · {self.payload.get('summary', '')}"
-
-    def close(self) -> None:
-        live.untrack_widget(self)
-        super().close()
 
 
 def view_panel(model: Any, *, only: Any = ..., only_code: str | None = None, name: str | None = None,
@@ -216,21 +192,13 @@ def view_panel(model: Any, *, only: Any = ..., only_code: str | None = None, nam
     Shows the panel unless ``display=False``; returns it either way.
     """
     panel = ViewPanel(model, variant="views", only=only, only_code=only_code, name=name, target=target)
-    if display:
-        from IPython.display import display as show
-
-        show(panel)
-    return panel
+    return panel.show() if display else panel
 
 
 def mode_toggle(model: Any, *, target: str | None = None, display: bool = True) -> ViewPanel:
     """A train/eval switch (``model.train()`` / ``model.eval()`` in place) with every instance's mode."""
     panel = ViewPanel(model, variant="modes", target=target)
-    if display:
-        from IPython.display import display as show
-
-        show(panel)
-    return panel
+    return panel.show() if display else panel
 
 
 # -- helpers ------------------------------------------------------------------------------

@@ -524,7 +524,7 @@ def test_in_a_notebook_a_second_call_in_one_cell_waits_for_the_throttle_or_the_c
     clock = FakeClock()
     cell = [7]
     monkeypatch.setattr(widget, "time", clock)
-    monkeypatch.setattr(widget.live, "current_cell", lambda: cell[0])
+    monkeypatch.setattr(widget.cell_hooks, "current_cell", lambda: cell[0])
     panel = capture_panel(model, display=False)
     shown = []
     panel.observe(lambda change: shown.append(change["new"]), names="report")

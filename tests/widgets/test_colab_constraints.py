@@ -68,7 +68,7 @@ def _widget_classes() -> set[str]:
     while todo:
         for sub in todo.pop().__subclasses__():
             todo.append(sub)
-            if sub.__module__.startswith("nnx_lab."):
+            if sub.__module__.startswith("nnx_lab.") and "_esm" in vars(sub):  # not the shared base
                 found.add(sub.__name__)
     return found
 

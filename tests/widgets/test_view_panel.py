@@ -184,7 +184,7 @@ def test_a_viewers_tick_applies_queued_clicks_too():
     model = make()
     panel = Panel(model)
     viewer = nnx_lab.watch(model, display=False)
-    inbox.post(lambda: panel.widget._answer({"type": "mode", "mode": "eval"}, 1))
+    inbox.post(lambda: panel.widget._answer(panel.widget._request, {"type": "mode", "mode": "eval"}, 1, []))
     viewer.tick()
     assert model.layers[0].drop.deterministic is True and panel.acks[-1]["state"] == "done"
     viewer.close()

@@ -204,7 +204,9 @@ def test_saved_notebook_fallback_is_stable_text_and_escaped_html():
     model = small_model()
     viewer = nnx_lab.watch(model, display=False)
     data, _ = viewer._repr_mimebundle_()
-    assert data["text/plain"] == "StateViewer · Sequential: 6 variables, 32 elements, 128 B on 1× cpu"
+    dev = viewer.last_snapshot.device_summary
+    assert data["text/plain"] == (f"StateViewer · Sequential: 6 variables, 32 elements, 128 B "
+                                  f"on {dev['count']}× {dev['device_kind']}")
     assert not re.search(r"0x[0-9a-f]+|\d\d:\d\d", data["text/plain"])
     assert 'class="nnx-lab-snapshot"' in data["text/html"]
     assert "application/vnd.jupyter.widget-view+json" in data

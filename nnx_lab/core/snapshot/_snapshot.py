@@ -24,12 +24,13 @@ import numpy as np
 
 from ._devices import annotation_check, device_summary, placement
 from .. import render
+from ..render import DIGITS, round_significant
 from .._util import json_key, safe_repr
 from ._stats import STAT_NAMES, PendingStats, StatsError, is_numeric_dtype
 from ..tree import Leaf, Path, path_text, walk_graph
 
 #: Significant digits of the statistics sent to the browser (and kept in the history).
-PRECISION = 4
+PRECISION = DIGITS  # significant digits of every statistic in a payload or a history
 
 #: Every status a row can have.
 STATUSES = {
@@ -189,22 +190,6 @@ class Snapshot:
 
     def _repr_html_(self) -> str:
         return render.html_table(self)
-
-
-def round_significant(values: Any, digits: int = 4) -> np.ndarray:
-    """Round to ``digits`` significant digits, elementwise (NaN/Inf/0 unchanged).
-
-    The one rounding used for the browser payload and for the history behind sparklines, so the
-    two always agree.
-
-    >>> round_significant([3.168886, -0.000123456, 0.0, float("nan"), 123456.0]).tolist()
-    [3.169, -0.0001235, 0.0, nan, 123500.0]
-    """
-    a = np.asarray(values, np.float64)
-    finite = np.isfinite(a) & (a != 0)
-    exponent = np.floor(np.log10(np.abs(np.where(finite, a, 1.0))))
-    scale = 10.0 ** (exponent - (digits - 1))
-    return np.where(finite, np.round(a / scale) * scale, a)
 
 
 def _rounded_list(column: list, digits: int) -> list:

@@ -1,7 +1,7 @@
 // Styles of the view panel and mode toggle, scoped under .nnx-lab-views. Same theme variables as
 // the viewer (JupyterLab's, then VS Code's, then light defaults), so it follows light and dark themes.
 
-import { THEME, panelFrameCss } from "./styles.js";
+import { THEME, panelFrameCss } from "../shared/styles.js";
 
 const { FG, MUTED, FAINT, BG, BG2, BORDER, ACCENT, ERROR, OK, WARN, STRIPE, HOVER, FONT, MONO } = THEME;
 const WARN_TINT = "rgba(245,124,0,0.13)";

@@ -2,8 +2,8 @@
 // arguments, a text input (an int, or a Python literal the kernel parses safely) for the rest,
 // and one row per argument with its signature and docstring help. Every user string is text.
 
-import { h } from "./dom.js";
-import { helpText } from "./viewsdata.js";
+import { h } from "../shared/dom.js";
+import { helpText } from "./data.js";
 
 const LABELS = { unset: "unset", true: "True", false: "False" };
 

@@ -1,5 +1,9 @@
 // Table columns: id (cell class c-<id>, header data-col), header label, width (px; null = the
 // rest), numeric alignment, sortable.
+import { HISTORY_STATS, NONFINITE_LABEL, STAT_COLUMNS, STAT_LABELS } from "./constants.js";
+
+// Statistic columns and labels come from Python (render.STAT_COLUMNS, STAT_LABELS), widths from here.
+const STAT_WIDTHS = { mean: 74, std: 70, min: 74, max: 74, norm: 70 };
 
 export const COLUMNS = [
   { id: "path", label: "path", width: null },
@@ -8,12 +12,8 @@ export const COLUMNS = [
   { id: "dtype", label: "dtype", width: 70 },
   { id: "bytes", label: "bytes", width: 66, num: true },
   { id: "place", label: "placement", width: 100, title: "sharding if any, else devices" },
-  { id: "mean", label: "mean", width: 74, num: true },
-  { id: "std", label: "std", width: 70, num: true },
-  { id: "min", label: "min", width: 74, num: true },
-  { id: "max", label: "max", width: 74, num: true },
-  { id: "norm", label: "norm", width: 70, num: true },
-  { id: "nonfinite", label: "NaN/Inf", width: 84, num: true },
+  ...STAT_COLUMNS.map((id) => ({ id, label: STAT_LABELS[id], width: STAT_WIDTHS[id] ?? 74, num: true })),
+  { id: "nonfinite", label: NONFINITE_LABEL, width: 84, num: true },
   { id: "spark", label: "trend", width: 64, sortable: false, title: "the chosen statistic over the last refreshes" },
   { id: "status", label: "status", width: 96 },
 ];
@@ -45,7 +45,8 @@ export function hiddenColumns(payload) {
   return hidden;
 }
 
-export const STAT_CHOICES = ["mean", "std", "min", "max", "norm", "abs_max"];
+// The statistics the history keeps (nnx_lab.core.history.HISTORY_STATS): the sparkline's choices.
+export const STAT_CHOICES = HISTORY_STATS;
 
 /** Next sort state on a header click: asc -> desc -> off. */
 export function nextSort(sort, column) {

@@ -7,7 +7,7 @@
 //    classes: [{class, only, args: [{name, annotation, default, doc, kind, nullable}],
 //               instances: [{path, key, only, mode, values: {arg: repr}}]}]}
 
-import { isIdentifier } from "./format.js";
+import { isIdentifier } from "../shared/format.js";
 
 export const MODES = ["train", "eval", "unset", "mixed", "none"];
 export const KINDS = ["tri_bool", "bool", "int", "literal"];

@@ -5,6 +5,7 @@
 // item N + r, where N is the number of nodes.
 
 import { keyText, shapeSize } from "./format.js";
+import { STAT_COLUMNS } from "./constants.js";
 
 const EMPTY = { parent: [], key: [], type: [] };
 
@@ -262,7 +263,7 @@ export function modulesWithMatches(tree, match) {
 
 const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
 
-const STAT_COLS = new Set(["mean", "std", "min", "max", "norm"]);
+const STAT_COLS = new Set(STAT_COLUMNS);
 
 /** A row's sort value for a column: number, string, or null (sorts last). */
 export function rowSortValue(tree, r, column) {

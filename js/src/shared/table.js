@@ -8,6 +8,7 @@ import { fmtBytes, fmtCount, fmtNonfinite, fmtNum, fmtShape, keyText } from "./f
 import { sparkPath } from "./sparkline.js";
 import { ROW_HEIGHT } from "./styles.js";
 import { windowRange, scrollToShow } from "./virtual.js";
+import { STAT_COLUMNS } from "./constants.js";
 
 const OVERSCAN = 12;
 
@@ -169,7 +170,7 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn }) {
       h(doc, "td", { class: "c-bytes num", title: `${fmtCount(t.nodeBytes[id])} bytes` }, fmtBytes(t.nodeBytes[id])),
       h(doc, "td", { class: "c-place" }),
     );
-    for (const c of ["mean", "std", "min", "max", "norm"]) tr.appendChild(h(doc, "td", { class: `c-${c} num` }));
+    for (const c of STAT_COLUMNS) tr.appendChild(h(doc, "td", { class: `c-${c} num` }));
     const nf = t.nodeNonfinite[id];
     tr.append(
       h(doc, "td", { class: `c-nonfinite num${nf ? " bad" : ""}` }, nf ? `${fmtCount(nf)} NaN/Inf` : ""),
@@ -249,7 +250,7 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn }) {
       h(doc, "td", { class: `c-place${mismatch ? " bad" : ""}`, title: placeTitle || null },
         mismatch ? h(doc, "span", { class: "mismatch" }, "\u2260 ") : null, place),
     );
-    for (const c of ["mean", "std", "min", "max", "norm"]) {
+    for (const c of STAT_COLUMNS) {
       const v = st(c);
       tr.appendChild(h(doc, "td", { class: `c-${c} num` }, fmtNum(v)));
     }

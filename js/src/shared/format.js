@@ -1,30 +1,38 @@
 // Pure text formatting: numbers, bytes, shapes and Python-style paths. No DOM.
 
+// The number and byte rules are nnx_lab.core.render's (format_number, format_bytes); the tests
+// compare these functions with Python's output on a corpus of values (test/generated/format.json).
+import { BYTE_UNITS, DIGITS, PY_KEYWORDS } from "./constants.js";
+
 /** Trailing zeros of a decimal mantissa: "1.500" -> "1.5", "2.000" -> "2". */
 function trimZeros(s) {
   return s.includes(".") ? s.replace(/\.?0+$/, "") : s;
 }
 
-function expForm(x, digits) {
-  const [m, e] = x.toExponential(digits - 1).split("e");
-  return `${trimZeros(m)}e${e}`;
-}
-
 /**
- * A statistic to 4 significant digits: "0.264", "1.665", "-3.5e-5", "1.235e+6".
- * Exponent form for |x| < 1e-3 or |x| >= 1e5; null/undefined -> "".
+ * A statistic to DIGITS (4) significant digits, trailing zeros dropped: "0.264", "1235",
+ * "1.235e+4", "-3.5e-5". Rounded half away from zero on the exact value (toExponential's rule);
+ * plain notation when the rounded value's decimal exponent is in -3..3. null/undefined -> "".
  */
-export function fmtNum(x, digits = 4) {
+export function fmtNum(x) {
   if (x === null || x === undefined || x === "") return "";
   if (typeof x !== "number") x = Number(x);
   if (Number.isNaN(x)) return "NaN";
   if (x === Infinity) return "inf";
   if (x === -Infinity) return "-inf";
   if (x === 0) return "0";
-  const a = Math.abs(x);
-  if (a < 1e-3 || a >= 1e5) return expForm(x, digits);
-  const p = x.toPrecision(digits);
-  return p.includes("e") ? expForm(x, digits) : trimZeros(p);
+  const sign = x < 0 ? "-" : "";
+  const [m, exp] = Math.abs(x).toExponential(DIGITS - 1).split("e");
+  const e = Number(exp);
+  if (e >= -3 && e < DIGITS) {
+    // The rounded digits, placed: exact, no second rounding.
+    const digits = m.replace(".", "");
+    const text = e >= 0
+      ? `${digits.slice(0, e + 1)}.${digits.slice(e + 1) || "0"}`
+      : `0.${"0".repeat(-e - 1)}${digits}`;
+    return sign + trimZeros(text);
+  }
+  return `${sign}${trimZeros(m)}e${e >= 0 ? "+" : "-"}${Math.abs(e)}`;
 }
 
 /** An integer count: "0", "12", "" for null. */
@@ -33,21 +41,21 @@ export function fmtCount(n) {
   return String(Math.round(n));
 }
 
-const UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-
-/** Bytes, binary units: "512 B", "1.5 KiB", "12.3 MiB", "1 GiB"; "" for null. */
+/**
+ * Bytes in binary units, one decimal above 1023 B, the unit chosen after rounding: "512 B",
+ * "1.0 KiB", "288.7 MiB"; ties away from zero (toFixed's rule); "" for null.
+ */
 export function fmtBytes(n) {
-  if (n === null || n === undefined || Number.isNaN(n)) return "";
-  let v = Math.abs(n);
-  let u = 0;
-  while (v >= 1024 && u < UNITS.length - 1) {
-    v /= 1024;
-    u += 1;
+  if (n === null || n === undefined || typeof n !== "number" || !Number.isFinite(n)) return "";
+  if (n < 0) return "-" + fmtBytes(-n);
+  if (n < 1024) return `${Math.round(n)} B`;
+  let v = n;
+  for (let u = 1; u < BYTE_UNITS.length; u++) {
+    v /= 1024; // exact: a power of two
+    const t = v.toFixed(1);
+    if (Number(t) < 1024 || u === BYTE_UNITS.length - 1) return `${t} ${BYTE_UNITS[u]}`;
   }
-  const sign = n < 0 ? "-" : "";
-  if (u === 0) return `${sign}${Math.round(v)} B`;
-  const t = v >= 999.5 ? v.toFixed(0) : trimZeros(v.toPrecision(3));
-  return `${sign}${t} ${UNITS[u]}`;
+  return "";
 }
 
 /** A shape as a Python tuple: "()", "(3,)", "(512, 8, 64)"; "" for null. */
@@ -91,22 +99,22 @@ export function fmtMs(ms) {
 
 // --- Python-style paths -------------------------------------------------------------------
 
-const PY_KEYWORDS = new Set(
-  ("False None True and as assert async await break class continue def del elif else except " +
-    "finally for from global if import in is lambda nonlocal not or pass raise return try while " +
-    "with yield").split(" "),
-);
+const KEYWORDS = new Set(PY_KEYWORDS);
 
 // str.isidentifier(), close enough: XID_Start/XID_Continue approximated with Unicode classes.
 const IDENT = /^[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Mn}\p{Mc}\p{Nd}\p{Pc}]*$/u;
 
 export function isIdentifier(s) {
-  return typeof s === "string" && IDENT.test(s) && !PY_KEYWORDS.has(s);
+  return typeof s === "string" && IDENT.test(s) && !KEYWORDS.has(s);
 }
+
+// What Python's repr() escapes: characters str.isprintable() refuses (control, format,
+// surrogate, private-use, unassigned, and separators other than the space).
+const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]/u;
 
 /**
  * repr() of a Python str: single quotes unless the text has a ' and no ", backslash and the
- * quote escaped, control characters as \n, \t, \r or \xNN.
+ * quote escaped, \n \t \r, and other unprintable characters as \xNN, \uNNNN or \UNNNNNNNN.
  */
 export function pyRepr(s) {
   const q = s.includes("'") && !s.includes('"') ? '"' : "'";
@@ -118,8 +126,10 @@ export function pyRepr(s) {
     else if (ch === "\n") out += "\\n";
     else if (ch === "\r") out += "\\r";
     else if (ch === "\t") out += "\\t";
-    else if (c < 0x20 || (c >= 0x7f && c < 0xa0)) out += "\\x" + c.toString(16).padStart(2, "0");
-    else out += ch;
+    else if (ch !== " " && UNPRINTABLE.test(ch)) {
+      const hex = c.toString(16);
+      out += c < 0x100 ? "\\x" + hex.padStart(2, "0") : c < 0x10000 ? "\\u" + hex.padStart(4, "0") : "\\U" + hex.padStart(8, "0");
+    } else out += ch;
   }
   return q + out + q;
 }

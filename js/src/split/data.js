@@ -6,7 +6,7 @@
 // taken_by[r]: the filter that took row r (null: no filter matched it, the remainder);
 // matched_by[r]: every filter that matched it, in order (the first one took it).
 
-import { filterColor } from "./colors.js";
+import { filterColor } from "../shared/colors.js";
 
 /** The key of the remainder column (and of the table filter showing the remainder). */
 export const REST = "rest";

@@ -2,9 +2,9 @@
 // of instances with their mode and current values), "show more" past a cap, and which section or
 // row is the chosen scope. Pure DOM builders over `prepare(...)`'s data; every user string is text.
 
-import { h, setFlag } from "./dom.js";
-import { fmtCount } from "./format.js";
-import { helpText } from "./viewsdata.js";
+import { h, setFlag } from "../shared/dom.js";
+import { fmtCount } from "../shared/format.js";
+import { ALL, helpText } from "./data.js";
 
 export const PER_CLASS = 50; // instance rows listed per class before "show more"
 export const MORE_STEP = 500; // how many more each click lists
@@ -81,4 +81,80 @@ export function markSelection(list, prep, scope, selectedClasses, views) {
     const inst = prep.classes[ci] && prep.classes[ci].instances[ii];
     setFlag(tr, "aria-selected", Boolean(views && inst && scope.type === "path" && inst.keyId === scope.keyId));
   }
+}
+
+/**
+ * The listing over the panel's state `st` ({prep, scope}): a click (or Enter/Space) on a class
+ * header or an instance row of the views variant calls `onPick(scope)`, the same one again
+ * `onPick(ALL)`; "show more" lists more rows. `fill()` shows the payload, `mark()` the scope.
+ */
+export function createList(doc, st, { onPick, views, selectedClasses }) {
+  const list = h(doc, "div", { class: "nnx-views-list" });
+  const shown = new Map(); // class name -> instance rows listed
+
+  const section = (c) => classSection(doc, c, {
+    limit: shown.get(c.name) || PER_CLASS, disagreeing: new Set(st.prep.disagreeing), views: views(),
+  });
+  const mark = () => markSelection(list, st.prep, st.scope, selectedClasses(), views());
+
+  function showMore(button) {
+    const c = st.prep.classes[Number(button.getAttribute("data-ci"))];
+    if (!c) return;
+    shown.set(c.name, Math.min(c.instances.length, (shown.get(c.name) || PER_CLASS) + MORE_STEP));
+    const old = list.children[c.ci];
+    const sec = section(c);
+    if (old) list.replaceChildren(...Array.from(list.children, (s) => (s === old ? sec : s)));
+    mark();
+  }
+
+  /** The scope a row or header picks (null: not a pick), toggling back to all modules. */
+  function picked(target) {
+    const { prep, scope } = st;
+    const tr = target.closest("tr.nnx-views-instance");
+    if (tr) {
+      const [ci, ii] = tr.getAttribute("data-row").split(":").map(Number);
+      const inst = prep.classes[ci] && prep.classes[ci].instances[ii];
+      if (!inst) return undefined;
+      return scope.type === "path" && scope.keyId === inst.keyId ? ALL : { type: "path", key: inst.key, keyId: inst.keyId };
+    }
+    const headEl = target.closest("div.nnx-views-class-head");
+    if (!headEl) return null;
+    const c = prep.classes[Number(headEl.parentNode.getAttribute("data-ci"))];
+    if (!c) return undefined;
+    return scope.type === "class" && scope.name === c.name ? ALL : { type: "class", name: c.name };
+  }
+
+  /** Handle a click or key on `target`; true when it was the listing's own. */
+  function choose(target) {
+    if (!target || typeof target.closest !== "function") return false;
+    const more = target.closest("button.nnx-views-more");
+    if (more) {
+      showMore(more);
+      return true;
+    }
+    if (!views()) return false;
+    const next = picked(target);
+    if (next === null) return false;
+    if (next) onPick(next);
+    return true;
+  }
+
+  list.addEventListener("click", (ev) => choose(ev.target));
+  list.addEventListener("keydown", (ev) => {
+    if (ev.key !== "Enter" && ev.key !== " ") return;
+    const t = ev.target;
+    if (!t || typeof t.closest !== "function") return;
+    // a class header or an instance row (both focusable in the views variant), not a button inside
+    const pickable = t.closest("div.nnx-views-class-head") || t.closest("tr.nnx-views-instance");
+    if (pickable === t && choose(t)) ev.preventDefault();
+  });
+
+  return {
+    list, mark,
+    fill() {
+      list.hidden = st.prep.classes.length === 0;
+      list.replaceChildren(...st.prep.classes.map(section));
+      mark();
+    },
+  };
 }

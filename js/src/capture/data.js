@@ -7,8 +7,8 @@
 //   {snapshot: <Snapshot.to_dict()>, hist: {bins: B, rows: [[lo, hi, c0..cB-1] | null, ...]},
 //    grads: {snapshot, hist} | null, messages: [str], types: [names], seen: [names]}
 
-import { buildTree, flatten } from "./tree.js";
-import { fmtCount, fmtNum, keyText } from "./format.js";
+import { buildTree, flatten } from "../shared/tree.js";
+import { fmtCount, fmtNum, keyText } from "../shared/format.js";
 
 const EMPTY_TREE = buildTree({});
 

@@ -1,7 +1,7 @@
 // Styles of the capture panel, scoped under .nnx-lab-capture. Same theme variables as the viewer
 // (JupyterLab's, then VS Code's, then light defaults), so it follows light and dark themes.
 
-import { ROW_HEIGHT, THEME, panelFrameCss } from "./styles.js";
+import { ROW_HEIGHT, THEME, panelFrameCss } from "../shared/styles.js";
 
 const { FG, MUTED, FAINT, BG, BG2, BORDER, ACCENT, ERROR, WARN, STRIPE, HOVER, FONT, MONO } = THEME;
 const WARN_TINT = "rgba(245,124,0,0.13)";

@@ -1,4 +1,5 @@
 // Variable type -> colour. Fixed colours for flax's own types, a stable hashed hue otherwise.
+import { FILTER_COLORS } from "./constants.js";
 
 export const TYPE_COLORS = {
   Param: "#4c78a8",
@@ -26,10 +27,10 @@ export function typeColor(name) {
   return `hsl(${hash32(key) % 360}, 50%, 52%)`;
 }
 
-// Filter index -> colour, for the split report's filter columns. The first eight match
+// Filter index -> colour, for the split report's filter columns. The first eight are
 // nnx_lab.core.render.FILTER_COLORS (the static HTML fallback); later ones step round the hue
 // circle by the golden angle, so every index gets its own colour.
-export const FILTER_COLORS = ["#1e88e5", "#43a047", "#fb8c00", "#8e24aa", "#00897b", "#e53935", "#6d4c41", "#3949ab"];
+export { FILTER_COLORS };
 
 function hexRgb(hex) {
   const n = parseInt(hex.slice(1), 16);

@@ -1,8 +1,8 @@
 // Styles of the split report, scoped under .nnx-lab-split-view. Same theme variables as the
 // viewer (JupyterLab's, then VS Code's, then light defaults), so it follows light and dark themes.
 
-import { filterColor } from "./colors.js";
-import { ROW_HEIGHT, THEME, panelFrameCss } from "./styles.js";
+import { filterColor } from "../shared/colors.js";
+import { ROW_HEIGHT, THEME, panelFrameCss } from "../shared/styles.js";
 
 const { FG, MUTED, FAINT, BG, BG2, BORDER, ACCENT, ERROR, WARN, STRIPE, HOVER, FONT, MONO } = THEME;
 const WARN_TINT = "rgba(245,124,0,0.13)";

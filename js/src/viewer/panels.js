@@ -1,9 +1,9 @@
 // The small pieces around the table: title line with device strip, NaN/Inf banner, type chips,
 // status line. Each fill function rebuilds its piece from data, with text nodes only.
 
-import { h } from "./dom.js";
-import { typeColor } from "./colors.js";
-import { fmtBytes, fmtClock, fmtCount, fmtMs, fmtNonfinite } from "./format.js";
+import { h } from "../shared/dom.js";
+import { typeColor } from "../shared/colors.js";
+import { fmtBytes, fmtClock, fmtCount, fmtMs, fmtNonfinite } from "../shared/format.js";
 
 /** Title: "Model · 6 variables · 84 B". */
 export function fillTitle(doc, el, snap) {
