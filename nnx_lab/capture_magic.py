@@ -138,7 +138,8 @@ def run_capture(shell: Any, args: Any, body: str) -> None:
     grads = spy.result.grads if spy is not None and spy.result is not None else None
     report = capture_report(capture.captured, grads=grads, types=capture.types, seen_types=capture.seen_types,
                             matched=None if args.only is None else capture.matched, bins=args.bins,
-                            only_text=None if args.only is None else f"--only {args.only}")
+                            only_text=None if args.only is None else f"--only {args.only}",
+                            inside_own=capture.inside_own)
     if spy is not None:
         report = dataclasses.replace(report, messages=(*report.messages, *spy.messages(args.target.strip())))
         shell.user_ns[f"{name}_grads"] = grads

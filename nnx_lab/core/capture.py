@@ -91,6 +91,10 @@ class Capture:
     ``seen_types`` (every type sown or perturbed, chosen or not; with those the modules' classes
     were seen sowing before, since a cached jit trace runs no Python) and ``matched`` (module paths
     ``only`` selected) are filled in. A Capture can be entered once.
+
+    The user's own ``nnx.capture(...)`` called while armed takes over for its duration, as an inner
+    ``nnx.capture`` does in flax: it gets exactly what flax gives it, and nothing of that call is
+    captured here; ``inside_own`` counts such calls (eager or traced), and the report says so.
     """
 
     def __init__(self, model: nnx.Module, *, types: Any = DEFAULT_TYPES, methods: bool | type = False,
@@ -118,6 +122,7 @@ class Capture:
         self.seen_types: tuple[type, ...] = ()
         self.matched: tuple[Path, ...] = ()
         self._seen: list[type] = []
+        self.inside_own = 0  # calls of the user's own nnx.capture while armed: their values went to it
         self._armed: list[tuple[Path, Any, bool, Any]] = []  # path, module, selected, stashed __captures__
         self._armed_ids: set[int] = set()
         self._patched: list[tuple[type, str]] = []
@@ -279,7 +284,8 @@ class Capture:
         if self.captured is None:
             raise RuntimeError("nothing captured yet: use the Capture in a `with` block first")
         return PendingCaptureReport(self.captured, grads=grads, types=self.types, seen_types=self.seen_types,
-                                    matched=None if _selects_all(self.only) else self.matched, bins=bins)
+                                    matched=None if _selects_all(self.only) else self.matched, bins=bins,
+                                    inside_own=self.inside_own)
 
 
 class SownInScan(TypeError):

@@ -89,10 +89,12 @@ def _note_seen(var_type: type, module: Any) -> None:
 # see the same tuple as before). It does two things:
 # - reading `module.__captures__` shows what flax's own nnx.capture would: our entries without
 #   the markers (Module.sow and Module.perturb still get everything);
-# - the user's own nnx.capture(...) inside an armed capture composes with it: when flax sets its
-#   tuple on an armed module, ours is put aside; while that call runs, sow/perturb see flax's
-#   entries first, then ours for the types flax did not ask for; when flax deletes its tuple
-#   (after reading its result), what it collected is appended to ours and ours is put back.
+# - the user's own nnx.capture(...) inside an armed capture works as flax's own nesting does: an
+#   inner capture replaces the outer one for its duration. When flax sets its tuple on an armed
+#   module, ours is put aside; while that call runs, sow/perturb see flax's tuple only (and no
+#   method output is recorded here), so the user's call gets exactly what flax gives it; when flax
+#   deletes its tuple (after reading its result), ours is put back. Such calls are counted
+#   (`inside_own`) so the report can say where their values went.
 
 _FOREIGN: dict[int, tuple] = {}  # id(module) -> our entries, put aside while flax's capture runs
 _SLOTS: dict[type, int] = {}  # class -> how many armed captures installed the slot on it
@@ -111,43 +113,36 @@ class _CapturesSlot:
         except KeyError:
             raise AttributeError(f"{type(obj).__name__!r} object has no attribute {_ATTR!r}") from None
         if sys._getframe(1).f_code in _SOW_CODES:
-            aside = _FOREIGN.get(id(obj))
-            if aside is not None and getattr(_CALLS, "recording", False):
-                return aside  # our method-output recording: never into flax's result
-            if aside is not None and not _is_ours(value):
-                present = {type(v) for v in value}
-                return (aside[0], *value, *(v for v in aside[1:] if type(v) not in present))
-            return value
+            return value  # sow/perturb get the whole tuple: ours with its markers, or flax's own
         return tuple(v for v in value if type(v) not in _MARKERS) if _is_ours(value) else value
 
     def __set__(self, obj, value):
         current = vars(obj).get(_ATTR)
         if not _is_ours(value) and _is_ours(current) and id(obj) not in _FOREIGN:
+            if not _FOREIGN:  # flax sets every module of its model in turn: one call, counted once
+                _count_inside_own(obj)
             _FOREIGN[id(obj)] = current
         vars(obj)[_ATTR] = value
 
     def __delete__(self, obj):
         try:
-            theirs = vars(obj).pop(_ATTR)
+            vars(obj).pop(_ATTR)
         except KeyError:
             raise AttributeError(_ATTR) from None
         ours = _FOREIGN.pop(id(obj), None)
         if ours is None:
             return
-        _merge_into(ours, theirs)
         # Pytree.__delattr__ has unregistered the attribute: set it again as data, through __set__.
         nnx.Module.__setattr__(obj, _ATTR, nnx.data(ours))
 
 
-def _merge_into(ours: tuple, theirs: Any) -> None:
-    """Append what flax's capture collected to our entry of the same type (tuples in call order)."""
-    by_type = {type(v): v for v in ours if type(v) not in _MARKERS}
-    for var in theirs if isinstance(theirs, tuple) else ():
-        entry = by_type.get(type(var))
-        if entry is None or not isinstance(var, nnx.Variable):
-            continue
-        for key, value in dict(var.get_value()).items():
-            entry[key] = _concat(entry[key], value) if key in entry else value
+def _count_inside_own(module: Any) -> None:
+    """Note one call of the user's own nnx.capture on the captures arming ``module`` (on all
+    active ones when it is a copy made by a transformation, as for seen types)."""
+    with _ACTIVE_LOCK:
+        active = list(_ACTIVE)
+    for cap in [c for c in active if id(module) in c._armed_ids] or active:
+        cap.inside_own += 1
 
 
 def _install_slots(classes) -> list[type]:
@@ -227,7 +222,9 @@ def _make_wrapper(cls: type, name: str, original: Callable) -> Callable:
     @functools.wraps(original)
     def wrapper(self, *args, **kwargs):
         entries = _armed_entries(self)
-        marker = next((v for v in entries if type(v) is _MethodOutputs), None)
+        # Inside the user's own nnx.capture that capture alone collects, as in flax's nesting.
+        inside_own = id(self) in _FOREIGN
+        marker = None if inside_own else next((v for v in entries if type(v) is _MethodOutputs), None)
         active = getattr(_CALLS, "active", None)
         if active is None:
             active = _CALLS.active = set()
@@ -237,7 +234,7 @@ def _make_wrapper(cls: type, name: str, original: Callable) -> Callable:
             active.add(key)
         try:
             if linen and entries:
-                capture_linen = (any(type(v) is _LinenIntermediates for v in entries)
+                capture_linen = (not inside_own and any(type(v) is _LinenIntermediates for v in entries)
                                  and (kwargs.get("mutable") is None or _mutable_sows(kwargs["mutable"])))
                 result = _call_tonnx(self, original, args, kwargs, capture_linen)
             else:
