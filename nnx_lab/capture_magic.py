@@ -25,7 +25,7 @@ def parse_only(text: str | None, model: Any, namespace: dict) -> Any:
         return ...
     from flax import nnx
 
-    from .core.capture import module_paths_text
+    from .core.graph import module_paths_text
 
     stripped = text.strip()
     if any(stripped in module_paths_text(path) for path, _ in nnx.iter_modules(model)):
@@ -91,7 +91,7 @@ def run_capture(shell: Any, args: Any, body: str) -> None:
     from flax import nnx
 
     from .core.capture import Capture, CapturesInGraph, SownInScan, a_kind, capture_report
-    from .core.capture_arming import OnlyError
+    from .core.graph import OnlyError
     from .core import compat
     from .magics import check_name, check_option, evaluate_target
 

@@ -260,7 +260,7 @@ class NnxLabMagics(Magics):
             if args.modes:
                 raise UsageError("--only lists a subset of modules for the options panel; --modes shows them all")
             from .core import compat
-            from .core.capture_arming import module_paths_text
+            from .core.graph import module_paths_text
 
             text = args.only.strip()  # a module path of the model as written, else a filter expression
             paths = {t for p, _ in compat.iter_modules(model) for t in module_paths_text(tuple(p))}

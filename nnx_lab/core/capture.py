@@ -45,14 +45,16 @@ from flax.nnx import graph as nnx_graph
 
 from .capture_arming import (_ACTIVE, _ACTIVE_LOCK, _ATTR, _FOREIGN, _MARKERS, _MISSING, _LinenIntermediates,
                              _install_slots, _remove_slots,
-                             _MethodOutputs, _Seen, _armed_entries, _concat, _patch, _public_methods, _select,
-                             _selector, _tonnx_class, _unpatch, module_paths_text, patched_classes,
+                             _MethodOutputs, _Seen, _armed_entries, _concat, _patch, _public_methods,
+                             _tonnx_class, _unpatch, patched_classes,
                              sown_by_classes)
+from .graph import module_paths_text, select_modules as _select, selector as _selector
 from . import compat
 from .capture_report import CaptureReport, PendingCaptureReport, capture_report, flatten_captured
-from .capture_types import DEFAULT_TYPES, a_kind, resolve_types, type_names
+from ._util import a_kind
+from .capture_types import DEFAULT_TYPES, resolve_types, type_names
 from .histogram import DEFAULT_BINS
-from .tree import Path, path_text
+from .graph import Path, path_text
 
 __all__ = ["DEFAULT_TYPES", "Capture", "CaptureReport", "CapturesInGraph", "PendingCaptureReport", "SownInScan", "a_kind", "capture_call", "capture_report",
            "flatten_captured", "module_paths_text", "patched_classes", "resolve_types", "type_names"]

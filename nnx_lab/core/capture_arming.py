@@ -10,13 +10,7 @@ import threading
 import weakref
 from typing import Any, Callable
 
-import numpy as np
 from flax import nnx
-from flax.nnx import filterlib
-
-from ._util import first_line, one_line, safe_repr
-from .capture_types import a_kind
-from .tree import Path, path_text
 
 _ATTR = "__captures__"
 _MISSING = object()
@@ -416,69 +410,3 @@ def _concat(previous: Any, new: Any) -> Any:
     if isinstance(previous, dict) and isinstance(new, dict):
         return {**previous, **{k: _concat(previous[k], v) if k in previous else v for k, v in new.items()}}
     return new
-
-
-# --------------------------------------------------------------------------- selecting modules
-
-
-def module_paths_text(path: Path) -> set[str]:
-    """The ways a user may write a module path: ``blocks[0].attn``, ``blocks/0/attn``, ``blocks.0.attn``."""
-    return {path_text(path), "/".join(map(str, path)), ".".join(map(str, path))}
-
-
-def _selector(only: Any) -> Callable[[Path, Any, dict], bool]:
-    """A predicate on (path, module, {path: selected-as-root}) for ``only``; TypeError if invalid."""
-    if only is ... or only is None or only is True:
-        return lambda path, module: True
-    if isinstance(only, str) or (isinstance(only, tuple) and only and all(isinstance(k, (str, int)) for k in only)):
-        return _PathSelector(only)
-    try:
-        predicate = filterlib.to_predicate(only)
-    except (TypeError, ValueError):
-        raise TypeError(f"only={_short_repr(only)} is not an NNX filter or a module path") from None
-
-    def select(path, module):
-        where = path_text(path) or "(the model)"
-        try:
-            answer = predicate(path, module)
-        except Exception as e:
-            raise OnlyError(only, f"raised {one_line(e)} on the module at {where}") from None
-        if not isinstance(answer, (bool, np.bool_)):
-            raise OnlyError(only, f"returned {a_kind(type(answer).__name__)} for the module at {where}, "
-                                  "not True or False")
-        return bool(answer)
-
-    return select
-
-
-class OnlyError(TypeError, ValueError):
-    """``only`` is a filter that raised, or answered other than True/False, on a module.
-    ``detail`` is the message without the filter's repr (the magic names it as the user wrote it)."""
-
-    def __init__(self, only: Any, detail: str):
-        super().__init__(f"only={_short_repr(only)} {detail}")
-        self.detail = detail
-
-
-def _short_repr(obj: Any) -> str:
-    return first_line(safe_repr(obj), 80)
-
-
-class _PathSelector:
-    """A module path (text or key tuple): that module and everything under it."""
-
-    def __init__(self, only: str | tuple):
-        self.only = only
-        self.text = only.strip() if isinstance(only, str) else None
-
-    def root_of(self, path: Path) -> bool:
-        if self.text is None:
-            return tuple(path) == tuple(self.only)
-        return self.text in module_paths_text(path) or (not path and self.text in ("", "."))
-
-
-def _select(modules: list[tuple[Path, Any]], selector) -> list[bool]:
-    if isinstance(selector, _PathSelector):
-        roots = [path for path, _ in modules if selector.root_of(path)]
-        return [any(path[: len(r)] == r for r in roots) for path, _ in modules]
-    return [selector(path, module) for path, module in modules]

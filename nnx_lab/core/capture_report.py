@@ -18,7 +18,7 @@ from .capture_types import DEFAULT_TYPES, resolve_types, type_names
 from .histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch, sparkline
 from .snapshot import PendingSnapshot, Snapshot
 from .stats import is_ready
-from .tree import Path
+from .graph import Path
 
 # --------------------------------------------------------------------------- rows and histograms
 
@@ -27,7 +27,7 @@ def flatten_captured(captured: nnx.State) -> nnx.State:
     """One Variable per array: a sown tuple becomes entries ``0, 1, ...`` under its name.
 
     >>> import jax.numpy as jnp
-    >>> from nnx_lab.core.tree import path_text
+    >>> from nnx_lab.core.graph import path_text
     >>> s = nnx.State({"block": {"h": nnx.Intermediate((jnp.ones(2), jnp.zeros(3)))}})
     >>> [path_text(p) for p, _ in nnx.to_flat_state(flatten_captured(s))]
     ['block.h[0]', 'block.h[1]']

@@ -14,7 +14,7 @@ from flax import nnx
 
 from ._util import json_key, one_line
 from .capture import module_paths_text
-from .tree import Path, path_text
+from .graph import Path, path_text
 
 #: Types every panel offers, ticked or not: what ``sow`` and ``perturb`` store by default.
 BUILTIN_TYPES = (nnx.Intermediate, nnx.Perturbation)

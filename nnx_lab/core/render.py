@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
-from .tree import path_text
+from .graph import path_text
 
 if TYPE_CHECKING:
     from .snapshot import Row, Snapshot

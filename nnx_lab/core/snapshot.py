@@ -26,7 +26,7 @@ from . import devices as devices_lib
 from . import render
 from ._util import json_key, safe_repr
 from .stats import STAT_NAMES, PendingStats, StatsError, is_numeric_dtype
-from .tree import Leaf, Path, path_text, walk_graph
+from .graph import Leaf, Path, path_text, walk_graph
 
 #: Significant digits of the statistics sent to the browser (and kept in the history).
 PRECISION = 4

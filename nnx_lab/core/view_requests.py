@@ -17,8 +17,8 @@ from flax.nnx import filterlib
 
 from . import compat
 from ._util import clip, one_line, safe_repr
-from .tree import path_text
-from .views import (_CHECKS, _WANTED, MODE_ARGS, UNNAMED, ViewArg, ViewReport, _path_roots, _roots_code,
+from .graph import path_roots, path_text
+from .views import (_CHECKS, _WANTED, MODE_ARGS, UNNAMED, ViewArg, ViewReport, _roots_code,
                     class_code, filter_code, is_module_path, only_filter, path_code, view_report)
 
 class ViewError(ValueError):
@@ -50,7 +50,7 @@ def base_scope(model: nnx.Module, only: Any, namespace: Mapping[str, Any] | None
     if only is ...:
         return Scope("all")
     if is_module_path(only):
-        roots = _path_roots(model, only)
+        roots = path_roots(model, only)
         return Scope("all", only_filter(model, only), code or _roots_code(roots), "the panel's modules")
     return Scope("all", only, code or filter_code(only, namespace) or UNNAMED, "the panel's modules")
 

@@ -33,8 +33,7 @@ from flax.nnx import filterlib
 
 from . import compat
 from ._util import one_line, safe_repr
-from .capture_arming import _PathSelector, _selector
-from .tree import Path, path_text
+from .graph import Path, is_module_path, path_roots, path_text
 
 #: set_view arguments that mean train (False) or eval (True).
 #: attributes that say a module's mode, and the value each has in eval mode. flax's train()/eval()
@@ -189,22 +188,11 @@ def view_report(model: Any, *, only: Any = ...) -> ViewReport:
     return ViewReport(type(model).__name__, tuple(modules), described)
 
 
-def is_module_path(only: Any) -> bool:
-    """A module path (text or a key tuple), the way ``Capture(only=...)`` tells one from a filter."""
-    return isinstance(_selector(only), _PathSelector)  # TypeError: neither a filter nor a path
-
-
-def _path_roots(model: Any, only: Any) -> tuple[Path, ...]:
-    """The paths of the modules that the module path ``only`` names (usually one)."""
-    selector = _PathSelector(only)
-    return tuple(tuple(p) for p, _ in compat.iter_modules(model) if selector.root_of(tuple(p)))
-
-
 def only_filter(model: Any, only: Any) -> Any:
     """``only`` as an NNX filter: a module path becomes a filter on the modules under it."""
     if only is ... or not is_module_path(only):
         return only
-    roots = _path_roots(model, only)
+    roots = path_roots(model, only)
     return lambda path, node, roots=roots: any(tuple(path[:len(r)]) == r for r in roots)
 
 

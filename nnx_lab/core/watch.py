@@ -32,7 +32,7 @@ from .history import History
 from .snapshot import PendingSnapshot, Snapshot
 from ._util import MAX_RATE, check_number, one_line
 from .stats import kernel_cache_size
-from .tree import check_inspectable
+from .graph import check_inspectable
 
 T = TypeVar("T")
 

@@ -30,7 +30,7 @@ from ..core.capture_grads import intermediate_grads
 from ..core._util import MAX_RATE, check_number, first_line, message_id, message_problem, one_line
 from ..core.capture_toggles import CaptureToggles, Modules, module_tree
 from ..core.capture_types import caller_namespace
-from ..core.tree import path_text
+from ..core.graph import path_text
 from .viewer import background_unsupported
 
 STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"

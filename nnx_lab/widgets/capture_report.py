@@ -15,7 +15,7 @@ import traitlets
 
 from ..core import compat
 from ..core.capture_report import CaptureReport
-from ..core.tree import Path
+from ..core.graph import Path
 from .capture import STATIC
 
 

@@ -17,7 +17,7 @@ from flax import nnx
 from nnx_lab.core.capture import (Capture, CaptureReport, capture_call, capture_report, flatten_captured,
                                   patched_classes, resolve_types)
 from nnx_lab.core.capture_grads import GradResult, NoPerturbations, intermediate_grads
-from nnx_lab.core.tree import path_text
+from nnx_lab.core.graph import path_text
 from unchanged import assert_unchanged, frozen
 from nnx_lab.core import compat
 

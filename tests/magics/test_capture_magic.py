@@ -66,7 +66,7 @@ def assert_unchanged(model, before):
 
 
 def paths(state):
-    from nnx_lab.core.tree import path_text
+    from nnx_lab.core.graph import path_text
 
     return sorted(path_text(p) for p, _ in nnx.to_flat_state(state))
 

@@ -16,7 +16,7 @@ from flax import nnx
 import nnx_lab
 from nnx_lab.core import capture as core
 from nnx_lab.core.capture_grads import NoPerturbations
-from nnx_lab.core.tree import path_text
+from nnx_lab.core.graph import path_text
 from nnx_lab.widgets.capture import STATIC, CapturePanel, capture_panel
 from unchanged import assert_unchanged, frozen
 
