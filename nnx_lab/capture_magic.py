@@ -60,7 +60,7 @@ class LossSpy:
         self.__doc__ = getattr(fn, "__doc__", None)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from .core.capture_grads import NoPerturbations, intermediate_grads
+        from .core.capture import NoPerturbations, intermediate_grads
 
         if not args or args[0] is not self.model:
             return self.fn(*args, **kwargs)
@@ -90,7 +90,8 @@ def run_capture(shell: Any, args: Any, body: str) -> None:
     """Everything ``%%nnx_capture`` does after parsing; bad input raises UsageError before anything runs."""
     from flax import nnx
 
-    from .core.capture import Capture, CapturesInGraph, SownInScan, a_kind, capture_report
+    from .core._util import a_kind
+    from .core.capture import Capture, CapturesInGraph, SownInScan, capture_report
     from .core.graph import OnlyError
     from .core import compat
     from .magics import check_name, check_option, evaluate_target
@@ -144,7 +145,7 @@ def run_capture(shell: Any, args: Any, body: str) -> None:
         report = dataclasses.replace(report, messages=(*report.messages, *spy.messages(args.target.strip())))
         shell.user_ns[f"{name}_grads"] = grads
     shell.user_ns[name] = capture.captured
-    from .core.capture_toggles import module_tree
+    from .core.capture import module_tree
 
     show(report, target=args.target.strip(), classes=dict(module_tree(model)), elapsed=elapsed)
 

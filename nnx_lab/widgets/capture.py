@@ -26,10 +26,9 @@ from flax import nnx
 from .. import inbox, live
 from ..core import capture as core
 from ..core import compat
-from ..core.capture_grads import intermediate_grads
+from ..core.capture import intermediate_grads
 from ..core._util import MAX_RATE, check_number, first_line, message_id, message_problem, one_line
-from ..core.capture_toggles import CaptureToggles, Modules, module_tree
-from ..core.capture_types import caller_namespace
+from ..core.capture import CaptureToggles, Modules, caller_namespace, module_tree
 from ..core.graph import path_text
 from .viewer import background_unsupported
 

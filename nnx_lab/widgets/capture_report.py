@@ -14,7 +14,7 @@ import anywidget
 import traitlets
 
 from ..core import compat
-from ..core.capture_report import CaptureReport
+from ..core.capture import CaptureReport
 from ..core.graph import Path
 from .capture import STATIC
 

@@ -16,7 +16,7 @@ from flax import nnx
 
 from nnx_lab.core.capture import (Capture, CaptureReport, capture_call, capture_report, flatten_captured,
                                   patched_classes, resolve_types)
-from nnx_lab.core.capture_grads import GradResult, NoPerturbations, intermediate_grads
+from nnx_lab.core.capture import GradResult, NoPerturbations, intermediate_grads
 from nnx_lab.core.graph import path_text
 from unchanged import assert_unchanged, frozen
 from nnx_lab.core import compat
@@ -307,7 +307,7 @@ def test_ctrl_c_while_arming_disarms(net, monkeypatch):
     __exit__ never runs then, so __enter__ itself must disarm."""
     import signal
 
-    from nnx_lab.core import capture as capture_module
+    from nnx_lab.core.capture import _capture as capture_module
 
     dicts = class_dicts()
     before = frozen(net)
@@ -745,7 +745,7 @@ def test_histogram_of_a_sharded_array_on_eight_devices():
 
 
 def test_seen_marker_ne_answers_identity():
-    from nnx_lab.core.capture_arming import _Seen
+    from nnx_lab.core.capture._arming import Seen as _Seen
 
     assert _Seen != nnx.Intermediate and not (_Seen != _Seen)
     assert (_Seen == nnx.Intermediate) is False and _Seen == _Seen

@@ -11,14 +11,14 @@ import jax
 import numpy as np
 from flax import nnx
 
-from . import compat, render
-from ._util import MAX_BINS, check_number
-from .capture_arming import _MARKERS
-from .capture_types import DEFAULT_TYPES, resolve_types, type_names
-from .histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch, sparkline
-from .snapshot import PendingSnapshot, Snapshot
-from .stats import is_ready
-from .graph import Path
+from .. import compat, render
+from .._util import MAX_BINS, check_number
+from ..graph import Path
+from ..histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch, sparkline
+from ..snapshot import PendingSnapshot, Snapshot
+from ..stats import is_ready
+from ._arming import MARKERS
+from ._types import DEFAULT_TYPES, resolve_types, type_names
 
 # --------------------------------------------------------------------------- rows and histograms
 
@@ -275,7 +275,7 @@ def _messages(table: Table, grads: Table | None, types: tuple[type, ...], seen: 
               matched: Sequence[Path] | None, only_text: str, inside_own: int = 0) -> list[str]:
     chosen = ", ".join(type_names(types))
     shown = set(types) | ({r.type for r in grads.snapshot.rows} if grads is not None else set())
-    others = [t for t in seen if t not in _MARKERS and t not in types and t.__name__ not in shown]
+    others = [t for t in seen if t not in MARKERS and t not in types and t.__name__ not in shown]
     messages = []
     if inside_own:
         messages.append(inside_own_note(inside_own))

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from flax import nnx
 
-from ._util import a_kind
+from .._util import a_kind
 
 
 #: What a capture collects unless told otherwise.
