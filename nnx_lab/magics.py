@@ -210,7 +210,7 @@ class NnxLabMagics(Magics):
         if not isinstance(model, nnx.Module):
             raise UsageError(f"TARGET {args.target!r} is a {type(model).__name__}, not an nnx.Module")
         if args.mode:
-            from .core.view_requests import ViewError, set_mode
+            from .core.views import ViewError, set_mode
 
             try:
                 set_mode(model, args.mode)

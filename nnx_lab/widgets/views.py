@@ -13,7 +13,7 @@ import traitlets
 from .. import inbox, live
 from ..core import compat
 from ..core._util import check_name, clip, first_line, json_key, message_id, message_problem, one_line, safe_repr
-from ..core import view_requests as requests
+from ..core import views as requests  # the view actions (the name predates core/views/)
 from ..core import views as core
 
 T = TypeVar("T")

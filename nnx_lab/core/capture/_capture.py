@@ -49,7 +49,7 @@ from ._arming import (ATTR, MARKERS, LinenIntermediates, MethodOutputs, Seen, ar
 from ._errors import CapturesInGraph, SownInScan, graph_refused, sown_in_scan
 from ._linen import tonnx_class
 from ._methods import patch, public_methods, unpatch
-from ._report import PendingCaptureReport
+from ._report import CaptureReport, PendingCaptureReport
 from ._types import DEFAULT_TYPES, resolve_types
 
 _MISSING = object()
@@ -269,7 +269,7 @@ class Capture:
                     if type(var) not in self._seen:
                         self._seen.append(type(var))
 
-    def report(self, *, grads: nnx.State | None = None, bins: int = DEFAULT_BINS) -> "CaptureReport":
+    def report(self, *, grads: nnx.State | None = None, bins: int = DEFAULT_BINS) -> CaptureReport:
         """The :class:`CaptureReport` of what this capture collected (after exit)."""
         return self.pending_report(grads=grads, bins=bins).finish()
 
