@@ -3,8 +3,8 @@
 objects, functions by the name bound to them, and module paths as prefix lambdas.
 
 >>> from flax import nnx
->>> filter_code(nnx.All(nnx.Dropout, nnx.PathContains("enc")))
-"nnx.All(nnx.Dropout, nnx.PathContains('enc', exact=True))"
+>>> filter_code(nnx.All(nnx.Dropout, nnx.Not(nnx.BatchNorm)))
+'nnx.All(nnx.Dropout, nnx.Not(nnx.BatchNorm))'
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ def filter_code(only: Any, namespace: Mapping[str, Any] | None = None) -> str | 
     elif isinstance(only, filterlib.OfType):
         return filter_code(only.type, namespace)
     elif isinstance(only, nnx.PathContains):
-        return f"nnx.PathContains({only.key!r}, exact={only.exact!r})"
+        exact = getattr(only, "exact", None)  # flax < 0.12 has no `exact` (its PathContains matches exactly)
+        return f"nnx.PathContains({only.key!r})" if exact is None else f"nnx.PathContains({only.key!r}, exact={exact!r})"
     elif isinstance(only, nnx.WithTag):
         return f"nnx.WithTag({only.tag!r})"
     elif isinstance(only, (nnx.Everything, nnx.Nothing)):
