@@ -67,13 +67,13 @@ def __getattr__(name: str) -> Any:
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext nnx_lab``: register nnx_lab's magics in this shell."""
-    from .extension import load
+    from ._ipython.extension import load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """Remove everything ``load_ipython_extension`` added."""
-    from .extension import unload
+    from ._ipython.extension import unload
 
     unload(ipython)

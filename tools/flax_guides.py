@@ -40,6 +40,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from nnx_lab.core._util import first_line, one_line
+
 ROOT = Path(__file__).resolve().parent.parent
 MARK = "NNX_LAB_GUIDES "  # the probe prints one JSON line per probe cell after this marker
 
@@ -93,15 +95,6 @@ def _arrays(obj):
         return None
 
 
-def _first_line(text: str) -> str:
-    lines = [ln for ln in str(text).strip().splitlines() if ln.strip()]
-    return lines[0][:300] if lines else ""
-
-
-def _error_line(e: BaseException) -> str:
-    return f"{type(e).__name__}: {_first_line(e)}"
-
-
 def probe(shell, capture: bool = True) -> None:
     """Probe every new or rebound Module / Optimizer / State in ``shell.user_ns``; with ``capture``,
     also capture the previous cell's direct Module calls (see ``_capture_calls``)."""
@@ -118,9 +111,9 @@ def probe(shell, capture: bool = True) -> None:
         try:
             return fn()
         except UsageError as e:
-            record["refused"].append({"name": name, "op": op, "error": _first_line(e)})
+            record["refused"].append({"name": name, "op": op, "error": first_line(e)})
         except Exception as e:  # noqa: BLE001 - every failure is reported, none stops the probe
-            record["failures"].append({"name": name, "op": op, "error": _error_line(e)})
+            record["failures"].append({"name": name, "op": op, "error": one_line(e)})
             print(f"--- {op} on {name} failed ---", file=sys.stderr)
             traceback.print_exc()
         return None
@@ -131,7 +124,7 @@ def probe(shell, capture: bool = True) -> None:
         if status.get("state") == "error" and id(viewer) not in _reported:
             _reported.add(id(viewer))
             record["failures"].append({"name": name, "op": "watch refresh",
-                                       "error": _first_line(status.get("message", status))})
+                                       "error": first_line(status.get("message", status))})
 
     candidates = []
     for name, obj in list(ns.items()):
@@ -394,7 +387,7 @@ def _cell_result(cell) -> tuple[str, str, str]:
     status, err, texts, streams = "ok", "", [], {"stdout": "", "stderr": ""}
     for out in cell.get("outputs", []):
         if out.output_type == "error":
-            status, err = "error", f"{out.ename}: {_first_line(out.evalue)}"
+            status, err = "error", f"{out.ename}: {first_line(out.evalue)}"
         elif out.output_type == "stream":  # stdout and stderr apart: their interleaving is not stable
             streams[out.name] = streams.get(out.name, "") + out.text
         elif out.output_type in ("execute_result", "display_data"):
@@ -503,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
             results.append(run_guide(path, args.timeout, args.devices, args.out))
         except Exception as e:  # noqa: BLE001 - the tool's own trouble with one guide; the others still run
             results.append({"guide": path.name, "skipped_cells": [], "probe_cells": 0, "baseline_errors": 0,
-                            "failures": [{"cell": "-", "op": "run", "error": _error_line(e)}],
+                            "failures": [{"cell": "-", "op": "run", "error": one_line(e)}],
                             "refused": [], "changed": []})
         if args.json:
             args.json.write_text(json.dumps(results, indent=1))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import builtins
 import json
 import keyword
+import re
 from typing import Any, Mapping
 
 #: the longest user text echoed back in a message (a name, an option, a path)
@@ -172,3 +173,29 @@ def check_name(name: Any, *, what: str = "--as", namespace: Mapping[str, Any] | 
     if namespace is not None and target is not None and namespace.get(name) is target:
         raise ValueError(f"{what} {name!r} holds the model itself; choose another name")
     return name
+
+
+def is_python_name(text: Any) -> bool:
+    """Whether ``text`` is a name Python can bind or look up: an identifier that is not a keyword
+    (soft keywords such as ``match`` are names). :func:`check_name` adds what nnx_lab may bind.
+
+    >>> is_python_name("loss_fn"), is_python_name("match"), is_python_name("class"), is_python_name("f(x)")
+    (True, True, False, False)
+    """
+    return isinstance(text, str) and text.isidentifier() and not keyword.iskeyword(text)
+
+
+_PATH_TEXT = re.compile(r"(?P<first>[A-Za-z_]\w*)((\.\w+)|(\[\d+\])|(/\w+))*")
+
+
+def looks_like_path(text: str) -> bool:
+    """Whether ``text`` is written as a module path (``blocks[0].attn``, ``blocks/0/attn``,
+    ``blocks.0.attn``): names, indices and attribute steps only, starting with a Python name.
+
+    >>> looks_like_path("blocks[7]"), looks_like_path("blocks.0.attn"), looks_like_path("None")
+    (True, True, False)
+    >>> looks_like_path("nnx.PathContains('a')"), looks_like_path("1/0")
+    (False, False)
+    """
+    match = _PATH_TEXT.fullmatch(text)
+    return match is not None and is_python_name(match["first"])

@@ -9,12 +9,12 @@
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING
+from typing import Any
 
 from .graph import path_text
 
-if TYPE_CHECKING:
-    from .snapshot import Row, Snapshot
+# ``snap`` is a core.snapshot.Snapshot and ``row`` one of its Rows, read by attribute, not imported: the snapshot
+# package renders itself through this module, and a layer below never imports the one above it.
 
 _STAT_COLUMNS = ("mean", "std", "min", "max", "norm")
 
@@ -52,7 +52,7 @@ def format_shape(shape: tuple[int, ...] | None) -> str:
     return "" if shape is None else str(tuple(shape))
 
 
-def nonfinite_text(row: "Row") -> str:
+def nonfinite_text(row: Any) -> str:
     if not row.stats:
         return ""
     parts = []
@@ -63,7 +63,7 @@ def nonfinite_text(row: "Row") -> str:
     return ", ".join(parts)
 
 
-def summary_line(snap: "Snapshot") -> str:
+def summary_line(snap: Any) -> str:
     """One line: root class, variable count, elements, bytes, and the devices."""
     total = snap.totals["all"]
     dev = snap.device_summary
@@ -77,7 +77,7 @@ def summary_line(snap: "Snapshot") -> str:
             f"{format_bytes(total['bytes'])} {where}")
 
 
-def memory_line(snap: "Snapshot") -> str | None:
+def memory_line(snap: Any) -> str | None:
     """Device memory where the backend reports it (GPU, TPU; not CPU): in use / peak / limit.
 
     >>> from types import SimpleNamespace as NS
@@ -99,7 +99,7 @@ def memory_line(snap: "Snapshot") -> str | None:
     return "memory: " + "; ".join(parts) if parts else None
 
 
-def nonfinite_banner(snap: "Snapshot") -> str | None:
+def nonfinite_banner(snap: Any) -> str | None:
     row = snap.first_nonfinite
     if row is None:
         return None
@@ -108,7 +108,7 @@ def nonfinite_banner(snap: "Snapshot") -> str | None:
     return f"NaN/Inf in {row.path_text}: {nonfinite_text(row)}{more}"
 
 
-def _columns(snap: "Snapshot") -> list[tuple[str, callable]]:
+def _columns(snap: Any) -> list[tuple[str, callable]]:
     rows = snap.rows
     cols = [
         ("path", lambda r: r.path_text + ("  = " + ", ".join(map(path_text, r.aliases)) if r.aliases else "")),
@@ -130,7 +130,7 @@ def _columns(snap: "Snapshot") -> list[tuple[str, callable]]:
     return cols
 
 
-def text_table(snap: "Snapshot", max_rows: int | None = 50) -> str:
+def text_table(snap: Any, max_rows: int | None = 50) -> str:
     cols = _columns(snap)
     shown = snap.rows if max_rows is None else snap.rows[:max_rows]
     cells = [[name for name, _ in cols]] + [[fn(r) for _, fn in cols] for r in shown]
@@ -158,7 +158,7 @@ _LEFT = ' style="text-align:left"'
 _RIGHT = ' style="text-align:right"'
 
 
-def html_table(snap: "Snapshot", max_rows: int = 200) -> str:
+def html_table(snap: Any, max_rows: int = 200) -> str:
     esc = html.escape
     cols = _columns(snap)
     numeric = {"bytes", *_STAT_COLUMNS}

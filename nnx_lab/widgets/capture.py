@@ -23,7 +23,7 @@ import anywidget
 import traitlets
 from flax import nnx
 
-from .. import inbox, live
+from .._ipython import busy_queue as inbox, cell_hooks as live
 from ..core import capture as core
 from ..core import compat
 from ..core.capture import intermediate_grads

@@ -1,4 +1,4 @@
-"""The live State viewer: a widget over a core.watch.Watcher."""
+"""The live State viewer: a widget over a core.snapshot.Watcher."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import anywidget
 import jax
 import traitlets
 
-from .. import inbox, live
+from .._ipython import busy_queue as inbox, cell_hooks as live
 from ..core import compat
 from ..core._util import message_problem
-from ..core.history import HISTORY_STATS
+from ..core.snapshot import HISTORY_STATS
 from ..core.render import html_table, summary_line
-from ..core.watch import Watcher
+from ..core.snapshot import Watcher
 
 T = TypeVar("T")
 STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"

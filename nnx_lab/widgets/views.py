@@ -10,7 +10,7 @@ from typing import Any, Iterable, Iterator, Mapping, TypeVar
 import anywidget
 import traitlets
 
-from .. import inbox, live
+from .._ipython import busy_queue as inbox, cell_hooks as live
 from ..core import compat
 from ..core._util import check_name, clip, first_line, json_key, message_id, message_problem, one_line, safe_repr
 from ..core import views as requests  # the view actions (the name predates core/views/)

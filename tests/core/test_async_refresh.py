@@ -14,7 +14,7 @@ from flax import nnx
 
 from nnx_lab.core import compat
 from nnx_lab.core.snapshot import PendingSnapshot
-from nnx_lab.core.watch import Watcher
+from nnx_lab.core.snapshot import Watcher
 
 
 class Holder(nnx.Module):

@@ -18,7 +18,7 @@ SCRIPT = textwrap.dedent("""
     from IPython.testing.globalipapp import start_ipython
     import nnx_lab
     from nnx_lab.core import compat
-    from nnx_lab.core.stats import compute_stats
+    from nnx_lab.core.snapshot import compute_stats
 
     out = {"stats": [], "rows": {}}
     rng = np.random.default_rng(0)
@@ -142,7 +142,7 @@ def test_device_memory_in_use_peak_and_limit_per_device():
     import jax.numpy as jnp
 
     import nnx_lab
-    from nnx_lab.core import devices
+    from nnx_lab.core.snapshot import _devices as devices
 
     summary = devices.device_summary([FakeAccelerator(1), FakeAccelerator(0)])
     assert [(d["id"], d["bytes_in_use"], d["peak_bytes_in_use"], d["bytes_limit"]) for d in summary["devices"]] == [

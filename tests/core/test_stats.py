@@ -10,7 +10,8 @@ from flax import nnx
 
 import nnx_lab
 from nnx_lab.core import compat
-from nnx_lab.core import stats as stats_lib
+from nnx_lab.core.snapshot import _stats as stats_lib
+from nnx_lab.core.snapshot import _kernels as stats_kernels
 
 
 def numpy_stats(x: np.ndarray) -> dict:
@@ -112,17 +113,17 @@ def test_compiles_once_per_distinct_spec_and_reuses():
 def test_the_masked_kernel_is_compiled_only_for_arrays_with_nan_or_inf():
     shape = (29, 7)  # a spec no other test uses
     clean = jnp.asarray(RNG.normal(size=shape).astype(np.float32))
-    masked_before = stats_lib._float_masked._cache_size()
+    masked_before = stats_kernels.float_masked._cache_size()
     [got] = stats_lib.compute_stats([clean])
     assert_close(got, numpy_stats(np.asarray(clean)))
-    assert stats_lib._float_masked._cache_size() == masked_before  # finite: the fast kernel was exact
+    assert stats_kernels.float_masked._cache_size() == masked_before  # finite: the fast kernel was exact
     dirty = np.asarray(clean).copy()
     dirty[3, 4], dirty[5, 6] = np.nan, -np.inf
     a, b = stats_lib.compute_stats([clean, jnp.asarray(dirty)])
     assert_close(a, numpy_stats(np.asarray(clean)))
     assert_close(b, numpy_stats(dirty))
     assert (b["nan_count"], b["inf_count"]) == (1, 1)
-    assert stats_lib._float_masked._cache_size() == masked_before + 1
+    assert stats_kernels.float_masked._cache_size() == masked_before + 1
 
 
 @pytest.fixture
@@ -206,7 +207,7 @@ def test_integers_beyond_2_to_the_24_keep_exact_extremes():
 
 X64_SCRIPT = """
 import jax, jax.numpy as jnp, numpy as np, json
-from nnx_lab.core import stats as stats_lib
+from nnx_lab.core.snapshot import _stats as stats_lib
 rng = np.random.default_rng(0)
 out = []
 for scale in (1e-300, 1e-200, 1e200, 1e300):

@@ -7,7 +7,7 @@ import pytest
 from flax import nnx
 from IPython.core.error import UsageError
 
-from nnx_lab import capture_magic
+from nnx_lab.magics import _capture as capture_magic
 from nnx_lab.core.capture import CaptureReport, patched_classes
 from unchanged import assert_unchanged as _assert_unchanged, frozen
 

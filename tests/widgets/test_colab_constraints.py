@@ -22,7 +22,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from ipywidgets.widgets.widget import _remove_buffers
 
 import nnx_lab
-from nnx_lab import inbox
+from nnx_lab._ipython import busy_queue as inbox
 from nnx_lab.core import compat
 from nnx_lab.widgets import capture_report, split, viewer, views
 

@@ -1,14 +1,12 @@
 """The view panel and mode toggle without a browser: requests as the browser sends them, acks, bad input."""
 
 import gc
-import re
 
 import pytest
 from flax import nnx
-from IPython.core.error import UsageError
 
 import nnx_lab
-from nnx_lab import inbox
+from nnx_lab._ipython import busy_queue as inbox
 
 pytestmark = pytest.mark.needs_flax("nnx.view")
 
@@ -192,45 +190,6 @@ def test_a_viewers_tick_applies_queued_clicks_too():
     viewer.close()
 
 
-def shown_by_nnx_view(ip, monkeypatch, model, *lines):
-    """The panels `%nnx_view LINE` displays, for each line, with `net` bound to ``model``."""
-    import nnx_lab.magics as magics
-
-    ip.user_ns.update(net=model, nnx=nnx)
-    shown = []
-    monkeypatch.setattr(magics, "display", shown.append)
-    for line in lines:
-        ip.run_line_magic("nnx_view", line)
-    return shown
-
-
-def test_nnx_view_magic(ip, monkeypatch):
-    model = make()
-    views, toggle = shown_by_nnx_view(ip, monkeypatch, model, "net --as ev --only nnx.Dropout", "net --modes")
-    assert views.payload["default_name"] == "ev" and [c["class"] for c in views.payload["classes"]] == ["Dropout"]
-    assert views.payload["base_only"] == "nnx.Dropout" and toggle.payload["variant"] == "modes"
-    views.send = lambda m: None
-    views._on_message(views, {"type": "view", "id": 1, "only": None, "values": {"deterministic": True}, "name": ""}, [])
-    assert ip.user_ns["ev"].layers[0].drop.deterministic is True
-
-
-@pytest.mark.parametrize("line, message", [
-    ("", "the following arguments are required: target"),
-    ("missing", "name 'missing' is not defined"),
-    ("{}", "TARGET '{}' is a dict, not an nnx.Module"),
-    ("net --as 2x", "--as '2x' is not a valid Python name"),
-    ("net --only nnx.Nope", "--only 'nnx.Nope' raised AttributeError: Module flax.nnx has no attribute 'Nope'"),
-    ("net --only (lambda p, n: 1/0)", "--only '(lambda p, n: 1/0)': ZeroDivisionError: division by zero"),
-    ("net --only nnx.Dropout --modes", "--modes shows them all"),
-])
-def test_nnx_view_bad_input(ip, line, message):
-    ip.user_ns.update(net=make(), nnx=nnx)
-    before = modes(ip.user_ns["net"])
-    with pytest.raises(UsageError, match=re.escape(message)):
-        ip.run_line_magic("nnx_view", line)
-    assert modes(ip.user_ns["net"]) == before
-
-
 def test_every_panel_on_the_model_shows_a_change_made_in_one():
     model = make()
     toggle = Panel(model, variant="modes")
@@ -244,7 +203,7 @@ def test_panels_follow_cells_without_load_ext():
     """`import nnx_lab` and a panel, no `%load_ext`: the first panel registers the after-cell hook."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    from nnx_lab import live
+    from nnx_lab._ipython import cell_hooks as live
 
     shell = InteractiveShell.instance()
     live.unregister_hooks(shell)  # a kernel where nnx_lab was only imported
@@ -345,10 +304,3 @@ def test_an_int_or_none_option_set_to_none_from_the_browser():
     assert view["state"] == "done" and view["code"] == "v = nnx.view(model, max_length=None, decode=False)"
     bad = panel.click(type="view", name="w", only=None, values={"max_length": "'long'"})
     assert bad["state"] == "error" and bad["text"] == "max_length takes an int or None, not str 'long'"
-
-
-def test_nnx_view_only_takes_a_module_path(ip, monkeypatch):
-    one, drop = shown_by_nnx_view(ip, monkeypatch, make(), "net --only layers[1]", "net --only layers/0/drop")
-    assert [i["path"] for c in one.payload["classes"] for i in c["instances"]] == ["layers[1].bn", "layers[1].drop"]
-    assert one.payload["base_only"] == "lambda path, node: path[:2] == ('layers', 1)"
-    assert [i["path"] for c in drop.payload["classes"] for i in c["instances"]] == ["layers[0].drop"]

@@ -13,9 +13,9 @@ from flax import nnx
 from IPython.core.error import UsageError
 
 import nnx_lab
-from nnx_lab import live
+from nnx_lab._ipython import cell_hooks as live
 from nnx_lab.core import compat
-from nnx_lab.core.watch import Watcher
+from nnx_lab.core.snapshot import Watcher
 
 
 def small_model():
@@ -49,7 +49,7 @@ def test_track_yields_everything_throttles_and_ends_current():
 
 
 class FakeClock:
-    """Stands in for the ``time`` module inside ``nnx_lab.core.watch``: time moves only when told."""
+    """Stands in for the ``time`` module inside ``nnx_lab.core.snapshot._watch``: time moves only when told."""
 
     def __init__(self):
         self.now = 1000.0
@@ -68,7 +68,7 @@ class FakeClock:
     (0.005, 0.005 / 0.02),  # dear refreshes: at most 2% of the time goes to refreshing
 ])
 def test_tick_respects_rate_and_cost_budget(monkeypatch, refresh_cost, expected_interval):
-    import nnx_lab.core.watch as watch_module
+    import nnx_lab.core.snapshot._watch as watch_module
 
     model = small_model()  # held: the watcher alone would let it be collected
     clock = FakeClock()
@@ -90,6 +90,10 @@ def test_tick_respects_rate_and_cost_budget(monkeypatch, refresh_cost, expected_
             return snap
 
     monkeypatch.setattr(watch_module, "PendingSnapshot", CostlySnapshot)
+    # The throttle alone: no one-launch program, whose compile (real seconds, on a thread) would
+    # skip refreshes of this fake-clock loop (tests/core/test_stats_programs.py covers that).
+    from nnx_lab.core.snapshot import _stats
+    monkeypatch.setattr(_stats, "program_for", lambda *a, **k: None)
     watcher = Watcher(model, max_rate=20.0)
     watcher.refresh(force=True)  # the first refresh compiles the stats kernels: not a cost estimate
     watcher.refresh(force=True)
@@ -111,7 +115,7 @@ def test_tick_respects_rate_and_cost_budget(monkeypatch, refresh_cost, expected_
 def test_a_failing_refresh_is_a_status_not_an_exception(monkeypatch):
     model = small_model()
     viewer = nnx_lab.watch(model, display=False)
-    import nnx_lab.core.watch as watch_module
+    import nnx_lab.core.snapshot._watch as watch_module
 
     def broken(*args, **kwargs):
         raise RuntimeError("Array has been deleted with shape=float32[4]\nmore detail")
@@ -274,7 +278,7 @@ def test_background_unavailable_note_survives_refreshes(monkeypatch):
 
 def test_cells_are_numbered_while_they_run(ip):
     assert live.current_cell() is None  # no cell runs: a test calling code directly
-    ip.run_cell("from nnx_lab import live as _live; _first = _live.current_cell()")
+    ip.run_cell("from nnx_lab._ipython import cell_hooks as _live; _first = _live.current_cell()")
     ip.run_cell("_second = _live.current_cell()")
     first, second = ip.user_ns["_first"], ip.user_ns["_second"]
     assert isinstance(first, int) and second == first + 1

@@ -43,7 +43,7 @@ from flax.nnx import graph as nnx_graph
 from .. import compat
 from .._util import a_kind
 from ..graph import Path, path_text, select_modules, selector
-from ..histogram import DEFAULT_BINS
+from ..snapshot import DEFAULT_BINS
 from ._arming import (ATTR, MARKERS, LinenIntermediates, MethodOutputs, Seen, armed_entries, concat, forget_aside,
                       install_slots, register, remove_slots, sigint_deferred, sown_by_classes, unregister)
 from ._errors import CapturesInGraph, SownInScan, graph_refused, sown_in_scan

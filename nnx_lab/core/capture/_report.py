@@ -14,9 +14,8 @@ from flax import nnx
 from .. import compat, render
 from .._util import MAX_BINS, check_number
 from ..graph import Path
-from ..histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch, sparkline
-from ..snapshot import PendingSnapshot, Snapshot
-from ..stats import is_ready
+from ..snapshot import (DEFAULT_BINS, PendingSnapshot, Snapshot, histograms_dispatch, histograms_fetch, is_ready,
+                        sparkline)
 from ._arming import MARKERS
 from ._types import DEFAULT_TYPES, resolve_types, type_names
 

@@ -1,47 +1,63 @@
 """``%%nnx_capture``: run a cell with a model's sow/perturb (and method outputs) captured, then report.
 
-Kept apart from magics.py: parsing --only/--types against the model and the namespace, running
-the body under a :class:`~nnx_lab.core.capture.Capture`, and the ``--grads`` loss wrapper.
+Reading --types against the namespace, running the body under a
+:class:`~nnx_lab.core.capture.Capture`, and the ``--grads`` loss wrapper.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import keyword
-import re
 import time
 from typing import Any
 
 from IPython.core.error import UsageError
+from IPython.core.magic_arguments import argument, magic_arguments
 
-from .cell_body import run_cell_body
-from .core._util import MAX_BINS, first_line, one_line
-
-
-def parse_only(text: str | None, model: Any, namespace: dict) -> Any:
-    """``--only``: a module path of the model as written (``blocks[0]``, ``blocks/0``), else an
-    expression evaluated in the namespace (an NNX filter, or a string path)."""
-    if text is None:
-        return ...
-    from flax import nnx
-
-    from .core.graph import module_paths_text
-
-    stripped = text.strip()
-    if any(stripped in module_paths_text(path) for path, _ in nnx.iter_modules(model)):
-        return stripped
-    try:
-        return eval(stripped, namespace)  # the user's own filter expression, in their namespace
-    except Exception as e:
-        if isinstance(e, (NameError, SyntaxError, AttributeError)) and _looks_like_path(stripped):
-            # Not a path of the model and not an expression: a path that matches nothing (warned later).
-            return stripped
-        raise UsageError(f"--only {stripped!r} is not a module path of TARGET, and as an expression it "
-                         f"raised {one_line(e)}") from None
+from ..core._util import MAX_BINS, first_line, is_python_name
+from ._args import DEFAULT_BINS, check_name, check_option, evaluate_target, parse_line, parse_only, run_cell_body
 
 
-def _looks_like_path(text: str) -> bool:
-    return re.fullmatch(r"[A-Za-z_]\w*((\.\w+)|(\[\d+\])|(/\w+))*", text) is not None and not keyword.iskeyword(text)
+@magic_arguments()
+@argument("target", help="a Python expression naming the nnx.Module whose calls are captured")
+@argument("--types", default=None, metavar="T1,T2",
+          help="Variable types to collect: Intermediate (default), Perturbation, nnx.X or your own")
+@argument("--methods", action="store_true", help="also record every method's and __call__'s output")
+@argument("--only", default=None, metavar="FILTER",
+          help="a module path (blocks[0], blocks/0: that module and below) or an NNX filter "
+               "expression (nnx.Linear, nnx.PathContains('attn'), a function of (path, module))")
+@argument("--as", dest="name", default="captured", help="bind the captured State to this name (default captured)")
+@argument("--grads", default=None, metavar="LOSS_FN",
+          help="name of a function LOSS_FN(model, *args) -> scalar: each call LOSS_FN(TARGET, ...) in "
+               "the body also takes the gradient at every perturb() point, bound to NAME_grads")
+@argument("--bins", type=int, default=None,
+          help=f"histogram bins per captured array, 1..{MAX_BINS} (default {DEFAULT_BINS}; %%config NnxLabMagics.bins)")
+def nnx_capture(self: Any, line: str, cell: str) -> None:
+    """Run the cell with every call of TARGET captured: what its modules sow, with statistics.
+
+    Every call of TARGET in the body — directly, through a submodule, or through an nnx.jit
+    function of it — is captured; afterwards NAME (default `captured`) holds an nnx.State keyed
+    by module path and sow name (one tuple entry per call), and a report shows each captured
+    array with shape, dtype, statistics and a histogram computed on the device. The model
+    and its classes are exactly as before, also when the body raises or is interrupted.
+
+    --grads LOSS_FN: LOSS_FN is a function of your namespace, loss_fn(model, *args) -> a
+    scalar. While the body runs, each call LOSS_FN(TARGET, ...) runs on a copy of the model
+    with flax's perturb recipe and returns the loss as usual; its forward values join the
+    capture and the gradient of the loss at every `self.perturb(name, x)` point is shown
+    beside them and bound to NAME_grads (of the last such call).
+
+    Examples::
+
+        %%nnx_capture model
+        y = model(x)
+
+        %%nnx_capture model --methods --only blocks[0] --as acts
+        y = train_step(model, batch)        # an nnx.jit function: captured too
+
+        %%nnx_capture model --types Intermediate,MyStat --grads loss_fn
+        loss = loss_fn(model, x, y)
+    """
+    run_capture(self.shell, parse_line(nnx_capture, line), cell, bins=self.bins)
 
 
 class LossSpy:
@@ -60,7 +76,7 @@ class LossSpy:
         self.__doc__ = getattr(fn, "__doc__", None)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from .core.capture import NoPerturbations, intermediate_grads
+        from ..core.capture import NoPerturbations, intermediate_grads
 
         if not args or args[0] is not self.model:
             return self.fn(*args, **kwargs)
@@ -86,25 +102,26 @@ class LossSpy:
         return []
 
 
-def run_capture(shell: Any, args: Any, body: str) -> None:
-    """Everything ``%%nnx_capture`` does after parsing; bad input raises UsageError before anything runs."""
+def run_capture(shell: Any, args: Any, body: str, bins: int) -> None:
+    """Everything ``%%nnx_capture`` does after parsing; bad input raises UsageError before anything runs.
+    ``bins``: the default when ``--bins`` is not given (``NnxLabMagics.bins``)."""
     from flax import nnx
 
-    from .core._util import a_kind
-    from .core.capture import Capture, CapturesInGraph, SownInScan, capture_report
-    from .core.graph import OnlyError
-    from .core import compat
-    from .magics import check_name, check_option, evaluate_target
+    from ..core import compat
+    from ..core._util import a_kind
+    from ..core.capture import Capture, CapturesInGraph, SownInScan, capture_report
+    from ..core.graph import OnlyError
 
     compat.require("nnx.capture", "%%nnx_capture")
     model = evaluate_target(shell, args.target)
     if not isinstance(model, nnx.Module):
         raise UsageError(f"TARGET {args.target!r} is {a_kind(type(model).__name__)}, not an nnx.Module")
     name = check_name(args.name, shell=shell, target_text=args.target)
-    check_option(args.bins, "--bins", 1, MAX_BINS, integer=True)
+    if args.bins is not None:
+        bins = check_option(args.bins, "--bins", 1, MAX_BINS, integer=True)
     loss_fn = None
     if args.grads is not None:
-        if not args.grads.isidentifier() or keyword.iskeyword(args.grads):
+        if not is_python_name(args.grads):
             raise UsageError(f"--grads takes the name of a loss function, got {args.grads!r}")
         if args.grads not in shell.user_ns:
             raise UsageError(f"--grads {args.grads}: no such name in the namespace")
@@ -138,20 +155,20 @@ def run_capture(shell: Any, args: Any, body: str) -> None:
 
     grads = spy.result.grads if spy is not None and spy.result is not None else None
     report = capture_report(capture.captured, grads=grads, types=capture.types, seen_types=capture.seen_types,
-                            matched=None if args.only is None else capture.matched, bins=args.bins,
+                            matched=None if args.only is None else capture.matched, bins=bins,
                             only_text=None if args.only is None else f"--only {args.only}",
                             inside_own=capture.inside_own)
     if spy is not None:
         report = dataclasses.replace(report, messages=(*report.messages, *spy.messages(args.target.strip())))
         shell.user_ns[f"{name}_grads"] = grads
     shell.user_ns[name] = capture.captured
-    from .core.capture import module_tree
+    from ..core.capture import module_tree
 
     show(report, target=args.target.strip(), classes=dict(module_tree(model)), elapsed=elapsed)
 
 
 def _types(text: str | None, namespace: dict) -> Any:
-    from .core.capture import DEFAULT_TYPES, resolve_types
+    from ..core.capture import DEFAULT_TYPES, resolve_types
 
     if text is None:
         return DEFAULT_TYPES
@@ -167,6 +184,6 @@ def show(report: Any, **view: Any) -> None:
     widgets show its text and escaped HTML."""
     from IPython.display import display
 
-    from .widgets.capture_report import CaptureReportView
+    from ..widgets.capture_report import CaptureReportView
 
     display(CaptureReportView(report, **view))

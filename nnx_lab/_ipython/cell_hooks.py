@@ -48,10 +48,10 @@ def widgets(kind: type) -> list[Any]:
 
 def _post_run_cell(result: Any = None) -> None:
     """After every cell: apply clicks queued while it ran, then refresh each widget (never raises)."""
-    from . import inbox
+    from . import busy_queue
 
     _cell["running"] = False
-    inbox.drain()
+    busy_queue.drain()
     for viewer in list(_widgets):
         try:
             viewer._after_cell()

@@ -22,11 +22,11 @@ from typing import Any
 import jax
 import numpy as np
 
-from . import devices as devices_lib
-from . import render
-from ._util import json_key, safe_repr
-from .stats import STAT_NAMES, PendingStats, StatsError, is_numeric_dtype
-from .graph import Leaf, Path, path_text, walk_graph
+from ._devices import annotation_check, device_summary, placement
+from .. import render
+from .._util import json_key, safe_repr
+from ._stats import STAT_NAMES, PendingStats, StatsError, is_numeric_dtype
+from ..graph import Leaf, Path, path_text, walk_graph
 
 #: Significant digits of the statistics sent to the browser (and kept in the history).
 PRECISION = 4
@@ -242,14 +242,15 @@ class PendingSnapshot:
     True
     """
 
-    def __init__(self, obj: Any, *, stats: bool = True):
+    def __init__(self, obj: Any, *, stats: bool = True, repeated: bool = False, defer: bool = False):
         start = time.thread_time()
         walk = walk_graph(obj)
         self._rows = [_describe(leaf) for leaf in walk.leaves]
         self._live = [i for i, row in enumerate(self._rows) if row.status == "ok"] if stats else []
         self._nodes, self._root_type = walk.nodes, walk.root_type
         self._devices = _devices_of(walk.leaves)
-        self._stats = PendingStats([walk.leaves[i].value for i in self._live]) if self._live else None
+        self._stats = (PendingStats([walk.leaves[i].value for i in self._live], repeated=repeated, defer=defer)
+                       if self._live else None)
         del walk  # the arrays: held only by the model and, until they have run, by the queued kernels
         self.host_s = time.thread_time() - start
 
@@ -279,7 +280,7 @@ class PendingSnapshot:
             rows=tuple(rows),
             nodes=self._nodes,
             totals=_totals(rows),
-            device_summary=devices_lib.device_summary(self._devices),
+            device_summary=device_summary(self._devices),
             elapsed_s=self.host_s,
         )
 
@@ -296,12 +297,12 @@ def _describe(leaf: Leaf) -> Row:
     if isinstance(value, jax.core.Tracer):
         return Row(**common, **_shape_fields(value), sharding=None, devices=None, status="tracer")
     if isinstance(value, (jax.ShapeDtypeStruct, jax.Array)):
-        common["logical"], common["mismatch"] = devices_lib.annotation_check(value, leaf.metadata)
+        common["logical"], common["mismatch"] = annotation_check(value, leaf.metadata)
     if isinstance(value, jax.ShapeDtypeStruct):
-        sharding, devs = devices_lib.placement(value)
+        sharding, devs = placement(value)
         return Row(**common, **_shape_fields(value), sharding=sharding, devices=devs, status="abstract")
     if isinstance(value, jax.Array):
-        sharding, devs = devices_lib.placement(value)
+        sharding, devs = placement(value)
         if value.is_deleted():
             status = "deleted"
         elif jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key):

@@ -28,11 +28,11 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import jax
 
-from .history import History
-from .snapshot import PendingSnapshot, Snapshot
-from ._util import MAX_RATE, check_number, one_line
-from .stats import kernel_cache_size
-from .graph import check_inspectable
+from ._history import History
+from ._snapshot import PendingSnapshot, Snapshot
+from .._util import MAX_RATE, check_number, one_line
+from ._stats import Deferred, kernel_cache_size
+from ..graph import check_inspectable
 
 T = TypeVar("T")
 
@@ -133,7 +133,7 @@ class Watcher:
             if not force and (now - self._last_attempt < self._interval or len(self._in_flight) >= MAX_IN_FLIGHT):
                 return published
             self._last_attempt = now
-            pending = self._dispatch()
+            pending = self._dispatch(defer=not force)
             if pending is None:
                 return published
             if wait or pending.ready():
@@ -149,14 +149,16 @@ class Watcher:
         with self._lock:
             self._publish_arrived(wait=True)
 
-    def _dispatch(self) -> PendingSnapshot | None:
+    def _dispatch(self, defer: bool = False) -> PendingSnapshot | None:
         obj = self._ref()
         if obj is None:
             self._mark_gone()
             return None
         self._compiled = kernel_cache_size()
         try:
-            pending = PendingSnapshot(obj, stats=self.stats)
+            pending = PendingSnapshot(obj, stats=self.stats, repeated=True, defer=defer)
+        except Deferred:  # its one-launch program is compiling: try again at the next interval
+            return None
         except Exception as e:  # deleted mid-step, a model gone odd: say so, go on
             self.state, self.message = "error", one_line(e)
             self._notify()

@@ -1,24 +1,15 @@
 """On-device statistics: compiled reductions run where the arrays live.
 
-Each array is reduced by a jitted kernel on its own device(s); a sharded array is
-reduced shard by shard with a cross-device all-reduce, never gathered (on any mesh: Auto,
-Explicit or Manual axes, dims the mesh does not divide, several processes). Every kernel
-returns the same small result (six floats of the array's precision, four int32, and for
-integers the exact extremes), and one ``jax.device_get`` per refresh brings back those
-O(#arrays) numbers and nothing else. :class:`PendingStats` dispatches without waiting, so a
-refresh never stalls a queue of asynchronously dispatched training steps.
+Each array is reduced by a jitted kernel (:mod:`._kernels`) on its own device(s); a sharded
+array is reduced shard by shard with a cross-device all-reduce, never gathered (on any mesh: Auto,
+Explicit or Manual axes, dims the mesh does not divide, several processes). One ``jax.device_get``
+per refresh brings back O(#arrays) numbers and nothing else. :class:`PendingStats` dispatches
+without waiting, so a refresh never stalls a queue of asynchronously dispatched training steps.
 
-The kernels are module-level ``jax.jit`` functions, so jax keeps one executable per
-input (shape, dtype, sharding): compile cost grows with the number of distinct specs
-in a model, not with the number of arrays, and every later refresh reuses them.
-
-``mean``, ``std``, ``min``, ``max``, ``norm`` and ``abs_max`` describe the *finite*
-values; ``nan_count`` and ``inf_count`` count the others; ``zero_frac`` is the
-fraction of exact zeros among all elements. Integers get mean/std/min/max/zero_frac,
-bools mean (the fraction that is True) and zero_frac, complex arrays the norm,
-abs_max and counts of ``|x|``. Norm and std are exact from subnormal-adjacent to
-overflow-adjacent magnitudes (the sums are scaled by a power of two, see :func:`_scaled`).
-Subnormal inputs count as zero where XLA flushes them (its CPU and GPU defaults).
+The kernels are module-level ``jax.jit`` functions, so jax keeps one executable per input
+(shape, dtype, sharding), shared by every model: a first snapshot compiles one per distinct spec.
+A model refreshed again gets one program for all its kernels (:mod:`._programs`), compiled
+in the background: one launch and one place in the device's queue per refresh.
 
 >>> import jax.numpy as jnp
 >>> [s] = compute_stats([jnp.array([1.0, 3.0, jnp.nan, 0.0])])
@@ -28,7 +19,6 @@ Subnormal inputs count as zero where XLA flushes them (its CPU and GPU defaults)
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 import weakref
@@ -36,133 +26,26 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from ._util import one_line
+from ._programs import COMPILING, Program, device_groups, program_for, programs_compiled
+from .._util import one_line
+from ._kernels import KERNELS, STAT_NAMES, is_numeric_dtype, kernel_and_names
 
-STAT_NAMES = ("mean", "std", "min", "max", "norm", "abs_max", "nan_count", "inf_count", "zero_frac")
-_FLOAT_STATS = STAT_NAMES
-_INT_STATS = ("mean", "std", "min", "max", "zero_frac")
-_BOOL_STATS = ("mean", "zero_frac")
-_COMPLEX_STATS = ("norm", "abs_max", "nan_count", "inf_count", "zero_frac")
-
-
-def _scaled(x, n, finite):
-    """Mean, std and norm of the finite values of ``x``, exact at every magnitude.
-
-    Sums of squares underflow (Adam's ``nu`` near 1e-21 squares to 1e-42, below float32's
-    range) and overflow (1e30 squares to inf). So, as BLAS's ``nrm2`` does, the values are first
-    scaled by a power of two near their largest finite magnitude (exact: only the exponent
-    changes) and the sums are taken of numbers in [-1, 1]. The mean is taken first and the
-    variance from deviations about it (no cancellation when |mean| >> std); the norm follows from
-    both, as a sum of two non-negative terms. Returns the three scaled values and the exponent:
-    ``value = scaled * 2**e``, applied on the host in float64.
-
-    No element is indexed (``x[0]`` is refused on arrays with Explicit mesh axes), so a
-    sharded array is reduced shard by shard with small all-reduces, never gathered.
-    """
-    mn = jnp.min(x if finite is None else jnp.where(finite, x, jnp.inf))
-    mx = jnp.max(x if finite is None else jnp.where(finite, x, -jnp.inf))
-    info = jnp.finfo(x.dtype)
-    amax = jnp.maximum(jnp.abs(mn), jnp.abs(mx))
-    _, e = jnp.frexp(jnp.where(jnp.isfinite(amax) & (amax > 0), amax, 1).astype(x.dtype))
-    e = jnp.clip(e, info.minexp + 1, info.maxexp - 2).astype(jnp.int32)  # 2**-e stays a normal number
-    y = x * jnp.ldexp(jnp.ones((), x.dtype), -e)
-    if finite is not None:
-        y = jnp.where(finite, y, 0)
-    count = jnp.maximum(n, 1).astype(x.dtype)
-    mean = jnp.sum(y) / count
-    d = y - mean
-    if finite is not None:
-        d = jnp.where(finite, d, 0)
-    ss = jnp.sum(d * d)
-    floats = jnp.stack([mean, jnp.sqrt(ss / count), mn, mx, jnp.sqrt(ss + count * mean * mean), amax])
-    return floats, e
-
-
-def _fast(x):
-    """Every statistic of an array whose values are all finite, in one kernel (three fused passes:
-    extremes and zeros, the scaled sum, the scaled deviations). With a NaN or Inf present, the
-    mean comes out non-finite and the host asks :func:`_masked`."""
-    # ceil(min(|x|, 1)) is exactly 1 for any non-zero value and 0 for zero; unlike
-    # a comparison it fuses into a vectorised reduction on CPU.
-    nonzero = jnp.sum(jnp.ceil(jnp.minimum(jnp.abs(x), 1)), dtype=jnp.float32).astype(jnp.int32)
-    floats, e = _scaled(x, x.size, None)
-    counts = jnp.stack([jnp.int32(0), jnp.int32(0), x.size - nonzero, e])
-    return floats, counts
-
-
-def _masked(x):
-    """Statistics of the finite values, with exact NaN/Inf counts (the rare path)."""
-    finite = jnp.isfinite(x)
-    n_finite = jnp.sum(finite, dtype=jnp.int32)
-    floats, e = _scaled(x, n_finite, finite)
-    nan = jnp.sum(jnp.isnan(x), dtype=jnp.int32)
-    inf = jnp.sum(jnp.isinf(x), dtype=jnp.int32)
-    zeros = jnp.sum(x == 0, dtype=jnp.int32)
-    # With no finite value there is nothing to describe: NaN, turned into None on the host.
-    floats = jnp.where(n_finite > 0, floats, jnp.nan)
-    return floats, jnp.stack([nan, inf, zeros, e])
-
-
-def _as_float(x):
-    return x.astype(jnp.promote_types(x.dtype, jnp.float32))
-
-
-def _integer(x):
-    """Integers and bools: the float statistics, plus min and max exact in the array's own dtype
-    (float32 holds integers exactly only up to 2**24)."""
-    floats, counts = _fast(x.astype(jnp.promote_types(jnp.float32, x.dtype)))
-    if x.dtype == jnp.bool_:
-        x = x.astype(jnp.int32)
-    return floats, counts, jnp.stack([jnp.min(x), jnp.max(x)])
-
-
-# Two kernels per kind, not one with a branch: the rare masked path (NaN or Inf present) is
-# compiled only for an array that needs it, which halves the compile time of a first snapshot
-# and keeps the common kernel branch-free (and about five times faster on CPU than masking).
-_float_kernel = jax.jit(lambda x: _fast(_as_float(x)))
-_float_masked = jax.jit(lambda x: _masked(_as_float(x)))
-_complex_kernel = jax.jit(lambda x: _fast(_as_float(jnp.abs(x))))
-_complex_masked = jax.jit(lambda x: _masked(_as_float(jnp.abs(x))))
-# Integers and bools are always finite: the fast path is exact.
-_int_kernel = jax.jit(_integer)
-_KERNELS = (_float_kernel, _float_masked, _complex_kernel, _complex_masked, _int_kernel)
-
-
-@functools.lru_cache(maxsize=None)
-def _kernel_and_names(dtype: np.dtype):
-    """(fast kernel, masked kernel or None when the fast one is always exact, statistic names)."""
-    if jnp.issubdtype(dtype, jnp.bool_):
-        return _int_kernel, None, _BOOL_STATS
-    if jnp.issubdtype(dtype, jnp.integer):
-        return _int_kernel, None, _INT_STATS
-    if jnp.issubdtype(dtype, jnp.complexfloating):
-        return _complex_kernel, _complex_masked, _COMPLEX_STATS
-    if jnp.issubdtype(dtype, jnp.floating):
-        return _float_kernel, _float_masked, _FLOAT_STATS
-    return None, None, ()
-
-
-def is_numeric_dtype(dtype) -> bool:
-    """True for dtypes with statistics (floats, ints, bools, complex; not PRNG keys).
-
-    >>> import jax, numpy as np
-    >>> is_numeric_dtype(np.dtype("float32")), is_numeric_dtype(jax.random.key(0).dtype)
-    (True, False)
-    """
-    try:
-        if jnp.issubdtype(dtype, jax.dtypes.prng_key):
-            return False
-    except TypeError:
-        return False
-    return _kernel_and_names(dtype)[0] is not None
+__all__ = ["STAT_NAMES", "PendingStats", "StatsError", "compute_stats", "is_numeric_dtype", "is_ready",
+           "kernel_cache_size"]
 
 
 def kernel_cache_size() -> int:
-    """Executables compiled so far by the statistics kernels (one per distinct spec)."""
-    return sum(k._cache_size() for k in _KERNELS)
+    """Executables compiled so far for statistics: one per distinct spec and kernel, plus one
+    program per model structure refreshed repeatedly (see :mod:`._programs`)."""
+    return sum(k._cache_size() for k in KERNELS) + programs_compiled()
+
+
+class Deferred(Exception):
+    """Raised by :class:`PendingStats` with ``defer=True`` while the program for these arrays is
+    being compiled: per-array kernels would each wait for a place in a full device queue, so a
+    viewer skips this refresh and tries again later."""
 
 
 class StatsError(Exception):
@@ -198,7 +81,7 @@ class PendingStats:
     parameters alive (the device keeps what its queued kernels read until they have run).
     """
 
-    def __init__(self, arrays: Sequence[Any]):
+    def __init__(self, arrays: Sequence[Any], *, repeated: bool = False, defer: bool = False):
         self._n = len(arrays)
         self._out: list[dict | StatsError | None] = [None] * self._n
         # (i, masked kernel, names, size, reference to the array, device result)
@@ -208,21 +91,22 @@ class PendingStats:
         for i, x in enumerate(arrays):
             if not isinstance(x, jax.Array):
                 x = np.asarray(x)  # a host value: jax copies it to the device, never the reverse
-            kernel, masked, names = _kernel_and_names(x.dtype)
+            kernel, masked, names = kernel_and_names(x.dtype)
             if kernel is None:
                 self._out[i] = StatsError(f"no statistics for dtype {x.dtype}")
                 continue
             if x.size == 0:
                 continue
             calls.append((i, kernel, masked, names, x))
-        results = _dispatch([(kernel, x) for _, kernel, _, _, x in calls])
+        results = _launch([(kernel, x) for _, kernel, _, _, x in calls], repeated, defer)
         for (i, _, masked, names, x), r in zip(calls, results):
             self._todo.append((i, masked, names, int(x.size), _ref(x) if masked is not None else None, r))
-        _copy_to_host(results)
+        self._waiting = _distinct(results)
+        _copy_to_host(self._waiting)
 
     def ready(self) -> bool:
         """Whether :meth:`result` would return at once (never waits; may dispatch masked kernels)."""
-        for *_, r in reversed(self._todo):  # the last dispatched is usually the last to finish: O(1) per tick
+        for r in reversed(self._waiting):  # the last dispatched is usually the last to finish: O(1) per tick
             if not is_ready(r):
                 return False
         self._advance()
@@ -231,7 +115,7 @@ class PendingStats:
     def wait(self) -> None:
         """Block until every dispatched result (masked ones included) is on the host's side."""
         while not self.ready():
-            for *_, r in self._todo:
+            for r in self._waiting:
                 try:
                     jax.block_until_ready(_leaves(r))
                 except Exception:  # fetching will say what went wrong
@@ -264,7 +148,8 @@ class PendingStats:
         if again:
             results = _dispatch([(masked, x) for _, masked, _, _, x in again])
             self._todo = [(i, None, names, size, None, r) for (i, _, names, size, _), r in zip(again, results)]
-            _copy_to_host(results)
+            self._waiting = _distinct(results)
+            _copy_to_host(self._waiting)
             self.pending_masked = True
 
 
@@ -278,7 +163,66 @@ def _ref(x: Any) -> Any:
     return lambda: x
 
 
+class _Launch:
+    """One launch of a :class:`.stats_Program`: its stacked results, on device and then
+    (once fetched) split per array."""
+
+    def __init__(self, program: Program, outputs: tuple):
+        self.program, self.outputs, self.host = program, outputs, None
+
+
+class _Slice:
+    """The result of one array inside a :class:`_Launch`."""
+
+    def __init__(self, launch: _Launch, j: int):
+        self.launch, self.j = launch, j
+
+
+def _launch(calls: list[tuple[Any, Any]], repeated: bool, defer: bool) -> list[Any]:
+    """Launch ``kernel(x)`` for each call: the device arrays of one structure as one compiled
+    program (one place in the device's queue) once there is one, the rest one kernel call each.
+    ``repeated``: the caller will refresh the same arrays again (a viewer), so the program is
+    worth compiling at once rather than the second time the structure is seen. ``defer``: raise
+    :class:`Deferred` instead of launching per-array kernels while the program compiles."""
+    results: list[Any] = [None] * len(calls)
+    if len(calls) > 1 and jax.process_count() == 1:
+        # Several processes must launch the same programs in the same order: a program compiled in
+        # the background would be ready on one process before another, so they keep per-array kernels.
+        for members in device_groups([x for _, x in calls]):
+            if len(members) < 2:
+                continue
+            kernels, arrays = [calls[m][0] for m in members], [calls[m][1] for m in members]
+            program = program_for(kernels, arrays, background=_threads_see_this_config(), eager=repeated)
+            if program is COMPILING and defer:
+                raise Deferred("the statistics program for this model is being compiled")
+            if not isinstance(program, Program):
+                continue
+            try:
+                launch = _Launch(program, program.launch(arrays))
+            except Exception:  # a buffer deleted or donated meanwhile: the per-array kernels say which
+                continue
+            for j, m in enumerate(members):
+                results[m] = _Slice(launch, j)
+    rest = [m for m, r in enumerate(results) if r is None]
+    for m, r in zip(rest, _dispatch([calls[m] for m in rest])):
+        results[m] = r
+    return results
+
+
+def _distinct(results: list[Any]) -> list[Any]:
+    """The device results to wait for: each launch once, in launch order."""
+    seen, out = set(), []
+    for r in results:
+        r = r.launch if isinstance(r, _Slice) else r
+        if id(r) not in seen:
+            seen.add(id(r))
+            out.append(r)
+    return out
+
+
 def _leaves(result: Any) -> list:
+    if isinstance(result, (_Slice, _Launch)):
+        return list((result.launch if isinstance(result, _Slice) else result).outputs)
     return [] if isinstance(result, StatsError) else jax.tree.leaves(result)
 
 
@@ -363,22 +307,27 @@ def _host(result: Any) -> Any:
 
 def _fetch(results: list[Any]) -> list[Any]:
     """The device results on the host, in one transfer; a failed one as a StatsError."""
-    live = [j for j, r in enumerate(results) if not isinstance(r, StatsError)]
-    fetched = list(results)
-    if not live:
-        return fetched
+    launches = list({id(r.launch): r.launch for r in results if isinstance(r, _Slice) and r.launch.host is None}.values())
+    live = [j for j, r in enumerate(results) if not isinstance(r, (StatsError, _Slice))]
+    device = [_host(results[j]) for j in live] + [launch.outputs for launch in launches]
     try:
-        got = jax.device_get([_host(results[j]) for j in live])
+        got = jax.device_get(device)
     except Exception:
         # One bad result must not hide the others: fetch them one by one to say which.
         got = []
-        for j in live:
+        for d in device:
             try:
-                got.append(jax.device_get(_host(results[j])))
+                got.append(jax.device_get(d))
             except Exception as e:
                 got.append(StatsError(one_line(e)))
+    fetched = list(results)
     for j, g in zip(live, got):
         fetched[j] = g
+    for launch, g in zip(launches, got[len(live):]):
+        launch.host = g if isinstance(g, StatsError) else launch.program.unstack(g)
+    for j, r in enumerate(results):
+        if isinstance(r, _Slice):
+            fetched[j] = r.launch.host if isinstance(r.launch.host, StatsError) else r.launch.host[r.j]
     return fetched
 
 

@@ -7,7 +7,7 @@ messages to a *subshell*, a thread of its own that reads them while the main thr
 
 :func:`route_while_busy` uses that for one widget: while the main shell is busy, its messages go
 to one nnx_lab subshell. There the handler never touches the model: it puts the request in this
-inbox and acknowledges it as *queued*. The main thread applies queued requests with
+queue and acknowledges it as *queued*. The main thread applies queued requests with
 :func:`drain`, which runs at each ``tick()`` / ``track()`` step of a training loop (panels and
 viewers), after every cell, and as soon as the main event loop is free. Where the kernel has no
 subshells (ipykernel < 7, Colab, VS Code's own kernels), messages simply wait for the cell to end,
@@ -96,7 +96,7 @@ def route_while_busy(widget: Any) -> str | None:
     try:
         subshell = _nnx_lab_subshell(kernel)
     except Exception as e:
-        from .core._util import one_line
+        from ..core._util import one_line
 
         return f"could not start a subshell ({one_line(e)})"
 

@@ -1,12 +1,17 @@
-"""%%nnx_capture and %%nnx_split run their body as IPython runs a cell: the last expression is
-displayed and stored in Out/_ (not after a trailing ``;``), and a traceback shows the body's lines."""
+"""What every magic uses (``nnx_lab.magics._args``). %%nnx_capture and %%nnx_split run their body
+as IPython runs a cell: the last expression is displayed and stored in Out/_ (not after a trailing
+``;``), and a traceback shows the body's lines. The line is split outside brackets and strings;
+``--only`` is read one way for every magic."""
+
+import re
 
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from IPython.core.error import UsageError
 
-from nnx_lab.cell_body import run_cell_body
+from nnx_lab.magics._args import parse_only, run_cell_body, split_expressions
 
 capture_only = pytest.mark.needs_flax("nnx.capture")
 
@@ -90,8 +95,6 @@ def test_split_body_last_expression_is_displayed_and_stored(ip, capsys):
 
 
 def test_split_body_error_names_the_body_line(ip):
-    from IPython.core.error import UsageError
-
     with pytest.raises(UsageError, match=r"the cell body raised ZeroDivisionError: division by zero \(cell line 2\)"):
         ip.run_cell_magic("nnx_split", "model nnx.Param ...", "z = 1\nz / 0\n")
 
@@ -118,3 +121,30 @@ def test_run_cell_body_statements_then_expression_within_a_context(ip):
         ip.user_ns.pop("events")
     assert shown == [(42, ["enter", "body", "exit"])]
     assert ip.user_ns["z"] == 2
+
+
+def test_split_expressions_keeps_brackets_and_strings_whole():
+    assert split_expressions("m nnx.All(nnx.Param, nnx.PathContains('a b')) ... --as g,p,r") == [
+        "m", "nnx.All(nnx.Param, nnx.PathContains('a b'))", "...", "--as", "g,p,r"]
+    assert split_expressions('d["x y"] """a b""" [1, 2]') == ['d["x y"]', '"""a b"""', "[1, 2]"]
+    for bad in ("f(x", "'open"):
+        with pytest.raises(UsageError, match="unbalanced"):
+            split_expressions(bad)
+
+
+def test_parse_only_reads_a_path_a_filter_or_a_path_that_matches_nothing():
+    model = nnx.Sequential(Block(nnx.Rngs(0)))
+    namespace = {"nnx": nnx}
+    assert parse_only(None, model, namespace) is ...
+    for path in ("layers[0]", "layers/0/linear", "layers.0.linear", " layers[0] "):  # as written, spaces aside
+        assert parse_only(path, model, namespace) == path.strip()
+    assert parse_only("nnx.Linear", model, namespace) is nnx.Linear
+    assert parse_only("'layers[0]'", model, namespace) == "layers[0]"  # a quoted path is a path
+    # Written as a path, naming nothing in the namespace: a path that matches no module (reported later).
+    assert parse_only("blocks[7]", model, namespace) == "blocks[7]"
+    assert parse_only("blocks.7.attn", model, namespace) == "blocks.7.attn"
+    # Anything else that fails is refused, naming the error.
+    for text, error in [("1/0", "ZeroDivisionError"), ("nnx.Nope", "AttributeError"), ("f(x)", "NameError")]:
+        with pytest.raises(UsageError, match=f"--only '{re.escape(text)}' is not a module path of TARGET, and as an "
+                                             f"expression it raised {error}"):
+            parse_only(text, model, namespace)

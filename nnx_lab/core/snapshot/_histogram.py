@@ -21,9 +21,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._util import MAX_BINS, check_number
-from .snapshot import PRECISION, round_significant
-from .stats import is_numeric_dtype
+from .._util import MAX_BINS, check_number
+from ._snapshot import PRECISION, round_significant
+from ._stats import is_numeric_dtype
 
 #: Bins of the per-array histogram.
 DEFAULT_BINS = 16

@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 import jax
 
-from . import compat
+from .. import compat
 
 
 def compress_ids(ids: Iterable[int]) -> str:

@@ -1,67 +1,87 @@
-"""``%nnx_split`` / ``%%nnx_split``: split by filters, bind the pieces, (cell) work, merge back.
-
-Kept apart from magics.py: it is the one magic with a body to run and a model to write back.
-"""
+"""``%nnx_split`` / ``%%nnx_split``: split by filters, bind the pieces, (cell) work, merge back."""
 
 from __future__ import annotations
 
-import sys
-import traceback
 from typing import Any
 
 from IPython.core.error import UsageError
+from IPython.core.magic_arguments import argument, magic_arguments
 
-from .cell_body import run_cell_body
-from .core._util import clip, first_line, one_line
+from ..core._util import clip, first_line, one_line
+from ._args import check_name, evaluate_target, parse_line, run_body
 
 
-def split_expressions(text: str) -> list[str]:
-    """Split a magic line on whitespace outside brackets and strings.
+@magic_arguments()
+@argument("target", help="a Python expression: the nnx.Module (or nnx.State) to split")
+@argument("filters", nargs="*", help="NNX filters, as Python expressions: nnx.Param, 'params', "
+          "nnx.PathContains('lora'), ..., a function (path, value) -> bool; none means `...`")
+@argument("--as", dest="names", default=None,
+          help="comma-separated names for the graphdef and each State, e.g. graphdef,params,rest")
+@argument("--merge-into", dest="merge_into", default=None,
+          help="(cell) build a new model with nnx.merge and bind it to this name instead of updating TARGET")
+@argument("--overwrite", action="store_true", help="(cell) let --merge-into replace a name that is not a Module")
+@argument("--no-update", dest="no_update", action="store_true", help="(cell) do not merge back at all")
+def nnx_split(self: Any, line: str, cell: str | None = None) -> None:
+    """Split a model by NNX filters and see exactly which Variables each filter took.
 
-    >>> split_expressions("model nnx.All(nnx.Param, nnx.PathContains('a b')) ... --as g,p,r")
-    ['model', "nnx.All(nnx.Param, nnx.PathContains('a b'))", '...', '--as', 'g,p,r']
+    As a line magic, binds the GraphDef and one State per filter (default names: graphdef,
+    and one derived from each filter: param, batch_stat, rest for `...`) and shows the split
+    report: what each filter took, filters that took nothing, Variables shadowed by an
+    earlier filter, the remainder when the filters are not exhaustive.
+
+    As a cell magic, the body runs with those names bound, in functional style; afterwards the
+    (possibly rebound) States are checked (same paths, shapes, dtypes) and merged back:
+    nnx.update(TARGET, ...) in place by default, or nnx.merge into --merge-into NAME. If the
+    body raises or a check fails, the model is left unchanged.
+
+    Examples::
+
+        %nnx_split model nnx.Param nnx.BatchStat ...
+        %nnx_split model nnx.Param ... --as graphdef,params,rest
+
+        %%nnx_split model nnx.Param ...
+        param = jax.tree.map(lambda p: p * 0.5, param)
+
+        %%nnx_split model nnx.Param ... --merge-into half
+        param = jax.tree.map(lambda p: p * 0.5, param)
     """
-    parts: list[str] = []
-    current: list[str] = []
-    depth, quote, i = 0, "", 0
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            current.append(ch)
-            if ch == "\\" and i + 1 < len(text):
-                current.append(text[i + 1])
-                i += 1
-            elif text.startswith(quote, i):
-                current.extend(quote[1:])
-                i += len(quote) - 1
-                quote = ""
-        elif ch in "'\"":
-            quote = ch * 3 if text.startswith(ch * 3, i) else ch
-            current.append(quote)
-            i += len(quote) - 1
-        elif ch in "([{":
-            depth += 1
-            current.append(ch)
-        elif ch in ")]}":
-            depth -= 1
-            current.append(ch)
-        elif ch.isspace() and depth <= 0:
-            if current:
-                parts.append("".join(current))
-                current = []
-        else:
-            current.append(ch)
-        i += 1
-    if quote or depth > 0:
-        raise UsageError(f"unbalanced {'quote' if quote else 'bracket'} in: {text.strip()}")
-    if current:
-        parts.append("".join(current))
-    return parts
+    args = parse_line(nnx_split, line)
+    shell = self.shell
+    split = Split(shell, args)
+    if cell is None:
+        if args.merge_into or args.no_update or args.overwrite:
+            raise UsageError("--merge-into, --overwrite and --no-update apply to the cell magic %%nnx_split")
+        split.display()
+        split.bind(split.split())
+        return
+    if args.merge_into and args.no_update:
+        raise UsageError("choose one of --merge-into NAME and --no-update")
+    from flax import nnx
+
+    if args.merge_into:
+        check_name(args.merge_into, "--merge-into", shell=shell)
+        existing = shell.user_ns.get(args.merge_into)
+        if existing is not None and not isinstance(existing, nnx.Module) and not args.overwrite:
+            raise UsageError(f"--merge-into {args.merge_into}: that name holds a {type(existing).__name__}, "
+                             "not a Module; add --overwrite to replace it")
+    split.display()
+    graphdef, *states = split.split()
+    states = [detach(state) for state in states]
+    split.bind((graphdef, *states))
+    before = {name: signatures(state) for name, state in zip(split.names[1:], states)}
+    run_body(shell, cell)
+    after = {name: shell.user_ns.get(name) for name in before}
+    check_round_trip(before, after)
+    if args.no_update:
+        return
+    if args.merge_into:
+        shell.user_ns[args.merge_into] = nnx.merge(graphdef, *after.values())
+    else:
+        nnx.update(split.target, *after.values())
 
 
 def parse_names(spec: str, count: int, shell: Any = None, target_text: str | None = None) -> list[str]:
-    from .magics import check_name
-
+    """``--as a,b,c``: one name per result, each one nnx_lab may bind, none repeated."""
     names = [n.strip() for n in spec.split(",")]
     if len(names) != count:
         raise UsageError(f"--as gives {len(names)} names for {count} results (graphdef and one State per filter)")
@@ -76,8 +96,7 @@ class Split:
     """One parsed ``%nnx_split`` invocation: target, filters, report, names."""
 
     def __init__(self, shell: Any, args: Any):
-        from .core.split import SplitError, split_report
-        from .magics import evaluate_target
+        from ..core.split import SplitError, split_report
 
         self.shell = shell
         self.target_text = args.target
@@ -105,7 +124,7 @@ class Split:
     def display(self) -> None:
         from IPython.display import display
 
-        from .widgets.split import SplitReportView
+        from ..widgets.split import SplitReportView
 
         display(SplitReportView(self.report, target=self.target_text, names=self.names))
 
@@ -119,24 +138,6 @@ class Split:
     def bind(self, pieces: tuple) -> None:
         for name, piece in zip(self.names, pieces):
             self.shell.user_ns[name] = piece
-
-
-def run_body(shell: Any, body: str) -> None:
-    """Run the cell body in the user namespace as a cell (its last expression is displayed);
-    a failure becomes one UsageError line."""
-    try:
-        run_cell_body(shell, body)
-    except Exception as e:
-        frames = list(traceback.walk_tb(sys.exc_info()[2]))
-        # The frame after run_cell_body's own is the body's: its file name marks the body's lines.
-        names = [f.f_code.co_filename for f, _ in frames]
-        codes = [f.f_code for f, _ in frames]
-        body_file = names[codes.index(run_cell_body.__code__) + 1] if run_cell_body.__code__ in codes[:-1] else None
-        lines = [lineno for (f, lineno), name in zip(frames, names) if body_file is not None and name == body_file]
-        if isinstance(e, SyntaxError) and e.lineno is not None:
-            lines = [e.lineno]
-        where = f" (cell line {lines[-1]})" if lines else ""
-        raise UsageError(f"the cell body raised {one_line(e)}{where}; the model is unchanged") from None
 
 
 def detach(state: Any) -> Any:
@@ -186,7 +187,7 @@ def check_round_trip(before: dict[str, dict], after: dict[str, Any]) -> None:
     import jax
     from flax import nnx
 
-    from .core.graph import path_text
+    from ..core.graph import path_text
 
     problems = []
     for name, old_flat in before.items():
@@ -224,6 +225,6 @@ def check_round_trip(before: dict[str, dict], after: dict[str, Any]) -> None:
 def _value(v: Any) -> Any:
     from flax import nnx
 
-    from .core import compat
+    from ..core import compat
 
     return compat.get_value(v) if isinstance(v, nnx.Variable) else v

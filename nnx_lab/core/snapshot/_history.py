@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .snapshot import PRECISION, Snapshot, round_significant
+from ._snapshot import PRECISION, Snapshot, round_significant
 
 #: Statistics the history keeps (the floating ones a sparkline can show).
 HISTORY_STATS = ("mean", "std", "min", "max", "norm", "abs_max")

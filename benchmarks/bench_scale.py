@@ -1,0 +1,119 @@
+"""Cost against the number of Variables, with treescope and nnx.tabulate beside it, from one run.
+
+A deep model of small blocks (Linear(8, 8) + LayerNorm(8): 4 Variables per block, in an
+nnx.List), at 100 ... 100,000 Variables. Each size runs in a fresh process, so "cold" is what a
+user's first look costs (kernels compiled included). Printed per size:
+
+  cold       nnx_lab.snapshot(model), first call in the process
+  warm       a viewer's refresh once its one-launch program is compiled (wall time, waited for)
+  per Var    warm / Variables (target: <= 20 us at 10,000)
+  payload    JSON bytes of one refresh's payload, per Variable (target: <= 40 after the first)
+  treescope  treescope.render_to_html(nnx.state(model)), and its ratio to our cold
+  tabulate   nnx.tabulate(model, x), and its ratio to our cold
+
+Run: python benchmarks/bench_scale.py [--sizes 100,1000,10000,100000] [--timeout 600]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+CHILD = r"""
+import json, statistics, sys, time
+import jax, jax.numpy as jnp
+from flax import nnx
+n, peers = int(sys.argv[1]), sys.argv[2] == "1"
+
+class Block(nnx.Module):
+    def __init__(self, rngs):
+        self.lin = nnx.Linear(8, 8, rngs=rngs)
+        self.norm = nnx.LayerNorm(8, rngs=rngs)
+    def __call__(self, x):
+        return self.norm(self.lin(x))
+
+class Deep(nnx.Module):
+    def __init__(self, blocks):
+        rngs = nnx.Rngs(0)
+        self.blocks = nnx.List([Block(rngs) for _ in range(blocks)])
+    def __call__(self, x):
+        for b in self.blocks:
+            x = b(x)
+        return x
+
+out = {}
+t = time.perf_counter(); model = Deep(n // 4); out["build_s"] = time.perf_counter() - t
+import nnx_lab
+from nnx_lab.core.snapshot import _programs as stats_programs
+from nnx_lab.core.snapshot import Watcher
+t = time.perf_counter(); snap = nnx_lab.snapshot(model); out["cold_s"] = time.perf_counter() - t
+out["variables"] = len(snap.rows)
+watcher = Watcher(model, max_rate=1000.0)
+watcher.refresh(force=True)
+t = time.perf_counter()
+while stats_programs.programs_compiled() == 0 and time.perf_counter() - t < 600:
+    time.sleep(0.05)
+out["program_compile_s"] = time.perf_counter() - t
+watcher.refresh(force=True)
+times = []
+for _ in range(3):
+    t = time.perf_counter(); watcher.refresh(force=True); times.append(time.perf_counter() - t)
+out["warm_s"] = statistics.median(times)
+out["payload_bytes"] = len(json.dumps(watcher.snapshot.to_dict()).encode())
+if peers:
+    import treescope
+    state = nnx.state(model)
+    t = time.perf_counter(); treescope.render_to_html(state); out["treescope_s"] = time.perf_counter() - t
+    x = jnp.ones((1, 8))
+    t = time.perf_counter(); nnx.tabulate(model, x); out["tabulate_s"] = time.perf_counter() - t
+print("RESULT" + json.dumps(out))
+"""
+
+
+def run(n: int, peers: bool, timeout: float) -> dict | str:
+    env = dict(os.environ)
+    try:
+        done = subprocess.run([sys.executable, "-c", CHILD, str(n), "1" if peers else "0"], capture_output=True,
+                              text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return f"did not finish in {timeout:.0f} s"
+    for line in done.stdout.splitlines():
+        if line.startswith("RESULT"):
+            return json.loads(line[len("RESULT"):])
+    return "failed: " + (done.stderr.strip().splitlines() or ["?"])[-1]
+
+
+def ms(s: float | None) -> str:
+    return "—" if s is None else f"{s * 1e3:,.0f} ms"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="100,1000,10000,100000")
+    parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--peers-up-to", type=int, default=10000, help="run treescope and nnx.tabulate up to this size")
+    args = parser.parse_args()
+    print(f"{'Variables':>9}  {'cold':>10}  {'warm':>10}  {'per Var':>9}  {'payload/Var':>11}  "
+          f"{'program':>9}  {'treescope':>10}  {'ts/cold':>7}  {'tabulate':>10}  {'tab/cold':>8}")
+    for n in (int(s) for s in args.sizes.split(",")):
+        start = time.perf_counter()
+        got = run(n, n <= args.peers_up_to, args.timeout)
+        if isinstance(got, str):
+            print(f"{n:>9}  {got}  ({time.perf_counter() - start:.0f} s)")
+            continue
+        v = got["variables"]
+        cold, warm = got["cold_s"], got["warm_s"]
+        ts, tab = got.get("treescope_s"), got.get("tabulate_s")
+        ts_ratio = "" if ts is None else f"{ts / cold:.2f}"
+        tab_ratio = "" if tab is None else f"{tab / cold:.2f}"
+        print(f"{v:>9,}  {ms(cold):>10}  {ms(warm):>10}  {warm / v * 1e6:>6.0f} us"
+              f"  {got['payload_bytes'] / v:>9.0f} B  {got['program_compile_s']:>7.1f} s  {ms(ts):>10}  "
+              f"{ts_ratio:>7}  {ms(tab):>10}  {tab_ratio:>8}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""What ``%load_ext nnx_lab`` adds to a shell, and how ``unload`` takes it away again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: the magics class, by module and name: unload recognises it without importing it
+MAGICS_CLASS = ("nnx_lab.magics", "NnxLabMagics")
+
+
+def load(ipython: Any) -> None:
+    """Register the magics (one instance, also one of ``ipython.configurables``, so ``%config
+    NnxLabMagics`` reaches it) and the cell hooks."""
+    from ..magics import NnxLabMagics
+    from . import cell_hooks
+
+    unload(ipython)  # loading twice (or %reload_ext) leaves exactly one copy
+    ipython.register_magics(NnxLabMagics)
+    cell_hooks.register_hooks(ipython)
+
+
+def _is_ours(obj: Any) -> bool:
+    return (type(obj).__module__, type(obj).__name__) == MAGICS_CLASS
+
+
+def unload(ipython: Any) -> None:
+    """Remove the magics and their configurable; the cell hooks too unless widgets on screen need them."""
+    manager = ipython.magics_manager
+    for table in manager.magics.values():
+        for name, fn in list(table.items()):
+            if _is_ours(getattr(fn, "__self__", None)):
+                del table[name]
+    manager.registry.pop(MAGICS_CLASS[1], None)
+    configurables = getattr(ipython, "configurables", None)
+    if configurables is not None:
+        configurables[:] = [c for c in configurables if not _is_ours(c)]
+    from . import cell_hooks
+
+    if not cell_hooks.widgets(object):  # viewers on screen keep refreshing after cells, as without %load_ext
+        cell_hooks.unregister_hooks(ipython)

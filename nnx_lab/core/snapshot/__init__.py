@@ -1,0 +1,30 @@
+"""Snapshots: describe every Variable of a model and reduce its arrays where they live.
+
+The public face of the snapshot pipeline (see docs/ARCHITECTURE.md):
+
+- :func:`snapshot` / :class:`PendingSnapshot` (``_snapshot.py``): walk, describe, launch the
+  statistics, and fetch their few numbers (a :class:`Snapshot` of :class:`Row` objects).
+- the statistics (``_stats.py``, kernels in ``_kernels.py``, one program per structure in
+  ``_programs.py``), placement and sharding text (``_devices.py``), histograms (``_histogram.py``);
+- :class:`Watcher` (``_watch.py``), the throttled asynchronous refresh behind every live viewer,
+  and its :class:`History` (``_history.py``).
+
+>>> from flax import nnx
+>>> snap = snapshot(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
+>>> [row.path for row in snap.rows], snap["kernel"].shape
+([('bias',), ('kernel',)], (2, 3))
+"""
+
+from ._devices import device_summary
+from ._histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch, sparkline
+from ._history import HISTORY_STATS, History
+from ._snapshot import PRECISION, STATUSES, PendingSnapshot, Row, Snapshot, round_significant, snapshot
+from ._stats import STAT_NAMES, Deferred, StatsError, compute_stats, is_numeric_dtype, is_ready, kernel_cache_size
+from ._watch import MAX_IN_FLIGHT, Watcher
+
+__all__ = [
+    "DEFAULT_BINS", "HISTORY_STATS", "MAX_IN_FLIGHT", "PRECISION", "STATUSES", "STAT_NAMES", "Deferred", "History",
+    "PendingSnapshot", "Row", "Snapshot", "StatsError", "Watcher", "compute_stats", "device_summary",
+    "histograms_dispatch", "histograms_fetch", "is_numeric_dtype", "is_ready", "kernel_cache_size",
+    "round_significant", "snapshot", "sparkline",
+]

@@ -1,0 +1,176 @@
+"""One compiled program per refresh: every statistics kernel of a model in one executable.
+
+A device runs its queue in order, and a client bounds how many computations may wait in it. With
+one kernel call per array, a refresh of a model with N arrays takes N places in a queue that a
+training loop keeps full, and each of those dispatches waits for a training step to finish: the
+loop's host thread is held for about N steps. One program per refresh takes one place, is launched
+by one call, and its results come back as a few stacked arrays (one per result dtype).
+
+A program is compiled once per model *structure*: the kernel and the (shape, dtype, sharding) of
+every array, in order. It is compiled on a background thread the second time a structure is
+refreshed (a structure seen once is often never refreshed again), or at once for a viewer; until it is ready, a refresh
+launches the per-array kernels, whose executables are shared between all models.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+MAX_PROGRAMS = 32  # structures kept compiled (least recently used dropped)
+_seen: OrderedDict = OrderedDict()  # structure -> None (seen once), "compiling", or a Program
+_lock = threading.Lock()
+_compiled = 0  # programs compiled so far
+
+
+def structure_key(kernels: Sequence[Any], arrays: Sequence[Any]) -> Any:
+    """The key of a program: the kernels and every array's (shape, dtype, sharding); None when some
+    sharding cannot be hashed."""
+    key = tuple((id(k), x.shape, x.dtype, x.sharding) for k, x in zip(kernels, arrays))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def device_groups(arrays: Sequence[Any]) -> list[list[int]]:
+    """Indices of the device arrays that may share a program (one program runs on one set of
+    devices), in order; host values are left out."""
+    groups: dict[Any, list[int]] = {}
+    for j, x in enumerate(arrays):
+        if isinstance(x, jax.Array):
+            groups.setdefault(frozenset(x.sharding.device_set), []).append(j)
+    return list(groups.values())
+
+
+COMPILING = "compiling"
+
+
+def program_for(kernels: Sequence[Any], arrays: Sequence[Any], *, background: bool,
+                eager: bool = False) -> Program | str | None:
+    """The compiled program for this structure; :data:`COMPILING` while it is being compiled on a
+    thread; None when there is none (yet, or ever). The second time a structure is asked for (the
+    first with ``eager``), its program is compiled: on a thread with ``background`` (the
+    caller goes on with per-array kernels meanwhile), else right here."""
+    key = structure_key(kernels, arrays)
+    if key is None:
+        return None
+    with _lock:
+        entry = _seen.get(key, _MISSING)
+        if isinstance(entry, Program):
+            _seen.move_to_end(key)
+            return entry
+        if entry is _MISSING and not eager:
+            _remember(key, None)
+            return None
+        if entry in (COMPILING, _FAILED):
+            return None if entry is _FAILED else COMPILING
+        _seen[key] = COMPILING
+    specs = [jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding) for x in arrays]
+    if background:
+        # Not a daemon: the interpreter waits for a compile to finish before it exits (XLA aborts
+        # the process when finalization interrupts a compile).
+        threading.Thread(target=_compile, args=(key, tuple(kernels), specs), name="nnx_lab-program").start()
+        return None
+    return _compile(key, tuple(kernels), specs)
+
+
+def programs_compiled() -> int:
+    """Programs compiled so far (part of :func:`.stats.kernel_cache_size`)."""
+    return _compiled
+
+
+_MISSING = object()
+_FAILED = "failed"  # never retried: the per-array kernels describe this structure
+
+
+def _remember(key: Any, value: Any) -> None:
+    _seen[key] = value
+    while len(_seen) > MAX_PROGRAMS * 8:  # structures seen once are cheap to keep, but not forever
+        _seen.popitem(last=False)
+    programs = [k for k, v in _seen.items() if isinstance(v, Program)]
+    for k in programs[:-MAX_PROGRAMS]:
+        del _seen[k]
+
+
+def _compile(key: Any, kernels: tuple, specs: list) -> Program | None:
+    global _compiled
+    try:
+        program = Program(kernels, specs)
+    except Exception:  # whatever failed will fail per array too, with a message per row
+        program = None
+    with _lock:
+        if program is None:
+            _remember(key, _FAILED)
+        else:
+            _remember(key, program)
+            _compiled += 1
+    return program
+
+
+STACK_BYTES = 256 * 1024  # arrays this small and of one spec are reduced together, stacked
+
+
+class Program:
+    """The kernels of one structure compiled as one executable whose outputs are concatenated by
+    dtype and shape: launched with :meth:`launch`, its host results split per array by :meth:`unstack`.
+
+    Small single-device arrays of the same kernel, shape and dtype (a deep stack of LayerNorms, an
+    optimizer's moments of small biases) are stacked and reduced by one vmapped kernel: compile time
+    follows the number of distinct specs, not of arrays, at the cost of a transient copy of those
+    small arrays (each at most :data:`STACK_BYTES`). Every other array gets its own kernel inside
+    the program, reading it in place (never copied, never gathered)."""
+
+    def __init__(self, kernels: Sequence[Any], specs: Sequence[jax.ShapeDtypeStruct]):
+        batches: dict[tuple, list[int]] = {}
+        for j, (kernel, spec) in enumerate(zip(kernels, specs)):
+            small = len(spec.sharding.device_set) == 1 and spec.size * spec.dtype.itemsize <= STACK_BYTES
+            batches.setdefault((id(kernel), spec.shape, str(spec.dtype)) if small else ("alone", j), []).append(j)
+        batches_list = list(batches.values())
+        layout: list = [None] * len(specs)  # per array: its result's treedef and, per leaf, (output, row)
+
+        def run(*xs):
+            outputs: dict[tuple, list] = {}
+            rows: dict[tuple, int] = {}
+            for members in batches_list:
+                kernel = kernels[members[0]]
+                if len(members) == 1:
+                    result = jax.tree.map(lambda leaf: leaf[None], kernel(xs[members[0]]))
+                else:
+                    result = jax.vmap(kernel)(jnp.stack([xs[j] for j in members]))
+                leaves, treedef = jax.tree.flatten(result)
+                places = []
+                for leaf in leaves:
+                    key = (str(leaf.dtype), leaf.shape[1:])
+                    if key not in outputs:
+                        outputs[key], rows[key] = [], 0
+                    places.append((list(outputs).index(key), rows[key]))
+                    outputs[key].append(leaf)
+                    rows[key] += leaf.shape[0]
+                for k, j in enumerate(members):
+                    layout[j] = (treedef, [(out, row + k) for out, row in places])
+            return tuple(jnp.concatenate(parts) for parts in outputs.values())
+
+        lowered = jax.jit(run).lower(*specs)
+        try:
+            # Reductions gain nothing from LLVM's expensive passes (measured on CPU: the same run
+            # time, 40% less compile time); a backend that refuses the option gets the defaults.
+            self._executable = lowered.compile(compiler_options={"xla_llvm_disable_expensive_passes": True})
+        except Exception:
+            self._executable = lowered.compile()
+        self._layout = list(layout)
+
+    def launch(self, arrays: Sequence[Any]) -> tuple:
+        """Dispatch the program on ``arrays`` (never waits); its results stay on device."""
+        return self._executable(*arrays)
+
+    def unstack(self, host_outputs: Sequence[np.ndarray]) -> list:
+        """Per array, its kernel's result (the same pytree the kernel returns), from the fetched outputs."""
+        return [jax.tree.unflatten(treedef, [host_outputs[out][row] for out, row in places])
+                for treedef, places in self._layout]

@@ -1,0 +1,79 @@
+"""``%nnx_snapshot`` (one static table) and ``%nnx_watch`` (a live viewer)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.display import display
+
+from ..core._util import MAX_RATE, MAX_ROWS, first_line
+from ._args import DEFAULT_MAX_ROWS, DEFAULT_RATE, check_name, check_option, evaluate_target, parse_line
+
+
+@magic_arguments()
+@argument("target", nargs="+", help="a Python expression: an nnx.Module, nnx.State, or nested dict of Variables")
+@argument("--no-stats", action="store_true", help="describe only; run nothing on the device")
+@argument("--as", dest="name", default=None, help="also bind the Snapshot to this name")
+@argument("--max-rows", type=int, default=None,
+          help=f"rows shown in the table, 1..{MAX_ROWS} (default {DEFAULT_MAX_ROWS}; %%config NnxLabMagics.max_rows)")
+def nnx_snapshot(self: Any, line: str) -> None:
+    """Show every Variable of TARGET with its shape, dtype, bytes, sharding and statistics.
+
+    Examples::
+
+        %nnx_snapshot model
+        %nnx_snapshot model.blocks[0] --as snap
+        %nnx_snapshot nnx.state(model, nnx.BatchStat) --no-stats
+    """
+    args = parse_line(nnx_snapshot, line)
+    max_rows = self.max_rows if args.max_rows is None else check_option(args.max_rows, "--max-rows", 1, MAX_ROWS,
+                                                                        integer=True)
+    target = " ".join(args.target)
+    obj = evaluate_target(self.shell, target)
+    name = check_name(args.name, shell=self.shell, target_text=target) if args.name else None
+    from ..core.render import html_table
+    from ..core.snapshot import snapshot
+
+    try:
+        snap = snapshot(obj, stats=not args.no_stats)
+    except TypeError as e:
+        raise UsageError(first_line(str(e))) from None
+    if name:
+        self.shell.user_ns[name] = snap
+    display({"text/plain": snap.to_text(max_rows=max_rows),
+             "text/html": html_table(snap, max_rows=max_rows)}, raw=True)
+
+
+@magic_arguments()
+@argument("target", nargs="+", help="a Python expression naming a model (held by weak reference)")
+@argument("--rate", type=float, default=None,
+          help=f"most refreshes per second, at most {MAX_RATE:g} (default {DEFAULT_RATE:g}; %%config NnxLabMagics.rate)")
+@argument("--background", action="store_true", help="also refresh from a background thread")
+@argument("--no-stats", action="store_true", help="descriptions only; run nothing on the device")
+@argument("--as", dest="name", default=None, help="bind the viewer to this name (for viewer.track / tick)")
+def nnx_watch(self: Any, line: str) -> None:
+    """Show a live viewer of TARGET that refreshes after every cell while it trains.
+
+    Examples::
+
+        %nnx_watch model --as viewer
+        for batch in viewer.track(batches):
+            train_step(model, optimizer, batch)
+    """
+    args = parse_line(nnx_watch, line)
+    target = " ".join(args.target)
+    obj = evaluate_target(self.shell, target)
+    name = check_name(args.name, shell=self.shell, target_text=target) if args.name else None
+    rate = self.rate if args.rate is None else check_option(args.rate, "--rate (refreshes per second)", 0, MAX_RATE,
+                                                            low_open=True)
+    from ..widgets.viewer import watch
+
+    try:
+        viewer = watch(obj, max_rate=rate, background=args.background, stats=not args.no_stats, display=False)
+    except TypeError as e:
+        raise UsageError(first_line(str(e))) from None
+    if name:
+        self.shell.user_ns[name] = viewer
+    display(viewer)

@@ -1,0 +1,187 @@
+"""A model refreshed again is reduced by one compiled program: one launch, one place in the device's
+queue, the same numbers as the per-array kernels; while it compiles, a viewer skips refreshes
+rather than queue one kernel per array; anything odd falls back to the per-array kernels."""
+
+import threading
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+from nnx_lab.core import compat
+from nnx_lab.core.snapshot import _stats as stats_lib
+from nnx_lab.core.snapshot import _programs as programs
+from nnx_lab.core.snapshot import PendingSnapshot, snapshot
+from nnx_lab.core.snapshot._kernels import kernel_and_names
+from nnx_lab.core.snapshot import Watcher
+
+RNG = np.random.default_rng(7)
+
+
+class Stack(nnx.Module):
+    """Small layers of one spec (stacked inside the program) beside arrays of their own."""
+
+    def __init__(self, n: int, width: int):
+        layers = [nnx.LayerNorm(width, rngs=nnx.Rngs(i)) for i in range(n)]
+        self.layers = nnx.List(layers) if hasattr(nnx, "List") else layers  # flax 0.11: a plain list
+        self.big = nnx.Param(jnp.asarray(RNG.normal(size=(300, 301)).astype(np.float32)))
+        self.count = nnx.Variable(jnp.asarray(RNG.integers(-5, 9, (13,)), jnp.int32))
+        self.flag = nnx.Variable(jnp.asarray([True, False, True]))
+        for i, layer in enumerate(self.layers):
+            compat.set_value(layer.scale, jnp.asarray(RNG.normal(size=(width,)).astype(np.float32)) * (i + 1))
+
+
+def leaves_and_kernels(model):
+    arrays = [x for x in jax.tree.leaves(nnx.state(model)) if x.size]
+    return arrays, [kernel_and_names(x.dtype)[0] for x in arrays]
+
+
+def compiled_program(model, timeout=120.0):
+    """The program of ``model``'s structure once its background compile is done."""
+    arrays, kernels = leaves_and_kernels(model)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = programs.program_for(kernels, arrays, background=True, eager=True)
+        if isinstance(got, programs.Program):
+            return got
+        time.sleep(0.05)
+    raise AssertionError("the program was not compiled")
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """Counts per-array kernel calls and program launches."""
+    counts = {"kernel": 0, "program": 0}
+    real_call, real_launch = stats_lib._call, programs.Program.launch
+
+    def call(kernel, x):
+        counts["kernel"] += 1
+        return real_call(kernel, x)
+
+    def launch(self, arrays):
+        counts["program"] += 1
+        return real_launch(self, arrays)
+
+    monkeypatch.setattr(stats_lib, "_call", call)
+    monkeypatch.setattr(programs.Program, "launch", launch)
+    return counts
+
+
+def test_a_viewer_refreshes_with_one_launch_and_the_numbers_of_the_per_array_kernels(calls):
+    model = Stack(12, 37)
+    alone = snapshot(model)  # per-array kernels (a structure seen once gets no program)
+    assert calls == {"kernel": len(leaves_and_kernels(model)[0]), "program": 0}
+    watcher = Watcher(model, max_rate=100.0)
+    watcher.refresh(force=True)
+    compiled_program(model)
+    calls.update(kernel=0, program=0)
+    watcher.refresh(force=True)
+    assert calls == {"kernel": 0, "program": 1}
+    for a, b in zip(alone.rows, watcher.snapshot.rows):
+        assert a.path == b.path and a.status == b.status == "ok"
+        assert b.stats.keys() == a.stats.keys()
+        for name, v in a.stats.items():
+            assert b.stats[name] == pytest.approx(v, rel=1e-5, abs=1e-6), (a.path, name)
+    ints = watcher.snapshot["count"].stats
+    assert (ints["min"], ints["max"]) == (int(compat.get_value(model.count).min()), int(compat.get_value(model.count).max()))
+    assert isinstance(ints["min"], int)
+    assert watcher.snapshot["flag"].stats["mean"] == pytest.approx(2 / 3)
+
+
+def test_nan_and_inf_in_a_stacked_array_are_counted_by_its_masked_kernel(calls):
+    model = Stack(5, 11)
+    Watcher(model).refresh(force=True)
+    compiled_program(model)
+    scale = np.asarray(compat.get_value(model.layers[3].scale)).copy()
+    scale[2], scale[7] = np.nan, -np.inf
+    compat.set_value(model.layers[3].scale, jnp.asarray(scale))
+    calls.update(kernel=0, program=0)
+    snap = PendingSnapshot(model, repeated=True).finish()
+    assert calls == {"kernel": 1, "program": 1}  # the one array with NaN/Inf gets the masked kernel
+    got = snap[("layers", 3, "scale")].stats
+    finite = scale[np.isfinite(scale)]
+    assert (got["nan_count"], got["inf_count"]) == (1, 1)
+    assert got["mean"] == pytest.approx(finite.mean(), rel=1e-5)
+    assert got["max"] == pytest.approx(finite.max())
+    assert snap[("layers", 2, "scale")].stats["nan_count"] == 0
+
+
+def test_a_structure_change_gets_its_own_program_and_never_a_wrong_one(calls):
+    model = Stack(4, 9)
+    Watcher(model).refresh(force=True)
+    compiled_program(model)
+    model.layers[1].scale = nnx.Param(jnp.ones((10,)))  # a new shape: a new structure
+    calls.update(kernel=0, program=0)
+    snap = PendingSnapshot(model, repeated=True).finish()
+    assert calls["program"] == 0 and calls["kernel"] > 0
+    assert snap[("layers", 1, "scale")].shape == (10,)
+    assert snap[("layers", 1, "scale")].stats["mean"] == 1.0
+
+
+def test_while_the_program_compiles_a_viewer_skips_refreshes_instead_of_queueing_kernels(monkeypatch, calls):
+    release = threading.Event()
+    real_init = programs.Program.__init__
+
+    def slow_init(self, *a, **k):
+        release.wait(60)
+        real_init(self, *a, **k)
+
+    monkeypatch.setattr(programs.Program, "__init__", slow_init)
+    model = Stack(3, 5)
+    watcher = Watcher(model, max_rate=100.0)
+    assert watcher.refresh(force=True)  # the first refresh: per-array kernels, shown at once
+    first = calls["kernel"]
+    watcher._last_attempt = float("-inf")
+    assert not watcher.tick() and watcher.state == "live"
+    assert calls["kernel"] == first and not watcher._in_flight  # skipped: nothing queued
+    assert watcher.refresh(force=True)  # the end of a loop or cell does not skip
+    release.set()
+    compiled_program(model)
+    calls.update(kernel=0, program=0)
+    watcher._last_attempt = float("-inf")
+    watcher.tick()
+    watcher.wait()
+    assert calls == {"kernel": 0, "program": 1}
+
+
+def test_a_program_that_fails_to_compile_leaves_the_per_array_kernels_in_charge(monkeypatch, calls):
+    def broken(self, *a, **k):
+        raise RuntimeError("no program today")
+
+    monkeypatch.setattr(programs.Program, "__init__", broken)
+    model = Stack(2, 6)
+    watcher = Watcher(model, max_rate=100.0)
+    for _ in range(4):
+        watcher._last_attempt = float("-inf")
+        watcher.tick()
+        watcher.wait()
+        time.sleep(0.2)
+    assert watcher.state == "live" and calls["program"] == 0
+    arrays, kernels = leaves_and_kernels(model)
+    assert programs.program_for(kernels, arrays, background=True, eager=True) is None  # not retried
+
+
+def test_an_array_donated_before_the_launch_is_said_deleted_and_the_others_are_described(calls):
+    model = Stack(3, 8)
+    Watcher(model).refresh(force=True)
+    compiled_program(model)
+    w = compat.get_value(model.big)
+    jax.jit(lambda x: x + 1, donate_argnums=0)(w)  # model.big's buffer is gone
+    if not w.is_deleted():
+        pytest.skip("this backend does not donate")
+    snap = PendingSnapshot(model, repeated=True).finish()
+    assert snap["big"].status == "deleted"
+    assert snap[("layers", 0, "scale")].status == "ok" and snap[("layers", 0, "scale")].stats is not None
+
+
+def test_one_program_on_each_set_of_devices():
+    devices = jax.devices()
+    arrays = [jnp.ones((3,)), jnp.zeros((4,))]
+    if len(devices) > 1:
+        arrays.append(jax.device_put(jnp.ones((5,)), devices[1]))
+    groups = programs.device_groups(arrays + [np.ones(2)])
+    assert groups[0] == [0, 1]
+    assert len(groups) == (2 if len(devices) > 1 else 1)
