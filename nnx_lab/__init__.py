@@ -37,7 +37,7 @@ __all__ = ["snapshot", "Snapshot", "Row", "watch", "StateViewer", "split_report"
 
 if TYPE_CHECKING:
     from .core.capture import Capture, CaptureReport, capture_call, capture_report
-    from .core.capture_grads import intermediate_grads
+    from .core.capture import intermediate_grads
     from .core.snapshot import Row, Snapshot, snapshot
     from .core.split import split_report
     from .core.views import view_report
@@ -54,7 +54,7 @@ _LAZY = {
     "watch": "widgets.viewer", "StateViewer": "widgets.viewer",
     "capture_panel": "widgets.capture", "CapturePanel": "widgets.capture",
     "Capture": "core.capture", "capture_call": "core.capture", "capture_report": "core.capture",
-    "CaptureReport": "core.capture", "intermediate_grads": "core.capture_grads",
+    "CaptureReport": "core.capture", "intermediate_grads": "core.capture",
     "view_panel": "widgets.views", "mode_toggle": "widgets.views", "ViewPanel": "widgets.views",
 }
 

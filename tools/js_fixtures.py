@@ -7,7 +7,7 @@ Every payload is what a widget's synced trait holds (``StateViewer.snapshot``,
 ``CaptureReportView.report``), so a change to a Python payload reaches the front end's tests
 (``tests/test_packaging.py`` runs this script, then ``node --test``; ``NNX_LAB_FIXTURES`` tells
 the JS tests where the files are). ``format.json`` pins the browser's number, byte, shape and
-path formatting to ``nnx_lab.core.render`` and ``core.tree``: inputs and Python's output.
+path formatting to ``nnx_lab.core.render`` and ``core.graph``: inputs and Python's output.
 
 A payload needing a newer flax than the one installed (view panels: ``nnx.view``; capture:
 ``nnx.capture``) is not written; ``manifest.json`` names it with the reason, and the JS tests
@@ -64,7 +64,7 @@ def _number(x: float) -> str:
 
 def format_cases() -> dict:
     from nnx_lab.core import render
-    from nnx_lab.core.tree import path_text
+    from nnx_lab.core.graph import path_text
 
     return {
         "numbers": [[_number(x), render.format_number(x)] for x in NUMBERS],
@@ -95,7 +95,7 @@ def static_rows(snap: Any) -> dict:
     """What the saved notebook's static table writes for each row (``render``), by path text:
     the live table must show the same text."""
     from nnx_lab.core import render
-    from nnx_lab.core.tree import path_text
+    from nnx_lab.core.graph import path_text
 
     out = {}
     for row in snap.rows:

@@ -83,6 +83,11 @@ def one_line(x: Any, limit: int = 300) -> str:
     return first_line(safe_repr(x), limit)
 
 
+def a_kind(name: str) -> str:
+    """``name`` with its article: ``a_kind("int")`` is ``'an int'``."""
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
 #: the largest browser message a widget reads (a click is a few hundred bytes; 100k paths are not a click)
 MAX_MESSAGE_BYTES = 65_536
 

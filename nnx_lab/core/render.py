@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .tree import path_text
+from .graph import path_text
 
 # ``snap`` is a core.snapshot.Snapshot and ``row`` one of its Rows, read by attribute, not imported: the snapshot
 # package renders itself through this module, and a layer below never imports the one above it.

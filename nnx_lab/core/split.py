@@ -30,7 +30,7 @@ from flax.nnx import filterlib
 from ._util import ECHO_CHARS, check_name, clip, first_line, safe_repr
 from .render import format_bytes
 from .snapshot import Row, snapshot
-from .tree import Path, path_text
+from .graph import Path, path_text
 
 
 class SplitError(ValueError):

@@ -125,7 +125,7 @@ def parse_only(text: str | None, model: Any, namespace: dict) -> Any:
     if text is None:
         return ...
     from ..core import compat
-    from ..core.capture import module_paths_text
+    from ..core.graph import module_paths_text
 
     stripped = text.strip()
     if any(stripped in module_paths_text(tuple(path)) for path, _ in compat.iter_modules(model)):

@@ -76,7 +76,7 @@ class LossSpy:
         self.__doc__ = getattr(fn, "__doc__", None)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from ..core.capture_grads import NoPerturbations, intermediate_grads
+        from ..core.capture import NoPerturbations, intermediate_grads
 
         if not args or args[0] is not self.model:
             return self.fn(*args, **kwargs)
@@ -103,45 +103,78 @@ class LossSpy:
 
 
 def run_capture(shell: Any, args: Any, body: str, bins: int) -> None:
-    """Everything ``%%nnx_capture`` does after parsing; bad input raises UsageError before anything runs.
-    ``bins``: the default when ``--bins`` is not given (``NnxLabMagics.bins``)."""
-    from flax import nnx
-
+    """Everything ``%%nnx_capture`` does after parsing, step by step; bad input raises UsageError
+    before anything runs. ``bins``: the default when ``--bins`` is not given (``NnxLabMagics.bins``)."""
     from ..core import compat
-    from ..core.capture import Capture, CapturesInGraph, SownInScan, a_kind, capture_report
-    from ..core.capture_arming import OnlyError
+    from ..core.capture import module_tree
 
     compat.require("nnx.capture", "%%nnx_capture")
-    model = evaluate_target(shell, args.target)
-    if not isinstance(model, nnx.Module):
-        raise UsageError(f"TARGET {args.target!r} is {a_kind(type(model).__name__)}, not an nnx.Module")
+    model = _target_model(shell, args.target)
     name = check_name(args.name, shell=shell, target_text=args.target)
     if args.bins is not None:
         bins = check_option(args.bins, "--bins", 1, MAX_BINS, integer=True)
-    loss_fn = None
-    if args.grads is not None:
-        if not is_python_name(args.grads):
-            raise UsageError(f"--grads takes the name of a loss function, got {args.grads!r}")
-        if args.grads not in shell.user_ns:
-            raise UsageError(f"--grads {args.grads}: no such name in the namespace")
-        loss_fn = shell.user_ns[args.grads]
-        if not callable(loss_fn):
-            raise UsageError(f"--grads {args.grads} is {a_kind(type(loss_fn).__name__)}, not a function")
-    only = parse_only(args.only, model, shell.user_ns)
+    loss_fn = _loss_fn(shell, args.grads)
+    capture = _make_capture(model, args, shell.user_ns)
+    spy = LossSpy(loss_fn, model, capture, args.grads) if loss_fn is not None else None
+    elapsed = _run_body(shell, body, capture, spy)
+    report = _report(capture, spy, args, bins)
+    _bind(shell, name, capture, spy)
+    show(report, target=args.target.strip(), classes=dict(module_tree(model)), elapsed=elapsed)
+
+
+def _target_model(shell: Any, target: str) -> Any:
+    """TARGET evaluated in the namespace; UsageError unless it is an nnx.Module."""
+    from flax import nnx
+
+    from ..core._util import a_kind
+
+    model = evaluate_target(shell, target)
+    if not isinstance(model, nnx.Module):
+        raise UsageError(f"TARGET {target!r} is {a_kind(type(model).__name__)}, not an nnx.Module")
+    return model
+
+
+def _loss_fn(shell: Any, grads: str | None) -> Any:
+    """The function ``--grads`` names (None without ``--grads``); UsageError unless it is one."""
+    from ..core._util import a_kind
+
+    if grads is None:
+        return None
+    if not is_python_name(grads):
+        raise UsageError(f"--grads takes the name of a loss function, got {grads!r}")
+    if grads not in shell.user_ns:
+        raise UsageError(f"--grads {grads}: no such name in the namespace")
+    loss_fn = shell.user_ns[grads]
+    if not callable(loss_fn):
+        raise UsageError(f"--grads {grads} is {a_kind(type(loss_fn).__name__)}, not a function")
+    return loss_fn
+
+
+def _make_capture(model: Any, args: Any, namespace: dict) -> Any:
+    """The (not yet armed) Capture for ``--types``, ``--methods`` and ``--only``; UsageError on bad input."""
+    from ..core.capture import Capture
+    from ..core.graph import OnlyError
+
+    only = parse_only(args.only, model, namespace)
     try:
-        capture = Capture(model, types=_types(args.types, shell.user_ns), methods=args.methods, only=only)
+        return Capture(model, types=_types(args.types, namespace), methods=args.methods, only=only)
     except OnlyError as e:
         raise UsageError(f"--only {args.only.strip()} {e.detail}; nothing was armed") from None
     except (TypeError, ValueError) as e:
         raise UsageError(first_line(str(e)) or type(e).__name__) from None
 
-    spy = LossSpy(loss_fn, model, capture, args.grads) if loss_fn is not None else None
+
+def _run_body(shell: Any, body: str, capture: Any, spy: LossSpy | None) -> float:
+    """Run the cell body under ``capture``, with ``spy`` standing in for the loss function meanwhile;
+    the seconds it took. An upstream limit becomes a UsageError; any other error gets a note."""
+    from ..core.capture import CapturesInGraph, SownInScan
+
     try:
         if spy is not None:
-            shell.user_ns[args.grads] = spy
+            shell.user_ns[spy.name] = spy
         start = time.perf_counter()
         run_cell_body(shell, body, within=capture)
-        elapsed = time.perf_counter() - start
+        return time.perf_counter() - start
     except (SownInScan, CapturesInGraph) as e:
         raise UsageError(f"{str(e)}; nothing was bound, the model is as before") from None
     except BaseException as e:
@@ -149,20 +182,32 @@ def run_capture(shell: Any, args: Any, body: str, bins: int) -> None:
             e.add_note("(%%nnx_capture: nothing was bound; the model and its classes are as before)")
         raise
     finally:
-        if spy is not None and shell.user_ns.get(args.grads) is spy:
-            shell.user_ns[args.grads] = loss_fn
+        if spy is not None and shell.user_ns.get(spy.name) is spy:
+            shell.user_ns[spy.name] = spy.fn
 
-    grads = spy.result.grads if spy is not None and spy.result is not None else None
-    report = capture_report(capture.captured, grads=grads, types=capture.types, seen_types=capture.seen_types,
+
+def _report(capture: Any, spy: LossSpy | None, args: Any, bins: int) -> Any:
+    """The CaptureReport of what was captured, with the gradients and ``--grads`` messages."""
+    from ..core.capture import capture_report
+
+    report = capture_report(capture.captured, grads=_grads(spy), types=capture.types, seen_types=capture.seen_types,
                             matched=None if args.only is None else capture.matched, bins=bins,
-                            only_text=None if args.only is None else f"--only {args.only}")
+                            only_text=None if args.only is None else f"--only {args.only}",
+                            inside_own=capture.inside_own)
     if spy is not None:
         report = dataclasses.replace(report, messages=(*report.messages, *spy.messages(args.target.strip())))
-        shell.user_ns[f"{name}_grads"] = grads
-    shell.user_ns[name] = capture.captured
-    from ..core.capture_toggles import module_tree
+    return report
 
-    show(report, target=args.target.strip(), classes=dict(module_tree(model)), elapsed=elapsed)
+
+def _bind(shell: Any, name: str, capture: Any, spy: LossSpy | None) -> None:
+    """NAME = the captured State (and NAME_grads = the gradients with ``--grads``)."""
+    if spy is not None:
+        shell.user_ns[f"{name}_grads"] = _grads(spy)
+    shell.user_ns[name] = capture.captured
+
+
+def _grads(spy: LossSpy | None) -> Any:
+    return spy.result.grads if spy is not None and spy.result is not None else None
 
 
 def _types(text: str | None, namespace: dict) -> Any:

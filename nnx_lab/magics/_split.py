@@ -187,7 +187,7 @@ def check_round_trip(before: dict[str, dict], after: dict[str, Any]) -> None:
     import jax
     from flax import nnx
 
-    from ..core.tree import path_text
+    from ..core.graph import path_text
 
     problems = []
     for name, old_flat in before.items():

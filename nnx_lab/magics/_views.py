@@ -41,7 +41,7 @@ def nnx_mode(self: Any, line: str) -> None:
     from ..core.views import view_report
 
     if args.mode:
-        from ..core.view_requests import ViewError, set_mode
+        from ..core.views import ViewError, set_mode
 
         try:
             set_mode(model, args.mode)

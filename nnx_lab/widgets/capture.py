@@ -4,7 +4,7 @@
 outputs, a checkbox per submodule); ``panel(x)`` calls the model under them through
 :mod:`nnx_lab.core.capture` and shows every captured value with on-device statistics and a
 histogram; ``panel.grads(loss_fn, x)`` adds the gradient of the loss with respect to each
-perturbed value. The toggles themselves are :class:`nnx_lab.core.capture_toggles.CaptureToggles`;
+perturbed value. The toggles themselves are :class:`nnx_lab.core.capture.CaptureToggles`;
 the browser's clicks arrive as custom messages, and the panel answers each with its ``controls``
 trait, so a rejected click is undone on screen. A click made while a cell runs is queued (see
 :mod:`nnx_lab._ipython.busy_queue`) and applies at the panel's next call.
@@ -23,11 +23,9 @@ from flax import nnx
 from .._ipython import busy_queue, cell_hooks
 from ..core import capture as core
 from ..core import compat
-from ..core.capture_grads import intermediate_grads
 from ..core._util import MAX_RATE, check_number, first_line, message_id, one_line
-from ..core.capture_toggles import CaptureToggles, Modules, module_tree
-from ..core.capture_types import caller_namespace
-from ..core.tree import path_text
+from ..core.capture import CaptureToggles, Modules, caller_namespace, intermediate_grads, module_tree
+from ..core.graph import path_text
 from ._base import ANY, STATIC, Widget, background_unsupported, command, when_ready
 
 GONE = "the model is gone (deleted or garbage-collected)"
@@ -127,7 +125,7 @@ class CapturePanel(Widget):
     def grads(self, loss_fn: Any, *args: Any, **kwargs: Any) -> Any:
         """Gradient of ``loss_fn(model, *args, **kwargs)`` with respect to every perturbed value.
 
-        Runs flax's perturb recipe through :func:`nnx_lab.core.capture_grads.intermediate_grads` under the
+        Runs flax's perturb recipe through :func:`nnx_lab.core.capture.intermediate_grads` under the
         current toggles and shows each gradient's statistics next to its forward value. Returns
         what that function returns (``loss``, ``forward``, ``grads``).
         """

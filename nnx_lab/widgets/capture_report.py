@@ -12,13 +12,13 @@ from typing import Any
 
 import traitlets
 
-from ..core.capture_report import CaptureReport
-from ..core.tree import Path
+from ..core.capture import CaptureReport
+from ..core.graph import Path
 from ._base import STATIC, Widget
 
 
 class CaptureReportView(Widget):
-    """A :class:`~nnx_lab.core.capture_report.CaptureReport` as a read-only capture table.
+    """A :class:`~nnx_lab.core.capture.CaptureReport` as a read-only capture table.
 
     ``target`` names the model in the head line, ``classes`` (module path -> class name) labels
     the module rows, ``elapsed`` is how long the captured code ran, in seconds.

@@ -11,7 +11,6 @@ import traitlets
 from .._ipython import busy_queue, cell_hooks
 from ..core import compat
 from ..core._util import check_name, clip, first_line, json_key, message_id, one_line, safe_repr
-from ..core import view_requests as requests
 from ..core import views as core
 from ._base import STATIC, Widget, command
 
@@ -63,22 +62,22 @@ class ViewPanel(Widget):
     def report(self) -> core.ViewReport:
         model = self._model()
         if model is None:
-            raise requests.ViewError("the model is gone (deleted or garbage-collected)")
+            raise core.ViewError("the model is gone (deleted or garbage-collected)")
         return core.view_report(model, only=self._only)
 
     def refresh(self, report: core.ViewReport | None = None) -> None:
         """Read every instance's current values again (or show ``report``, just read) and re-send them."""
         try:
             report = report if report is not None else self.report()
-        except requests.ViewError as e:
+        except core.ViewError as e:
             self.payload = {**self.payload, "message": first_line(str(e)), "mode": "none", "gone": True}
             return
         self.payload = _payload(report, self._variant, self._target, self._default_name,
                                 self._namespace, self._base(self._model()))
 
-    def _base(self, model: Any) -> requests.Scope:
+    def _base(self, model: Any) -> core.Scope:
         """What "all modules" means here (the panel's ``only=``), read from the model as it is now."""
-        return requests.base_scope(model, self._only, self._namespace, self._only_code)
+        return core.base_scope(model, self._only, self._namespace, self._only_code)
 
     # -- the requests, from Python ------------------------------------------------------
     def create_view(self, name: str | None = None, only: Any = None, **values: Any) -> Any:
@@ -122,7 +121,7 @@ class ViewPanel(Widget):
         try:
             _, code, text = self._run(content, from_text=True)
             ack = {"state": "done", "text": clip(text, 300), "code": code}
-        except requests.ViewError as e:
+        except core.ViewError as e:
             ack = {"state": "error", "text": first_line(str(e)), "code": ""}
         except Exception as e:  # never into the kernel's message loop
             ack = {"state": "error", "text": one_line(e), "code": ""}
@@ -136,43 +135,43 @@ class ViewPanel(Widget):
     def _run(self, content: Mapping[str, Any], *, from_text: bool) -> tuple[Any, str, str]:
         model = self._model()
         if model is None:
-            raise requests.ViewError("the model is gone (deleted or garbage-collected)")
+            raise core.ViewError("the model is gone (deleted or garbage-collected)")
         kind = content.get("type")
         if kind == "mode":
             mode = content.get("mode")
-            code = requests.set_mode(model, mode, self._target)
+            code = core.set_mode(model, mode, self._target)
             after = core.view_report(model, only=self._only)
             return model, code, f"{self._target} is now {after.mode}"
         report = core.view_report(model, only=self._only)
         if not report.modules:
-            raise requests.ViewError(report.summary())
-        scope = requests.scope_for(report, content.get("only"), self._namespace, self._base(model))
+            raise core.ViewError(report.summary())
+        scope = core.scope_for(report, content.get("only"), self._namespace, self._base(model))
         raw = content.get("values")
         if not isinstance(raw, Mapping):
-            raise requests.ViewError(f"values must be a mapping of set_view options, not {type(raw).__name__}")
-        values = requests.coerce_values(model, report, scope, raw, from_text=from_text)
+            raise core.ViewError(f"values must be a mapping of set_view options, not {type(raw).__name__}")
+        values = core.coerce_values(model, report, scope, raw, from_text=from_text)
         note = "" if core.UNNAMED not in (scope.code or "") else (
             f" ({core.UNNAMED} is the only= filter given to the panel, which has no Python text: "
             "pass only_code= to name it)")
         if kind == "apply":
-            requests.apply_in_place(model, scope, values)
-            return model, requests.apply_code(self._target, scope, values), f"set in place on {scope.label}{note}"
+            core.apply_in_place(model, scope, values)
+            return model, core.apply_code(self._target, scope, values), f"set in place on {scope.label}{note}"
         name = content.get("name") or self._default_name
         if self._namespace is None:
-            raise requests.ViewError("no user namespace to bind the view in (not running in IPython)")
+            raise core.ViewError("no user namespace to bind the view in (not running in IPython)")
         try:
             check_name(name, what="view name", namespace=self._namespace, target=model)
         except ValueError as e:
-            raise requests.ViewError(str(e)) from None
-        view = requests.make_view(model, scope, values)
+            raise core.ViewError(str(e)) from None
+        view = core.make_view(model, scope, values)
         self._namespace[name] = view
-        return view, requests.view_code(self._target, name, scope, values), f"{name} is a view of {self._target}{note}"
+        return view, core.view_code(self._target, name, scope, values), f"{name} is a view of {self._target}{note}"
 
     # -- what a saved notebook shows without a kernel ------------------------------------
     def _fallback(self) -> tuple[str, str]:
         try:
             text = self.report().to_text()
-        except requests.ViewError as e:
+        except core.ViewError as e:
             text = str(e)
         return text, f"<pre style=\"text-align:left\">{html.escape(text)}</pre>"
 
@@ -204,7 +203,7 @@ def mode_toggle(model: Any, *, target: str | None = None, display: bool = True) 
 # -- helpers ------------------------------------------------------------------------------
 
 def _payload(report: core.ViewReport, variant: str, target: str, default_name: str,
-             namespace: Mapping[str, Any] | None, base: requests.Scope) -> dict:
+             namespace: Mapping[str, Any] | None, base: core.Scope) -> dict:
     classes: dict[type, dict] = {}
     for m in report.modules:
         if variant == "views" and not m.has_set_view:
@@ -212,7 +211,7 @@ def _payload(report: core.ViewReport, variant: str, target: str, default_name: s
         group = classes.get(m.cls)
         if group is None:
             group = classes[m.cls] = {
-                "class": m.class_name, "only": requests.class_scope(m.cls, namespace, base).code,
+                "class": m.class_name, "only": core.class_scope(m.cls, namespace, base).code,
                 "args": [{"name": a.name, "annotation": a.annotation, "default": safe_repr(a.default, 200),
                           "doc": a.doc, "kind": a.kind, "nullable": "None" in (a.types or ())}
                          for a in m.args],

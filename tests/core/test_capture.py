@@ -16,8 +16,8 @@ from flax import nnx
 
 from nnx_lab.core.capture import (Capture, CaptureReport, capture_call, capture_report, flatten_captured,
                                   patched_classes, resolve_types)
-from nnx_lab.core.capture_grads import GradResult, NoPerturbations, intermediate_grads
-from nnx_lab.core.tree import path_text
+from nnx_lab.core.capture import GradResult, NoPerturbations, intermediate_grads
+from nnx_lab.core.graph import path_text
 from unchanged import assert_unchanged, frozen
 from nnx_lab.core import compat
 
@@ -307,7 +307,7 @@ def test_ctrl_c_while_arming_disarms(net, monkeypatch):
     __exit__ never runs then, so __enter__ itself must disarm."""
     import signal
 
-    from nnx_lab.core import capture as capture_module
+    from nnx_lab.core.capture import _capture as capture_module
 
     dicts = class_dicts()
     before = frozen(net)
@@ -745,7 +745,7 @@ def test_histogram_of_a_sharded_array_on_eight_devices():
 
 
 def test_seen_marker_ne_answers_identity():
-    from nnx_lab.core.capture_arming import _Seen
+    from nnx_lab.core.capture._arming import Seen as _Seen
 
     assert _Seen != nnx.Intermediate and not (_Seen != _Seen)
     assert (_Seen == nnx.Intermediate) is False and _Seen == _Seen
@@ -844,39 +844,89 @@ class Guide2(Guide):
     negated = "negated"
 
 
-def test_flaxs_own_capture_inside_composes_and_returns_what_flax_returns():
+def test_flaxs_own_capture_inside_takes_over_and_returns_what_flax_returns():
     model = Guide2(nnx.Rngs(0))
     x, y = jax.random.normal(jax.random.key(1), (2, 8))
     before = frozen(model)
     _, alone = nnx.capture(model, nnx.Intermediate)(x, y)
     with Capture(model, types=(nnx.Intermediate, MyInterm)) as cap:
+        model(x, y)  # ours: 2 features, 2 negated
         result, inside = nnx.capture(model, nnx.Intermediate)(x, y)  # flax's guide, verbatim
         _, decorated = guide_forward(model, x, y)
         _, jitted = nnx.jit(lambda m, a, b: nnx.capture(m, nnx.Intermediate)(a, b))(model, x, y)
+        model(x, y)  # ours again
     for theirs in (inside, decorated, jitted):  # the user's call returns exactly what flax returns
         assert type(theirs) is type(alone) and _entries(theirs).keys() == _entries(alone).keys()
         assert all(np.allclose(a, b) for a, b in zip(_entries(theirs)["features"], _entries(alone)["features"]))
     assert np.allclose(result, nnx.capture(model, nnx.Intermediate)(x, y)[0])
     got = {p: (type(v), len(v.get_value())) for p, v in nnx.to_flat_state(cap.captured)}
-    # what flax collected (Intermediate, 2 per call) joins ours; MyInterm, which flax was not asked
-    # for, is still ours; three calls in call order
-    assert got == {("features",): (nnx.Intermediate, 6), ("negated",): (MyInterm, 6)}
-    assert np.allclose(cap.captured["features"].get_value()[0], _entries(alone)["features"][0])
+    # as an inner nnx.capture replaces an outer one in flax: nothing of those three calls is ours,
+    # MyInterm (which flax was not asked for) included; the two calls outside them are
+    assert got == {("features",): (nnx.Intermediate, 4), ("negated",): (MyInterm, 4)}
+    assert cap.inside_own == 3
+    report = cap.report()
+    assert report.messages[0] == ("3 calls ran inside your own nnx.capture: what they sowed went to that "
+                                  "capture's result, not here")
+    assert report.messages[0] in report.to_text() and report.messages[0] in report.to_dict()["messages"]
     assert_disarmed(model, class_dicts())
     assert_unchanged(model, before)
 
 
-def test_flaxs_own_capture_inside_keeps_types_flax_was_not_asked_for():
+def test_flaxs_own_capture_inside_gets_only_what_flax_gives_it_and_ours_records_nothing_of_it():
     model = Guide2(nnx.Rngs(0))
     x, y = jax.random.normal(jax.random.key(1), (2, 8))
+    _, alone = nnx.capture(model, nnx.Intermediate)(x, y)
+    # flax's own nesting: the outer capture keeps nothing of a call made inside an inner one
+    _, flax_outer, _ = nnx.capture(lambda m: nnx.capture(m, nnx.Intermediate)(x, y),
+                                   nnx.Intermediate, MyInterm)(model)
+    assert paths(flax_outer) == []
     with Capture(model, types=(nnx.Intermediate, MyInterm), methods=True) as cap:
         _, inside = nnx.capture(model, nnx.Intermediate)(x, y)
-    assert paths(inside) == ["features"]
-    got = {p: (type(v), len(v.get_value())) for p, v in nnx.to_flat_state(cap.captured)}
-    assert got[("features",)] == (nnx.Intermediate, 4)  # 2 sows (flax's) + 2 method outputs (ours)
-    assert got[("loss",)] == (nnx.Intermediate, 1) and got[("dense1", "__call__")] == (nnx.Intermediate, 2)
-    assert ("features()",) not in got and got[("negated",)] == (MyInterm, 2)
+    assert paths(inside) == paths(alone) == ["features"]  # no method output of ours in the user's result
+    assert all(np.allclose(a, b) for a, b in zip(_entries(inside)["features"], _entries(alone)["features"]))
+    assert paths(cap.captured) == [] and cap.inside_own == 1  # nor MyInterm, nor method outputs
+    report = cap.report()
+    assert report.messages == ("1 call ran inside your own nnx.capture: what it sowed went to that "
+                               "capture's result, not here",)  # not "no module called sow()"
     assert "__captures__" not in vars(model) and patched_classes() == {}
+
+
+class VmapBroadcast(nnx.Module):
+    """flax's guide (NNX transforms and capturing): the user's own capture inside an nnx.vmap that
+    broadcasts the model, sowing and perturbing per example."""
+
+    def __init__(self, dim):
+        self.w = nnx.Param(jax.random.normal(jax.random.key(0), dim))
+
+    def __call__(self, x):
+        x = self.perturb("grad_of_x", x)
+        y = jnp.dot(x, self.w)
+        self.sow(nnx.Intermediate, "y", y)
+        return y
+
+
+class VmapHost(nnx.Module):
+    def __init__(self):
+        self.inner = VmapBroadcast(4)
+
+    def __call__(self, x):
+        def one(model, x):
+            return nnx.capture(model, nnx.Intermediate)(x)
+
+        return nnx.vmap(one, in_axes=(None, 0))(self.inner, x)
+
+
+def test_flaxs_own_capture_inside_vmap_over_a_broadcast_model():
+    model, x = VmapHost(), jnp.ones((3, 4))
+    expected_y, expected = model(x)
+    with Capture(model, types=(nnx.Intermediate, nnx.Perturbation)) as cap:
+        y, theirs = model(x)
+        jitted_y, _ = nnx.jit(lambda m, a: m(a))(model, x)
+    assert np.allclose(y, expected_y) and np.allclose(jitted_y, expected_y)
+    assert paths(theirs) == paths(expected) == ["y"]
+    assert theirs["y"].get_value()[0].shape == expected["y"].get_value()[0].shape == (3,)
+    assert paths(cap.captured) == [] and cap.inside_own == 2
+    assert "__captures__" not in vars(model) and "__captures__" not in vars(model.inner)
 
 
 def test_reading_captures_during_a_capture_shows_what_flax_shows():

@@ -3,7 +3,7 @@
 import pytest
 from flax import nnx
 
-from nnx_lab.core.capture_toggles import CaptureToggles, Ticked, module_tree
+from nnx_lab.core.capture import CaptureToggles, Ticked, module_tree
 
 pytestmark = pytest.mark.needs_flax("nnx.capture")
 

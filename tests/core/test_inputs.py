@@ -9,7 +9,7 @@ import flax.linen as nn
 
 import nnx_lab
 from nnx_lab.core import compat
-from nnx_lab.core.tree import path_text
+from nnx_lab.core.graph import path_text
 
 
 def paths(snap):

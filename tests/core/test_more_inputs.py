@@ -32,7 +32,7 @@ class Vocab(nnx.Module):
 
 
 def rows(obj):
-    return {nnx_lab.core.tree.path_text(r.path): (r.type, r.status) for r in snapshot(obj).rows}
+    return {nnx_lab.core.graph.path_text(r.path): (r.type, r.status) for r in snapshot(obj).rows}
 
 
 @pytest.fixture

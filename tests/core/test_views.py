@@ -126,7 +126,6 @@ def test_nnx_mode_bad_input_changes_nothing(ip, net, line, message):
 
 # -- acting: nnx.view models, set_attributes in place, train/eval --------------------------------
 
-from nnx_lab.core import view_requests as requests  # noqa: E402
 from nnx_lab.core import views as core  # noqa: E402
 
 
@@ -161,8 +160,8 @@ def test_a_fresh_multi_head_attention_does_not_make_a_model_mixed(net):
 def test_make_view_shares_arrays_and_leaves_the_model_alone(net):
     net.train()
     report = nnx_lab.view_report(net)
-    scope = requests.scope_for(report, {"class": "Dropout"})
-    view = requests.make_view(net, scope, requests.coerce_values(net, report, scope, {"deterministic": True}))
+    scope = core.scope_for(report, {"class": "Dropout"})
+    view = core.make_view(net, scope, core.coerce_values(net, report, scope, {"deterministic": True}))
     assert view.drop.deterministic is True and net.drop.deterministic is False
     assert view.bn.use_running_average is False  # not in scope
     assert view.attn.query.kernel is net.attn.query.kernel
@@ -176,11 +175,11 @@ def test_a_set_view_that_raises_is_one_line_and_changes_nothing():
     model = Holder()
     before = modes_of(model)
     report = nnx_lab.view_report(model)
-    scope = requests.scope_for(report, None)
-    with pytest.raises(requests.ViewError, match=r"^nnx.view raised ValueError: width must be at most 8$"):
-        requests.make_view(model, scope, {"width": 9, "deterministic": True})
-    with pytest.raises(requests.ViewError, match="width must be at most 8"):
-        requests.apply_in_place(model, scope, {"width": 9, "deterministic": True})
+    scope = core.scope_for(report, None)
+    with pytest.raises(core.ViewError, match=r"^nnx.view raised ValueError: width must be at most 8$"):
+        core.make_view(model, scope, {"width": 9, "deterministic": True})
+    with pytest.raises(core.ViewError, match="width must be at most 8"):
+        core.apply_in_place(model, scope, {"width": 9, "deterministic": True})
     assert modes_of(model) == before
 
 
@@ -188,7 +187,7 @@ def test_apply_in_place_is_all_or_nothing(net, monkeypatch):
     net.train()
     before = modes_of(net)
     report = nnx_lab.view_report(net)
-    scope = requests.scope_for(report, None)
+    scope = core.scope_for(report, None)
     calls = []
     real = nnx.Module.__setattr__
     originals = {id(m) for _, m in nnx.iter_modules(net)}  # not the copies nnx.view validates on
@@ -201,8 +200,8 @@ def test_apply_in_place_is_all_or_nothing(net, monkeypatch):
         real(self, name, value)
 
     monkeypatch.setattr(nnx.Module, "__setattr__", flaky)
-    with pytest.raises(requests.ViewError, match="set_attributes raised RuntimeError: device lost; nothing changed"):
-        requests.apply_in_place(net, scope, {"deterministic": True})
+    with pytest.raises(core.ViewError, match="set_attributes raised RuntimeError: device lost; nothing changed"):
+        core.apply_in_place(net, scope, {"deterministic": True})
     monkeypatch.undo()
     assert modes_of(net) == before
 
@@ -210,32 +209,32 @@ def test_apply_in_place_is_all_or_nothing(net, monkeypatch):
 def test_apply_in_place_by_path_and_the_line_that_does_it(net):
     net.train()
     report = nnx_lab.view_report(net)
-    scope = requests.scope_for(report, {"path": ["bn"]})
-    requests.apply_in_place(net, scope, {"use_running_average": True})
+    scope = core.scope_for(report, {"path": ["bn"]})
+    core.apply_in_place(net, scope, {"use_running_average": True})
     assert net.bn.use_running_average is True and net.drop.deterministic is False
-    assert requests.apply_code("net", scope, {"use_running_average": True}) == \
+    assert core.apply_code("net", scope, {"use_running_average": True}) == \
         "net.set_attributes(lambda path, node: path == ('bn',), use_running_average=True)"
     # the line shown is the line that ran: it does the same thing when the user runs it
     fresh = Net(nnx.Rngs(0))
     fresh.train()
-    eval(requests.apply_code("fresh", scope, {"use_running_average": True}), {"fresh": fresh, "nnx": nnx})
+    eval(core.apply_code("fresh", scope, {"use_running_average": True}), {"fresh": fresh, "nnx": nnx})
     assert modes_of(fresh) == modes_of(net)
 
 
 def test_view_code_names_classes_so_the_line_runs(net):
     report = nnx_lab.view_report(net)
     ns = {"Documented": Documented}
-    assert requests.scope_for(report, {"class": "Dropout"}).code == "nnx.Dropout"
-    assert requests.scope_for(report, {"class": "Documented"}, ns).code == "Documented"
+    assert core.scope_for(report, {"class": "Dropout"}).code == "nnx.Dropout"
+    assert core.scope_for(report, {"class": "Documented"}, ns).code == "Documented"
     holder = nnx.Sequential(Picky(), nnx.Dropout(0.5))  # Picky is not in the user's namespace
-    unbound = requests.scope_for(nnx_lab.view_report(holder), {"class": "Picky"}, ns)
+    unbound = core.scope_for(nnx_lab.view_report(holder), {"class": "Picky"}, ns)
     assert unbound.code == "lambda path, node: type(node).__name__ == 'Picky'"
-    line = requests.view_code("holder", "v", unbound, {"deterministic": True})
+    line = core.view_code("holder", "v", unbound, {"deterministic": True})
     assert line == "v = nnx.view(holder, only=lambda path, node: type(node).__name__ == 'Picky', deterministic=True)"
     scope = {"holder": holder, "nnx": nnx}
     exec(line, scope)
     assert scope["v"].layers[0].deterministic is True and scope["v"].layers[1].deterministic is not True
-    assert requests.make_view(holder, unbound, {"deterministic": True}).layers[0].deterministic is True
+    assert core.make_view(holder, unbound, {"deterministic": True}).layers[0].deterministic is True
 
 
 @pytest.mark.parametrize("values, message", [
@@ -251,33 +250,33 @@ def test_view_code_names_classes_so_the_line_runs(net):
 ])
 def test_browser_values_are_checked_and_never_evaluated(net, values, message):
     report = nnx_lab.view_report(net)
-    with pytest.raises(requests.ViewError, match=re.escape(message)):
-        requests.coerce_values(net, report, requests.scope_for(report, None), values, from_text=True)
+    with pytest.raises(core.ViewError, match=re.escape(message)):
+        core.coerce_values(net, report, core.scope_for(report, None), values, from_text=True)
 
 
 def test_browser_text_becomes_literals_and_ints(net):
     report = nnx_lab.view_report(net)
-    got = requests.coerce_values(net, report, requests.scope_for(report, None),
+    got = core.coerce_values(net, report, core.scope_for(report, None),
                              {"batch_size": " (2, 3) ", "max_length": "16", "decode": True}, from_text=True)
     assert got == {"batch_size": (2, 3), "max_length": 16, "decode": True}
 
 
 def test_keys_outside_the_scope_are_refused(net):
     report = nnx_lab.view_report(net)
-    with pytest.raises(requests.ViewError, match=r"no module in class Dropout takes 'use_running_average'"):
-        requests.coerce_values(net, report, requests.scope_for(report, {"class": "Dropout"}), {"use_running_average": True})
+    with pytest.raises(core.ViewError, match=r"no module in class Dropout takes 'use_running_average'"):
+        core.coerce_values(net, report, core.scope_for(report, {"class": "Dropout"}), {"use_running_average": True})
     for spec, message in [({"class": "Linear"}, "no single class named 'Linear'"),
                           ({"path": ["nowhere"]}, "no module with set_view at path ['nowhere']"),
                           ("drop", "a scope is None")]:
-        with pytest.raises(requests.ViewError, match=re.escape(message)):
-            requests.scope_for(report, spec)
+        with pytest.raises(core.ViewError, match=re.escape(message)):
+            core.scope_for(report, spec)
 
 
 def test_set_mode_all_or_nothing(net):
-    requests.set_mode(net, "eval")
+    core.set_mode(net, "eval")
     assert nnx_lab.view_report(net).mode == "eval"
-    with pytest.raises(requests.ViewError, match="mode is 'train' or 'eval', not 'sideways'"):
-        requests.set_mode(net, "sideways")
+    with pytest.raises(core.ViewError, match="mode is 'train' or 'eval', not 'sideways'"):
+        core.set_mode(net, "sideways")
     assert nnx_lab.view_report(net).mode == "eval"
 
 
@@ -298,15 +297,15 @@ class EncDec(nnx.Module):
 def test_a_class_scope_stays_inside_the_base_filter():
     model = EncDec()
     model.train()
-    base = requests.base_scope(model, nnx.PathContains("enc"))
-    scope = requests.scope_for(nnx_lab.view_report(model, only=base.only), {"class": "Dropout"}, base=base)
+    base = core.base_scope(model, nnx.PathContains("enc"))
+    scope = core.scope_for(nnx_lab.view_report(model, only=base.only), {"class": "Dropout"}, base=base)
     assert scope.code == "nnx.All(nnx.PathContains('enc', exact=True), nnx.Dropout)"
-    requests.apply_in_place(model, scope, {"deterministic": True})
+    core.apply_in_place(model, scope, {"deterministic": True})
     assert model.enc.layers[0].deterministic is True and model.dec.layers[0].deterministic is False
-    assert requests.make_view(model, scope, {"deterministic": True}).dec.layers[0].deterministic is False
+    assert core.make_view(model, scope, {"deterministic": True}).dec.layers[0].deterministic is False
     fresh = EncDec()
     fresh.train()
-    exec(requests.apply_code("fresh", scope, {"deterministic": True}), {"fresh": fresh, "nnx": nnx})
+    exec(core.apply_code("fresh", scope, {"deterministic": True}), {"fresh": fresh, "nnx": nnx})
     assert modes_of(fresh) == modes_of(model)  # the line shown does what ran
 
 
@@ -339,10 +338,10 @@ def test_only_a_module_path_is_that_module_and_below(only):
     assert [m.path_text for m in report.modules] == [
         "layers[1].layers[0]", "layers[1].layers[1].dec.layers[0]", "layers[1].layers[1].enc.layers[0]",
         "layers[1].layers[1].enc.layers[1]"]
-    base = requests.base_scope(model, only)
+    base = core.base_scope(model, only)
     assert base.code == "lambda path, node: path[:2] == ('layers', 1)"
     model.train()
-    requests.apply_in_place(model, base, {"deterministic": True})
+    core.apply_in_place(model, base, {"deterministic": True})
     assert model.layers[0].deterministic is False and model.layers[1].layers[0].deterministic is True
 
 
@@ -390,29 +389,29 @@ def test_literal_values_must_match_simple_annotations(values, message):
     model = nnx.Sequential(Annotated())
     before = frozen(model)
     report = nnx_lab.view_report(model)
-    with pytest.raises(requests.ViewError, match="^" + re.escape(message) + "$"):
-        requests.coerce_values(model, report, requests.scope_for(report, None), values, from_text=True)
+    with pytest.raises(core.ViewError, match="^" + re.escape(message) + "$"):
+        core.coerce_values(model, report, core.scope_for(report, None), values, from_text=True)
     assert_unchanged(model, before)
 
 
 def test_values_that_match_are_kept_and_complex_annotations_stay_permissive(net):
     model = nnx.Sequential(Annotated())
     report = nnx_lab.view_report(model)
-    scope = requests.scope_for(report, None)
-    got = requests.coerce_values(model, report, scope, {"t": "3", "s": "(1, 2)", "d": "'x'", "b": "None", "a": None},
+    scope = core.scope_for(report, None)
+    got = core.coerce_values(model, report, scope, {"t": "3", "s": "(1, 2)", "d": "'x'", "b": "None", "a": None},
                              from_text=True)
     assert got == {"t": 3, "s": (1, 2), "d": "x", "b": None, "a": None}  # an int is a float here
     report = nnx_lab.view_report(net)
     # int | Shape | None: Shape is not checked, so set_view decides
-    assert requests.coerce_values(net, report, requests.scope_for(report, None), {"batch_size": "'any'"},
+    assert core.coerce_values(net, report, core.scope_for(report, None), {"batch_size": "'any'"},
                               from_text=True) == {"batch_size": "any"}
 
 
 def test_an_int_or_none_argument_takes_none_from_the_browser(net):
     report = nnx_lab.view_report(net)
-    scope = requests.scope_for(report, None)
-    assert requests.coerce_values(net, report, scope, {"max_length": None}, from_text=True) == {"max_length": None}
-    assert requests.coerce_values(net, report, scope, {"max_length": " None "}, from_text=True) == {"max_length": None}
+    scope = core.scope_for(report, None)
+    assert core.coerce_values(net, report, scope, {"max_length": None}, from_text=True) == {"max_length": None}
+    assert core.coerce_values(net, report, scope, {"max_length": " None "}, from_text=True) == {"max_length": None}
 
     class IntOnly(nnx.Module):
         def set_view(self, width: int = 2):
@@ -420,8 +419,8 @@ def test_an_int_or_none_argument_takes_none_from_the_browser(net):
 
     model = nnx.Sequential(IntOnly())
     report = nnx_lab.view_report(model)
-    with pytest.raises(requests.ViewError, match=r"^width takes an int, not NoneType None$"):
-        requests.coerce_values(model, report, requests.scope_for(report, None), {"width": None}, from_text=True)
+    with pytest.raises(core.ViewError, match=r"^width takes an int, not NoneType None$"):
+        core.coerce_values(model, report, core.scope_for(report, None), {"width": None}, from_text=True)
 
 
 def test_the_summary_counts_only_modules_set_to_train_or_eval(net):
@@ -433,9 +432,9 @@ def test_the_summary_counts_only_modules_set_to_train_or_eval(net):
 def test_a_mode_switch_on_a_model_without_a_mode_is_an_error(ip):
     model = nnx.Sequential(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), Documented())
     before = frozen(model)
-    with pytest.raises(requests.ViewError, match=r"^Sequential: no submodule has a train/eval argument "
+    with pytest.raises(core.ViewError, match=r"^Sequential: no submodule has a train/eval argument "
                                              r"\(deterministic, use_running_average, training\), so model.eval\(\) would change nothing$"):
-        requests.set_mode(model, "eval")
+        core.set_mode(model, "eval")
     ip.user_ns["lin"] = model
     with pytest.raises(UsageError, match="no submodule has a train/eval argument"):
         ip.run_line_magic("nnx_mode", "lin eval")

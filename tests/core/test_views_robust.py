@@ -155,3 +155,16 @@ def test_the_mode_switch_line_names_the_training_attribute():
     assert model.layers[0].training is False and model.layers[1].deterministic is True
     panel = nnx_lab.view_panel(model, display=False)
     assert [c["class"] for c in panel.payload["classes"]] == ["Dropout"]  # nnx.view acts through set_view
+
+
+def test_a_path_contains_filter_is_spelled_for_the_installed_flax():
+    """flax < 0.12 (Colab's) has no PathContains(exact=...): the report's filter text is still
+    Python that builds the same filter there."""
+    model = nnx.Sequential(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), nnx.Dropout(0.5))
+    report = nnx_lab.view_report(model, only=nnx.PathContains("layers"))
+    assert [m.class_name for m in report.modules] == ["Dropout"]
+    code = report.only
+    rebuilt = eval(code, {"nnx": nnx})
+    assert isinstance(rebuilt, nnx.PathContains) and rebuilt.key == "layers"
+    nothing = nnx_lab.view_report(model, only=nnx.PathContains("nothing"))
+    assert nothing.to_text() == f"Sequential: only={nothing.only} matched no module with set_view"

@@ -66,7 +66,7 @@ def assert_unchanged(model, before):
 
 
 def paths(state):
-    from nnx_lab.core.tree import path_text
+    from nnx_lab.core.graph import path_text
 
     return sorted(path_text(p) for p, _ in nnx.to_flat_state(state))
 
@@ -275,19 +275,55 @@ def test_methods_on_an_rnn_is_a_one_line_upstream_limit(ip):
         ip.user_ns.pop("xs")
 
 
-def test_flaxs_own_capture_in_the_body_shows_in_ours(ip, shown):
-    """flax's extracting_intermediates guide inside %%nnx_capture: what its nnx.capture collects is ours too."""
+def test_flaxs_own_capture_in_the_body_takes_over_and_the_report_says_so(ip, shown):
+    """flax's extracting_intermediates guide inside %%nnx_capture: as an inner nnx.capture does in flax,
+    the guide's own capture gets exactly what it gets alone, ours keeps nothing of that call, and the
+    report says where the values went (instead of "no module called sow()")."""
     model = ip.user_ns["model"]
     before = frozen(model)
+    _, alone = nnx.capture(model, nnx.Intermediate)(ip.user_ns["x"])
     cell(ip, "model", "y, intms = nnx.capture(model, nnx.Intermediate)(x)")
-    flax_paths = paths(ip.user_ns["intms"])
-    assert flax_paths == ["blocks[0].h", "blocks[1].h"]
-    assert paths(ip.user_ns["captured"]) == flax_paths
-    assert shown[-1].to_text().startswith("captured 2 arrays (Intermediate)")
-    assert np.allclose(ip.user_ns["captured"]["blocks"][1]["h"].get_value()[0],
-                       ip.user_ns["intms"]["blocks"][1]["h"].get_value()[0])
+    assert paths(ip.user_ns["intms"]) == paths(alone) == ["blocks[0].h", "blocks[1].h"]
+    assert np.allclose(ip.user_ns["intms"]["blocks"][1]["h"].get_value()[0], alone["blocks"][1]["h"].get_value()[0])
+    assert paths(ip.user_ns["captured"]) == []
+    text = shown[-1].to_text()
+    assert text.startswith("captured 0 arrays (Intermediate)\n!! 1 call ran inside your own nnx.capture: "
+                           "what it sowed went to that capture's result, not here")
+    assert "no module called" not in text
     assert_unchanged(model, before)
     ip.user_ns.pop("intms")
+
+
+def test_flaxs_guide_vmap_over_a_broadcast_model_with_its_own_capture_inside(ip, shown):
+    """flax's guide, "NNX transforms and capturing": nnx.vmap(in_axes=(None, ...)) over the model and the
+    user's own nnx.capture inside, under %%nnx_capture (failed with "at vmap out_axes ... got axis spec
+    None but output was batched")."""
+    ip.run_cell(
+        "class Foo(nnx.Module):\n"
+        "    def __init__(self, dim):\n"
+        "        self.w = nnx.Param(jax.random.normal(jax.random.key(0), dim))\n"
+        "    def __call__(self, x):\n"
+        "        x = self.perturb('grad_of_x', x)\n"
+        "        y = jnp.dot(x, self.w)\n"
+        "        self.sow(nnx.Intermediate, 'y', y)\n"
+        "        return y\n"
+        "class Host(nnx.Module):\n"
+        "    def __init__(self):\n"
+        "        self.foo = Foo(4)\n"
+        "    def __call__(self, x):\n"
+        "        inner = lambda m, x: nnx.capture(m, nnx.Intermediate)(x)\n"
+        "        return nnx.vmap(inner, in_axes=(None, 0))(self.foo, x)\n"
+        "host, xs = Host(), jnp.ones((3, 4))\n"
+        "expected_y, expected = host(xs)\n").raise_error()
+    try:
+        cell(ip, "host", "y, intms = host(xs)")
+        assert np.allclose(ip.user_ns["y"], ip.user_ns["expected_y"])
+        assert paths(ip.user_ns["intms"]) == paths(ip.user_ns["expected"]) == ["y"]
+        assert paths(ip.user_ns["captured"]) == []
+        assert shown[-1].messages[0].startswith("1 call ran inside your own nnx.capture")
+    finally:
+        for name in ("Foo", "Host", "host", "xs", "expected_y", "expected", "intms"):
+            ip.user_ns.pop(name, None)
 
 
 def test_grads_messages_agree_with_what_was_found(ip, shown):

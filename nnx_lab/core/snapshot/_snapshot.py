@@ -27,7 +27,7 @@ from .. import render
 from ..render import DIGITS, round_significant
 from .._util import json_key, safe_repr
 from ._stats import STAT_NAMES, PendingStats, StatsError, is_numeric_dtype
-from ..tree import Leaf, Path, path_text, walk_graph
+from ..graph import Leaf, Path, path_text, walk_graph
 
 #: Significant digits of the statistics sent to the browser (and kept in the history).
 PRECISION = DIGITS  # significant digits of every statistic in a payload or a history

@@ -32,7 +32,7 @@ from ._history import History
 from ._snapshot import PendingSnapshot, Snapshot
 from .._util import MAX_RATE, check_number, one_line
 from ._stats import Deferred, kernel_cache_size
-from ..tree import check_inspectable
+from ..graph import check_inspectable
 
 T = TypeVar("T")
 

@@ -12,9 +12,8 @@ from typing import Any, Iterable
 
 from flax import nnx
 
-from ._util import json_key, one_line
-from .capture import module_paths_text
-from .tree import Path, path_text
+from .._util import json_key, one_line
+from ..graph import Path, module_paths_text, path_text
 
 #: Types every panel offers, ticked or not: what ``sow`` and ``perturb`` store by default.
 BUILTIN_TYPES = (nnx.Intermediate, nnx.Perturbation)

@@ -34,33 +34,30 @@ False
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-import signal
-import threading
 from typing import Any, Callable, NamedTuple, Sequence
 
 from flax import nnx
 from flax.nnx import graph as nnx_graph
 
-from .capture_arming import (_ACTIVE, _ACTIVE_LOCK, _ATTR, _FOREIGN, _MARKERS, _MISSING, _LinenIntermediates,
-                             _install_slots, _remove_slots,
-                             _MethodOutputs, _Seen, _armed_entries, _concat, _patch, _public_methods, _select,
-                             _selector, _tonnx_class, _unpatch, module_paths_text, patched_classes,
-                             sown_by_classes)
-from . import compat
-from .capture_report import CaptureReport, PendingCaptureReport, capture_report, flatten_captured
-from .capture_types import DEFAULT_TYPES, a_kind, resolve_types, type_names
-from .snapshot import DEFAULT_BINS
-from .tree import Path, path_text
+from .. import compat
+from .._util import a_kind
+from ..graph import Path, path_text, select_modules, selector
+from ..snapshot import DEFAULT_BINS
+from ._arming import (ATTR, MARKERS, LinenIntermediates, MethodOutputs, Seen, armed_entries, concat, forget_aside,
+                      install_slots, register, remove_slots, sigint_deferred, sown_by_classes, unregister)
+from ._errors import CapturesInGraph, SownInScan, graph_refused, sown_in_scan
+from ._linen import tonnx_class
+from ._methods import patch, public_methods, unpatch
+from ._report import CaptureReport, PendingCaptureReport
+from ._types import DEFAULT_TYPES, resolve_types
 
-__all__ = ["DEFAULT_TYPES", "Capture", "CaptureReport", "CapturesInGraph", "PendingCaptureReport", "SownInScan", "a_kind", "capture_call", "capture_report",
-           "flatten_captured", "module_paths_text", "patched_classes", "resolve_types", "type_names"]
+_MISSING = object()
 
 # --------------------------------------------------------------------------- Capture
 
 
-def _check_model(model: Any) -> None:
+def check_model(model: Any) -> None:
     if not isinstance(model, nnx.Module):
         raise TypeError(f"expected an nnx.Module to capture from, got {type(model).__name__}")
 
@@ -91,12 +88,16 @@ class Capture:
     ``seen_types`` (every type sown or perturbed, chosen or not; with those the modules' classes
     were seen sowing before, since a cached jit trace runs no Python) and ``matched`` (module paths
     ``only`` selected) are filled in. A Capture can be entered once.
+
+    The user's own ``nnx.capture(...)`` called while armed takes over for its duration, as an inner
+    ``nnx.capture`` does in flax: it gets exactly what flax gives it, and nothing of that call is
+    captured here; ``inside_own`` counts such calls (eager or traced), and the report says so.
     """
 
     def __init__(self, model: nnx.Module, *, types: Any = DEFAULT_TYPES, methods: bool | type = False,
                  only: Any = ..., init: nnx.State | None = None):
         compat.require("nnx.capture", "capture")
-        _check_model(model)
+        check_model(model)
         self.model = model
         self.sown_types = resolve_types(types)  # what sow/perturb values are kept for
         self.method_type = _method_type(methods)
@@ -106,10 +107,10 @@ class Capture:
         if self.method_type is not None and self.method_type not in self.types:
             self.types = (*self.types, self.method_type)
         self.only = only
-        self._selector = _selector(only)
+        self._selector = selector(only)
         # Run the filter once now: one that raises or answers other than True/False fails here,
         # before anything is armed (it runs again when entered, on the modules present then).
-        _select(list(nnx.iter_modules(model)), self._selector)
+        select_modules(list(nnx.iter_modules(model)), self._selector)
         if init is not None and not isinstance(init, (nnx.State, dict)):
             raise TypeError(f"init must be an nnx.State, got {type(init).__name__}")
         self.init = init
@@ -118,6 +119,7 @@ class Capture:
         self.seen_types: tuple[type, ...] = ()
         self.matched: tuple[Path, ...] = ()
         self._seen: list[type] = []
+        self.inside_own = 0  # calls of the user's own nnx.capture while armed: their values went to it
         self._armed: list[tuple[Path, Any, bool, Any]] = []  # path, module, selected, stashed __captures__
         self._armed_ids: set[int] = set()
         self._patched: list[tuple[type, str]] = []
@@ -133,57 +135,56 @@ class Capture:
         try:
             # A Ctrl-C held back during arming is raised when the deferral ends, after _arm
             # returned: it must disarm too, since __exit__ never runs when __enter__ raises.
-            with _sigint_deferred():
+            with sigint_deferred():
                 self._arm()
         except BaseException:
-            with _sigint_deferred():
+            with sigint_deferred():
                 self._disarm()
             raise
         return self
 
     def _arm(self) -> None:
         modules = list(nnx.iter_modules(self.model))
-        selected = _select(modules, self._selector)
+        selected = select_modules(modules, self._selector)
         self.matched = tuple(path for (path, _), s in zip(modules, selected) if s)
         init_by_module = self._init_by_module
-        tonnx = _tonnx_class()
+        tonnx = tonnx_class()
         to_patch: list[tuple[type, str]] = []
-        with _ACTIVE_LOCK:
-            _ACTIVE.append(self)
-        self._slots = _install_slots(type(m) for (_, m) in modules if _armable(m))
+        register(self)
+        self._slots = install_slots(type(m) for (_, m) in modules if _armable(m))
         for (path, module), sel in zip(modules, selected):
             if not _armable(module):
                 continue
             values: dict[type, dict] = {t: {} for t in self.sown_types} if sel else {}
             for init in init_by_module.get(tuple(path), ()):
                 values.setdefault(init.type, {})[init.key] = init.value
-            entries: list[nnx.Variable] = [_Seen({}), *(t(v) for t, v in values.items())]
+            entries: list[nnx.Variable] = [Seen({}), *(t(v) for t, v in values.items())]
             if sel and self.method_type is not None:
-                entries.append(_MethodOutputs({}, output_type=self.method_type))
-                to_patch += _public_methods(type(module))
+                entries.append(MethodOutputs({}, output_type=self.method_type))
+                to_patch += public_methods(type(module))
             if tonnx is not None and isinstance(module, tonnx):
                 # Patched even when not selected: ToNNX must not see the __captures__ attribute.
                 to_patch.append((tonnx, "__call__"))
                 if sel and nnx.Intermediate in self.sown_types:
-                    entries.append(_LinenIntermediates({}))
-            stash = vars(module).get(_ATTR, _MISSING)
+                    entries.append(LinenIntermediates({}))
+            stash = vars(module).get(ATTR, _MISSING)
             self._armed.append((tuple(path), module, sel, stash))
             self._armed_ids.add(id(module))
-            setattr(module, _ATTR, nnx.data(tuple(entries)))
-        self._patched = _patch(list(dict.fromkeys(to_patch)))
+            setattr(module, ATTR, nnx.data(tuple(entries)))
+        self._patched = patch(list(dict.fromkeys(to_patch)))
 
     # -- disarming
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        with _sigint_deferred():
+        with sigint_deferred():
             self._disarm()
-        if exc is not None and _sown_in_scan(exc):
+        if exc is not None and sown_in_scan(exc):
             raise SownInScan(
                 f"a module sowed{' (or had its method output recorded)' if self.method_type else ''} inside a jax "
                 "scan (nnx.RNN's cell, nnx.scan): the scan's carry changed structure and jax refused it; flax's own "
                 "nnx.capture fails the same way there (an upstream limit)"
                 + ("; capture without methods" if self.method_type else "")) from None
-        what = _graph_refused(exc) if exc is not None else None
+        what = graph_refused(exc) if exc is not None else None
         if what:
             raise CapturesInGraph(
                 f"the model was refused while armed for capture: every armed module holds flax's `__captures__` "
@@ -196,27 +197,25 @@ class Capture:
             return
         self._state = "done"
         try:
-            _unpatch(self._patched)
+            unpatch(self._patched)
         finally:
             self._patched = []
             flat: list[tuple[Path, nnx.Variable]] = []
             try:
                 for path, module, sel, stash in self._armed:
-                    entries = _armed_entries(module)
+                    entries = armed_entries(module)
                     if sel:
                         flat += self._collect(path, entries)
             finally:
                 for path, module, sel, stash in self._armed:
-                    _FOREIGN.pop(id(module), None)  # a flax capture that raised left its tuple: dropped
-                    if _ATTR in vars(module):
-                        delattr(module, _ATTR)
+                    forget_aside(module)  # a flax capture that raised left its tuple: dropped
+                    if ATTR in vars(module):
+                        delattr(module, ATTR)
                     if stash is not _MISSING:
-                        setattr(module, _ATTR, nnx.data(stash))
-                _remove_slots(self._slots)
+                        setattr(module, ATTR, nnx.data(stash))
+                remove_slots(self._slots)
                 self._slots = []
-                with _ACTIVE_LOCK:
-                    if self in _ACTIVE:
-                        _ACTIVE.remove(self)
+                unregister(self)
             self.captured = nnx.from_flat_state(flat) if flat else nnx.State({})
             seen = list(self._seen)
             # Types sown in a cached jit trace were seen when it was traced, by class.
@@ -232,9 +231,9 @@ class Capture:
         out: dict[Path, nnx.Variable] = {}
         methods = []
         for var in entries:
-            if type(var) is _MethodOutputs:
+            if type(var) is MethodOutputs:
                 methods.append(var)
-            elif type(var) not in _MARKERS and type(var) in self.sown_types:
+            elif type(var) not in MARKERS and type(var) in self.sown_types:
                 for key, value in dict(var.get_value()).items():
                     out[(*path, key)] = type(var)(value)
         for var in methods:
@@ -262,15 +261,15 @@ class Capture:
             if module is None or type(var) not in self.types:
                 continue
             # Into the entry that would have taken it here: its type's own, else method outputs'.
-            sink = type(var) if type(var) in self.sown_types else _MethodOutputs
-            for entry in _armed_entries(module):
+            sink = type(var) if type(var) in self.sown_types else MethodOutputs
+            for entry in armed_entries(module):
                 if type(entry) is sink:
                     key = path[-1]
-                    entry[key] = _concat(entry[key], var.get_value()) if key in entry else var.get_value()
+                    entry[key] = concat(entry[key], var.get_value()) if key in entry else var.get_value()
                     if type(var) not in self._seen:
                         self._seen.append(type(var))
 
-    def report(self, *, grads: nnx.State | None = None, bins: int = DEFAULT_BINS) -> "CaptureReport":
+    def report(self, *, grads: nnx.State | None = None, bins: int = DEFAULT_BINS) -> CaptureReport:
         """The :class:`CaptureReport` of what this capture collected (after exit)."""
         return self.pending_report(grads=grads, bins=bins).finish()
 
@@ -279,44 +278,8 @@ class Capture:
         if self.captured is None:
             raise RuntimeError("nothing captured yet: use the Capture in a `with` block first")
         return PendingCaptureReport(self.captured, grads=grads, types=self.types, seen_types=self.seen_types,
-                                    matched=None if _selects_all(self.only) else self.matched, bins=bins)
-
-
-class SownInScan(TypeError):
-    """A sow (or a recorded method output) inside a jax scan changed its carry; flax's own
-    ``nnx.capture`` fails the same way there."""
-
-
-class CapturesInGraph(ValueError):
-    """A call that needs the model's graph exactly as it was (filters without a final ``...``,
-    ``nnx.StateAxes``, ``in_axes`` from ``nnx.prefix``) met the ``__captures__`` entries capturing
-    adds; flax's own ``nnx.capture`` fails the same way."""
-
-
-def _graph_refused(exc: BaseException) -> str | None:
-    """What refused the armed model, when ``exc`` comes from the ``__captures__`` entries; else None."""
-    import traceback
-
-    text = str(exc)
-    if isinstance(exc, ValueError) and "Non-exhaustive filters" in text and _ATTR in text:
-        return "filters without a final `...` (nnx.split, nnx.state) left them over"
-    if isinstance(exc, ValueError) and "No axis found for path" in text and f"'{_ATTR}'" in text:
-        return "an nnx.StateAxes has no axis for them"
-    if isinstance(exc, (ValueError, KeyError, TypeError)) and f"('{_ATTR}'," in text:
-        # the user's own code over the model's state (filters_guide's hand-written split) named them
-        return f"code over the model's state met them ({type(exc).__name__}: {text.strip().splitlines()[0][:120]})"
-    frames = [f.name for f in traceback.extract_tb(exc.__traceback__)]
-    if "flatten_axes" in frames[-4:] and ((isinstance(exc, ValueError) and _ATTR in text)
-                                          or (isinstance(exc, AttributeError) and "GetAttrKey" in text)):
-        # jax matching in_axes (made by nnx.prefix before the capture) against the model's state;
-        # jax's own message about the mismatch can itself fail (AttributeError on a GetAttrKey).
-        return "vmap's in_axes (from nnx.prefix, made before the capture) do not cover them"
-    return None
-
-
-def _sown_in_scan(exc: BaseException) -> bool:
-    text = str(exc) if isinstance(exc, TypeError) else ""
-    return "scan" in text and "carry" in text and "same pytree structure" in text and f"'{_ATTR}'" in text
+                                    matched=None if _selects_all(self.only) else self.matched, bins=bins,
+                                    inside_own=self.inside_own)
 
 
 def _armable(module: Any) -> bool:
@@ -348,28 +311,6 @@ def _group_by_module(init: Any) -> dict[Path, list[_InitVar]]:
             raise TypeError(f"init: {path_text(path)} is {a_kind(type(var).__name__)}, not a Variable")
         out.setdefault(tuple(path[:-1]), []).append(_InitVar(path[-1], var.get_value(), type(var)))
     return out
-
-
-@contextlib.contextmanager
-def _sigint_deferred():
-    """Hold a Ctrl-C arriving while modules are (dis)armed until that is finished, then raise it."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received: list[int] = []
-    try:
-        previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
-    except (ValueError, TypeError):
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
-        if received:
-            raise KeyboardInterrupt
-
-
 
 
 # --------------------------------------------------------------------------- one-call helpers

@@ -28,8 +28,8 @@ import numpy as np
 from flax import nnx
 from flax.nnx import graph as nnx_graph
 
-from . import compat
-from ._util import safe_repr
+from .. import compat
+from .._util import safe_repr
 
 Path = tuple[Hashable, ...]
 

@@ -7,6 +7,8 @@ from typing import Any, Sequence
 
 from flax import nnx
 
+from .._util import a_kind
+
 
 #: What a capture collects unless told otherwise.
 DEFAULT_TYPES: tuple[type[nnx.Variable], ...] = (nnx.Intermediate,)
@@ -89,11 +91,6 @@ def _resolve_one(item: Any, namespace: dict) -> type[nnx.Variable]:
         return obj
     kind = "type" if isinstance(obj, type) else type(obj).__name__
     raise TypeError(f"{name!r} is {a_kind(kind)}, not an nnx.Variable type")
-
-
-def a_kind(name: str) -> str:
-    """``name`` with its article: ``a_kind("int")`` is ``'an int'``."""
-    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def type_names(types: Sequence[type]) -> list[str]:

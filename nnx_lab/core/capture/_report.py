@@ -11,14 +11,13 @@ import jax
 import numpy as np
 from flax import nnx
 
-from . import compat, render
-from ._util import MAX_BINS, check_number
-from .capture_arming import _MARKERS
-from .capture_types import DEFAULT_TYPES, resolve_types, type_names
-from .snapshot import DEFAULT_BINS, histograms_dispatch, histograms_fetch, sparkline
-from .snapshot import PendingSnapshot, Snapshot
-from .snapshot import is_ready
-from .tree import Path
+from .. import compat, render
+from .._util import MAX_BINS, check_number
+from ..graph import Path
+from ..snapshot import (DEFAULT_BINS, PendingSnapshot, Snapshot, histograms_dispatch, histograms_fetch, is_ready,
+                        sparkline)
+from ._arming import MARKERS
+from ._types import DEFAULT_TYPES, resolve_types, type_names
 
 # --------------------------------------------------------------------------- rows and histograms
 
@@ -27,7 +26,7 @@ def flatten_captured(captured: nnx.State) -> nnx.State:
     """One Variable per array: a sown tuple becomes entries ``0, 1, ...`` under its name.
 
     >>> import jax.numpy as jnp
-    >>> from nnx_lab.core.tree import path_text
+    >>> from nnx_lab.core.graph import path_text
     >>> s = nnx.State({"block": {"h": nnx.Intermediate((jnp.ones(2), jnp.zeros(3)))}})
     >>> [path_text(p) for p, _ in nnx.to_flat_state(flatten_captured(s))]
     ['block.h[0]', 'block.h[1]']
@@ -213,16 +212,17 @@ def _html_rows(snap: Snapshot, hists: Sequence, max_rows: int) -> str:
 
 def capture_report(captured: nnx.State, *, grads: nnx.State | None = None, types: Any = DEFAULT_TYPES,
                    seen_types: Sequence[type] = (), matched: Sequence[Path] | None = None,
-                   bins: int = DEFAULT_BINS, only_text: str | None = None) -> CaptureReport:
+                   bins: int = DEFAULT_BINS, only_text: str | None = None, inside_own: int = 0) -> CaptureReport:
     """Describe captured values (and gradients): statistics and a histogram per array, computed on
     the device; only the numbers come to the host. ``matched``: the module paths an ``only``
     filter selected (None when there was no filter; ``only_text`` names that filter in the
     messages). The messages say what went wrong or
     was left out: a filter that matched nothing, nothing sown under the chosen types (naming
-    the types that were), types sown but not chosen, no gradients.
+    the types that were), types sown but not chosen, no gradients, and the ``inside_own`` calls
+    that ran inside the user's own ``nnx.capture`` (their values went to it, not here).
     """
     return PendingCaptureReport(captured, grads=grads, types=types, seen_types=seen_types, matched=matched,
-                                bins=bins, only_text=only_text).finish()
+                                bins=bins, only_text=only_text, inside_own=inside_own).finish()
 
 
 class PendingCaptureReport:
@@ -232,8 +232,9 @@ class PendingCaptureReport:
 
     def __init__(self, captured: nnx.State, *, grads: nnx.State | None = None, types: Any = DEFAULT_TYPES,
                  seen_types: Sequence[type] = (), matched: Sequence[Path] | None = None,
-                 bins: int = DEFAULT_BINS, only_text: str | None = None):
+                 bins: int = DEFAULT_BINS, only_text: str | None = None, inside_own: int = 0):
         start = time.thread_time()
+        self._inside_own = check_number(inside_own, "inside_own", 0, float("inf"), integer=True)
         self._types = resolve_types(types)
         check_number(bins, "bins", 1, MAX_BINS, integer=True)
         self._captured, self._grads, self._bins = captured, grads, bins
@@ -257,7 +258,8 @@ class PendingCaptureReport:
         table = self._table.finish()
         start = time.thread_time()
         grads_table = self._grads_table.finish() if self._grads_table is not None else None
-        messages = _messages(table, grads_table, self._types, self._seen, self._matched, self._only_text)
+        messages = _messages(table, grads_table, self._types, self._seen, self._matched, self._only_text,
+                             self._inside_own)
         report = CaptureReport(
             captured=self._captured, grads=self._grads, types=self._types, seen_types=self._seen,
             matched=self._matched, messages=tuple(messages),
@@ -269,13 +271,17 @@ class PendingCaptureReport:
 
 
 def _messages(table: Table, grads: Table | None, types: tuple[type, ...], seen: tuple[type, ...],
-              matched: Sequence[Path] | None, only_text: str) -> list[str]:
+              matched: Sequence[Path] | None, only_text: str, inside_own: int = 0) -> list[str]:
     chosen = ", ".join(type_names(types))
     shown = set(types) | ({r.type for r in grads.snapshot.rows} if grads is not None else set())
-    others = [t for t in seen if t not in _MARKERS and t not in types and t.__name__ not in shown]
+    others = [t for t in seen if t not in MARKERS and t not in types and t.__name__ not in shown]
     messages = []
+    if inside_own:
+        messages.append(inside_own_note(inside_own))
     if matched is not None and not matched:
         messages.append(f"{only_text} matched no module, so nothing was captured")
+    elif not table.snapshot.rows and inside_own and not others:
+        pass  # the note says where the values went
     elif not table.snapshot.rows:
         if others:
             messages.append(f"nothing was sown under {chosen}; sown instead: {', '.join(type_names(others))} "
@@ -298,6 +304,17 @@ def _messages(table: Table, grads: Table | None, types: tuple[type, ...], seen: 
     if grads is not None and not grads.snapshot.rows:
         messages.append("no gradients: no module called perturb()")
     return messages
+
+
+def inside_own_note(calls: int) -> str:
+    """The report's line for calls that ran inside the user's own ``nnx.capture``.
+
+    >>> inside_own_note(1)
+    "1 call ran inside your own nnx.capture: what it sowed went to that capture's result, not here"
+    """
+    whose = "it" if calls == 1 else "they"
+    return (f"{_count(calls, 'call')} ran inside your own nnx.capture: what {whose} sowed went to that "
+            "capture's result, not here")
 
 
 def _name_modules(snap: dict, classes: dict[Path, str]) -> None:

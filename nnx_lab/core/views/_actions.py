@@ -15,11 +15,11 @@ from typing import Any, Callable, Mapping
 from flax import nnx
 from flax.nnx import filterlib
 
-from . import compat
-from ._util import clip, one_line, safe_repr
-from .tree import path_text
-from .views import (_CHECKS, _WANTED, MODE_ARGS, UNNAMED, ViewArg, ViewReport, _path_roots, _roots_code,
-                    class_code, filter_code, is_module_path, only_filter, path_code, view_report)
+from .. import compat
+from .._util import clip, one_line, safe_repr
+from ..graph import is_module_path, path_roots, path_text
+from ._code import UNNAMED, class_code, filter_code, path_code, roots_code
+from ._report import CHECKS, MODE_ARGS, WANTED, ViewArg, ViewReport, only_filter, view_report
 
 class ViewError(ValueError):
     """A request the model cannot take; the message is one line and the model is unchanged."""
@@ -50,8 +50,8 @@ def base_scope(model: nnx.Module, only: Any, namespace: Mapping[str, Any] | None
     if only is ...:
         return Scope("all")
     if is_module_path(only):
-        roots = _path_roots(model, only)
-        return Scope("all", only_filter(model, only), code or _roots_code(roots), "the panel's modules")
+        roots = path_roots(model, only)
+        return Scope("all", only_filter(model, only), code or roots_code(roots), "the panel's modules")
     return Scope("all", only, code or filter_code(only, namespace) or UNNAMED, "the panel's modules")
 
 
@@ -131,7 +131,7 @@ def _coerce(name: str, args: list[ViewArg], value: Any, from_text: bool) -> Any:
     allowed = [a.types for a in args]
     if None in allowed:  # an annotation too complex to check: set_view decides
         return value
-    if not any(_CHECKS[t](value) for types_ in allowed for t in types_):
+    if not any(CHECKS[t](value) for types_ in allowed for t in types_):
         if from_text:  # the browser's controls: a value of the wrong kind is a slip
             raise ViewError(f"{name} takes {_wanted(args)}, not {type(value).__name__} {clip(safe_repr(value), 80)}")
         # A Python call passes what it passes, as nnx.view does (flax's own view guide gives
@@ -144,7 +144,7 @@ def _coerce(name: str, args: list[ViewArg], value: Any, from_text: bool) -> Any:
 def _wanted(args: list[ViewArg]) -> str:
     types_ = set().union(*(a.types or () for a in args))
     words = [("True/False/None" if "None" in types_ else "True/False")] if "bool" in types_ else []
-    words += [_WANTED[t] for t in ("int", "float", "str", "tuple", "list") if t in types_]
+    words += [WANTED[t] for t in ("int", "float", "str", "tuple", "list") if t in types_]
     if "None" in types_ and "bool" not in types_:
         words.append("None")
     return " or ".join(words) or "a value"

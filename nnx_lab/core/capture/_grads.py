@@ -9,8 +9,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from .capture import Capture, _check_model
-from .capture_types import DEFAULT_TYPES, resolve_types, type_names
+from ._capture import Capture, check_model
+from ._types import DEFAULT_TYPES, resolve_types, type_names
 
 @dataclasses.dataclass(frozen=True)
 class GradResult:
@@ -60,7 +60,7 @@ def intermediate_grads(model: nnx.Module, loss_fn: Callable, *args: Any, types: 
     >>> float(loss), grads["x"].get_value().tolist(), forward["y"].get_value()[0].tolist()
     (6.0, [3.0, 3.0], [3.0, 3.0])
     """
-    _check_model(model)
+    check_model(model)
     forward_types, perturb_types = _split_types(resolve_types(types))
     graphdef, state = nnx.split(model)
     state = jax.tree.map(lambda x: x, state)  # fresh Variables: the copy cannot write into the model

@@ -26,15 +26,15 @@ import functools
 import inspect
 import types
 import typing
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from flax import nnx
 from flax.nnx import filterlib
 
-from . import compat
-from ._util import one_line, safe_repr
-from .capture_arming import _PathSelector, _selector
-from .tree import Path, path_text
+from .. import compat
+from .._util import one_line, safe_repr
+from ..graph import Path, is_module_path, path_roots, path_text
+from ._code import UNNAMED, filter_code
 
 #: set_view arguments that mean train (False) or eval (True).
 #: attributes that say a module's mode, and the value each has in eval mode. flax's train()/eval()
@@ -189,29 +189,12 @@ def view_report(model: Any, *, only: Any = ...) -> ViewReport:
     return ViewReport(type(model).__name__, tuple(modules), described)
 
 
-def is_module_path(only: Any) -> bool:
-    """A module path (text or a key tuple), the way ``Capture(only=...)`` tells one from a filter."""
-    return isinstance(_selector(only), _PathSelector)  # TypeError: neither a filter nor a path
-
-
-def _path_roots(model: Any, only: Any) -> tuple[Path, ...]:
-    """The paths of the modules that the module path ``only`` names (usually one)."""
-    selector = _PathSelector(only)
-    return tuple(tuple(p) for p, _ in compat.iter_modules(model) if selector.root_of(tuple(p)))
-
-
 def only_filter(model: Any, only: Any) -> Any:
     """``only`` as an NNX filter: a module path becomes a filter on the modules under it."""
     if only is ... or not is_module_path(only):
         return only
-    roots = _path_roots(model, only)
+    roots = path_roots(model, only)
     return lambda path, node, roots=roots: any(tuple(path[:len(r)]) == r for r in roots)
-
-
-def _roots_code(roots: tuple[Path, ...]) -> str:
-    if len(roots) == 1:
-        return f"lambda path, node: path[:{len(roots[0])}] == {roots[0]!r}"
-    return f"lambda path, node: any(path[:len(r)] == r for r in {roots!r})"
 
 
 def _module_views(path: Path, module: nnx.Module) -> ModuleViews:
@@ -298,7 +281,7 @@ def _text_parts(node: ast.expr) -> list[str]:
 
 
 #: Annotations whose values are checked; a union with anything else is passed on unchecked.
-_CHECKS: dict[str, Callable[[Any], bool]] = {
+CHECKS: dict[str, Callable[[Any], bool]] = {
     "bool": lambda v: isinstance(v, bool),
     "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
     "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),  # an int is a float here
@@ -307,7 +290,7 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
     "tuple": lambda v: isinstance(v, tuple),
     "list": lambda v: isinstance(v, list),
 }
-_WANTED = {"int": "an int", "float": "a float", "str": "a str", "tuple": "a tuple", "list": "a list"}
+WANTED = {"int": "an int", "float": "a float", "str": "a str", "tuple": "a tuple", "list": "a list"}
 
 
 @functools.lru_cache(maxsize=512)
@@ -316,7 +299,7 @@ def _simple_types(annotation: str) -> frozenset[str] | None:
     for part in annotation.split(" | ") if annotation else ():
         head = part.split("[", 1)[0].strip()  # tuple[int, int] is a tuple
         head = {"Tuple": "tuple", "List": "list", "NoneType": "None"}.get(head, head)
-        if head not in _CHECKS:
+        if head not in CHECKS:
             return None
         parts.add(head)
     return frozenset(parts) or None
@@ -331,53 +314,3 @@ def _kind(annotation: str) -> str:
     if parts in ({"int"}, {"int", "None"}):
         return "int"
     return "literal"
-
-
-# -- filters as Python text: the line shown is the line that runs ----------------------------------
-
-#: What the line shows for a filter that has no Python text (a function not bound to any name).
-UNNAMED = "<your filter>"
-
-
-def class_code(cls: type, namespace: Mapping[str, Any] | None = None) -> str:
-    """Python text naming ``cls``: ``nnx.Dropout``, a user class bound under its own name, or an
-    exact-type test when neither reaches it."""
-    name = cls.__name__
-    if getattr(nnx, name, None) is cls:
-        return f"nnx.{name}"
-    if namespace is not None and namespace.get(name) is cls:
-        return name
-    return f"lambda path, node: type(node).__name__ == {name!r}"
-
-
-def filter_code(only: Any, namespace: Mapping[str, Any] | None = None) -> str | None:
-    """An NNX filter as Python text that builds it (``nnx.All(nnx.Dropout, nnx.PathContains('enc'))``),
-    a name of the namespace bound to it, or None when it has neither (a lambda made in place)."""
-    if isinstance(only, type):
-        return class_code(only, namespace)
-    if only is True or only is False:
-        return repr(only)
-    if isinstance(only, (tuple, list)):
-        parts = [filter_code(f, namespace) for f in only]
-        if None not in parts:
-            return f"({parts[0]},)" if len(parts) == 1 else f"({', '.join(parts)})"
-    elif isinstance(only, filterlib.OfType):
-        return filter_code(only.type, namespace)
-    elif isinstance(only, nnx.PathContains):
-        return f"nnx.PathContains({only.key!r}, exact={only.exact!r})"
-    elif isinstance(only, nnx.WithTag):
-        return f"nnx.WithTag({only.tag!r})"
-    elif isinstance(only, (nnx.Everything, nnx.Nothing)):
-        return f"nnx.{type(only).__name__}()"
-    elif isinstance(only, (nnx.All, nnx.Any, nnx.Not)):
-        inner = only.predicates if isinstance(only, (nnx.All, nnx.Any)) else (only.predicate,)
-        parts = [filter_code(f, namespace) for f in inner]
-        if None not in parts:
-            return f"nnx.{type(only).__name__}({', '.join(parts)})"
-    if namespace is not None:
-        return next((k for k, v in namespace.items() if v is only and not k.startswith("_")), None)
-    return None
-
-
-def path_code(path: Path) -> str:
-    return f"lambda path, node: path == {tuple(path)!r}"

@@ -1,0 +1,16 @@
+"""The model as a graph: one walk with flax's own graph API (leaves, containers, aliases), path
+text, and module paths and selection (``only=``) shared by captures, view reports and magics.
+
+>>> from flax import nnx
+>>> model = nnx.Sequential(nnx.Linear(2, 2, rngs=nnx.Rngs(0)))
+>>> [path_text(leaf.path) for leaf in walk_graph(model).leaves]
+['layers[0].bias', 'layers[0].kernel']
+"""
+
+from ._modules import (OnlyError, PathSelector, is_module_path, module_paths_text, path_roots, select_modules,
+                       selector)
+from ._walk import LINEN_COLLECTIONS, GraphWalk, Leaf, Path, check_inspectable, path_text, walk_graph
+
+__all__ = ["LINEN_COLLECTIONS", "GraphWalk", "Leaf", "OnlyError", "Path", "PathSelector", "check_inspectable",
+           "is_module_path", "module_paths_text", "path_roots", "path_text", "select_modules", "selector",
+           "walk_graph"]
