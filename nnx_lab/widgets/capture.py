@@ -23,9 +23,10 @@ from flax import nnx
 from .._ipython import busy_queue, cell_hooks
 from ..core import capture as core
 from ..core import compat
-from ..core._util import MAX_RATE, check_number, first_line, message_id, one_line
+from ..core._util import first_line, message_id, one_line
 from ..core.capture import CaptureToggles, Modules, caller_namespace, intermediate_grads, module_tree
 from ..core.graph import path_text
+from ..core.snapshot import Throttle
 from ._base import ANY, STATIC, Widget, background_unsupported, command, when_ready
 
 GONE = "the model is gone (deleted or garbage-collected)"
@@ -62,8 +63,7 @@ class CapturePanel(Widget):
         compat.require("nnx.capture", "the capture panel")
         if not isinstance(model, nnx.Module):
             raise TypeError(f"capture_panel needs an nnx.Module, got {type(model).__name__}")
-        check_number(max_rate, "max_rate (descriptions per second)", 0, MAX_RATE, low_open=True)
-        check_number(budget, "budget (fraction of the loop's time)", 0, 1, low_open=True)
+        self._throttle = Throttle(max_rate, budget, what="descriptions")  # between two descriptions inside track()
         chosen = core.resolve_types(types, namespace if namespace is not None else caller_namespace(1, types))
         if not chosen:
             raise ValueError("capture_panel needs at least one Variable type to collect")
@@ -79,8 +79,6 @@ class CapturePanel(Widget):
         self._answered: Any = None  # id of the last browser message answered
         self._unshown: tuple | None = None  # the last call, when a loop's throttle has not shown it yet
         self._describing: tuple | None = None  # a description dispatched to the device, not yet shown
-        self._max_rate, self._budget = float(max_rate), float(budget)
-        self._interval = 1.0 / self._max_rate  # between two descriptions inside track()
         self._last_shown = float("-inf")
         self._looping = 0  # track() loops running
         self._cell: Any = None  # the notebook cell of the last call
@@ -204,7 +202,7 @@ class CapturePanel(Widget):
         except Exception as error:
             self._set_status(f"describing the captured values failed: {one_line(error)}", level="error")
             return
-        self._interval = max(1.0 / self._max_rate, pending.host_s / self._budget)
+        self._throttle.cost(pending.host_s)
         self._show(report, modules, elapsed=elapsed, loss=None if loss is None else _scalar(loss))
 
     def close(self) -> None:
@@ -343,7 +341,7 @@ class CapturePanel(Widget):
         # shown once its numbers have arrived, and the next is dispatched when the throttle allows.
         if self._describing is not None and self._describing[0].ready():
             self._show_described()
-        if self._describing is None and time.monotonic() - self._last_shown >= self._interval:
+        if self._describing is None and time.monotonic() - self._last_shown >= self._throttle.interval:
             self._dispatch_description()
 
     def _show(self, report: core.CaptureReport, modules: Modules, *, elapsed: float,

@@ -20,11 +20,12 @@ from ._histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch, spa
 from ._history import HISTORY_STATS, History
 from ._snapshot import PRECISION, STATUSES, PendingSnapshot, Row, Snapshot, round_significant, snapshot
 from ._stats import STAT_NAMES, Deferred, StatsError, compute_stats, is_numeric_dtype, is_ready, kernel_cache_size
+from ._throttle import Throttle
 from ._watch import MAX_IN_FLIGHT, Watcher
 
 __all__ = [
     "DEFAULT_BINS", "HISTORY_STATS", "MAX_IN_FLIGHT", "PRECISION", "STATUSES", "STAT_NAMES", "Deferred", "History",
-    "PendingSnapshot", "Row", "Snapshot", "StatsError", "Watcher", "compute_stats", "device_summary",
+    "PendingSnapshot", "Row", "Snapshot", "StatsError", "Throttle", "Watcher", "compute_stats", "device_summary",
     "histograms_dispatch", "histograms_fetch", "is_numeric_dtype", "is_ready", "kernel_cache_size",
     "round_significant", "snapshot", "sparkline",
 ]

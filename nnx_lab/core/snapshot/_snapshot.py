@@ -118,66 +118,31 @@ class Snapshot:
         parent (-1 for the root) and its key; each row names its parent node and key.
         Repeated strings (types, dtypes, shardings...) are indices into ``tables``.
         """
-        node_index: dict[Path, int] = {}
-        node_parent: list[int] = []
-        node_key: list[Any] = []
-        node_type: list[str] = []
-
-        def node_of(path: Path) -> int:
-            if not path:
-                return -1
-            if path not in node_index:
-                parent = node_of(path[:-1])
-                node_index[path] = len(node_parent)
-                node_parent.append(parent)
-                node_key.append(json_key(path[-1]))
-                node_type.append(self.nodes.get(path, ""))
-            return node_index[path]
-
-        tables: dict[str, list] = {k: [] for k in ("type", "dtype", "sharding", "devices", "metadata", "status", "logical")}
-        lookups: dict[str, dict] = {k: {} for k in tables}
-
-        def intern(column: str, value: Any) -> int:
-            if value is None:
-                return -1
-            table = lookups[column]
-            if value not in table:
-                table[value] = len(tables[column])
-                tables[column].append(value)
-            return table[value]
-
+        nodes = _NodeTable(self.nodes)
+        tables = _Interner(("type", "dtype", "sharding", "devices", "metadata", "status", "logical"))
         cols: dict[str, list] = {k: [] for k in (
             "parent", "key", "type", "shape", "dtype", "nbytes", "sharding", "devices",
             "metadata", "status", "logical", "aliases", "note", "mismatch")}
-        stat_cols: dict[str, list] = {k: [] for k in STAT_NAMES}
-        for path in self.nodes:
-            node_of(path)
         for row in self.rows:
-            cols["parent"].append(node_of(row.path[:-1]) if row.path else -1)
+            cols["parent"].append(nodes.index(row.path[:-1]) if row.path else -1)
             cols["key"].append(json_key(row.path[-1]) if row.path else "")
-            for column in ("type", "dtype", "sharding", "devices", "metadata", "status", "logical"):
-                cols[column].append(intern(column, getattr(row, column)))
+            for column in tables.columns:
+                cols[column].append(tables.index(column, getattr(row, column)))
             cols["shape"].append(list(row.shape) if row.shape is not None else None)
             cols["nbytes"].append(row.nbytes)
             cols["aliases"].append([path_text(a) for a in row.aliases] or None)
             cols["note"].append(row.note)
             cols["mismatch"].append(row.mismatch)
-            for name in STAT_NAMES:
-                stat_cols[name].append((row.stats or {}).get(name))
-        for name, column in stat_cols.items():
-            if not name.endswith("_count"):
-                stat_cols[name] = _rounded_list(column, precision)
-        # Columns that are empty for every row cost bytes and say nothing.
-        for sparse in ("aliases", "note", "mismatch"):
+        for sparse in ("aliases", "note", "mismatch"):  # empty for every row: bytes that say nothing
             if all(v is None for v in cols[sparse]):
                 del cols[sparse]
         return {
             "version": 1,
             "root_type": self.root_type,
-            "nodes": {"parent": node_parent, "key": node_key, "type": node_type},
+            "nodes": nodes.columns(),
             "rows": cols,
-            "stats": stat_cols,
-            "tables": tables,
+            "stats": _stat_columns(self.rows, precision),
+            "tables": tables.tables,
             "totals": self.totals,
             "devices": self.device_summary,
         }
@@ -190,6 +155,59 @@ class Snapshot:
 
     def _repr_html_(self) -> str:
         return render.html_table(self)
+
+
+class _NodeTable:
+    """The containers of a snapshot as a tree of columns: each node's parent index (-1: the root),
+    key and type, every container of ``nodes`` listed first in their order, then any parent a row needs."""
+
+    def __init__(self, nodes: dict[Path, str]):
+        self._nodes = nodes
+        self._index: dict[Path, int] = {}
+        self._parent: list[int] = []
+        self._key: list[Any] = []
+        self._type: list[str] = []
+        for path in nodes:
+            self.index(path)
+
+    def index(self, path: Path) -> int:
+        if not path:
+            return -1
+        if path not in self._index:
+            parent = self.index(path[:-1])
+            self._index[path] = len(self._parent)
+            self._parent.append(parent)
+            self._key.append(json_key(path[-1]))
+            self._type.append(self._nodes.get(path, ""))
+        return self._index[path]
+
+    def columns(self) -> dict[str, list]:
+        return {"parent": self._parent, "key": self._key, "type": self._type}
+
+
+class _Interner:
+    """Repeated strings of some columns (types, dtypes, shardings...) as indices into one table each."""
+
+    def __init__(self, columns: tuple[str, ...]):
+        self.columns = columns
+        self.tables: dict[str, list] = {k: [] for k in columns}
+        self._lookup: dict[str, dict] = {k: {} for k in columns}
+
+    def index(self, column: str, value: Any) -> int:
+        if value is None:
+            return -1
+        lookup = self._lookup[column]
+        if value not in lookup:
+            lookup[value] = len(self.tables[column])
+            self.tables[column].append(value)
+        return lookup[value]
+
+
+def _stat_columns(rows: tuple[Row, ...], precision: int) -> dict[str, list]:
+    """One column per statistic (None where a row has none), rounded except the counts."""
+    columns = {name: [(row.stats or {}).get(name) for row in rows] for name in STAT_NAMES}
+    return {name: column if name.endswith("_count") else _rounded_list(column, precision)
+            for name, column in columns.items()}
 
 
 def _rounded_list(column: list, digits: int) -> list:

@@ -30,7 +30,8 @@ import jax
 
 from ._history import History
 from ._snapshot import PendingSnapshot, Snapshot
-from .._util import MAX_RATE, check_number, one_line
+from .._util import one_line
+from ._throttle import Throttle
 from ._stats import Deferred, kernel_cache_size
 from ..graph import check_inspectable
 
@@ -43,10 +44,8 @@ MAX_IN_FLIGHT = 8
 class Watcher:
     def __init__(self, obj: Any, *, max_rate: float = 2.0, budget: float = 0.02,
                  stats: bool = True, history: int = 100, between_steps: Callable[[], Any] | None = None):
-        check_number(max_rate, "max_rate (refreshes per second)", 0, MAX_RATE, low_open=True)
-        check_number(budget, "budget (fraction of the loop's time)", 0, 1, low_open=True)
-        self.max_rate = max_rate
-        self.budget = budget
+        self._throttle = Throttle(max_rate, budget, what="refreshes")
+        self.max_rate, self.budget = self._throttle.max_rate, self._throttle.budget
         self.stats = stats
         self.history = History(history)
         self.snapshot: Snapshot | None = None
@@ -56,7 +55,6 @@ class Watcher:
         self.refreshes = 0
         self.last_refresh: float | None = None  # epoch seconds
         self.cost_s: float | None = None
-        self._interval = 1.0 / max_rate
         self._last_attempt = float("-inf")
         self._lock = threading.RLock()
         self._listeners: list[Callable[[Watcher], None]] = []
@@ -98,7 +96,7 @@ class Watcher:
     @property
     def interval(self) -> float:
         """Seconds between throttled refreshes: from ``max_rate`` and the cost budget."""
-        return self._interval
+        return self._throttle.interval
 
     # -- refreshing -------------------------------------------------------------
     # A refresh has two halves: dispatching (describe the Variables, queue the statistics kernels
@@ -130,7 +128,7 @@ class Watcher:
             # What has arrived is shown now; a refresh that waits supersedes what is still on its way.
             published = self._publish_arrived(wait=False)
             now = time.monotonic()
-            if not force and (now - self._last_attempt < self._interval or len(self._in_flight) >= MAX_IN_FLIGHT):
+            if not force and (now - self._last_attempt < self._throttle.interval or len(self._in_flight) >= MAX_IN_FLIGHT):
                 return published
             self._last_attempt = now
             pending = self._dispatch(defer=not force)
@@ -187,7 +185,7 @@ class Watcher:
             return False
         self.cost_s = newest.host_s
         if kernel_cache_size() == self._compiled:  # a refresh that compiled says nothing of the next
-            self._interval = max(1.0 / self.max_rate, self.cost_s / self.budget)
+            self._throttle.cost(self.cost_s)
         self.snapshot = snap
         self.history.append(snap)
         self.refreshes += 1
@@ -246,7 +244,7 @@ class Watcher:
         self._stop.set()
 
     def _run_background(self) -> None:
-        while not self._stop.wait(self._interval):
+        while not self._stop.wait(self._throttle.interval):
             self.refresh(force=True)
             if self.state == "gone":
                 return
@@ -268,5 +266,5 @@ class Watcher:
             "last_refresh": self.last_refresh,
             "cost_ms": None if self.cost_s is None else round(self.cost_s * 1e3, 2),
             "refreshes": self.refreshes,
-            "interval_s": round(self._interval, 3),
+            "interval_s": round(self._throttle.interval, 3),
         }
