@@ -4,6 +4,8 @@ a real GPU/TPU loop does; CPU jax queues steps the same way. From one run, inter
   throughput with a viewer (viewer.track, default rate) vs without              (want >= 0.98)
   throughput with a model viewer + an optimizer viewer vs without               (want >= 0.98)
   refreshes per second the viewer published during the loop                     (want >= 1.5)
+  the same, once the first refresh has come back through the device's queue (a loop's steady state:
+  before that, the numbers are still behind the queued steps; the queue is about 1-2 s deep here)
   the same loop with a refresh that waits for the device (the old design): ratio and refreshes/s
 
 for the MLP of bench_live.py and the CNN of flax's MNIST tutorial.
@@ -67,14 +69,18 @@ class Blocking:
             self.viewer._watcher.refresh(wait=True)
 
 
-def run(mode: str, model, optimizer, batches, seconds: float) -> tuple[float, float]:
-    """(steps per second, refreshes per second) for a loop of about `seconds`, steps never synced."""
+def run(mode: str, model, optimizer, batches, seconds: float) -> tuple[float, float, float]:
+    """(steps per second, refreshes per second, steady refreshes per second) for a loop of about
+    `seconds`, steps never synced."""
     viewers = []
     if mode in ("viewer", "viewers", "blocking"):
         viewers.append(nnx_lab.watch(model, display=False))
     if mode == "viewers":
         viewers.append(nnx_lab.watch(optimizer, display=False))
     before = viewers[0].status["refreshes"] if viewers else 0
+    published = []  # when the model viewer published, during the loop
+    if viewers:
+        viewers[0].observe(lambda change: published.append(time.perf_counter()), names="snapshot")
     steps, loss = 0, None
     start = time.perf_counter()
 
@@ -98,9 +104,11 @@ def run(mode: str, model, optimizer, batches, seconds: float) -> tuple[float, fl
     jax.block_until_ready(loss)
     elapsed = time.perf_counter() - start
     refreshes = (viewers[0].status["refreshes"] - before) if viewers else 0
+    during = [t for t in published if t <= start + seconds]
+    steady = (len(during) - 1) / (during[-1] - during[0]) if len(during) > 2 else 0.0
     for v in viewers:
         v.close()
-    return steps / elapsed, refreshes / elapsed
+    return steps / elapsed, refreshes / elapsed, steady
 
 
 def bench(name: str, model_cls, shape, seconds: float, rounds: int) -> None:
@@ -119,14 +127,15 @@ def bench(name: str, model_cls, shape, seconds: float, rounds: int) -> None:
             got[m].append(run(m, model, optimizer, batches, seconds))
     # Each round's ratio against that round's plain run, then the median: the machine is shared and
     # its speed drifts between rounds more than within one.
-    plain = statistics.median(s for s, _ in got["plain"])
+    plain = statistics.median(s for s, *_ in got["plain"])
     print(f"{name}: {plain:.1f} steps/s without a viewer ({rounds} interleaved rounds of {seconds:.0f} s, "
           f"{jax.devices()[0].device_kind})")
     for m, label in (("viewer", "viewer"), ("viewers", "model + optimizer viewers"),
                      ("blocking", "viewer, refresh waiting for the device (old)")):
-        ratio = statistics.median(s / p for (s, _), (p, _) in zip(got[m], got["plain"]))
-        refreshes = statistics.median(r for _, r in got[m])
-        print(f"  {label:<46} throughput ratio {ratio:.3f}   refreshes/s {refreshes:.2f}")
+        ratio = statistics.median(s / p for (s, *_), (p, *_) in zip(got[m], got["plain"]))
+        refreshes = statistics.median(r for _, r, _ in got[m])
+        steady = statistics.median(r for *_, r in got[m])
+        print(f"  {label:<46} throughput ratio {ratio:.3f}   refreshes/s {refreshes:.2f}   steady {steady:.2f}")
 
 
 def main() -> None:

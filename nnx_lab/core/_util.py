@@ -20,7 +20,8 @@ import builtins
 import json
 import keyword
 import re
-from typing import Any, Mapping
+import threading
+from typing import Any, Callable, Mapping
 
 #: the longest user text echoed back in a message (a name, an option, a path)
 ECHO_CHARS = 200
@@ -199,3 +200,17 @@ def looks_like_path(text: str) -> bool:
     """
     match = _PATH_TEXT.fullmatch(text)
     return match is not None and is_python_name(match["first"])
+
+
+def when_ready(pending: Any, then: Callable[[], None], name: str) -> None:
+    """Call ``then()`` on a daemon thread once ``pending.wait()`` returns (or fails): a result on
+    its way from the device is shown when it arrives, without holding up the caller."""
+
+    def run() -> None:
+        try:
+            pending.wait()
+        except Exception:
+            pass
+        then()
+
+    threading.Thread(target=run, name=name, daemon=True).start()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import pathlib
 import sys
-import threading
 from typing import Any, Callable, ClassVar, TypeVar
 
 import anywidget
@@ -46,20 +45,6 @@ def background_unsupported() -> str | None:
     if "google.colab" in sys.modules:
         return "thread-delivered widget updates are not verified on Colab"
     return None
-
-
-def when_ready(pending: Any, then: Callable[[], None], name: str) -> None:
-    """Call ``then()`` on a daemon thread once ``pending.wait()`` returns (or fails): a result on
-    its way from the device is shown when it arrives, without holding up the caller."""
-
-    def run() -> None:
-        try:
-            pending.wait()
-        except Exception:
-            pass
-        then()
-
-    threading.Thread(target=run, name=name, daemon=True).start()
 
 
 def command(*types: str) -> Callable[[F], F]:

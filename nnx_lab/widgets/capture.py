@@ -23,11 +23,11 @@ from flax import nnx
 from .._ipython import busy_queue, cell_hooks
 from ..core import capture as core
 from ..core import compat
-from ..core._util import first_line, message_id, one_line
+from ..core._util import first_line, message_id, one_line, when_ready
 from ..core.capture import CaptureToggles, Modules, caller_namespace, intermediate_grads, module_tree
 from ..core.graph import path_text
 from ..core.snapshot import Throttle
-from ._base import ANY, STATIC, Widget, background_unsupported, command, when_ready
+from ._base import ANY, STATIC, Widget, background_unsupported, command
 
 GONE = "the model is gone (deleted or garbage-collected)"
 

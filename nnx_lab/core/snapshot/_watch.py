@@ -30,7 +30,7 @@ import jax
 
 from ._history import History
 from ._snapshot import PendingSnapshot, Snapshot
-from .._util import one_line
+from .._util import one_line, when_ready
 from ._throttle import Throttle
 from ._stats import Deferred, kernel_cache_size
 from ..graph import check_inspectable
@@ -197,15 +197,11 @@ class Watcher:
     def _publish_when_ready(self, pending: PendingSnapshot) -> None:
         """A short-lived thread waits for ``pending`` (off the main thread) and publishes it, so the
         end of a cell or of a loop shows the last values without the kernel waiting for them."""
-        def run():
-            try:
-                pending.wait()
-            except Exception:
-                pass
+        def publish():
             with self._lock:
                 if pending in self._in_flight:
                     self._publish_arrived(wait=False, upto=pending)
-        threading.Thread(target=run, name="nnx_lab-publish", daemon=True).start()
+        when_ready(pending, publish, name="nnx_lab-publish")
 
     def tick(self) -> bool:
         """Call once per training step: refreshes when the throttle allows."""
