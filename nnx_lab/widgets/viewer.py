@@ -15,7 +15,15 @@ T = TypeVar("T")
 
 
 class StateViewer(Widget):
-    """Every Variable of a model, refreshed while it trains. Create it with ``nnx_lab.watch``."""
+    """Every Variable of a model, refreshed while it trains. Create it with ``nnx_lab.watch``.
+
+    >>> from flax import nnx
+    >>> from nnx_lab import watch
+    >>> model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    >>> viewer = watch(model, display=False)
+    >>> viewer.status["state"], viewer.status["refreshes"]
+    ('live', 1)
+    """
 
     _esm = STATIC / "viewer.js"
     snapshot = traitlets.Dict().tag(sync=True)
@@ -127,9 +135,31 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
     """Show a live viewer of ``obj`` and return it; refreshes after every cell, on
     ``viewer.tick()`` / ``viewer.track(...)``, and optionally from a background thread.
 
-    Holds ``obj`` by weak reference. Raises TypeError at once for something that is not
-    a model; after that, refreshing never raises. With several processes (``jax.distributed``),
-    every process refreshes (they reduce sharded arrays together) and only process 0 displays.
+    Holds ``obj`` by weak reference (keep your own reference to the model). Refreshing never
+    raises. With several processes (``jax.distributed``), every process refreshes (they reduce
+    sharded arrays together) and only process 0 displays.
+
+    Args:
+      obj: what :func:`nnx_lab.snapshot` accepts: an ``nnx.Module``, an ``nnx.State``, ...
+      max_rate: refreshes per second at most, in (0, 100].
+      background: also refresh from a background thread while a cell runs.
+      stats: compute statistics on the device (``False``: descriptions only).
+      history: how many refreshes to keep for the sparklines (at least 1).
+      display: show the viewer; with ``False`` only return it.
+
+    Raises:
+      TypeError: ``obj`` is not a model (nothing :func:`nnx_lab.snapshot` accepts).
+      ValueError: ``max_rate`` or ``history`` out of range.
+
+    >>> from flax import nnx
+    >>> model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    >>> viewer = watch(model, display=False)
+    >>> viewer
+    StateViewer · Linear: 2 variables, 9 elements, 36 B on 1× ...
+    >>> for step in viewer.track(range(3)):
+    ...     pass
+    >>> viewer.status["state"]
+    'live'
     """
     viewer = StateViewer(obj, max_rate=max_rate, background=background, stats=stats, history=history)
     return viewer.show() if display else viewer
