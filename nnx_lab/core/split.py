@@ -163,9 +163,25 @@ class SplitReport:
 def split_report(obj: Any, *filters: Any, labels: Sequence[str] | None = None) -> SplitReport:
     """Which Variables of ``obj`` each filter takes, in order, as ``nnx.split(obj, *filters)`` would.
 
-    ``labels`` are the filters as the user wrote them (the magic passes the source text).
-    Raises :class:`SplitError` for a filter flax does not accept, ``...``/``True`` before the
-    last position, or a filter that raises on some Variable (naming the filter and the path).
+    Args:
+      obj: what :func:`nnx_lab.snapshot` accepts (an ``nnx.Module``, an ``nnx.State``, ...).
+      *filters: NNX filters, as for ``nnx.split``; none means ``...`` (everything).
+      labels: the filters as the user wrote them, one per filter (the magic passes the
+        source text).
+
+    Raises:
+      SplitError: (a ``ValueError``) a filter flax does not accept, ``...``/``True`` before the
+        last position, a filter that raises on some Variable (naming the filter and the path),
+        or ``labels`` not one per filter.
+      TypeError: ``obj`` is not a model.
+
+    >>> from flax import nnx
+    >>> report = split_report(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), nnx.Param, ...)
+    >>> print(report.to_text())
+    split of Linear: 2 Variables into 2 filters
+      [1] nnx.Param -> param: 2 Variables, 36 B (Param 2)
+      [2] ... -> rest: 0 Variables, 0 B
+      ! filter 2 (...) took nothing
     """
     if not filters:
         filters = (...,)

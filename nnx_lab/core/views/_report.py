@@ -170,10 +170,28 @@ class ViewReport:
 
 
 def view_report(model: Any, *, only: Any = ...) -> ViewReport:
-    """Every submodule instance with ``set_view`` (matched by ``only``: an NNX filter on
-    ``(path, module)``, or a module path such as ``"layers[1]"``, ``"layers/1"`` or
-    ``("layers", 1)``: that module and everything under it), its arguments and current values,
-    and the model's mode."""
+    """Every submodule instance with ``set_view`` (matched by ``only``), its arguments and current
+    values, and the model's mode (train, eval or mixed).
+
+    Args:
+      model: an ``nnx.Module``.
+      only: an NNX filter on ``(path, module)``, or a module path such as ``"layers[1]"``,
+        ``"layers/1"`` or ``("layers", 1)``: that module and everything under it. A path or
+        filter that matches nothing is not an error: the report says so.
+
+    Raises:
+      TypeError: ``model`` is not an ``nnx.Module``, or ``only`` is neither a filter nor a path.
+
+    >>> from flax import nnx
+    >>> model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), nnx.Dropout(0.5, rngs=nnx.Rngs(0)))
+    >>> report = view_report(model)
+    >>> report.mode
+    'train'
+    >>> print(report.to_text())
+    Sequential: train (1 of 1 modules with set_view are set to train or eval)
+      layers[1] (Dropout): train
+        deterministic: bool | None = None   now False
+    """
     if not isinstance(model, nnx.Module):
         raise TypeError(f"expected an nnx.Module, got {type(model).__name__}")
     predicate = filterlib.to_predicate(only_filter(model, only))
