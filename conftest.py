@@ -3,7 +3,8 @@ with a reason naming that flax, decided by nnx_lab.core.compat (the library's ow
 
 - a test: ``@pytest.mark.needs_flax("nnx.view")`` (or ``pytestmark = ...`` for a whole file);
 - a tutorial: ``"nnx_lab": {"needs_flax": "nnx.capture"}`` in the notebook's metadata;
-- a doctest: by the module it is in (the capture modules need ``nnx.capture``);
+- a doctest: by the module it is in (the capture modules need ``nnx.capture``), or by its name
+  (``view_panel``'s needs ``nnx.view``);
 - a file that cannot even be imported on an older flax: ``pytest.skip(compat.missing(...), allow_module_level=True)``.
 """
 import functools
@@ -14,6 +15,7 @@ import pytest
 from nnx_lab.core import compat
 
 _DOCTEST_NEEDS = {"capture": "nnx.capture"}  # a word in the module's name -> the flax feature
+_DOCTEST_NAME_NEEDS = {"view_panel": "nnx.view"}  # a documented name -> the flax feature
 
 
 def pytest_configure(config):
@@ -27,6 +29,7 @@ def _features(item) -> list[str]:
     found = [m.args[0] for m in item.iter_markers("needs_flax")]
     if type(item).__name__ == "DoctestItem":
         found += [f for word, f in _DOCTEST_NEEDS.items() if any(word in p for p in item.path.parts[-2:])]
+        found += [f for name, f in _DOCTEST_NAME_NEEDS.items() if item.name.rsplit(".", 1)[-1] == name]
     elif str(item.fspath).endswith(".ipynb"):
         need = _notebook_needs(str(item.fspath))
         found += [need] if need else []

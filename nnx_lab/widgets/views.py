@@ -24,6 +24,16 @@ class ViewPanel(Widget):
     and :func:`mode_toggle` (``variant="modes"``: a train/eval switch and per-instance modes).
     The same requests are methods here: :meth:`create_view`, :meth:`apply`, :meth:`set_mode`.
     The model is held by weak reference.
+
+    >>> from flax import nnx
+    >>> from nnx_lab import mode_toggle
+    >>> model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), nnx.Dropout(0.5, rngs=nnx.Rngs(0)))
+    >>> panel = mode_toggle(model, display=False)
+    >>> panel.set_mode("eval"), model.layers[1].deterministic
+    ('model.eval()', True)
+    >>> panel.refresh()
+    >>> panel.payload["mode"]
+    'eval'
     """
 
     _esm = STATIC / "views.js"
@@ -187,15 +197,50 @@ def view_panel(model: Any, *, only: Any = ..., only_code: str | None = None, nam
     a function of ``(path, module)``) or a module path (``"layers[1]"``, ``"layers/1"``,
     ``("layers", 1)``: that module and everything under it). The lines the panel shows spell the
     filter as Python (``only_code`` when given); a function bound to no name shows as
-    ``<your filter>``. ``name`` is the name "create view" binds (default ``<target>_view``).
-    Shows the panel unless ``display=False``; returns it either way.
+    ``<your filter>``. Shows the panel unless ``display=False``; returns it either way.
+
+    Args:
+      model: an ``nnx.Module``.
+      only: the modules the panel shows (see above); default all.
+      only_code: how the lines the panel shows spell ``only``.
+      name: the name "create view" binds (default ``<target>_view``).
+      target: the model's name in those lines (default: the name it is bound to, or ``model``).
+      display: show the panel; with ``False`` only return it.
+
+    Raises:
+      TypeError: ``model`` is not an ``nnx.Module``, or ``only`` is neither a filter nor a path.
+      NeedsNewerFlax: (a ``RuntimeError``) the installed flax has no ``nnx.view``.
+
+    >>> from flax import nnx
+    >>> model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), nnx.Dropout(0.5, rngs=nnx.Rngs(0)))
+    >>> panel = view_panel(model, display=False)
+    >>> panel.apply(deterministic=True), model.layers[1].deterministic
+    ('model.set_attributes(deterministic=True)', True)
     """
     panel = ViewPanel(model, variant="views", only=only, only_code=only_code, name=name, target=target)
     return panel.show() if display else panel
 
 
 def mode_toggle(model: Any, *, target: str | None = None, display: bool = True) -> ViewPanel:
-    """A train/eval switch (``model.train()`` / ``model.eval()`` in place) with every instance's mode."""
+    """A train/eval switch (``model.train()`` / ``model.eval()`` in place) with every instance's mode.
+
+    Args:
+      model: an ``nnx.Module``.
+      target: the model's name in the lines the panel shows (default: the name it is bound to,
+        or ``model``).
+      display: show the panel; with ``False`` only return it.
+
+    Raises:
+      TypeError: ``model`` is not an ``nnx.Module``.
+
+    >>> from flax import nnx
+    >>> model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), nnx.Dropout(0.5, rngs=nnx.Rngs(0)))
+    >>> toggle = mode_toggle(model, display=False)
+    >>> toggle
+    ViewPanel(modes) · Sequential: train (1 of 1 modules with set_view are set to train or eval)
+    >>> toggle.set_mode("eval"), model.layers[1].deterministic
+    ('model.eval()', True)
+    """
     panel = ViewPanel(model, variant="modes", target=target)
     return panel.show() if display else panel
 
