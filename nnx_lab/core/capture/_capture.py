@@ -75,13 +75,6 @@ def _method_type(methods: Any) -> type[nnx.Variable] | None:
 class Capture:
     """Collect what ``model``'s submodules sow (and, with ``methods``, every method's output).
 
-    ``types``: the Variable types to keep (see :func:`resolve_types`), default ``Intermediate``.
-    ``methods``: record each public method's and ``__call__``'s output under its name (``True``
-    means as ``nnx.Intermediate``, or give a Variable type). ``only``: an NNX filter on
-    ``(path, module)`` (``nnx.Linear``, ``nnx.PathContains('attn')``, a function), or a module path
-    (``"blocks[0]"``, ``"blocks/0"``, a key tuple) meaning that module and all under it.
-    ``init``: a State of starting values (the perturbations of the gradient recipe).
-
     While entered, every submodule of ``model`` carries flax's ``__captures__``; on exit (always,
     also on an exception or KeyboardInterrupt) they are removed and every patched class method is
     restored; then ``captured`` (an ``nnx.State`` keyed by module path, then sow name),
@@ -92,6 +85,35 @@ class Capture:
     The user's own ``nnx.capture(...)`` called while armed takes over for its duration, as an inner
     ``nnx.capture`` does in flax: it gets exactly what flax gives it, and nothing of that call is
     captured here; ``inside_own`` counts such calls (eager or traced), and the report says so.
+
+    Args:
+      model: the ``nnx.Module`` whose submodules are captured.
+      types: the Variable types to keep (types, or names: see :func:`resolve_types`), default
+        ``Intermediate``.
+      methods: record each public method's and ``__call__``'s output under its name (``True``
+        means as ``nnx.Intermediate``, or give a Variable type).
+      only: an NNX filter on ``(path, module)`` (``nnx.Linear``, ``nnx.PathContains('attn')``, a
+        function), or a module path (``"blocks[0]"``, ``"blocks/0"``, a key tuple) meaning that
+        module and all under it.
+      init: a State of starting values (the perturbations of the gradient recipe).
+
+    Raises:
+      TypeError: ``model`` is not an ``nnx.Module``; ``only``, ``methods`` or ``init`` of the
+        wrong kind; a type that is not a Variable type.
+      ValueError: a type name that names no Variable type.
+      RuntimeError: the Capture is entered a second time; or (``NeedsNewerFlax``) the installed
+        flax has no ``nnx.capture``.
+
+    >>> import jax.numpy as jnp
+    >>> from flax import nnx
+    >>> from nnx_lab import Capture
+    >>> model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
+    >>> with Capture(model, methods=True) as cap:
+    ...     y = model(jnp.ones((1, 2)))
+    >>> cap.captured["layers"][0]["__call__"].get_value()[0].shape
+    (1, 3)
+    >>> cap.seen_types, cap.inside_own
+    ((<class 'flax.nnx.variablelib.Intermediate'>,), 0)
     """
 
     def __init__(self, model: nnx.Module, *, types: Any = DEFAULT_TYPES, methods: bool | type = False,
@@ -320,8 +342,17 @@ def capture_call(model: nnx.Module, fn: Callable, *args: Any, types: Any = DEFAU
                  methods: bool | type = False, only: Any = ..., **kwargs: Any) -> tuple[Any, nnx.State]:
     """``fn(*args, **kwargs)`` with ``model`` captured: ``(result, captured State)``.
 
-    ``fn`` may be the model itself, one of its methods, or any function that calls it (an
-    ``nnx.jit`` function of the model included).
+    Args:
+      model: the ``nnx.Module`` whose submodules are captured.
+      fn: the model itself, one of its methods, or any function that calls it (an ``nnx.jit``
+        function of the model included).
+      *args: passed to ``fn``, with ``**kwargs``.
+      types: the Variable types to keep, as for :class:`Capture`.
+      methods: record every method's output too, as for :class:`Capture`.
+      only: the modules to capture from, as for :class:`Capture`.
+
+    Raises:
+      TypeError, ValueError: as :class:`Capture` does; and whatever ``fn`` raises.
 
     >>> import jax.numpy as jnp
     >>> model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))

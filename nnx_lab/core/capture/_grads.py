@@ -46,9 +46,20 @@ def intermediate_grads(model: nnx.Module, loss_fn: Callable, *args: Any, types: 
     (4) return the forward captures and the gradients side by side. ``types`` may name
     Perturbation subclasses (what ``perturb`` was given) and forward types (default
     ``Intermediate``). Everything runs on a copy of the model: its Variables, RNG counts and
-    batch statistics are exactly as before. Raises :class:`NoPerturbations` when nothing was
-    perturbed, ``TypeError`` when the loss is not a scalar. The gradient runs eagerly, op by op;
-    give an ``nnx.jit`` loss function to run its forward and backward passes compiled.
+    batch statistics are exactly as before. The gradient runs eagerly, op by op; give an
+    ``nnx.jit`` loss function to run its forward and backward passes compiled.
+
+    Args:
+      model: the ``nnx.Module`` (it is not changed).
+      loss_fn: called as ``loss_fn(model, *args, **kwargs)``; returns a scalar.
+      *args: passed to ``loss_fn``, with ``**kwargs``.
+      types: Perturbation subclasses and forward Variable types (default ``Intermediate``).
+      methods: record every method's output too, as for :class:`Capture`.
+      only: the modules to capture from, as for :class:`Capture`.
+
+    Raises:
+      NoPerturbations: (a ``ValueError``) nothing was perturbed.
+      TypeError: the loss is not a scalar, or ``model`` is not an ``nnx.Module``.
 
     >>> import jax.numpy as jnp
     >>> class Scale(nnx.Module):

@@ -91,7 +91,17 @@ class _PendingTable:
 @dataclasses.dataclass(frozen=True)
 class CaptureReport:
     """What a capture collected, described: snapshot rows (one per sown array) with statistics and
-    a histogram, the gradients likewise when there are any, and messages for the user."""
+    a histogram, the gradients likewise when there are any, and messages for the user.
+
+    >>> import jax.numpy as jnp
+    >>> from flax import nnx
+    >>> from nnx_lab import capture_call, capture_report
+    >>> model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
+    >>> _, captured = capture_call(model, model, jnp.ones((1, 2)), methods=True)
+    >>> report = capture_report(captured, bins=4)
+    >>> [row.path_text for row in report.snapshot.rows], len(report.hist), report.messages
+    (['__call__[0]', 'layers[0].__call__[0]'], 2, ())
+    """
 
     captured: nnx.State
     grads: nnx.State | None
@@ -220,6 +230,30 @@ def capture_report(captured: nnx.State, *, grads: nnx.State | None = None, types
     was left out: a filter that matched nothing, nothing sown under the chosen types (naming
     the types that were), types sown but not chosen, no gradients, and the ``inside_own`` calls
     that ran inside the user's own ``nnx.capture`` (their values went to it, not here).
+
+    Args:
+      captured: the ``nnx.State`` a capture collected (``Capture.captured``, ``capture_call``'s).
+      grads: the gradients at the ``perturb`` points (``intermediate_grads``'), if any.
+      types: the Variable types that were chosen (for the messages).
+      seen_types: every type sown (``Capture.seen_types``), chosen or not.
+      matched: the module paths an ``only`` filter selected (``Capture.matched``).
+      bins: histogram bins per array, an integer in [1, 1024].
+      only_text: that filter as the user wrote it.
+      inside_own: ``Capture.inside_own``.
+
+    Raises:
+      ValueError: ``bins`` out of range.
+
+    >>> import jax.numpy as jnp
+    >>> from flax import nnx
+    >>> from nnx_lab import capture_call
+    >>> model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
+    >>> _, captured = capture_call(model, model, jnp.ones((1, 2)), methods=True)
+    >>> print(capture_report(captured, bins=4).to_text())
+    captured 2 arrays (Intermediate)
+    path                   type          shape   dtype    mean     std     min     max     histogram
+    __call__[0]            Intermediate  (1, 3)  float32  -0.5281  0.5781  -1.346  -0.119  ...
+    layers[0].__call__[0]  Intermediate  (1, 3)  float32  -0.5281  0.5781  -1.346  -0.119  ...
     """
     return PendingCaptureReport(captured, grads=grads, types=types, seen_types=seen_types, matched=matched,
                                 bins=bins, only_text=only_text, inside_own=inside_own).finish()
