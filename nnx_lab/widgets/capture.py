@@ -49,6 +49,19 @@ class CapturePanel(Widget):
     ``budget`` of the loop's time (the description waits for the device); the last call is shown
     when the loop ends. In a notebook, calls after the first in one cell are held back the same
     way, and the last one is shown after the cell.
+
+    >>> import jax.numpy as jnp
+    >>> from flax import nnx
+    >>> from nnx_lab import capture_panel
+    >>> model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
+    >>> panel = capture_panel(model, display=False)
+    >>> panel.methods = True
+    >>> panel.modules
+    ('', 'layers', 'layers[0]')
+    >>> for x in panel.track([jnp.ones((1, 2))] * 3):
+    ...     y = panel(x)
+    >>> panel.status["calls"], y.shape
+    (3, (1, 3))
     """
 
     _esm = STATIC / "capture.js"
@@ -377,12 +390,29 @@ def capture_panel(model: Any, *, types: Any = core.DEFAULT_TYPES, methods: bool 
                   max_rate: float = 2.0, budget: float = 0.02, display: bool = True) -> CapturePanel:
     """Show capture toggles for ``model`` and return the panel; ``panel(x)`` calls the model under them.
 
-    ``types``: Variable types to collect (types, or names such as ``"Intermediate, MyActivation"``:
-    looked up in ``nnx``, then where ``capture_panel`` is called from, then in the notebook);
-    ``methods``: record every method's output too; ``max_rate`` and ``budget``: inside
-    ``panel.track(...)``, describe calls at most ``max_rate`` times a second and within ``budget``
-    of the loop's time. Raises TypeError for something that is not an ``nnx.Module`` and
-    ValueError/TypeError for a type that is not a Variable type.
+    Args:
+      model: an ``nnx.Module``.
+      types: Variable types to collect (types, or names such as ``"Intermediate, MyActivation"``:
+        looked up in ``nnx``, then where ``capture_panel`` is called from, then in the notebook).
+      methods: record every method's output too.
+      max_rate: inside ``panel.track(...)``, describe calls at most this many times a second,
+        in (0, 100].
+      budget: and within this fraction of the loop's time, in (0, 1].
+      display: show the panel; with ``False`` only return it.
+
+    Raises:
+      TypeError: ``model`` is not an ``nnx.Module``, or a type is not a Variable type.
+      ValueError: a name that names no Variable type, no type at all, or ``max_rate`` /
+        ``budget`` out of range.
+      NeedsNewerFlax: (a ``RuntimeError``) the installed flax has no ``nnx.capture``.
+
+    >>> import jax.numpy as jnp
+    >>> from flax import nnx
+    >>> model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
+    >>> panel = capture_panel(model, methods=True, display=False)
+    >>> y = panel(jnp.ones((1, 2)))
+    >>> panel.status["calls"], panel.captured["layers"][0]["__call__"].get_value()[0].shape
+    (1, (1, 3))
     """
     panel = CapturePanel(model, types=types, methods=methods, max_rate=max_rate, budget=budget,
                          namespace=caller_namespace(1, types))
