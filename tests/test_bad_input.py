@@ -113,3 +113,20 @@ def test_errors_are_cut_to_their_first_line(ip, model):
         ip.run_line_magic("nnx_snapshot", "boom()")
     assert str(e.value) == "TARGET 'boom()' raised ValueError: first"
     assert_unchanged(model, before)
+
+
+@pytest.mark.parametrize("captured", [3, {"a": jnp.ones(3)}, None])
+def test_capture_report_of_something_not_captured_says_what_it_needs(captured):
+    with pytest.raises(TypeError, match=r"^capture_report needs the nnx.State a capture collected .*got "):
+        nnx_lab.capture_report(captured)
+
+
+@pytest.mark.parametrize("bad", [3, 2.5, b"kernel"])
+def test_split_report_says_what_a_filter_is_not_what_flax_tripped_on(model, bad):
+    before = frozen(model)
+    with pytest.raises(SplitError) as info:
+        nnx_lab.split_report(model, bad)
+    assert_unchanged(model, before)
+    text = str(info.value)
+    assert "\n" not in text and f"is not an NNX filter ({type(bad).__name__}): a filter is a Variable type" in text
+    assert "format specifier" not in text

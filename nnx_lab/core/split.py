@@ -199,8 +199,12 @@ def split_report(obj: Any, *filters: Any, labels: Sequence[str] | None = None) -
                              f"(it is filter {i + 1} of {len(filters)})")
         try:
             predicates.append(filterlib.to_predicate(f))
-        except Exception as e:
-            raise SplitError(f"filter {i + 1} ({labels[i]}) is not an NNX filter: {first_line(str(e))}") from None
+        except Exception:
+            # flax's own message may be about its own formatting (an int filter: "Invalid format
+            # specifier"), so say what a filter is instead.
+            raise SplitError(f"filter {i + 1} ({labels[i]}) is not an NNX filter ({type(f).__name__}): a filter is a "
+                             "Variable type, a path string, a function (path, value) -> bool, a tuple of filters, "
+                             "nnx.All/Any/Not/PathContains/..., or ... / True last") from None
     snap = snapshot(obj, stats=False)
     variables = list(nnx.to_flat_state(nnx.state(obj)))
     rows_of = _rows_by_variable(snap.rows, variables)

@@ -242,6 +242,7 @@ def capture_report(captured: nnx.State, *, grads: nnx.State | None = None, types
       inside_own: ``Capture.inside_own``.
 
     Raises:
+      TypeError: ``captured`` is not a State.
       ValueError: ``bins`` out of range.
 
     >>> import jax.numpy as jnp
@@ -268,6 +269,9 @@ class PendingCaptureReport:
                  seen_types: Sequence[type] = (), matched: Sequence[Path] | None = None,
                  bins: int = DEFAULT_BINS, only_text: str | None = None, inside_own: int = 0):
         start = time.thread_time()
+        if not isinstance(captured, nnx.State):
+            raise TypeError(f"capture_report needs the nnx.State a capture collected (Capture.captured), "
+                            f"got {type(captured).__name__}")
         self._inside_own = check_number(inside_own, "inside_own", 0, float("inf"), integer=True)
         self._types = resolve_types(types)
         check_number(bins, "bins", 1, MAX_BINS, integer=True)
