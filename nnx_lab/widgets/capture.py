@@ -12,7 +12,6 @@ trait, so a rejected click is undone on screen. A click made while a cell runs i
 
 from __future__ import annotations
 
-import html
 import time
 import weakref
 from typing import Any, Callable, Iterable, Iterator, TypeVar
@@ -26,6 +25,7 @@ from ..core import compat
 from ..core._util import MAX_RATE, check_number, first_line, message_id, one_line
 from ..core.capture import CaptureToggles, Modules, caller_namespace, intermediate_grads, module_tree
 from ..core.graph import path_text
+from ..core.render import pre_html
 from ._base import ANY, STATIC, Widget, background_unsupported, command, when_ready
 
 GONE = "the model is gone (deleted or garbage-collected)"
@@ -364,7 +364,7 @@ class CapturePanel(Widget):
     def _fallback(self) -> tuple[str, str]:
         if self.last_report is not None:
             return self._last_report.to_text(), self._last_report.to_html()
-        return repr(self), f"<pre class=\"nnx-lab-capture-static\">{html.escape(repr(self))}</pre>"
+        return repr(self), pre_html(repr(self), ' class="nnx-lab-capture-static"')
 
     def __repr__(self) -> str:
         target = self._target + (" (gone)" if self._ref() is None else "")
