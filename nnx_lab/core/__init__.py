@@ -2,6 +2,6 @@
 
 Imports neither IPython nor ipywidgets. Feature packages, each behind one facade: ``graph`` (the
 walk, paths, module selection), ``snapshot`` (statistics kernels, placement, ``Snapshot``, history,
-live refresh), ``capture``, ``views``; modules ``split`` (the split report) and ``render`` (static
-text and HTML).
+live refresh), ``capture``, ``views``, ``render`` (every static text and HTML rendering, and the
+formats the browser shares); module ``split`` (the split report).
 """

@@ -28,7 +28,7 @@ from flax import nnx
 from flax.nnx import filterlib
 
 from ._util import ECHO_CHARS, check_name, clip, first_line, safe_repr
-from .render import format_bytes
+from . import render
 from .snapshot import Row, snapshot
 from .graph import Path, path_text
 
@@ -136,28 +136,16 @@ class SplitReport:
 
     def to_text(self, names: Sequence[str] | None = None) -> str:
         """Plain text; ``names``: the names bound (graphdef first), when not the default ones."""
-        n = self.variable_count
-        bound = list(names)[1:] if names else [f.name for f in self.filters]
-        lines = [f"split of {self.root_type}: {n} Variable{'' if n == 1 else 's'} into {len(self.filters)} filters"]
-        for f, name in zip(self.filters, bound):
-            types = ", ".join(f"{t} {n}" for t, n in f.types.items())
-            lines.append(f"  [{f.index + 1}] {f.label} -> {name}: {f.count} Variable{'' if f.count == 1 else 's'}, "
-                         f"{format_bytes(f.bytes)}{f' ({types})' if types else ''}")
-        lines += [f"  ! {p}" for p in self.problems()]
-        return "\n".join(lines)
+        return render.split_text(self, names)
 
     def __repr__(self) -> str:
         return self.to_text()
 
     def _repr_html_(self) -> str:
-        from .render import split_html
-
-        return split_html(self)
+        return render.split_html(self)
 
     def to_html(self, target: str = "model", names: Sequence[str] | None = None) -> str:
-        from .render import split_html
-
-        return split_html(self, target=target, names=names)
+        return render.split_html(self, target=target, names=names)
 
 
 def split_report(obj: Any, *filters: Any, labels: Sequence[str] | None = None) -> SplitReport:

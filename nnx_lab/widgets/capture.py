@@ -12,7 +12,6 @@ trait, so a rejected click is undone on screen. A click made while a cell runs i
 
 from __future__ import annotations
 
-import html
 import time
 import weakref
 from typing import Any, Callable, Iterable, Iterator, TypeVar
@@ -26,8 +25,10 @@ from ..core import compat
 from ..core._util import first_line, message_id, one_line, when_ready
 from ..core.capture import CaptureToggles, Modules, caller_namespace, intermediate_grads, module_tree
 from ..core.graph import path_text
+from ..core.render import pre_html
 from ..core.snapshot import Throttle
 from ._base import ANY, STATIC, Widget, background_unsupported, command
+from ._describing import Descriptions
 
 GONE = "the model is gone (deleted or garbage-collected)"
 
@@ -76,7 +77,7 @@ class CapturePanel(Widget):
         compat.require("nnx.capture", "the capture panel")
         if not isinstance(model, nnx.Module):
             raise TypeError(f"capture_panel needs an nnx.Module, got {type(model).__name__}")
-        self._throttle = Throttle(max_rate, budget, what="descriptions")  # between two descriptions inside track()
+        throttle = Throttle(max_rate, budget, what="descriptions")  # between two descriptions inside track()
         chosen = core.resolve_types(types, namespace if namespace is not None else caller_namespace(1, types))
         if not chosen:
             raise ValueError("capture_panel needs at least one Variable type to collect")
@@ -90,9 +91,10 @@ class CapturePanel(Widget):
         self._last_report: core.CaptureReport | None = None
         self._last_toggles: tuple | None = None  # the toggles of the last call
         self._answered: Any = None  # id of the last browser message answered
-        self._unshown: tuple | None = None  # the last call, when a loop's throttle has not shown it yet
-        self._describing: tuple | None = None  # a description dispatched to the device, not yet shown
-        self._last_shown = float("-inf")
+        self._descriptions = Descriptions(
+            throttle, show=lambda report, modules, elapsed, loss: self._show(
+                report, modules, elapsed=elapsed, loss=None if loss is None else _scalar(loss)),
+            fail=lambda text: self._set_status(text, level="error"))
         self._looping = 0  # track() loops running
         self._cell: Any = None  # the notebook cell of the last call
         self._calls = 0
@@ -178,49 +180,23 @@ class CapturePanel(Widget):
         """Show the last call if a loop's throttle held it back; never raises. Without ``wait``, its
         description is dispatched and shown by a thread once its numbers arrive (where widget
         messages may come from threads), so the end of a loop or cell does not wait for the device."""
-        if self._unshown is not None:
-            self._dispatch_description()
-        if self._describing is None:
-            return
-        if wait or self._describing[0].ready() or background_unsupported() is not None:
-            self._show_described()
-            return
-        describing = self._describing
-        # The call count is current at once (the report follows when its numbers arrive).
-        self._set_status(self.status.get("message", ""), level=self.status.get("level", ""))
-        when_ready(describing[0], lambda: self._describing is describing and self._show_described(),
-                   "nnx_lab-capture-publish")
-
-    def _dispatch_description(self) -> None:
-        """Queue the last call's description on the device (statistics, histograms); never waits."""
-        describe, modules, elapsed, loss = self._unshown
-        self._unshown = None
-        try:
-            pending = describe()
-        except Exception as error:  # a description that fails must not break the loop
-            self._set_status(f"describing the captured values failed: {one_line(error)}", level="error")
-            return
-        self._last_shown = time.monotonic()
-        self._describing = (pending, modules, elapsed, loss)
-
-    def _show_described(self) -> None:
-        """Show the dispatched description (waiting for its numbers if need be)."""
-        describing, self._describing = self._describing, None
+        descriptions = self._descriptions
+        descriptions.dispatch()
+        describing = descriptions.describing
         if describing is None:
             return
-        pending, modules, elapsed, loss = describing
-        try:
-            pending.wait()  # the device's time: not counted
-            report = pending.finish()
-        except Exception as error:
-            self._set_status(f"describing the captured values failed: {one_line(error)}", level="error")
+        if wait or describing[0].ready() or background_unsupported() is not None:
+            descriptions.show_described()
             return
-        self._throttle.cost(pending.host_s)
-        self._show(report, modules, elapsed=elapsed, loss=None if loss is None else _scalar(loss))
+        # The call count is current at once (the report follows when its numbers arrive).
+        self._set_status(self.status.get("message", ""), level=self.status.get("level", ""))
+        when_ready(describing[0], lambda: descriptions.describing is describing and descriptions.show_described(),
+                   "nnx_lab-capture-publish")
 
     def close(self) -> None:
         """Close the widget and let go of the captured arrays (the model is the caller's)."""
-        self._captured = self._grads = self._last_report = self._unshown = self._describing = None
+        self._captured = self._grads = self._last_report = None
+        self._descriptions.clear()
         super().close()
 
     # -- what the last call captured ---------------------------------------------------------
@@ -344,18 +320,13 @@ class CapturePanel(Widget):
             if isinstance(t, type) and issubclass(t, nnx.Variable):
                 self._toggles.offer(t)
         self._last_toggles = self._toggles.state()
-        self._unshown = (describe, modules, elapsed, loss)
+        self._descriptions.hold(describe, modules, elapsed, loss)
         cell, self._cell = self._cell, cell_hooks.current_cell()
         in_a_loop = self._looping or (cell is not None and cell == self._cell)  # a second call in one cell
         if not in_a_loop:
             self.flush()  # one call: described and shown now
             return
-        # In a loop nothing waits for the device: a description dispatched at an earlier call is
-        # shown once its numbers have arrived, and the next is dispatched when the throttle allows.
-        if self._describing is not None and self._describing[0].ready():
-            self._show_described()
-        if self._describing is None and time.monotonic() - self._last_shown >= self._throttle.interval:
-            self._dispatch_description()
+        self._descriptions.step()  # in a loop nothing waits for the device
 
     def _show(self, report: core.CaptureReport, modules: Modules, *, elapsed: float,
               loss: float | None = None) -> None:
@@ -375,7 +346,7 @@ class CapturePanel(Widget):
     def _fallback(self) -> tuple[str, str]:
         if self.last_report is not None:
             return self._last_report.to_text(), self._last_report.to_html()
-        return repr(self), f"<pre class=\"nnx-lab-capture-static\">{html.escape(repr(self))}</pre>"
+        return repr(self), pre_html(repr(self), ' class="nnx-lab-capture-static"')
 
     def __repr__(self) -> str:
         target = self._target + (" (gone)" if self._ref() is None else "")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import weakref
 from typing import Any, Iterable, Iterator, Mapping, TypeVar
 
@@ -12,6 +11,7 @@ from .._ipython import busy_queue, cell_hooks
 from ..core import compat
 from ..core._util import check_name, clip, first_line, json_key, message_id, one_line, safe_repr
 from ..core import views as core
+from ..core.render import pre_html
 from ._base import STATIC, Widget, command
 
 T = TypeVar("T")
@@ -183,7 +183,7 @@ class ViewPanel(Widget):
             text = self.report().to_text()
         except core.ViewError as e:
             text = str(e)
-        return text, f"<pre style=\"text-align:left\">{html.escape(text)}</pre>"
+        return text, pre_html(text, ' style="text-align:left"')
 
     def __repr__(self) -> str:
         return f"ViewPanel({self._variant}) · {self.payload.get('summary', '')}"

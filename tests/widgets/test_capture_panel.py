@@ -452,10 +452,12 @@ class FakeClock:
 
 def test_track_keeps_every_call_but_describes_at_most_max_rate_times_a_second(model, monkeypatch):
     import nnx_lab.core.capture._capture as core_capture  # where Capture.pending_report finds it
+    import nnx_lab.widgets._describing as widget_describing
     import nnx_lab.widgets.capture as widget
 
     clock = FakeClock()
     monkeypatch.setattr(widget, "time", clock)
+    monkeypatch.setattr(widget_describing, "time", clock)
     dispatched = []
 
     class Counted(core_capture.PendingCaptureReport):
@@ -485,10 +487,12 @@ def test_track_keeps_every_call_but_describes_at_most_max_rate_times_a_second(mo
 
 
 def test_a_loop_broken_off_still_shows_its_last_call(model, monkeypatch):
+    import nnx_lab.widgets._describing as widget_describing
     import nnx_lab.widgets.capture as widget
 
     clock = FakeClock()
     monkeypatch.setattr(widget, "time", clock)
+    monkeypatch.setattr(widget_describing, "time", clock)
     panel = capture_panel(model, display=False)
     with pytest.raises(KeyboardInterrupt):
         for step in panel.track(range(10)):
@@ -501,9 +505,12 @@ def test_a_loop_broken_off_still_shows_its_last_call(model, monkeypatch):
 
 
 def test_outside_track_every_call_is_shown_at_once(model, monkeypatch):
+    import nnx_lab.widgets._describing as widget_describing
     import nnx_lab.widgets.capture as widget
 
-    monkeypatch.setattr(widget, "time", FakeClock())  # no time passes between calls
+    still = FakeClock()  # no time passes between calls
+    monkeypatch.setattr(widget, "time", still)
+    monkeypatch.setattr(widget_describing, "time", still)
     panel = capture_panel(model, display=False)
     shown = []
     panel.observe(lambda change: shown.append(change["new"]), names="report")
@@ -519,11 +526,13 @@ def test_max_rate_and_budget_must_be_positive(model):
 
 
 def test_in_a_notebook_a_second_call_in_one_cell_waits_for_the_throttle_or_the_cell_end(model, monkeypatch):
+    import nnx_lab.widgets._describing as widget_describing
     import nnx_lab.widgets.capture as widget
 
     clock = FakeClock()
     cell = [7]
     monkeypatch.setattr(widget, "time", clock)
+    monkeypatch.setattr(widget_describing, "time", clock)
     monkeypatch.setattr(widget.cell_hooks, "current_cell", lambda: cell[0])
     panel = capture_panel(model, display=False)
     shown = []

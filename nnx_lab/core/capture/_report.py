@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import html
 import time
 from typing import Any, Sequence
 
@@ -14,8 +13,7 @@ from flax import nnx
 from .. import compat, render
 from .._util import MAX_BINS, check_number
 from ..graph import Path
-from ..snapshot import (DEFAULT_BINS, PendingSnapshot, Snapshot, histograms_dispatch, histograms_fetch, is_ready,
-                        sparkline)
+from ..snapshot import DEFAULT_BINS, PendingSnapshot, Snapshot, histograms_dispatch, histograms_fetch, is_ready
 from ._arming import MARKERS
 from ._types import DEFAULT_TYPES, resolve_types, type_names
 
@@ -137,87 +135,19 @@ class CaptureReport:
                 "seen": type_names(self.seen_types)}
 
     def to_text(self, max_rows: int | None = 50) -> str:
-        lines = [f"captured {_count(len(self.snapshot.rows), 'array')} ({', '.join(type_names(self.types))})"]
-        lines += [f"!! {m}" for m in self.messages]
-        if self.snapshot.rows:
-            lines.append(_text_rows(self.snapshot, self.hist, max_rows))
-        if self.grads_snapshot is not None and self.grads_snapshot.rows:
-            lines.append(f"gradients at {_count(len(self.grads_snapshot.rows), 'perturbation')}")
-            lines.append(_text_rows(self.grads_snapshot, self.grads_hist or (), max_rows))
-        return "\n".join(lines)
+        return render.capture_text(self, max_rows)
 
     def __repr__(self) -> str:
         return self.to_text()
 
     def to_html(self, max_rows: int = 200) -> str:
-        esc = html.escape
-        parts = ['<div class="nnx-lab-capture">',
-                 f"<div><b>{esc(self.to_text().splitlines()[0])}</b></div>"]
-        for m in self.messages:
-            parts.append(f'<div class="nnx-lab-warn" style="color:#b45309">{esc(m)}</div>')
-        if self.snapshot.rows:
-            parts.append(_html_rows(self.snapshot, self.hist, max_rows))
-        if self.grads_snapshot is not None and self.grads_snapshot.rows:
-            heading = f"gradients at {_count(len(self.grads_snapshot.rows), 'perturbation')}"
-            parts.append(f"<div><b>{esc(heading)}</b></div>")
-            parts.append(_html_rows(self.grads_snapshot, self.grads_hist or (), max_rows))
-        parts.append("</div>")
-        return "".join(parts)
+        return render.capture_html(self, max_rows)
 
     def _repr_html_(self) -> str:
         return self.to_html()
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         return {"text/plain": self.to_text(), "text/html": self.to_html()}
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-_COLUMNS = ("path", "type", "shape", "dtype", "mean", "std", "min", "max", "histogram")
-
-
-def _cells(row, hist) -> list[str]:
-    stats = row.stats or {}
-    note = "" if row.status == "ok" else f"  ({row.status})"
-    values = [row.path_text + note, row.type, render.format_shape(row.shape), row.dtype or ""]
-    values += [render.format_number(stats.get(k)) for k in ("mean", "std", "min", "max")]
-    nonfinite = render.nonfinite_text(row)
-    values.append(sparkline(hist) + (f"  {nonfinite}" if nonfinite else ""))
-    return values
-
-
-def _text_rows(snap: Snapshot, hists: Sequence, max_rows: int | None) -> str:
-    shown = snap.rows if max_rows is None else snap.rows[:max_rows]
-    cells = [list(_COLUMNS)] + [_cells(r, h) for r, h in zip(shown, hists)]
-    widths = [max(len(c[i]) for c in cells) for i in range(len(_COLUMNS))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
-    if len(shown) < len(snap.rows):
-        lines.append(f"… {len(snap.rows) - len(shown)} more rows")
-    return "\n".join(lines)
-
-
-_LEFT = ' style="text-align:left"'
-_RIGHT = ' style="text-align:right"'
-
-
-def _html_rows(snap: Snapshot, hists: Sequence, max_rows: int) -> str:
-    esc = html.escape
-    numeric = {"mean", "std", "min", "max"}
-    align = [_RIGHT if c in numeric else _LEFT for c in _COLUMNS]
-    parts = ['<div style="max-height:420px;overflow:auto">'
-             '<table style="border-collapse:separate;border-spacing:10px 1px;font-size:12px;white-space:nowrap"><tr>'
-             + "".join(f"<th{a}>{esc(c)}</th>" for a, c in zip(align, _COLUMNS)) + "</tr>"]
-    for row, hist in zip(snap.rows[:max_rows], hists):
-        cells = _cells(row, hist)
-        title = f' title="{esc(f"{hist[0]:.4g} … {hist[1]:.4g}")}"' if hist else ""
-        parts.append("<tr>" + "".join(f"<td{a}>{esc(c)}</td>" for a, c in zip(align[:-1], cells[:-1]))
-                     + f'<td style="text-align:left;font-family:monospace"{title}>{esc(cells[-1])}</td></tr>')
-    parts.append("</table></div>")
-    if len(snap.rows) > max_rows:
-        parts.append(f"<div>… {len(snap.rows) - max_rows} more rows</div>")
-    return "".join(parts)
 
 
 def capture_report(captured: nnx.State, *, grads: nnx.State | None = None, types: Any = DEFAULT_TYPES,
@@ -336,9 +266,9 @@ def _messages(table: Table, grads: Table | None, types: tuple[type, ...], seen: 
     traced = [r for r in table.snapshot.rows if r.status == "tracer"]
     if traced:
         where = traced[0].path_text + (", …" if len(traced) > 1 else "")
-        messages.append(f"{_count(len(traced), 'value')} ({where}) sown under a jax transformation of a function "
-                        "that closes over the model: tracers, not values. Pass the model to an nnx.jit "
-                        "function instead (or call it outside the transformation)")
+        messages.append(f"{render.count_noun(len(traced), 'value')} ({where}) sown under a jax transformation of "
+                        "a function that closes over the model: tracers, not values. Pass the model to an "
+                        "nnx.jit function instead (or call it outside the transformation)")
     if grads is not None and not grads.snapshot.rows:
         messages.append("no gradients: no module called perturb()")
     return messages
@@ -351,7 +281,7 @@ def inside_own_note(calls: int) -> str:
     "1 call ran inside your own nnx.capture: what it sowed went to that capture's result, not here"
     """
     whose = "it" if calls == 1 else "they"
-    return (f"{_count(calls, 'call')} ran inside your own nnx.capture: what {whose} sowed went to that "
+    return (f"{render.count_noun(calls, 'call')} ran inside your own nnx.capture: what {whose} sowed went to that "
             "capture's result, not here")
 
 

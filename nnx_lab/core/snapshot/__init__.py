@@ -15,8 +15,9 @@ The public face of the snapshot pipeline (see docs/ARCHITECTURE.md):
 ([('bias',), ('kernel',)], (2, 3))
 """
 
+from ..render import sparkline  # drawn as text with the other renderings; exported here as before
 from ._devices import device_summary
-from ._histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch, sparkline
+from ._histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch
 from ._history import HISTORY_STATS, History
 from ._snapshot import PRECISION, STATUSES, PendingSnapshot, Row, Snapshot, round_significant, snapshot
 from ._stats import STAT_NAMES, Deferred, StatsError, compute_stats, is_numeric_dtype, is_ready, kernel_cache_size

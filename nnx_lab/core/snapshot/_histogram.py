@@ -8,6 +8,7 @@ together in one ``jax.device_get``.
 >>> import jax.numpy as jnp
 >>> histograms_fetch(histograms_dispatch([jnp.array([0.0, 1.0, 1.0, 3.0, jnp.nan])], bins=3))
 [[0.0, 3.0, 1, 2, 1]]
+>>> from nnx_lab.core.render import sparkline  # a histogram row drawn as text
 >>> sparkline([0.0, 3.0, 1, 2, 0, 4])
 '▂▄ █'
 """
@@ -103,21 +104,3 @@ def histograms_fetch(pending: list) -> list[list[float] | None]:
         lo, hi = (float(v) for v in round_significant([lo, hi], PRECISION))
         rows.append([lo, hi, *(int(c) for c in counts)])
     return rows
-
-
-_BARS = "▁▂▃▄▅▆▇█"
-
-
-def sparkline(hist: Sequence | None) -> str:
-    """A histogram row ``[lo, hi, c0, ...]`` as block characters (empty bins as spaces).
-
-    >>> sparkline([0.0, 1.0, 0, 1, 4, 2])
-    ' ▂█▄'
-    """
-    if not hist:
-        return ""
-    counts = hist[2:]
-    top = max(counts) or 1
-    return "".join(" " if c == 0 else _BARS[min(len(_BARS) - 1, int(c * len(_BARS) / (top + 1e-9)))] for c in counts)
-
-

@@ -31,7 +31,7 @@ from typing import Any, Callable
 from flax import nnx
 from flax.nnx import filterlib
 
-from .. import compat
+from .. import compat, render
 from .._util import one_line, safe_repr
 from ..graph import Path, is_module_path, path_roots, path_text
 from ._code import UNNAMED, filter_code
@@ -157,13 +157,7 @@ class ViewReport:
         return line
 
     def to_text(self) -> str:
-        lines = [self.summary()]
-        for m in self.modules:
-            lines.append(f"  {m.path_text} ({m.class_name}){f': {m.mode}' if m.mode else ''}")
-            for a in m.args:
-                now = safe_repr(a.current, 200) if a.has_current else "—"
-                lines.append(f"    {a.name}: {a.annotation} = {safe_repr(a.default, 200)}   now {now}")
-        return "\n".join(lines)
+        return render.view_text(self)
 
     def __repr__(self) -> str:
         return self.to_text()

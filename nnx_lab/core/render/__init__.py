@@ -1,0 +1,32 @@
+"""Every static text/HTML rendering, in one place: what a saved notebook shows without a kernel,
+``repr`` and ``_repr_html_`` of snapshots, split reports, view reports and capture reports, and the
+number, size and label rules the browser shares (``tools/js_constants.py`` reads them here).
+
+Every user string is escaped in HTML. The feature objects keep their methods (``to_text()``,
+``_repr_html_()`` ...) as one-line calls into this package; it reads them by attribute and never
+imports the feature packages, so nothing here closes an import cycle.
+
+- ``_format``: numbers, bytes, counts, shapes, statistic rounding, labels, filter colours,
+  histograms as block characters;
+- ``_snapshot``: snapshot tables, summary and memory lines, the NaN/Inf banner;
+- ``_split``, ``_views``, ``_capture``: the split, view and capture reports.
+
+>>> format_bytes(302_700_000)
+'288.7 MiB'
+"""
+
+from ._capture import capture_html, capture_text
+from ._format import (ALIGN_LEFT, ALIGN_RIGHT, BYTE_UNITS, DIGITS, FILTER_COLORS, NONFINITE_LABEL, STAT_COLUMNS,
+                      STAT_LABELS, count_noun, format_bytes, format_count, format_number, format_shape, format_stat,
+                      nonfinite_text, pre_html, round_significant, sparkline)
+from ._snapshot import html_table, memory_line, nonfinite_banner, path_cell, summary_line, text_table
+from ._split import split_html, split_text
+from ._views import view_text
+
+__all__ = [
+    "ALIGN_LEFT", "ALIGN_RIGHT", "BYTE_UNITS", "DIGITS", "FILTER_COLORS", "NONFINITE_LABEL", "STAT_COLUMNS",
+    "STAT_LABELS", "capture_html", "capture_text", "count_noun", "format_bytes", "format_count", "format_number",
+    "format_shape", "format_stat", "html_table", "memory_line", "nonfinite_banner", "nonfinite_text", "path_cell",
+    "pre_html", "round_significant", "sparkline", "split_html", "split_text", "summary_line", "text_table",
+    "view_text",
+]

@@ -1,0 +1,25 @@
+"""A view report as static text: the model's mode, then every module with ``set_view`` and the
+arguments it takes, with their defaults and current values.
+
+``report`` is a ``core.views.ViewReport``, read by attribute (``summary()``, ``modules``: each with
+``path_text``, ``class_name``, ``mode``, ``args``), not imported: the views package renders itself
+through this module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._util import safe_repr
+
+
+def view_text(report: Any) -> str:
+    """Plain text of ``report`` (a ViewReport): its summary line, one line per module, one per argument
+    (``—`` when the instance has no attribute of that name)."""
+    lines = [report.summary()]
+    for m in report.modules:
+        lines.append(f"  {m.path_text} ({m.class_name}){f': {m.mode}' if m.mode else ''}")
+        for a in m.args:
+            now = safe_repr(a.current, 200) if a.has_current else "—"
+            lines.append(f"    {a.name}: {a.annotation} = {safe_repr(a.default, 200)}   now {now}")
+    return "\n".join(lines)
