@@ -196,7 +196,9 @@ class CapturePanel(Widget):
     def close(self) -> None:
         """Close the widget and let go of the captured arrays (the model is the caller's)."""
         self._captured = self._grads = self._last_report = None
-        self._descriptions.clear()
+        descriptions = getattr(self, "_descriptions", None)  # None: __init__ refused its arguments
+        if descriptions is not None:
+            descriptions.clear()
         super().close()
 
     # -- what the last call captured ---------------------------------------------------------
