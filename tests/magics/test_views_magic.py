@@ -6,24 +6,9 @@ import pytest
 from flax import nnx
 from IPython.core.error import UsageError
 
-import nnx_lab
+from view_models import make, modes
 
 pytestmark = pytest.mark.needs_flax("nnx.view")
-
-
-class Block(nnx.Module):
-    def __init__(self, rngs):
-        self.linear = nnx.Linear(4, 4, rngs=rngs)
-        self.drop = nnx.Dropout(0.5, rngs=rngs)
-        self.bn = nnx.BatchNorm(4, rngs=rngs)
-
-
-def make():
-    return nnx.Sequential(Block(nnx.Rngs(0)), Block(nnx.Rngs(1)))
-
-
-def modes(model):
-    return [(m.path_text, a.name, a.current) for m in nnx_lab.view_report(model).modules for a in m.args]
 
 
 def shown_by_nnx_view(ip, monkeypatch, model, *lines):
