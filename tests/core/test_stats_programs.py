@@ -185,3 +185,15 @@ def test_one_program_on_each_set_of_devices():
     groups = programs.device_groups(arrays + [np.ones(2)])
     assert groups[0] == [0, 1]
     assert len(groups) == (2 if len(devices) > 1 else 1)
+
+
+def test_one_off_snapshots_keep_no_structure_alive(monkeypatch):
+    """A structure seen once is remembered by its hash only (a key holds every array's spec), and
+    only so many of them."""
+    monkeypatch.setattr(programs, "MAX_SEEN_ONCE", 3)
+    monkeypatch.setattr(programs, "_seen_once", type(programs._seen_once)())
+    before = set(programs._programs)  # (an earlier test's compile may finish meanwhile: same keys)
+    for width in range(20, 26):
+        snapshot(Stack(2, width))
+    assert set(programs._programs) <= before  # nothing compiled, no key kept
+    assert len(programs._seen_once) == 3 and all(isinstance(h, int) for h in programs._seen_once)

@@ -23,7 +23,9 @@ import jax.numpy as jnp
 import numpy as np
 
 MAX_PROGRAMS = 32  # structures kept compiled (least recently used dropped)
-_seen: OrderedDict = OrderedDict()  # structure -> None (seen once), "compiling", or a Program
+MAX_SEEN_ONCE = 1024  # structures seen once, remembered by hash only (a key may hold 10,000 specs)
+_programs: OrderedDict = OrderedDict()  # structure -> a Program, COMPILING or _FAILED
+_seen_once: OrderedDict = OrderedDict()  # hash(structure) -> None
 _lock = threading.Lock()
 _compiled = 0  # programs compiled so far
 
@@ -62,16 +64,18 @@ def program_for(kernels: Sequence[Any], arrays: Sequence[Any], *, background: bo
     if key is None:
         return None
     with _lock:
-        entry = _seen.get(key, _MISSING)
+        entry = _programs.get(key)
         if isinstance(entry, Program):
-            _seen.move_to_end(key)
+            _programs.move_to_end(key)
             return entry
-        if entry is _MISSING and not eager:
-            _remember(key, None)
+        if entry is not None:
+            return COMPILING if entry == COMPILING else None  # compiling, or failed: never retried
+        if not eager and hash(key) not in _seen_once:  # a collision only compiles a program early
+            _seen_once[hash(key)] = None
+            if len(_seen_once) > MAX_SEEN_ONCE:
+                _seen_once.popitem(last=False)
             return None
-        if entry in (COMPILING, _FAILED):
-            return None if entry is _FAILED else COMPILING
-        _seen[key] = COMPILING
+        _programs[key] = COMPILING
     specs = [jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding) for x in arrays]
     if background:
         # Not a daemon: the interpreter waits for a compile to finish before it exits (XLA aborts
@@ -86,17 +90,16 @@ def programs_compiled() -> int:
     return _compiled
 
 
-_MISSING = object()
 _FAILED = "failed"  # never retried: the per-array kernels describe this structure
 
 
 def _remember(key: Any, value: Any) -> None:
-    _seen[key] = value
-    while len(_seen) > MAX_PROGRAMS * 8:  # structures seen once are cheap to keep, but not forever
-        _seen.popitem(last=False)
-    programs = [k for k, v in _seen.items() if isinstance(v, Program)]
-    for k in programs[:-MAX_PROGRAMS]:
-        del _seen[k]
+    """Keep a compiled (or failed) structure; beyond MAX_PROGRAMS the least recently used goes."""
+    _programs[key] = value
+    _programs.move_to_end(key)
+    settled = [k for k, v in _programs.items() if v != COMPILING]
+    for k in settled[:-MAX_PROGRAMS]:
+        del _programs[k]
 
 
 def _compile(key: Any, kernels: tuple, specs: list) -> Program | None:
