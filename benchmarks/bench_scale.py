@@ -52,7 +52,7 @@ from nnx_lab.core.snapshot import _programs as stats_programs
 from nnx_lab.core.snapshot import Watcher
 t = time.perf_counter(); snap = nnx_lab.snapshot(model); out["cold_s"] = time.perf_counter() - t
 out["variables"] = len(snap.rows)
-watcher = Watcher(model, max_rate=1000.0)
+watcher = Watcher(model, max_rate=100.0)
 watcher.refresh(force=True)
 t = time.perf_counter()
 while stats_programs.programs_compiled() == 0 and time.perf_counter() - t < 600:
