@@ -197,3 +197,16 @@ def test_one_off_snapshots_keep_no_structure_alive(monkeypatch):
         snapshot(Stack(2, width))
     assert set(programs._programs) <= before  # nothing compiled, no key kept
     assert len(programs._seen_once) == 3 and all(isinstance(h, int) for h in programs._seen_once)
+
+
+def test_a_structure_with_more_arrays_than_a_program_takes_keeps_the_per_array_kernels(monkeypatch, calls):
+    monkeypatch.setattr(programs, "MAX_PROGRAM_ARRAYS", 5)
+    model = Stack(4, 7)  # 11 arrays
+    watcher = Watcher(model, max_rate=100.0)
+    for _ in range(3):
+        watcher._last_attempt = float("-inf")
+        watcher.tick()
+        watcher.wait()
+    arrays, kernels = leaves_and_kernels(model)
+    assert programs.program_for(kernels, arrays, background=True, eager=True) is None
+    assert calls["program"] == 0 and watcher.refreshes == 3 and watcher.state == "live"
