@@ -59,14 +59,14 @@ COMPILING = "compiling"
 
 
 def program_for(kernels: Sequence[Any], arrays: Sequence[Any], *, background: bool,
-                eager: bool = False) -> Program | str | None:
+                eager: bool = False, key: Any = None) -> Program | str | None:
     """The compiled program for this structure; :data:`COMPILING` while it is being compiled on a
     thread; None when there is none (yet, or ever). The second time a structure is asked for (the
     first with ``eager``), its program is compiled: on a thread with ``background`` (the
     caller goes on with per-array kernels meanwhile), else right here."""
     if len(arrays) > MAX_PROGRAM_ARRAYS:
         return None
-    key = structure_key(kernels, arrays)
+    key = structure_key(kernels, arrays) if key is None else key
     if key is None:
         return None
     with _lock:
@@ -86,7 +86,7 @@ def program_for(kernels: Sequence[Any], arrays: Sequence[Any], *, background: bo
     if background:
         # Not a daemon: the interpreter waits for a compile to finish before it exits (XLA aborts
         # the process when finalization interrupts a compile).
-        threading.Thread(target=_compile, args=(key, tuple(kernels), specs), name="nnx_lab-program").start()
+        threading.Thread(target=_compile_in_turn, args=(key, tuple(kernels), specs), name="nnx_lab-program").start()
         return None
     return _compile(key, tuple(kernels), specs)
 
@@ -106,6 +106,14 @@ def _remember(key: Any, value: Any) -> None:
     settled = [k for k, v in _programs.items() if v != COMPILING]
     for k in settled[:-MAX_PROGRAMS]:
         del _programs[k]
+
+
+_one_at_a_time = threading.Lock()  # background compiles run one after another (a model's chunks queue up)
+
+
+def _compile_in_turn(key: Any, kernels: tuple, specs: list) -> None:
+    with _one_at_a_time:
+        _compile(key, kernels, specs)
 
 
 def _compile(key: Any, kernels: tuple, specs: list) -> Program | None:

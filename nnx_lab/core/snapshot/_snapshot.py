@@ -15,66 +15,24 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import time
 from typing import Any
 
-import jax
 import numpy as np
 
-from ._devices import annotation_check, device_summary, placement
+from ._devices import device_summary
+from ._describe import STATUSES, Row
+from ._structure import StructureCache, describe
 from .. import render
 from ..render import DIGITS, round_significant
-from .._util import json_key, safe_repr
-from ._stats import STAT_NAMES, PendingStats, StatsError, is_numeric_dtype
-from ..graph import Leaf, Path, path_text, walk_graph
+from .._util import json_key
+from ._stats import STAT_NAMES, PendingStats, StatsError
+from ..graph import Path, path_text
 
 #: Significant digits of the statistics sent to the browser (and kept in the history).
+__all__ = ["PRECISION", "STATUSES", "PendingSnapshot", "Row", "Snapshot", "round_significant", "snapshot"]
+
 PRECISION = DIGITS  # significant digits of every statistic in a payload or a history
-
-#: Every status a row can have.
-STATUSES = {
-    "ok": "a live array, with statistics",
-    "abstract": "a shape without data (nnx.eval_shape, ShapeDtypeStruct)",
-    "deleted": "the buffer was deleted or donated",
-    "prng_key": "a PRNG key array: no statistics",
-    "non_numeric": "a value that is not a numeric array",
-    "tracer": "a value being traced by jax (inside jit/grad): no data yet",
-    "error": "statistics failed; see the row's note",
-}
-
-
-@dataclasses.dataclass(frozen=True)
-class Row:
-    """One Variable: what it is, where it lives, and (when live) its statistics.
-
-    >>> from flax import nnx
-    >>> from nnx_lab import snapshot
-    >>> row = snapshot(nnx.Linear(2, 3, rngs=nnx.Rngs(0))).rows[1]
-    >>> row.path_text, row.type, row.shape, row.dtype, row.status
-    ('kernel', 'Param', (2, 3), 'float32', 'ok')
-    """
-
-    path: Path
-    type: str
-    shape: tuple[int, ...] | None
-    dtype: str | None
-    size: int | None
-    nbytes: int | None
-    sharding: str | None
-    devices: str | None
-    metadata: str | None
-    aliases: tuple[Path, ...]
-    status: str
-    stats: dict | None
-    note: str | None = None
-    logical: str | None = None  # the sharding annotation (flax's out_sharding), e.g. "('embed', 'mlp')"
-    mismatch: str | None = None  # how placement and annotation disagree, when they do
-
-    @property
-    def path_text(self) -> str:
-        return path_text(self.path)
-
 
 @dataclasses.dataclass(frozen=True)
 class Snapshot:
@@ -270,16 +228,20 @@ class PendingSnapshot:
     True
     """
 
-    def __init__(self, obj: Any, *, stats: bool = True, repeated: bool = False, defer: bool = False):
+    def __init__(self, obj: Any, *, stats: bool = True, repeated: bool = False, defer: bool = False,
+                 structure: StructureCache | None = None):
         start = time.thread_time()
-        walk = walk_graph(obj)
-        self._rows = [_describe(leaf) for leaf in walk.leaves]
-        self._live = [i for i, row in enumerate(self._rows) if row.status == "ok"] if stats else []
-        self._nodes, self._root_type = walk.nodes, walk.root_type
-        self._devices = _devices_of(walk.leaves)
-        self._stats = (PendingStats([walk.leaves[i].value for i in self._live], repeated=repeated, defer=defer)
-                       if self._live else None)
-        del walk  # the arrays: held only by the model and, until they have run, by the queued kernels
+        described = structure.describe(obj, stats=stats) if structure is not None else describe(obj, stats=stats)
+        self._rows, self._live = described.rows, described.live
+        self._nodes, self._root_type, self._devices = described.nodes, described.root_type, described.devices
+        self.reused = described.reused  # the structure of an earlier refresh, not walked again
+        self._stats = None
+        if self._live:
+            plan = structure.plan if described.reused else None
+            self._stats = PendingStats(described.arrays, repeated=repeated, defer=defer, plan=plan)
+            if structure is not None:
+                structure.plan = self._stats.plan
+        del described  # the arrays: held only by the model and, until they have run, by the queued kernels
         self.host_s = time.thread_time() - start
 
     def ready(self) -> bool:
@@ -313,49 +275,6 @@ class PendingSnapshot:
         )
 
 
-def _describe(leaf: Leaf) -> Row:
-    value = leaf.value
-    common = dict(
-        path=leaf.path,
-        type=leaf.type_name,
-        metadata=", ".join(f"{k}={safe_repr(v, 200)}" for k, v in leaf.metadata.items()) or None,
-        aliases=leaf.aliases,
-        stats=None,
-    )
-    if isinstance(value, jax.core.Tracer):
-        return Row(**common, **_shape_fields(value), sharding=None, devices=None, status="tracer")
-    if isinstance(value, (jax.ShapeDtypeStruct, jax.Array)):
-        common["logical"], common["mismatch"] = annotation_check(value, leaf.metadata)
-    if isinstance(value, jax.ShapeDtypeStruct):
-        sharding, devs = placement(value)
-        return Row(**common, **_shape_fields(value), sharding=sharding, devices=devs, status="abstract")
-    if isinstance(value, jax.Array):
-        sharding, devs = placement(value)
-        if value.is_deleted():
-            status = "deleted"
-        elif jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key):
-            status = "prng_key"
-        else:
-            status = "ok" if is_numeric_dtype(value.dtype) else "non_numeric"
-        return Row(**common, **_shape_fields(value), sharding=sharding, devices=devs, status=status)
-    if isinstance(value, (np.ndarray, np.generic, int, float, complex)) and is_numeric_dtype(np.asarray(value).dtype):
-        return Row(**common, **_shape_fields(np.asarray(value)), sharding=None, devices="host", status="ok")
-    return Row(**common, shape=None, dtype=type(value).__name__, size=None, nbytes=None,
-               sharding=None, devices=None, status="non_numeric")
-
-
-def _shape_fields(value: Any) -> dict:
-    shape = tuple(int(d) for d in value.shape)
-    size = math.prod(shape)
-    dtype = value.dtype
-    try:
-        itemsize = dtype.itemsize
-    except Exception:
-        itemsize = None
-    return dict(shape=shape, dtype=str(dtype), size=size,
-                nbytes=size * itemsize if itemsize is not None else None)
-
-
 def _totals(rows: list[Row]) -> dict[str, dict[str, int]]:
     totals: dict[str, dict[str, int]] = {}
     for row in rows:
@@ -366,12 +285,3 @@ def _totals(rows: list[Row]) -> dict[str, dict[str, int]]:
             t["bytes"] += row.nbytes or 0
     totals["all"] = totals.pop("all", {"count": 0, "size": 0, "bytes": 0})
     return totals
-
-
-def _devices_of(leaves: list[Leaf]) -> list | None:
-    found = set()
-    for leaf in leaves:
-        v = leaf.value
-        if isinstance(v, jax.Array) and not isinstance(v, jax.core.Tracer):
-            found.update(v.sharding.device_set)
-    return sorted(found, key=lambda d: (d.platform, d.id)) or None

@@ -28,11 +28,12 @@ from typing import Any, Sequence
 import jax
 import numpy as np
 
-from ._programs import COMPILING, Program, device_groups, program_for, programs_compiled
+from ._programs import (COMPILING, MAX_PROGRAM_ARRAYS, Program, device_groups, program_for, programs_compiled,
+                        structure_key)
 from .._util import one_line
 from ._kernels import KERNELS, STAT_NAMES, is_numeric_dtype, kernel_and_names
 
-__all__ = ["STAT_NAMES", "PendingStats", "StatsError", "compute_stats", "is_numeric_dtype", "is_ready",
+__all__ = ["STAT_NAMES", "LaunchPlan", "PendingStats", "StatsError", "compute_stats", "is_numeric_dtype", "is_ready",
            "kernel_cache_size"]
 
 
@@ -81,26 +82,20 @@ class PendingStats:
     parameters alive (the device keeps what its queued kernels read until they have run).
     """
 
-    def __init__(self, arrays: Sequence[Any], *, repeated: bool = False, defer: bool = False):
+    def __init__(self, arrays: Sequence[Any], *, repeated: bool = False, defer: bool = False,
+                 plan: LaunchPlan | None = None):
         self._n = len(arrays)
         self._out: list[dict | StatsError | None] = [None] * self._n
         # (i, masked kernel, names, size, reference to the array, device result)
         self._todo: list[tuple[int, Any, tuple[str, ...], int, Any, Any]] = []
         self.pending_masked = False
-        calls = []
-        for i, x in enumerate(arrays):
-            if not isinstance(x, jax.Array):
-                x = np.asarray(x)  # a host value: jax copies it to the device, never the reverse
-            kernel, masked, names = kernel_and_names(x.dtype)
-            if kernel is None:
-                self._out[i] = StatsError(f"no statistics for dtype {x.dtype}")
-                continue
-            if x.size == 0:
-                continue
-            calls.append((i, kernel, masked, names, x))
-        results = _launch([(kernel, x) for _, kernel, _, _, x in calls], repeated, defer)
-        for (i, _, masked, names, x), r in zip(calls, results):
-            self._todo.append((i, masked, names, int(x.size), _ref(x) if masked is not None else None, r))
+        self.plan = plan if plan is not None else LaunchPlan(arrays)
+        for i, error in self.plan.errors:
+            self._out[i] = error
+        xs = [arrays[i] if isinstance(arrays[i], jax.Array) else np.asarray(arrays[i]) for i in self.plan.index]
+        results = _launch(self.plan, xs, repeated, defer)
+        for (i, _, masked, names, size), x, r in zip(self.plan.calls, xs, results):
+            self._todo.append((i, masked, names, size, _ref(x) if masked is not None else None, r))
         self._waiting = _distinct(results)
         _copy_to_host(self._waiting)
 
@@ -178,33 +173,71 @@ class _Slice:
         self.launch, self.j = launch, j
 
 
-def _launch(calls: list[tuple[Any, Any]], repeated: bool, defer: bool) -> list[Any]:
-    """Launch ``kernel(x)`` for each call: the device arrays of one structure as one compiled
-    program (one place in the device's queue) once there is one, the rest one kernel call each.
-    ``repeated``: the caller will refresh the same arrays again (a viewer), so the program is
-    worth compiling at once rather than the second time the structure is seen. ``defer``: raise
-    :class:`Deferred` instead of launching per-array kernels while the program compiles."""
-    results: list[Any] = [None] * len(calls)
-    if len(calls) > 1 and jax.process_count() == 1:
-        # Several processes must launch the same programs in the same order: a program compiled in
-        # the background would be ready on one process before another, so they keep per-array kernels.
-        for members in device_groups([x for _, x in calls]):
-            if len(members) < 2:
+class LaunchPlan:
+    """How the statistics of some arrays are launched, worked out once per structure (a viewer's
+    refreshes reuse it while the structure is unchanged): each array's kernels and statistic names,
+    and the chunks that may share a compiled program (:mod:`._programs`) with their keys.
+
+    A chunk holds arrays of one set of devices, sorted by spec (kernel, shape, dtype), at most
+    :data:`._programs.MAX_PROGRAM_ARRAYS` of them: a model of many repeated blocks has few distinct
+    chunks, so few programs to compile, each compiled in seconds, not minutes."""
+
+    def __init__(self, arrays: Sequence[Any]):
+        self.errors: list[tuple[int, StatsError]] = []
+        self.calls: list[tuple[int, Any, Any, tuple[str, ...], int]] = []  # (i, kernel, masked, names, size)
+        for i, x in enumerate(arrays):
+            dtype = x.dtype if isinstance(x, jax.Array) else np.asarray(x).dtype
+            kernel, masked, names = kernel_and_names(dtype)
+            if kernel is None:
+                self.errors.append((i, StatsError(f"no statistics for dtype {dtype}")))
                 continue
-            kernels, arrays = [calls[m][0] for m in members], [calls[m][1] for m in members]
-            program = program_for(kernels, arrays, background=_threads_see_this_config(), eager=repeated)
-            if program is COMPILING and defer:
-                raise Deferred("the statistics program for this model is being compiled")
-            if not isinstance(program, Program):
+            size = int(np.size(x)) if not isinstance(x, jax.Array) else int(x.size)
+            if size == 0:
                 continue
-            try:
-                launch = _Launch(program, program.launch(arrays))
-            except Exception:  # a buffer deleted or donated meanwhile: the per-array kernels say which
-                continue
-            for j, m in enumerate(members):
-                results[m] = _Slice(launch, j)
+            self.calls.append((i, kernel, masked, names, size))
+        self.index = [c[0] for c in self.calls]
+        self.chunks: list[tuple[list[int], Any]] = []  # (positions in calls, program key)
+        if len(self.calls) > 1 and jax.process_count() == 1:
+            # Several processes must launch the same programs in the same order: a program compiled
+            # in the background would be ready on one process before another, so they keep per-array kernels.
+            xs = [arrays[i] for i in self.index]
+            for members in device_groups(xs):
+                members = sorted(members, key=lambda m: _spec_order(self.calls[m][1], xs[m]))
+                for start in range(0, len(members), MAX_PROGRAM_ARRAYS):
+                    chunk = members[start:start + MAX_PROGRAM_ARRAYS]
+                    if len(chunk) > 1:
+                        key = structure_key([self.calls[m][1] for m in chunk], [xs[m] for m in chunk])
+                        if key is not None:
+                            self.chunks.append((chunk, key))
+
+
+def _spec_order(kernel: Any, x: Any) -> tuple:
+    return (id(kernel), x.ndim, x.shape, str(x.dtype))
+
+
+def _launch(plan: LaunchPlan, xs: list[Any], repeated: bool, defer: bool) -> list[Any]:
+    """Launch each array's kernel: the chunks whose compiled program is ready as one launch each (one
+    place in the device's queue), the rest one kernel call each. ``repeated``: the caller will
+    refresh the same arrays again (a viewer), so a program is worth compiling at once rather than
+    the second time the structure is seen. ``defer``: raise :class:`Deferred` instead of launching
+    per-array kernels while a program compiles."""
+    results: list[Any] = [None] * len(xs)
+    kernels = [c[1] for c in plan.calls]
+    programs = [program_for([kernels[m] for m in chunk], [xs[m] for m in chunk], key=key,
+                            background=_threads_see_this_config(), eager=repeated) for chunk, key in plan.chunks]
+    if defer and COMPILING in programs:
+        raise Deferred("the statistics program for this model is being compiled")
+    for (chunk, _), program in zip(plan.chunks, programs):
+        if not isinstance(program, Program):
+            continue
+        try:
+            launch = _Launch(program, program.launch([xs[m] for m in chunk]))
+        except Exception:  # a buffer deleted or donated meanwhile: the per-array kernels say which
+            continue
+        for j, m in enumerate(chunk):
+            results[m] = _Slice(launch, j)
     rest = [m for m, r in enumerate(results) if r is None]
-    for m, r in zip(rest, _dispatch([calls[m] for m in rest])):
+    for m, r in zip(rest, _dispatch([(kernels[m], xs[m]) for m in rest])):
         results[m] = r
     return results
 
