@@ -136,7 +136,7 @@ STACK_BYTES = 256 * 1024  # arrays this small and of one spec are reduced togeth
 
 class Program:
     """The kernels of one structure compiled as one executable whose outputs are concatenated by
-    dtype and shape: launched with :meth:`launch`, its host results split per array by :meth:`unstack`.
+    dtype and shape: launched with :meth:`launch`, its host results gathered per array by :meth:`columns`.
 
     Small single-device arrays of the same kernel, shape and dtype (a deep stack of LayerNorms, an
     optimizer's moments of small biases) are stacked and reduced by one vmapped kernel: compile time
@@ -182,12 +182,32 @@ class Program:
         except Exception:
             self._executable = lowered.compile()
         self._layout = list(layout)
+        # Where each array's result leaves sit in the outputs: per (leaf, output), the arrays and rows.
+        gather: dict[tuple[int, int], tuple[list, list]] = {}
+        for j, (_, places) in enumerate(layout):
+            for leaf, (out, row) in enumerate(places):
+                js, rows = gather.setdefault((leaf, out), ([], []))
+                js.append(j)
+                rows.append(row)
+        self._gather = {key: (np.asarray(js), np.asarray(rows)) for key, (js, rows) in gather.items()}
 
     def launch(self, arrays: Sequence[Any]) -> tuple:
         """Dispatch the program on ``arrays`` (never waits); its results stay on device."""
         return self._executable(*arrays)
 
-    def unstack(self, host_outputs: Sequence[np.ndarray]) -> list:
-        """Per array, its kernel's result (the same pytree the kernel returns), from the fetched outputs."""
-        return [jax.tree.unflatten(treedef, [host_outputs[out][row] for out, row in places])
-                for treedef, places in self._layout]
+    def columns(self, host_outputs: Sequence[np.ndarray]) -> tuple:
+        """From the fetched outputs: every array's floats ``[k, 6]`` and counts ``[k, 4]`` (in the
+        order the arrays were given), and ``{array: (min, max)}`` for integer arrays."""
+        k = len(self._layout)
+        floats, counts = np.empty((k, 6)), np.empty((k, 4), np.int64)
+        for (leaf, out), (js, rows) in self._gather.items():
+            part = host_outputs[out][rows]
+            if leaf == 0:
+                floats[js] = part
+            elif leaf == 1:
+                counts[js] = part
+        exact = {}
+        for (leaf, out), (js, rows) in self._gather.items():
+            if leaf == 2:
+                exact.update(zip(js.tolist(), map(tuple, host_outputs[out][rows].tolist())))
+        return floats, counts, exact

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from ._structure import StructureCache, describe
 from .. import render
 from ..render import DIGITS, round_significant
 from .._util import json_key
-from ._stats import STAT_NAMES, PendingStats, StatsError
+from ._stats import STAT_NAMES, PendingStats, StatsError, StatsTable
 from ..graph import Path, path_text
 
 #: Significant digits of the statistics sent to the browser (and kept in the history).
@@ -34,13 +34,13 @@ __all__ = ["PRECISION", "STATUSES", "PendingSnapshot", "Row", "Snapshot", "round
 
 PRECISION = DIGITS  # significant digits of every statistic in a payload or a history
 
-@dataclasses.dataclass(frozen=True)
 class Snapshot:
     """Everything nnx_lab knows about an object at one moment, as plain data.
 
     ``rows`` (one per Variable, shared Variables once), ``nodes`` (container path ->
     class name), ``totals`` (per Variable type: count, size, bytes; plus ``"all"``),
-    ``device_summary`` and ``elapsed_s`` (what taking the snapshot cost).
+    ``device_summary`` and ``elapsed_s`` (what taking the snapshot cost). The statistics are
+    also columns: ``stat_matrix`` (one row per Variable, one column per ``STAT_NAMES``).
 
     >>> from flax import nnx
     >>> from nnx_lab import snapshot
@@ -49,12 +49,56 @@ class Snapshot:
     ('Linear', ['bias', 'kernel'], {'count': 2, 'size': 9, 'bytes': 36})
     """
 
-    root_type: str
-    rows: tuple[Row, ...]
-    nodes: dict[Path, str]
-    totals: dict[str, dict[str, int]]
-    device_summary: dict
-    elapsed_s: float
+    def __init__(self, root_type: str, rows: Sequence[Row], nodes: dict[Path, str], totals: dict[str, dict[str, int]],
+                 device_summary: dict, elapsed_s: float, *, stats: StatsTable | None = None,
+                 live: Sequence[int] = (), memo: dict | None = None):
+        # ``rows`` without statistics when ``stats`` is given: row ``live[k]`` has the k-th array's
+        # statistics. Rows with statistics are made only when asked for (a viewer's refresh uses the columns).
+        self.root_type, self.nodes, self.totals = root_type, nodes, totals
+        self.device_summary, self.elapsed_s = device_summary, elapsed_s
+        self._base, self._stats, self._live = tuple(rows), stats, list(live)
+        self._memo = {} if memo is None else memo  # what depends only on the structure, shared by its snapshots
+
+    @functools.cached_property
+    def rows(self) -> tuple[Row, ...]:
+        if self._stats is None:
+            return self._base
+        rows = list(self._base)
+        values = self._stats.matrix().tolist()
+        for k, i in enumerate(self._live):
+            result = self._stats.dict_of(k, values[k])
+            if isinstance(result, StatsError):
+                rows[i] = dataclasses.replace(rows[i], status="deleted" if result.deleted else "error", note=str(result))
+            elif result is not None:
+                rows[i] = dataclasses.replace(rows[i], stats=result)
+        return tuple(rows)
+
+    @functools.cached_property
+    def stat_matrix(self) -> np.ndarray:
+        """``float64[len(rows), len(STAT_NAMES)]``: each row's statistics, NaN where it has none."""
+        m = np.full((len(self._base), len(STAT_NAMES)), np.nan)
+        if self._stats is not None and self._live:
+            m[self._live] = self._stats.matrix()
+        elif self._stats is None:
+            for i, row in enumerate(self._base):
+                for j, name in enumerate(STAT_NAMES):
+                    v = (row.stats or {}).get(name)
+                    if v is not None:
+                        m[i, j] = v
+        return m
+
+    @property
+    def paths(self) -> tuple[Path, ...]:
+        """Every row's path, in order."""
+        if "paths" not in self._memo:
+            self._memo["paths"] = tuple(row.path for row in self._base)
+        return self._memo["paths"]
+
+    def _status_changes(self) -> dict[int, tuple[str, str]]:
+        """Rows whose statistics failed: (status, note)."""
+        if self._stats is None:
+            return {}
+        return {self._live[k]: ("deleted" if e.deleted else "error", str(e)) for k, e in self._stats.errors.items()}
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -77,10 +121,9 @@ class Snapshot:
     @property
     def first_nonfinite(self) -> Row | None:
         """The first row holding a NaN or Inf, if any."""
-        for row in self.rows:
-            if row.stats and (row.stats.get("nan_count") or row.stats.get("inf_count")):
-                return row
-        return None
+        counts = self.stat_matrix[:, [STAT_NAMES.index("nan_count"), STAT_NAMES.index("inf_count")]]
+        hits = np.flatnonzero(np.nan_to_num(counts).sum(axis=1) > 0)
+        return self.rows[int(hits[0])] if hits.size else None
 
     def to_dict(self, precision: int = PRECISION) -> dict:
         """Plain JSON-able, columnar data (statistics rounded to ``precision`` significant digits).
@@ -89,31 +132,28 @@ class Snapshot:
         parent (-1 for the root) and its key; each row names its parent node and key.
         Repeated strings (types, dtypes, shardings...) are indices into ``tables``.
         """
-        nodes = _NodeTable(self.nodes)
-        tables = _Interner(("type", "dtype", "sharding", "devices", "metadata", "status", "logical"))
-        cols: dict[str, list] = {k: [] for k in (
-            "parent", "key", "type", "shape", "dtype", "nbytes", "sharding", "devices",
-            "metadata", "status", "logical", "aliases", "note", "mismatch")}
-        for row in self.rows:
-            cols["parent"].append(nodes.index(row.path[:-1]) if row.path else -1)
-            cols["key"].append(json_key(row.path[-1]) if row.path else "")
-            for column in tables.columns:
-                cols[column].append(tables.index(column, getattr(row, column)))
-            cols["shape"].append(list(row.shape) if row.shape is not None else None)
-            cols["nbytes"].append(row.nbytes)
-            cols["aliases"].append([path_text(a) for a in row.aliases] or None)
-            cols["note"].append(row.note)
-            cols["mismatch"].append(row.mismatch)
-        for sparse in ("aliases", "note", "mismatch"):  # empty for every row: bytes that say nothing
-            if all(v is None for v in cols[sparse]):
-                del cols[sparse]
+        key = ("payload", precision)
+        if key not in self._memo:
+            self._memo[key] = _structure_payload(self)
+        structure = self._memo[key]
+        rows = dict(structure["rows"])
+        tables = {name: list(table) for name, table in structure["tables"].items()}
+        changes = self._status_changes()
+        if changes:
+            status = list(rows["status"])
+            notes = list(rows.get("note") or [None] * len(status))
+            for i, (new, note) in changes.items():
+                if new not in tables["status"]:
+                    tables["status"].append(new)
+                status[i], notes[i] = tables["status"].index(new), note
+            rows["status"], rows["note"] = status, notes
         return {
             "version": 1,
             "root_type": self.root_type,
-            "nodes": nodes.columns(),
-            "rows": cols,
-            "stats": _stat_columns(self.rows, precision),
-            "tables": tables.tables,
+            "nodes": structure["nodes"],
+            "rows": rows,
+            "stats": _stat_columns(self.stat_matrix, precision),
+            "tables": tables,
             "totals": self.totals,
             "devices": self.device_summary,
         }
@@ -174,16 +214,44 @@ class _Interner:
         return lookup[value]
 
 
-def _stat_columns(rows: tuple[Row, ...], precision: int) -> dict[str, list]:
+def _structure_payload(snap: Snapshot) -> dict:
+    """The columns of a payload that follow from the structure alone (statistics and status changes apart)."""
+    nodes = _NodeTable(snap.nodes)
+    tables = _Interner(("type", "dtype", "sharding", "devices", "metadata", "status", "logical"))
+    cols: dict[str, list] = {k: [] for k in (
+        "parent", "key", "type", "shape", "dtype", "nbytes", "sharding", "devices",
+        "metadata", "status", "logical", "aliases", "note", "mismatch")}
+    for row in snap._base:
+        cols["parent"].append(nodes.index(row.path[:-1]) if row.path else -1)
+        cols["key"].append(json_key(row.path[-1]) if row.path else "")
+        for column in tables.columns:
+            cols[column].append(tables.index(column, getattr(row, column)))
+        cols["shape"].append(list(row.shape) if row.shape is not None else None)
+        cols["nbytes"].append(row.nbytes)
+        cols["aliases"].append([path_text(a) for a in row.aliases] or None)
+        cols["note"].append(row.note)
+        cols["mismatch"].append(row.mismatch)
+    for sparse in ("aliases", "note", "mismatch"):  # empty for every row: bytes that say nothing
+        if all(v is None for v in cols[sparse]):
+            del cols[sparse]
+    return {"nodes": nodes.columns(), "rows": cols, "tables": tables.tables}
+
+
+def _stat_columns(matrix: np.ndarray, precision: int) -> dict[str, list]:
     """One column per statistic (None where a row has none), rounded except the counts."""
-    columns = {name: [(row.stats or {}).get(name) for row in rows] for name in STAT_NAMES}
-    return {name: column if name.endswith("_count") else _rounded_list(column, precision)
-            for name, column in columns.items()}
+    out = {}
+    for j, name in enumerate(STAT_NAMES):
+        column = matrix[:, j]
+        if name.endswith("_count"):
+            out[name] = [None if v != v else int(v) for v in column.tolist()]
+        else:
+            out[name] = _rounded_list(column, precision)
+    return out
 
 
-def _rounded_list(column: list, digits: int) -> list:
-    a = round_significant([np.nan if v is None else v for v in column], digits)
-    return [None if np.isnan(v) else float(f"{v:.{digits}g}") for v in a.tolist()]
+def _rounded_list(column: np.ndarray, digits: int) -> list:
+    a = round_significant(column, digits)
+    return [None if v != v else float(f"{v:.{digits}g}") for v in a.tolist()]
 
 
 def snapshot(obj: Any, *, stats: bool = True) -> Snapshot:
@@ -235,6 +303,10 @@ class PendingSnapshot:
         self._rows, self._live = described.rows, described.live
         self._nodes, self._root_type, self._devices = described.nodes, described.root_type, described.devices
         self.reused = described.reused  # the structure of an earlier refresh, not walked again
+        self._memo = described.memo
+        if "totals" not in self._memo:
+            self._memo["totals"] = _totals(self._rows)
+        self._totals = self._memo["totals"]
         self._stats = None
         if self._live:
             plan = structure.plan if described.reused else None
@@ -256,23 +328,10 @@ class PendingSnapshot:
         """The snapshot, statistics included (waits for the devices if they are not there yet)."""
         self.wait()
         start = time.thread_time()
-        rows = list(self._rows)
-        if self._stats is not None:
-            for i, result in zip(self._live, self._stats.result()):
-                if isinstance(result, StatsError):
-                    rows[i] = dataclasses.replace(rows[i], status="deleted" if result.deleted else "error",
-                                                  note=str(result))
-                else:
-                    rows[i] = dataclasses.replace(rows[i], stats=result)
+        table = self._stats.table() if self._stats is not None else None
         self.host_s += time.thread_time() - start
-        return Snapshot(
-            root_type=self._root_type,
-            rows=tuple(rows),
-            nodes=self._nodes,
-            totals=_totals(rows),
-            device_summary=device_summary(self._devices),
-            elapsed_s=self.host_s,
-        )
+        return Snapshot(self._root_type, self._rows, self._nodes, self._totals, device_summary(self._devices),
+                        self.host_s, stats=table, live=self._live if table is not None else (), memo=self._memo)
 
 
 def _totals(rows: list[Row]) -> dict[str, dict[str, int]]:

@@ -54,6 +54,7 @@ class Described:
     live: list[int]  # indices of the rows whose statistics are computed
     arrays: list  # their arrays, in the same order
     reused: bool = False
+    memo: dict = dataclasses.field(default_factory=dict)  # what snapshots derive from the structure alone
 
 
 def describe(obj: Any, *, stats: bool = True) -> Described:
