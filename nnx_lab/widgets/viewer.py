@@ -8,7 +8,7 @@ import traitlets
 
 from .._ipython import busy_queue
 from ..core.render import html_table, summary_line
-from ..core.snapshot import HISTORY_STATS, Watcher
+from ..core.snapshot import HISTORY_STATS, STAT_NAMES, Watcher
 from ._base import STATIC, Widget, background_unsupported, command
 
 T = TypeVar("T")
@@ -34,6 +34,8 @@ class StateViewer(Widget):
                  stats: bool = True, history: int = 100, **kwargs: Any):
         self._watcher = Watcher(obj, max_rate=max_rate, stats=stats, history=history,
                                 between_steps=busy_queue.drain)
+        self._sent_refresh: int | None = None  # the refresh whose statistics the browser has
+        self._sent_rows: tuple | None = None  # (description, failed rows) of the rows in the snapshot trait
         super().__init__(**kwargs)
         self._watcher.subscribe(self._publish)
         self._watcher.publish_from_thread = background_unsupported() is None
@@ -91,14 +93,39 @@ class StateViewer(Widget):
             self._watcher.refresh(force=True, wait=not self._watcher.publish_from_thread)
 
     # -- talking to the browser ------------------------------------------------------
+    # The rows (paths, types, shapes, placement...) travel in the ``snapshot`` trait, with the statistics
+    # of that moment, whenever they change; every other refresh sends only its statistics, as one
+    # float32 buffer in a "stats" message (after display: Colab drops buffers in a widget's initial
+    # state). A view asks for the latest statistics when it renders.
+
     def _publish(self, watcher: Watcher) -> None:
         snap = watcher.snapshot
-        if snap is not None and (not self.snapshot or self.snapshot.get("refresh") != watcher.refreshes):
-            payload = snap.to_dict()
-            payload["refresh"] = watcher.refreshes
-            payload["structure"] = watcher.history.structure
-            self.snapshot = payload
+        if snap is not None and self._sent_refresh != watcher.refreshes:
+            sent = self._sent_rows
+            if sent is None or sent[0] is not snap.description or sent[1] != snap.status_key() or not self.snapshot:
+                payload = snap.to_dict()
+                payload["refresh"] = watcher.refreshes
+                payload["structure"] = watcher.history.structure
+                self.snapshot = payload
+                self._sent_rows = (snap.description, snap.status_key())
+            else:
+                self.send_stats()
+            self._sent_refresh = watcher.refreshes
         self.status = watcher.status()
+
+    def send_stats(self) -> None:
+        """Send the latest refresh's statistics as one float32 buffer (``STAT_NAMES`` columns, one
+        value per row; ``exact`` holds the few numbers float32 cannot carry)."""
+        snap = self._watcher.snapshot
+        if snap is None:
+            return
+        buffer, exact = snap.stats_buffer()
+        self.send({"type": "stats", "refresh": self._watcher.refreshes, "structure": self._watcher.history.structure,
+                   "rows": len(snap), "names": list(STAT_NAMES), "exact": exact}, buffers=[buffer])
+
+    @command("stats")
+    def _stats_request(self, content: dict, _buffers: Any) -> None:
+        self.send_stats()
 
     @command("refresh")
     def _refresh_request(self, content: dict, _buffers: Any) -> None:

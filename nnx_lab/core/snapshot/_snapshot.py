@@ -32,6 +32,8 @@ from ..graph import Path, path_text
 #: Significant digits of the statistics sent to the browser (and kept in the history).
 __all__ = ["PRECISION", "STATUSES", "PendingSnapshot", "Row", "Snapshot", "round_significant", "snapshot"]
 
+_COUNTS = [STAT_NAMES.index("nan_count"), STAT_NAMES.index("inf_count")]  # columns of stat_matrix
+
 PRECISION = DIGITS  # significant digits of every statistic in a payload or a history
 
 class Snapshot:
@@ -101,7 +103,7 @@ class Snapshot:
         return {self._live[k]: ("deleted" if e.deleted else "error", str(e)) for k, e in self._stats.errors.items()}
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self._base)
 
     def __iter__(self):
         return iter(self.rows)
@@ -121,7 +123,7 @@ class Snapshot:
     @property
     def first_nonfinite(self) -> Row | None:
         """The first row holding a NaN or Inf, if any."""
-        counts = self.stat_matrix[:, [STAT_NAMES.index("nan_count"), STAT_NAMES.index("inf_count")]]
+        counts = self.stat_matrix[:, _COUNTS]
         hits = np.flatnonzero(np.nan_to_num(counts).sum(axis=1) > 0)
         return self.rows[int(hits[0])] if hits.size else None
 
@@ -157,6 +159,30 @@ class Snapshot:
             "totals": self.totals,
             "devices": self.device_summary,
         }
+
+    @property
+    def description(self) -> object:
+        """The same object for every snapshot described from one walk of the model (its rows may
+        differ only where statistics failed: :meth:`status_key`)."""
+        return self._memo
+
+    def status_key(self) -> tuple:
+        """What, beside the structure, the rows' descriptions depend on: the rows whose statistics failed."""
+        return tuple(sorted(self._status_changes().items()))
+
+    def stats_buffer(self, precision: int = PRECISION) -> tuple[bytes, dict]:
+        """The statistics alone, for a front end that has the rows already: ``float32[len(STAT_NAMES),
+        len(rows)]`` (column after column, NaN: none) as bytes, rounded like :meth:`to_dict`, and the
+        exact values of the few numbers float32 would change (beyond its range, counts beyond 2**24) as
+        ``{row: [value or None per statistic]}``."""
+        m = round_significant(self.stat_matrix, precision)
+        m[:, _COUNTS] = self.stat_matrix[:, _COUNTS]  # counts are never rounded
+        f32 = m.astype(np.float32)
+        with np.errstate(invalid="ignore", over="ignore"):
+            lost = (np.isfinite(m) & ~np.isfinite(f32)) | ((m != 0) & (f32 == 0))
+            lost[:, _COUNTS] |= m[:, _COUNTS] > 2 ** 24
+        exact = {int(i): [None if v != v else v for v in m[i].tolist()] for i in np.flatnonzero(lost.any(axis=1))}
+        return np.ascontiguousarray(f32.T).tobytes(), exact
 
     def to_text(self, max_rows: int | None = 50) -> str:
         return render.text_table(self, max_rows=max_rows)
