@@ -91,6 +91,12 @@ def program_for(kernels: Sequence[Any], arrays: Sequence[Any], *, background: bo
     return _compile(key, tuple(kernels), specs)
 
 
+def compiling() -> bool:
+    """Whether some program is being compiled (or waits its turn) right now."""
+    with _lock:
+        return any(v == COMPILING for v in _programs.values())
+
+
 def programs_compiled() -> int:
     """Programs compiled so far (part of :func:`.stats.kernel_cache_size`)."""
     return _compiled
