@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Iterable, Iterator, TypeVar
 
 import traitlets
 
 from .._ipython import busy_queue
 from ..core.render import html_table, summary_line
-from ..core.snapshot import HISTORY_STATS, STAT_NAMES, Watcher
+from ..core.snapshot import HISTORY_STATS, STAT_NAMES, Watcher, threads_see_jax_config
 from ._base import STATIC, Widget, background_unsupported, command
 
 T = TypeVar("T")
@@ -31,15 +32,24 @@ class StateViewer(Widget):
     sparkline_stat = traitlets.Unicode("norm").tag(sync=True)
 
     def __init__(self, obj: Any, *, max_rate: float = 2.0, background: bool = False,
-                 stats: bool = True, history: int = 100, **kwargs: Any):
+                 stats: bool = True, history: int = 100, rows_first: bool = False, **kwargs: Any):
         self._watcher = Watcher(obj, max_rate=max_rate, stats=stats, history=history,
                                 between_steps=busy_queue.drain)
         self._sent_refresh: int | None = None  # the refresh whose statistics the browser has
-        self._sent_rows: tuple | None = None  # (description, failed rows) of the rows in the snapshot trait
+        self._sent_rows: tuple | None = None  # (description, failed rows, structure id) of the snapshot trait
         super().__init__(**kwargs)
         self._watcher.subscribe(self._publish)
         self._watcher.publish_from_thread = background_unsupported() is None
-        self._watcher.refresh(force=True)
+        self._first: threading.Thread | None = None
+        if rows_first and self._watcher.publish_from_thread and threads_see_jax_config():
+            # Shown in a kernel that takes widget messages from threads: the rows now, the statistics
+            # from a thread once their kernels are compiled and have run (a big model's table appears at once).
+            self._watcher.show_rows_first()
+            self._first = threading.Thread(target=self._watcher.refresh, kwargs={"force": True},
+                                           name="nnx_lab-first", daemon=True)
+            self._first.start()
+        else:
+            self._watcher.refresh(force=True)
         if background:
             self.start_background()
 
@@ -83,6 +93,8 @@ class StateViewer(Widget):
     def last_snapshot(self):
         """The latest Snapshot: a refresh still on its way from the device is waited for first
         (the end of a loop or cell publishes from a thread, so reading right after one is exact)."""
+        if self._first is not None:
+            self._first.join()
         self._watcher.wait()
         return self._watcher.snapshot
 
@@ -101,13 +113,14 @@ class StateViewer(Widget):
     def _publish(self, watcher: Watcher) -> None:
         snap = watcher.snapshot
         if snap is not None and self._sent_refresh != watcher.refreshes:
-            sent = self._sent_rows
-            if sent is None or sent[0] is not snap.description or sent[1] != snap.status_key() or not self.snapshot:
+            sent, structure = self._sent_rows, watcher.history.structure
+            if (sent is None or sent[0] is not snap.description or sent[1] != snap.status_key()
+                    or sent[2] != structure or not self.snapshot):
                 payload = snap.to_dict()
                 payload["refresh"] = watcher.refreshes
                 payload["structure"] = watcher.history.structure
                 self.snapshot = payload
-                self._sent_rows = (snap.description, snap.status_key())
+                self._sent_rows = (snap.description, snap.status_key(), structure)
             else:
                 self.send_stats()
             self._sent_refresh = watcher.refreshes
@@ -188,5 +201,6 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
     >>> viewer.status["state"]
     'live'
     """
-    viewer = StateViewer(obj, max_rate=max_rate, background=background, stats=stats, history=history)
+    viewer = StateViewer(obj, max_rate=max_rate, background=background, stats=stats, history=history,
+                         rows_first=display)
     return viewer.show() if display else viewer

@@ -172,3 +172,14 @@ def test_watcher_reuses_the_structure_and_drops_it_with_the_model():
     import gc
     gc.collect()
     assert w._structure.plan is None and w.state == "gone"
+
+
+def test_rows_first_then_statistics_with_one_walk():
+    model = Tied(nnx.Rngs(0))
+    w = Watcher(model)
+    w.show_rows_first()
+    assert w.refreshes == 0 and w.snapshot is not None
+    assert all(row.stats is None for row in w.snapshot.rows) and len(w.snapshot.rows) == 5
+    w.refresh(force=True)
+    assert w.refreshes == 1 and w.snapshot["embed.embedding"].stats["norm"] > 0
+    assert (w._structure.walks, w._structure.hits) == (1, 1)

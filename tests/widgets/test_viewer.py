@@ -356,3 +356,17 @@ def test_numbers_float32_cannot_carry_travel_exactly():
     snap.__dict__["stat_matrix"] = m
     _, exact = snap.stats_buffer()
     assert exact[0][0] == 1e300 and exact[0][6] == 2 ** 30 + 1
+
+
+def test_where_threads_may_publish_the_rows_show_before_the_statistics(monkeypatch):
+    import nnx_lab.widgets.viewer as viewer_module
+
+    monkeypatch.setattr(viewer_module, "background_unsupported", lambda: None)
+    model = small_model()
+    viewer = viewer_module.StateViewer(model, rows_first=True)  # what watch() does when it displays
+    assert len(viewer.snapshot["rows"]["key"]) == 6  # the rows, before any kernel has run or compiled
+    deadline = time.monotonic() + 120
+    while viewer.status["refreshes"] < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert viewer.status["state"] == "live" and viewer._sent_refresh == 1
+    assert viewer.last_snapshot.rows[1].stats["norm"] > 0

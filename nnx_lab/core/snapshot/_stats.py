@@ -32,7 +32,7 @@ from ._programs import (COMPILING, MAX_PROGRAM_ARRAYS, Program, device_groups, p
 from .._util import one_line
 from ._kernels import KERNELS, STAT_NAMES, is_numeric_dtype, kernel_and_names
 
-__all__ = ["STAT_NAMES", "LaunchPlan", "PendingStats", "StatsTable", "StatsError", "compute_stats", "is_numeric_dtype", "is_ready",
+__all__ = ["STAT_NAMES", "LaunchPlan", "PendingStats", "StatsTable", "threads_see_jax_config", "StatsError", "compute_stats", "is_numeric_dtype", "is_ready",
            "kernel_cache_size"]
 
 
@@ -385,6 +385,11 @@ def _dispatch(calls: list[tuple[Any, Any]]) -> list[Any]:
             results[j] = _call(kernel, x)
     _dispatched.update(key for key, j in first.items() if not isinstance(results[j], StatsError))
     return results
+
+
+def threads_see_jax_config() -> bool:
+    """Whether work done on another thread sees this thread's jax settings (see below)."""
+    return _threads_see_this_config()
 
 
 def _threads_see_this_config() -> bool:

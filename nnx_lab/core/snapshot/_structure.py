@@ -59,13 +59,17 @@ class Described:
 
 def describe(obj: Any, *, stats: bool = True) -> Described:
     """Walk ``obj`` with flax and describe every Variable (no cache)."""
-    return _walk(obj, stats)[1]
+    return _without_stats(_walk(obj)[1], stats)
 
 
-def _walk(obj: Any, stats: bool) -> tuple[list, Described]:
+def _without_stats(described: Described, stats: bool) -> Described:
+    return described if stats else dataclasses.replace(described, live=[], arrays=[])
+
+
+def _walk(obj: Any) -> tuple[list, Described]:
     walk = walk_graph(obj)
     rows = [describe_leaf(leaf) for leaf in walk.leaves]
-    live = [i for i, row in enumerate(rows) if row.status == "ok"] if stats else []
+    live = [i for i, row in enumerate(rows) if row.status == "ok"]
     return walk.leaves, Described(rows, walk.nodes, walk.root_type, devices_of(walk.leaves), live,
                                   [walk.leaves[i].value for i in live])
 
@@ -76,7 +80,7 @@ class _Structure:
     positions: list[int]  # per array row: its position among the flattened leaves
     specs: list[tuple]  # per array row: (type, shape, dtype, sharding)
     described: Described  # arrays emptied: the structure holds no array
-    live_k: list[int]  # per live row: its index into positions
+    live_k: list[int]  # per live row (status ok): its index into positions
     plan: Any = None  # the statistics' launch plan for these arrays, once made
 
 
@@ -103,11 +107,11 @@ class StructureCache:
             if specs == s.specs and _none_deleted(values):
                 self.hits += 1
                 d = s.described
-                return dataclasses.replace(d, arrays=[values[k] for k in s.live_k], reused=True)
+                return _without_stats(dataclasses.replace(d, arrays=[values[k] for k in s.live_k], reused=True), stats)
         self.walks += 1
-        walk_leaves, described = _walk(obj, stats)
+        walk_leaves, described = _walk(obj)
         self._structure = _build(obj, walk_leaves, described, leaves, treedef)
-        return described
+        return _without_stats(described, stats)
 
     @property
     def plan(self) -> Any:

@@ -145,6 +145,23 @@ class Watcher:
         finally:
             self._lock.release()
 
+    def show_rows_first(self) -> None:
+        """Publish the rows alone at once (nothing runs on the device, nothing compiles), so a new
+        viewer shows its table before its statistics kernels are compiled; the statistics follow with
+        the first refresh. Not counted as a refresh; the structure walked here is reused by it."""
+        obj = self._ref()
+        if obj is None:
+            return
+        try:
+            with self._lock:
+                if self.snapshot is None:
+                    self.snapshot = PendingSnapshot(obj, stats=False, structure=self._structure).finish()
+        except Exception:  # the refresh that follows says what is wrong
+            return
+        finally:
+            del obj
+        self._notify()
+
     def wait(self) -> None:
         """Publish the refreshes in flight, waiting for the device (tests, scripts)."""
         with self._lock:
