@@ -16,7 +16,7 @@ import nnx_lab
 from nnx_lab._ipython import cell_hooks as live
 from nnx_lab.core import compat
 from nnx_lab.core.snapshot import Watcher
-from tests.viewer_wire import Wire
+from viewer_wire import Wire
 
 
 def small_model():
