@@ -99,6 +99,9 @@ class StateViewer(Widget):
         return self._watcher.snapshot
 
     def _after_cell(self) -> None:
+        if self._first is not None:  # the first statistics, dispatched before this cell's changes
+            self._first.join()
+            self._first = None
         if self._watcher.state != "gone":
             # Dispatched now, published when the device gets there (the kernel is not held up by
             # steps the cell queued), or at once where widget messages cannot come from threads.

@@ -255,6 +255,7 @@ def test_unload_ext_leaves_viewers_on_screen_refreshing(ip):
     ip.run_line_magic("unload_ext", "nnx_lab")
     try:
         assert len(hooks(ip)) == 2
+        viewer.last_snapshot  # displayed: its first statistics come from a thread
         before = viewer._watcher.refreshes
         ip.run_cell("model.layers[0].bias.value = model.layers[0].bias.value + 1")
         assert viewer._watcher.refreshes == before + 1 and viewer.status["state"] == "live"
@@ -294,6 +295,7 @@ def test_cells_refresh_viewers_and_nnx_watch_binds(ip):
     ip.run_line_magic("nnx_watch", "model --as viewer")
     viewer = ip.user_ns["viewer"]
     wire = Wire(viewer)
+    viewer.last_snapshot  # displayed: its first statistics come from a thread
     before = viewer.status["refreshes"]
     ip.run_cell("from nnx_lab.core import compat\n"
                 "compat.set_value(model.layers[0].bias, compat.get_value(model.layers[0].bias) + 3)")
