@@ -81,7 +81,10 @@ def run(mode: str, model, optimizer, batches, seconds: float) -> tuple[float, fl
     before = viewers[0].status["refreshes"] if viewers else 0
     published = []  # when the model viewer published, during the loop
     if viewers:
-        viewers[0].observe(lambda change: published.append(time.perf_counter()), names="snapshot")
+        # Each published refresh updates the status (its count); the rows trait changes only with the structure.
+        viewers[0].observe(lambda change: published.append(time.perf_counter())
+                           if change["new"].get("refreshes") != change["old"].get("refreshes") else None,
+                           names="status")
     steps, loss = 0, None
     start = time.perf_counter()
 
