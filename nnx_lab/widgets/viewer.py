@@ -204,6 +204,5 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
     >>> viewer.status["state"]
     'live'
     """
-    viewer = StateViewer(obj, max_rate=max_rate, background=background, stats=stats, history=history,
-                         rows_first=display)
+    viewer = StateViewer(obj, max_rate=max_rate, background=background, stats=stats, history=history)
     return viewer.show() if display else viewer
