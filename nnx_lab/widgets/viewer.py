@@ -5,11 +5,13 @@ from __future__ import annotations
 import threading
 from typing import Any, Iterable, Iterator, TypeVar
 
+import numpy as np
 import traitlets
 
 from .._ipython import busy_queue
 from ..core.render import html_table, summary_line
-from ..core.snapshot import HISTORY_STATS, STAT_NAMES, Watcher, threads_see_jax_config
+from ..core.snapshot import (HISTORY_STATS, PRECISION, STAT_NAMES, Watcher, series_buffer, series_meta,
+                             threads_see_jax_config)
 from ._base import STATIC, Widget, background_unsupported, command
 
 T = TypeVar("T")
@@ -32,9 +34,10 @@ class StateViewer(Widget):
     sparkline_stat = traitlets.Unicode("norm").tag(sync=True)
 
     def __init__(self, obj: Any, *, max_rate: float = 2.0, background: bool = False,
-                 stats: bool = True, history: int = 100, rows_first: bool = False, **kwargs: Any):
+                 stats: bool = True, history: int = 100, rows_first: bool = False, optimizer: Any = None,
+                 **kwargs: Any):
         self._watcher = Watcher(obj, max_rate=max_rate, stats=stats, history=history,
-                                between_steps=busy_queue.drain)
+                                between_steps=busy_queue.drain, optimizer=optimizer)
         self._sent_refresh: int | None = None  # the refresh whose statistics the browser has
         self._sent_rows: tuple | None = None  # (description, failed rows, structure id) of the snapshot trait
         super().__init__(**kwargs)
@@ -54,9 +57,16 @@ class StateViewer(Widget):
             self.start_background()
 
     # -- the training-loop API ----------------------------------------------------
-    def tick(self) -> bool:
-        """Call once per step; refreshes when the throttle allows. Never raises."""
-        return self._watcher.tick()
+    def tick(self, *, grads: Any = None) -> bool:
+        """Call once per step; refreshes when the throttle allows. Never raises. ``grads``: this
+        step's gradients (as :meth:`log`)."""
+        return self._watcher.tick(grads=grads)
+
+    def log(self, *, grads: Any = None) -> None:
+        """Record this step's gradients (e.g. what ``nnx.grad`` returned), matched to the rows by
+        path and reduced on the device with the parameters if this step's tick refreshes: kept by
+        reference, never copied or synced. Inside ``track``, call it in the loop body."""
+        self._watcher.log(grads=grads)
 
     def track(self, iterable: Iterable[T]) -> Iterator[T]:
         """``for batch in viewer.track(batches): step(batch)``: ticks after each step."""
@@ -122,6 +132,11 @@ class StateViewer(Widget):
                 payload = snap.to_dict()
                 payload["refresh"] = watcher.refreshes
                 payload["structure"] = watcher.history.structure
+                series = self._series(snap)
+                if series is not None:
+                    meta, buffer = series
+                    payload["series"] = {**meta, "values": [None if v != v else v for v in
+                                                            np.frombuffer(buffer, np.float32).tolist()]}
                 self.snapshot = payload
                 self._sent_rows = (snap.description, snap.status_key(), structure)
             else:
@@ -136,8 +151,21 @@ class StateViewer(Widget):
         if snap is None:
             return
         buffer, exact = snap.stats_buffer()
-        self.send({"type": "stats", "refresh": self._watcher.refreshes, "structure": self._watcher.history.structure,
-                   "rows": len(snap), "names": list(STAT_NAMES), "exact": exact}, buffers=[buffer])
+        msg = {"type": "stats", "refresh": self._watcher.refreshes, "structure": self._watcher.history.structure,
+               "rows": len(snap), "names": list(STAT_NAMES), "exact": exact}
+        buffers = [buffer]
+        series = self._series(snap)
+        if series is not None:  # gradients, optimizer state: a second buffer (float32[series, stats + ratio, rows])
+            msg["series"] = series[0]
+            buffers.append(series[1])
+        self.send(msg, buffers=buffers)
+
+    def _series(self, snap: Any) -> tuple[dict, bytes] | None:
+        meta = series_meta(snap.series, self._watcher.ticks)
+        if meta is None:
+            return None
+        norm = snap.stat_matrix[:, STAT_NAMES.index("norm")]
+        return meta, series_buffer(snap.series, norm, PRECISION)
 
     @command("stats")
     def _stats_request(self, content: dict, _buffers: Any) -> None:
@@ -174,7 +202,7 @@ class StateViewer(Widget):
 
 
 def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: bool = True,
-          history: int = 100, display: bool = True) -> StateViewer:
+          history: int = 100, display: bool = True, optimizer: Any = None) -> StateViewer:
     """Show a live viewer of ``obj`` and return it; refreshes after every cell, on
     ``viewer.tick()`` / ``viewer.track(...)``, and optionally from a background thread.
 
@@ -189,6 +217,9 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
       stats: compute statistics on the device (``False``: descriptions only).
       history: how many refreshes to keep for the sparklines (at least 1).
       display: show the viewer; with ``False`` only return it.
+      optimizer: an ``nnx.Optimizer`` of ``obj``: each row gains its optimizer state (Adam's ``mu``
+        and ``nu``, momentum...) matched by path, and the header its step count. ``watch(optimizer)``
+        alone lists the optimizer's own Variables (flax's Optimizer holds no model) with its step.
 
     Raises:
       TypeError: ``obj`` is not a model (nothing :func:`nnx_lab.snapshot` accepts).
@@ -204,5 +235,6 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
     >>> viewer.status["state"]
     'live'
     """
-    viewer = StateViewer(obj, max_rate=max_rate, background=background, stats=stats, history=history)
+    viewer = StateViewer(obj, max_rate=max_rate, background=background, stats=stats, history=history,
+                         optimizer=optimizer)
     return viewer.show() if display else viewer

@@ -6,6 +6,7 @@ The public face of the snapshot pipeline (see docs/ARCHITECTURE.md):
   statistics, and fetch their few numbers (a :class:`Snapshot` of :class:`Row` objects).
 - the statistics (``_stats.py``, kernels in ``_kernels.py``, one program per structure in
   ``_programs.py``), placement and sharding text (``_devices.py``), histograms (``_histogram.py``);
+- series beside the rows (``_series.py``): gradients and optimizer state matched by path;
 - :class:`Watcher` (``_watch.py``), the throttled asynchronous refresh behind every live viewer,
   and its :class:`History` (``_history.py``).
 
@@ -20,13 +21,14 @@ from ._devices import device_summary
 from ._histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch
 from ._history import HISTORY_STATS, History
 from ._snapshot import PRECISION, STATUSES, PendingSnapshot, Row, Snapshot, round_significant, snapshot
+from ._series import GRAD, SeriesColumns, SeriesStore, leaf_paths, series_buffer, series_meta
 from ._stats import (STAT_NAMES, Deferred, StatsError, compute_stats, is_numeric_dtype, is_ready, kernel_cache_size,
                      threads_see_jax_config)
 from ._throttle import Throttle
 from ._watch import MAX_IN_FLIGHT, Watcher
 
 __all__ = [
-    "DEFAULT_BINS", "HISTORY_STATS", "MAX_IN_FLIGHT", "PRECISION", "STATUSES", "STAT_NAMES", "Deferred", "History",
+    "DEFAULT_BINS", "GRAD", "SeriesColumns", "SeriesStore", "leaf_paths", "series_buffer", "series_meta", "HISTORY_STATS", "MAX_IN_FLIGHT", "PRECISION", "STATUSES", "STAT_NAMES", "Deferred", "History",
     "PendingSnapshot", "Row", "Snapshot", "StatsError", "Throttle", "Watcher", "compute_stats", "device_summary",
     "histograms_dispatch", "histograms_fetch", "is_numeric_dtype", "is_ready", "kernel_cache_size",
     "round_significant", "snapshot", "sparkline", "threads_see_jax_config",

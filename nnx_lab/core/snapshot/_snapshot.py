@@ -60,6 +60,7 @@ class Snapshot:
         self.device_summary, self.elapsed_s = device_summary, elapsed_s
         self._base, self._stats, self._live = tuple(rows), stats, list(live)
         self._memo = {} if memo is None else memo  # what depends only on the structure, shared by its snapshots
+        self.series = None  # gradients and optimizer state beside the rows (snapshot._series.SeriesColumns)
 
     @functools.cached_property
     def rows(self) -> tuple[Row, ...]:
@@ -323,7 +324,9 @@ class PendingSnapshot:
     """
 
     def __init__(self, obj: Any, *, stats: bool = True, repeated: bool = False, defer: bool = False,
-                 structure: StructureCache | None = None):
+                 structure: StructureCache | None = None, series: Any = None):
+        # series: arrays reduced with the parameters (a snapshot._series dispatch: prepare(described)
+        # -> (arrays, layout key), finish(their StatsTable, rows) -> the snapshot's ``series``)
         start = time.thread_time()
         described = structure.describe(obj, stats=stats) if structure is not None else describe(obj, stats=stats)
         self._rows, self._live = described.rows, described.live
@@ -333,13 +336,15 @@ class PendingSnapshot:
         if "totals" not in self._memo:
             self._memo["totals"] = _totals(self._rows)
         self._totals = self._memo["totals"]
-        self._stats = None
-        if self._live:
-            plan = structure.plan if described.reused else None
-            self._stats = PendingStats(described.arrays, repeated=repeated, defer=defer, plan=plan)
+        self._stats, self._series = None, series
+        extra, layout = series.prepare(described) if series is not None and stats else ([], None)
+        arrays = described.arrays + extra if extra else described.arrays
+        if arrays:
+            plan = structure.plan_for(layout) if described.reused else None
+            self._stats = PendingStats(arrays, repeated=repeated, defer=defer, plan=plan)
             if structure is not None:
-                structure.plan = self._stats.plan
-        del described  # the arrays: held only by the model and, until they have run, by the queued kernels
+                structure.set_plan(layout, self._stats.plan)
+        del described, extra, arrays  # the arrays: held only by the model and, until they have run, by the queued kernels
         self.host_s = time.thread_time() - start
 
     def ready(self) -> bool:
@@ -355,9 +360,18 @@ class PendingSnapshot:
         self.wait()
         start = time.thread_time()
         table = self._stats.table() if self._stats is not None else None
-        self.host_s += time.thread_time() - start
-        return Snapshot(self._root_type, self._rows, self._nodes, self._totals, device_summary(self._devices),
+        series = None
+        if table is not None and len(self._live) < table.n:
+            table, series = table.split(len(self._live))
+        if not self._live:
+            table = None
+        snap = Snapshot(self._root_type, self._rows, self._nodes, self._totals, device_summary(self._devices),
                         self.host_s, stats=table, live=self._live if table is not None else (), memo=self._memo)
+        if self._series is not None:
+            snap.series = self._series.finish(series, len(self._rows))
+        self.host_s += time.thread_time() - start
+        snap.elapsed_s = self.host_s
+        return snap
 
 
 def _totals(rows: list[Row]) -> dict[str, dict[str, int]]:

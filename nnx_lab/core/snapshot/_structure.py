@@ -81,7 +81,7 @@ class _Structure:
     specs: list[tuple]  # per array row: (type, shape, dtype, sharding)
     described: Described  # arrays emptied: the structure holds no array
     live_k: list[int]  # per live row (status ok): its index into positions
-    plan: Any = None  # the statistics' launch plan for these arrays, once made
+    plans: dict = dataclasses.field(default_factory=dict)  # launch plans, by the layout of the series' arrays
 
 
 class StructureCache:
@@ -116,12 +116,18 @@ class StructureCache:
     @property
     def plan(self) -> Any:
         """What the statistics computed once for this structure (their launch plan), or None."""
-        return None if self._structure is None else self._structure.plan
+        return self.plan_for(None)
 
-    @plan.setter
-    def plan(self, plan: Any) -> None:
+    def plan_for(self, extra: Any) -> Any:
+        """The launch plan for this structure's arrays followed by arrays laid out as ``extra``
+        (a hashable spec of a refresh's series, None without any), or None."""
+        return None if self._structure is None else self._structure.plans.get(extra)
+
+    def set_plan(self, extra: Any, plan: Any) -> None:
         if self._structure is not None:
-            self._structure.plan = plan
+            if len(self._structure.plans) >= 4 and extra not in self._structure.plans:
+                self._structure.plans.pop(next(iter(self._structure.plans)))
+            self._structure.plans[extra] = plan
 
 
 def _none_deleted(values: list) -> bool:

@@ -55,6 +55,19 @@ class StatsTable:
             self._matrix = m
         return self._matrix
 
+    def split(self, n: int) -> tuple["StatsTable", "StatsTable"]:
+        """The first ``n`` arrays' table and the rest's (a refresh's parameters and its series)."""
+        return self._part(slice(0, n)), self._part(slice(n, self.n))
+
+    def _part(self, part: slice) -> "StatsTable":
+        start, stop, _ = part.indices(self.n)
+        plan = _PlanPart(self._plan, part, start, stop)
+        t = StatsTable(stop - start, plan)
+        t._floats, t._counts, t._filled = self._floats[part], self._counts[part], self._filled[part]
+        t._exact = {i - start: v for i, v in self._exact.items() if start <= i < stop}
+        t.errors = {i - start: e for i, e in self.errors.items() if start <= i < stop}
+        return t
+
     def dicts(self) -> list:
         m = self.matrix().tolist()
         return [self.dict_of(i, m[i]) for i in range(self.n)]
@@ -73,3 +86,11 @@ class StatsTable:
         if i in self._exact and "min" in stats:  # an integer array's extremes, exactly (not a bool's)
             stats["min"], stats["max"] = self._exact[i]
         return stats
+
+
+class _PlanPart:
+    """What a StatsTable reads of a launch plan, for some of its arrays."""
+
+    def __init__(self, plan: Any, part: slice, start: int, stop: int):
+        self.errors = [(i - start, e) for i, e in plan.errors if start <= i < stop]
+        self.sizes, self.has, self.stat_columns = plan.sizes[part], plan.has[part], plan.stat_columns[part]

@@ -30,6 +30,7 @@ import jax
 
 from ._history import History
 from ._snapshot import PendingSnapshot, Snapshot
+from ._series import SeriesStore, is_optimizer
 from ._structure import StructureCache
 from .._util import one_line, when_ready
 from ._throttle import Throttle
@@ -44,7 +45,12 @@ MAX_IN_FLIGHT = 8
 
 class Watcher:
     def __init__(self, obj: Any, *, max_rate: float = 2.0, budget: float = 0.02,
-                 stats: bool = True, history: int = 100, between_steps: Callable[[], Any] | None = None):
+                 stats: bool = True, history: int = 100, between_steps: Callable[[], Any] | None = None,
+                 optimizer: Any = None):
+        # Gradients (tick/log(grads=...)) and the optimizer's state, reduced beside the rows (_series.py).
+        # watch(optimizer) alone: its state is its rows; the store adds its step count.
+        self.series = (SeriesStore(obj, state=False) if optimizer is None and is_optimizer(obj)
+                       else SeriesStore(optimizer))
         self._throttle = Throttle(max_rate, budget, what="refreshes")
         self.max_rate, self.budget = self._throttle.max_rate, self._throttle.budget
         self.stats = stats
@@ -174,7 +180,8 @@ class Watcher:
             return None
         self._compiled = kernel_cache_size()
         try:
-            pending = PendingSnapshot(obj, stats=self.stats, repeated=True, defer=defer, structure=self._structure)
+            pending = PendingSnapshot(obj, stats=self.stats, repeated=True, defer=defer, structure=self._structure,
+                                      series=self.series.take(self._ticks))
         except Deferred:  # its one-launch program is compiling: try again at the next interval
             return None
         except Exception as e:  # deleted mid-step, a model gone odd: say so, go on
@@ -203,6 +210,7 @@ class Watcher:
             self.state, self.message = "error", one_line(e)
             self._notify()
             return False
+        snap.series = self.series.published(snap.series, len(snap))
         self.cost_s = newest.host_s
         if kernel_cache_size() == self._compiled:  # a refresh that compiled says nothing of the next
             self._throttle.cost(self.cost_s)
@@ -223,15 +231,26 @@ class Watcher:
                     self._publish_arrived(wait=False, upto=pending)
         when_ready(pending, publish, name="nnx_lab-publish")
 
-    def tick(self) -> bool:
-        """Call once per training step: refreshes when the throttle allows."""
+    def log(self, *, grads: Any = None) -> None:
+        """Record this step's gradients (any tree of arrays matched to the model's Variables by
+        path, e.g. what ``nnx.grad`` returned) for the refresh its :meth:`tick` may dispatch: kept by
+        reference, never copied or synced, let go at that tick. Never raises."""
+        if grads is not None:
+            self.series.log(grads, self._ticks + 1)
+
+    def tick(self, *, grads: Any = None) -> bool:
+        """Call once per training step: refreshes when the throttle allows. ``grads``: as :meth:`log`."""
+        self.log(grads=grads)
         self._ticks += 1
         if self._between_steps is not None:
             try:
                 self._between_steps()
             except Exception:
                 pass
-        return self.refresh()
+        try:
+            return self.refresh()
+        finally:
+            self.series.drop()
 
     def track(self, iterable: Iterable[T]) -> Iterator[T]:
         """``for batch in watcher.track(batches): ...`` — ticks after each step, refreshes at the end."""
@@ -276,10 +295,19 @@ class Watcher:
             self._stop.set()
             self._notify()
 
+    @property
+    def ticks(self) -> int:
+        """Steps so far (calls of :meth:`tick`): the step numbers of scalars and of the NaN/Inf alert."""
+        return self._ticks
+
+    def _series_problems(self) -> list[str]:
+        series = None if self.snapshot is None else self.snapshot.series
+        return [] if series is None else series.problems[:2]
+
     def status(self) -> dict:
         return {
             "state": self.state,
-            "message": "; ".join(m for m in (self.message, self.note) if m),
+            "message": "; ".join(m for m in (self.message, *self._series_problems(), self.note) if m),
             "last_refresh": self.last_refresh,
             "cost_ms": None if self.cost_s is None else round(self.cost_s * 1e3, 2),
             "refreshes": self.refreshes,

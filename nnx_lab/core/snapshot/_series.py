@@ -1,0 +1,368 @@
+"""Series beside a model's rows: gradients and optimizer state, matched to its Variables by path.
+
+A refresh may carry, beside each Variable's own statistics, those of arrays that belong to that
+Variable elsewhere: its gradient (``viewer.tick(grads=grads)`` or ``viewer.log(grads=grads)``) and
+its optimizer state (Adam's ``mu`` and ``nu``, momentum's ``trace``...: ``watch(model,
+optimizer=opt)``). Each is a *series*: a tree whose array leaves are matched to rows by path. A
+leaf's path matches the row whose path is its longest suffix (``opt_state[0].mu.layers[0].kernel``
+is ``layers[0].kernel``'s ``mu``) when their shapes agree; the keys before that suffix name the
+series (the last named key: ``mu``; the whole prefix where two prefixes share that name). Leaves
+that match no row (a step ``count``, a schedule's state, a shape that differs) are listed with
+their statistics, never dropped.
+
+Costs. ``log``/``tick(grads=...)`` keeps a reference to the tree (no copy, no flattening, no
+sync) until that step's tick: when it dispatches a refresh, the tree's arrays are reduced with the
+parameters, by the same kernels in the same one program, fetched in the same one transfer; when
+the throttle skips it, the reference is dropped. So a gradient is never held past its step. A
+refresh without gradients (a tick that passed none, the end of a loop or cell) keeps the last
+gradient statistics, marked *stale* with the step they are from. The optimizer is held by weak
+reference and its state read at every refresh (its arrays are the ones of that moment); its step
+count travels as one more array (no sync).
+
+>>> import jax.numpy as jnp
+>>> leaf_paths({"a": {"kernel": jnp.ones(2)}, "b": [jnp.zeros(1)]})[0]
+[('a', 'kernel'), ('b', 0)]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import weakref
+from typing import Any
+
+import jax
+import numpy as np
+from flax import nnx
+
+from ..compat import get_value
+from ..graph import Path, path_text
+from ..render import round_significant
+from .._util import one_line
+from ._kernels import STAT_NAMES
+
+__all__ = ["GRAD", "SeriesColumns", "SeriesStore", "is_optimizer", "leaf_paths", "series_buffer", "series_meta"]
+
+GRAD = "grad"
+_NORM = STAT_NAMES.index("norm")
+_MAX = STAT_NAMES.index("max")
+_COUNTS = [STAT_NAMES.index("nan_count"), STAT_NAMES.index("inf_count")]
+
+
+def _key(k: Any) -> Any:
+    for attr in ("name", "key", "idx"):
+        if hasattr(k, attr):
+            return getattr(k, attr)
+    return str(k)
+
+
+def leaf_paths(tree: Any) -> tuple[list[Path], list[Any]]:
+    """Every leaf of ``tree`` (as ``jax.tree_util.tree_flatten`` orders them) and its path, a
+    Variable's own ``value`` key dropped (``nnx.State``, optax states, dicts, lists, dataclasses)."""
+    is_variable = lambda x: isinstance(x, nnx.Variable)  # noqa: E731
+    paths: list[Path] = []
+    leaves: list[Any] = []
+    for keys, item in jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_variable)[0]:
+        base = tuple(_key(k) for k in keys)
+        if is_variable(item):
+            for sub, leaf in jax.tree_util.tree_flatten_with_path(get_value(item))[0]:
+                paths.append(base + tuple(_key(k) for k in sub))
+                leaves.append(leaf)
+        else:
+            paths.append(base)
+            leaves.append(item)
+    return paths, leaves
+
+
+@dataclasses.dataclass
+class SeriesColumns:
+    """What one refresh knows of its series, as host numbers (no array).
+
+    ``matrices[name]``: ``float64[rows, STAT_NAMES]`` (NaN: that row has none); ``steps[name]``:
+    the step (tick count) its arrays are from; ``stale``: names carried over from an earlier
+    refresh; ``unmatched``: ``(series, path text, what, statistics or None)`` per leaf matched to
+    no row; ``problems``: one line each (bad input); ``opt_step``: the optimizer's step count."""
+
+    names: tuple[str, ...] = ()
+    matrices: dict = dataclasses.field(default_factory=dict)
+    steps: dict = dataclasses.field(default_factory=dict)
+    stale: frozenset = frozenset()
+    unmatched: list = dataclasses.field(default_factory=list)
+    problems: list = dataclasses.field(default_factory=list)
+    opt_step: int | None = None
+
+    def ratio(self, name: str, param_norm: np.ndarray) -> np.ndarray:
+        """``‖series‖ / ‖θ‖`` per row (NaN where either is missing or ‖θ‖ is 0)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = self.matrices[name][:, _NORM] / param_norm
+        r[~np.isfinite(r)] = np.nan
+        return r
+
+    def stats_dict(self, name: str, row: int) -> dict:
+        """Row ``row``'s statistics of series ``name`` (None where missing)."""
+        values = self.matrices[name][row].tolist()
+        return {s: (None if v != v else v) for s, v in zip(STAT_NAMES, values)}
+
+
+class _Entry:
+    """One array leaf of a series tree: where it goes (a row, or the unmatched list)."""
+
+    __slots__ = ("series", "row", "text", "what")
+
+    def __init__(self, series: str, row: int, text: str, what: str = ""):
+        self.series, self.row, self.text, self.what = series, row, text, what
+
+
+def _array_problem(x: Any) -> str | None:
+    if isinstance(x, jax.core.Tracer):
+        return "a tracer (logged inside a jit/grad-transformed function?)"
+    if isinstance(x, jax.Array):
+        try:
+            if x.is_deleted():
+                return "deleted (donated to a jitted step?)"
+        except Exception:  # noqa: BLE001
+            return "not readable"
+        return None
+    if isinstance(x, np.ndarray):
+        return None
+    return f"not an array ({type(x).__name__})"
+
+
+def _series_names(prefixes: list[Path], default: str) -> dict[Path, str]:
+    """A name per prefix: its last named key, or the prefix's text where names collide."""
+    def last_name(p: Path) -> str:
+        for k in reversed(p):
+            if isinstance(k, str):
+                return k
+        return path_text(p) or default
+    names = {p: last_name(p) for p in prefixes}
+    counts: dict[str, int] = {}
+    for n in names.values():
+        counts[n] = counts.get(n, 0) + 1
+    return {p: (path_text(p) if counts[n] > 1 else n) for p, n in names.items()}
+
+
+def _match(paths: list[Path], leaves: list, index: dict, shapes: list, fixed: str | None,
+           source: str) -> list[_Entry]:
+    """Each leaf's entry: matched to the row of its longest path suffix with the same shape (the
+    series named ``fixed``, or after the keys before that suffix), else unmatched."""
+    found: list[tuple[Path | None, int, str]] = []
+    for path, leaf in zip(paths, leaves):
+        row, prefix, what = -1, path, ""
+        shape = getattr(leaf, "shape", None)
+        for k in range(len(path)):
+            i = index.get(path[k:])
+            if i is not None:
+                if shapes[i] == shape:
+                    row, prefix = i, path[:k]
+                else:
+                    what = f"shape {shape} differs from {path_text(path[k:])}'s {shapes[i]}"
+                break
+        found.append((prefix if row >= 0 else None, row, what))
+    names = _series_names(sorted({p for p, _, _ in found if p is not None}, key=repr), "state")
+    entries, taken = [], set()
+    for path, (prefix, row, what) in zip(paths, found):
+        name = fixed or (names[prefix] if prefix is not None else source)
+        if row >= 0 and (name, row) in taken:
+            row, what = -1, f"a second {name} for {path_text(path[len(prefix):])}"
+        if row >= 0:
+            taken.add((name, row))
+        entries.append(_Entry(name if row >= 0 else source, row, path_text(path) or "(root)", what))
+    return entries
+
+
+class _Layout:
+    """A series tree's entries for one structure of the model, reused while the tree's treedef is
+    unchanged (flattening with paths costs far more than flattening)."""
+
+    def __init__(self, tree: Any, index: dict, shapes: list, fixed: str | None, source: str):
+        paths, leaves = leaf_paths(tree)
+        self.entries = _match(paths, leaves, index, shapes, fixed, source)
+
+
+class _Dispatch:
+    """One refresh's series: :meth:`prepare` gives the arrays to reduce with the parameters,
+    :meth:`finish` turns their statistics into :class:`SeriesColumns`. Made by :class:`SeriesStore`."""
+
+    def __init__(self, store: "SeriesStore", grads: Any, grads_step: int | None, optimizer: Any, step: int,
+                 state: bool = True):
+        self._store, self._grads, self._grads_step, self._state = store, grads, grads_step, state
+        self._optimizer, self._step = optimizer, step
+        self._entries: list[_Entry] = []
+        self._problems: list[str] = []
+        self._step_at: int | None = None  # position of the optimizer's step count among the arrays
+
+    def prepare(self, described: Any) -> tuple[list, Any]:
+        memo = described.memo
+        if "series_index" not in memo:
+            index: dict = {}
+            for i, row in enumerate(described.rows):
+                for p in (row.path, *row.aliases):
+                    index.setdefault(p, i)
+            memo["series_index"] = index
+            memo["series_shapes"] = [row.shape for row in described.rows]
+        index, shapes = memo["series_index"], memo["series_shapes"]
+        arrays: list = []
+        trees = []
+        if self._grads is not None:
+            trees.append(("grads", self._grads, GRAD))
+        if self._optimizer is not None and self._state:
+            trees.append(("optimizer state", getattr(self._optimizer, "opt_state", None), None))
+        for what, tree, fixed in trees:
+            try:
+                leaves, treedef = jax.tree_util.tree_flatten(tree)
+                key = (what, treedef, id(memo))
+                layout = self._store.layouts.get(key)
+                if layout is None:
+                    layout = self._store.layouts[key] = _Layout(tree, index, shapes, fixed, what)
+                    if len(self._store.layouts) > 8:
+                        self._store.layouts.pop(next(iter(self._store.layouts)))
+            except Exception as e:  # noqa: BLE001 - a tree jax cannot flatten: say so, go on
+                self._problems.append(f"{what}: {one_line(e)}")
+                continue
+            bad: dict[str, list[str]] = {}
+            matched = 0
+            for entry, leaf in zip(layout.entries, leaves):
+                problem = _array_problem(leaf)
+                if problem is not None:
+                    bad.setdefault(problem, []).append(entry.text)
+                    continue
+                self._entries.append(entry)
+                arrays.append(leaf)
+                matched += entry.row >= 0
+            for problem, texts in bad.items():
+                more = f" and {len(texts) - 3} more" if len(texts) > 3 else ""
+                self._problems.append(f"{what}: {len(texts)} lea{'f' if len(texts) == 1 else 'ves'} "
+                                      f"{problem}: {', '.join(texts[:3])}{more}")
+            if leaves and not matched and not bad:
+                self._problems.append(f"{what}: no leaf matches a Variable of the model by path and shape "
+                                      f"(e.g. {layout.entries[0].text})")
+        step = getattr(self._optimizer, "step", None) if self._optimizer is not None else None
+        if isinstance(step, nnx.Variable):
+            step = get_value(step)
+        if isinstance(step, jax.Array) and _array_problem(step) is None:
+            self._step_at = len(arrays)
+            arrays.append(step)
+        self._grads = self._optimizer = None  # the arrays go to the kernels; nothing held past dispatch
+        spec = tuple((type(a), a.shape, a.dtype, getattr(a, "sharding", None)) for a in arrays)
+        return arrays, spec
+
+    def finish(self, table: Any, n_rows: int) -> SeriesColumns:
+        """``table``: the statistics of :meth:`prepare`'s arrays (a StatsTable, or None for none)."""
+        m = table.matrix() if table is not None else np.zeros((0, len(STAT_NAMES)))
+        errors = table.errors if table is not None else {}
+        names: list[str] = []
+        matrices: dict = {}
+        unmatched: list = []
+        failed: list[str] = []
+        for k, entry in enumerate(self._entries):
+            if k in errors:
+                failed.append(f"{entry.series} of {entry.text}: {errors[k]}")
+            if entry.row < 0:
+                stats = None if k in errors else {s: (None if v != v else v) for s, v in zip(STAT_NAMES, m[k].tolist())}
+                unmatched.append((entry.series, entry.text, entry.what, stats))
+                continue
+            if entry.series not in matrices:
+                names.append(entry.series)
+                matrices[entry.series] = np.full((n_rows, len(STAT_NAMES)), np.nan)
+            matrices[entry.series][entry.row] = m[k]
+        problems = self._problems + ([f"{len(failed)} series arrays failed: {failed[0]}"] if failed else [])
+        opt_step = None
+        if self._step_at is not None and self._step_at not in errors:
+            v = m[self._step_at, _MAX]
+            opt_step = None if v != v else int(v)
+        steps = {name: (self._grads_step if name == GRAD else self._step) for name in names}
+        return SeriesColumns(tuple(names), matrices, steps, frozenset(), unmatched, problems, opt_step)
+
+
+class SeriesStore:
+    """A Watcher's series: the gradients logged for the current step and the optimizer, and what
+    the last published refresh knew (to keep gradient statistics, marked stale, over refreshes
+    that had none)."""
+
+    def __init__(self, optimizer: Any = None, *, state: bool = True):
+        # state=False: the optimizer is the watched object itself (its state is already its rows):
+        # only its step count is added.
+        if optimizer is not None and not hasattr(optimizer, "opt_state"):
+            raise TypeError(f"optimizer= takes an nnx.Optimizer (something with .opt_state), not "
+                            f"{type(optimizer).__name__}")
+        self._optimizer = None if optimizer is None else _weak(optimizer)
+        self._state = state
+        self._grads: Any = None
+        self._grads_step: int | None = None
+        self.layouts: dict = {}
+        self.last: SeriesColumns | None = None
+
+    @property
+    def optimizer(self) -> Any:
+        return None if self._optimizer is None else self._optimizer()
+
+    def log(self, grads: Any, step: int) -> None:
+        """Keep ``grads`` (by reference: no copy, no sync) for this step's refresh."""
+        self._grads, self._grads_step = grads, step
+
+    def drop(self) -> None:
+        """The step is over: a gradient not taken by a refresh is let go."""
+        self._grads = None
+
+    def take(self, step: int) -> _Dispatch | None:
+        """This refresh's series (None: nothing to add), taking the logged gradients."""
+        grads, optimizer = self._grads, self.optimizer
+        self._grads = None
+        if grads is None and optimizer is None and self.last is None:
+            return None
+        return _Dispatch(self, grads, self._grads_step, optimizer, step, self._state)
+
+    def published(self, columns: SeriesColumns | None, n_rows: int) -> SeriesColumns | None:
+        """What a published snapshot shows: ``columns`` plus the last gradient statistics (stale)
+        when this refresh had none and the rows are the same."""
+        if columns is None:
+            columns = SeriesColumns()
+        last = self.last
+        if GRAD not in columns.matrices and last is not None and GRAD in last.matrices \
+                and last.matrices[GRAD].shape[0] == n_rows:
+            columns = dataclasses.replace(
+                columns, names=(GRAD, *columns.names), matrices={GRAD: last.matrices[GRAD], **columns.matrices},
+                steps={GRAD: last.steps[GRAD], **columns.steps}, stale=columns.stale | {GRAD})
+        self.last = (columns if columns.names or columns.unmatched or columns.problems or columns.opt_step is not None
+                     else None)
+        return self.last
+
+
+def _weak(obj: Any) -> Any:
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: obj
+
+
+def series_meta(columns: SeriesColumns | None, step: int) -> dict | None:
+    """What a payload says of the series beside their numbers (None: no series). ``step``: the
+    refresh's tick count, against which ``stale`` series are from an earlier step."""
+    if columns is None:
+        return None
+    unmatched = []
+    for series, text, what, stats in columns.unmatched[:200]:
+        numbers = {k: stats[k] for k in ("mean", "max", "norm") if stats and stats.get(k) is not None}
+        unmatched.append({"series": series, "path": text, "what": what,
+                          "stats": {k: float(round_significant(np.array(v), 4)) for k, v in numbers.items()}})
+    return {"names": list(columns.names), "stats": list(STAT_NAMES), "steps": columns.steps, "step": step,
+            "stale": sorted(columns.stale), "unmatched": unmatched, "unmatched_total": len(columns.unmatched),
+            "problems": list(columns.problems), "opt_step": columns.opt_step}
+
+
+def series_buffer(columns: SeriesColumns, param_norm: np.ndarray, precision: int) -> bytes:
+    """Every series' statistics and its ratio to the parameter's norm, rounded to ``precision``
+    digits: ``float32[series, STAT_NAMES + ratio, rows]`` as bytes (NaN: none)."""
+    rows = param_norm.shape[0]
+    out = np.full((len(columns.names), len(STAT_NAMES) + 1, rows), np.nan, np.float32)
+    for k, name in enumerate(columns.names):
+        m = round_significant(columns.matrices[name], precision)
+        m[:, _COUNTS] = columns.matrices[name][:, _COUNTS]  # counts are never rounded
+        out[k, :len(STAT_NAMES)] = m.T
+        out[k, len(STAT_NAMES)] = round_significant(columns.ratio(name, param_norm), precision)
+    return out.tobytes()
+
+
+def is_optimizer(obj: Any) -> bool:
+    """Whether ``obj`` is an ``nnx.Optimizer`` (what ``watch(model, optimizer=...)`` takes)."""
+    return isinstance(obj, nnx.Optimizer)
