@@ -86,7 +86,41 @@ def viewer_payloads() -> dict:
     try:
         return {"viewer_sequential": {"snapshot": viewer.snapshot, "status": viewer.status,
                                       "sparkline_stat": viewer.sparkline_stat,
-                                      "static": static_rows(viewer.last_snapshot)}}
+                                      "static": static_rows(viewer.last_snapshot)},
+                "viewer_series": series_payload()}
+    finally:
+        viewer.close()
+
+
+def series_payload() -> dict:
+    """A viewer given an optimizer (mu, nu, its step count) and one step's gradients: the trait
+    as it is sent with series (``series`` beside ``stats``), and the "stats" message with its
+    second buffer as a list of floats."""
+    import jax.numpy as jnp
+    import optax
+    from flax import nnx
+
+    from nnx_lab.widgets.viewer import StateViewer
+
+    model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), nnx.Linear(3, 1, rngs=nnx.Rngs(1)))
+    opt = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+    grads = nnx.grad(lambda m: (m(jnp.ones((4, 2))) ** 2).mean())(model)
+    opt.update(model, grads)
+    viewer = StateViewer(model, optimizer=opt)
+    sent = []
+    viewer.send = lambda msg, buffers=None: sent.append((msg, buffers))
+    try:
+        viewer.watcher._last_attempt = float("-inf")
+        viewer.tick(grads=grads)
+        viewer.last_snapshot
+        viewer._sent_rows = viewer._sent_refresh = None  # the trait again, now with the gradients
+        viewer._publish(viewer.watcher)
+        viewer.send_stats()
+        msg, buffers = sent[-1]
+        import numpy as np
+        values = [None if v != v else v for v in np.frombuffer(buffers[1], np.float32).tolist()]
+        return {"snapshot": viewer.snapshot, "status": viewer.status, "sparkline_stat": viewer.sparkline_stat,
+                "stats_message": msg, "series_values": values}
     finally:
         viewer.close()
 
@@ -218,7 +252,7 @@ GROUPS: dict[str, tuple[Callable[[], dict], str | None]] = {
     "views": (views_payloads, "nnx.view"),
     "capture": (capture_payloads, "nnx.capture"),
 }
-NAMES = {"viewer": ["viewer_sequential"], "split": ["split_shadowing", "split_partial"],
+NAMES = {"viewer": ["viewer_sequential", "viewer_series"], "split": ["split_shadowing", "split_partial"],
          "views": ["views_mixed", "views_eval", "views_modes", "views_empty"],
          "capture": ["capture_call", "capture_grads", "capture_report_view"]}
 

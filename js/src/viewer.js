@@ -7,10 +7,11 @@
 import { h } from "./shared/dom.js";
 import { css } from "./shared/styles.js";
 import { hiddenColumns } from "./shared/columns.js";
-import { History, withStats } from "./shared/ring.js";
+import { History, toFloat32, withStats } from "./shared/ring.js";
 import { createTreeTable } from "./shared/table.js";
 import { fillBanner, fillChips, fillDevices, fillTitle } from "./viewer/panels.js";
 import { RowState } from "./viewer/rows.js";
+import { createSeriesBar, displayed, readSeries } from "./viewer/series.js";
 import { createStatusLine, createToolbar, firstPaintMarker } from "./viewer/toolbar.js";
 
 // User actions redraw at once (tests and people see the result right after the click);
@@ -21,7 +22,8 @@ function render({ model, el }) {
   const t0 = performance.now();
   const doc = el.ownerDocument || document;
   const cleanups = [];
-  let snap = {};
+  let snap = {}; // what the table shows (a series' statistics when the switch says so)
+  let raw = {}; // the payload as it came
   let items = [];
   let stat = model.get("sparkline_stat") || "norm";
   const history = new History(stat);
@@ -44,6 +46,13 @@ function render({ model, el }) {
     },
     onExpand: (v) => rows.setAll(v) && relayout(NOW),
   });
+  let group = ""; // whose statistics the table shows: the parameters ("") or a series (grad, mu, ...)
+  const seriesBar = createSeriesBar(doc, {
+    onGroup(name) {
+      group = name;
+      show(raw);
+    },
+  });
   const statusLine = createStatusLine(doc, () => model.send({ type: "refresh" }));
   const table = createTreeTable(doc, {
     onToggle: (i) => rows.toggle(i) && relayout(NOW),
@@ -55,7 +64,7 @@ function render({ model, el }) {
   });
   const root = h(doc, "div", { class: "nnx-lab-viewer" });
   root.append(h(doc, "style", null, css()), h(doc, "div", { class: "nnx-head" }, title, devices), banner,
-    toolbar.el, table.el, statusLine.el);
+    toolbar.el, seriesBar.el, table.el, statusLine.el);
   el.replaceChildren(root);
 
   function relayout(opts = {}) {
@@ -83,15 +92,21 @@ function render({ model, el }) {
   }
   const drawChips = () => once("chips", [snap.totals, rows.typeFilter], () => fillChips(doc, toolbar.chips, snap, rows.typeFilter));
 
+  const rowCount = (p) => (p.rows && p.rows.parent ? p.rows.parent.length : 0);
+
   function onSnapshot(initial = false) {
-    show(model.get("snapshot") || {}, initial);
+    const next = model.get("snapshot") || {};
+    const meta = next.series;
+    show({ ...next, seriesData: meta ? readSeries(meta, meta.values, rowCount(next)) : null }, initial);
   }
 
   // A snapshot (from the trait) or the trait's rows with a newer refresh's statistics (a "stats" message).
   function show(next, initial = false) {
-    snap = next;
+    raw = next;
+    snap = displayed(next, group);
     rows.setSnapshot(snap);
-    if (history.onSnapshot(snap) && initial !== true) model.send({ type: "history", stat });
+    if (history.onSnapshot(raw) && initial !== true) model.send({ type: "history", stat });
+    seriesBar.fill(raw, group);
     // Rebuild the small pieces only when they change (a click must not lose its target).
     once("title", [snap.root_type, snap.totals && snap.totals.all], () => fillTitle(doc, title, snap));
     once("devices", snap.devices, () => fillDevices(doc, devices, snap.devices));
@@ -113,7 +128,10 @@ function render({ model, el }) {
   function onMsg(msg, buffers) {
     if (msg && msg.type === "stats") {
       const next = withStats(model.get("snapshot") || {}, msg, buffers && buffers[0]);
-      if (next && !(next.refresh <= snap.refresh)) show(next);
+      if (next && !(next.refresh <= snap.refresh)) {
+        next.seriesData = msg.series ? readSeries(msg.series, toFloat32(buffers && buffers[1]), rowCount(next)) : null;
+        show(next);
+      }
       return;
     }
     if (!msg || msg.type !== "history") return;

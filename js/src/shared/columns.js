@@ -5,6 +5,14 @@ import { HISTORY_STATS, NONFINITE_LABEL, STAT_COLUMNS, STAT_LABELS } from "./con
 // Statistic columns and labels come from Python (render.STAT_COLUMNS, STAT_LABELS), widths from here.
 const STAT_WIDTHS = { mean: 74, std: 70, min: 74, max: 74, norm: 70 };
 
+// Columns of the series beside the rows (viewer/series.js puts them among a payload's statistics):
+// shown only when the viewer was given gradients.
+export const SERIES_COLUMNS = ["g_norm", "g_ratio"];
+const SERIES_LABELS = {
+  g_norm: ["\u2016grad\u2016", "norm of the gradient given to tick(grads=...) or log(grads=...)"],
+  g_ratio: ["\u2016g\u2016/\u2016\u03b8\u2016", "gradient norm over the parameter's norm"],
+};
+
 export const COLUMNS = [
   { id: "path", label: "path", width: null },
   { id: "type", label: "type", width: 88 },
@@ -13,6 +21,7 @@ export const COLUMNS = [
   { id: "bytes", label: "bytes", width: 66, num: true },
   { id: "place", label: "placement", width: 100, title: "sharding if any, else devices" },
   ...STAT_COLUMNS.map((id) => ({ id, label: STAT_LABELS[id], width: STAT_WIDTHS[id] ?? 74, num: true })),
+  ...SERIES_COLUMNS.map((id) => ({ id, label: SERIES_LABELS[id][0], width: 70, num: true, title: SERIES_LABELS[id][1] })),
   { id: "nonfinite", label: NONFINITE_LABEL, width: 84, num: true },
   { id: "spark", label: "trend", width: 64, sortable: false, title: "the chosen statistic over the last refreshes" },
   { id: "status", label: "status", width: 96 },
@@ -42,6 +51,7 @@ export function hiddenColumns(payload) {
   const any = (col) => (col || []).some((v) => v);
   if (!any(stats.nan_count) && !any(stats.inf_count)) hidden.add("nonfinite");
   if ((tables.status || []).every((s) => s === "ok")) hidden.add("status");
+  for (const id of SERIES_COLUMNS) if (!stats[id]) hidden.add(id);
   return hidden;
 }
 

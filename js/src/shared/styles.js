@@ -110,6 +110,11 @@ ${R} .tog{display:inline-block;width:12px;color:${MUTED};font-size:11px;text-ali
 ${R} tr.nnx-module .c-shape,${R} tr.nnx-module .c-bytes{color:${MUTED}}
 ${R} .c-type .chip{display:inline-flex;align-items:center;gap:4px;max-width:100%}
 ${R} .c-type .chip .t{overflow:hidden;text-overflow:ellipsis}
+${R} .nnx-series{display:flex;flex-wrap:wrap;align-items:baseline;gap:2px 12px;margin:2px 0}
+${R} .nnx-series[hidden],${R} .nnx-series label[hidden],${R} .nnx-unmatched[hidden]{display:none}
+${R} .nnx-series-line{color:${MUTED}}
+${R} .nnx-unmatched ul{margin:2px 0;padding-left:18px}
+${R} td.stale{color:${MUTED};font-style:italic}
 ${R} td.c-place.bad{background-color:rgba(251,140,0,0.18)}
 ${R} td.c-place .mismatch{color:${FG};font-weight:600}
 ${R} td.c-nonfinite.bad{color:${FG};font-weight:600;background-color:rgba(229,57,53,0.22);

@@ -2,7 +2,7 @@
 // in (or near) the viewport exist, between two spacer rows that keep the scroll height.
 
 import { h, patch, s, setText } from "./dom.js";
-import { COLUMNS, tableMinWidth } from "./columns.js";
+import { COLUMNS, SERIES_COLUMNS, tableMinWidth } from "./columns.js";
 import { typeColor } from "./colors.js";
 import { fmtBytes, fmtCount, fmtNonfinite, fmtNum, fmtShape, keyText } from "./format.js";
 import { sparkPath } from "./sparkline.js";
@@ -170,7 +170,7 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn }) {
       h(doc, "td", { class: "c-bytes num", title: `${fmtCount(t.nodeBytes[id])} bytes` }, fmtBytes(t.nodeBytes[id])),
       h(doc, "td", { class: "c-place" }),
     );
-    for (const c of STAT_COLUMNS) tr.appendChild(h(doc, "td", { class: `c-${c} num` }));
+    for (const c of [...STAT_COLUMNS, ...SERIES_COLUMNS]) tr.appendChild(h(doc, "td", { class: `c-${c} num` }));
     const nf = t.nodeNonfinite[id];
     tr.append(
       h(doc, "td", { class: `c-nonfinite num${nf ? " bad" : ""}` }, nf ? `${fmtCount(nf)} NaN/Inf` : ""),
@@ -253,6 +253,11 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn }) {
     for (const c of STAT_COLUMNS) {
       const v = st(c);
       tr.appendChild(h(doc, "td", { class: `c-${c} num` }, fmtNum(v)));
+    }
+    const stale = snap.seriesData && snap.seriesData.stale.has("grad")
+      ? `from step ${snap.seriesData.steps.grad} (no gradient given since)` : null;
+    for (const c of SERIES_COLUMNS) {
+      tr.appendChild(h(doc, "td", { class: `c-${c} num${stale ? " stale" : ""}`, title: stale }, fmtNum(st(c))));
     }
     const nf = fmtNonfinite(st("nan_count"), st("inf_count"));
     tr.appendChild(h(doc, "td", { class: `c-nonfinite num${nf ? " bad" : ""}` }, nf));

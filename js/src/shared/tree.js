@@ -6,6 +6,7 @@
 
 import { keyText, shapeSize } from "./format.js";
 import { STAT_COLUMNS } from "./constants.js";
+import { SERIES_COLUMNS } from "./columns.js";
 
 const EMPTY = { parent: [], key: [], type: [] };
 
@@ -263,7 +264,7 @@ export function modulesWithMatches(tree, match) {
 
 const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
 
-const STAT_COLS = new Set(STAT_COLUMNS);
+const STAT_COLS = new Set([...STAT_COLUMNS, ...SERIES_COLUMNS]);
 
 /** A row's sort value for a column: number, string, or null (sorts last). */
 export function rowSortValue(tree, r, column) {

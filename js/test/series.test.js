@@ -1,0 +1,75 @@
+// Series beside the rows (gradients, optimizer state) in the viewer, from a real Python payload.
+import nodeTest from "node:test";
+import assert from "node:assert/strict";
+import { FakeDocument, FakeModel } from "./fakedom.js";
+import { fixture, testWith } from "./generated.js";
+import { displayed, readSeries } from "../src/viewer/series.js";
+import { hiddenColumns } from "../src/shared/columns.js";
+
+globalThis.requestAnimationFrame ??= (cb) => setTimeout(() => cb(performance.now()), 1);
+globalThis.cancelAnimationFrame ??= (id) => clearTimeout(id);
+const tick = (ms = 10) => new Promise((r) => setTimeout(r, ms));
+const test = testWith(nodeTest, "viewer_series");
+const { default: widget } = await import("../src/viewer.js");
+
+function mount(payload) {
+  const doc = new FakeDocument();
+  const el = doc.createElement("div");
+  const model = new FakeModel({ snapshot: payload.snapshot, status: payload.status, sparkline_stat: "norm" });
+  const cleanup = widget.render({ model, el });
+  const q = (sel) => el.querySelectorAll(sel);
+  const row = (path) => q("tr[data-path]").find((t) => t.getAttribute("data-path") === path);
+  return { el, model, q, row, cleanup };
+}
+
+test("series are read from the trait and from the stats message's second buffer alike", () => {
+  const p = fixture("viewer_series");
+  const R = p.snapshot.rows.parent.length;
+  const fromTrait = readSeries(p.snapshot.series, p.snapshot.series.values, R);
+  const fromMsg = readSeries(p.stats_message.series, Float32Array.from(p.series_values, (v) => v ?? NaN), R);
+  assert.deepEqual(fromTrait.names, ["grad", "mu", "nu"]);
+  for (const name of fromTrait.names) {
+    for (const stat of ["mean", "norm", "nan_count"]) {
+      fromTrait.stats[name][stat].forEach((v, r) => {
+        const w = fromMsg.stats[name][stat][r];
+        if (v === null) assert.equal(w, null);
+        else assert.ok(Math.abs(v - w) <= Math.abs(v) * 1e-6, `${name} ${stat} ${r}`);
+      });
+    }
+  }
+  assert.equal(fromTrait.optStep, 1);
+  assert.equal(fromTrait.unmatched[0].path, "[0].count");
+  // The ratio column is ‖g‖ / ‖θ‖ of the same row.
+  const shown = displayed({ ...p.snapshot, seriesData: fromTrait }, "");
+  shown.stats.g_ratio.forEach((v, r) => {
+    const want = shown.stats.g_norm[r] / p.snapshot.stats.norm[r];
+    assert.ok(Math.abs(v - want) <= want * 1e-3, `row ${r}: ${v} vs ${want}`);
+  });
+  assert.equal(hiddenColumns(shown).has("g_norm"), false);
+  assert.equal(hiddenColumns(p.snapshot).has("g_norm"), true); // no series: no gradient columns
+});
+
+test("the viewer shows gradient columns, the optimizer step, unmatched leaves, and a series' statistics on demand", async () => {
+  const p = fixture("viewer_series");
+  const { q, row, cleanup } = mount(p);
+  const kernel = () => row("layers[0].kernel");
+  const R = p.snapshot.rows.parent.length;
+  const series = readSeries(p.snapshot.series, p.snapshot.series.values, R);
+  const r = p.snapshot.rows.key.findIndex((k, i) => k === "kernel" && p.snapshot.nodes.key[p.snapshot.rows.parent[i]] === 0);
+  assert.ok(r >= 0);
+  assert.equal(q("th[data-col=g_norm]").length, 1);
+  assert.equal(q("table")[0].classList.contains("hide-g_norm"), false);
+  assert.ok(kernel().querySelector("td.c-g_norm").textContent.length > 0);
+  assert.ok(q(".nnx-series-line")[0].textContent.includes("optimizer step 1"));
+  assert.ok(q(".nnx-unmatched")[0].textContent.includes("[0].count"));
+  const paramMean = kernel().querySelector("td.c-mean").textContent;
+  const select = q("select.nnx-group")[0];
+  assert.deepEqual(select.querySelectorAll("option").map((o) => o.getAttribute("value")), ["", "grad", "mu", "nu"]);
+  select.value = "mu";
+  select.dispatch("change");
+  await tick(20);
+  const muMean = kernel().querySelector("td.c-mean").textContent;
+  assert.notEqual(muMean, paramMean);
+  assert.equal(Number(muMean), Number(series.stats.mu.mean[r].toPrecision(4)));
+  cleanup();
+});
