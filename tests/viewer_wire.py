@@ -25,7 +25,7 @@ class Wire:
                  if c["structure"] == snap["structure"] and c["refresh"] > snap["refresh"]]
         if not newer:
             return snap["stats"]
-        content, (buffer,) = newer[-1]
+        content, (buffer, *_series) = newer[-1]  # a second buffer: the series (gradients, optimizer state)
         values = np.frombuffer(bytes(buffer), np.float32).reshape(len(content["names"]), content["rows"])
         out = {name: [None if np.isnan(v) else float(v) for v in values[j]] for j, name in enumerate(content["names"])}
         for row, exact in content["exact"].items():

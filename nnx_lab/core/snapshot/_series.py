@@ -236,6 +236,8 @@ class _Dispatch:
             if leaves and not matched and not bad:
                 self._problems.append(f"{what}: no leaf matches a Variable of the model by path and shape "
                                       f"(e.g. {layout.entries[0].text})")
+        for what, _, _ in trees:  # what each input said last, kept until that input comes again
+            self._store.problems[what] = [p for p in self._problems if p.startswith(f"{what}: ")]
         step = getattr(self._optimizer, "step", None) if self._optimizer is not None else None
         if isinstance(step, nnx.Variable):
             step = get_value(step)
@@ -244,7 +246,7 @@ class _Dispatch:
             arrays.append(step)
         self._grads = self._optimizer = None  # the arrays go to the kernels; nothing held past dispatch
         spec = tuple((type(a), a.shape, a.dtype, getattr(a, "sharding", None)) for a in arrays)
-        return arrays, spec
+        return arrays, (spec or None)  # no array added: the structure's own plan
 
     def finish(self, table: Any, n_rows: int) -> SeriesColumns:
         """``table``: the statistics of :meth:`prepare`'s arrays (a StatsTable, or None for none)."""
@@ -291,6 +293,10 @@ class SeriesStore:
         self._grads_step: int | None = None
         self.layouts: dict = {}
         self.last: SeriesColumns | None = None
+        # What the latest refresh given each input ("grads", "optimizer state") found wrong with it:
+        # shown in the status even when that refresh was skipped (a program compiling), kept until
+        # that input is given again.
+        self.problems: dict[str, list[str]] = {}
 
     @property
     def optimizer(self) -> Any:

@@ -183,6 +183,8 @@ class Watcher:
             pending = PendingSnapshot(obj, stats=self.stats, repeated=True, defer=defer, structure=self._structure,
                                       series=self.series.take(self._ticks))
         except Deferred:  # its one-launch program is compiling: try again at the next interval
+            if any(self.series.problems.values()):
+                self._notify()  # bad input to this refresh: said now, not after the compile
             return None
         except Exception as e:  # deleted mid-step, a model gone odd: say so, go on
             self.state, self.message = "error", one_line(e)
@@ -301,8 +303,7 @@ class Watcher:
         return self._ticks
 
     def _series_problems(self) -> list[str]:
-        series = None if self.snapshot is None else self.snapshot.series
-        return [] if series is None else series.problems[:2]
+        return [p for problems in self.series.problems.values() for p in problems][:2]
 
     def status(self) -> dict:
         return {
