@@ -35,9 +35,9 @@ class StateViewer(Widget):
 
     def __init__(self, obj: Any, *, max_rate: float = 2.0, background: bool = False,
                  stats: bool = True, history: int = 100, rows_first: bool = False, optimizer: Any = None,
-                 **kwargs: Any):
+                 updates: bool = True, **kwargs: Any):
         self._watcher = Watcher(obj, max_rate=max_rate, stats=stats, history=history,
-                                between_steps=busy_queue.drain, optimizer=optimizer)
+                                between_steps=busy_queue.drain, optimizer=optimizer, updates=updates)
         self._sent_refresh: int | None = None  # the refresh whose statistics the browser has
         self._sent_rows: tuple | None = None  # (description, failed rows, structure id) of the snapshot trait
         super().__init__(**kwargs)
@@ -57,16 +57,18 @@ class StateViewer(Widget):
             self.start_background()
 
     # -- the training-loop API ----------------------------------------------------
-    def tick(self, *, grads: Any = None) -> bool:
-        """Call once per step; refreshes when the throttle allows. Never raises. ``grads``: this
-        step's gradients (as :meth:`log`)."""
-        return self._watcher.tick(grads=grads)
+    def tick(self, *, grads: Any = None, updates: Any = None) -> bool:
+        """Call once per step; refreshes when the throttle allows. Never raises. ``grads``,
+        ``updates``: this step's gradients and optimizer updates (as :meth:`log`)."""
+        return self._watcher.tick(grads=grads, updates=updates)
 
-    def log(self, *, grads: Any = None) -> None:
-        """Record this step's gradients (e.g. what ``nnx.grad`` returned), matched to the rows by
-        path and reduced on the device with the parameters if this step's tick refreshes: kept by
-        reference, never copied or synced. Inside ``track``, call it in the loop body."""
-        self._watcher.log(grads=grads)
+    def log(self, *, grads: Any = None, updates: Any = None) -> None:
+        """Record this step's gradients (e.g. what ``nnx.grad`` returned) and/or the updates the
+        optimizer applied, matched to the rows by path and reduced on the device with the parameters
+        if this step's tick refreshes: kept by reference, never copied or synced. Inside ``track``,
+        call it in the loop body. Without ``updates``, the update ratio ‖θₜ − θₜ₋₁‖/‖θₜ₋₁‖ is
+        measured from the parameters themselves (see ``watch(updates=...)``)."""
+        self._watcher.log(grads=grads, updates=updates)
 
     def track(self, iterable: Iterable[T]) -> Iterator[T]:
         """``for batch in viewer.track(batches): step(batch)``: ticks after each step."""
@@ -202,7 +204,7 @@ class StateViewer(Widget):
 
 
 def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: bool = True,
-          history: int = 100, display: bool = True, optimizer: Any = None) -> StateViewer:
+          history: int = 100, display: bool = True, optimizer: Any = None, updates: bool = True) -> StateViewer:
     """Show a live viewer of ``obj`` and return it; refreshes after every cell, on
     ``viewer.tick()`` / ``viewer.track(...)``, and optionally from a background thread.
 
@@ -220,6 +222,9 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
       optimizer: an ``nnx.Optimizer`` of ``obj``: each row gains its optimizer state (Adam's ``mu``
         and ``nu``, momentum...) matched by path, and the header its step count. ``watch(optimizer)``
         alone lists the optimizer's own Variables (flax's Optimizer holds no model) with its step.
+      updates: measure ‖θₜ − θₜ₋₁‖/‖θₜ₋₁‖ per Variable in a loop (``tick``/``track``): a tick's
+        refresh keeps its parameter arrays until the next tick (one step's parameter memory, only
+        after a refresh) and reduces the difference there on the device. ``False``: never held.
 
     Raises:
       TypeError: ``obj`` is not a model (nothing :func:`nnx_lab.snapshot` accepts).
@@ -236,5 +241,5 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
     'live'
     """
     viewer = StateViewer(obj, max_rate=max_rate, background=background, stats=stats, history=history,
-                         optimizer=optimizer)
+                         optimizer=optimizer, updates=updates)
     return viewer.show() if display else viewer

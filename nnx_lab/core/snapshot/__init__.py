@@ -21,14 +21,15 @@ from ._devices import device_summary
 from ._histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch
 from ._history import HISTORY_STATS, History
 from ._snapshot import PRECISION, STATUSES, PendingSnapshot, Row, Snapshot, round_significant, snapshot
-from ._series import GRAD, SeriesColumns, SeriesStore, leaf_paths, series_buffer, series_meta
+from ._series import GRAD, UPDATE, SeriesColumns, SeriesStore, leaf_paths
+from ._series_wire import series_buffer, series_meta
 from ._stats import (STAT_NAMES, Deferred, StatsError, compute_stats, is_numeric_dtype, is_ready, kernel_cache_size,
                      threads_see_jax_config)
 from ._throttle import Throttle
 from ._watch import MAX_IN_FLIGHT, Watcher
 
 __all__ = [
-    "DEFAULT_BINS", "GRAD", "SeriesColumns", "SeriesStore", "leaf_paths", "series_buffer", "series_meta", "HISTORY_STATS", "MAX_IN_FLIGHT", "PRECISION", "STATUSES", "STAT_NAMES", "Deferred", "History",
+    "DEFAULT_BINS", "GRAD", "UPDATE", "SeriesColumns", "SeriesStore", "leaf_paths", "series_buffer", "series_meta", "HISTORY_STATS", "MAX_IN_FLIGHT", "PRECISION", "STATUSES", "STAT_NAMES", "Deferred", "History",
     "PendingSnapshot", "Row", "Snapshot", "StatsError", "Throttle", "Watcher", "compute_stats", "device_summary",
     "histograms_dispatch", "histograms_fetch", "is_numeric_dtype", "is_ready", "kernel_cache_size",
     "round_significant", "snapshot", "sparkline", "threads_see_jax_config",

@@ -36,16 +36,16 @@ from flax import nnx
 
 from ..compat import get_value
 from ..graph import Path, path_text
-from ..render import round_significant
 from .._util import one_line
 from ._kernels import STAT_NAMES
+from ._updates import UpdateTracker
 
-__all__ = ["GRAD", "SeriesColumns", "SeriesStore", "is_optimizer", "leaf_paths", "series_buffer", "series_meta"]
+__all__ = ["GRAD", "UPDATE", "SeriesColumns", "SeriesStore", "is_optimizer", "leaf_paths"]
 
 GRAD = "grad"
+UPDATE = "update"
 _NORM = STAT_NAMES.index("norm")
 _MAX = STAT_NAMES.index("max")
-_COUNTS = [STAT_NAMES.index("nan_count"), STAT_NAMES.index("inf_count")]
 
 
 def _key(k: Any) -> Any:
@@ -89,9 +89,13 @@ class SeriesColumns:
     unmatched: list = dataclasses.field(default_factory=list)
     problems: list = dataclasses.field(default_factory=list)
     opt_step: int | None = None
+    ratios: dict = dataclasses.field(default_factory=dict)  # name -> ratio per row, where known exactly
 
     def ratio(self, name: str, param_norm: np.ndarray) -> np.ndarray:
-        """``‖series‖ / ‖θ‖`` per row (NaN where either is missing or ‖θ‖ is 0)."""
+        """``‖series‖ / ‖θ‖`` per row (NaN where either is missing or ‖θ‖ is 0); the automatic
+        update's is ``‖θₜ − θₜ₋₁‖ / ‖θₜ₋₁‖``, exactly."""
+        if name in self.ratios:
+            return self.ratios[name]
         with np.errstate(invalid="ignore", divide="ignore"):
             r = self.matrices[name][:, _NORM] / param_norm
         r[~np.isfinite(r)] = np.nan
@@ -184,8 +188,9 @@ class _Dispatch:
     :meth:`finish` turns their statistics into :class:`SeriesColumns`. Made by :class:`SeriesStore`."""
 
     def __init__(self, store: "SeriesStore", grads: Any, grads_step: int | None, optimizer: Any, step: int,
-                 state: bool = True):
+                 state: bool = True, updates: Any = None, hold: bool = False):
         self._store, self._grads, self._grads_step, self._state = store, grads, grads_step, state
+        self._updates, self._hold = updates, hold
         self._optimizer, self._step = optimizer, step
         self._entries: list[_Entry] = []
         self._problems: list[str] = []
@@ -203,8 +208,12 @@ class _Dispatch:
         index, shapes = memo["series_index"], memo["series_shapes"]
         arrays: list = []
         trees = []
+        if self._hold:  # a tick's refresh: its parameters are compared with the next tick's
+            self._store.updates.hold(described, self._step)
         if self._grads is not None:
             trees.append(("grads", self._grads, GRAD))
+        if self._updates is not None:
+            trees.append(("updates", self._updates, UPDATE))
         if self._optimizer is not None and self._state:
             trees.append(("optimizer state", getattr(self._optimizer, "opt_state", None), None))
         for what, tree, fixed in trees:
@@ -244,7 +253,7 @@ class _Dispatch:
         if isinstance(step, jax.Array) and _array_problem(step) is None:
             self._step_at = len(arrays)
             arrays.append(step)
-        self._grads = self._optimizer = None  # the arrays go to the kernels; nothing held past dispatch
+        self._grads = self._optimizer = self._updates = None  # the arrays go to the kernels; nothing held
         spec = tuple((type(a), a.shape, a.dtype, getattr(a, "sharding", None)) for a in arrays)
         return arrays, (spec or None)  # no array added: the structure's own plan
 
@@ -272,7 +281,7 @@ class _Dispatch:
         if self._step_at is not None and self._step_at not in errors:
             v = m[self._step_at, _MAX]
             opt_step = None if v != v else int(v)
-        steps = {name: (self._grads_step if name == GRAD else self._step) for name in names}
+        steps = {name: (self._grads_step if name in (GRAD, UPDATE) else self._step) for name in names}
         return SeriesColumns(tuple(names), matrices, steps, frozenset(), unmatched, problems, opt_step)
 
 
@@ -281,7 +290,7 @@ class SeriesStore:
     the last published refresh knew (to keep gradient statistics, marked stale, over refreshes
     that had none)."""
 
-    def __init__(self, optimizer: Any = None, *, state: bool = True):
+    def __init__(self, optimizer: Any = None, *, state: bool = True, updates: bool = True):
         # state=False: the optimizer is the watched object itself (its state is already its rows):
         # only its step count is added.
         if optimizer is not None and not hasattr(optimizer, "opt_state"):
@@ -289,6 +298,8 @@ class SeriesStore:
                             f"{type(optimizer).__name__}")
         self._optimizer = None if optimizer is None else _weak(optimizer)
         self._state = state
+        self.updates = UpdateTracker(updates)  # ‖θₜ − θₜ₋₁‖ from a tick's refresh to the next tick
+        self._given_updates: Any = None
         self._grads: Any = None
         self._grads_step: int | None = None
         self.layouts: dict = {}
@@ -302,33 +313,54 @@ class SeriesStore:
     def optimizer(self) -> Any:
         return None if self._optimizer is None else self._optimizer()
 
-    def log(self, grads: Any, step: int) -> None:
-        """Keep ``grads`` (by reference: no copy, no sync) for this step's refresh."""
-        self._grads, self._grads_step = grads, step
+    def log(self, step: int, grads: Any = None, updates: Any = None) -> None:
+        """Keep ``grads`` / ``updates`` (by reference: no copy, no sync) for this step's refresh."""
+        if grads is not None:
+            self._grads, self._grads_step = grads, step
+        if updates is not None:
+            self._given_updates, self._grads_step = updates, step
 
     def drop(self) -> None:
-        """The step is over: a gradient not taken by a refresh is let go."""
-        self._grads = None
+        """The step is over: gradients not taken by a refresh are let go."""
+        self._grads = self._given_updates = None
 
-    def take(self, step: int) -> _Dispatch | None:
-        """This refresh's series (None: nothing to add), taking the logged gradients."""
-        grads, optimizer = self._grads, self.optimizer
-        self._grads = None
-        if grads is None and optimizer is None and self.last is None:
+    def take(self, step: int, tick: bool = False) -> _Dispatch | None:
+        """This refresh's series (None: nothing to add), taking what was logged. ``tick``: dispatched
+        by a tick (its parameters are held for the update ratio); any other refresh (a loop's or
+        cell's end) releases what is held."""
+        grads, updates, optimizer = self._grads, self._given_updates, self.optimizer
+        self._grads = self._given_updates = None
+        hold = tick and self.updates.enabled
+        if not tick:
+            self.updates.release()
+        if grads is None and updates is None and optimizer is None and self.last is None and not hold:
             return None
-        return _Dispatch(self, grads, self._grads_step, optimizer, step, self._state)
+        return _Dispatch(self, grads, self._grads_step, optimizer, step, self._state, updates, hold)
 
     def published(self, columns: SeriesColumns | None, n_rows: int) -> SeriesColumns | None:
         """What a published snapshot shows: ``columns`` plus the last gradient statistics (stale)
         when this refresh had none and the rows are the same."""
         if columns is None:
             columns = SeriesColumns()
+        arrived = self.updates.collect(n_rows)
+        if arrived is not None and UPDATE not in columns.matrices:  # given updates come first
+            norm, ratio, step = arrived
+            m = np.full((n_rows, len(STAT_NAMES)), np.nan)
+            m[:, _NORM] = norm
+            columns = dataclasses.replace(columns, names=(*columns.names, UPDATE),
+                                          matrices={**columns.matrices, UPDATE: m}, steps={**columns.steps, UPDATE: step},
+                                          ratios={**columns.ratios, UPDATE: ratio})
+        self.problems["update"] = [self.updates.problem] if self.updates.problem else []
         last = self.last
-        if GRAD not in columns.matrices and last is not None and GRAD in last.matrices \
-                and last.matrices[GRAD].shape[0] == n_rows:
-            columns = dataclasses.replace(
-                columns, names=(GRAD, *columns.names), matrices={GRAD: last.matrices[GRAD], **columns.matrices},
-                steps={GRAD: last.steps[GRAD], **columns.steps}, stale=columns.stale | {GRAD})
+        for name in (GRAD, UPDATE):  # kept from an earlier refresh, marked stale
+            if name not in columns.matrices and last is not None and name in last.matrices \
+                    and last.matrices[name].shape[0] == n_rows:
+                columns = dataclasses.replace(
+                    columns, names=(*columns.names, name), matrices={**columns.matrices, name: last.matrices[name]},
+                    steps={**columns.steps, name: last.steps[name]}, stale=columns.stale | {name},
+                    ratios={**columns.ratios, **({name: last.ratios[name]} if name in last.ratios else {})})
+        order = {GRAD: 0, UPDATE: 2}
+        columns = dataclasses.replace(columns, names=tuple(sorted(columns.names, key=lambda n: order.get(n, 1))))
         self.last = (columns if columns.names or columns.unmatched or columns.problems or columns.opt_step is not None
                      else None)
         return self.last
@@ -339,34 +371,6 @@ def _weak(obj: Any) -> Any:
         return weakref.ref(obj)
     except TypeError:
         return lambda: obj
-
-
-def series_meta(columns: SeriesColumns | None, step: int) -> dict | None:
-    """What a payload says of the series beside their numbers (None: no series). ``step``: the
-    refresh's tick count, against which ``stale`` series are from an earlier step."""
-    if columns is None:
-        return None
-    unmatched = []
-    for series, text, what, stats in columns.unmatched[:200]:
-        numbers = {k: stats[k] for k in ("mean", "max", "norm") if stats and stats.get(k) is not None}
-        unmatched.append({"series": series, "path": text, "what": what,
-                          "stats": {k: float(round_significant(np.array(v), 4)) for k, v in numbers.items()}})
-    return {"names": list(columns.names), "stats": list(STAT_NAMES), "steps": columns.steps, "step": step,
-            "stale": sorted(columns.stale), "unmatched": unmatched, "unmatched_total": len(columns.unmatched),
-            "problems": list(columns.problems), "opt_step": columns.opt_step}
-
-
-def series_buffer(columns: SeriesColumns, param_norm: np.ndarray, precision: int) -> bytes:
-    """Every series' statistics and its ratio to the parameter's norm, rounded to ``precision``
-    digits: ``float32[series, STAT_NAMES + ratio, rows]`` as bytes (NaN: none)."""
-    rows = param_norm.shape[0]
-    out = np.full((len(columns.names), len(STAT_NAMES) + 1, rows), np.nan, np.float32)
-    for k, name in enumerate(columns.names):
-        m = round_significant(columns.matrices[name], precision)
-        m[:, _COUNTS] = columns.matrices[name][:, _COUNTS]  # counts are never rounded
-        out[k, :len(STAT_NAMES)] = m.T
-        out[k, len(STAT_NAMES)] = round_significant(columns.ratio(name, param_norm), precision)
-    return out.tobytes()
 
 
 def is_optimizer(obj: Any) -> bool:

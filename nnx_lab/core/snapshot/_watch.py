@@ -46,11 +46,13 @@ MAX_IN_FLIGHT = 8
 class Watcher:
     def __init__(self, obj: Any, *, max_rate: float = 2.0, budget: float = 0.02,
                  stats: bool = True, history: int = 100, between_steps: Callable[[], Any] | None = None,
-                 optimizer: Any = None):
+                 optimizer: Any = None, updates: bool = True):
         # Gradients (tick/log(grads=...)) and the optimizer's state, reduced beside the rows (_series.py).
         # watch(optimizer) alone: its state is its rows; the store adds its step count.
-        self.series = (SeriesStore(obj, state=False) if optimizer is None and is_optimizer(obj)
-                       else SeriesStore(optimizer))
+        # updates: the update ratio ‖θₜ − θₜ₋₁‖/‖θₜ₋₁‖ (holds one step's parameters after a tick's refresh).
+        self.series = (SeriesStore(obj, state=False, updates=updates) if optimizer is None and is_optimizer(obj)
+                       else SeriesStore(optimizer, updates=updates))
+        self._in_tick = False
         self._throttle = Throttle(max_rate, budget, what="refreshes")
         self.max_rate, self.budget = self._throttle.max_rate, self._throttle.budget
         self.stats = stats
@@ -181,7 +183,7 @@ class Watcher:
         self._compiled = kernel_cache_size()
         try:
             pending = PendingSnapshot(obj, stats=self.stats, repeated=True, defer=defer, structure=self._structure,
-                                      series=self.series.take(self._ticks))
+                                      series=self.series.take(self._ticks, tick=self._in_tick))
         except Deferred:  # its one-launch program is compiling: try again at the next interval
             if any(self.series.problems.values()):
                 self._notify()  # bad input to this refresh: said now, not after the compile
@@ -233,25 +235,37 @@ class Watcher:
                     self._publish_arrived(wait=False, upto=pending)
         when_ready(pending, publish, name="nnx_lab-publish")
 
-    def log(self, *, grads: Any = None) -> None:
+    def log(self, *, grads: Any = None, updates: Any = None) -> None:
         """Record this step's gradients (any tree of arrays matched to the model's Variables by
-        path, e.g. what ``nnx.grad`` returned) for the refresh its :meth:`tick` may dispatch: kept by
-        reference, never copied or synced, let go at that tick. Never raises."""
-        if grads is not None:
-            self.series.log(grads, self._ticks + 1)
+        path, e.g. what ``nnx.grad`` returned) and/or the updates the optimizer applied, for the
+        refresh its :meth:`tick` may dispatch: kept by reference, never copied or synced, let go at
+        that tick. Never raises."""
+        self.series.log(self._ticks + 1, grads, updates)
 
-    def tick(self, *, grads: Any = None) -> bool:
-        """Call once per training step: refreshes when the throttle allows. ``grads``: as :meth:`log`."""
-        self.log(grads=grads)
+    def tick(self, *, grads: Any = None, updates: Any = None) -> bool:
+        """Call once per training step: refreshes when the throttle allows. ``grads``, ``updates``:
+        as :meth:`log`."""
+        self.log(grads=grads, updates=updates)
         self._ticks += 1
+        if self.series.updates.holding:  # the step after a refresh: ‖θₜ − θₜ₋₁‖ on the device
+            obj = self._ref()
+            try:
+                if obj is not None:
+                    self.series.updates.advance(self._structure.describe(obj), self._ticks)
+            except Exception:  # a model gone odd: the refresh says what
+                self.series.updates.release()
+            finally:
+                del obj
         if self._between_steps is not None:
             try:
                 self._between_steps()
             except Exception:
                 pass
+        self._in_tick = True
         try:
             return self.refresh()
         finally:
+            self._in_tick = False
             self.series.drop()
 
     def track(self, iterable: Iterable[T]) -> Iterator[T]:

@@ -1,0 +1,43 @@
+"""The series beside a snapshot's rows (:mod:`._series`) as a viewer sends them: a little JSON and one
+float32 buffer, ``[series, STAT_NAMES + ratio, rows]``, rounded as the statistics are."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..render import round_significant
+from ._kernels import STAT_NAMES
+from ._series import SeriesColumns
+
+__all__ = ["series_buffer", "series_meta"]
+
+_COUNTS = [STAT_NAMES.index("nan_count"), STAT_NAMES.index("inf_count")]
+
+
+def series_meta(columns: SeriesColumns | None, step: int) -> dict | None:
+    """What a payload says of the series beside their numbers (None: no series). ``step``: the
+    refresh's tick count, against which ``stale`` series are from an earlier step."""
+    if columns is None:
+        return None
+    unmatched = []
+    for series, text, what, stats in columns.unmatched[:200]:
+        numbers = {k: stats[k] for k in ("mean", "max", "norm") if stats and stats.get(k) is not None}
+        unmatched.append({"series": series, "path": text, "what": what,
+                          "stats": {k: float(round_significant(np.array(v), 4)) for k, v in numbers.items()}})
+    return {"names": list(columns.names), "stats": list(STAT_NAMES), "steps": columns.steps, "step": step,
+            "stale": sorted(columns.stale), "unmatched": unmatched, "unmatched_total": len(columns.unmatched),
+            "problems": list(columns.problems), "opt_step": columns.opt_step}
+
+
+def series_buffer(columns: SeriesColumns, param_norm: np.ndarray, precision: int) -> bytes:
+    """Every series' statistics and its ratio to the parameter's norm, rounded to ``precision``
+    digits: ``float32[series, STAT_NAMES + ratio, rows]`` as bytes (NaN: none)."""
+    rows = param_norm.shape[0]
+    out = np.full((len(columns.names), len(STAT_NAMES) + 1, rows), np.nan, np.float32)
+    for k, name in enumerate(columns.names):
+        m = round_significant(columns.matrices[name], precision)
+        m[:, _COUNTS] = columns.matrices[name][:, _COUNTS]  # counts are never rounded
+        out[k, :len(STAT_NAMES)] = m.T
+        out[k, len(STAT_NAMES)] = round_significant(columns.ratio(name, param_norm), precision)
+    return out.tobytes()
+

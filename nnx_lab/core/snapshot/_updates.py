@@ -1,0 +1,154 @@
+"""The update-to-parameter ratio ‖θₜ − θₜ₋₁‖ / ‖θₜ₋₁‖ per Variable, without the user computing anything.
+
+The learning rate's health signal (about 1e-3 when healthy): at a refresh dispatched by a tick, the
+refresh's parameter arrays are kept (strong references: no copy) until the next tick; there the
+model's arrays of that moment are taken (a flatten, as a refresh does) and one compiled program
+reduces ``θₜ − θₜ₋₁`` and ``θₜ₋₁`` on the device (the difference is fused into the reduction, never
+stored); its few numbers are fetched when they have arrived, with a later refresh. The held arrays
+are released at that tick.
+
+Cost: one step's worth of parameter memory (the old arrays, alive during the step after a
+refresh, and only then), one small program launch at that step, compiled once per structure on a
+thread (the tick never waits for the compile: until it is ready the update is skipped). A step that
+*donates* its parameters' buffers (``nnx.jit(..., donate_argnums=...)``) deletes the held arrays:
+then the update is ``unavailable (donated)`` and the viewer says how to get it (don't donate, or
+pass the optimizer's updates yourself with ``viewer.log(updates=...)``). Arrays on several devices
+that one program cannot take together, or several processes: unavailable, with the reason.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._util import one_line
+
+__all__ = ["DONATED", "UpdateTracker"]
+
+DONATED = ("update: unavailable (donated): the step deleted the parameters it was given; to see "
+           "‖Δθ‖/‖θ‖ don't donate them, or pass the optimizer's updates with viewer.log(updates=...)")
+
+
+def _norm(x):
+    """The norm of ``x``, scaled by its largest magnitude (no overflow or underflow of the squares)."""
+    s = jnp.max(jnp.abs(x))
+    s = jnp.where(jnp.isfinite(s) & (s > 0), s, 1)
+    return s * jnp.sqrt(jnp.sum(jnp.square(x / s)))
+
+
+def _diff_norms(olds, news):
+    out = []
+    for o, n in zip(olds, news):
+        dtype = jnp.promote_types(o.dtype, jnp.float32)
+        o, n = o.astype(dtype), n.astype(dtype)
+        out.append(jnp.stack([_norm(n - o), _norm(o)]).astype(jnp.float32))
+    return jnp.stack(out)
+
+
+_compiled: dict = {}  # spec of the arrays -> compiled program, or _COMPILING
+_COMPILING = object()
+_lock = threading.Lock()
+
+
+def _spec(x: Any) -> Any:
+    return (x.shape, x.dtype, getattr(x, "sharding", None))
+
+
+def _program(olds: tuple) -> Any:
+    """The compiled program for arrays like ``olds`` (None while it compiles, on a thread)."""
+    key = tuple(_spec(x) for x in olds)
+    with _lock:
+        got = _compiled.get(key)
+        if got is not None:
+            return None if got is _COMPILING else got
+        _compiled[key] = _COMPILING
+    shapes = tuple(jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=getattr(x, "sharding", None)) for x in olds)
+
+    def compile_it():
+        try:
+            program = jax.jit(_diff_norms).lower(shapes, shapes).compile()
+        except Exception as e:  # noqa: BLE001 - said when the update is asked for
+            program = e
+        with _lock:
+            _compiled[key] = program
+    threading.Thread(target=compile_it, name="nnx_lab-updates", daemon=True).start()
+    return None
+
+
+class UpdateTracker:
+    """One Watcher's held parameters and the update norms on their way (see the module docstring)."""
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled and jax.process_count() == 1
+        self._held: tuple | None = None  # (memo of the structure, live rows, arrays, step)
+        self._pending: tuple | None = None  # (live rows, device result, from step, to step)
+        self.problem = ""
+
+    def hold(self, described: Any, step: int) -> None:
+        """Keep a refresh's parameter arrays (floating ones) until the next tick."""
+        if not self.enabled:
+            return
+        keep = [(i, x) for i, x in zip(described.live, described.arrays)
+                if isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jnp.floating)]
+        self._held = (described.memo, [i for i, _ in keep], [x for _, x in keep], step) if keep else None
+
+    def release(self) -> None:
+        self._held = None
+
+    @property
+    def holding(self) -> bool:
+        return self._held is not None
+
+    def advance(self, described: Any, step: int) -> None:
+        """The tick after a refresh: dispatch ‖θₜ − θₜ₋₁‖ and ‖θₜ₋₁‖ for the held arrays, release them."""
+        held, self._held = self._held, None
+        if held is None:
+            return
+        memo, rows, olds, step0 = held
+        if described.memo is not memo:
+            return  # the structure changed: nothing to compare
+        new_of = dict(zip(described.live, described.arrays))
+        news = [new_of.get(i) for i in rows]
+        if any(isinstance(x, jax.Array) and x.is_deleted() for x in olds):
+            self.problem = DONATED
+            return
+        if any(n is None or _spec(n) != _spec(o) for o, n in zip(olds, news)):
+            return
+        try:
+            program = _program(tuple(olds))
+            if program is None:
+                return  # compiling: the next refresh's tick will have it
+            if isinstance(program, Exception):
+                raise program
+            result = program(tuple(olds), tuple(news))
+            result.copy_to_host_async()
+        except Exception as e:  # noqa: BLE001 - the step goes on; the viewer says why
+            self.problem = f"update: unavailable ({one_line(e, 160)})"
+            return
+        self.problem = ""
+        self._pending = (rows, result, step0, step)
+
+    def collect(self, n_rows: int) -> tuple | None:
+        """``(‖Δθ‖ per row, ‖Δθ‖/‖θₜ₋₁‖ per row, step)`` once arrived (never waits), else None."""
+        if self._pending is None:
+            return None
+        rows, result, _, step = self._pending
+        try:
+            if not result.is_ready():
+                return None
+            got = np.asarray(jax.device_get(result), np.float64)
+        except Exception as e:  # noqa: BLE001
+            self._pending, self.problem = None, f"update: unavailable ({one_line(e, 160)})"
+            return None
+        self._pending = None
+        if max(rows, default=-1) >= n_rows:
+            return None
+        norm, ratio = np.full(n_rows, np.nan), np.full(n_rows, np.nan)
+        norm[rows] = got[:, 0]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio[rows] = np.where(got[:, 1] > 0, got[:, 0] / got[:, 1], np.nan)
+        return norm, ratio, step

@@ -1,0 +1,110 @@
+"""The update ratio ‖θₜ − θₜ₋₁‖ / ‖θₜ₋₁‖ measured from the parameters themselves, across one tick;
+donated buffers make it 'unavailable (donated)', never a crash; given updates come first."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+from nnx_lab.core import compat
+from nnx_lab.core.snapshot import GRAD, STAT_NAMES, UPDATE, Watcher
+
+NORM = STAT_NAMES.index("norm")
+
+
+class Holder(nnx.Module):
+    def __init__(self):
+        self.w = nnx.Param(jnp.arange(12.0).reshape(3, 4) / 10)
+        self.b = nnx.Param(jnp.ones(4))
+        self.n = nnx.Variable(jnp.zeros((), jnp.int32))  # not floating: no update ratio
+
+
+def norm(x):
+    return float(np.sqrt((np.asarray(x, np.float64) ** 2).sum()))
+
+
+def step(model, k, donate=False):
+    """θ ← θ·(1 − 0.01·k): a known update per step."""
+    f = jax.jit(lambda x: x * (1 - 0.01 * k), donate_argnums=0 if donate else ())
+    for name in ("w", "b"):
+        var = getattr(model, name)
+        compat.set_value(var, f(compat.get_value(var)))
+
+
+def run(model, w, steps, donate=False):
+    """Every tick refreshes (and the update program is ready); the parameters after each step."""
+    after = {0: {n: np.asarray(compat.get_value(getattr(model, n))) for n in ("w", "b")}}
+    for k in range(1, steps + 1):
+        step(model, k, donate)
+        after[k] = {n: np.asarray(compat.get_value(getattr(model, n))) for n in ("w", "b")} if not donate else None
+        w._last_attempt = float("-inf")
+        w.tick()
+        w.wait()
+    return after
+
+
+def wait_for_program(model, w):
+    """Run until an update arrives (its program compiles on a thread the first time)."""
+    for _ in range(400):
+        run(model, w, 1)
+        if w.snapshot.series is not None and UPDATE in w.snapshot.series.matrices and not w.snapshot.series.stale:
+            return
+    raise AssertionError("no update ratio arrived")
+
+
+def test_update_ratio_equals_numpy_of_the_two_steps():
+    model = Holder()
+    w = Watcher(model, max_rate=100.0)
+    w.refresh(force=True)
+    wait_for_program(model, w)
+    start = w.ticks
+    after = run(model, w, 3)
+    series = w.snapshot.series
+    to = series.steps[UPDATE]
+    assert UPDATE in series.names and to > start
+    k = to - start  # the update from step k-1 to step k of this run
+    rows = {p[0]: i for i, p in enumerate(w.snapshot.paths)}
+    for name in ("w", "b"):
+        i = rows[name]
+        old, new = after[k - 1][name], after[k][name]
+        assert series.matrices[UPDATE][i, NORM] == pytest.approx(norm(new - old), rel=1e-4)
+        assert series.ratio(UPDATE, w.snapshot.stat_matrix[:, NORM])[i] == pytest.approx(
+            norm(new - old) / norm(old), rel=1e-4)
+    assert np.isnan(series.matrices[UPDATE][rows["n"]]).all()  # an integer Variable has none
+
+
+def test_donated_buffers_make_it_unavailable_with_how_to_get_it():
+    model = Holder()
+    w = Watcher(model, max_rate=100.0)
+    w.refresh(force=True)
+    run(model, w, 3, donate=True)
+    message = w.status()["message"]
+    assert "update: unavailable (donated)" in message and "viewer.log(updates=" in message
+    assert w.state == "live" and w.snapshot["w"].status == "ok"
+
+
+def test_given_updates_come_first_and_a_cell_refresh_releases_what_is_held():
+    model = Holder()
+    w = Watcher(model, max_rate=100.0)
+    w.refresh(force=True)
+    given = {"w": jnp.full((3, 4), 0.5), "b": jnp.full(4, 0.5)}
+    w._last_attempt = float("-inf")
+    w.tick(updates=given)
+    w.wait()
+    series = w.snapshot.series
+    rows = {p[0]: i for i, p in enumerate(w.snapshot.paths)}
+    assert series.matrices[UPDATE][rows["w"], NORM] == pytest.approx(norm(np.full((3, 4), 0.5)), rel=1e-5)
+    assert w.series.updates.holding  # this tick's parameters, until the next tick
+    w.refresh(force=True)  # the end of a loop or cell
+    assert not w.series.updates.holding
+
+
+def test_updates_false_holds_nothing():
+    model = Holder()
+    w = Watcher(model, max_rate=100.0, updates=False)
+    w.refresh(force=True)
+    w._last_attempt = float("-inf")
+    w.tick()
+    assert not w.series.updates.holding and w.series._grads is None
+    assert GRAD == "grad"
