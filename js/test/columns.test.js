@@ -9,7 +9,7 @@ const base = {
 };
 
 test("columns with nothing to say are hidden", () => {
-  assert.deepEqual([...hiddenColumns(base)].sort(), ["g_norm", "g_ratio", "nonfinite", "place", "status"]);
+  assert.deepEqual([...hiddenColumns(base)].sort(), ["g_norm", "g_ratio", "nonfinite", "place", "status", "u_ratio"]);
 });
 
 test("placement shows for sharded or multi-device models", () => {
@@ -24,18 +24,18 @@ test("NaN/Inf and status columns appear when a row needs them", () => {
 });
 
 test("an empty payload hides what it cannot fill", () => {
-  assert.deepEqual([...hiddenColumns({})].sort(), ["g_norm", "g_ratio", "nonfinite", "place", "status"]);
+  assert.deepEqual([...hiddenColumns({})].sort(), ["g_norm", "g_ratio", "nonfinite", "place", "status", "u_ratio"]);
 });
 
 test("the minimum width leaves hidden columns out and fits a notebook output", () => {
   const all = COLUMNS.reduce((s, c) => s + (c.width ?? PATH_MIN_WIDTH), 0);
   assert.equal(tableMinWidth(), all);
   const single = tableMinWidth(hiddenColumns(base));
-  assert.equal(single, all - 100 - 84 - 96 - 70 - 70);
+  assert.equal(single, all - 100 - 84 - 96 - 70 * 3);
   assert.ok(single <= 880, `single-device table needs ${single}px`);
 });
 
 test("the gradient columns show only with a gradient series", () => {
   const withGrads = hiddenColumns({ ...base, stats: { ...base.stats, g_norm: [1, 2], g_ratio: [0.1, 0.2] } });
-  assert.ok(!withGrads.has("g_norm") && !withGrads.has("g_ratio"));
+  assert.ok(!withGrads.has("g_norm") && !withGrads.has("g_ratio") && withGrads.has("u_ratio"));
 });

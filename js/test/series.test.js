@@ -73,3 +73,25 @@ test("the viewer shows gradient columns, the optimizer step, unmatched leaves, a
   assert.equal(Number(muMean), Number(series.stats.mu.mean[r].toPrecision(4)));
   cleanup();
 });
+
+nodeTest("an update series gives the ‖Δθ‖/‖θ‖ column, its staleness and the problems in the series line", async () => {
+  const stats = ["mean", "norm"];
+  const R = 2;
+  // [series, stats + ratio, rows]: update norm 0.01, 0.02; ratio 1e-3, 2e-3
+  const values = [null, null, 0.01, 0.02, 1e-3, 2e-3];
+  const series = readSeries({ names: ["update"], stats, steps: { update: 7 }, stale: ["update"], unmatched: [],
+    problems: ["update: unavailable (donated): <b>x</b>"], opt_step: null }, values, R);
+  const shown = displayed({ stats: { norm: [10, 10] }, seriesData: series }, "");
+  assert.deepEqual(shown.stats.u_ratio, [1e-3, 2e-3]);
+  assert.equal(shown.stats.g_norm, undefined);
+  assert.deepEqual(displayed({ stats: {}, seriesData: series }, "update").stats.norm, [0.01, 0.02]);
+  const { FakeDocument } = await import("./fakedom.js");
+  const { createSeriesBar } = await import("../src/viewer/series.js");
+  const doc = new FakeDocument();
+  const bar = createSeriesBar(doc, { onGroup() {} });
+  bar.fill({ seriesData: series }, "");
+  const line = bar.el.querySelectorAll(".nnx-series-line")[0];
+  assert.ok(line.textContent.includes("update from step 7 (stale"));
+  assert.ok(line.textContent.includes("<b>x</b>")); // text, never HTML
+  assert.equal(line.querySelectorAll("b").length, 0);
+});

@@ -6,11 +6,13 @@ import { HISTORY_STATS, NONFINITE_LABEL, STAT_COLUMNS, STAT_LABELS } from "./con
 const STAT_WIDTHS = { mean: 74, std: 70, min: 74, max: 74, norm: 70 };
 
 // Columns of the series beside the rows (viewer/series.js puts them among a payload's statistics):
-// shown only when the viewer was given gradients.
-export const SERIES_COLUMNS = ["g_norm", "g_ratio"];
+// each shown only when the payload has that series (gradients given; the update measured or given).
+export const SERIES_COLUMNS = ["g_norm", "g_ratio", "u_ratio"];
 const SERIES_LABELS = {
   g_norm: ["\u2016grad\u2016", "norm of the gradient given to tick(grads=...) or log(grads=...)"],
   g_ratio: ["\u2016g\u2016/\u2016\u03b8\u2016", "gradient norm over the parameter's norm"],
+  u_ratio: ["\u2016\u0394\u03b8\u2016/\u2016\u03b8\u2016",
+    "update over parameter norm, \u2016\u03b8\u209c \u2212 \u03b8\u209c\u208b\u2081\u2016 / \u2016\u03b8\u209c\u208b\u2081\u2016 (about 1e-3 when the learning rate is healthy)"],
 };
 
 export const COLUMNS = [

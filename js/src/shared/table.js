@@ -254,9 +254,10 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn }) {
       const v = st(c);
       tr.appendChild(h(doc, "td", { class: `c-${c} num` }, fmtNum(v)));
     }
-    const stale = snap.seriesData && snap.seriesData.stale.has("grad")
-      ? `from step ${snap.seriesData.steps.grad} (no gradient given since)` : null;
+    const series = snap.seriesData;
     for (const c of SERIES_COLUMNS) {
+      const name = c === "u_ratio" ? "update" : "grad";
+      const stale = series && series.stale.has(name) ? `${name} from step ${series.steps[name]} (none since)` : null;
       tr.appendChild(h(doc, "td", { class: `c-${c} num${stale ? " stale" : ""}`, title: stale }, fmtNum(st(c))));
     }
     const nf = fmtNonfinite(st("nan_count"), st("inf_count"));

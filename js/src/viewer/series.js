@@ -9,6 +9,7 @@ import { h } from "../shared/dom.js";
 import { fmtNum } from "../shared/format.js";
 
 export const GRAD = "grad";
+export const UPDATE = "update";
 export const PARAMS = ""; // the switch's value for the parameters' own statistics
 
 /** The series of a payload: {names, stats: {name: {stat: column}}, ratio: {name: column}, ...}, or null. */
@@ -53,6 +54,7 @@ export function displayed(snap, group) {
     stats.g_norm = series.stats[GRAD].norm;
     stats.g_ratio = series.ratio[GRAD];
   }
+  if (series.ratio[UPDATE]) stats.u_ratio = series.ratio[UPDATE];
   return { ...snap, stats };
 }
 
