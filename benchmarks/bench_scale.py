@@ -5,9 +5,13 @@ nnx.List), at 100 ... 100,000 Variables. Each size runs in a fresh process, so "
 user's first look costs (kernels compiled included). Printed per size:
 
   cold       nnx_lab.snapshot(model), first call in the process
-  warm       a viewer's refresh once its one-launch program is compiled (wall time, waited for)
+  programs   seconds until a viewer's statistics programs are compiled (in the background)
+  warm       a viewer's refresh once its programs are compiled (wall time, waited for): the structure
+             reused, the statistics launched and fetched, and what the browser is sent
   per Var    warm / Variables (target: <= 20 us at 10,000)
-  payload    JSON bytes of one refresh's payload, per Variable (target: <= 40 after the first)
+  first B    bytes of the viewer's first payload (rows and statistics), per Variable
+  B/refresh  bytes one later refresh sends (its statistics message), per Variable (target: <= 40)
+  paint      first paint of the viewer with the first payload in Chromium (target: <= 300 ms at 100,000)
   treescope  treescope.render_to_html(nnx.state(model)), and its ratio to our cold
   tabulate   nnx.tabulate(model, x), and its ratio to our cold
 
@@ -21,7 +25,10 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
+
+from bench_live import first_paint_ms  # noqa: E402 - the benchmark beside this one
 
 CHILD = r"""
 import json, statistics, sys, time
@@ -49,21 +56,28 @@ out = {}
 t = time.perf_counter(); model = Deep(n // 4); out["build_s"] = time.perf_counter() - t
 import nnx_lab
 from nnx_lab.core.snapshot import _programs as stats_programs
-from nnx_lab.core.snapshot import Watcher
 t = time.perf_counter(); snap = nnx_lab.snapshot(model); out["cold_s"] = time.perf_counter() - t
 out["variables"] = len(snap.rows)
-watcher = Watcher(model, max_rate=100.0)
-watcher.refresh(force=True)
+viewer = nnx_lab.watch(model, max_rate=100.0, display=False)
 t = time.perf_counter()
-while stats_programs.programs_compiled() == 0 and time.perf_counter() - t < 600:
+while stats_programs.programs_compiled() == 0 or stats_programs.compiling():
+    if time.perf_counter() - t > 600:
+        break
     time.sleep(0.05)
 out["program_compile_s"] = time.perf_counter() - t
-watcher.refresh(force=True)
+sent = []
+send = viewer.send
+viewer.send = lambda content, buffers=None: (sent.append(len(json.dumps(content)) + sum(len(b) for b in buffers or ())),
+                                             send(content, buffers))
+viewer.refresh()
 times = []
-for _ in range(3):
-    t = time.perf_counter(); watcher.refresh(force=True); times.append(time.perf_counter() - t)
+for _ in range(5):
+    t = time.perf_counter(); viewer.refresh(); times.append(time.perf_counter() - t)
 out["warm_s"] = statistics.median(times)
-out["payload_bytes"] = len(json.dumps(watcher.snapshot.to_dict()).encode())
+out["refresh_bytes"] = sent[-1] if sent else None
+out["payload_bytes"] = len(json.dumps(viewer.snapshot).encode())
+with open(sys.argv[3], "w") as f:
+    json.dump(viewer.snapshot, f)
 if peers:
     import treescope
     state = nnx.state(model)
@@ -74,11 +88,11 @@ print("RESULT" + json.dumps(out))
 """
 
 
-def run(n: int, peers: bool, timeout: float) -> dict | str:
+def run(n: int, peers: bool, timeout: float, payload_file: str) -> dict | str:
     env = dict(os.environ)
     try:
-        done = subprocess.run([sys.executable, "-c", CHILD, str(n), "1" if peers else "0"], capture_output=True,
-                              text=True, timeout=timeout, env=env)
+        done = subprocess.run([sys.executable, "-c", CHILD, str(n), "1" if peers else "0", payload_file],
+                              capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return f"did not finish in {timeout:.0f} s"
     for line in done.stdout.splitlines():
@@ -97,22 +111,27 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--peers-up-to", type=int, default=10000, help="run treescope and nnx.tabulate up to this size")
     args = parser.parse_args()
-    print(f"{'Variables':>9}  {'cold':>10}  {'warm':>10}  {'per Var':>9}  {'payload/Var':>11}  "
-          f"{'program':>9}  {'treescope':>10}  {'ts/cold':>7}  {'tabulate':>10}  {'tab/cold':>8}")
-    for n in (int(s) for s in args.sizes.split(",")):
-        start = time.perf_counter()
-        got = run(n, n <= args.peers_up_to, args.timeout)
-        if isinstance(got, str):
-            print(f"{n:>9}  {got}  ({time.perf_counter() - start:.0f} s)")
-            continue
-        v = got["variables"]
-        cold, warm = got["cold_s"], got["warm_s"]
-        ts, tab = got.get("treescope_s"), got.get("tabulate_s")
-        ts_ratio = "" if ts is None else f"{ts / cold:.2f}"
-        tab_ratio = "" if tab is None else f"{tab / cold:.2f}"
-        print(f"{v:>9,}  {ms(cold):>10}  {ms(warm):>10}  {warm / v * 1e6:>6.0f} us"
-              f"  {got['payload_bytes'] / v:>9.0f} B  {got['program_compile_s']:>7.1f} s  {ms(ts):>10}  "
-              f"{ts_ratio:>7}  {ms(tab):>10}  {tab_ratio:>8}", flush=True)
+    print(f"{'Variables':>9}  {'cold':>9}  {'programs':>8}  {'warm':>9}  {'per Var':>8}  {'first B':>7}  "
+          f"{'B/refresh':>9}  {'paint':>7}  {'treescope':>9}  {'ts/cold':>7}  {'tabulate':>9}  {'tab/cold':>8}")
+    with tempfile.TemporaryDirectory() as tmp:
+        payload_file = os.path.join(tmp, "payload.json")
+        for n in (int(s) for s in args.sizes.split(",")):
+            start = time.perf_counter()
+            got = run(n, n <= args.peers_up_to, args.timeout, payload_file)
+            if isinstance(got, str):
+                print(f"{n:>9}  {got}  ({time.perf_counter() - start:.0f} s)")
+                continue
+            with open(payload_file) as f:
+                paint = first_paint_ms(json.load(f))
+            v = got["variables"]
+            cold, warm = got["cold_s"], got["warm_s"]
+            ts, tab = got.get("treescope_s"), got.get("tabulate_s")
+            ts_ratio = "" if ts is None else f"{ts / cold:.2f}"
+            tab_ratio = "" if tab is None else f"{tab / cold:.2f}"
+            per_refresh = "—" if got["refresh_bytes"] is None else f"{got['refresh_bytes'] / v:.1f}"
+            print(f"{v:>9,}  {ms(cold):>9}  {got['program_compile_s']:>6.1f} s  {ms(warm):>9}  {warm / v * 1e6:>5.1f} us"
+                  f"  {got['payload_bytes'] / v:>7.0f}  {per_refresh:>9}  {ms(paint and paint / 1e3):>7}  {ms(ts):>9}  "
+                  f"{ts_ratio:>7}  {ms(tab):>9}  {tab_ratio:>8}", flush=True)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ TARGET = REPO / "js" / "src" / "shared" / "constants.js"
 def constants() -> dict:
     sys.path.insert(0, str(REPO))
     from nnx_lab.core import render
-    from nnx_lab.core.snapshot import HISTORY_STATS
+    from nnx_lab.core.snapshot import HISTORY_STATS, STAT_NAMES
 
     return {
         "DIGITS": render.DIGITS,
@@ -34,6 +34,7 @@ def constants() -> dict:
         "FILTER_COLORS": list(render.FILTER_COLORS),
         "STAT_COLUMNS": list(render.STAT_COLUMNS),
         "HISTORY_STATS": list(HISTORY_STATS),
+        "STAT_NAMES": list(STAT_NAMES),
         "STAT_LABELS": dict(render.STAT_LABELS),
         "NONFINITE_LABEL": render.NONFINITE_LABEL,
     }

@@ -8,7 +8,7 @@
 import { h } from "./shared/dom.js";
 import { css } from "./shared/styles.js";
 import { hiddenColumns } from "./shared/columns.js";
-import { History } from "./shared/ring.js";
+import { History, withStats } from "./shared/ring.js";
 import { createTreeTable } from "./shared/table.js";
 import { fillBanner, fillChips, fillDevices, fillTitle } from "./viewer/panels.js";
 import { RowState } from "./viewer/rows.js";
@@ -87,7 +87,12 @@ function render({ model, el }) {
   const drawChips = () => once("chips", [snap.totals, rows.typeFilter], () => fillChips(doc, toolbar.chips, snap, rows.typeFilter));
 
   function onSnapshot(initial = false) {
-    snap = model.get("snapshot") || {};
+    show(model.get("snapshot") || {}, initial);
+  }
+
+  // A snapshot (from the trait) or the trait's rows with a newer refresh's statistics (a "stats" message).
+  function show(next, initial = false) {
+    snap = next;
     rows.setSnapshot(snap);
     if (history.onSnapshot(snap) && initial !== true) model.send({ type: "history", stat });
     // Rebuild the small pieces only when they change (a click must not lose its target).
@@ -114,6 +119,11 @@ function render({ model, el }) {
     if (msg && msg.type === "scalars") {
       const curves = parseScalars(msg, buffers);
       if (curves) fillScalars(doc, scalars, curves);
+      return;
+    }
+    if (msg && msg.type === "stats") {
+      const next = withStats(model.get("snapshot") || {}, msg, buffers && buffers[0]);
+      if (next && !(next.refresh <= snap.refresh)) show(next);
       return;
     }
     if (!msg || msg.type !== "history") return;
@@ -149,6 +159,7 @@ function render({ model, el }) {
   toolbar.showStat(stat);
   statusLine.fill(model.get("status"));
   onSnapshot(true);
+  model.send({ type: "stats" }); // the trait holds the statistics of its last structure change
   model.send({ type: "history", stat });
   model.send({ type: "scalars" }); // buffers are not in the initial state on Colab: asked for after display
   // Draw the first window now (not on the next frame) so the first paint has rows.

@@ -59,7 +59,7 @@ test("renders rows, modules, header cells and asks for history and scalars once"
   assert.equal(q(".nnx-banner")[0].hidden, true);
   assert.equal(q(".nnx-type-chip").length, 2);
   assert.ok(q(".nnx-devices")[0].textContent.includes("cpu \u00D7 1"));
-  assert.deepEqual(model.sent, [{ type: "history", stat: "norm" }, { type: "scalars" }]);
+  assert.deepEqual(model.sent, [{ type: "stats" }, { type: "history", stat: "norm" }, { type: "scalars" }]);
   assert.equal(q(".nnx-scalars")[0].hidden, true); // nothing logged: no header curves
   // First paint is stamped from an animation frame: wait for it (a loaded machine delays frames).
   for (let waited = 0; el.dataset.firstPaintMs === undefined && waited < 5000; waited += 10) await tick(10);
@@ -161,7 +161,7 @@ test("refreshes append to the sparkline, history replies replace it, structure c
   model.emit("msg:custom", { type: "history", stat: "norm", structure: 1, rows: 6, length: L, refresh: 2 }, [new DataView(buf.buffer)]);
   await tick();
   assert.equal(spark().getAttribute("title"), "norm: 1 (5 refreshes)");
-  assert.equal(model.sent.length, 2); // history and scalars, on first render
+  assert.equal(model.sent.length, 3); // stats, history and scalars, on first render
   model.set("snapshot", sequential({ refresh: 3, structure: 2 }));
   await tick();
   assert.deepEqual(model.sent.at(-1), { type: "history", stat: "norm" });
@@ -251,7 +251,7 @@ test("a statistic set from Python that the menu lacks is added to it", async () 
   const sel = q("select.nnx-stat")[0];
   assert.equal(sel.value, "zero_frac");
   assert.ok(sel.querySelectorAll("option").some((o) => o.getAttribute("value") === "zero_frac"));
-  assert.deepEqual(model.sent, [{ type: "history", stat: "zero_frac" }, { type: "scalars" }]);
+  assert.deepEqual(model.sent, [{ type: "stats" }, { type: "history", stat: "zero_frac" }, { type: "scalars" }]);
   model.set("sparkline_stat", "std");
   assert.equal(sel.value, "std");
   assert.deepEqual(model.sent.at(-1), { type: "history", stat: "std" });
@@ -274,4 +274,29 @@ test("a row placed against its sharding annotation is marked, with both in the c
   assert.ok(!row("layers[0].bias").querySelector("td.c-place").getAttribute("class").includes("bad"));
   assert.equal(el.querySelectorAll("img").length, 0);
   cleanup && cleanup();
+});
+
+test("a stats message updates the numbers and the sparkline without new rows; a stale or foreign one is ignored", async () => {
+  const { model, row, cleanup } = mount(sequential());
+  const R = 6;
+  const names = ["mean", "std", "min", "max", "norm", "abs_max", "nan_count", "inf_count", "zero_frac"];
+  const buf = new Float32Array(names.length * R).fill(NaN);
+  const put = (name, r, v) => { buf[names.indexOf(name) * R + r] = v; };
+  for (let r = 0; r < R; r++) put("nan_count", r, 0);
+  put("mean", 1, 0.25);
+  put("norm", 1, 3);
+  const kernel = row("layers[0].kernel");
+  const send = (extra, b = buf) => model.emit("msg:custom", { type: "stats", refresh: 2, structure: 1, rows: R, names, exact: {}, ...extra },
+    [new DataView(b.buffer)]);
+  send({ exact: { 1: [1e300, null, null, null, 3, null, 0, 0, null] } });
+  await tick();
+  assert.equal(row("layers[0].kernel"), kernel); // the same row element: only the numbers changed
+  assert.equal(kernel.querySelector("td.c-mean").textContent, "1e+300");
+  assert.equal(kernel.querySelector("td.c-spark").getAttribute("title"), "norm: 3 (2 refreshes)");
+  send({ refresh: 1 }); // older than what is shown
+  send({ structure: 7, refresh: 5 }); // rows of another structure
+  send({ rows: 3, refresh: 6 });
+  await tick();
+  assert.equal(kernel.querySelector("td.c-mean").textContent, "1e+300");
+  cleanup();
 });

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Iterable, Iterator, TypeVar
 
 import numpy as np
@@ -9,7 +10,7 @@ import traitlets
 
 from .._ipython import busy_queue
 from ..core.render import html_table, summary_line
-from ..core.snapshot import HISTORY_STATS, PRECISION, Watcher, round_significant
+from ..core.snapshot import HISTORY_STATS, PRECISION, STAT_NAMES, Watcher, round_significant, threads_see_jax_config
 from ._base import STATIC, Widget, background_unsupported, command
 
 T = TypeVar("T")
@@ -35,13 +36,24 @@ class StateViewer(Widget):
     _scalars_sent = -1  # the ScalarStore version last sent to the browser
 
     def __init__(self, obj: Any, *, max_rate: float = 2.0, background: bool = False,
-                 stats: bool = True, history: int = 100, **kwargs: Any):
+                 stats: bool = True, history: int = 100, rows_first: bool = False, **kwargs: Any):
         self._watcher = Watcher(obj, max_rate=max_rate, stats=stats, history=history,
                                 between_steps=busy_queue.drain)
+        self._sent_refresh: int | None = None  # the refresh whose statistics the browser has
+        self._sent_rows: tuple | None = None  # (description, failed rows, structure id) of the snapshot trait
         super().__init__(**kwargs)
         self._watcher.subscribe(self._publish)
         self._watcher.publish_from_thread = background_unsupported() is None
-        self._watcher.refresh(force=True)
+        self._first: threading.Thread | None = None
+        if rows_first and self._watcher.publish_from_thread and threads_see_jax_config():
+            # Shown in a kernel that takes widget messages from threads: the rows now, the statistics
+            # from a thread once their kernels are compiled and have run (a big model's table appears at once).
+            self._watcher.show_rows_first()
+            self._first = threading.Thread(target=self._watcher.refresh, kwargs={"force": True},
+                                           name="nnx_lab-first", daemon=True)
+            self._first.start()
+        else:
+            self._watcher.refresh(force=True)
         if background:
             self.start_background()
 
@@ -103,29 +115,60 @@ class StateViewer(Widget):
     def last_snapshot(self):
         """The latest Snapshot: a refresh still on its way from the device is waited for first
         (the end of a loop or cell publishes from a thread, so reading right after one is exact)."""
+        if self._first is not None:
+            self._first.join()
         self._watcher.wait()
         return self._watcher.snapshot
 
     def _after_cell(self) -> None:
+        if self._first is not None:  # the first statistics, dispatched before this cell's changes
+            self._first.join()
+            self._first = None
         if self._watcher.state != "gone":
             # Dispatched now, published when the device gets there (the kernel is not held up by
             # steps the cell queued), or at once where widget messages cannot come from threads.
             self._watcher.refresh(force=True, wait=not self._watcher.publish_from_thread)
 
     # -- talking to the browser ------------------------------------------------------
+    # The rows (paths, types, shapes, placement...) travel in the ``snapshot`` trait, with the statistics
+    # of that moment, whenever they change; every other refresh sends only its statistics, as one
+    # float32 buffer in a "stats" message (after display: Colab drops buffers in a widget's initial
+    # state). A view asks for the latest statistics when it renders.
+
     def _publish(self, watcher: Watcher) -> None:
         snap = watcher.snapshot
-        if snap is not None and (not self.snapshot or self.snapshot.get("refresh") != watcher.refreshes):
-            payload = snap.to_dict()
-            payload["refresh"] = watcher.refreshes
-            payload["structure"] = watcher.history.structure
-            self.snapshot = payload
+        if snap is not None and self._sent_refresh != watcher.refreshes:
+            sent, structure = self._sent_rows, watcher.history.structure
+            if (sent is None or sent[0] is not snap.description or sent[1] != snap.status_key()
+                    or sent[2] != structure or not self.snapshot):
+                payload = snap.to_dict()
+                payload["refresh"] = watcher.refreshes
+                payload["structure"] = watcher.history.structure
+                self.snapshot = payload
+                self._sent_rows = (snap.description, snap.status_key(), structure)
+            else:
+                self.send_stats()
+            self._sent_refresh = watcher.refreshes
         alert = watcher.alert.to_dict()
         if alert != self.alert:
             self.alert = alert
         if watcher.scalars.version != self._scalars_sent:
             self.send_scalars()
         self.status = watcher.status()
+
+    def send_stats(self) -> None:
+        """Send the latest refresh's statistics as one float32 buffer (``STAT_NAMES`` columns, one
+        value per row; ``exact`` holds the few numbers float32 cannot carry)."""
+        snap = self._watcher.snapshot
+        if snap is None:
+            return
+        buffer, exact = snap.stats_buffer()
+        self.send({"type": "stats", "refresh": self._watcher.refreshes, "structure": self._watcher.history.structure,
+                   "rows": len(snap), "names": list(STAT_NAMES), "exact": exact}, buffers=[buffer])
+
+    @command("stats")
+    def _stats_request(self, content: dict, _buffers: Any) -> None:
+        self.send_stats()
 
     @command("refresh")
     def _refresh_request(self, content: dict, _buffers: Any) -> None:

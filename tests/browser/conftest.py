@@ -51,8 +51,8 @@ VIEWPORT = {"width": 1400, "height": 1000}
 
 SERVER_START_TIMEOUT_S = 60
 PAGE_LOAD_TIMEOUT_S = 60
-KERNEL_READY_TIMEOUT_S = 60
-RUN_ALL_TIMEOUT_S = 90
+KERNEL_READY_TIMEOUT_S = 180  # a first kernel in a fresh venv on a loaded 2-core machine (compiling .pyc, importing jax)
+RUN_ALL_TIMEOUT_S = 180
 
 # Settings every page gets: no news/update toast over the screenshots, and no network attempts.
 _BASE_SETTINGS = {

@@ -137,8 +137,6 @@ class FakeAccelerator:
 
 
 def test_device_memory_in_use_peak_and_limit_per_device():
-    import dataclasses
-
     import jax.numpy as jnp
 
     import nnx_lab
@@ -147,7 +145,8 @@ def test_device_memory_in_use_peak_and_limit_per_device():
     summary = devices.device_summary([FakeAccelerator(1), FakeAccelerator(0)])
     assert [(d["id"], d["bytes_in_use"], d["peak_bytes_in_use"], d["bytes_limit"]) for d in summary["devices"]] == [
         (0, 1 << 30, 3 << 30, 80 << 30), (1, 2 << 30, 3 << 30, 80 << 30)]
-    snap = dataclasses.replace(nnx_lab.snapshot({"w": jnp.ones(3)}), device_summary=summary)
+    snap = nnx_lab.snapshot({"w": jnp.ones(3)})
+    snap.device_summary = summary
     assert "memory: gpu:0 1.0 GiB (peak 3.0 GiB) of 80.0 GiB; gpu:1 2.0 GiB (peak 3.0 GiB) of 80.0 GiB" in snap.to_text()
     assert "<b>H100</b>" not in snap._repr_html_() and "gpu:1 2.0 GiB" in snap._repr_html_()
     assert snap.to_dict()["devices"]["devices"][1]["bytes_limit"] == 80 << 30  # the viewer's memory strip

@@ -16,6 +16,7 @@ import nnx_lab
 from nnx_lab._ipython import cell_hooks as live
 from nnx_lab.core import compat
 from nnx_lab.core.snapshot import Watcher
+from viewer_wire import Wire
 
 
 def small_model():
@@ -35,6 +36,7 @@ def test_watch_publishes_a_snapshot_and_status():
 def test_track_yields_everything_throttles_and_ends_current():
     model = small_model()
     viewer = nnx_lab.watch(model, max_rate=2.0, display=False)
+    wire = Wire(viewer)
     seen = []
     start = time.monotonic()
     for step in viewer.track(range(200)):
@@ -45,7 +47,7 @@ def test_track_yields_everything_throttles_and_ends_current():
     # 200 quick steps: at most 2 throttled refreshes a second, plus the first and the final one.
     assert viewer.status["refreshes"] <= 2 + int(wall * 2) + 1
     bias = list(viewer.snapshot["rows"]["key"]).index("bias")
-    assert viewer.snapshot["stats"]["mean"][bias] == 199.0  # the end of the loop is shown
+    assert wire.stats()["mean"][bias] == 199.0  # the end of the loop is shown
 
 
 class FakeClock:
@@ -253,6 +255,7 @@ def test_unload_ext_leaves_viewers_on_screen_refreshing(ip):
     ip.run_line_magic("unload_ext", "nnx_lab")
     try:
         assert len(hooks(ip)) == 2
+        viewer.last_snapshot  # displayed: its first statistics come from a thread
         before = viewer._watcher.refreshes
         ip.run_cell("model.layers[0].bias.value = model.layers[0].bias.value + 1")
         assert viewer._watcher.refreshes == before + 1 and viewer.status["state"] == "live"
@@ -291,12 +294,14 @@ def test_cells_refresh_viewers_and_nnx_watch_binds(ip):
     ip.user_ns["model"] = small_model()
     ip.run_line_magic("nnx_watch", "model --as viewer")
     viewer = ip.user_ns["viewer"]
+    wire = Wire(viewer)
+    viewer.last_snapshot  # displayed: its first statistics come from a thread
     before = viewer.status["refreshes"]
     ip.run_cell("from nnx_lab.core import compat\n"
                 "compat.set_value(model.layers[0].bias, compat.get_value(model.layers[0].bias) + 3)")
     assert viewer.status["refreshes"] == before + 1
     bias = list(viewer.snapshot["rows"]["key"]).index("bias")
-    assert viewer.snapshot["stats"]["mean"][bias] == 3.0
+    assert wire.stats()["mean"][bias] == 3.0
 
 
 @pytest.mark.parametrize("line, message", [
@@ -320,3 +325,50 @@ def test_closed_viewer_no_longer_refreshes_after_cells(ip):
     ip.run_cell("x = 1")
     assert viewer.watcher.refreshes == before
     assert viewer not in live._widgets
+
+
+def test_rows_travel_once_then_each_refresh_sends_only_its_statistics():
+    model = small_model()
+    viewer = nnx_lab.watch(model, display=False)
+    wire = Wire(viewer)
+    first = viewer.snapshot
+    bias = list(first["rows"]["key"]).index("bias")
+    for step in range(3):
+        compat.set_value(model.layers[0].bias, jnp.full((4,), float(step + 1)))
+        viewer.refresh()
+        assert viewer.snapshot is first  # the rows did not travel again
+        content, buffers = wire.stats_messages()[-1]
+        assert content["refresh"] == viewer.status["refreshes"] and content["rows"] == 6
+        assert len(buffers[0]) == 6 * len(content["names"]) * 4  # float32: 36 bytes per Variable
+        assert wire.stats()["mean"][bias] == step + 1
+    viewer._on_message(viewer, {"type": "stats"}, [])  # a view that renders asks for the latest numbers
+    assert wire.stats_messages()[-1][0]["refresh"] == viewer.status["refreshes"]
+    model.layers[0].extra = nnx.Param(jnp.ones(2))  # new rows: the snapshot trait again, with numbers
+    viewer.refresh()
+    assert viewer.snapshot is not first and viewer.snapshot["structure"] == first["structure"] + 1
+    assert len(viewer.snapshot["rows"]["key"]) == 7 and viewer.snapshot["stats"]["mean"][bias] == 3.0
+
+
+def test_numbers_float32_cannot_carry_travel_exactly():
+    snap = nnx_lab.snapshot({"w": jnp.ones(3)})
+    buffer, exact = snap.stats_buffer()
+    assert exact == {} and len(buffer) == 9 * 4
+    m = snap.stat_matrix.copy()
+    m[0, 0], m[0, 6] = 1e300, 2 ** 30 + 1  # beyond float32's range; a count float32 would round
+    snap.__dict__["stat_matrix"] = m
+    _, exact = snap.stats_buffer()
+    assert exact[0][0] == 1e300 and exact[0][6] == 2 ** 30 + 1
+
+
+def test_where_threads_may_publish_the_rows_show_before_the_statistics(monkeypatch):
+    import nnx_lab.widgets.viewer as viewer_module
+
+    monkeypatch.setattr(viewer_module, "background_unsupported", lambda: None)
+    model = small_model()
+    viewer = viewer_module.StateViewer(model, rows_first=True)  # what watch() does when it displays
+    assert len(viewer.snapshot["rows"]["key"]) == 6  # the rows, before any kernel has run or compiled
+    deadline = time.monotonic() + 120
+    while viewer.status["refreshes"] < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert viewer.status["state"] == "live" and viewer._sent_refresh == 1
+    assert viewer.last_snapshot.rows[1].stats["norm"] > 0

@@ -7,5 +7,6 @@ export const PY_KEYWORDS = ["False", "None", "True", "and", "as", "assert", "asy
 export const FILTER_COLORS = ["#1e88e5", "#43a047", "#fb8c00", "#8e24aa", "#00897b", "#e53935", "#6d4c41", "#3949ab"];
 export const STAT_COLUMNS = ["mean", "std", "min", "max", "norm"];
 export const HISTORY_STATS = ["mean", "std", "min", "max", "norm", "abs_max"];
+export const STAT_NAMES = ["mean", "std", "min", "max", "norm", "abs_max", "nan_count", "inf_count", "zero_frac"];
 export const STAT_LABELS = {"mean": "mean", "std": "std", "min": "min", "max": "max", "norm": "norm", "abs_max": "abs max"};
 export const NONFINITE_LABEL = "NaN/Inf";

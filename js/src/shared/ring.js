@@ -142,3 +142,30 @@ export class History {
     return this.ring.series(i);
   }
 }
+
+/**
+ * The snapshot `snap` (rows from the trait) with the statistics of a "stats" message: a float32
+ * buffer of `names.length` columns of `rows` values each (NaN: none), and `exact` values for the
+ * few numbers float32 cannot carry. Null when the message does not fit the snapshot's rows.
+ */
+export function withStats(snap, msg, buffer) {
+  if (!snap || snap.version === undefined || !msg || !Array.isArray(msg.names)) return null;
+  const R = snap.rows && snap.rows.parent ? snap.rows.parent.length : 0;
+  if ((msg.rows | 0) !== R || !same(msg.structure, snap.structure)) return null;
+  const flat = toFloat32(buffer);
+  if (!flat || flat.length < R * msg.names.length) return null;
+  const stats = {};
+  msg.names.forEach((name, j) => {
+    const column = new Array(R);
+    for (let r = 0; r < R; r++) {
+      const v = flat[j * R + r];
+      column[r] = Number.isNaN(v) ? null : v;
+    }
+    stats[name] = column;
+  });
+  for (const [row, values] of Object.entries(msg.exact || {})) {
+    const r = Number(row);
+    if (r >= 0 && r < R) msg.names.forEach((name, j) => { stats[name][r] = values[j] ?? null; });
+  }
+  return { ...snap, stats, refresh: msg.refresh };
+}

@@ -22,8 +22,9 @@ from ._devices import device_summary
 from ._histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch
 from ._history import HISTORY_STATS, History
 from ._snapshot import PRECISION, STATUSES, PendingSnapshot, Row, Snapshot, round_significant, snapshot
-from ._stats import STAT_NAMES, Deferred, StatsError, compute_stats, is_numeric_dtype, is_ready, kernel_cache_size
 from ._scalars import MAX_POINTS, ScalarStore
+from ._stats import (STAT_NAMES, Deferred, StatsError, compute_stats, is_numeric_dtype, is_ready, kernel_cache_size,
+                     threads_see_jax_config)
 from ._throttle import Throttle
 from ._watch import MAX_IN_FLIGHT, Watcher
 
@@ -32,5 +33,5 @@ __all__ = [
     "History", "NonfiniteAlert", "PendingSnapshot", "Row", "ScalarStore", "Snapshot", "StatsError", "Throttle", "Watcher",
     "compute_stats", "device_summary",
     "histograms_dispatch", "histograms_fetch", "is_numeric_dtype", "is_ready", "kernel_cache_size",
-    "round_significant", "snapshot", "sparkline",
+    "round_significant", "snapshot", "sparkline", "threads_see_jax_config",
 ]

@@ -25,7 +25,13 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
+import numpy as np
+
+from ..graph import path_text
 from ..render import count_noun
+from ._kernels import STAT_NAMES
+
+_COUNTS = [STAT_NAMES.index("nan_count"), STAT_NAMES.index("inf_count")]  # columns of Snapshot.stat_matrix
 
 
 class NonfiniteAlert:
@@ -39,8 +45,9 @@ class NonfiniteAlert:
         """Take in a published snapshot (dispatched after ``step`` ticks) and the earliest non-finite
         ``scalar`` (step, name, value) read with it; True when the alert or its "now" changed."""
         before = self.to_dict()
-        bad = [row for row in snap.rows if row.stats and (row.stats.get("nan_count") or row.stats.get("inf_count"))]
-        self.now_variables = len(bad)
+        counts = np.nan_to_num(snap.stat_matrix[:, _COUNTS])  # columns: no row dicts built per refresh
+        bad = np.flatnonzero(counts.sum(axis=1) > 0)
+        self.now_variables = int(bad.size)
         self.now_scalars = list(scalars_now)
         if self.first is None:
             candidates = []
@@ -48,11 +55,10 @@ class NonfiniteAlert:
                 s_step, name, value = scalar
                 candidates.append((s_step, 0, {"where": name, "source": "scalar", "nan": int(math.isnan(value)),
                                                "inf": int(math.isinf(value))}))
-            if bad:
-                row = bad[0]
-                candidates.append((step, 1, {"where": row.path_text, "source": "variable",
-                                             "nan": int(row.stats.get("nan_count") or 0),
-                                             "inf": int(row.stats.get("inf_count") or 0)}))
+            if bad.size:
+                i = int(bad[0])
+                candidates.append((step, 1, {"where": path_text(snap.paths[i]), "source": "variable",
+                                             "nan": int(counts[i, 0]), "inf": int(counts[i, 1])}))
             if candidates:
                 first_step, _, where = min(candidates, key=lambda c: c[:2])
                 self.first = {"step": int(first_step), "refresh": int(refresh), **where}

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._kernels import STAT_NAMES
 from ._snapshot import PRECISION, Snapshot, round_significant
 
 #: Statistics the history keeps (the floating ones a sparkline can show).
 HISTORY_STATS = ("mean", "std", "min", "max", "norm", "abs_max")
+_COLUMNS = [STAT_NAMES.index(name) for name in HISTORY_STATS]
 
 
 class History:
@@ -35,19 +37,13 @@ class History:
         self.length = 0  # how many refreshes are stored (<= capacity)
 
     def append(self, snap: Snapshot) -> None:
-        paths = tuple(row.path for row in snap.rows)
+        paths = snap.paths
         if paths != self._paths:
             self._paths = paths
             self.structure += 1
             self._buffer = np.full((len(paths), len(HISTORY_STATS), self.capacity), np.nan, np.float32)
             self._next = self.length = 0
-        values = np.full((len(paths), len(HISTORY_STATS)), np.nan)
-        for i, row in enumerate(snap.rows):
-            if row.stats:
-                for j, name in enumerate(HISTORY_STATS):
-                    v = row.stats.get(name)
-                    if v is not None:
-                        values[i, j] = v
+        values = snap.stat_matrix[:, _COLUMNS]
         # The same rounding as the payload, so a sparkline never mixes two precisions.
         self._buffer[:, :, self._next] = round_significant(values, PRECISION)
         self._next = (self._next + 1) % self.capacity

@@ -59,14 +59,14 @@ COMPILING = "compiling"
 
 
 def program_for(kernels: Sequence[Any], arrays: Sequence[Any], *, background: bool,
-                eager: bool = False) -> Program | str | None:
+                eager: bool = False, key: Any = None) -> Program | str | None:
     """The compiled program for this structure; :data:`COMPILING` while it is being compiled on a
     thread; None when there is none (yet, or ever). The second time a structure is asked for (the
     first with ``eager``), its program is compiled: on a thread with ``background`` (the
     caller goes on with per-array kernels meanwhile), else right here."""
     if len(arrays) > MAX_PROGRAM_ARRAYS:
         return None
-    key = structure_key(kernels, arrays)
+    key = structure_key(kernels, arrays) if key is None else key
     if key is None:
         return None
     with _lock:
@@ -86,9 +86,15 @@ def program_for(kernels: Sequence[Any], arrays: Sequence[Any], *, background: bo
     if background:
         # Not a daemon: the interpreter waits for a compile to finish before it exits (XLA aborts
         # the process when finalization interrupts a compile).
-        threading.Thread(target=_compile, args=(key, tuple(kernels), specs), name="nnx_lab-program").start()
+        threading.Thread(target=_compile_in_turn, args=(key, tuple(kernels), specs), name="nnx_lab-program").start()
         return None
     return _compile(key, tuple(kernels), specs)
+
+
+def compiling() -> bool:
+    """Whether some program is being compiled (or waits its turn) right now."""
+    with _lock:
+        return any(v == COMPILING for v in _programs.values())
 
 
 def programs_compiled() -> int:
@@ -106,6 +112,14 @@ def _remember(key: Any, value: Any) -> None:
     settled = [k for k, v in _programs.items() if v != COMPILING]
     for k in settled[:-MAX_PROGRAMS]:
         del _programs[k]
+
+
+_one_at_a_time = threading.Lock()  # background compiles run one after another (a model's chunks queue up)
+
+
+def _compile_in_turn(key: Any, kernels: tuple, specs: list) -> None:
+    with _one_at_a_time:
+        _compile(key, kernels, specs)
 
 
 def _compile(key: Any, kernels: tuple, specs: list) -> Program | None:
@@ -128,7 +142,7 @@ STACK_BYTES = 256 * 1024  # arrays this small and of one spec are reduced togeth
 
 class Program:
     """The kernels of one structure compiled as one executable whose outputs are concatenated by
-    dtype and shape: launched with :meth:`launch`, its host results split per array by :meth:`unstack`.
+    dtype and shape: launched with :meth:`launch`, its host results gathered per array by :meth:`columns`.
 
     Small single-device arrays of the same kernel, shape and dtype (a deep stack of LayerNorms, an
     optimizer's moments of small biases) are stacked and reduced by one vmapped kernel: compile time
@@ -174,12 +188,32 @@ class Program:
         except Exception:
             self._executable = lowered.compile()
         self._layout = list(layout)
+        # Where each array's result leaves sit in the outputs: per (leaf, output), the arrays and rows.
+        gather: dict[tuple[int, int], tuple[list, list]] = {}
+        for j, (_, places) in enumerate(layout):
+            for leaf, (out, row) in enumerate(places):
+                js, rows = gather.setdefault((leaf, out), ([], []))
+                js.append(j)
+                rows.append(row)
+        self._gather = {key: (np.asarray(js), np.asarray(rows)) for key, (js, rows) in gather.items()}
 
     def launch(self, arrays: Sequence[Any]) -> tuple:
         """Dispatch the program on ``arrays`` (never waits); its results stay on device."""
         return self._executable(*arrays)
 
-    def unstack(self, host_outputs: Sequence[np.ndarray]) -> list:
-        """Per array, its kernel's result (the same pytree the kernel returns), from the fetched outputs."""
-        return [jax.tree.unflatten(treedef, [host_outputs[out][row] for out, row in places])
-                for treedef, places in self._layout]
+    def columns(self, host_outputs: Sequence[np.ndarray]) -> tuple:
+        """From the fetched outputs: every array's floats ``[k, 6]`` and counts ``[k, 4]`` (in the
+        order the arrays were given), and ``{array: (min, max)}`` for integer arrays."""
+        k = len(self._layout)
+        floats, counts = np.empty((k, 6)), np.empty((k, 4), np.int64)
+        for (leaf, out), (js, rows) in self._gather.items():
+            part = host_outputs[out][rows]
+            if leaf == 0:
+                floats[js] = part
+            elif leaf == 1:
+                counts[js] = part
+        exact = {}
+        for (leaf, out), (js, rows) in self._gather.items():
+            if leaf == 2:
+                exact.update(zip(js.tolist(), map(tuple, host_outputs[out][rows].tolist())))
+        return floats, counts, exact

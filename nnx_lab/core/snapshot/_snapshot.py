@@ -15,74 +15,34 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import time
-from typing import Any
+from typing import Any, Sequence
 
-import jax
 import numpy as np
 
-from ._devices import annotation_check, device_summary, placement
+from ._devices import device_summary
+from ._describe import STATUSES, Row
+from ._structure import StructureCache, describe
 from .. import render
 from ..render import DIGITS, round_significant
-from .._util import json_key, safe_repr
-from ._stats import STAT_NAMES, PendingStats, StatsError, is_numeric_dtype
-from ..graph import Leaf, Path, path_text, walk_graph
+from .._util import json_key
+from ._stats import STAT_NAMES, PendingStats, StatsError, StatsTable
+from ..graph import Path, path_text
 
 #: Significant digits of the statistics sent to the browser (and kept in the history).
+__all__ = ["PRECISION", "STATUSES", "PendingSnapshot", "Row", "Snapshot", "round_significant", "snapshot"]
+
+_COUNTS = [STAT_NAMES.index("nan_count"), STAT_NAMES.index("inf_count")]  # columns of stat_matrix
+
 PRECISION = DIGITS  # significant digits of every statistic in a payload or a history
 
-#: Every status a row can have.
-STATUSES = {
-    "ok": "a live array, with statistics",
-    "abstract": "a shape without data (nnx.eval_shape, ShapeDtypeStruct)",
-    "deleted": "the buffer was deleted or donated",
-    "prng_key": "a PRNG key array: no statistics",
-    "non_numeric": "a value that is not a numeric array",
-    "tracer": "a value being traced by jax (inside jit/grad): no data yet",
-    "error": "statistics failed; see the row's note",
-}
-
-
-@dataclasses.dataclass(frozen=True)
-class Row:
-    """One Variable: what it is, where it lives, and (when live) its statistics.
-
-    >>> from flax import nnx
-    >>> from nnx_lab import snapshot
-    >>> row = snapshot(nnx.Linear(2, 3, rngs=nnx.Rngs(0))).rows[1]
-    >>> row.path_text, row.type, row.shape, row.dtype, row.status
-    ('kernel', 'Param', (2, 3), 'float32', 'ok')
-    """
-
-    path: Path
-    type: str
-    shape: tuple[int, ...] | None
-    dtype: str | None
-    size: int | None
-    nbytes: int | None
-    sharding: str | None
-    devices: str | None
-    metadata: str | None
-    aliases: tuple[Path, ...]
-    status: str
-    stats: dict | None
-    note: str | None = None
-    logical: str | None = None  # the sharding annotation (flax's out_sharding), e.g. "('embed', 'mlp')"
-    mismatch: str | None = None  # how placement and annotation disagree, when they do
-
-    @property
-    def path_text(self) -> str:
-        return path_text(self.path)
-
-
-@dataclasses.dataclass(frozen=True)
 class Snapshot:
     """Everything nnx_lab knows about an object at one moment, as plain data.
 
     ``rows`` (one per Variable, shared Variables once), ``nodes`` (container path ->
     class name), ``totals`` (per Variable type: count, size, bytes; plus ``"all"``),
-    ``device_summary`` and ``elapsed_s`` (what taking the snapshot cost).
+    ``device_summary`` and ``elapsed_s`` (what taking the snapshot cost). The statistics are
+    also columns: ``stat_matrix`` (one row per Variable, one column per ``STAT_NAMES``).
 
     >>> from flax import nnx
     >>> from nnx_lab import snapshot
@@ -91,15 +51,59 @@ class Snapshot:
     ('Linear', ['bias', 'kernel'], {'count': 2, 'size': 9, 'bytes': 36})
     """
 
-    root_type: str
-    rows: tuple[Row, ...]
-    nodes: dict[Path, str]
-    totals: dict[str, dict[str, int]]
-    device_summary: dict
-    elapsed_s: float
+    def __init__(self, root_type: str, rows: Sequence[Row], nodes: dict[Path, str], totals: dict[str, dict[str, int]],
+                 device_summary: dict, elapsed_s: float, *, stats: StatsTable | None = None,
+                 live: Sequence[int] = (), memo: dict | None = None):
+        # ``rows`` without statistics when ``stats`` is given: row ``live[k]`` has the k-th array's
+        # statistics. Rows with statistics are made only when asked for (a viewer's refresh uses the columns).
+        self.root_type, self.nodes, self.totals = root_type, nodes, totals
+        self.device_summary, self.elapsed_s = device_summary, elapsed_s
+        self._base, self._stats, self._live = tuple(rows), stats, list(live)
+        self._memo = {} if memo is None else memo  # what depends only on the structure, shared by its snapshots
+
+    @functools.cached_property
+    def rows(self) -> tuple[Row, ...]:
+        if self._stats is None:
+            return self._base
+        rows = list(self._base)
+        values = self._stats.matrix().tolist()
+        for k, i in enumerate(self._live):
+            result = self._stats.dict_of(k, values[k])
+            if isinstance(result, StatsError):
+                rows[i] = dataclasses.replace(rows[i], status="deleted" if result.deleted else "error", note=str(result))
+            elif result is not None:
+                rows[i] = dataclasses.replace(rows[i], stats=result)
+        return tuple(rows)
+
+    @functools.cached_property
+    def stat_matrix(self) -> np.ndarray:
+        """``float64[len(rows), len(STAT_NAMES)]``: each row's statistics, NaN where it has none."""
+        m = np.full((len(self._base), len(STAT_NAMES)), np.nan)
+        if self._stats is not None and self._live:
+            m[self._live] = self._stats.matrix()
+        elif self._stats is None:
+            for i, row in enumerate(self._base):
+                for j, name in enumerate(STAT_NAMES):
+                    v = (row.stats or {}).get(name)
+                    if v is not None:
+                        m[i, j] = v
+        return m
+
+    @property
+    def paths(self) -> tuple[Path, ...]:
+        """Every row's path, in order."""
+        if "paths" not in self._memo:
+            self._memo["paths"] = tuple(row.path for row in self._base)
+        return self._memo["paths"]
+
+    def _status_changes(self) -> dict[int, tuple[str, str]]:
+        """Rows whose statistics failed: (status, note)."""
+        if self._stats is None:
+            return {}
+        return {self._live[k]: ("deleted" if e.deleted else "error", str(e)) for k, e in self._stats.errors.items()}
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self._base)
 
     def __iter__(self):
         return iter(self.rows)
@@ -119,10 +123,9 @@ class Snapshot:
     @property
     def first_nonfinite(self) -> Row | None:
         """The first row holding a NaN or Inf, if any."""
-        for row in self.rows:
-            if row.stats and (row.stats.get("nan_count") or row.stats.get("inf_count")):
-                return row
-        return None
+        counts = self.stat_matrix[:, _COUNTS]
+        hits = np.flatnonzero(np.nan_to_num(counts).sum(axis=1) > 0)
+        return self.rows[int(hits[0])] if hits.size else None
 
     def to_dict(self, precision: int = PRECISION) -> dict:
         """Plain JSON-able, columnar data (statistics rounded to ``precision`` significant digits).
@@ -131,34 +134,55 @@ class Snapshot:
         parent (-1 for the root) and its key; each row names its parent node and key.
         Repeated strings (types, dtypes, shardings...) are indices into ``tables``.
         """
-        nodes = _NodeTable(self.nodes)
-        tables = _Interner(("type", "dtype", "sharding", "devices", "metadata", "status", "logical"))
-        cols: dict[str, list] = {k: [] for k in (
-            "parent", "key", "type", "shape", "dtype", "nbytes", "sharding", "devices",
-            "metadata", "status", "logical", "aliases", "note", "mismatch")}
-        for row in self.rows:
-            cols["parent"].append(nodes.index(row.path[:-1]) if row.path else -1)
-            cols["key"].append(json_key(row.path[-1]) if row.path else "")
-            for column in tables.columns:
-                cols[column].append(tables.index(column, getattr(row, column)))
-            cols["shape"].append(list(row.shape) if row.shape is not None else None)
-            cols["nbytes"].append(row.nbytes)
-            cols["aliases"].append([path_text(a) for a in row.aliases] or None)
-            cols["note"].append(row.note)
-            cols["mismatch"].append(row.mismatch)
-        for sparse in ("aliases", "note", "mismatch"):  # empty for every row: bytes that say nothing
-            if all(v is None for v in cols[sparse]):
-                del cols[sparse]
+        key = ("payload", precision)
+        if key not in self._memo:
+            self._memo[key] = _structure_payload(self)
+        structure = self._memo[key]
+        rows = dict(structure["rows"])
+        tables = {name: list(table) for name, table in structure["tables"].items()}
+        changes = self._status_changes()
+        if changes:
+            status = list(rows["status"])
+            notes = list(rows.get("note") or [None] * len(status))
+            for i, (new, note) in changes.items():
+                if new not in tables["status"]:
+                    tables["status"].append(new)
+                status[i], notes[i] = tables["status"].index(new), note
+            rows["status"], rows["note"] = status, notes
         return {
             "version": 1,
             "root_type": self.root_type,
-            "nodes": nodes.columns(),
-            "rows": cols,
-            "stats": _stat_columns(self.rows, precision),
-            "tables": tables.tables,
+            "nodes": structure["nodes"],
+            "rows": rows,
+            "stats": _stat_columns(self.stat_matrix, precision),
+            "tables": tables,
             "totals": self.totals,
             "devices": self.device_summary,
         }
+
+    @property
+    def description(self) -> object:
+        """The same object for every snapshot described from one walk of the model (its rows may
+        differ only where statistics failed: :meth:`status_key`)."""
+        return self._memo
+
+    def status_key(self) -> tuple:
+        """What, beside the structure, the rows' descriptions depend on: the rows whose statistics failed."""
+        return tuple(sorted(self._status_changes().items()))
+
+    def stats_buffer(self, precision: int = PRECISION) -> tuple[bytes, dict]:
+        """The statistics alone, for a front end that has the rows already: ``float32[len(STAT_NAMES),
+        len(rows)]`` (column after column, NaN: none) as bytes, rounded like :meth:`to_dict`, and the
+        exact values of the few numbers float32 would change (beyond its range, counts beyond 2**24) as
+        ``{row: [value or None per statistic]}``."""
+        m = round_significant(self.stat_matrix, precision)
+        m[:, _COUNTS] = self.stat_matrix[:, _COUNTS]  # counts are never rounded
+        f32 = m.astype(np.float32)
+        with np.errstate(invalid="ignore", over="ignore"):
+            lost = (np.isfinite(m) & ~np.isfinite(f32)) | ((m != 0) & (f32 == 0))
+            lost[:, _COUNTS] |= m[:, _COUNTS] > 2 ** 24
+        exact = {int(i): [None if v != v else v for v in m[i].tolist()] for i in np.flatnonzero(lost.any(axis=1))}
+        return np.ascontiguousarray(f32.T).tobytes(), exact
 
     def to_text(self, max_rows: int | None = 50) -> str:
         return render.text_table(self, max_rows=max_rows)
@@ -216,16 +240,44 @@ class _Interner:
         return lookup[value]
 
 
-def _stat_columns(rows: tuple[Row, ...], precision: int) -> dict[str, list]:
+def _structure_payload(snap: Snapshot) -> dict:
+    """The columns of a payload that follow from the structure alone (statistics and status changes apart)."""
+    nodes = _NodeTable(snap.nodes)
+    tables = _Interner(("type", "dtype", "sharding", "devices", "metadata", "status", "logical"))
+    cols: dict[str, list] = {k: [] for k in (
+        "parent", "key", "type", "shape", "dtype", "nbytes", "sharding", "devices",
+        "metadata", "status", "logical", "aliases", "note", "mismatch")}
+    for row in snap._base:
+        cols["parent"].append(nodes.index(row.path[:-1]) if row.path else -1)
+        cols["key"].append(json_key(row.path[-1]) if row.path else "")
+        for column in tables.columns:
+            cols[column].append(tables.index(column, getattr(row, column)))
+        cols["shape"].append(list(row.shape) if row.shape is not None else None)
+        cols["nbytes"].append(row.nbytes)
+        cols["aliases"].append([path_text(a) for a in row.aliases] or None)
+        cols["note"].append(row.note)
+        cols["mismatch"].append(row.mismatch)
+    for sparse in ("aliases", "note", "mismatch"):  # empty for every row: bytes that say nothing
+        if all(v is None for v in cols[sparse]):
+            del cols[sparse]
+    return {"nodes": nodes.columns(), "rows": cols, "tables": tables.tables}
+
+
+def _stat_columns(matrix: np.ndarray, precision: int) -> dict[str, list]:
     """One column per statistic (None where a row has none), rounded except the counts."""
-    columns = {name: [(row.stats or {}).get(name) for row in rows] for name in STAT_NAMES}
-    return {name: column if name.endswith("_count") else _rounded_list(column, precision)
-            for name, column in columns.items()}
+    out = {}
+    for j, name in enumerate(STAT_NAMES):
+        column = matrix[:, j]
+        if name.endswith("_count"):
+            out[name] = [None if v != v else int(v) for v in column.tolist()]
+        else:
+            out[name] = _rounded_list(column, precision)
+    return out
 
 
-def _rounded_list(column: list, digits: int) -> list:
-    a = round_significant([np.nan if v is None else v for v in column], digits)
-    return [None if np.isnan(v) else float(f"{v:.{digits}g}") for v in a.tolist()]
+def _rounded_list(column: np.ndarray, digits: int) -> list:
+    a = round_significant(column, digits)
+    return [None if v != v else float(f"{v:.{digits}g}") for v in a.tolist()]
 
 
 def snapshot(obj: Any, *, stats: bool = True) -> Snapshot:
@@ -270,16 +322,24 @@ class PendingSnapshot:
     True
     """
 
-    def __init__(self, obj: Any, *, stats: bool = True, repeated: bool = False, defer: bool = False):
+    def __init__(self, obj: Any, *, stats: bool = True, repeated: bool = False, defer: bool = False,
+                 structure: StructureCache | None = None):
         start = time.thread_time()
-        walk = walk_graph(obj)
-        self._rows = [_describe(leaf) for leaf in walk.leaves]
-        self._live = [i for i, row in enumerate(self._rows) if row.status == "ok"] if stats else []
-        self._nodes, self._root_type = walk.nodes, walk.root_type
-        self._devices = _devices_of(walk.leaves)
-        self._stats = (PendingStats([walk.leaves[i].value for i in self._live], repeated=repeated, defer=defer)
-                       if self._live else None)
-        del walk  # the arrays: held only by the model and, until they have run, by the queued kernels
+        described = structure.describe(obj, stats=stats) if structure is not None else describe(obj, stats=stats)
+        self._rows, self._live = described.rows, described.live
+        self._nodes, self._root_type, self._devices = described.nodes, described.root_type, described.devices
+        self.reused = described.reused  # the structure of an earlier refresh, not walked again
+        self._memo = described.memo
+        if "totals" not in self._memo:
+            self._memo["totals"] = _totals(self._rows)
+        self._totals = self._memo["totals"]
+        self._stats = None
+        if self._live:
+            plan = structure.plan if described.reused else None
+            self._stats = PendingStats(described.arrays, repeated=repeated, defer=defer, plan=plan)
+            if structure is not None:
+                structure.plan = self._stats.plan
+        del described  # the arrays: held only by the model and, until they have run, by the queued kernels
         self.host_s = time.thread_time() - start
 
     def ready(self) -> bool:
@@ -294,66 +354,10 @@ class PendingSnapshot:
         """The snapshot, statistics included (waits for the devices if they are not there yet)."""
         self.wait()
         start = time.thread_time()
-        rows = list(self._rows)
-        if self._stats is not None:
-            for i, result in zip(self._live, self._stats.result()):
-                if isinstance(result, StatsError):
-                    rows[i] = dataclasses.replace(rows[i], status="deleted" if result.deleted else "error",
-                                                  note=str(result))
-                else:
-                    rows[i] = dataclasses.replace(rows[i], stats=result)
+        table = self._stats.table() if self._stats is not None else None
         self.host_s += time.thread_time() - start
-        return Snapshot(
-            root_type=self._root_type,
-            rows=tuple(rows),
-            nodes=self._nodes,
-            totals=_totals(rows),
-            device_summary=device_summary(self._devices),
-            elapsed_s=self.host_s,
-        )
-
-
-def _describe(leaf: Leaf) -> Row:
-    value = leaf.value
-    common = dict(
-        path=leaf.path,
-        type=leaf.type_name,
-        metadata=", ".join(f"{k}={safe_repr(v, 200)}" for k, v in leaf.metadata.items()) or None,
-        aliases=leaf.aliases,
-        stats=None,
-    )
-    if isinstance(value, jax.core.Tracer):
-        return Row(**common, **_shape_fields(value), sharding=None, devices=None, status="tracer")
-    if isinstance(value, (jax.ShapeDtypeStruct, jax.Array)):
-        common["logical"], common["mismatch"] = annotation_check(value, leaf.metadata)
-    if isinstance(value, jax.ShapeDtypeStruct):
-        sharding, devs = placement(value)
-        return Row(**common, **_shape_fields(value), sharding=sharding, devices=devs, status="abstract")
-    if isinstance(value, jax.Array):
-        sharding, devs = placement(value)
-        if value.is_deleted():
-            status = "deleted"
-        elif jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key):
-            status = "prng_key"
-        else:
-            status = "ok" if is_numeric_dtype(value.dtype) else "non_numeric"
-        return Row(**common, **_shape_fields(value), sharding=sharding, devices=devs, status=status)
-    if isinstance(value, (np.ndarray, np.generic, int, float, complex)) and is_numeric_dtype(np.asarray(value).dtype):
-        return Row(**common, **_shape_fields(np.asarray(value)), sharding=None, devices="host", status="ok")
-    return Row(**common, shape=None, dtype=type(value).__name__, size=None, nbytes=None,
-               sharding=None, devices=None, status="non_numeric")
-
-
-def _shape_fields(value: Any) -> dict:
-    shape = tuple(int(d) for d in value.shape)
-    size = math.prod(shape)
-    dtype = value.dtype
-    try:
-        itemsize = dtype.itemsize
-    except Exception:
-        itemsize = None
-    return dict(shape=shape, dtype=str(dtype), size=size,
-                nbytes=size * itemsize if itemsize is not None else None)
+        return Snapshot(self._root_type, self._rows, self._nodes, self._totals, device_summary(self._devices),
+                        self.host_s, stats=table, live=self._live if table is not None else (), memo=self._memo)
 
 
 def _totals(rows: list[Row]) -> dict[str, dict[str, int]]:
@@ -366,12 +370,3 @@ def _totals(rows: list[Row]) -> dict[str, dict[str, int]]:
             t["bytes"] += row.nbytes or 0
     totals["all"] = totals.pop("all", {"count": 0, "size": 0, "bytes": 0})
     return totals
-
-
-def _devices_of(leaves: list[Leaf]) -> list | None:
-    found = set()
-    for leaf in leaves:
-        v = leaf.value
-        if isinstance(v, jax.Array) and not isinstance(v, jax.core.Tracer):
-            found.update(v.sharding.device_set)
-    return sorted(found, key=lambda d: (d.platform, d.id)) or None

@@ -19,7 +19,6 @@ in the background: one launch and one place in the device's queue per refresh.
 
 from __future__ import annotations
 
-import math
 import os
 import weakref
 from concurrent.futures import ThreadPoolExecutor
@@ -28,11 +27,13 @@ from typing import Any, Sequence
 import jax
 import numpy as np
 
-from ._programs import COMPILING, Program, device_groups, program_for, programs_compiled
+from ._programs import (COMPILING, MAX_PROGRAM_ARRAYS, Program, device_groups, program_for, programs_compiled,
+                        structure_key)
 from .._util import one_line
 from ._kernels import KERNELS, STAT_NAMES, is_numeric_dtype, kernel_and_names
+from ._table import StatsTable
 
-__all__ = ["STAT_NAMES", "PendingStats", "StatsError", "compute_stats", "is_numeric_dtype", "is_ready",
+__all__ = ["STAT_NAMES", "LaunchPlan", "PendingStats", "StatsTable", "threads_see_jax_config", "StatsError", "compute_stats", "is_numeric_dtype", "is_ready",
            "kernel_cache_size"]
 
 
@@ -75,33 +76,22 @@ class PendingStats:
     Creating one queues the kernels behind whatever the devices are doing (a training loop's
     steps) and starts the copies of their results to the host; it never waits. :meth:`ready`
     says, without waiting, whether the numbers have arrived (an array with NaN or Inf then gets
-    its masked kernel, dispatched the same way); :meth:`result` waits for them.
+    its masked kernel, dispatched the same way); :meth:`table` and :meth:`result` wait for them.
 
     The arrays are held by weak reference: a refresh in flight never keeps an old step's
     parameters alive (the device keeps what its queued kernels read until they have run).
     """
 
-    def __init__(self, arrays: Sequence[Any], *, repeated: bool = False, defer: bool = False):
-        self._n = len(arrays)
-        self._out: list[dict | StatsError | None] = [None] * self._n
-        # (i, masked kernel, names, size, reference to the array, device result)
-        self._todo: list[tuple[int, Any, tuple[str, ...], int, Any, Any]] = []
+    def __init__(self, arrays: Sequence[Any], *, repeated: bool = False, defer: bool = False,
+                 plan: LaunchPlan | None = None):
+        self.plan = plan if plan is not None else LaunchPlan(arrays)
+        self._table = StatsTable(len(arrays), self.plan)
         self.pending_masked = False
-        calls = []
-        for i, x in enumerate(arrays):
-            if not isinstance(x, jax.Array):
-                x = np.asarray(x)  # a host value: jax copies it to the device, never the reverse
-            kernel, masked, names = kernel_and_names(x.dtype)
-            if kernel is None:
-                self._out[i] = StatsError(f"no statistics for dtype {x.dtype}")
-                continue
-            if x.size == 0:
-                continue
-            calls.append((i, kernel, masked, names, x))
-        results = _launch([(kernel, x) for _, kernel, _, _, x in calls], repeated, defer)
-        for (i, _, masked, names, x), r in zip(calls, results):
-            self._todo.append((i, masked, names, int(x.size), _ref(x) if masked is not None else None, r))
-        self._waiting = _distinct(results)
+        xs = [arrays[i] if isinstance(arrays[i], jax.Array) else np.asarray(arrays[i]) for i in self.plan.index]
+        self._todo = _launch(self.plan, xs, repeated, defer)
+        # The arrays that may need the masked kernel (NaN or Inf), by call position: weak references.
+        self._refs = {m: _ref(xs[m]) for m, call in enumerate(self.plan.calls) if call[2] is not None}
+        self._waiting = [batch.outputs for batch in self._todo if not isinstance(batch.outputs, StatsError)]
         _copy_to_host(self._waiting)
 
     def ready(self) -> bool:
@@ -109,7 +99,8 @@ class PendingStats:
         for r in reversed(self._waiting):  # the last dispatched is usually the last to finish: O(1) per tick
             if not is_ready(r):
                 return False
-        self._advance()
+        if self._todo:
+            self._advance()
         return not self._todo
 
     def wait(self) -> None:
@@ -117,40 +108,68 @@ class PendingStats:
         while not self.ready():
             for r in self._waiting:
                 try:
-                    jax.block_until_ready(_leaves(r))
+                    jax.block_until_ready(jax.tree.leaves(r))
                 except Exception:  # fetching will say what went wrong
                     pass
 
-    def result(self) -> list[dict | StatsError | None]:
-        """Per array: its statistics, None (empty) or a StatsError. Waits for the devices."""
+    def table(self) -> StatsTable:
+        """Every array's statistics as columns (waits for the devices)."""
         while self._todo:
             self._advance()
-        return self._out
+        return self._table
+
+    def result(self) -> list[dict | StatsError | None]:
+        """Per array: its statistics, None (empty) or a StatsError. Waits for the devices."""
+        return self.table().dicts()
 
     def _advance(self) -> None:
         todo, self._todo = self._todo, []
-        fetched = _fetch([r for *_, r in todo])
-        again = []
-        for (i, masked, names, size, ref, _), got in zip(todo, fetched):
+        table, index = self._table, self.plan.index
+        for batch, got in zip(todo, _fetch([batch.outputs for batch in todo])):
             if isinstance(got, StatsError):
-                self._out[i] = got
-            elif masked is not None and not np.isfinite(got[0][:4]).all():
-                # A non-finite mean, std, min or max: the array holds NaN or Inf. (The sums always
-                # carry a NaN; a sharded min/max may drop it when combining shards.) Describe its
-                # finite values and count the others with the masked kernel.
-                x = ref()
-                if x is None:
-                    self._out[i] = StatsError("holds NaN or Inf; the array was replaced before they were counted")
-                else:
-                    again.append((i, masked, names, size, x))
+                for m in batch.members:
+                    table.errors[index[m]] = got
             else:
-                self._out[i] = _to_dict(got, names, size)
+                table.put([index[m] for m in batch.members], *batch.columns(got))
+        if not self._refs:
+            return
+        # A non-finite mean, std, min or max: the array holds NaN or Inf. (The sums always carry a
+        # NaN; a sharded min/max may drop it when combining shards.) Describe its finite values
+        # and count the others with the masked kernel.
+        done = [m for batch in todo for m in batch.members]
+        again = []
+        for k in table.nonfinite([index[m] for m in done]):
+            m = done[k]
+            masked, i = self.plan.calls[m][2], index[m]
+            if masked is None or i in table.errors:
+                continue
+            x = self._refs[m]()
+            if x is None:
+                table.errors[i] = StatsError("holds NaN or Inf; the array was replaced before they were counted")
+            else:
+                again.append((m, masked, x))
+        self._refs = {}
         if again:
-            results = _dispatch([(masked, x) for _, masked, _, _, x in again])
-            self._todo = [(i, None, names, size, None, r) for (i, _, names, size, _), r in zip(again, results)]
-            self._waiting = _distinct(results)
+            results = _dispatch([(masked, x) for _, masked, x in again])
+            self._todo = [_Batch(r, [m]) for (m, _, _), r in zip(again, results)]
+            self._waiting = [batch.outputs for batch in self._todo if not isinstance(batch.outputs, StatsError)]
             _copy_to_host(self._waiting)
             self.pending_masked = True
+
+
+class _Batch:
+    """Device results for some arrays (their positions among a plan's calls): one program launch
+    for many, or one kernel call (or its StatsError) for one."""
+
+    def __init__(self, outputs: Any, members: list[int], program: Program | None = None):
+        self.outputs, self.members, self.program = outputs, members, program
+
+    def columns(self, host: Any) -> tuple:
+        """(floats [k, 6], counts [k, 4], {position: exact integer extremes}) from the fetched outputs."""
+        if self.program is not None:
+            return self.program.columns(host)
+        floats, counts, *exact = host
+        return floats[None], counts[None], ({0: tuple(exact[0].tolist())} if exact else {})
 
 
 def _ref(x: Any) -> Any:
@@ -163,74 +182,91 @@ def _ref(x: Any) -> Any:
     return lambda: x
 
 
-class _Launch:
-    """One launch of a :class:`.stats_Program`: its stacked results, on device and then
-    (once fetched) split per array."""
+class LaunchPlan:
+    """How the statistics of some arrays are launched, worked out once per structure (a viewer's
+    refreshes reuse it while the structure is unchanged): each array's kernels and statistic names,
+    and the chunks that may share a compiled program (:mod:`._programs`) with their keys.
 
-    def __init__(self, program: Program, outputs: tuple):
-        self.program, self.outputs, self.host = program, outputs, None
+    A chunk holds arrays of one set of devices, sorted by spec (kernel, shape, dtype), at most
+    :data:`._programs.MAX_PROGRAM_ARRAYS` of them: a model of many repeated blocks has few distinct
+    chunks, so few programs to compile, each compiled in seconds, not minutes."""
 
-
-class _Slice:
-    """The result of one array inside a :class:`_Launch`."""
-
-    def __init__(self, launch: _Launch, j: int):
-        self.launch, self.j = launch, j
-
-
-def _launch(calls: list[tuple[Any, Any]], repeated: bool, defer: bool) -> list[Any]:
-    """Launch ``kernel(x)`` for each call: the device arrays of one structure as one compiled
-    program (one place in the device's queue) once there is one, the rest one kernel call each.
-    ``repeated``: the caller will refresh the same arrays again (a viewer), so the program is
-    worth compiling at once rather than the second time the structure is seen. ``defer``: raise
-    :class:`Deferred` instead of launching per-array kernels while the program compiles."""
-    results: list[Any] = [None] * len(calls)
-    if len(calls) > 1 and jax.process_count() == 1:
-        # Several processes must launch the same programs in the same order: a program compiled in
-        # the background would be ready on one process before another, so they keep per-array kernels.
-        for members in device_groups([x for _, x in calls]):
-            if len(members) < 2:
+    def __init__(self, arrays: Sequence[Any]):
+        self.errors: list[tuple[int, StatsError]] = []
+        self.calls: list[tuple[int, Any, Any, tuple[str, ...], int]] = []  # (i, kernel, masked, names, size)
+        for i, x in enumerate(arrays):
+            dtype = x.dtype if isinstance(x, jax.Array) else np.asarray(x).dtype
+            kernel, masked, names = kernel_and_names(dtype)
+            if kernel is None:
+                self.errors.append((i, StatsError(f"no statistics for dtype {dtype}")))
                 continue
-            kernels, arrays = [calls[m][0] for m in members], [calls[m][1] for m in members]
-            program = program_for(kernels, arrays, background=_threads_see_this_config(), eager=repeated)
-            if program is COMPILING and defer:
-                raise Deferred("the statistics program for this model is being compiled")
-            if not isinstance(program, Program):
+            size = int(np.size(x)) if not isinstance(x, jax.Array) else int(x.size)
+            if size == 0:
                 continue
-            try:
-                launch = _Launch(program, program.launch(arrays))
-            except Exception:  # a buffer deleted or donated meanwhile: the per-array kernels say which
-                continue
-            for j, m in enumerate(members):
-                results[m] = _Slice(launch, j)
-    rest = [m for m, r in enumerate(results) if r is None]
-    for m, r in zip(rest, _dispatch([calls[m] for m in rest])):
-        results[m] = r
-    return results
+            self.calls.append((i, kernel, masked, names, size))
+        self.index = [c[0] for c in self.calls]
+        # Per array: its size, and which statistics its dtype has (a mask over STAT_NAMES, and their columns).
+        self.sizes = np.ones(len(arrays))
+        self.has = np.zeros((len(arrays), len(STAT_NAMES)), bool)
+        self.stat_columns: list[tuple[int, ...]] = [()] * len(arrays)
+        for i, _, _, names, size in self.calls:
+            self.sizes[i] = size
+            self.stat_columns[i] = cols = tuple(STAT_NAMES.index(name) for name in names)
+            self.has[i, list(cols)] = True
+        self.chunks: list[tuple[list[int], Any]] = []  # (positions in calls, program key)
+        if len(self.calls) > 1 and jax.process_count() == 1:
+            # Several processes must launch the same programs in the same order: a program compiled
+            # in the background would be ready on one process before another, so they keep per-array kernels.
+            xs = [arrays[i] for i in self.index]
+            for members in device_groups(xs):
+                members = sorted(members, key=lambda m: _spec_order(self.calls[m][1], xs[m]))
+                for start in range(0, len(members), MAX_PROGRAM_ARRAYS):
+                    chunk = members[start:start + MAX_PROGRAM_ARRAYS]
+                    if len(chunk) > 1:
+                        key = structure_key([self.calls[m][1] for m in chunk], [xs[m] for m in chunk])
+                        if key is not None:
+                            self.chunks.append((chunk, key))
 
 
-def _distinct(results: list[Any]) -> list[Any]:
-    """The device results to wait for: each launch once, in launch order."""
-    seen, out = set(), []
-    for r in results:
-        r = r.launch if isinstance(r, _Slice) else r
-        if id(r) not in seen:
-            seen.add(id(r))
-            out.append(r)
-    return out
+def _spec_order(kernel: Any, x: Any) -> tuple:
+    return (id(kernel), x.ndim, x.shape, str(x.dtype))
 
 
-def _leaves(result: Any) -> list:
-    if isinstance(result, (_Slice, _Launch)):
-        return list((result.launch if isinstance(result, _Slice) else result).outputs)
-    return [] if isinstance(result, StatsError) else jax.tree.leaves(result)
+def _launch(plan: LaunchPlan, xs: list[Any], repeated: bool, defer: bool) -> list[_Batch]:
+    """Launch each array's kernel: the chunks whose compiled program is ready as one launch each (one
+    place in the device's queue), the rest one kernel call each. ``repeated``: the caller will
+    refresh the same arrays again (a viewer), so a program is worth compiling at once rather than
+    the second time the structure is seen. ``defer``: raise :class:`Deferred` instead of launching
+    per-array kernels while a program compiles."""
+    kernels = [c[1] for c in plan.calls]
+    programs = [program_for([kernels[m] for m in chunk], [xs[m] for m in chunk], key=key,
+                            background=_threads_see_this_config(), eager=repeated) for chunk, key in plan.chunks]
+    if defer and COMPILING in programs:
+        raise Deferred("the statistics program for this model is being compiled")
+    batches: list[_Batch] = []
+    launched: set[int] = set()
+    for (chunk, _), program in zip(plan.chunks, programs):
+        if not isinstance(program, Program):
+            continue
+        try:
+            outputs = program.launch([xs[m] for m in chunk])
+        except Exception:  # a buffer deleted or donated meanwhile: the per-array kernels say which
+            continue
+        batches.append(_Batch(outputs, chunk, program))
+        launched.update(chunk)
+    rest = [m for m in range(len(xs)) if m not in launched]
+    for m, r in zip(rest, _dispatch([(kernels[m], xs[m]) for m in rest])):
+        batches.append(_Batch(r, [m]))
+    return batches
 
 
 def is_ready(result: Any) -> bool:
     """Whether a device result (any pytree of arrays; None or a StatsError count as ready) has
     arrived, without waiting."""
+    if result is None or isinstance(result, StatsError):
+        return True
     try:
-        return all(leaf.is_ready() for leaf in _leaves(result))
+        return all(leaf.is_ready() for leaf in jax.tree.leaves(result))
     except Exception:  # deleted, or a backend without is_ready: fetching will say
         return True
 
@@ -238,7 +274,7 @@ def is_ready(result: Any) -> bool:
 def _copy_to_host(results: list[Any]) -> None:
     """Start the small results' copies to the host now, so a later fetch does not wait for them."""
     for r in results:
-        for leaf in _leaves(r):
+        for leaf in jax.tree.leaves(r):
             try:
                 leaf.copy_to_host_async()
             except Exception:  # not fully addressable (multi-process) or not supported: fetched later
@@ -287,6 +323,11 @@ def _dispatch(calls: list[tuple[Any, Any]]) -> list[Any]:
     return results
 
 
+def threads_see_jax_config() -> bool:
+    """Whether work done on another thread sees this thread's jax settings (see below)."""
+    return _threads_see_this_config()
+
+
 def _threads_see_this_config() -> bool:
     """False under a thread-local jax setting (``jax.default_device(...)``, x64) that worker
     threads would not inherit, and with several processes (each must launch the same programs
@@ -307,51 +348,18 @@ def _host(result: Any) -> Any:
 
 def _fetch(results: list[Any]) -> list[Any]:
     """The device results on the host, in one transfer; a failed one as a StatsError."""
-    launches = list({id(r.launch): r.launch for r in results if isinstance(r, _Slice) and r.launch.host is None}.values())
-    live = [j for j, r in enumerate(results) if not isinstance(r, (StatsError, _Slice))]
-    device = [_host(results[j]) for j in live] + [launch.outputs for launch in launches]
+    live = [j for j, r in enumerate(results) if not isinstance(r, StatsError)]
     try:
-        got = jax.device_get(device)
+        got = jax.device_get([_host(results[j]) for j in live])
     except Exception:
         # One bad result must not hide the others: fetch them one by one to say which.
         got = []
-        for d in device:
+        for j in live:
             try:
-                got.append(jax.device_get(d))
+                got.append(jax.device_get(_host(results[j])))
             except Exception as e:
                 got.append(StatsError(one_line(e)))
     fetched = list(results)
     for j, g in zip(live, got):
         fetched[j] = g
-    for launch, g in zip(launches, got[len(live):]):
-        launch.host = g if isinstance(g, StatsError) else launch.program.unstack(g)
-    for j, r in enumerate(results):
-        if isinstance(r, _Slice):
-            fetched[j] = r.launch.host if isinstance(r.launch.host, StatsError) else r.launch.host[r.j]
     return fetched
-
-
-def _ldexp(v: float, e: int) -> float:
-    try:
-        return math.ldexp(v, e)
-    except OverflowError:  # a float64 norm beyond float64's range
-        return math.copysign(math.inf, v)
-
-
-def _to_dict(result, names, size: int) -> dict:
-    floats, counts, *exact = result
-    mean, std, mn, mx, norm, abs_max = (float(v) for v in floats)
-    e = int(counts[3])
-    values = {
-        "mean": _ldexp(mean, e), "std": _ldexp(std, e), "min": mn, "max": mx,
-        "norm": _ldexp(norm, e), "abs_max": abs_max,
-        "nan_count": int(counts[0]), "inf_count": int(counts[1]),
-        "zero_frac": int(counts[2]) / size,
-    }
-    if exact:  # an integer array: its extremes exactly, as Python ints
-        values["min"], values["max"] = (int(v) for v in exact[0])
-    stats = {}
-    for name in names:
-        v = values[name]
-        stats[name] = None if isinstance(v, float) and math.isnan(v) else v
-    return stats

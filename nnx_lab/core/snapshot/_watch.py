@@ -32,6 +32,7 @@ from ._alert import NonfiniteAlert
 from ._history import History
 from ._scalars import ScalarStore
 from ._snapshot import PendingSnapshot, Snapshot
+from ._structure import StructureCache
 from .._util import one_line, when_ready
 from ._throttle import Throttle
 from ._stats import Deferred, kernel_cache_size
@@ -65,6 +66,8 @@ class Watcher:
         self._between_steps = between_steps  # run first by every tick (the UI applies queued clicks there)
         self._in_flight: collections.deque[PendingSnapshot] = collections.deque()  # dispatched, not published
         self._compiled = 0
+        # The model's structure, walked once and reused while it is unchanged (holds no array or Variable).
+        self._structure = StructureCache()
         # Whether a thread may publish (the UI's listeners send widget messages): set by the viewer
         # where the kernel delivers messages from threads. Without it, a forced refresh waits.
         self.publish_from_thread = False
@@ -147,6 +150,23 @@ class Watcher:
         finally:
             self._lock.release()
 
+    def show_rows_first(self) -> None:
+        """Publish the rows alone at once (nothing runs on the device, nothing compiles), so a new
+        viewer shows its table before its statistics kernels are compiled; the statistics follow with
+        the first refresh. Not counted as a refresh; the structure walked here is reused by it."""
+        obj = self._ref()
+        if obj is None:
+            return
+        try:
+            with self._lock:
+                if self.snapshot is None:
+                    self.snapshot = PendingSnapshot(obj, stats=False, structure=self._structure).finish()
+        except Exception:  # the refresh that follows says what is wrong
+            return
+        finally:
+            del obj
+        self._notify()
+
     def wait(self) -> None:
         """Publish the refreshes in flight, waiting for the device (tests, scripts)."""
         with self._lock:
@@ -159,7 +179,7 @@ class Watcher:
             return None
         self._compiled = kernel_cache_size()
         try:
-            pending = PendingSnapshot(obj, stats=self.stats, repeated=True, defer=defer)
+            pending = PendingSnapshot(obj, stats=self.stats, repeated=True, defer=defer, structure=self._structure)
         except Deferred:  # its one-launch program is compiling: try again at the next interval
             return None
         except Exception as e:  # deleted mid-step, a model gone odd: say so, go on
@@ -273,6 +293,7 @@ class Watcher:
         self._mark_gone()
 
     def _mark_gone(self) -> None:
+        self._structure.clear()
         if self.state != "gone":
             self.state, self.message = "gone", "the model was garbage-collected"
             self._stop.set()

@@ -1,0 +1,113 @@
+"""Describing a Variable without reading its data: a :class:`Row` (path, type, shape, dtype, bytes,
+placement, annotation, status), before statistics are added."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import jax
+import numpy as np
+
+from ._devices import annotation_check, placement
+from .._util import safe_repr
+from ._kernels import is_numeric_dtype
+from ..graph import Leaf, Path, path_text
+
+
+#: Every status a row can have.
+STATUSES = {
+    "ok": "a live array, with statistics",
+    "abstract": "a shape without data (nnx.eval_shape, ShapeDtypeStruct)",
+    "deleted": "the buffer was deleted or donated",
+    "prng_key": "a PRNG key array: no statistics",
+    "non_numeric": "a value that is not a numeric array",
+    "tracer": "a value being traced by jax (inside jit/grad): no data yet",
+    "error": "statistics failed; see the row's note",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One Variable: what it is, where it lives, and (when live) its statistics.
+
+    >>> from flax import nnx
+    >>> from nnx_lab import snapshot
+    >>> row = snapshot(nnx.Linear(2, 3, rngs=nnx.Rngs(0))).rows[1]
+    >>> row.path_text, row.type, row.shape, row.dtype, row.status
+    ('kernel', 'Param', (2, 3), 'float32', 'ok')
+    """
+
+    path: Path
+    type: str
+    shape: tuple[int, ...] | None
+    dtype: str | None
+    size: int | None
+    nbytes: int | None
+    sharding: str | None
+    devices: str | None
+    metadata: str | None
+    aliases: tuple[Path, ...]
+    status: str
+    stats: dict | None
+    note: str | None = None
+    logical: str | None = None  # the sharding annotation (flax's out_sharding), e.g. "('embed', 'mlp')"
+    mismatch: str | None = None  # how placement and annotation disagree, when they do
+
+    @property
+    def path_text(self) -> str:
+        return path_text(self.path)
+
+
+def describe_leaf(leaf: Leaf) -> Row:
+    """The row of one leaf of the graph walk, without statistics."""
+    value = leaf.value
+    common = dict(
+        path=leaf.path,
+        type=leaf.type_name,
+        metadata=", ".join(f"{k}={safe_repr(v, 200)}" for k, v in leaf.metadata.items()) or None,
+        aliases=leaf.aliases,
+        stats=None,
+    )
+    if isinstance(value, jax.core.Tracer):
+        return Row(**common, **_shape_fields(value), sharding=None, devices=None, status="tracer")
+    if isinstance(value, (jax.ShapeDtypeStruct, jax.Array)):
+        common["logical"], common["mismatch"] = annotation_check(value, leaf.metadata)
+    if isinstance(value, jax.ShapeDtypeStruct):
+        sharding, devs = placement(value)
+        return Row(**common, **_shape_fields(value), sharding=sharding, devices=devs, status="abstract")
+    if isinstance(value, jax.Array):
+        sharding, devs = placement(value)
+        if value.is_deleted():
+            status = "deleted"
+        elif jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key):
+            status = "prng_key"
+        else:
+            status = "ok" if is_numeric_dtype(value.dtype) else "non_numeric"
+        return Row(**common, **_shape_fields(value), sharding=sharding, devices=devs, status=status)
+    if isinstance(value, (np.ndarray, np.generic, int, float, complex)) and is_numeric_dtype(np.asarray(value).dtype):
+        return Row(**common, **_shape_fields(np.asarray(value)), sharding=None, devices="host", status="ok")
+    return Row(**common, shape=None, dtype=type(value).__name__, size=None, nbytes=None,
+               sharding=None, devices=None, status="non_numeric")
+
+
+def _shape_fields(value: Any) -> dict:
+    shape = tuple(int(d) for d in value.shape)
+    size = math.prod(shape)
+    dtype = value.dtype
+    try:
+        itemsize = dtype.itemsize
+    except Exception:
+        itemsize = None
+    return dict(shape=shape, dtype=str(dtype), size=size,
+                nbytes=size * itemsize if itemsize is not None else None)
+
+
+def devices_of(leaves: list[Leaf]) -> list | None:
+    found = set()
+    for leaf in leaves:
+        v = leaf.value
+        if isinstance(v, jax.Array) and not isinstance(v, jax.core.Tracer):
+            found.update(v.sharding.device_set)
+    return sorted(found, key=lambda d: (d.platform, d.id)) or None

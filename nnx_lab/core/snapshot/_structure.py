@@ -1,0 +1,195 @@
+"""A model's structure, described once and reused while it does not change.
+
+flax's graph walk (``nnx.iter_graph`` + ``nnx.find_duplicates``, in Python) costs about 100 µs per
+Variable; jax's pytree flattening of the same module (C++, with flax's small per-node callbacks)
+costs about 8 µs. A viewer refreshes the same structure again and again, so :class:`StructureCache`
+walks with flax once, keeps the described rows, and afterwards only flattens: the treedef (every
+container's class, every attribute's name, every Variable's type and metadata, in order) equal to the
+one remembered, and every array's (type, shape, dtype, sharding) equal, is the same structure; the
+new arrays are taken from the flattened leaves at the positions remembered. Anything else (a new or
+removed Variable, a replaced Module, a renamed attribute, new metadata, a changed shape, dtype or
+sharding, a tracer) is a different structure: flax walks again.
+
+A structure is reused only where jax's flattening provably gives the same answer as flax's walk:
+when it is built, every flattened leaf must be an array at a path the walk names (a row's path or
+one of its aliases), and every row's array must be the very object found at its path.
+
+>>> from flax import nnx
+>>> model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+>>> cache = StructureCache()
+>>> first = cache.describe(model); cache.hits
+0
+>>> again = cache.describe(model); cache.hits, again.rows is first.rows
+(1, True)
+>>> model.kernel = nnx.Param(model.kernel[...].T[:1])   # a new shape: a new structure
+>>> cache.describe(model).rows[1].shape, cache.hits
+((1, 2), 1)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import numpy as np
+from flax import nnx
+
+from ..graph import Path, walk_graph
+from ._describe import describe_leaf, devices_of
+
+#: Statuses a reused row may have: they follow from the treedef and the arrays' specs alone
+#: (``deleted``, ``tracer`` and ``error`` rows are described afresh every time).
+_STABLE = frozenset({"ok", "abstract", "prng_key", "non_numeric"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Described:
+    """A model's rows before their statistics, and the arrays to reduce for them."""
+
+    rows: list  # Row, without statistics
+    nodes: dict
+    root_type: str
+    devices: list | None
+    live: list[int]  # indices of the rows whose statistics are computed
+    arrays: list  # their arrays, in the same order
+    reused: bool = False
+    memo: dict = dataclasses.field(default_factory=dict)  # what snapshots derive from the structure alone
+
+
+def describe(obj: Any, *, stats: bool = True) -> Described:
+    """Walk ``obj`` with flax and describe every Variable (no cache)."""
+    return _without_stats(_walk(obj)[1], stats)
+
+
+def _without_stats(described: Described, stats: bool) -> Described:
+    return described if stats else dataclasses.replace(described, live=[], arrays=[])
+
+
+def _walk(obj: Any) -> tuple[list, Described]:
+    walk = walk_graph(obj)
+    rows = [describe_leaf(leaf) for leaf in walk.leaves]
+    live = [i for i, row in enumerate(rows) if row.status == "ok"]
+    return walk.leaves, Described(rows, walk.nodes, walk.root_type, devices_of(walk.leaves), live,
+                                  [walk.leaves[i].value for i in live])
+
+
+@dataclasses.dataclass
+class _Structure:
+    treedef: Any
+    positions: list[int]  # per array row: its position among the flattened leaves
+    specs: list[tuple]  # per array row: (type, shape, dtype, sharding)
+    described: Described  # arrays emptied: the structure holds no array
+    live_k: list[int]  # per live row (status ok): its index into positions
+    plan: Any = None  # the statistics' launch plan for these arrays, once made
+
+
+class StructureCache:
+    """One model's last structure (see the module docstring). Holds no array and no Variable."""
+
+    def __init__(self):
+        self._structure: _Structure | None = None
+        self.hits = 0  # refreshes that reused the structure
+        self.walks = 0  # refreshes that walked with flax
+
+    def clear(self) -> None:
+        self._structure = None
+
+    def describe(self, obj: Any, *, stats: bool = True) -> Described:
+        try:
+            leaves, treedef = jax.tree_util.tree_flatten(obj)
+        except Exception:  # noqa: BLE001 - not a pytree jax can flatten: flax walks it
+            leaves = treedef = None
+        s = self._structure
+        if s is not None and treedef is not None and treedef == s.treedef:
+            values = [leaves[p] for p in s.positions]
+            specs = [(type(v), v.shape, v.dtype, getattr(v, "sharding", None)) for v in values]
+            if specs == s.specs and _none_deleted(values):
+                self.hits += 1
+                d = s.described
+                return _without_stats(dataclasses.replace(d, arrays=[values[k] for k in s.live_k], reused=True), stats)
+        self.walks += 1
+        walk_leaves, described = _walk(obj)
+        self._structure = _build(obj, walk_leaves, described, leaves, treedef)
+        return _without_stats(described, stats)
+
+    @property
+    def plan(self) -> Any:
+        """What the statistics computed once for this structure (their launch plan), or None."""
+        return None if self._structure is None else self._structure.plan
+
+    @plan.setter
+    def plan(self, plan: Any) -> None:
+        if self._structure is not None:
+            self._structure.plan = plan
+
+
+def _none_deleted(values: list) -> bool:
+    """No array deleted or donated since (a row's status says ``deleted``: it is described afresh)."""
+    return not any(isinstance(v, jax.Array) and v.is_deleted() for v in values)
+
+
+def _key(k: Any) -> Any:
+    for attr in ("name", "key", "idx"):
+        if hasattr(k, attr):
+            return getattr(k, attr)
+    return k
+
+
+def _flat_paths(obj: Any) -> list[Path] | None:
+    """The path of each leaf of ``jax.tree_util.tree_flatten(obj)``, as flax's walk names it (a
+    Variable's own ``value`` key dropped), or None when the two cannot be matched."""
+    is_variable = lambda x: isinstance(x, nnx.Variable)  # noqa: E731
+    paths: list[Path] = []
+    for keys, item in jax.tree_util.tree_flatten_with_path(obj, is_leaf=is_variable)[0]:
+        base = tuple(_key(k) for k in keys)
+        if isinstance(item, nnx.Variable):
+            for sub, _ in jax.tree_util.tree_flatten_with_path(item)[0]:
+                if not sub or _key(sub[0]) != "value":
+                    return None
+                paths.append(base + tuple(_key(k) for k in sub[1:]))
+        else:
+            paths.append(base)
+    return paths
+
+
+def _build(obj: Any, walk_leaves: list, described: Described, leaves: list | None,
+           treedef: Any) -> _Structure | None:
+    """The structure to reuse, or None where jax's flattening and flax's walk do not agree."""
+    if leaves is None or len(walk_leaves) != len(described.rows):
+        return None
+    if any(row.status not in _STABLE for row in described.rows):
+        return None
+    if not all(isinstance(v, (jax.Array, jax.ShapeDtypeStruct)) and not isinstance(v, jax.core.Tracer)
+               for v in leaves):
+        return None
+    try:
+        paths = _flat_paths(obj)
+    except Exception:  # noqa: BLE001
+        return None
+    if paths is None or len(paths) != len(leaves):
+        return None
+    where: dict[Path, int] = {}
+    for p, path in enumerate(paths):
+        where.setdefault(path, p)
+    named: set[Path] = set()
+    positions: list[int] = []
+    array_rows: list[int] = []
+    for i, (leaf, row) in enumerate(zip(walk_leaves, described.rows)):
+        named.update((row.path, *row.aliases))
+        if isinstance(leaf.value, (jax.Array, jax.ShapeDtypeStruct, np.ndarray)):
+            p = where.get(row.path)
+            if p is None or leaves[p] is not leaf.value:
+                return None
+            positions.append(p)
+            array_rows.append(i)
+        elif row.path in where:
+            return None
+    if not set(paths) <= named or len(array_rows) != len(set(positions)):
+        return None
+    k_of_row = {i: k for k, i in enumerate(array_rows)}
+    if any(i not in k_of_row for i in described.live):
+        return None
+    specs = [(type(v), v.shape, v.dtype, getattr(v, "sharding", None)) for v in (leaves[p] for p in positions)]
+    return _Structure(treedef, positions, specs, dataclasses.replace(described, arrays=[]),
+                      [k_of_row[i] for i in described.live])

@@ -1,0 +1,75 @@
+"""The statistics of many arrays as columns, filled in as their device results arrive (see :mod:`._stats`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._kernels import STAT_NAMES
+
+
+class StatsTable:
+    """The statistics of n arrays as columns, filled in as their results arrive.
+
+    ``errors`` maps an array to its :class:`StatsError`; an array with no kernel call (empty) has
+    no statistics. :meth:`matrix` gives every statistic as float64 columns (NaN: none), :meth:`dicts`
+    one dict per array (the statistics its dtype has; None for a value that is not there)."""
+
+    def __init__(self, n: int, plan: Any):
+        # plan: the _stats.LaunchPlan (errors, sizes, which statistics each array has)
+        self.n = n
+        self._floats = np.full((n, 6), np.nan)
+        self._counts = np.zeros((n, 4), np.int64)
+        self._filled = np.zeros(n, bool)
+        self._exact: dict[int, tuple[int, int]] = {}
+        self.errors: dict = dict(plan.errors)  # array -> its _stats.StatsError
+        self._plan = plan
+        self._matrix: np.ndarray | None = None
+
+    def put(self, rows: list[int], floats: np.ndarray, counts: np.ndarray, exact: dict) -> None:
+        self._floats[rows] = floats
+        self._counts[rows] = counts
+        self._filled[rows] = True
+        for k, (lo, hi) in exact.items():
+            self._exact[rows[k]] = (int(lo), int(hi))
+        self._matrix = None
+
+    def nonfinite(self, rows: list[int]) -> list[int]:
+        """Positions (in ``rows``) whose mean, std, min or max came back non-finite."""
+        return np.flatnonzero(~np.isfinite(self._floats[rows, :4]).all(axis=1)).tolist()
+
+    def matrix(self) -> np.ndarray:
+        """``float64[n, len(STAT_NAMES)]``: every array's statistics, NaN where it has none."""
+        if self._matrix is None:
+            f, c = self._floats, self._counts
+            e = c[:, 3]
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                m = np.stack([np.ldexp(f[:, 0], e), np.ldexp(f[:, 1], e), f[:, 2], f[:, 3], np.ldexp(f[:, 4], e),
+                              f[:, 5], c[:, 0], c[:, 1], c[:, 2] / self._plan.sizes], axis=1)
+            for i, (lo, hi) in self._exact.items():
+                m[i, 2], m[i, 3] = lo, hi
+            m[~(self._plan.has & self._filled[:, None])] = np.nan
+            if self.errors:
+                m[list(self.errors)] = np.nan
+            self._matrix = m
+        return self._matrix
+
+    def dicts(self) -> list:
+        m = self.matrix().tolist()
+        return [self.dict_of(i, m[i]) for i in range(self.n)]
+
+    def dict_of(self, i: int, values: list | None = None) -> Any:
+        """Array ``i``'s statistics as a dict (None: it has none; a StatsError: they failed)."""
+        if i in self.errors:
+            return self.errors[i]
+        if not self._filled[i]:
+            return None
+        values = self.matrix()[i].tolist() if values is None else values
+        stats = {}
+        for j in self._plan.stat_columns[i]:
+            v = values[j]
+            stats[STAT_NAMES[j]] = None if v != v else (int(v) if j in (6, 7) else v)
+        if i in self._exact and "min" in stats:  # an integer array's extremes, exactly (not a bool's)
+            stats["min"], stats["max"] = self._exact[i]
+        return stats
