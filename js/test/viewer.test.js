@@ -165,7 +165,7 @@ test("refreshes append to the sparkline, history replies replace it, structure c
   model.set("snapshot", sequential({ refresh: 3, structure: 2 }));
   await tick();
   assert.deepEqual(model.sent.at(-1), { type: "history", stat: "norm" });
-  assert.equal(model.sent.length, 3);
+  assert.equal(model.sent.length, 4);
   cleanup();
 });
 
@@ -177,7 +177,7 @@ test("choosing another statistic saves the trait and asks for its history", asyn
   assert.equal(model.get("sparkline_stat"), "abs_max");
   assert.equal(model.saves, 1);
   assert.deepEqual(model.sent.at(-1), { type: "history", stat: "abs_max" });
-  assert.equal(model.sent.length, 3);
+  assert.equal(model.sent.length, 4); // stats, history, scalars on render, then this history
   await tick();
   assert.equal(q("th[data-col=spark]")[0].getAttribute("title"), "trend of abs_max over the last refreshes");
   q("button.nnx-refresh")[0].dispatch("click");

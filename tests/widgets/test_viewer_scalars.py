@@ -61,6 +61,7 @@ def test_tick_with_scalars_and_a_bad_one_in_the_status():
 def test_the_alert_trait_names_the_first_step_and_survives_clean_refreshes_until_cleared():
     model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
     viewer = nnx_lab.watch(model, display=False)
+    sent = recording(viewer)
     assert viewer.alert == {}
     for step in viewer.track(range(50)):
         if step == 14:
@@ -72,6 +73,9 @@ def test_the_alert_trait_names_the_first_step_and_survives_clean_refreshes_until
     assert viewer.watcher.refreshes >= 3
     assert {k: viewer.alert[k] for k in ("step", "where", "source", "nan", "now_variables")} == {
         "step": 14, "where": "bias", "source": "variable", "nan": 1, "now_variables": 0}
+    # The NaN came in a statistics-only refresh (the rows were sent once, before it): the alert reads the columns.
+    assert viewer.snapshot["refresh"] < viewer.alert["refresh"]
+    assert [m for m, _ in sent if m["type"] == "stats" and m["refresh"] == viewer.alert["refresh"]]
     viewer._on_message(viewer, {"type": "clear_alert"}, [])  # the banner's clear button
     assert viewer.alert == {}
     viewer.refresh()
