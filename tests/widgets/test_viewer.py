@@ -258,6 +258,7 @@ def test_unload_ext_leaves_viewers_on_screen_refreshing(ip):
         viewer.last_snapshot  # displayed: its first statistics come from a thread
         before = viewer._watcher.refreshes
         ip.run_cell("model.layers[0].bias.value = model.layers[0].bias.value + 1")
+        viewer.last_snapshot  # the cell's refresh is published from a thread when its numbers arrive
         assert viewer._watcher.refreshes == before + 1 and viewer.status["state"] == "live"
         assert viewer.snapshot["stats"] is not None
         for _ in range(2):
