@@ -99,12 +99,20 @@ def _variable_leaves(path: Path, var: nnx.Variable, aliases: tuple[Path, ...]) -
         return [Leaf(path, name, value, meta, aliases)]
     out = []
     for keys, v in flat:
-        suffix = tuple(_key_of(k) for k in keys)
+        suffix = tuple(path_key(k) for k in keys)
         out.append(Leaf(path + suffix, name, v, meta, tuple(a + suffix for a in aliases)))
     return out
 
 
-def _key_of(k: Any) -> Hashable:
+_KEY_FIELD = {jax.tree_util.SequenceKey: "idx", jax.tree_util.DictKey: "key", jax.tree_util.GetAttrKey: "name",
+              jax.tree_util.FlattenedIndexKey: "key"}
+
+
+def path_key(k: Any) -> Hashable:
+    """A jax key path entry as flax's paths hold it: an attribute name, a dict key, an index."""
+    field = _KEY_FIELD.get(type(k))
+    if field is not None:
+        return getattr(k, field)
     for attr in ("idx", "key", "name"):
         if hasattr(k, attr):
             return getattr(k, attr)
@@ -203,7 +211,7 @@ def _flat_walk(obj: Any) -> GraphWalk | None:
         if not isinstance(var, nnx.Variable) or id(var) in reached:
             return None
         reached.add(id(var))
-        path = tuple(_key_of(k) for k in keys)
+        path = tuple(path_key(k) for k in keys)
         while open_ and path[:len(open_[-1])] != open_[-1]:
             done = open_.pop()
             nodes[done] = type(objects[done]).__name__
