@@ -10,8 +10,8 @@ import traitlets
 
 from .._ipython import busy_queue
 from ..core.render import html_table, summary_line
-from ..core.snapshot import (HISTORY_STATS, PRECISION, STAT_NAMES, Watcher, series_buffer, series_meta,
-                             threads_see_jax_config)
+from ..core.snapshot import (HISTORY_STATS, PRECISION, STAT_NAMES, Watcher, round_significant, series_buffer,
+                             series_meta, threads_see_jax_config)
 from ._base import STATIC, Widget, background_unsupported, command
 
 T = TypeVar("T")
@@ -32,6 +32,9 @@ class StateViewer(Widget):
     snapshot = traitlets.Dict().tag(sync=True)
     status = traitlets.Dict().tag(sync=True)
     sparkline_stat = traitlets.Unicode("norm").tag(sync=True)
+    #: the NaN/Inf alert (core.snapshot.NonfiniteAlert.to_dict): first step, refresh and path; {} when none
+    alert = traitlets.Dict().tag(sync=True)
+    _scalars_sent = -1  # the ScalarStore version last sent to the browser
 
     def __init__(self, obj: Any, *, max_rate: float = 2.0, background: bool = False,
                  stats: bool = True, history: int = 100, rows_first: bool = False, optimizer: Any = None,
@@ -57,18 +60,32 @@ class StateViewer(Widget):
             self.start_background()
 
     # -- the training-loop API ----------------------------------------------------
-    def tick(self, *, grads: Any = None, updates: Any = None) -> bool:
-        """Call once per step; refreshes when the throttle allows. Never raises. ``grads``,
-        ``updates``: this step's gradients and optimizer updates (as :meth:`log`)."""
-        return self._watcher.tick(grads=grads, updates=updates)
+    def tick(self, *, grads: Any = None, updates: Any = None, **scalars: Any) -> bool:
+        """Call once per step; refreshes when the throttle allows. Never raises.
 
-    def log(self, *, grads: Any = None, updates: Any = None) -> None:
-        """Record this step's gradients (e.g. what ``nnx.grad`` returned) and/or the updates the
-        optimizer applied, matched to the rows by path and reduced on the device with the parameters
-        if this step's tick refreshes: kept by reference, never copied or synced. Inside ``track``,
-        call it in the loop body. Without ``updates``, the update ratio ‖θₜ − θₜ₋₁‖/‖θₜ₋₁‖ is
-        measured from the parameters themselves (see ``watch(updates=...)``)."""
-        self._watcher.log(grads=grads, updates=updates)
+        ``viewer.tick(loss=loss, lr=lr, grads=grads)`` also records scalars and gradients for this
+        step (see :meth:`log`); the scalars' curves are drawn in the viewer's header."""
+        return self._watcher.tick(grads=grads, updates=updates, **scalars)
+
+    def log(self, *, grads: Any = None, updates: Any = None, **scalars: Any) -> None:
+        """Record scalars, gradients or updates for the current step without refreshing, e.g. inside
+        ``for batch in viewer.track(batches):``: ``viewer.log(loss=loss, grads=grads)``.
+
+        Each scalar is a device scalar (a ``jax.Array`` of one element) or a number. Device values are
+        never synced here: they are read once computed, when a refresh is published (every step
+        gets a point; the header keeps up to 256 per name, evenly spread over the steps). A value
+        that is not a real scalar is not recorded and the status line says so; a NaN or Inf is
+        drawn and raises the NaN/Inf banner.
+
+        ``grads`` (e.g. what ``nnx.grad`` returned) and ``updates`` (what the optimizer applied) are
+        matched to the rows by path and reduced on the device with the parameters if this step's
+        tick refreshes: kept by reference, never copied or synced. Without ``updates``, the update
+        ratio ‖θₜ − θₜ₋₁‖/‖θₜ₋₁‖ is measured from the parameters themselves (``watch(updates=...)``)."""
+        self._watcher.log(grads=grads, updates=updates, **scalars)
+
+    def clear_alert(self) -> None:
+        """Dismiss the NaN/Inf banner (it names the first step with a NaN/Inf until cleared)."""
+        self._watcher.clear_alert()
 
     def track(self, iterable: Iterable[T]) -> Iterator[T]:
         """``for batch in viewer.track(batches): step(batch)``: ticks after each step."""
@@ -144,6 +161,11 @@ class StateViewer(Widget):
             else:
                 self.send_stats()
             self._sent_refresh = watcher.refreshes
+        alert = watcher.alert.to_dict()
+        if alert != self.alert:
+            self.alert = alert
+        if watcher.scalars.version != self._scalars_sent:
+            self.send_scalars()
         self.status = watcher.status()
 
     def send_stats(self) -> None:
@@ -181,6 +203,37 @@ class StateViewer(Widget):
     def _history_request(self, content: dict, _buffers: Any) -> None:
         self.send_history(str(content.get("stat", self.sparkline_stat)))
 
+    @command("scalars")
+    def _scalars_request(self, content: dict, _buffers: Any) -> None:
+        self.send_scalars()
+
+    @command("clear_alert")
+    def _clear_alert_request(self, content: dict, _buffers: Any) -> None:
+        self.clear_alert()
+
+    def send_scalars(self) -> None:
+        """Send every scalar's curve: names and point counts, then two float64 buffers, the steps and
+        the values (rounded as the statistics are), names one after the other. Sent
+        after display (Colab drops buffers of the initial state) and at each refresh that read
+        new values."""
+        store = self._watcher.scalars
+        self._scalars_sent = store.version
+        names, counts, steps, values = [], [], [], []
+        for name in store.names:
+            s, v = store.series(name)
+            names.append(name)
+            counts.append(int(len(s)))
+            steps.append(s)
+            values.append(v)
+        if not names:
+            return
+        step_buffer = np.concatenate(steps).astype(np.float64)
+        # Rounded as the payload's statistics are (float64: a huge loss stays finite, 1/3 is 0.3333).
+        value_buffer = np.array([float(f"{v:.{PRECISION}g}")
+                                 for v in round_significant(np.concatenate(values), PRECISION).tolist()])
+        self.send({"type": "scalars", "names": names, "counts": counts, "version": store.version},
+                  buffers=[step_buffer.tobytes(), value_buffer.tobytes()])
+
     def send_history(self, stat: str) -> None:
         """Send one statistic's history as a float32 buffer (after display: Colab-safe)."""
         if stat not in HISTORY_STATS:
@@ -207,6 +260,10 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
           history: int = 100, display: bool = True, optimizer: Any = None, updates: bool = True) -> StateViewer:
     """Show a live viewer of ``obj`` and return it; refreshes after every cell, on
     ``viewer.tick()`` / ``viewer.track(...)``, and optionally from a background thread.
+
+    ``viewer.log(loss=loss)`` (or ``viewer.tick(loss=loss)``) draws scalars' curves in the header,
+    never syncing them in the loop; the NaN/Inf banner names the first step and path where a NaN
+    or Inf appeared until ``viewer.clear_alert()``.
 
     Holds ``obj`` by weak reference (keep your own reference to the model). Refreshing never
     raises. With several processes (``jax.distributed``), every process refreshes (they reduce
@@ -236,9 +293,9 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
     >>> viewer
     StateViewer · Linear: 2 variables, 9 elements, 36 B on 1× ...
     >>> for step in viewer.track(range(3)):
-    ...     pass
-    >>> viewer.status["state"]
-    'live'
+    ...     viewer.log(loss=1.0 / (step + 1))
+    >>> viewer.status["state"], viewer.watcher.scalars.latest("loss")
+    ('live', (3, 0.3333333333333333))
     """
     viewer = StateViewer(obj, max_rate=max_rate, background=background, stats=stats, history=history,
                          optimizer=optimizer, updates=updates)
