@@ -226,3 +226,19 @@ def test_a_tick_with_grads_never_waits_for_the_device():
 def test_optimizer_must_be_an_optimizer():
     with pytest.raises(TypeError, match="nnx.Optimizer"):
         Watcher(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), optimizer=object())
+
+
+def test_a_nan_in_the_gradients_raises_the_alert_naming_the_series_and_path():
+    model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    w = Watcher(model, max_rate=100.0)
+    w.refresh(force=True)
+    w._last_attempt = float("-inf")
+    for _ in range(3):
+        w._last_attempt = float("-inf")
+        w.tick(grads={"kernel": jnp.array([[0.0, jnp.nan], [1.0, 2.0]]), "bias": jnp.zeros(2)})
+        w.wait()
+        if w.alert.first:
+            break
+    assert w.alert.first["where"] == "grad of kernel" and w.alert.first["source"] == GRAD
+    assert w.alert.first["nan"] == 1 and w.alert.first["step"] == w.snapshot.series.steps[GRAD]
+    assert "grad of kernel" in w.alert.text()

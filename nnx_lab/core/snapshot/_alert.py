@@ -59,6 +59,7 @@ class NonfiniteAlert:
                 i = int(bad[0])
                 candidates.append((step, 1, {"where": path_text(snap.paths[i]), "source": "variable",
                                              "nan": int(counts[i, 0]), "inf": int(counts[i, 1])}))
+            candidates.extend(_series_candidates(snap, step))
             if candidates:
                 first_step, _, where = min(candidates, key=lambda c: c[:2])
                 self.first = {"step": int(first_step), "refresh": int(refresh), **where}
@@ -84,3 +85,21 @@ class NonfiniteAlert:
         now = [count_noun(self.now_variables, "variable")] if self.now_variables else []
         now.extend(self.now_scalars)
         return f"first {kind} at {when} in {a['where']}; " + (f"now in {', '.join(now)}" if now else "now clean")
+
+
+def _series_candidates(snap: Any, step: int) -> list:
+    """The first row with a NaN/Inf in each fresh series of ``snap`` (gradients, optimizer state:
+    ``snap.series``, see ``_series.py``): a gradient at a step comes before the parameters it made."""
+    series = getattr(snap, "series", None)
+    out = []
+    for name in getattr(series, "names", ()):
+        if name in series.stale:
+            continue
+        counts = np.nan_to_num(series.matrices[name][:, _COUNTS])
+        bad = np.flatnonzero(counts.sum(axis=1) > 0)
+        if bad.size:
+            i = int(bad[0])
+            out.append((series.steps.get(name, step), 0.5, {"where": f"{name} of {path_text(snap.paths[i])}",
+                                                            "source": name, "nan": int(counts[i, 0]),
+                                                            "inf": int(counts[i, 1])}))
+    return out
