@@ -1,0 +1,46 @@
+"""Gradients and optimizer state beside each parameter in a real browser: the ‖grad‖ and ratio
+columns, the optimizer's step and unmatched leaves, and the 'statistics of' switch."""
+
+from __future__ import annotations
+
+from .test_quickstart_browser import write_notebook
+from .test_viewer_browser import row_paths, viewer
+
+SETUP = (
+    "import jax.numpy as jnp, optax\nfrom flax import nnx\nimport nnx_lab",
+    "model = nnx.Sequential(nnx.Linear(3, 4, rngs=nnx.Rngs(0)), nnx.Linear(4, 2, rngs=nnx.Rngs(1)))\n"
+    "optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)\n"
+    "viewer = nnx_lab.watch(model, optimizer=optimizer)",
+    "for step in viewer.track(range(5)):\n"
+    "    grads = nnx.grad(lambda m: (m(jnp.ones((5, 3))) ** 2).mean())(model)\n"
+    "    optimizer.update(model, grads)\n"
+    "    viewer.log(grads=grads)\n"
+    "viewer.refresh()",
+)
+
+
+def test_gradient_columns_optimizer_step_and_the_statistics_switch(page, page_events, jupyter_server, open_notebook,
+                                                                   run_all_cells, screenshot, tmp_path):
+    nb = write_notebook(tmp_path / "series.ipynb", *SETUP)
+    open_notebook(page, jupyter_server, nb, ui="lab")
+    run_all_cells(page)
+    root = viewer(page)
+    assert "layers[0].kernel" in row_paths(root)
+    page.wait_for_function("() => (document.querySelector('.nnx-lab-viewer .nnx-series-line') || {}).textContent"
+                           " && document.querySelector('.nnx-lab-viewer .nnx-series-line').textContent"
+                           ".includes('optimizer step 5')", timeout=30_000)
+    kernel = root.locator('.nnx-row[data-path="layers[0].kernel"]')
+    assert root.locator('th[data-col="g_norm"]').is_visible()
+    assert float(kernel.locator(".c-g_norm").inner_text()) > 0
+    assert float(kernel.locator(".c-g_ratio").inner_text()) > 0
+    unmatched = root.locator(".nnx-unmatched")
+    assert unmatched.locator("summary").inner_text() == "1 leaf matched to no Variable"
+    unmatched.locator("summary").click()  # a closed <details> until asked
+    assert "optimizer state: [0].count (mean 5, max 5" in unmatched.inner_text()
+    param_mean = kernel.locator(".c-mean").inner_text()
+    root.locator("select.nnx-group").select_option("mu")
+    page.wait_for_function("(before) => document.querySelector("
+                           "'.nnx-lab-viewer .nnx-row[data-path=\"layers[0].kernel\"] .c-mean').textContent !== before",
+                           arg=param_mean, timeout=15_000)
+    screenshot(page, "viewer-lab-series", scroll_to=root)
+    assert not page_events.script_dialogs, page_events.dialogs
