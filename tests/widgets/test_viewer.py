@@ -96,7 +96,8 @@ def test_tick_respects_rate_and_cost_budget(monkeypatch, refresh_cost, expected_
     # skip refreshes of this fake-clock loop (tests/core/test_stats_programs.py covers that).
     from nnx_lab.core.snapshot import _stats
     monkeypatch.setattr(_stats, "program_for", lambda *a, **k: None)
-    watcher = Watcher(model, max_rate=20.0)
+    # updates=False: the update ratio's launch (real CPU time, counted) would blur the fake costs.
+    watcher = Watcher(model, max_rate=20.0, updates=False)
     watcher.refresh(force=True)  # the first refresh compiles the stats kernels: not a cost estimate
     watcher.refresh(force=True)
     del starts[:]

@@ -19,6 +19,7 @@ that one program cannot take together, or several processes: unavailable, with t
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import jax
@@ -87,6 +88,11 @@ class UpdateTracker:
         self._held: tuple | None = None  # (memo of the structure, live rows, arrays, step)
         self._pending: tuple | None = None  # (live rows, device result, from step, to step)
         self.problem = ""
+        self._host_s = 0.0  # CPU time of advance() since take_host_s(): a refresh's cost for the throttle
+
+    def take_host_s(self) -> float:
+        spent, self._host_s = self._host_s, 0.0
+        return spent
 
     def hold(self, described: Any, step: int) -> None:
         """Keep a refresh's parameter arrays (floating ones) until the next tick."""
@@ -105,6 +111,13 @@ class UpdateTracker:
 
     def advance(self, described: Any, step: int) -> None:
         """The tick after a refresh: dispatch ‖θₜ − θₜ₋₁‖ and ‖θₜ₋₁‖ for the held arrays, release them."""
+        start = time.thread_time()
+        try:
+            self._advance(described, step)
+        finally:
+            self._host_s += time.thread_time() - start
+
+    def _advance(self, described: Any, step: int) -> None:
         held, self._held = self._held, None
         if held is None:
             return

@@ -223,7 +223,7 @@ class Watcher:
             self._notify()
             return False
         snap.series = self.series.published(snap.series, len(snap))
-        self.cost_s = newest.host_s
+        self.cost_s = newest.host_s + self.series.updates.take_host_s()  # the update ratio's launches count too
         if kernel_cache_size() == self._compiled:  # a refresh that compiled says nothing of the next
             self._throttle.cost(self.cost_s)
         self.snapshot = snap
