@@ -295,13 +295,22 @@ def _spec(kernel: Any, x: Any) -> Any:
     return key
 
 
-def _call(kernel: Any, x: Any, prepare: bool = False) -> Any:
-    """``kernel(x)``, by the executable kept on disk for its spec where there is one (``prepare``:
-    load or compile it first; see :mod:`._executables`)."""
+def _first_call(kernel: Any, x: Any) -> Any:
+    """:func:`_call` for a spec not run before in this process: its executable loaded from the disk
+    cache, or compiled and kept there (see :mod:`._executables`), first."""
+    spec = _spec(kernel, x)
+    if spec is not None and kernel in KERNELS:
+        try:
+            prepare_executable(kernel, KERNELS.index(kernel), x, spec)
+        except Exception:  # noqa: BLE001 - kernel(x) compiles through jax.jit and says what is wrong
+            pass
+    return _call(kernel, x)
+
+
+def _call(kernel: Any, x: Any) -> Any:
+    """``kernel(x)``, by the executable the disk cache gave for its spec where there is one."""
     try:
         spec = _spec(kernel, x)
-        if prepare and spec is not None and kernel in KERNELS:
-            prepare_executable(kernel, KERNELS.index(kernel), x, spec)
         executable = loaded_executable(spec) if spec is not None else None
         if executable is not None:
             try:
@@ -326,12 +335,12 @@ def _dispatch(calls: list[tuple[Any, Any]]) -> list[Any]:
             first[key] = j
     if len(first) > 1 and _threads_see_this_config():
         with ThreadPoolExecutor(min(len(first), os.cpu_count() or 2), thread_name_prefix="nnx_lab-compile") as pool:
-            futures = {j: pool.submit(_call, *calls[j], True) for j in first.values()}
+            futures = {j: pool.submit(_first_call, *calls[j]) for j in first.values()}
         for j, future in futures.items():
             results[j] = future.result()
     else:
         for j in first.values():
-            results[j] = _call(*calls[j], True)
+            results[j] = _first_call(*calls[j])
     for j, (kernel, x) in enumerate(calls):
         if results[j] is None:
             results[j] = _call(kernel, x)
