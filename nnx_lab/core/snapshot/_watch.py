@@ -23,7 +23,6 @@ from __future__ import annotations
 import collections
 import threading
 import time
-import weakref
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import jax
@@ -34,7 +33,7 @@ from ._structure import StructureCache
 from .._util import one_line, when_ready
 from ._throttle import Throttle
 from ._stats import Deferred, kernel_cache_size
-from ..graph import check_inspectable
+from ._target import watch_target
 
 T = TypeVar("T")
 
@@ -50,7 +49,7 @@ class Watcher:
         self.stats = stats
         self.history = History(history)
         self.snapshot: Snapshot | None = None
-        self.state = "waiting"  # waiting | live | error | gone
+        self.state = "waiting"  # waiting | live | error | missing (a followed name: no model now) | gone
         self.message = ""  # what the last refresh said (an error); replaced by the next one
         self.note = ""  # a standing remark (background refresh unavailable) that every status keeps
         self.refreshes = 0
@@ -74,12 +73,9 @@ class Watcher:
         self.lockstep = jax.process_count() > 1
         self.lockstep_every = 50  # ticks between refreshes when lockstep
         self._ticks = 0
-        try:
-            self._ref = weakref.ref(obj, self._on_collected)
-        except TypeError:
-            # Plain dicts cannot be weakly referenced; they hold no model of their own.
-            self._ref = lambda obj=obj: obj
-        check_inspectable(obj)  # a TypeError for a non-model, here and not in a loop
+        # What to describe at each refresh (core/snapshot/_target.py): the object by weak reference, a
+        # (graphdef, state) pair, or a name followed in a namespace. A TypeError here for a non-model.
+        self._target = watch_target(obj, on_gone=self._mark_gone)
 
     # -- what the UI listens to ------------------------------------------------
     def subscribe(self, listener: Callable[["Watcher"], None]) -> None:
@@ -94,7 +90,7 @@ class Watcher:
 
     @property
     def target(self) -> Any | None:
-        return self._ref()
+        return self._target.resolve()
 
     @property
     def interval(self) -> float:
@@ -149,7 +145,7 @@ class Watcher:
         """Publish the rows alone at once (nothing runs on the device, nothing compiles), so a new
         viewer shows its table before its statistics kernels are compiled; the statistics follow with
         the first refresh. Not counted as a refresh; the structure walked here is reused by it."""
-        obj = self._ref()
+        obj = self._target.resolve()
         if obj is None:
             return
         try:
@@ -168,9 +164,9 @@ class Watcher:
             self._publish_arrived(wait=True)
 
     def _dispatch(self, defer: bool = False) -> PendingSnapshot | None:
-        obj = self._ref()
+        obj = self._target.resolve()
         if obj is None:
-            self._mark_gone()
+            self._mark_gone() if self._target.final else self._mark_missing(self._target.problem)
             return None
         self._compiled = kernel_cache_size()
         try:
@@ -266,8 +262,11 @@ class Watcher:
                 return
 
     # -- the model went away ----------------------------------------------------------
-    def _on_collected(self, _ref) -> None:
-        self._mark_gone()
+    def _mark_missing(self, problem: str) -> None:
+        """A followed name holds no model now: say so; the next refresh looks again."""
+        if (self.state, self.message) != ("missing", problem):
+            self.state, self.message = "missing", problem
+            self._notify()
 
     def _mark_gone(self) -> None:
         self._structure.clear()
@@ -279,7 +278,7 @@ class Watcher:
     def status(self) -> dict:
         return {
             "state": self.state,
-            "message": "; ".join(m for m in (self.message, self.note) if m),
+            "message": "; ".join(m for m in (self._target.label, self.message, self.note) if m),
             "last_refresh": self.last_refresh,
             "cost_ms": None if self.cost_s is None else round(self.cost_s * 1e3, 2),
             "refreshes": self.refreshes,
