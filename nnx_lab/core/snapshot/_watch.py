@@ -1,10 +1,10 @@
 """Keep a model's snapshot current while it trains, at almost no cost to the loop.
 
 A :class:`Watcher` holds the model by weak reference (``del model`` frees its device
-memory even while a viewer is on screen), refreshes at most ``max_rate`` times a
-second *and* at most once per ``1 / budget`` times its own cost (so refreshing never
-takes more than ``budget`` of the wall-clock time), and never raises into the
-caller: a failed refresh becomes a status.
+memory even while a viewer is on screen) or follows a name (``_target.py``), refreshes at
+most ``max_rate`` times a second *and* at most once per ``1 / budget`` times its own cost
+(so refreshing never takes more than ``budget`` of the wall-clock time), and never raises
+into the caller: a failed refresh becomes a status.
 
 >>> from flax import nnx
 >>> model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
