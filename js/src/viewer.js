@@ -1,8 +1,9 @@
 // nnx_lab model viewer: an anywidget front end. Uses only anywidget's model API (get, set,
 // save_changes, on/off, send), so it runs in JupyterLab, Notebook 7, VS Code and Colab.
-// Composed of viewer/panels.js (title, devices, NaN/Inf banner, chips), viewer/toolbar.js
-// (filter, statistic, expand/collapse, status line), viewer/rows.js (which rows are listed) and
-// shared/table.js (the virtualized tree table with sparklines).
+// Composed of viewer/panels.js (title, devices, NaN/Inf banner, chips), viewer/scalars.js (the
+// header's curves of logged scalars), viewer/toolbar.js (filter, statistic, expand/collapse,
+// status line), viewer/rows.js (which rows are listed) and shared/table.js (the virtualized tree
+// table with sparklines).
 
 import { h } from "./shared/dom.js";
 import { css } from "./shared/styles.js";
@@ -11,6 +12,7 @@ import { History, withStats } from "./shared/ring.js";
 import { createTreeTable } from "./shared/table.js";
 import { fillBanner, fillChips, fillDevices, fillTitle } from "./viewer/panels.js";
 import { RowState } from "./viewer/rows.js";
+import { fillScalars, parseScalars } from "./viewer/scalars.js";
 import { createStatusLine, createToolbar, firstPaintMarker } from "./viewer/toolbar.js";
 
 // User actions redraw at once (tests and people see the result right after the click);
@@ -30,6 +32,7 @@ function render({ model, el }) {
   const title = h(doc, "div", { class: "nnx-title" });
   const devices = h(doc, "div", { class: "nnx-devices" });
   const banner = h(doc, "div", { class: "nnx-banner", role: "alert", hidden: true });
+  const scalars = h(doc, "div", { class: "nnx-scalars", hidden: true });
   const toolbar = createToolbar(doc, {
     onQuery: (text) => rows.setQuery(text) && relayout(NOW),
     onChip(name) {
@@ -54,7 +57,7 @@ function render({ model, el }) {
     onDrawn: firstPaintMarker(el, t0),
   });
   const root = h(doc, "div", { class: "nnx-lab-viewer" });
-  root.append(h(doc, "style", null, css()), h(doc, "div", { class: "nnx-head" }, title, devices), banner,
+  root.append(h(doc, "style", null, css()), h(doc, "div", { class: "nnx-head" }, title, devices), scalars, banner,
     toolbar.el, table.el, statusLine.el);
   el.replaceChildren(root);
 
@@ -96,9 +99,11 @@ function render({ model, el }) {
     once("title", [snap.root_type, snap.totals && snap.totals.all], () => fillTitle(doc, title, snap));
     once("devices", snap.devices, () => fillDevices(doc, devices, snap.devices));
     drawChips();
-    fillBanner(doc, banner, snap, rows.tree);
+    drawBanner();
     relayout();
   }
+
+  const drawBanner = () => fillBanner(doc, banner, snap, rows.tree, model.get("alert"));
 
   function onStat() {
     const next = model.get("sparkline_stat") || "norm";
@@ -111,6 +116,11 @@ function render({ model, el }) {
   }
 
   function onMsg(msg, buffers) {
+    if (msg && msg.type === "scalars") {
+      const curves = parseScalars(msg, buffers);
+      if (curves) fillScalars(doc, scalars, curves);
+      return;
+    }
     if (msg && msg.type === "stats") {
       const next = withStats(model.get("snapshot") || {}, msg, buffers && buffers[0]);
       if (next && !(next.refresh <= snap.refresh)) show(next);
@@ -120,7 +130,12 @@ function render({ model, el }) {
     if (history.onHistory(msg, buffers && buffers[0])) relayout();
   }
 
-  banner.addEventListener("click", () => {
+  banner.addEventListener("click", (ev) => {
+    if (ev.target && ev.target.closest && ev.target.closest(".nnx-banner-clear")) {
+      model.send({ type: "clear_alert" });
+      return;
+    }
+    if (banner.getAttribute("data-row") === null) return; // a scalar's alert: no row to show
     const id = rows.reveal(Number(banner.getAttribute("data-row")));
     if (id === null) return;
     toolbar.filter.value = rows.query;
@@ -137,6 +152,7 @@ function render({ model, el }) {
   listen("change:snapshot", onSnapshot);
   listen("change:status", () => statusLine.fill(model.get("status")));
   listen("change:sparkline_stat", onStat);
+  listen("change:alert", drawBanner);
   listen("msg:custom", onMsg);
 
   // --- first render --------------------------------------------------------------------------
@@ -145,6 +161,7 @@ function render({ model, el }) {
   onSnapshot(true);
   model.send({ type: "stats" }); // the trait holds the statistics of its last structure change
   model.send({ type: "history", stat });
+  model.send({ type: "scalars" }); // buffers are not in the initial state on Colab: asked for after display
   // Draw the first window now (not on the next frame) so the first paint has rows.
   relayout(NOW);
 

@@ -240,3 +240,40 @@ def test_a_name_bound_to_a_pair_follows_the_functional_loop():
         watcher.refresh(force=True)
     assert watcher.snapshot.root_type == "Linear" and watcher.refreshes == 4
     assert_current(watcher, nnx.merge(graphdef, state))
+
+
+def hold_in_flight(monkeypatch, watcher):
+    """Dispatch a refresh whose numbers have not arrived (as on a busy device): it stays in flight."""
+    from nnx_lab.core.snapshot import PendingSnapshot
+    with monkeypatch.context() as m:
+        m.setattr(PendingSnapshot, "ready", lambda self: False)
+        watcher.refresh(force=True, wait=False)
+    assert len(watcher._in_flight) == 1
+
+
+def test_a_refresh_in_flight_when_the_name_goes_does_not_say_live(monkeypatch):
+    ns = {"model": mlp()}
+    watcher = Watcher(NameTarget("model", ns))
+    watcher.refresh(force=True)
+    hold_in_flight(monkeypatch, watcher)
+    del ns["model"]
+    with monkeypatch.context() as m:
+        m.setattr(type(watcher._in_flight[0]), "ready", lambda self: False)
+        watcher.refresh(force=True)  # missing now; the earlier refresh still on its way
+    assert watcher.state == "missing"
+    watcher.wait()  # it arrives: its numbers are shown, the status stays
+    assert watcher.refreshes == 2 and watcher.state == "missing"
+    ns["model"] = mlp(seed=2)
+    watcher.refresh(force=True)
+    assert watcher.state == "live"
+
+
+def test_a_refresh_in_flight_when_the_model_is_collected_does_not_say_live(monkeypatch):
+    model = mlp()
+    watcher = Watcher(model)
+    hold_in_flight(monkeypatch, watcher)
+    del model
+    gc.collect()
+    assert watcher.state == "gone"
+    watcher.wait()  # the last values are shown; the model is still gone
+    assert watcher.refreshes == 1 and watcher.state == "gone"

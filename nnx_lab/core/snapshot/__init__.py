@@ -7,8 +7,10 @@ The public face of the snapshot pipeline (see docs/ARCHITECTURE.md):
 - the statistics (``_stats.py``, kernels in ``_kernels.py``, one program per structure in
   ``_programs.py``), placement and sharding text (``_devices.py``), histograms (``_histogram.py``);
 - :class:`Watcher` (``_watch.py``), the throttled asynchronous refresh behind every live viewer,
-  its :class:`History` (``_history.py``) and what it watches, resolved at every refresh
-  (``_target.py``: an object by weak reference, an ``nnx.split`` pair, or a :class:`NameTarget`).
+  its :class:`History` (``_history.py``), the scalars logged by the loop (:class:`ScalarStore`,
+  ``_scalars.py``), the NaN/Inf alert (:class:`NonfiniteAlert`, ``_alert.py``) and what it watches,
+  resolved at every refresh (``_target.py``: an object by weak reference, an ``nnx.split`` pair, or a
+  :class:`NameTarget`).
 
 >>> from flax import nnx
 >>> snap = snapshot(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
@@ -17,10 +19,12 @@ The public face of the snapshot pipeline (see docs/ARCHITECTURE.md):
 """
 
 from ..render import sparkline  # drawn as text with the other renderings; exported here as before
+from ._alert import NonfiniteAlert
 from ._devices import device_summary
 from ._histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch
 from ._history import HISTORY_STATS, History
 from ._snapshot import PRECISION, STATUSES, PendingSnapshot, Row, Snapshot, round_significant, snapshot
+from ._scalars import MAX_POINTS, ScalarStore
 from ._stats import (STAT_NAMES, Deferred, StatsError, compute_stats, is_numeric_dtype, is_ready, kernel_cache_size,
                      threads_see_jax_config)
 from ._target import NameTarget, ObjectTarget, PairTarget, Target, watch_target
@@ -28,9 +32,9 @@ from ._throttle import Throttle
 from ._watch import MAX_IN_FLIGHT, Watcher
 
 __all__ = [
-    "DEFAULT_BINS", "HISTORY_STATS", "MAX_IN_FLIGHT", "PRECISION", "STATUSES", "STAT_NAMES", "Deferred", "History",
-    "NameTarget", "ObjectTarget", "PairTarget", "PendingSnapshot", "Row", "Snapshot", "StatsError", "Target",
-    "Throttle", "Watcher", "compute_stats", "device_summary",
+    "DEFAULT_BINS", "HISTORY_STATS", "MAX_IN_FLIGHT", "MAX_POINTS", "PRECISION", "STATUSES", "STAT_NAMES", "Deferred",
+    "History", "NameTarget", "NonfiniteAlert", "ObjectTarget", "PairTarget", "PendingSnapshot", "Row", "ScalarStore",
+    "Snapshot", "StatsError", "Target", "Throttle", "Watcher", "compute_stats", "device_summary",
     "histograms_dispatch", "histograms_fetch", "is_numeric_dtype", "is_ready", "kernel_cache_size",
     "round_significant", "snapshot", "sparkline", "threads_see_jax_config", "watch_target",
 ]
