@@ -167,6 +167,7 @@ export function fillChips(doc, el, snap, active) {
 const DEFAULT_MESSAGE = {
   gone: "model is gone (garbage-collected)",
   error: "refresh failed",
+  missing: "the followed name holds no model",
 };
 
 /** Status line pieces (state, message, last refresh, cost, count); the button stays. */

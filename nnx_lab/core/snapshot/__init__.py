@@ -9,7 +9,9 @@ The public face of the snapshot pipeline (see docs/ARCHITECTURE.md):
 - series beside the rows (``_series.py``): gradients and optimizer state matched by path;
 - :class:`Watcher` (``_watch.py``), the throttled asynchronous refresh behind every live viewer,
   its :class:`History` (``_history.py``), the scalars logged by the loop (:class:`ScalarStore`,
-  ``_scalars.py``) and the NaN/Inf alert (:class:`NonfiniteAlert`, ``_alert.py``).
+  ``_scalars.py``), the NaN/Inf alert (:class:`NonfiniteAlert`, ``_alert.py``) and what it watches,
+  resolved at every refresh (``_target.py``: an object by weak reference, an ``nnx.split`` pair, or a
+  :class:`NameTarget`).
 
 >>> from flax import nnx
 >>> snap = snapshot(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
@@ -28,14 +30,15 @@ from ._series_wire import series_buffer, series_meta
 from ._scalars import MAX_POINTS, ScalarStore
 from ._stats import (STAT_NAMES, Deferred, StatsError, compute_stats, is_numeric_dtype, is_ready, kernel_cache_size,
                      threads_see_jax_config)
+from ._target import NameTarget, ObjectTarget, PairTarget, Target, watch_target
 from ._throttle import Throttle
 from ._watch import MAX_IN_FLIGHT, Watcher
 
 __all__ = [
     "DEFAULT_BINS", "GRAD", "HISTORY_STATS", "MAX_IN_FLIGHT", "MAX_POINTS", "PRECISION", "STATUSES", "STAT_NAMES",
-    "UPDATE", "Deferred", "History", "NonfiniteAlert", "PendingSnapshot", "Row", "ScalarStore", "SeriesColumns",
-    "SeriesStore", "Snapshot", "StatsError", "Throttle", "Watcher", "compute_stats", "device_summary", "leaf_paths",
-    "series_buffer", "series_meta",
+    "UPDATE", "Deferred", "History", "NameTarget", "NonfiniteAlert", "ObjectTarget", "PairTarget", "PendingSnapshot",
+    "Row", "ScalarStore", "SeriesColumns", "SeriesStore", "Snapshot", "StatsError", "Target", "Throttle", "Watcher",
+    "compute_stats", "device_summary", "leaf_paths", "series_buffer", "series_meta",
     "histograms_dispatch", "histograms_fetch", "is_numeric_dtype", "is_ready", "kernel_cache_size",
-    "round_significant", "snapshot", "sparkline", "threads_see_jax_config",
+    "round_significant", "snapshot", "sparkline", "threads_see_jax_config", "watch_target",
 ]

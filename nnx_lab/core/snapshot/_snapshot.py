@@ -289,7 +289,8 @@ def snapshot(obj: Any, *, stats: bool = True) -> Snapshot:
 
     Args:
       obj: an ``nnx.Module`` (any nesting), an ``nnx.State`` or the nested dict
-        ``nnx.state``/``nnx.split`` produce, a Linen module inside ``nnx.bridge.ToNNX``,
+        ``nnx.state``/``nnx.split`` produce, the ``(graphdef, state, ...)`` tuple of ``nnx.split``
+        (rows named as in the model), a Linen module inside ``nnx.bridge.ToNNX``,
         an abstract model from ``nnx.eval_shape``, or a single Variable.
       stats: with ``False`` only descriptions are gathered (nothing runs on the device).
 

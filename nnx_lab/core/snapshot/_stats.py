@@ -8,6 +8,7 @@ without waiting, so a refresh never stalls a queue of asynchronously dispatched 
 
 The kernels are module-level ``jax.jit`` functions, so jax keeps one executable per input
 (shape, dtype, sharding), shared by every model: a first snapshot compiles one per distinct spec.
+Executables of single-device specs are also kept on disk between sessions (:mod:`._executables`).
 A model refreshed again gets one program for all its kernels (:mod:`._programs`), compiled
 in the background: one launch and one place in the device's queue per refresh.
 
@@ -30,6 +31,7 @@ import numpy as np
 from ._programs import (COMPILING, MAX_PROGRAM_ARRAYS, Program, device_groups, program_for, programs_compiled,
                         structure_key)
 from .._util import one_line
+from ._executables import executables_count, loaded_executable, prepare_executable
 from ._kernels import KERNELS, STAT_NAMES, is_numeric_dtype, kernel_and_names
 from ._table import StatsTable
 
@@ -40,7 +42,7 @@ __all__ = ["STAT_NAMES", "LaunchPlan", "PendingStats", "StatsTable", "threads_se
 def kernel_cache_size() -> int:
     """Executables compiled so far for statistics: one per distinct spec and kernel, plus one
     program per model structure refreshed repeatedly (see :mod:`._programs`)."""
-    return sum(k._cache_size() for k in KERNELS) + programs_compiled()
+    return sum(k._cache_size() for k in KERNELS) + executables_count() + programs_compiled()
 
 
 class Deferred(Exception):
@@ -285,7 +287,7 @@ _dispatched: set = set()  # (kernel, shape, dtype, sharding) run before: compile
 
 
 def _spec(kernel: Any, x: Any) -> Any:
-    key = (id(kernel), x.shape, x.dtype, getattr(x, "sharding", None))
+    key = (id(kernel), x.shape, x.dtype, getattr(x, "sharding", None), getattr(x, "weak_type", False))
     try:
         hash(key)
     except TypeError:
@@ -293,8 +295,28 @@ def _spec(kernel: Any, x: Any) -> Any:
     return key
 
 
+def _first_call(kernel: Any, x: Any) -> Any:
+    """:func:`_call` for a spec not run before in this process: its executable loaded from the disk
+    cache, or compiled and kept there (see :mod:`._executables`), first."""
+    spec = _spec(kernel, x)
+    if spec is not None and kernel in KERNELS:
+        try:
+            prepare_executable(kernel, KERNELS.index(kernel), x, spec)
+        except Exception:  # noqa: BLE001 - kernel(x) compiles through jax.jit and says what is wrong
+            pass
+    return _call(kernel, x)
+
+
 def _call(kernel: Any, x: Any) -> Any:
+    """``kernel(x)``, by the executable the disk cache gave for its spec where there is one."""
     try:
+        spec = _spec(kernel, x)
+        executable = loaded_executable(spec) if spec is not None else None
+        if executable is not None:
+            try:
+                return executable(x)
+            except Exception:  # noqa: BLE001 - jax.jit says what is wrong, or copes
+                pass
         return kernel(x)
     except Exception as e:  # a buffer deleted or donated between the check and the call
         deleted = isinstance(x, jax.Array) and x.is_deleted()
@@ -313,9 +335,12 @@ def _dispatch(calls: list[tuple[Any, Any]]) -> list[Any]:
             first[key] = j
     if len(first) > 1 and _threads_see_this_config():
         with ThreadPoolExecutor(min(len(first), os.cpu_count() or 2), thread_name_prefix="nnx_lab-compile") as pool:
-            futures = {j: pool.submit(_call, *calls[j]) for j in first.values()}
+            futures = {j: pool.submit(_first_call, *calls[j]) for j in first.values()}
         for j, future in futures.items():
             results[j] = future.result()
+    else:
+        for j in first.values():
+            results[j] = _first_call(*calls[j])
     for j, (kernel, x) in enumerate(calls):
         if results[j] is None:
             results[j] = _call(kernel, x)
