@@ -108,3 +108,44 @@ def test_updates_false_holds_nothing():
     w.tick()
     assert not w.series.updates.holding and w.series._grads is None
     assert GRAD == "grad"
+
+
+def test_the_tick_after_a_refresh_launches_the_update_without_waiting_for_the_device():
+    class Big(nnx.Module):
+        def __init__(self):
+            self.w = nnx.Param(jnp.asarray(np.random.default_rng(0).normal(size=(512, 512)).astype(np.float32)))
+
+    @jax.jit
+    def slow(w):
+        for _ in range(8):
+            w = jnp.tanh(w @ w.T @ w / w.shape[0])
+        return w
+
+    model = Big()
+    jax.block_until_ready(slow(compat.get_value(model.w)))
+    w = Watcher(model, max_rate=100.0)
+    w.refresh(force=True)
+    for _ in range(400):  # until the update program has compiled (on its thread) and run once
+        compat.set_value(model.w, compat.get_value(model.w) * 0.99)
+        w._last_attempt = float("-inf")
+        w.tick()
+        w.wait()
+        if w.snapshot.series is not None and UPDATE in w.snapshot.series.matrices:
+            break
+    assert w.series.updates.holding
+    old = np.asarray(compat.get_value(model.w), np.float64)
+    g = compat.get_value(model.w)
+    for _ in range(40):
+        g = slow(g)
+    compat.set_value(model.w, g)
+    assert not g.is_ready()  # queued
+    w._last_attempt = float("inf")  # this tick does not refresh: only the update is launched
+    w.tick()
+    assert not g.is_ready(), "the tick waited for the queued steps"
+    assert not w.series.updates.holding
+    w._last_attempt = float("-inf")
+    w.tick()
+    w.wait()
+    series = w.snapshot.series
+    assert series.ratio(UPDATE, w.snapshot.stat_matrix[:, NORM])[0] == pytest.approx(
+        norm(np.asarray(g, np.float64) - old) / norm(old), rel=1e-4)
