@@ -3,6 +3,8 @@ a real GPU/TPU loop does; CPU jax queues steps the same way. From one run, inter
 
   throughput with a viewer (viewer.track, default rate) vs without              (want >= 0.98)
   throughput with a model viewer + an optimizer viewer vs without               (want >= 0.98)
+  throughput with one viewer showing everything (optimizer state beside the parameters, the step's
+  gradients, the update ratio, the loss curve) vs without                        (want >= 0.98)
   refreshes per second the viewer published during the loop                     (want >= 1.5)
   the same, once the first refresh has come back through the device's queue (a loop's steady state:
   before that, the numbers are still behind the queued steps; the queue is about 1-2 s deep here)
@@ -33,6 +35,17 @@ from flax import nnx
 import nnx_lab
 from nnx_lab.core.snapshot import _programs as stats_programs  # to wait for the statistics program
 from bench_live import train_step  # the same step: nnx.jit, value_and_grad, optimizer.update
+
+
+@nnx.jit
+def train_step_grads(model, optimizer, x, y):
+    """bench_live's step, also returning the gradients it computed (for viewer.log(grads=...))."""
+    def loss_fn(model):
+        return optax.softmax_cross_entropy_with_integer_labels(model(x), y).mean()
+
+    loss, grads = nnx.value_and_grad(loss_fn)(model)
+    optimizer.update(model, grads)
+    return loss, grads
 
 
 class MLP(nnx.Module):
@@ -82,6 +95,8 @@ def run(mode: str, model, optimizer, batches, seconds: float) -> tuple[float, fl
     viewers = []
     if mode in ("viewer", "viewers", "blocking"):
         viewers.append(nnx_lab.watch(model, display=False))
+    if mode == "everything":  # optimizer state, gradients, updates and the loss curve in one viewer
+        viewers.append(nnx_lab.watch(model, optimizer=optimizer, display=False))
     if mode == "viewers":
         viewers.append(nnx_lab.watch(optimizer, display=False))
     before = viewers[0].status["refreshes"] if viewers else 0
@@ -108,7 +123,11 @@ def run(mode: str, model, optimizer, batches, seconds: float) -> tuple[float, fl
         loop = viewers[0].track(loop)
     for i in loop:
         x, y = batches[i % len(batches)]
-        loss = train_step(model, optimizer, x, y)  # not synced: queued, as on an accelerator
+        if mode == "everything":  # the gradients the step computed anyway, returned with the loss
+            loss, grads = train_step_grads(model, optimizer, x, y)
+            viewers[0].log(loss=loss, grads=grads)  # kept by reference, read only at refresh steps
+        else:
+            loss = train_step(model, optimizer, x, y)  # not synced: queued, as on an accelerator
         for extra in viewers[1:]:
             extra.tick()
         steps += 1
@@ -149,7 +168,9 @@ def bench(name: str, model_cls, shape, seconds: float, rounds: int) -> None:
     for _ in range(5):
         jax.block_until_ready(train_step(model, optimizer, *batches[0]))
     nnx_lab.snapshot(model), nnx_lab.snapshot(optimizer)  # compile the statistics kernels
-    modes = ("plain", "viewer", "viewers", "blocking")
+    for _ in range(5):
+        jax.block_until_ready(train_step_grads(model, optimizer, *batches[0]))
+    modes = ("plain", "viewer", "viewers", "everything", "blocking")
     got = {m: [] for m in modes}
     for r in range(rounds):  # interleaved, so a noisy neighbour hits every mode alike; order rotated
         for m in modes[r % len(modes):] + modes[:r % len(modes)]:
@@ -160,6 +181,7 @@ def bench(name: str, model_cls, shape, seconds: float, rounds: int) -> None:
     print(f"{name}: {plain:.1f} steps/s without a viewer ({rounds} interleaved rounds of {seconds:.0f} s, "
           f"{jax.devices()[0].device_kind})")
     for m, label in (("viewer", "viewer"), ("viewers", "model + optimizer viewers"),
+                     ("everything", "viewer with optimizer, grads, updates, loss"),
                      ("blocking", "viewer, refresh waiting for the device (old)")):
         ratios = [s / p for (s, *_), (p, *_) in zip(got[m], got["plain"])]
         refreshes = statistics.median(r for _, r, _, _ in got[m])
