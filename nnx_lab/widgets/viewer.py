@@ -32,9 +32,10 @@ class StateViewer(Widget):
     sparkline_stat = traitlets.Unicode("norm").tag(sync=True)
 
     def __init__(self, obj: Any, *, max_rate: float = 2.0, background: bool = False,
-                 stats: bool = True, history: int = 100, rows_first: bool = False, **kwargs: Any):
+                 stats: bool = True, history: int = 100, rows_first: bool = False, layers: dict | None = None,
+                 **kwargs: Any):
         self._watcher = Watcher(obj, max_rate=max_rate, stats=stats, history=history,
-                                between_steps=busy_queue.drain)
+                                between_steps=busy_queue.drain, layers=layers)
         self._sent_refresh: int | None = None  # the refresh whose statistics the browser has
         self._sent_rows: tuple | None = None  # (description, failed rows, structure id) of the snapshot trait
         super().__init__(**kwargs)
@@ -174,7 +175,7 @@ class StateViewer(Widget):
 
 
 def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: bool = True,
-          history: int = 100, display: bool = True) -> StateViewer:
+          history: int = 100, display: bool = True, layers: dict | None = None) -> StateViewer:
     """Show a live viewer of ``obj`` and return it; refreshes after every cell, on
     ``viewer.tick()`` / ``viewer.track(...)``, and optionally from a background thread.
 
@@ -189,10 +190,13 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
       stats: compute statistics on the device (``False``: descriptions only).
       history: how many refreshes to keep for the sparklines (at least 1).
       display: show the viewer; with ``False`` only return it.
+      layers: path prefix -> layer axis of stacked Variables (``{"blocks": 0}``, built with
+        ``nnx.vmap``/``nnx.scan``): one row per layer under each. Axes flax recorded
+        (``transform_metadata={nnx.PARTITION_NAME: "layers"}`` with sharding names) need no declaration.
 
     Raises:
       TypeError: ``obj`` is not a model (nothing :func:`nnx_lab.snapshot` accepts).
-      ValueError: ``max_rate`` or ``history`` out of range.
+      ValueError: ``max_rate`` or ``history`` out of range; a ``layers`` prefix with no Variable or no such axis.
 
     >>> from flax import nnx
     >>> model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
@@ -204,5 +208,6 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
     >>> viewer.status["state"]
     'live'
     """
-    viewer = StateViewer(obj, max_rate=max_rate, background=background, stats=stats, history=history)
+    viewer = StateViewer(obj, max_rate=max_rate, background=background, stats=stats, history=history,
+                         layers=layers)
     return viewer.show() if display else viewer

@@ -26,6 +26,7 @@ from ._structure import StructureCache, describe
 from .. import render
 from ..render import DIGITS, round_significant
 from .._util import json_key
+from ._layers import expand as expand_layers, parse_layers
 from ._stats import STAT_NAMES, PendingStats, StatsError, StatsTable
 from ..graph import Path, path_text
 
@@ -246,9 +247,11 @@ def _structure_payload(snap: Snapshot) -> dict:
     tables = _Interner(("type", "dtype", "sharding", "devices", "metadata", "status", "logical"))
     cols: dict[str, list] = {k: [] for k in (
         "parent", "key", "type", "shape", "dtype", "nbytes", "sharding", "devices",
-        "metadata", "status", "logical", "aliases", "note", "mismatch")}
+        "metadata", "status", "logical", "aliases", "note", "mismatch", "layer_of", "layer")}
     for row in snap._base:
-        cols["parent"].append(nodes.index(row.path[:-1]) if row.path else -1)
+        # A layer's row sits beside its stacked Variable's (layer_of names it): the Variable is no container.
+        home = row.path[:-1] if row.layer_of is None else row.path[:-2]
+        cols["parent"].append(nodes.index(home) if row.path else -1)
         cols["key"].append(json_key(row.path[-1]) if row.path else "")
         for column in tables.columns:
             cols[column].append(tables.index(column, getattr(row, column)))
@@ -257,7 +260,9 @@ def _structure_payload(snap: Snapshot) -> dict:
         cols["aliases"].append([path_text(a) for a in row.aliases] or None)
         cols["note"].append(row.note)
         cols["mismatch"].append(row.mismatch)
-    for sparse in ("aliases", "note", "mismatch"):  # empty for every row: bytes that say nothing
+        cols["layer_of"].append(row.layer_of)
+        cols["layer"].append(row.layer)
+    for sparse in ("aliases", "note", "mismatch", "layer_of", "layer"):  # empty for every row: bytes that say nothing
         if all(v is None for v in cols[sparse]):
             del cols[sparse]
     return {"nodes": nodes.columns(), "rows": cols, "tables": tables.tables}
@@ -280,7 +285,7 @@ def _rounded_list(column: np.ndarray, digits: int) -> list:
     return [None if v != v else float(f"{v:.{digits}g}") for v in a.tolist()]
 
 
-def snapshot(obj: Any, *, stats: bool = True) -> Snapshot:
+def snapshot(obj: Any, *, stats: bool = True, layers: dict | None = None) -> Snapshot:
     """Describe every Variable of ``obj`` without copying any array to the host.
 
     Never raises for one odd Variable (its row gets a status instead). Waits for the
@@ -291,9 +296,12 @@ def snapshot(obj: Any, *, stats: bool = True) -> Snapshot:
         ``nnx.state``/``nnx.split`` produce, a Linen module inside ``nnx.bridge.ToNNX``,
         an abstract model from ``nnx.eval_shape``, or a single Variable.
       stats: with ``False`` only descriptions are gathered (nothing runs on the device).
+      layers: path prefix -> layer axis of stacked Variables (``{"blocks": 0}``): each gets one row
+        per layer after its own (see :mod:`._layers`; flax's ``PARTITION_NAME`` metadata needs none).
 
     Raises:
-      TypeError: ``obj`` is none of the above.
+      TypeError: ``obj`` is none of the above, or ``layers`` is not a dict of prefix -> int.
+      ValueError: a declared prefix holds no Variable, or one of its Variables has no such axis.
 
     >>> from flax import nnx
     >>> snap = snapshot(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
@@ -302,7 +310,7 @@ def snapshot(obj: Any, *, stats: bool = True) -> Snapshot:
     >>> snapshot(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), stats=False).rows[0].stats is None
     True
     """
-    return PendingSnapshot(obj, stats=stats).finish()
+    return PendingSnapshot(obj, stats=stats, layers=layers).finish()
 
 
 class PendingSnapshot:
@@ -323,9 +331,11 @@ class PendingSnapshot:
     """
 
     def __init__(self, obj: Any, *, stats: bool = True, repeated: bool = False, defer: bool = False,
-                 structure: StructureCache | None = None):
+                 structure: StructureCache | None = None, layers: Any = None):
         start = time.thread_time()
+        spec = layers if isinstance(layers, tuple) else parse_layers(layers)
         described = structure.describe(obj, stats=stats) if structure is not None else describe(obj, stats=stats)
+        described = expand_layers(described, spec)
         self._rows, self._live = described.rows, described.live
         self._nodes, self._root_type, self._devices = described.nodes, described.root_type, described.devices
         self.reused = described.reused  # the structure of an earlier refresh, not walked again
@@ -336,7 +346,8 @@ class PendingSnapshot:
         self._stats = None
         if self._live:
             plan = structure.plan if described.reused else None
-            self._stats = PendingStats(described.arrays, repeated=repeated, defer=defer, plan=plan)
+            self._stats = PendingStats(described.arrays, repeated=repeated, defer=defer, plan=plan,
+                                       layers=described.layers)
             if structure is not None:
                 structure.plan = self._stats.plan
         del described  # the arrays: held only by the model and, until they have run, by the queued kernels
@@ -363,6 +374,8 @@ class PendingSnapshot:
 def _totals(rows: list[Row]) -> dict[str, dict[str, int]]:
     totals: dict[str, dict[str, int]] = {}
     for row in rows:
+        if row.layer_of is not None:  # a layer of a Variable counted already
+            continue
         for key in (row.type, "all"):
             t = totals.setdefault(key, {"count": 0, "size": 0, "bytes": 0})
             t["count"] += 1

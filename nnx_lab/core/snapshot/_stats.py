@@ -30,6 +30,7 @@ import numpy as np
 from ._programs import (COMPILING, MAX_PROGRAM_ARRAYS, Program, device_groups, program_for, programs_compiled,
                         structure_key)
 from .._util import one_line
+from ._layers import layered, layered_cache_size
 from ._kernels import KERNELS, STAT_NAMES, is_numeric_dtype, kernel_and_names
 from ._table import StatsTable
 
@@ -40,7 +41,7 @@ __all__ = ["STAT_NAMES", "LaunchPlan", "PendingStats", "StatsTable", "threads_se
 def kernel_cache_size() -> int:
     """Executables compiled so far for statistics: one per distinct spec and kernel, plus one
     program per model structure refreshed repeatedly (see :mod:`._programs`)."""
-    return sum(k._cache_size() for k in KERNELS) + programs_compiled()
+    return sum(k._cache_size() for k in KERNELS) + programs_compiled() + layered_cache_size()
 
 
 class Deferred(Exception):
@@ -83,8 +84,8 @@ class PendingStats:
     """
 
     def __init__(self, arrays: Sequence[Any], *, repeated: bool = False, defer: bool = False,
-                 plan: LaunchPlan | None = None):
-        self.plan = plan if plan is not None else LaunchPlan(arrays)
+                 plan: LaunchPlan | None = None, layers: dict | None = None):
+        self.plan = plan if plan is not None else LaunchPlan(arrays, layers)
         self._table = StatsTable(len(arrays), self.plan)
         self.pending_masked = False
         xs = [arrays[i] if isinstance(arrays[i], jax.Array) else np.asarray(arrays[i]) for i in self.plan.index]
@@ -124,30 +125,33 @@ class PendingStats:
 
     def _advance(self) -> None:
         todo, self._todo = self._todo, []
-        table, index = self._table, self.plan.index
+        table, plan = self._table, self.plan
         for batch, got in zip(todo, _fetch([batch.outputs for batch in todo])):
             if isinstance(got, StatsError):
-                for m in batch.members:
-                    table.errors[index[m]] = got
+                for i in plan.rows(batch.members):
+                    table.errors[i] = got
             else:
-                table.put([index[m] for m in batch.members], *batch.columns(got))
+                table.put(plan.rows(batch.members), *batch.columns(got))
         if not self._refs:
             return
         # A non-finite mean, std, min or max: the array holds NaN or Inf. (The sums always carry a
         # NaN; a sharded min/max may drop it when combining shards.) Describe its finite values
         # and count the others with the masked kernel.
         done = [m for batch in todo for m in batch.members]
-        again = []
-        for k in table.nonfinite([index[m] for m in done]):
-            m = done[k]
-            masked, i = self.plan.calls[m][2], index[m]
-            if masked is None or i in table.errors:
+        owners = [m for m in done for _ in range(plan.counts[m])]  # per row of plan.rows(done): its call
+        again: dict = {}
+        for k in table.nonfinite(plan.rows(done)):
+            m = owners[k]
+            masked, i = plan.calls[m][2], plan.index[m]
+            if masked is None or i in table.errors or m in again:
                 continue
             x = self._refs[m]()
             if x is None:
-                table.errors[i] = StatsError("holds NaN or Inf; the array was replaced before they were counted")
+                for i in plan.rows([m]):
+                    table.errors[i] = StatsError("holds NaN or Inf; the array was replaced before they were counted")
             else:
-                again.append((m, masked, x))
+                again[m] = (m, masked, x)
+        again = list(again.values())
         self._refs = {}
         if again:
             results = _dispatch([(masked, x) for _, masked, x in again])
@@ -168,8 +172,9 @@ class _Batch:
         """(floats [k, 6], counts [k, 4], {position: exact integer extremes}) from the fetched outputs."""
         if self.program is not None:
             return self.program.columns(host)
-        floats, counts, *exact = host
-        return floats[None], counts[None], ({0: tuple(exact[0].tolist())} if exact else {})
+        floats, counts, *exact = host  # one array's ([6], [4], [2]) or, mapped over its layers, ([L, 6], ...)
+        exact = dict(enumerate(map(tuple, exact[0].reshape(-1, 2).tolist()))) if exact else {}
+        return floats.reshape(-1, 6), counts.reshape(-1, 4), exact
 
 
 def _ref(x: Any) -> Any:
@@ -191,28 +196,39 @@ class LaunchPlan:
     :data:`._programs.MAX_PROGRAM_ARRAYS` of them: a model of many repeated blocks has few distinct
     chunks, so few programs to compile, each compiled in seconds, not minutes."""
 
-    def __init__(self, arrays: Sequence[Any]):
+    def __init__(self, arrays: Sequence[Any], layers: dict | None = None):
+        # layers: {i: (axis, n)}: arrays[i:i + n] are the n layers of arrays[i] (one call mapped over axis)
         self.errors: list[tuple[int, StatsError]] = []
         self.calls: list[tuple[int, Any, Any, tuple[str, ...], int]] = []  # (i, kernel, masked, names, size)
+        self.counts: list[int] = []  # per call: the rows it fills (its layers, or 1)
+        covered = 0
         for i, x in enumerate(arrays):
+            if i < covered:
+                continue
             dtype = x.dtype if isinstance(x, jax.Array) else np.asarray(x).dtype
             kernel, masked, names = kernel_and_names(dtype)
+            axis, count = (layers or {}).get(i, (None, 1))
+            covered = i + count
             if kernel is None:
                 self.errors.append((i, StatsError(f"no statistics for dtype {dtype}")))
                 continue
-            size = int(np.size(x)) if not isinstance(x, jax.Array) else int(x.size)
+            size = (int(np.size(x)) if not isinstance(x, jax.Array) else int(x.size)) // count
             if size == 0:
                 continue
+            if axis is not None:
+                kernel, masked = layered(kernel, axis), layered(masked, axis)
             self.calls.append((i, kernel, masked, names, size))
+            self.counts.append(count)
         self.index = [c[0] for c in self.calls]
         # Per array: its size, and which statistics its dtype has (a mask over STAT_NAMES, and their columns).
         self.sizes = np.ones(len(arrays))
         self.has = np.zeros((len(arrays), len(STAT_NAMES)), bool)
         self.stat_columns: list[tuple[int, ...]] = [()] * len(arrays)
-        for i, _, _, names, size in self.calls:
-            self.sizes[i] = size
-            self.stat_columns[i] = cols = tuple(STAT_NAMES.index(name) for name in names)
-            self.has[i, list(cols)] = True
+        for (i, _, _, names, size), count in zip(self.calls, self.counts):
+            cols = tuple(STAT_NAMES.index(name) for name in names)
+            for r in range(i, i + count):
+                self.sizes[r], self.stat_columns[r] = size, cols
+                self.has[r, list(cols)] = True
         self.chunks: list[tuple[list[int], Any]] = []  # (positions in calls, program key)
         if len(self.calls) > 1 and jax.process_count() == 1:
             # Several processes must launch the same programs in the same order: a program compiled
@@ -226,6 +242,12 @@ class LaunchPlan:
                         key = structure_key([self.calls[m][1] for m in chunk], [xs[m] for m in chunk])
                         if key is not None:
                             self.chunks.append((chunk, key))
+
+
+    def rows(self, members: Sequence[int]) -> list[int]:
+        """The table rows the calls ``members`` fill, in order (a layered call fills one per layer)."""
+        index, counts = self.index, self.counts
+        return [r for m in members for r in range(index[m], index[m] + counts[m])]
 
 
 def _spec_order(kernel: Any, x: Any) -> tuple:

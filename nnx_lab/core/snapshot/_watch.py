@@ -31,6 +31,7 @@ import jax
 from ._history import History
 from ._snapshot import PendingSnapshot, Snapshot
 from ._structure import StructureCache
+from ._layers import check_layers
 from .._util import one_line, when_ready
 from ._throttle import Throttle
 from ._stats import Deferred, kernel_cache_size
@@ -44,7 +45,8 @@ MAX_IN_FLIGHT = 8
 
 class Watcher:
     def __init__(self, obj: Any, *, max_rate: float = 2.0, budget: float = 0.02,
-                 stats: bool = True, history: int = 100, between_steps: Callable[[], Any] | None = None):
+                 stats: bool = True, history: int = 100, between_steps: Callable[[], Any] | None = None,
+                 layers: dict | None = None):
         self._throttle = Throttle(max_rate, budget, what="refreshes")
         self.max_rate, self.budget = self._throttle.max_rate, self._throttle.budget
         self.stats = stats
@@ -80,6 +82,7 @@ class Watcher:
             # Plain dicts cannot be weakly referenced; they hold no model of their own.
             self._ref = lambda obj=obj: obj
         check_inspectable(obj)  # a TypeError for a non-model, here and not in a loop
+        self._layers = check_layers(obj, layers)  # stacked Variables' layer axes: a bad one raises here
 
     # -- what the UI listens to ------------------------------------------------
     def subscribe(self, listener: Callable[["Watcher"], None]) -> None:
@@ -155,7 +158,8 @@ class Watcher:
         try:
             with self._lock:
                 if self.snapshot is None:
-                    self.snapshot = PendingSnapshot(obj, stats=False, structure=self._structure).finish()
+                    self.snapshot = PendingSnapshot(obj, stats=False, structure=self._structure,
+                                                    layers=self._layers).finish()
         except Exception:  # the refresh that follows says what is wrong
             return
         finally:
@@ -174,7 +178,8 @@ class Watcher:
             return None
         self._compiled = kernel_cache_size()
         try:
-            pending = PendingSnapshot(obj, stats=self.stats, repeated=True, defer=defer, structure=self._structure)
+            pending = PendingSnapshot(obj, stats=self.stats, repeated=True, defer=defer, structure=self._structure,
+                                      layers=self._layers)
         except Deferred:  # its one-launch program is compiling: try again at the next interval
             return None
         except Exception as e:  # deleted mid-step, a model gone odd: say so, go on
