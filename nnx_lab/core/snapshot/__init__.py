@@ -6,6 +6,7 @@ The public face of the snapshot pipeline (see docs/ARCHITECTURE.md):
   statistics, and fetch their few numbers (a :class:`Snapshot` of :class:`Row` objects).
 - the statistics (``_stats.py``, kernels in ``_kernels.py``, one program per structure in
   ``_programs.py``), placement and sharding text (``_devices.py``), histograms (``_histogram.py``);
+- stacked layers (``_layers.py``): one row per layer of a Variable with a layer axis;
 - :class:`Watcher` (``_watch.py``), the throttled asynchronous refresh behind every live viewer,
   and its :class:`History` (``_history.py``).
 
@@ -19,6 +20,7 @@ from ..render import sparkline  # drawn as text with the other renderings; expor
 from ._devices import device_summary
 from ._histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch
 from ._history import HISTORY_STATS, History
+from ._layers import LAYER_NAMES, LayerError, LayerKey, parse_layer_option
 from ._snapshot import PRECISION, STATUSES, PendingSnapshot, Row, Snapshot, round_significant, snapshot
 from ._stats import (STAT_NAMES, Deferred, StatsError, compute_stats, is_numeric_dtype, is_ready, kernel_cache_size,
                      threads_see_jax_config)
@@ -26,8 +28,8 @@ from ._throttle import Throttle
 from ._watch import MAX_IN_FLIGHT, Watcher
 
 __all__ = [
-    "DEFAULT_BINS", "HISTORY_STATS", "MAX_IN_FLIGHT", "PRECISION", "STATUSES", "STAT_NAMES", "Deferred", "History",
+    "DEFAULT_BINS", "HISTORY_STATS", "LAYER_NAMES", "LayerError", "LayerKey", "MAX_IN_FLIGHT", "PRECISION", "STATUSES", "STAT_NAMES", "Deferred", "History",
     "PendingSnapshot", "Row", "Snapshot", "StatsError", "Throttle", "Watcher", "compute_stats", "device_summary",
     "histograms_dispatch", "histograms_fetch", "is_numeric_dtype", "is_ready", "kernel_cache_size",
-    "round_significant", "snapshot", "sparkline", "threads_see_jax_config",
+    "parse_layer_option", "round_significant", "snapshot", "sparkline", "threads_see_jax_config",
 ]

@@ -37,7 +37,7 @@ from ._describe import LAYER_NAMES, metadata_axis
 from ._structure import describe
 
 __all__ = ["LAYER_NAMES", "LayerError", "LayerKey", "check_layers", "expand", "layered", "metadata_axis",
-           "parse_layers"]
+           "parse_layer_option", "parse_layers"]
 
 class LayerError(ValueError):
     """A ``layers=`` declaration that does not fit the model (said in one line)."""
@@ -77,6 +77,24 @@ def parse_layers(layers: Any) -> tuple:
             raise TypeError(f"layers={{{prefix!r}: {axis!r}}}: the layer axis is an int (or None: no layer axis)")
         out.append((prefix if isinstance(prefix, str) else tuple(prefix), axis))
     return tuple(out)
+
+
+def parse_layer_option(texts: list[str] | None) -> dict | None:
+    """``--layers blocks=0`` options (each ``PREFIX=AXIS``, AXIS an int or ``none``) as a ``layers=`` dict.
+
+    >>> parse_layer_option(["blocks=0", "decoder.layers=-1", "enc=none"])
+    {'blocks': 0, 'decoder.layers': -1, 'enc': None}
+    """
+    if not texts:
+        return None
+    out: dict = {}
+    for text in texts:
+        prefix, sep, axis = text.rpartition("=")
+        axis = axis.strip()
+        if not sep or not (axis.lower() == "none" or axis.lstrip("-").isdigit()):
+            raise TypeError(f"layers=: {text!r} is not PREFIX=AXIS (e.g. blocks=0)")
+        out[prefix.strip()] = None if axis.lower() == "none" else int(axis)
+    return out
 
 
 def _under(row: Any, prefix: str | tuple) -> bool:
