@@ -138,3 +138,15 @@ test("viewer: a group row with its layers closed, a click opens them, its button
   assert.equal(hm.hidden, true);
   cleanup();
 });
+
+test("capture report: a stacked value's layers are always listed under it, labelled by layer", async () => {
+  const { prepareReport, visibleItems, inlineGroups, rowLabel } = await import("../src/capture/data.js");
+  const prep = prepareReport({ snapshot: stacked(), hist: { bins: 4, rows: [] }, messages: [], types: ["Intermediate"] });
+  const t = prep.tree;
+  const inline = inlineGroups(t);
+  const items = visibleItems(t, new Uint8Array(t.N).fill(1), inline);
+  assert.deepEqual(paths(t, items).filter((p) => p.startsWith("blocks.kernel")),
+    ["blocks.kernel", "blocks.kernel[layer 0]", "blocks.kernel[layer 1]", "blocks.kernel[layer 2]"]);
+  const kernel = t.rowPath.indexOf("blocks.kernel");
+  assert.deepEqual(rowLabel(t, kernel + 2, inline), { label: "layer 1", depth: rowLabel(t, kernel, inline).depth + 1 });
+});

@@ -20,7 +20,7 @@ from ..render import sparkline  # drawn as text with the other renderings; expor
 from ._devices import device_summary
 from ._histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch
 from ._history import HISTORY_STATS, History
-from ._layers import LAYER_NAMES, LayerError, LayerKey, parse_layer_option
+from ._layers import LAYER_NAMES, LayerError, LayerKey, parse_layer_option, parse_layers, stacked_modules
 from ._snapshot import PRECISION, STATUSES, PendingSnapshot, Row, Snapshot, round_significant, snapshot
 from ._stats import (STAT_NAMES, Deferred, StatsError, compute_stats, is_numeric_dtype, is_ready, kernel_cache_size,
                      threads_see_jax_config)
@@ -31,5 +31,5 @@ __all__ = [
     "DEFAULT_BINS", "HISTORY_STATS", "LAYER_NAMES", "LayerError", "LayerKey", "MAX_IN_FLIGHT", "PRECISION", "STATUSES", "STAT_NAMES", "Deferred", "History",
     "PendingSnapshot", "Row", "Snapshot", "StatsError", "Throttle", "Watcher", "compute_stats", "device_summary",
     "histograms_dispatch", "histograms_fetch", "is_numeric_dtype", "is_ready", "kernel_cache_size",
-    "parse_layer_option", "round_significant", "snapshot", "sparkline", "threads_see_jax_config",
+    "parse_layer_option", "parse_layers", "round_significant", "snapshot", "sparkline", "stacked_modules", "threads_see_jax_config",
 ]

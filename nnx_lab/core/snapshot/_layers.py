@@ -37,7 +37,7 @@ from ._describe import LAYER_NAMES, metadata_axis
 from ._structure import describe
 
 __all__ = ["LAYER_NAMES", "LayerError", "LayerKey", "check_layers", "expand", "layered", "metadata_axis",
-           "parse_layer_option", "parse_layers"]
+           "parse_layer_option", "parse_layers", "stacked_modules"]
 
 class LayerError(ValueError):
     """A ``layers=`` declaration that does not fit the model (said in one line)."""
@@ -107,9 +107,16 @@ def _under(row: Any, prefix: str | tuple) -> bool:
 
 
 def _declared_axes(rows: list, spec: tuple) -> dict[int, int | None]:
-    """Per row under some declared prefix: its layer axis (the last matching declaration wins)."""
+    """Per row under some declared prefix: its layer axis (the last matching declaration wins). An
+    entry (prefix, axis, n) from :func:`stacked_modules` only takes rows with n layers on that axis."""
     axes: dict[int, int | None] = {}
-    for prefix, axis in spec:
+    for prefix, axis, *count in spec:
+        if count:
+            for i, row in enumerate(rows):
+                shape = row.shape
+                if _under(row, prefix) and shape is not None and len(shape) > axis and shape[axis] == count[0]:
+                    axes[i] = axis
+            continue
         hits = [i for i, row in enumerate(rows) if _under(row, prefix)]
         if not hits:
             raise LayerError(f"layers={{{prefix!r}: {axis}}}: no Variable under {prefix!r}")
@@ -198,6 +205,48 @@ def layered(kernel: Any, axis: int) -> Any:
 def layered_cache_size() -> int:
     """Executables compiled for the layered kernels (part of ``kernel_cache_size``)."""
     return sum(f._cache_size() for f in list(_LAYERED.values()))
+
+
+def stacked_modules(obj: Any, layers: Any = None) -> tuple:
+    """The stacked modules of ``obj`` (those ``nnx.vmap``/``nnx.scan`` made), as entries ``(module path,
+    axis, layers)`` of a ``layers`` spec: a value sown inside the scan over such a module is stacked the
+    same way, so a captured value under it with that many layers on that axis gets one row per layer.
+
+    A stacked module is the outermost one below the root around a Variable with a known layer axis
+    (flax's metadata, or ``layers``) all of whose Variables have that many layers on that axis (``head``
+    below has 4 rows too, but the root is never taken for a stack).
+
+    >>> import jax.numpy as jnp
+    >>> from flax import nnx
+    >>> class Block(nnx.Module):
+    ...     def __init__(self):
+    ...         self.w, self.b = nnx.Param(jnp.zeros((4, 3))), nnx.Param(jnp.zeros((4,)))
+    >>> class M(nnx.Module):
+    ...     def __init__(self):
+    ...         self.blocks, self.head = Block(), nnx.Param(jnp.zeros((4, 2)))
+    >>> stacked_modules(M(), {"blocks.w": 0})
+    ((('blocks',), 0, 4),)
+    """
+    rows = [r for r in expand(describe(obj, stats=False), parse_layers(layers)).rows if r.layer_of is None]
+    fits: dict = {}
+
+    def all_stacked(prefix: tuple, axis: int, n: int) -> bool:
+        key = (prefix, axis, n)
+        if key not in fits:
+            fits[key] = all(r.shape is not None and len(r.shape) > axis and r.shape[axis] == n
+                            and r.layer_axis in (None, axis) for r in rows if r.path[:len(prefix)] == prefix)
+        return fits[key]
+
+    out: dict = {}
+    for row in rows:
+        if row.layer_axis is None or not row.shape:
+            continue
+        axis, n = row.layer_axis, row.shape[row.layer_axis]
+        module = row.path[:-1]
+        while len(module) > 1 and all_stacked(module[:-1], axis, n):  # never the root: the model is not a stack
+            module = module[:-1]
+        out[module] = (module, axis, n)
+    return tuple(out.values())
 
 
 def check_layers(obj: Any, layers: Any) -> tuple:
