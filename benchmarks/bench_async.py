@@ -7,9 +7,14 @@ a real GPU/TPU loop does; CPU jax queues steps the same way. From one run, inter
   the same, once the first refresh has come back through the device's queue (a loop's steady state:
   before that, the numbers are still behind the queued steps; the queue is about 1-2 s deep here)
   the same loop with a refresh that waits for the device (the old design): ratio and refreshes/s
+  what one refresh costs in CPU time (host work + the statistics program; on CPU the "device" is the
+  same two cores the steps run on), measured apart, and the throughput ratio it implies at the
+  measured refresh rate: 1 - rate x cost / (CPU seconds the plain loop uses per second)
 
+Each round runs every mode once, in an order rotated from round to round; a ratio is the median over
+rounds of (mode / that round's plain loop), printed with the rounds' lowest and highest.
 for the MLP of bench_live.py and the CNN of flax's MNIST tutorial.
-Run: python benchmarks/bench_async.py [--rounds 5] [--mlp-seconds 6] [--cnn-seconds 20]
+Run: python benchmarks/bench_async.py [--rounds 7] [--mlp-seconds 6] [--cnn-seconds 20]
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import optax
 from flax import nnx
 
 import nnx_lab
+from nnx_lab.core.snapshot import _programs as stats_programs  # to wait for the statistics program
 from bench_live import train_step  # the same step: nnx.jit, value_and_grad, optimizer.update
 
 
@@ -70,9 +76,9 @@ class Blocking:
             self.viewer._watcher.refresh(wait=True)
 
 
-def run(mode: str, model, optimizer, batches, seconds: float) -> tuple[float, float, float]:
-    """(steps per second, refreshes per second, steady refreshes per second) for a loop of about
-    `seconds`, steps never synced."""
+def run(mode: str, model, optimizer, batches, seconds: float) -> tuple[float, float, float, float]:
+    """(steps per second, refreshes per second, steady refreshes per second, process CPU seconds per
+    second) for a loop of about `seconds`, steps never synced."""
     viewers = []
     if mode in ("viewer", "viewers", "blocking"):
         viewers.append(nnx_lab.watch(model, display=False))
@@ -86,6 +92,7 @@ def run(mode: str, model, optimizer, batches, seconds: float) -> tuple[float, fl
                            if change["new"].get("refreshes") != change["old"].get("refreshes") else None,
                            names="status")
     steps, loss = 0, None
+    cpu = time.process_time()
     start = time.perf_counter()
 
     def until_time_is_up():
@@ -107,12 +114,30 @@ def run(mode: str, model, optimizer, batches, seconds: float) -> tuple[float, fl
         steps += 1
     jax.block_until_ready(loss)
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     refreshes = (viewers[0].status["refreshes"] - before) if viewers else 0
     during = [t for t in published if t <= start + seconds]
     steady = (len(during) - 1) / (during[-1] - during[0]) if len(during) > 2 else 0.0
     for v in viewers:
         v.close()
-    return steps / elapsed, refreshes / elapsed, steady
+    return steps / elapsed, refreshes / elapsed, steady, cpu / elapsed
+
+
+def refresh_cpu(obj, n: int = 30) -> float:
+    """CPU seconds (every thread of this process: host work and the statistics program) one refresh
+    of a viewer of `obj` costs, once its program is compiled; nothing else running."""
+    viewer = nnx_lab.watch(obj, display=False)
+    watcher = viewer.watcher
+    deadline = time.perf_counter() + 120
+    while watcher.refreshes < 3 or (stats_programs.compiling() and time.perf_counter() < deadline):
+        watcher.refresh(force=True, wait=True)
+        time.sleep(0.05)
+    cpu = time.process_time()
+    for _ in range(n):
+        watcher.refresh(force=True, wait=True)
+    cost = (time.process_time() - cpu) / n
+    viewer.close()
+    return cost
 
 
 def bench(name: str, model_cls, shape, seconds: float, rounds: int) -> None:
@@ -126,8 +151,8 @@ def bench(name: str, model_cls, shape, seconds: float, rounds: int) -> None:
     nnx_lab.snapshot(model), nnx_lab.snapshot(optimizer)  # compile the statistics kernels
     modes = ("plain", "viewer", "viewers", "blocking")
     got = {m: [] for m in modes}
-    for _ in range(rounds):  # interleaved, so a noisy neighbour hits every mode alike
-        for m in modes:
+    for r in range(rounds):  # interleaved, so a noisy neighbour hits every mode alike; order rotated
+        for m in modes[r % len(modes):] + modes[:r % len(modes)]:
             got[m].append(run(m, model, optimizer, batches, seconds))
     # Each round's ratio against that round's plain run, then the median: the machine is shared and
     # its speed drifts between rounds more than within one.
@@ -136,15 +161,23 @@ def bench(name: str, model_cls, shape, seconds: float, rounds: int) -> None:
           f"{jax.devices()[0].device_kind})")
     for m, label in (("viewer", "viewer"), ("viewers", "model + optimizer viewers"),
                      ("blocking", "viewer, refresh waiting for the device (old)")):
-        ratio = statistics.median(s / p for (s, *_), (p, *_) in zip(got[m], got["plain"]))
-        refreshes = statistics.median(r for _, r, _ in got[m])
-        steady = statistics.median(r for *_, r in got[m])
-        print(f"  {label:<46} throughput ratio {ratio:.3f}   refreshes/s {refreshes:.2f}   steady {steady:.2f}")
+        ratios = [s / p for (s, *_), (p, *_) in zip(got[m], got["plain"])]
+        refreshes = statistics.median(r for _, r, _, _ in got[m])
+        steady = statistics.median(r for _, _, r, _ in got[m])
+        print(f"  {label:<46} throughput ratio {statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})"
+              f"   refreshes/s {refreshes:.2f}   steady {steady:.2f}")
+    # What the ratio should be, from what a refresh costs measured apart (the loop's noise left out).
+    loop_cpu = statistics.median(c for *_, c in got["plain"])
+    model_cost, opt_cost = refresh_cpu(model), refresh_cpu(optimizer)
+    rate = statistics.median(r for _, r, _, _ in got["viewers"])
+    print(f"  one refresh's CPU: model {model_cost * 1e3:.2f} ms, optimizer {opt_cost * 1e3:.2f} ms; the plain loop "
+          f"uses {loop_cpu:.2f} CPU s/s; implied ratio: viewer {1 - rate * model_cost / loop_cpu:.3f}, "
+          f"model + optimizer {1 - rate * (model_cost + opt_cost) / loop_cpu:.3f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--mlp-seconds", type=float, default=6)
     # A loop's first refresh comes back only when the device reaches it, behind the steps queued
     # before it (about 1.5 s of CNN steps here): a loop this long is mostly the steady state a

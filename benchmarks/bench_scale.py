@@ -4,7 +4,9 @@ A deep model of small blocks (Linear(8, 8) + LayerNorm(8): 4 Variables per block
 nnx.List), at 100 ... 100,000 Variables. Each size runs in a fresh process, so "cold" is what a
 user's first look costs (kernels compiled included). Printed per size:
 
-  cold       nnx_lab.snapshot(model), first call in the process
+  rows       nnx_lab.snapshot(model, stats=False), first call in the process: what a viewer shows
+             before its statistics (StateViewer(rows_first=True))
+  cold       nnx_lab.snapshot(model), the first with statistics in the process (kernels compiled)
   programs   seconds until a viewer's statistics programs are compiled (in the background)
   warm       a viewer's refresh once its programs are compiled (wall time, waited for): the structure
              reused, the statistics launched and fetched, and what the browser is sent
@@ -15,7 +17,8 @@ user's first look costs (kernels compiled included). Printed per size:
   treescope  treescope.render_to_html(nnx.state(model)), and its ratio to our cold
   tabulate   nnx.tabulate(model, x), and its ratio to our cold
 
-Run: python benchmarks/bench_scale.py [--sizes 100,1000,10000,100000] [--timeout 600]
+Run: python benchmarks/bench_scale.py [--sizes 100,1000,10000,100000] [--timeout 900]
+     [--treescope-up-to 100000] [--tabulate-up-to 10000]
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ CHILD = r"""
 import json, statistics, sys, time
 import jax, jax.numpy as jnp
 from flax import nnx
-n, peers = int(sys.argv[1]), sys.argv[2] == "1"
+n, treescope_too, tabulate_too = int(sys.argv[1]), sys.argv[2] == "1", sys.argv[4] == "1"
 
 class Block(nnx.Module):
     def __init__(self, rngs):
@@ -56,6 +59,7 @@ out = {}
 t = time.perf_counter(); model = Deep(n // 4); out["build_s"] = time.perf_counter() - t
 import nnx_lab
 from nnx_lab.core.snapshot import _programs as stats_programs
+t = time.perf_counter(); nnx_lab.snapshot(model, stats=False); out["rows_s"] = time.perf_counter() - t
 t = time.perf_counter(); snap = nnx_lab.snapshot(model); out["cold_s"] = time.perf_counter() - t
 out["variables"] = len(snap.rows)
 viewer = nnx_lab.watch(model, max_rate=100.0, display=False)
@@ -78,20 +82,22 @@ out["refresh_bytes"] = sent[-1] if sent else None
 out["payload_bytes"] = len(json.dumps(viewer.snapshot).encode())
 with open(sys.argv[3], "w") as f:
     json.dump(viewer.snapshot, f)
-if peers:
+if treescope_too:
     import treescope
     state = nnx.state(model)
     t = time.perf_counter(); treescope.render_to_html(state); out["treescope_s"] = time.perf_counter() - t
+if tabulate_too:
     x = jnp.ones((1, 8))
     t = time.perf_counter(); nnx.tabulate(model, x); out["tabulate_s"] = time.perf_counter() - t
 print("RESULT" + json.dumps(out))
 """
 
 
-def run(n: int, peers: bool, timeout: float, payload_file: str) -> dict | str:
+def run(n: int, treescope_too: bool, tabulate_too: bool, timeout: float, payload_file: str) -> dict | str:
     env = dict(os.environ)
     try:
-        done = subprocess.run([sys.executable, "-c", CHILD, str(n), "1" if peers else "0", payload_file],
+        done = subprocess.run([sys.executable, "-c", CHILD, str(n), "1" if treescope_too else "0", payload_file,
+                               "1" if tabulate_too else "0"],
                               capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return f"did not finish in {timeout:.0f} s"
@@ -109,15 +115,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="100,1000,10000,100000")
     parser.add_argument("--timeout", type=float, default=900)
-    parser.add_argument("--peers-up-to", type=int, default=10000, help="run treescope and nnx.tabulate up to this size")
+    parser.add_argument("--treescope-up-to", type=int, default=100000, help="run treescope up to this size")
+    parser.add_argument("--tabulate-up-to", type=int, default=10000,
+                        help="run nnx.tabulate up to this size (11 minutes at 10,000 here)")
     args = parser.parse_args()
-    print(f"{'Variables':>9}  {'cold':>9}  {'programs':>8}  {'warm':>9}  {'per Var':>8}  {'first B':>7}  "
+    print(f"{'Variables':>9}  {'rows':>8}  {'cold':>9}  {'programs':>8}  {'warm':>9}  {'per Var':>8}  {'first B':>7}  "
           f"{'B/refresh':>9}  {'paint':>7}  {'treescope':>9}  {'ts/cold':>7}  {'tabulate':>9}  {'tab/cold':>8}")
     with tempfile.TemporaryDirectory() as tmp:
         payload_file = os.path.join(tmp, "payload.json")
         for n in (int(s) for s in args.sizes.split(",")):
             start = time.perf_counter()
-            got = run(n, n <= args.peers_up_to, args.timeout, payload_file)
+            got = run(n, n <= args.treescope_up_to, n <= args.tabulate_up_to, args.timeout, payload_file)
             if isinstance(got, str):
                 print(f"{n:>9}  {got}  ({time.perf_counter() - start:.0f} s)")
                 continue
@@ -129,7 +137,7 @@ def main() -> None:
             ts_ratio = "" if ts is None else f"{ts / cold:.2f}"
             tab_ratio = "" if tab is None else f"{tab / cold:.2f}"
             per_refresh = "—" if got["refresh_bytes"] is None else f"{got['refresh_bytes'] / v:.1f}"
-            print(f"{v:>9,}  {ms(cold):>9}  {got['program_compile_s']:>6.1f} s  {ms(warm):>9}  {warm / v * 1e6:>5.1f} us"
+            print(f"{v:>9,}  {ms(got['rows_s']):>8}  {ms(cold):>9}  {got['program_compile_s']:>6.1f} s  {ms(warm):>9}  {warm / v * 1e6:>5.1f} us"
                   f"  {got['payload_bytes'] / v:>7.0f}  {per_refresh:>9}  {ms(paint and paint / 1e3):>7}  {ms(ts):>9}  "
                   f"{ts_ratio:>7}  {ms(tab):>9}  {tab_ratio:>8}", flush=True)
 

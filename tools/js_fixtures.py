@@ -95,7 +95,7 @@ def viewer_payloads() -> dict:
         out["viewer_layers"] = {"snapshot": viewer.snapshot, "static": static_rows(viewer.last_snapshot)}
     finally:
         viewer.close()
-    return out
+    return {**out, **alert_payloads()}
 
 
 def _stacked_model():
@@ -110,6 +110,51 @@ def _stacked_model():
             self.head = nnx.Linear(2, 1, rngs=nnx.Rngs(1))
 
     return Stacked()
+
+
+def alert_payloads() -> dict:
+    """Two viewers whose NaN/Inf banner is set: by a logged scalar (a NaN loss at step 21, an Inf in
+    a Variable at the end) and by a Variable (NaN, then clean again); with Python's banner text and,
+    for the first, the "scalars" message (numbers as text: JSON has no NaN)."""
+    import jax.numpy as jnp
+    import numpy as np
+    from flax import nnx
+
+    from nnx_lab.core import compat
+    from nnx_lab.widgets.viewer import StateViewer
+
+    out = {}
+    for case in ("scalar", "variable"):
+        model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), nnx.BatchNorm(3, rngs=nnx.Rngs(0)))
+        viewer = StateViewer(model)
+        sent: list = []
+        viewer.send = lambda msg, buffers=None: sent.append((msg, buffers))
+        try:
+            bias = model.layers[0].bias
+            for step in viewer.track(range(40)):
+                if case == "scalar":
+                    viewer.log(loss=jnp.float32(np.nan if step == 20 else 1.0 / (step + 1)), lr=1e-3)
+                elif step == 10:
+                    compat.set_value(bias, jnp.array([0.0, np.nan, np.nan]))
+                    viewer.refresh()  # seen at a refresh after 10 ticks
+                elif step == 30:
+                    compat.set_value(bias, jnp.zeros(3))
+            if case == "scalar":
+                compat.set_value(bias, jnp.array([np.inf, 0.0, 0.0]))
+            viewer.refresh()
+            viewer.watcher.wait()
+            payload = {"snapshot": viewer.snapshot, "alert": viewer.alert, "text": viewer.watcher.alert.text()}
+            if case == "scalar":
+                viewer.send_scalars()
+                msg, (steps, values) = sent[-1]
+                payload["scalars"] = {"msg": msg, "steps": np.frombuffer(steps, np.float64).tolist(),
+                                      "values": [_number(v) for v in np.frombuffer(values, np.float64)],
+                                      "latest": {name: _number(viewer.watcher.scalars.latest(name)[1])
+                                                 for name in msg["names"]}}
+            out[f"viewer_alert_{case}"] = payload
+        finally:
+            viewer.close()
+    return out
 
 
 def static_rows(snap: Any) -> dict:
@@ -239,7 +284,8 @@ GROUPS: dict[str, tuple[Callable[[], dict], str | None]] = {
     "views": (views_payloads, "nnx.view"),
     "capture": (capture_payloads, "nnx.capture"),
 }
-NAMES = {"viewer": ["viewer_sequential", "viewer_layers"], "split": ["split_shadowing", "split_partial"],
+NAMES = {"viewer": ["viewer_sequential", "viewer_layers", "viewer_alert_scalar", "viewer_alert_variable"],
+         "split": ["split_shadowing", "split_partial"],
          "views": ["views_mixed", "views_eval", "views_modes", "views_empty"],
          "capture": ["capture_call", "capture_grads", "capture_report_view"]}
 

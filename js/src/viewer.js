@@ -1,8 +1,9 @@
 // nnx_lab model viewer: an anywidget front end. Uses only anywidget's model API (get, set,
 // save_changes, on/off, send), so it runs in JupyterLab, Notebook 7, VS Code and Colab.
-// Composed of viewer/panels.js (title, devices, NaN/Inf banner, chips), viewer/toolbar.js
-// (filter, statistic, expand/collapse, status line), viewer/rows.js (which rows are listed) and
-// shared/table.js (the virtualized tree table with sparklines).
+// Composed of viewer/panels.js (title, devices, NaN/Inf banner, chips), viewer/scalars.js (the
+// header's curves of logged scalars), viewer/toolbar.js (filter, statistic, expand/collapse,
+// status line), viewer/rows.js (which rows are listed) and shared/table.js (the virtualized tree
+// table with sparklines).
 
 import { h } from "./shared/dom.js";
 import { css } from "./shared/styles.js";
@@ -12,6 +13,7 @@ import { createTreeTable } from "./shared/table.js";
 import { createHeatmap } from "./viewer/heatmap.js";
 import { fillBanner, fillChips, fillDevices, fillTitle } from "./viewer/panels.js";
 import { RowState } from "./viewer/rows.js";
+import { fillScalars, parseScalars } from "./viewer/scalars.js";
 import { createStatusLine, createToolbar, firstPaintMarker } from "./viewer/toolbar.js";
 
 // User actions redraw at once (tests and people see the result right after the click);
@@ -31,6 +33,7 @@ function render({ model, el }) {
   const title = h(doc, "div", { class: "nnx-title" });
   const devices = h(doc, "div", { class: "nnx-devices" });
   const banner = h(doc, "div", { class: "nnx-banner", role: "alert", hidden: true });
+  const scalars = h(doc, "div", { class: "nnx-scalars", hidden: true });
   const toolbar = createToolbar(doc, {
     onQuery: (text) => rows.setQuery(text) && relayout(NOW),
     onChip(name) {
@@ -60,7 +63,7 @@ function render({ model, el }) {
   });
   const heatmap = createHeatmap(doc);
   const root = h(doc, "div", { class: "nnx-lab-viewer" });
-  root.append(h(doc, "style", null, css()), h(doc, "div", { class: "nnx-head" }, title, devices), banner,
+  root.append(h(doc, "style", null, css()), h(doc, "div", { class: "nnx-head" }, title, devices), scalars, banner,
     toolbar.el, heatmap.el, table.el, statusLine.el);
   el.replaceChildren(root);
 
@@ -103,9 +106,11 @@ function render({ model, el }) {
     once("title", [snap.root_type, snap.totals && snap.totals.all], () => fillTitle(doc, title, snap));
     once("devices", snap.devices, () => fillDevices(doc, devices, snap.devices));
     drawChips();
-    fillBanner(doc, banner, snap, rows.tree);
+    drawBanner();
     relayout();
   }
+
+  const drawBanner = () => fillBanner(doc, banner, snap, rows.tree, model.get("alert"));
 
   function onStat() {
     const next = model.get("sparkline_stat") || "norm";
@@ -118,6 +123,11 @@ function render({ model, el }) {
   }
 
   function onMsg(msg, buffers) {
+    if (msg && msg.type === "scalars") {
+      const curves = parseScalars(msg, buffers);
+      if (curves) fillScalars(doc, scalars, curves);
+      return;
+    }
     if (msg && msg.type === "stats") {
       const next = withStats(model.get("snapshot") || {}, msg, buffers && buffers[0]);
       if (next && !(next.refresh <= snap.refresh)) show(next);
@@ -127,7 +137,12 @@ function render({ model, el }) {
     if (history.onHistory(msg, buffers && buffers[0])) relayout();
   }
 
-  banner.addEventListener("click", () => {
+  banner.addEventListener("click", (ev) => {
+    if (ev.target && ev.target.closest && ev.target.closest(".nnx-banner-clear")) {
+      model.send({ type: "clear_alert" });
+      return;
+    }
+    if (banner.getAttribute("data-row") === null) return; // a scalar's alert: no row to show
     const id = rows.reveal(Number(banner.getAttribute("data-row")));
     if (id === null) return;
     toolbar.filter.value = rows.query;
@@ -144,6 +159,7 @@ function render({ model, el }) {
   listen("change:snapshot", onSnapshot);
   listen("change:status", () => statusLine.fill(model.get("status")));
   listen("change:sparkline_stat", onStat);
+  listen("change:alert", drawBanner);
   listen("msg:custom", onMsg);
 
   // --- first render --------------------------------------------------------------------------
@@ -152,6 +168,7 @@ function render({ model, el }) {
   onSnapshot(true);
   model.send({ type: "stats" }); // the trait holds the statistics of its last structure change
   model.send({ type: "history", stat });
+  model.send({ type: "scalars" }); // buffers are not in the initial state on Colab: asked for after display
   // Draw the first window now (not on the next frame) so the first paint has rows.
   relayout(NOW);
 

@@ -28,7 +28,7 @@ function mount(snapshot, extra = {}) {
   return { doc, el, model, cleanup, q, paths, row };
 }
 
-test("renders rows, modules, header cells and asks for history once", async () => {
+test("renders rows, modules, header cells and asks for history and scalars once", async () => {
   const { el, model, q, paths, row, cleanup } = mount(sequential());
   assert.equal(el.children[0].getAttribute("class"), "nnx-lab-viewer");
   assert.deepEqual(paths(), [
@@ -59,7 +59,8 @@ test("renders rows, modules, header cells and asks for history once", async () =
   assert.equal(q(".nnx-banner")[0].hidden, true);
   assert.equal(q(".nnx-type-chip").length, 2);
   assert.ok(q(".nnx-devices")[0].textContent.includes("cpu \u00D7 1"));
-  assert.deepEqual(model.sent, [{ type: "stats" }, { type: "history", stat: "norm" }]);
+  assert.deepEqual(model.sent, [{ type: "stats" }, { type: "history", stat: "norm" }, { type: "scalars" }]);
+  assert.equal(q(".nnx-scalars")[0].hidden, true); // nothing logged: no header curves
   // First paint is stamped from an animation frame: wait for it (a loaded machine delays frames).
   for (let waited = 0; el.dataset.firstPaintMs === undefined && waited < 5000; waited += 10) await tick(10);
   assert.ok(Number(el.dataset.firstPaintMs) >= 0);
@@ -160,11 +161,11 @@ test("refreshes append to the sparkline, history replies replace it, structure c
   model.emit("msg:custom", { type: "history", stat: "norm", structure: 1, rows: 6, length: L, refresh: 2 }, [new DataView(buf.buffer)]);
   await tick();
   assert.equal(spark().getAttribute("title"), "norm: 1 (5 refreshes)");
-  assert.equal(model.sent.length, 2);
+  assert.equal(model.sent.length, 3); // stats, history and scalars, on first render
   model.set("snapshot", sequential({ refresh: 3, structure: 2 }));
   await tick();
   assert.deepEqual(model.sent.at(-1), { type: "history", stat: "norm" });
-  assert.equal(model.sent.length, 3);
+  assert.equal(model.sent.length, 4);
   cleanup();
 });
 
@@ -176,7 +177,7 @@ test("choosing another statistic saves the trait and asks for its history", asyn
   assert.equal(model.get("sparkline_stat"), "abs_max");
   assert.equal(model.saves, 1);
   assert.deepEqual(model.sent.at(-1), { type: "history", stat: "abs_max" });
-  assert.equal(model.sent.length, 3);
+  assert.equal(model.sent.length, 4); // stats, history, scalars on render, then this history
   await tick();
   assert.equal(q("th[data-col=spark]")[0].getAttribute("title"), "trend of abs_max over the last refreshes");
   q("button.nnx-refresh")[0].dispatch("click");
@@ -250,7 +251,7 @@ test("a statistic set from Python that the menu lacks is added to it", async () 
   const sel = q("select.nnx-stat")[0];
   assert.equal(sel.value, "zero_frac");
   assert.ok(sel.querySelectorAll("option").some((o) => o.getAttribute("value") === "zero_frac"));
-  assert.deepEqual(model.sent, [{ type: "stats" }, { type: "history", stat: "zero_frac" }]);
+  assert.deepEqual(model.sent, [{ type: "stats" }, { type: "history", stat: "zero_frac" }, { type: "scalars" }]);
   model.set("sparkline_stat", "std");
   assert.equal(sel.value, "std");
   assert.deepEqual(model.sent.at(-1), { type: "history", stat: "std" });

@@ -19,6 +19,7 @@ import re
 from typing import Any, Iterator
 
 import flax
+import jax
 from flax import nnx
 
 FLAX_VERSION: str = flax.__version__
@@ -91,7 +92,16 @@ def require(feature: str, what: str | None = None) -> None:
 
 def get_value(variable: nnx.Variable) -> Any:
     """A Variable's value (``get_value()`` from flax 0.12.1; ``.value`` before)."""
-    return variable.get_value() if _HAS_GET_VALUE else variable.value
+    if not _HAS_GET_VALUE:
+        return variable.value
+    raw = getattr(variable, "get_raw_value", None)
+    if raw is not None:
+        value = raw()
+        # What get_value() returns for a plain array with no get hook (its "copy" is the same
+        # object), without its pytree map: a walk reads thousands of these.
+        if isinstance(value, jax.Array) and "on_get_value" not in variable.get_metadata():
+            return value
+    return variable.get_value()
 
 
 def set_value(variable: nnx.Variable, value: Any) -> None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import threading
 from typing import Any, Iterable, Iterator, TypeVar
 
+import numpy as np
 import traitlets
 
 from .._ipython import busy_queue
 from ..core.render import html_table, summary_line
-from ..core.snapshot import HISTORY_STATS, STAT_NAMES, Watcher, threads_see_jax_config
+from ..core.snapshot import HISTORY_STATS, PRECISION, STAT_NAMES, Watcher, round_significant, threads_see_jax_config
 from ._base import STATIC, Widget, background_unsupported, command
 
 T = TypeVar("T")
@@ -30,6 +31,9 @@ class StateViewer(Widget):
     snapshot = traitlets.Dict().tag(sync=True)
     status = traitlets.Dict().tag(sync=True)
     sparkline_stat = traitlets.Unicode("norm").tag(sync=True)
+    #: the NaN/Inf alert (core.snapshot.NonfiniteAlert.to_dict): first step, refresh and path; {} when none
+    alert = traitlets.Dict().tag(sync=True)
+    _scalars_sent = -1  # the ScalarStore version last sent to the browser
 
     def __init__(self, obj: Any, *, max_rate: float = 2.0, background: bool = False,
                  stats: bool = True, history: int = 100, rows_first: bool = False, layers: dict | None = None,
@@ -55,9 +59,27 @@ class StateViewer(Widget):
             self.start_background()
 
     # -- the training-loop API ----------------------------------------------------
-    def tick(self) -> bool:
-        """Call once per step; refreshes when the throttle allows. Never raises."""
-        return self._watcher.tick()
+    def tick(self, **scalars: Any) -> bool:
+        """Call once per step; refreshes when the throttle allows. Never raises.
+
+        ``viewer.tick(loss=loss, lr=lr)`` also records scalars for this step (see :meth:`log`);
+        their curves are drawn in the viewer's header."""
+        return self._watcher.tick(**scalars)
+
+    def log(self, **scalars: Any) -> None:
+        """Record scalars for the current step without refreshing, e.g. inside
+        ``for batch in viewer.track(batches):``: ``viewer.log(loss=train_step(batch))``.
+
+        Each value is a device scalar (a ``jax.Array`` of one element) or a number. Device values are
+        never synced here: they are read once computed, when a refresh is published (every step
+        gets a point; the header keeps up to 256 per name, evenly spread over the steps). A value
+        that is not a real scalar is not recorded and the status line says so; a NaN or Inf is
+        drawn and raises the NaN/Inf banner."""
+        self._watcher.log(**scalars)
+
+    def clear_alert(self) -> None:
+        """Dismiss the NaN/Inf banner (it names the first step with a NaN/Inf until cleared)."""
+        self._watcher.clear_alert()
 
     def track(self, iterable: Iterable[T]) -> Iterator[T]:
         """``for batch in viewer.track(batches): step(batch)``: ticks after each step."""
@@ -128,6 +150,11 @@ class StateViewer(Widget):
             else:
                 self.send_stats()
             self._sent_refresh = watcher.refreshes
+        alert = watcher.alert.to_dict()
+        if alert != self.alert:
+            self.alert = alert
+        if watcher.scalars.version != self._scalars_sent:
+            self.send_scalars()
         self.status = watcher.status()
 
     def send_stats(self) -> None:
@@ -151,6 +178,37 @@ class StateViewer(Widget):
     @command("history")
     def _history_request(self, content: dict, _buffers: Any) -> None:
         self.send_history(str(content.get("stat", self.sparkline_stat)))
+
+    @command("scalars")
+    def _scalars_request(self, content: dict, _buffers: Any) -> None:
+        self.send_scalars()
+
+    @command("clear_alert")
+    def _clear_alert_request(self, content: dict, _buffers: Any) -> None:
+        self.clear_alert()
+
+    def send_scalars(self) -> None:
+        """Send every scalar's curve: names and point counts, then two float64 buffers, the steps and
+        the values (rounded as the statistics are), names one after the other. Sent
+        after display (Colab drops buffers of the initial state) and at each refresh that read
+        new values."""
+        store = self._watcher.scalars
+        self._scalars_sent = store.version
+        names, counts, steps, values = [], [], [], []
+        for name in store.names:
+            s, v = store.series(name)
+            names.append(name)
+            counts.append(int(len(s)))
+            steps.append(s)
+            values.append(v)
+        if not names:
+            return
+        step_buffer = np.concatenate(steps).astype(np.float64)
+        # Rounded as the payload's statistics are (float64: a huge loss stays finite, 1/3 is 0.3333).
+        value_buffer = np.array([float(f"{v:.{PRECISION}g}")
+                                 for v in round_significant(np.concatenate(values), PRECISION).tolist()])
+        self.send({"type": "scalars", "names": names, "counts": counts, "version": store.version},
+                  buffers=[step_buffer.tobytes(), value_buffer.tobytes()])
 
     def send_history(self, stat: str) -> None:
         """Send one statistic's history as a float32 buffer (after display: Colab-safe)."""
@@ -179,6 +237,10 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
     """Show a live viewer of ``obj`` and return it; refreshes after every cell, on
     ``viewer.tick()`` / ``viewer.track(...)``, and optionally from a background thread.
 
+    ``viewer.log(loss=loss)`` (or ``viewer.tick(loss=loss)``) draws scalars' curves in the header,
+    never syncing them in the loop; the NaN/Inf banner names the first step and path where a NaN
+    or Inf appeared until ``viewer.clear_alert()``.
+
     Holds ``obj`` by weak reference (keep your own reference to the model). Refreshing never
     raises. With several processes (``jax.distributed``), every process refreshes (they reduce
     sharded arrays together) and only process 0 displays.
@@ -204,9 +266,9 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
     >>> viewer
     StateViewer · Linear: 2 variables, 9 elements, 36 B on 1× ...
     >>> for step in viewer.track(range(3)):
-    ...     pass
-    >>> viewer.status["state"]
-    'live'
+    ...     viewer.log(loss=1.0 / (step + 1))
+    >>> viewer.status["state"], viewer.watcher.scalars.latest("loss")
+    ('live', (3, 0.3333333333333333))
     """
     viewer = StateViewer(obj, max_rate=max_rate, background=background, stats=stats, history=history,
                          layers=layers)

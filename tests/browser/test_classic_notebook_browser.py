@@ -40,6 +40,7 @@ CELLS = [
     "viewer = nnx_lab.watch(model)",
     "for step in viewer.track(range(60)):\n"
     "    compat.set_value(model.layers[0].bias, jnp.full((8,), float(step)))\n"
+    "    viewer.log(loss=jnp.float32(step) / 2)\n"
     "    time.sleep(0.05)",
     "%nnx_split model nnx.Param ...",
     "panel = nnx_lab.mode_toggle(model)",
@@ -148,6 +149,10 @@ def test_widgets_in_the_classic_notebook_then_saved_static(classic_server, class
     during = {text for busy, text in samples if busy}
     assert len(during) >= 3, f"the viewer did not update during the loop: {samples[:40]}"
     mean.filter(has_text="59").wait_for()  # the last step, once the cell ended
+    # The logged loss's curve in the header: its buffers reach ipywidgets 7's front end.
+    loss = viewer.locator('.nnx-scalar[data-name="loss"]')
+    loss.locator(".nnx-scalar-step").filter(has_text="step 60").wait_for()
+    assert loss.locator(".nnx-scalar-value").inner_text() == "29.5"
 
     # The split report.
     _run_cell(page, 4)

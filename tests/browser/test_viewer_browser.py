@@ -1,10 +1,7 @@
-"""The live State viewer in a real browser: rows, sort, filter, expand, live updates, XSS, theme, Notebook 7."""
+"""The live State viewer in a real browser: rows, sort, filter, expand, live updates, XSS, theme, Notebook 7,
+header curves of logged scalars and the NaN/Inf banner."""
 
 from __future__ import annotations
-
-from pathlib import Path
-
-import nbformat
 
 from . import pages
 from .test_quickstart_browser import EVIL_CLASS, EVIL_KEY, assert_readable, open_in_dark_theme, write_notebook
@@ -183,3 +180,39 @@ def test_background_thread_updates_reach_the_browser(page, jupyter_server, open_
                                           "    time.sleep(0.05)")
     while_busy = {text for busy, text in samples if busy and text}
     assert len(while_busy) >= 3, f"no background updates arrived during the cell: {sorted(while_busy)}"
+
+
+def test_scalar_curves_in_the_header_and_a_nan_banner_naming_the_step(page, page_events, jupyter_server, open_notebook,
+                                                                     run_all_cells, screenshot, tmp_path):
+    """viewer.log(loss=...) in a loop draws a curve in the header with its last value and step; a NaN
+    seen at the 9th step stays in the banner, with the step, after the values are finite again."""
+    loop = ("for step in viewer.track(range(30)):\n"
+            "    viewer.log(loss=jnp.float32(1.0 / (step + 1)), lr=1e-3)\n"
+            "    if step == 9:\n"
+            "        model.small.set_value(model.small.get_value() * jnp.nan)\n"
+            "        viewer.refresh()  # seen after 9 steps\n"
+            "    if step == 19:\n"
+            "        model.small.set_value(jnp.ones(3))")
+    nb = write_notebook(tmp_path / "viewer_scalars.ipynb", *SETUP, loop)
+    open_notebook(page, jupyter_server, nb, ui="lab")
+    run_all_cells(page)
+    root = viewer(page)
+    loss = root.locator('.nnx-scalars .nnx-scalar[data-name="loss"]')
+    loss.wait_for(state="visible", timeout=15_000)
+    page.wait_for_function("() => document.querySelector("
+                           "'.nnx-lab-viewer .nnx-scalar[data-name=\"loss\"] .nnx-scalar-step').textContent === 'step 30'",
+                           timeout=15_000)
+    assert loss.locator(".nnx-scalar-value").inner_text() == "0.03333"
+    assert loss.locator("svg path").get_attribute("d").count("L") >= 10  # a curve, not a dot
+    assert root.locator('.nnx-scalar[data-name="lr"] .nnx-scalar-value').inner_text() == "0.001"
+
+    banner = root.locator(".nnx-banner")
+    assert banner.is_visible()
+    text = banner.locator(".nnx-banner-text").inner_text()
+    assert text.startswith("first NaN at step 9 (refresh ") and text.endswith(" in small; now clean"), text
+    assert root.locator('.nnx-row[data-path="small"] .c-nonfinite').inner_text() == ""  # clean now
+    screenshot(page, "viewer-lab-scalars-and-banner", scroll_to=root)
+
+    banner.locator(".nnx-banner-clear").click()
+    page.wait_for_function("() => document.querySelector('.nnx-lab-viewer .nnx-banner').hidden", timeout=15_000)
+    assert not page_events.script_dialogs, page_events.dialogs

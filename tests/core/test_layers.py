@@ -216,3 +216,15 @@ def test_a_viewer_refreshes_layers_in_one_program_launch(monkeypatch):
     snap = watcher.snapshot
     for path in ("blocks.lin.kernel", "blocks.steps", "blocks.norm.scale"):
         assert_layers_equal_numpy(snap, path, np.asarray(compat.get_value(eval("model." + path))), 0)
+
+
+def test_the_nan_alert_counts_a_stacked_variable_once_and_names_it():
+    model = vmapped(metadata=False)
+    k = np.asarray(compat.get_value(model.blocks.lin.kernel)).copy()
+    k[2, 1, 1] = np.nan
+    compat.set_value(model.blocks.lin.kernel, jnp.asarray(k))
+    watcher = Watcher(model, layers={"blocks": 0})
+    watcher.refresh(force=True)
+    assert watcher.alert.now_variables == 1
+    assert watcher.alert.first["where"] == "blocks.lin.kernel"
+    assert watcher.snapshot["blocks.lin.kernel[layer 2]"].stats["nan_count"] == 1

@@ -41,6 +41,12 @@ export function fmtCount(n) {
   return String(Math.round(n));
 }
 
+/** A step number with thousands separators, as Python's f"{n:,}": "1,234"; "" for null. */
+export function fmtStep(n) {
+  if (n === null || n === undefined || !Number.isFinite(n)) return "";
+  return String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+}
+
 /**
  * Bytes in binary units, one decimal above 1023 B, the unit chosen after rounding: "512 B",
  * "1.0 KiB", "288.7 MiB"; ties away from zero (toFixed's rule); "" for null.

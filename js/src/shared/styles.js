@@ -58,6 +58,18 @@ ${R} .nnx-banner{margin:4px 0;padding:3px 8px;border-radius:3px;border:1px solid
 ${R} .nnx-banner .icon{color:${ERROR};font-weight:700;margin-right:4px}
 ${R} .nnx-banner[hidden]{display:none}
 ${R} .nnx-banner code{font-family:${MONO};font-weight:600}
+${R} .nnx-banner[data-state="clean"]{border-color:${WARN};background:rgba(245,124,0,0.10)}
+${R} .nnx-banner[data-state="clean"] .icon{color:${WARN}}
+${R} .nnx-banner .nnx-banner-clear{float:right;height:18px;padding:0 6px;margin-left:8px}
+${R} .nnx-scalars{display:flex;flex-wrap:wrap;gap:2px 16px;align-items:center;margin:2px 0 4px}
+${R} .nnx-scalar{display:inline-flex;align-items:center;gap:5px;white-space:nowrap}
+${R} .nnx-scalar-name{font-family:${MONO};color:${MUTED}}
+${R} .nnx-scalar-spark{display:block;flex:none}
+${R} .nnx-scalar-spark path{fill:none;stroke:${ACCENT};stroke-width:1.2}
+${R} .nnx-scalar-spark line.bad{stroke:${ERROR};stroke-width:1}
+${R} .nnx-scalar-value{font-weight:600}
+${R} .nnx-scalar-value.bad{color:${ERROR}}
+${R} .nnx-scalar-step{color:${MUTED}}
 ${R} .nnx-bar-row{display:flex;flex-wrap:wrap;gap:4px 6px;align-items:center;margin:4px 0}
 ${R} .nnx-chips{display:flex;flex-wrap:wrap;gap:4px 6px;align-items:center}
 ${R} .nnx-tools{display:flex;gap:6px;align-items:center;margin-left:auto}

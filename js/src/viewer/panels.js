@@ -3,7 +3,7 @@
 
 import { h } from "../shared/dom.js";
 import { typeColor } from "../shared/colors.js";
-import { fmtBytes, fmtClock, fmtCount, fmtMs, fmtNonfinite } from "../shared/format.js";
+import { fmtBytes, fmtClock, fmtCount, fmtMs, fmtNonfinite, fmtStep } from "../shared/format.js";
 
 /** Title: "Model · 6 variables · 84 B". */
 export function fillTitle(doc, el, snap) {
@@ -72,9 +72,33 @@ export function firstNonfinite(snap) {
   return first < 0 ? null : { row: first, nan: nan[first] || 0, inf: inf[first] || 0, count };
 }
 
-export function fillBanner(doc, el, snap, tree) {
+/** The alert's one line, as Python's NonfiniteAlert.text(): "first NaN at step 1,234 (refresh 17) in <where>; now clean". */
+export function alertParts(alert) {
+  const kind = alert.nan && !alert.inf ? "NaN" : alert.inf && !alert.nan ? "Inf" : "NaN/Inf";
+  const when = alert.step ? `step ${fmtStep(alert.step)} (refresh ${fmtStep(alert.refresh)})` : `refresh ${fmtStep(alert.refresh)}`;
+  const now = [];
+  const k = alert.now_variables || 0;
+  if (k) now.push(`${k} variable${k === 1 ? "" : "s"}`);
+  for (const name of alert.now_scalars || []) now.push(String(name));
+  return { head: `first ${kind} at ${when} in `, where: String(alert.where ?? ""),
+           tail: `; ${now.length ? `now in ${now.join(", ")}` : "now clean"}` };
+}
+
+function rowOfPath(tree, path) {
+  if (!tree || !tree.rowPath) return -1;
+  for (let r = 0; r < tree.rowPath.length; r++) if (tree.rowPath[r] === path) return r;
+  return -1;
+}
+
+/**
+ * The NaN/Inf banner. With an `alert` (Python's, kept until cleared): where and at which step a
+ * NaN/Inf first appeared, what is non-finite now, and a clear button; without one, the rows that
+ * hold NaN/Inf in this snapshot. `data-row` is the row a click reveals.
+ */
+export function fillBanner(doc, el, snap, tree, alert = null) {
   const bad = firstNonfinite(snap);
-  if (!bad || !tree) {
+  const alerted = alert && alert.where !== undefined;
+  if (!alerted && (!bad || !tree)) {
     el.hidden = true;
     el.replaceChildren();
     el.removeAttribute("data-row");
@@ -82,18 +106,39 @@ export function fillBanner(doc, el, snap, tree) {
     return;
   }
   el.hidden = false;
-  const sig = `${bad.row}:${bad.nan}:${bad.inf}:${bad.count}:${tree.rowPath[bad.row]}`;
+  let row;
+  let sig;
+  if (alerted) {
+    row = alert.source === "variable" ? rowOfPath(tree, alert.where) : -1;
+    if (row < 0 && bad) row = bad.row;
+    sig = `alert:${JSON.stringify(alert)}:${row}`;
+  } else {
+    row = bad.row;
+    sig = `${bad.row}:${bad.nan}:${bad.inf}:${bad.count}:${tree.rowPath[bad.row]}`;
+  }
   if (el.getAttribute("data-sig") === sig) return;
   el.setAttribute("data-sig", sig);
-  el.setAttribute("data-row", String(bad.row));
-  const more = bad.count > 1 ? ` (+${bad.count - 1} more variable${bad.count === 2 ? "" : "s"})` : "";
-  el.replaceChildren(
-    h(doc, "span", { class: "icon" }, "\u26A0"),
-    "NaN/Inf in ",
-    h(doc, "code", null, tree.rowPath[bad.row] || "(root)"),
-    `: ${fmtNonfinite(bad.nan, bad.inf)}${more}`,
-  );
-  el.setAttribute("title", "show this variable");
+  if (row >= 0) el.setAttribute("data-row", String(row));
+  else el.removeAttribute("data-row");
+  el.setAttribute("data-state", alerted ? (alert.now_variables || (alert.now_scalars || []).length ? "bad" : "clean") : "bad");
+  if (alerted) {
+    const { head, where, tail } = alertParts(alert);
+    el.replaceChildren(
+      h(doc, "span", { class: "icon" }, "\u26A0"),
+      h(doc, "span", { class: "nnx-banner-text" }, head, h(doc, "code", null, where), tail),
+      h(doc, "button", { class: "nnx-tool nnx-banner-clear", type: "button", title: "dismiss until the next NaN/Inf" }, "clear"),
+    );
+  } else {
+    const more = bad.count > 1 ? ` (+${bad.count - 1} more variable${bad.count === 2 ? "" : "s"})` : "";
+    el.replaceChildren(
+      h(doc, "span", { class: "icon" }, "\u26A0"),
+      "NaN/Inf in ",
+      h(doc, "code", null, tree.rowPath[bad.row] || "(root)"),
+      `: ${fmtNonfinite(bad.nan, bad.inf)}${more}`,
+    );
+  }
+  if (row >= 0) el.setAttribute("title", "show this variable");
+  else el.removeAttribute("title");
 }
 
 /** One chip per Variable type in totals (count, bytes); `active` is the filtered type. */

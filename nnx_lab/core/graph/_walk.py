@@ -99,12 +99,20 @@ def _variable_leaves(path: Path, var: nnx.Variable, aliases: tuple[Path, ...]) -
         return [Leaf(path, name, value, meta, aliases)]
     out = []
     for keys, v in flat:
-        suffix = tuple(_key_of(k) for k in keys)
+        suffix = tuple(path_key(k) for k in keys)
         out.append(Leaf(path + suffix, name, v, meta, tuple(a + suffix for a in aliases)))
     return out
 
 
-def _key_of(k: Any) -> Hashable:
+_KEY_FIELD = {jax.tree_util.SequenceKey: "idx", jax.tree_util.DictKey: "key", jax.tree_util.GetAttrKey: "name",
+              jax.tree_util.FlattenedIndexKey: "key"}
+
+
+def path_key(k: Any) -> Hashable:
+    """A jax key path entry as flax's paths hold it: an attribute name, a dict key, an index."""
+    field = _KEY_FIELD.get(type(k))
+    if field is not None:
+        return getattr(k, field)
     for attr in ("idx", "key", "name"):
         if hasattr(k, attr):
             return getattr(k, attr)
@@ -138,6 +146,9 @@ def walk_graph(obj: Any) -> GraphWalk:
         walk = walk_graph(wrapped)
         return GraphWalk(walk.leaves, walk.nodes, f"ToLinen({walk.root_type})")
     check_inspectable(obj)
+    flat = _flat_walk(obj)
+    if flat is not None:
+        return flat
     visited: list[tuple[Path, Any]] = list(compat.iter_graph(obj))
     seen = {path for path, _ in visited}
     shared = _shared_prefixes(obj, seen)
@@ -167,6 +178,78 @@ def walk_graph(obj: Any) -> GraphWalk:
     if _linen_collection(obj, leaves):  # the collection is what a Linen user calls the type
         leaves = [dataclasses.replace(leaf, type_name=str(leaf.path[0])) for leaf in leaves]
     return GraphWalk(leaves, nodes, root_type)
+
+
+def _flat_walk(obj: Any) -> GraphWalk | None:
+    """flax's walk, from jax's pytree flattening (C++: about 10x faster), where the two provably agree.
+
+    They agree when every flattened leaf is a Variable reached once (no tied weights, no shared
+    Module: those need flax's canonical paths and aliases), every graph node jax passes through holds
+    a Variable (an empty Module is a node flax names; jax yields nothing for it) and every path,
+    stepped through from ``obj``, reaches the very Variable jax found there. Otherwise None: flax walks.
+    Containers come in flax's order (each after everything under it).
+    """
+    graph_nodes: list = []
+
+    def is_leaf(x: Any) -> bool:
+        if isinstance(x, nnx.Variable):
+            return True
+        if nnx_graph.is_graph_node(x) and not _bookkeeping(x):
+            graph_nodes.append(x)
+        return False
+
+    try:
+        flat, _ = jax.tree_util.tree_flatten_with_path(obj, is_leaf=is_leaf)
+    except Exception:  # noqa: BLE001 - a graph jax cannot flatten: flax walks it
+        return None
+    objects: dict[Path, Any] = {(): obj}
+    nodes: dict[Path, str] = {}
+    leaves: list[Leaf] = []
+    reached: set[int] = set()
+    open_: list[Path] = []  # containers whose subtree the leaves have not left yet, outermost first
+    for keys, var in flat:
+        if not isinstance(var, nnx.Variable) or id(var) in reached:
+            return None
+        reached.add(id(var))
+        path = tuple(path_key(k) for k in keys)
+        while open_ and path[:len(open_[-1])] != open_[-1]:
+            done = open_.pop()
+            nodes[done] = type(objects[done]).__name__
+        for i in range(1, len(path) + 1):
+            if path[:i] not in objects:
+                child = _child(objects[path[:i - 1]], path[i - 1])
+                if child is None:
+                    return None
+                objects[path[:i]] = child
+                if i < len(path):
+                    open_.append(path[:i])
+        if objects.pop(path) is not var:
+            return None
+        leaves.extend(_variable_leaves(path, var, ()))
+    while open_:
+        done = open_.pop()
+        nodes[done] = type(objects[done]).__name__
+    found = {id(o) for o in objects.values()}
+    if len(found) != len(objects) or any(id(n) not in found for n in graph_nodes):
+        return None
+    return GraphWalk(leaves, nodes, type(obj).__name__)
+
+
+def _child(parent: Any, key: Hashable) -> Any:
+    """``parent``'s entry at ``key`` as flax names it (attribute, index or dict key), or None."""
+    try:
+        if isinstance(parent, nnx.State):  # its nested entries as flax walks them: plain dicts
+            return parent.raw_mapping[key]
+        if isinstance(parent, Mapping) or not isinstance(key, str):
+            return parent[key]
+        return getattr(parent, key)  # a Module's attribute, a namedtuple's field (optax states)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _bookkeeping(node: Any) -> bool:
+    """flax's own per-Module record (``_pytree__state``), which holds no Variable."""
+    return type(node).__name__ == "PytreeState" and type(node).__module__.startswith("flax.")
 
 
 def check_inspectable(obj: Any) -> None:

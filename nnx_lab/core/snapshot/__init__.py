@@ -8,7 +8,8 @@ The public face of the snapshot pipeline (see docs/ARCHITECTURE.md):
   ``_programs.py``), placement and sharding text (``_devices.py``), histograms (``_histogram.py``);
 - stacked layers (``_layers.py``): one row per layer of a Variable with a layer axis;
 - :class:`Watcher` (``_watch.py``), the throttled asynchronous refresh behind every live viewer,
-  and its :class:`History` (``_history.py``).
+  its :class:`History` (``_history.py``), the scalars logged by the loop (:class:`ScalarStore`,
+  ``_scalars.py``) and the NaN/Inf alert (:class:`NonfiniteAlert`, ``_alert.py``).
 
 >>> from flax import nnx
 >>> snap = snapshot(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
@@ -17,19 +18,23 @@ The public face of the snapshot pipeline (see docs/ARCHITECTURE.md):
 """
 
 from ..render import sparkline  # drawn as text with the other renderings; exported here as before
+from ._alert import NonfiniteAlert
 from ._devices import device_summary
 from ._histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch
 from ._history import HISTORY_STATS, History
 from ._layers import LAYER_NAMES, LayerError, LayerKey, parse_layer_option, parse_layers, stacked_modules
 from ._snapshot import PRECISION, STATUSES, PendingSnapshot, Row, Snapshot, round_significant, snapshot
+from ._scalars import MAX_POINTS, ScalarStore
 from ._stats import (STAT_NAMES, Deferred, StatsError, compute_stats, is_numeric_dtype, is_ready, kernel_cache_size,
                      threads_see_jax_config)
 from ._throttle import Throttle
 from ._watch import MAX_IN_FLIGHT, Watcher
 
 __all__ = [
-    "DEFAULT_BINS", "HISTORY_STATS", "LAYER_NAMES", "LayerError", "LayerKey", "MAX_IN_FLIGHT", "PRECISION", "STATUSES", "STAT_NAMES", "Deferred", "History",
-    "PendingSnapshot", "Row", "Snapshot", "StatsError", "Throttle", "Watcher", "compute_stats", "device_summary",
+    "DEFAULT_BINS", "HISTORY_STATS", "LAYER_NAMES", "LayerError", "LayerKey", "MAX_IN_FLIGHT", "MAX_POINTS", "PRECISION",
+    "STATUSES", "STAT_NAMES", "Deferred", "History", "NonfiniteAlert", "PendingSnapshot", "Row", "ScalarStore", "Snapshot",
+    "StatsError", "Throttle", "Watcher", "compute_stats", "device_summary",
     "histograms_dispatch", "histograms_fetch", "is_numeric_dtype", "is_ready", "kernel_cache_size",
-    "parse_layer_option", "parse_layers", "round_significant", "snapshot", "sparkline", "stacked_modules", "threads_see_jax_config",
+    "parse_layer_option", "parse_layers", "round_significant", "snapshot", "sparkline", "stacked_modules",
+    "threads_see_jax_config",
 ]

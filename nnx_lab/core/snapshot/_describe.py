@@ -66,6 +66,9 @@ class Row:
         return path_text(self.path)
 
 
+_Tracer = jax.core.Tracer
+
+
 def describe_leaf(leaf: Leaf) -> Row:
     """The row of one leaf of the graph walk, without statistics."""
     value = leaf.value
@@ -76,9 +79,9 @@ def describe_leaf(leaf: Leaf) -> Row:
         aliases=leaf.aliases,
         stats=None,
     )
-    if isinstance(value, jax.core.Tracer):
+    if isinstance(value, _Tracer):
         return Row(**common, **_shape_fields(value), sharding=None, devices=None, status="tracer")
-    if isinstance(value, (jax.ShapeDtypeStruct, jax.Array)):
+    if isinstance(value, (jax.ShapeDtypeStruct, jax.Array)) and leaf.metadata:
         common["logical"], common["mismatch"] = annotation_check(value, leaf.metadata)
         common["layer_axis"] = metadata_axis(leaf.metadata, len(value.shape))
     if isinstance(value, jax.ShapeDtypeStruct):
@@ -86,12 +89,7 @@ def describe_leaf(leaf: Leaf) -> Row:
         return Row(**common, **_shape_fields(value), sharding=sharding, devices=devs, status="abstract")
     if isinstance(value, jax.Array):
         sharding, devs = placement(value)
-        if value.is_deleted():
-            status = "deleted"
-        elif jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key):
-            status = "prng_key"
-        else:
-            status = "ok" if is_numeric_dtype(value.dtype) else "non_numeric"
+        status = "deleted" if value.is_deleted() else _dtype_facts(value.dtype)[2]
         return Row(**common, **_shape_fields(value), sharding=sharding, devices=devs, status=status)
     if isinstance(value, (np.ndarray, np.generic, int, float, complex)) and is_numeric_dtype(np.asarray(value).dtype):
         return Row(**common, **_shape_fields(np.asarray(value)), sharding=None, devices="host", status="ok")
@@ -99,16 +97,35 @@ def describe_leaf(leaf: Leaf) -> Row:
                sharding=None, devices=None, status="non_numeric")
 
 
-def _shape_fields(value: Any) -> dict:
-    shape = tuple(int(d) for d in value.shape)
-    size = math.prod(shape)
-    dtype = value.dtype
+_dtypes: dict = {}  # dtype -> (text, itemsize, status of a live array of it)
+
+
+def _dtype_facts(dtype: Any) -> tuple[str, int | None, str]:
+    try:
+        return _dtypes[dtype]
+    except (KeyError, TypeError):
+        pass
     try:
         itemsize = dtype.itemsize
     except Exception:
         itemsize = None
-    return dict(shape=shape, dtype=str(dtype), size=size,
-                nbytes=size * itemsize if itemsize is not None else None)
+    if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+        status = "prng_key"
+    else:
+        status = "ok" if is_numeric_dtype(dtype) else "non_numeric"
+    facts = (str(dtype), itemsize, status)
+    try:
+        _dtypes[dtype] = facts
+    except TypeError:
+        pass
+    return facts
+
+
+def _shape_fields(value: Any) -> dict:
+    shape = tuple(int(d) for d in value.shape)
+    size = math.prod(shape)
+    text, itemsize, _ = _dtype_facts(value.dtype)
+    return dict(shape=shape, dtype=text, size=size, nbytes=size * itemsize if itemsize is not None else None)
 
 
 def devices_of(leaves: list[Leaf]) -> list | None:

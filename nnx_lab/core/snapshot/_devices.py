@@ -84,11 +84,28 @@ def placement(value: Any) -> tuple[str | None, str | None]:
         sharding = getattr(value, "sharding", None)
         if sharding is None:
             return None, None
-        return sharding_text(sharding), _devices_of_sharding(sharding)
+        return _placement_of(sharding)
     if isinstance(value, jax.Array):
-        sharding = value.sharding
-        return sharding_text(sharding), _devices_of_sharding(sharding)
+        return _placement_of(value.sharding)
     return None, "host"
+
+
+_placements: dict = {}  # sharding -> (text, devices): a model's arrays share a few shardings
+
+
+def _placement_of(sharding: Any) -> tuple[str | None, str | None]:
+    try:
+        return _placements[sharding]
+    except (KeyError, TypeError):  # new, or a sharding that cannot be hashed
+        pass
+    found = sharding_text(sharding), _devices_of_sharding(sharding)
+    if len(_placements) > 4096:
+        _placements.clear()
+    try:
+        _placements[sharding] = found
+    except TypeError:
+        pass
+    return found
 
 
 def logical_axes(metadata: dict) -> tuple | None:

@@ -97,6 +97,13 @@ class Snapshot:
             self._memo["paths"] = tuple(row.path for row in self._base)
         return self._memo["paths"]
 
+    @property
+    def layer_rows(self) -> np.ndarray:
+        """Per row, whether it is a layer of a stacked Variable (counted in that Variable's row too)."""
+        if "layer_rows" not in self._memo:
+            self._memo["layer_rows"] = np.array([row.layer_of is not None for row in self._base], bool)
+        return self._memo["layer_rows"]
+
     def _status_changes(self) -> dict[int, tuple[str, str]]:
         """Rows whose statistics failed: (status, note)."""
         if self._stats is None:

@@ -35,7 +35,7 @@ import jax
 import numpy as np
 from flax import nnx
 
-from ..graph import Path, walk_graph
+from ..graph import Path, path_key, walk_graph
 from ._describe import describe_leaf, devices_of
 
 #: Statuses a reused row may have: they follow from the treedef and the arrays' specs alone
@@ -130,25 +130,18 @@ def _none_deleted(values: list) -> bool:
     return not any(isinstance(v, jax.Array) and v.is_deleted() for v in values)
 
 
-def _key(k: Any) -> Any:
-    for attr in ("name", "key", "idx"):
-        if hasattr(k, attr):
-            return getattr(k, attr)
-    return k
-
-
 def _flat_paths(obj: Any) -> list[Path] | None:
     """The path of each leaf of ``jax.tree_util.tree_flatten(obj)``, as flax's walk names it (a
     Variable's own ``value`` key dropped), or None when the two cannot be matched."""
     is_variable = lambda x: isinstance(x, nnx.Variable)  # noqa: E731
     paths: list[Path] = []
     for keys, item in jax.tree_util.tree_flatten_with_path(obj, is_leaf=is_variable)[0]:
-        base = tuple(_key(k) for k in keys)
+        base = tuple(path_key(k) for k in keys)
         if isinstance(item, nnx.Variable):
             for sub, _ in jax.tree_util.tree_flatten_with_path(item)[0]:
-                if not sub or _key(sub[0]) != "value":
+                if not sub or path_key(sub[0]) != "value":
                     return None
-                paths.append(base + tuple(_key(k) for k in sub[1:]))
+                paths.append(base + tuple(path_key(k) for k in sub[1:]))
         else:
             paths.append(base)
     return paths

@@ -28,7 +28,9 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import jax
 
+from ._alert import NonfiniteAlert
 from ._history import History
+from ._scalars import ScalarStore
 from ._snapshot import PendingSnapshot, Snapshot
 from ._structure import StructureCache
 from ._layers import check_layers
@@ -76,6 +78,9 @@ class Watcher:
         self.lockstep = jax.process_count() > 1
         self.lockstep_every = 50  # ticks between refreshes when lockstep
         self._ticks = 0
+        self.scalars = ScalarStore()  # viewer.tick(loss=...) / log(...): read when a refresh is published
+        self.alert = NonfiniteAlert()  # the first NaN/Inf seen (step, refresh, where), kept until cleared
+        self._dispatched_at: dict[PendingSnapshot, int] = {}  # ticks so far when each in flight was dispatched
         try:
             self._ref = weakref.ref(obj, self._on_collected)
         except TypeError:
@@ -189,14 +194,17 @@ class Watcher:
         finally:
             del obj
         self._in_flight.append(pending)
+        self._dispatched_at[pending] = self._ticks
         return pending
 
     def _publish_arrived(self, *, wait: bool, upto: PendingSnapshot | None = None) -> bool:
         """Publish the newest refresh whose numbers have arrived (all of them, waiting, with
         ``wait``; up to ``upto``); older ones are dropped unpublished. The caller holds the lock."""
         newest = None
+        step = self._ticks
         while self._in_flight and (wait or upto is not None or self._in_flight[0].ready()):
             newest = self._in_flight.popleft()
+            step = self._dispatched_at.pop(newest, step)
             if newest is upto:
                 break
         if newest is None:
@@ -215,6 +223,10 @@ class Watcher:
         self.history.append(snap)
         self.refreshes += 1
         self.last_refresh = time.time()
+        # The scalars logged so far that have arrived (all of them when waiting anyway), with the statistics.
+        self.scalars.collect(wait=wait)
+        self.alert.observe(snap, refresh=self.refreshes, step=step, scalar=self.scalars.take_nonfinite(),
+                           scalars_now=self.scalars.nonfinite_now())
         self.state, self.message = "live", ""
         self._notify()
         return True
@@ -228,8 +240,19 @@ class Watcher:
                     self._publish_arrived(wait=False, upto=pending)
         when_ready(pending, publish, name="nnx_lab-publish")
 
-    def tick(self) -> bool:
-        """Call once per training step: refreshes when the throttle allows."""
+    def log(self, **scalars: Any) -> None:
+        """Record scalars (``loss=loss, lr=lr``) for the current step (the one the next :meth:`tick`
+        ends) without refreshing: device scalars are kept as they are (never synced here) and read
+        when a refresh is published (see :class:`~nnx_lab.core.snapshot.ScalarStore`). A later value
+        of a name in the same step replaces the earlier one. Never raises: a value that is not a
+        real scalar is not recorded and the status says so."""
+        self.scalars.log(self._ticks + 1, scalars)
+
+    def tick(self, **scalars: Any) -> bool:
+        """Call once per training step: refreshes when the throttle allows. ``tick(loss=loss)`` is
+        ``log(loss=loss)`` then ``tick()``."""
+        if scalars:
+            self.scalars.log(self._ticks + 1, scalars)
         self._ticks += 1
         if self._between_steps is not None:
             try:
@@ -281,10 +304,20 @@ class Watcher:
             self._stop.set()
             self._notify()
 
+    @property
+    def ticks(self) -> int:
+        """Steps so far (calls of :meth:`tick`): the step numbers of scalars and of the NaN/Inf alert."""
+        return self._ticks
+
+    def clear_alert(self) -> None:
+        """Forget the NaN/Inf alert; the next refresh that sees a NaN/Inf sets it again."""
+        self.alert.clear()  # no lock: a refresh waiting for the device must not hold up the click
+        self._notify()
+
     def status(self) -> dict:
         return {
             "state": self.state,
-            "message": "; ".join(m for m in (self.message, self.note) if m),
+            "message": "; ".join(m for m in (self.message, self.scalars.problem, self.note) if m),
             "last_refresh": self.last_refresh,
             "cost_ms": None if self.cost_s is None else round(self.cost_s * 1e3, 2),
             "refreshes": self.refreshes,

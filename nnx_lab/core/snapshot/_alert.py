@@ -1,0 +1,86 @@
+"""The NaN/Inf alert of a live viewer: where and when a NaN or Inf first appeared, kept until cleared.
+
+A row of a snapshot holding a NaN or Inf (a parameter, a gradient, an optimizer state: whatever rows
+the snapshot has, named by their path) or a logged scalar (``loss``) that is NaN or Inf sets the
+alert once: the step (ticks so far) and refresh at which it was seen, and where. Later refreshes
+keep it, even when every value is finite again; they only update what is non-finite *now*.
+:meth:`NonfiniteAlert.clear` forgets it (the next NaN/Inf sets it again).
+
+>>> import jax.numpy as jnp
+>>> from nnx_lab import snapshot
+>>> alert = NonfiniteAlert()
+>>> alert.observe(snapshot({"bias": jnp.zeros(2)}), refresh=1, step=10)
+False
+>>> alert.observe(snapshot({"bias": jnp.array([0.0, jnp.nan])}), refresh=2, step=20)
+True
+>>> _ = alert.observe(snapshot({"bias": jnp.zeros(2)}), refresh=3, step=30)
+>>> alert.to_dict()
+{'step': 20, 'refresh': 2, 'where': 'bias', 'source': 'variable', 'nan': 1, 'inf': 0, 'now_variables': 0, 'now_scalars': []}
+>>> alert.text()
+'first NaN at step 20 (refresh 2) in bias; now clean'
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+import numpy as np
+
+from ..graph import path_text
+from ..render import count_noun
+from ._kernels import STAT_NAMES
+
+_COUNTS = [STAT_NAMES.index("nan_count"), STAT_NAMES.index("inf_count")]  # columns of Snapshot.stat_matrix
+
+
+class NonfiniteAlert:
+    def __init__(self) -> None:
+        self.first: dict | None = None
+        self.now_variables = 0  # rows holding NaN/Inf in the latest snapshot
+        self.now_scalars: list[str] = []  # scalars whose latest value is NaN/Inf
+
+    def observe(self, snap: Any, *, refresh: int, step: int,
+                scalar: tuple[int, str, float] | None = None, scalars_now: Iterable[str] = ()) -> bool:
+        """Take in a published snapshot (dispatched after ``step`` ticks) and the earliest non-finite
+        ``scalar`` (step, name, value) read with it; True when the alert or its "now" changed."""
+        before = self.to_dict()
+        counts = np.nan_to_num(snap.stat_matrix[:, _COUNTS])  # columns: no row dicts built per refresh
+        bad = np.flatnonzero((counts.sum(axis=1) > 0) & ~snap.layer_rows)  # a layer: its Variable says it
+        self.now_variables = int(bad.size)
+        self.now_scalars = list(scalars_now)
+        if self.first is None:
+            candidates = []
+            if scalar is not None:  # a loss computed during a step comes before the update it drove
+                s_step, name, value = scalar
+                candidates.append((s_step, 0, {"where": name, "source": "scalar", "nan": int(math.isnan(value)),
+                                               "inf": int(math.isinf(value))}))
+            if bad.size:
+                i = int(bad[0])
+                candidates.append((step, 1, {"where": path_text(snap.paths[i]), "source": "variable",
+                                             "nan": int(counts[i, 0]), "inf": int(counts[i, 1])}))
+            if candidates:
+                first_step, _, where = min(candidates, key=lambda c: c[:2])
+                self.first = {"step": int(first_step), "refresh": int(refresh), **where}
+        return self.to_dict() != before
+
+    def clear(self) -> None:
+        """Forget the alert; the next NaN/Inf seen sets it again."""
+        self.first = None
+
+    def to_dict(self) -> dict:
+        """The alert as plain data for the browser; ``{}`` when none."""
+        if self.first is None:
+            return {}
+        return {**self.first, "now_variables": self.now_variables, "now_scalars": list(self.now_scalars)}
+
+    def text(self) -> str:
+        """One line: "first NaN at step 1,234 (refresh 17) in blocks[3].kernel; now clean" ("" when none)."""
+        a = self.first
+        if a is None:
+            return ""
+        kind = "NaN" if a["nan"] and not a["inf"] else "Inf" if a["inf"] and not a["nan"] else "NaN/Inf"
+        when = f"step {a['step']:,} (refresh {a['refresh']:,})" if a["step"] else f"refresh {a['refresh']:,}"
+        now = [count_noun(self.now_variables, "variable")] if self.now_variables else []
+        now.extend(self.now_scalars)
+        return f"first {kind} at {when} in {a['where']}; " + (f"now in {', '.join(now)}" if now else "now clean")

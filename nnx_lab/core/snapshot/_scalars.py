@@ -1,0 +1,254 @@
+"""Scalars logged in a training loop (``loss``, ``lr``): kept without syncing, read with the statistics.
+
+**Every step logged gets a point.** :meth:`ScalarStore.log` keeps the device scalar itself (a
+reference: no copy, no wait) and starts its copy to the host (``copy_to_host_async``); a later
+value of the same name for the same step replaces it. The values are read by :meth:`collect`,
+which the :class:`~nnx_lab.core.snapshot.Watcher` calls when it publishes a refresh (with the
+statistics): only values whose ``is_ready()`` is True are read, oldest first, so nothing waits
+for the device unless asked to (``wait=True``, where the Watcher waits anyway). So a tick holds at
+most the device scalars of the steps since the last refresh; should :data:`MAX_PENDING` of them
+pile up (refreshes held back, e.g. while the one-launch program compiles), the tick reads the ones
+already computed, never waiting for the others (and, were the device that far behind, keeps every
+second step of the rest).
+
+**The host keeps a bounded curve.** Each name keeps at most :data:`MAX_POINTS` points spread
+evenly over its steps: when full, every second point goes and from then on a point is kept every
+2, 4, 8 ... steps. The latest value is always kept beside the curve (the header shows it), and
+every value read is checked for NaN/Inf before it can be thinned away (the viewer's banner).
+
+Bad input never raises into the loop: a value that is not a real scalar (an array of several
+elements, a traced value inside ``jit``, a string) is not recorded and becomes a :attr:`problem`,
+shown until that name records a good value after the problem was shown.
+
+>>> import jax.numpy as jnp
+>>> store = ScalarStore()
+>>> for step in range(1, 4):
+...     store.log(step, {"loss": jnp.float32(1.0 / step), "lr": 0.1})
+>>> store.log(3, {"loss": jnp.ones(2)})
+>>> store.collect(wait=True)
+True
+>>> store.names, store.latest("loss")
+(['loss', 'lr'], (3, 0.3333333432674408))
+>>> store.problem
+'loss: not a scalar (shape (2,)); not recorded'
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import threading
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._util import one_line
+
+#: Points each name keeps on the host (evenly spread over its steps once it has more).
+MAX_POINTS = 256
+#: Device scalars of one name waiting to be read before a tick reads the ones already computed.
+MAX_PENDING = 4096
+#: Names a store records; more are refused with a problem.
+MAX_NAMES = 32
+
+
+class _Series:
+    """One name's curve: at most ``capacity`` (step, value) points, a point every ``stride`` steps."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.steps = np.zeros(capacity, np.int64)
+        self.values = np.zeros(capacity, np.float64)
+        self.n = 0
+        self.stride = 1
+        self.latest: tuple[int, float] | None = None
+
+    def add(self, step: int, value: float) -> None:
+        self.latest = (step, value)
+        if self.n and step < self.steps[self.n - 1] + self.stride:
+            return  # between two kept points: only the latest value keeps it
+        if self.n == self.capacity:
+            # Full: keep every second point (the first included), then a point every 2x steps.
+            half = (self.capacity + 1) // 2
+            self.steps[:half] = self.steps[::2]
+            self.values[:half] = self.values[::2]
+            self.n, self.stride = half, self.stride * 2
+            if step < self.steps[self.n - 1] + self.stride:
+                return
+        self.steps[self.n], self.values[self.n] = step, value
+        self.n += 1
+
+    def curve(self) -> tuple[np.ndarray, np.ndarray]:
+        steps, values = self.steps[:self.n], self.values[:self.n]
+        if self.latest is not None and (not self.n or self.latest[0] > steps[-1]):
+            steps = np.append(steps, self.latest[0])
+            values = np.append(values, self.latest[1])
+        return steps.copy(), values.copy()
+
+
+class ScalarStore:
+    """Scalars by name over steps; see the module's docstring. Thread-safe (a loop logs while a
+    publisher thread collects)."""
+
+    def __init__(self, points: int = MAX_POINTS):
+        if points < 2:
+            raise ValueError("points must be at least 2")
+        self.points = points
+        self.version = 0  # bumped whenever a curve or latest value changed
+        self._series: dict[str, _Series] = {}
+        self._pending: dict[str, list[tuple[int, Any]]] = {}
+        self._problems: dict[str, list] = {}  # name -> [message, shown]
+        self._nonfinite: tuple[int, str, float] | None = None  # earliest NaN/Inf read since taken
+        self._lock = threading.Lock()
+
+    # -- recording (the training loop's thread) ------------------------------------------------
+    def log(self, step: int, scalars: dict[str, Any]) -> None:
+        """Record ``scalars`` (name -> device scalar or number) for ``step``. Never raises, never waits."""
+        with self._lock:
+            for name, value in scalars.items():
+                name = str(name)
+                if name not in self._pending and len(self._pending) >= MAX_NAMES:
+                    self._problems[name] = [f"{name}: more than {MAX_NAMES} scalars; not recorded", False]
+                    continue
+                value, problem = _accept(value)
+                if problem is not None:
+                    self._problems[name] = [f"{name}: {problem}; not recorded", False]
+                    continue
+                if name in self._problems and self._problems[name][1]:
+                    del self._problems[name]  # shown once, now fixed
+                pending = self._pending.setdefault(name, [])
+                if pending and pending[-1][0] == step:
+                    pending[-1] = (step, value)  # the latest per name and step
+                else:
+                    pending.append((step, value))
+                if len(pending) >= MAX_PENDING:
+                    self._read(name)  # only values already computed: no wait
+                    if len(pending) >= MAX_PENDING:  # the device is that far behind: every second step
+                        pending[:] = pending[-1::-2][::-1]
+
+    # -- reading (at publish time) ---------------------------------------------------------------
+    def collect(self, *, wait: bool = False) -> bool:
+        """Read the logged values that have arrived (all of them with ``wait``); True if any changed.
+        Problems recorded so far count as shown from here on."""
+        if wait:  # outside the lock: the loop's log() never waits for this
+            with self._lock:
+                arrays = [v for pending in self._pending.values() for _, v in pending if isinstance(v, jax.Array)]
+            for array in arrays:
+                try:
+                    if not array.is_deleted():
+                        array.block_until_ready()
+                except Exception:  # deleted: said when read
+                    pass
+            del arrays
+        with self._lock:
+            before = self.version
+            for name in list(self._pending):
+                self._read(name)
+            for problem in self._problems.values():
+                problem[1] = True
+            return self.version != before
+
+    def _read(self, name: str) -> None:
+        """Read ``name``'s pending values in order, up to the first not yet computed (never waits)."""
+        pending = self._pending[name]
+        series = self._series.get(name)
+        if series is None:
+            series = self._series[name] = _Series(self.points)
+        done = 0
+        for step, value in pending:
+            if isinstance(value, jax.Array):
+                try:
+                    if value.is_deleted():  # (is_ready() of a deleted array crashes some jaxlibs)
+                        raise ValueError("deleted (donated?) before it was read")
+                    if not value.is_ready():
+                        break
+                    value = _host_value(value)
+                except Exception as e:
+                    self._problems[name] = [f"{name}: step {step}: {one_line(e)}; not recorded", False]
+                    done += 1
+                    continue
+            done += 1
+            series.add(step, value)
+            if not math.isfinite(value) and (self._nonfinite is None or step < self._nonfinite[0]):
+                self._nonfinite = (step, name, value)
+        if done:
+            del pending[:done]
+            self.version += 1
+
+    def take_nonfinite(self) -> tuple[int, str, float] | None:
+        """The earliest (step, name, value) read with a NaN or Inf since the last call, or None."""
+        with self._lock:
+            found, self._nonfinite = self._nonfinite, None
+            return found
+
+    # -- what is known ------------------------------------------------------------------------------
+    @property
+    def names(self) -> list[str]:
+        """Names with at least one value read, in the order they were first logged."""
+        return [name for name, s in list(self._series.items()) if s.latest is not None]
+
+    def series(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(steps int64[n], values float64[n])`` of ``name``'s curve, oldest first, the latest value last."""
+        with self._lock:
+            return self._series[name].curve()
+
+    def latest(self, name: str) -> tuple[int, float] | None:
+        """``(step, value)`` of the last value read for ``name``."""
+        series = self._series.get(name)
+        return None if series is None else series.latest
+
+    def nonfinite_now(self) -> list[str]:
+        """Names whose latest value is NaN or Inf."""
+        return [name for name, s in list(self._series.items()) if s.latest is not None and not math.isfinite(s.latest[1])]
+
+    @property
+    def problem(self) -> str:
+        """What was not recorded, one clause per name ("" when all is well)."""
+        return "; ".join(message for message, _shown in list(self._problems.values()))
+
+
+def _accept(value: Any) -> tuple[Any, str | None]:
+    """(what to keep, None) for a real scalar: the device array itself, its copy to the host started,
+    or a Python float; (None, why not) otherwise. Never waits for the device."""
+    if isinstance(value, jax.core.Tracer):
+        return None, "a traced value (logged inside jit/grad?)"
+    if isinstance(value, jax.Array):
+        if value.size != 1:
+            return None, f"not a scalar (shape {tuple(value.shape)})"
+        if not _is_real(value.dtype):
+            return None, f"not a real number (dtype {value.dtype})"
+        if value.is_deleted():
+            return None, "a deleted (donated) array"
+        try:
+            value.copy_to_host_async()
+        except Exception:  # a backend without it: the value is read when ready all the same
+            pass
+        return value, None
+    if isinstance(value, (np.ndarray, np.generic)):
+        array = np.asarray(value)
+        if array.size != 1:
+            return None, f"not a scalar (shape {array.shape})"
+        if not _is_real(array.dtype):
+            return None, f"not a real number (dtype {array.dtype})"
+        return float(array.reshape(-1)[0]), None
+    if isinstance(value, numbers.Real):
+        try:
+            return float(value), None
+        except (OverflowError, ValueError) as e:
+            return None, f"not a float ({type(e).__name__})"
+    return None, f"not a number ({type(value).__name__})"
+
+
+def _is_real(dtype: Any) -> bool:
+    # jax's issubdtype knows bfloat16 and the float8 types (numpy sees them as void).
+    return np.dtype(dtype).kind in "biu" or jnp.issubdtype(dtype, jnp.floating)
+
+
+def _host_value(x: jax.Array) -> float:
+    """The value of a computed device scalar (its copy already started); on several processes, this
+    process's own copy (a scalar is replicated)."""
+    if not x.is_fully_addressable:
+        x = x.addressable_data(0)
+    return float(np.asarray(x).reshape(-1)[0])
