@@ -39,6 +39,7 @@ from ._structure import describe
 __all__ = ["LAYER_NAMES", "LayerError", "LayerKey", "check_layers", "expand", "layered", "metadata_axis",
            "parse_layer_option", "parse_layers", "stacked_modules"]
 
+
 class LayerError(ValueError):
     """A ``layers=`` declaration that does not fit the model (said in one line)."""
 

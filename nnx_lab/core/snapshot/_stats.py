@@ -243,7 +243,6 @@ class LaunchPlan:
                         if key is not None:
                             self.chunks.append((chunk, key))
 
-
     def rows(self, members: Sequence[int]) -> list[int]:
         """The table rows the calls ``members`` fill, in order (a layered call fills one per layer)."""
         index, counts = self.index, self.counts
