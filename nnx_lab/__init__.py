@@ -6,7 +6,8 @@ Public API (small on purpose):
   description and on-device statistics; no array is copied to the host.
 - ``Snapshot``, ``Row``: the plain data a snapshot is made of.
 - ``watch(model) -> StateViewer``: a live widget of every Variable, refreshed after each
-  cell, on ``viewer.tick()`` / ``viewer.track(batches)``, or from a background thread.
+  cell, on ``viewer.tick()`` / ``viewer.track(batches)``, or from a background thread;
+  ``watch("model")`` follows a name a functional loop rebinds (``model = nnx.merge(...)``).
 - ``split_report(model, *filters)``: which Variables each NNX filter takes, shadows or leaves.
 - ``view_report(model)``: each submodule's ``set_view`` options and current values; train/eval/mixed.
 - ``view_panel(model)`` / ``mode_toggle(model)``: those options as controls: create ``nnx.view``

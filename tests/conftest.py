@@ -1,9 +1,16 @@
+import os
+import tempfile
+
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from flax import nnx
 import jax.numpy as jnp
 
 from nnx_lab.core import compat
+
+# The statistics kernels' disk cache (core/snapshot/_executables.py): a fresh one for each test
+# session, so tests compile in a first session's conditions and never leave files in ~/.cache.
+os.environ.setdefault("NNX_LAB_CACHE_DIR", tempfile.mkdtemp(prefix="nnx_lab-kernels-"))
 
 
 class Block(nnx.Module):

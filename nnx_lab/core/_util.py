@@ -186,6 +186,16 @@ def is_python_name(text: Any) -> bool:
     return isinstance(text, str) and text.isidentifier() and not keyword.iskeyword(text)
 
 
+def is_dotted_name(text: Any) -> bool:
+    """Whether ``text`` is a name or names joined by dots (``model``, ``trainer.model``): what can be
+    looked up again without evaluating anything.
+
+    >>> is_dotted_name("trainer.model"), is_dotted_name("model.blocks[0]"), is_dotted_name("a..b")
+    (True, False, False)
+    """
+    return isinstance(text, str) and all(is_python_name(part) for part in text.split("."))
+
+
 _PATH_TEXT = re.compile(r"(?P<first>[A-Za-z_]\w*)((\.\w+)|(\[\d+\])|(/\w+))*")
 
 

@@ -50,24 +50,36 @@ def nnx_snapshot(self: Any, line: str) -> None:
 
 
 @magic_arguments()
-@argument("target", nargs="+", help="a Python expression naming a model (held by weak reference)")
+@argument("target", nargs="+", help="a model's name, followed at every refresh (model, trainer.model); or a Python "
+          "expression, evaluated once and held by weak reference")
 @argument("--rate", type=float, default=None,
           help=f"most refreshes per second, at most {MAX_RATE:g} (default {DEFAULT_RATE:g}; %%config NnxLabMagics.rate)")
 @argument("--background", action="store_true", help="also refresh from a background thread")
 @argument("--no-stats", action="store_true", help="descriptions only; run nothing on the device")
 @argument("--as", dest="name", default=None, help="bind the viewer to this name (for viewer.track / tick)")
+@argument("--pin", action="store_true",
+          help="watch the object TARGET names now (by weak reference) instead of following the name")
 @argument("--layers", action="append", default=None, metavar="PREFIX=AXIS",
           help="the layer axis of the stacked Variables under PREFIX (nnx.vmap/nnx.scan blocks), e.g. blocks=0: "
                "one row per layer (repeatable)")
 def nnx_watch(self: Any, line: str) -> None:
     """Show a live viewer of TARGET that refreshes after every cell while it trains.
 
+    A TARGET that is a name (``model``, ``trainer.model``) is *followed*: looked up again at every
+    refresh, so a functional loop that rebinds it (``model = nnx.merge(graphdef, state)``,
+    ``model, opt_state = train_step(model, opt_state, batch)``) stays on screen; the status line
+    says "following `model`", and while the name is missing or bound to something that is not a
+    model it says so until the name holds a model again. ``--pin`` watches the object the name holds
+    now instead (the viewer says "gone" once that object is garbage-collected). Any other expression
+    (``model.blocks[0]``, ``nnx.state(model)``) is evaluated once and pinned. TARGET may also be the
+    ``(graphdef, state, ...)`` tuple ``nnx.split`` returns, or a name bound to one.
+
     Examples::
 
         %nnx_watch model --as viewer
         %nnx_watch model --layers blocks=0        # one row per layer of an nnx.vmap/nnx.scan stack
         for batch in viewer.track(batches):
-            train_step(model, optimizer, batch)
+            model, opt_state = train_step(model, opt_state, batch)
     """
     args = parse_line(nnx_watch, line)
     target = " ".join(args.target)
@@ -75,10 +87,14 @@ def nnx_watch(self: Any, line: str) -> None:
     name = check_name(args.name, shell=self.shell, target_text=target) if args.name else None
     rate = self.rate if args.rate is None else check_option(args.rate, "--rate (refreshes per second)", 0, MAX_RATE,
                                                             low_open=True)
-    from ..core.snapshot import LayerError, parse_layer_option
+    from ..core._util import is_dotted_name
+    from ..core.snapshot import LayerError, NameTarget, parse_layer_option, watch_target
     from ..widgets.viewer import watch
 
     try:
+        if not args.pin and is_dotted_name(target.strip()):
+            watch_target(obj)  # the name must hold a model now: a TypeError at once, not a status
+            obj = NameTarget(target, self.shell.user_ns)
         viewer = watch(obj, max_rate=rate, background=args.background, stats=not args.no_stats, display=False,
                        layers=parse_layer_option(args.layers))
     except (TypeError, LayerError) as e:

@@ -9,8 +9,10 @@ import numpy as np
 import traitlets
 
 from .._ipython import busy_queue
+from .._ipython.namespace import user_namespace
 from ..core.render import html_table, summary_line
-from ..core.snapshot import HISTORY_STATS, PRECISION, STAT_NAMES, Watcher, round_significant, threads_see_jax_config
+from ..core.snapshot import (HISTORY_STATS, PRECISION, STAT_NAMES, NameTarget, Watcher, round_significant,
+                          threads_see_jax_config)
 from ._base import STATIC, Widget, background_unsupported, command
 
 T = TypeVar("T")
@@ -38,6 +40,8 @@ class StateViewer(Widget):
     def __init__(self, obj: Any, *, max_rate: float = 2.0, background: bool = False,
                  stats: bool = True, history: int = 100, rows_first: bool = False, layers: dict | None = None,
                  **kwargs: Any):
+        if isinstance(obj, str):  # a name in the notebook, looked up at every refresh
+            obj = NameTarget(obj, user_namespace(f"watch({obj!r})"))
         self._watcher = Watcher(obj, max_rate=max_rate, stats=stats, history=history,
                                 between_steps=busy_queue.drain, layers=layers)
         self._sent_refresh: int | None = None  # the refresh whose statistics the browser has
@@ -125,7 +129,7 @@ class StateViewer(Widget):
         if self._first is not None:  # the first statistics, dispatched before this cell's changes
             self._first.join()
             self._first = None
-        if self._watcher.state != "gone":
+        if self._watcher.state != "gone":  # (a followed name that is missing now is looked up again)
             # Dispatched now, published when the device gets there (the kernel is not held up by
             # steps the cell queued), or at once where widget messages cannot come from threads.
             self._watcher.refresh(force=True, wait=not self._watcher.publish_from_thread)
@@ -241,12 +245,17 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
     never syncing them in the loop; the NaN/Inf banner names the first step and path where a NaN
     or Inf appeared until ``viewer.clear_alert()``.
 
-    Holds ``obj`` by weak reference (keep your own reference to the model). Refreshing never
-    raises. With several processes (``jax.distributed``), every process refreshes (they reduce
-    sharded arrays together) and only process 0 displays.
+    Holds ``obj`` by weak reference (keep your own reference to the model). A functional loop that
+    rebinds its model (``model = nnx.merge(graphdef, state)``, ``model, opt_state = train_step(...)``)
+    is followed by name: ``watch("model")`` looks the name up in the notebook at every refresh (it
+    says "following `model`"; a name that is missing or bound to something else shows a status until
+    it names a model again). Refreshing never raises. With several processes (``jax.distributed``),
+    every process refreshes (they reduce sharded arrays together) and only process 0 displays.
 
     Args:
-      obj: what :func:`nnx_lab.snapshot` accepts: an ``nnx.Module``, an ``nnx.State``, ...
+      obj: what :func:`nnx_lab.snapshot` accepts: an ``nnx.Module``, an ``nnx.State``, the
+        ``(graphdef, state, ...)`` tuple of ``nnx.split`` ...; or a name (``"model"``, ``"trainer.model"``)
+        to follow in IPython's user namespace.
       max_rate: refreshes per second at most, in (0, 100].
       background: also refresh from a background thread while a cell runs.
       stats: compute statistics on the device (``False``: descriptions only).
@@ -258,7 +267,9 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
 
     Raises:
       TypeError: ``obj`` is not a model (nothing :func:`nnx_lab.snapshot` accepts).
-      ValueError: ``max_rate`` or ``history`` out of range; a ``layers`` prefix with no Variable or no such axis.
+      ValueError: ``max_rate`` or ``history`` out of range, ``obj`` a str that is no Python name, or a
+        ``layers`` prefix with no Variable or no such axis.
+      RuntimeError: ``obj`` is a name and no IPython shell is running.
 
     >>> from flax import nnx
     >>> model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))

@@ -138,3 +138,10 @@ def test_the_flattened_walk_steps_aside_where_only_flax_knows(name, monkeypatch)
 def test_tied_weights_keep_their_alias():
     walk = _walk.walk_graph(Tied(nnx.Rngs(0)))
     assert [(l.path, l.aliases) for l in walk.leaves] == [(("embed", "embedding"), (("head", "embedding"),))]
+
+
+def test_every_container_kind(net, monkeypatch):
+    """A user Module, nnx.List, nnx.Dict, nnx.Sequential holding a function, a bare Variable."""
+    fast = _walk._flat_walk(net)
+    assert fast is not None
+    same(fast, flax_walk(net, monkeypatch))

@@ -30,6 +30,7 @@ from flax.nnx import graph as nnx_graph
 
 from .. import compat
 from .._util import safe_repr
+from ._pair import split_pair
 
 Path = tuple[Hashable, ...]
 
@@ -141,6 +142,10 @@ def walk_graph(obj: Any) -> GraphWalk:
         return GraphWalk([leaf], {}, type(obj).__name__)
     if _is_array_leaf(obj):
         return GraphWalk([Leaf((), _leaf_type_name(obj), obj, {}, ())], {}, _leaf_type_name(obj))
+    pair = split_pair(obj)
+    if pair is not None:  # nnx.split's (graphdef, state, ...): the states' Variables, under the model's class
+        walk = walk_graph(pair.state())
+        return GraphWalk(walk.leaves, walk.nodes, pair.type_name)
     wrapped = compat.tolinen_module(obj)
     if wrapped is not None:  # NNX inside Linen: the wrapped module's Variables, abstract until init
         walk = walk_graph(wrapped)

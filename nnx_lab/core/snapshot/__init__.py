@@ -9,7 +9,9 @@ The public face of the snapshot pipeline (see docs/ARCHITECTURE.md):
 - stacked layers (``_layers.py``): one row per layer of a Variable with a layer axis;
 - :class:`Watcher` (``_watch.py``), the throttled asynchronous refresh behind every live viewer,
   its :class:`History` (``_history.py``), the scalars logged by the loop (:class:`ScalarStore`,
-  ``_scalars.py``) and the NaN/Inf alert (:class:`NonfiniteAlert`, ``_alert.py``).
+  ``_scalars.py``), the NaN/Inf alert (:class:`NonfiniteAlert`, ``_alert.py``) and what it watches,
+  resolved at every refresh (``_target.py``: an object by weak reference, an ``nnx.split`` pair, or a
+  :class:`NameTarget`).
 
 >>> from flax import nnx
 >>> snap = snapshot(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
@@ -27,14 +29,15 @@ from ._snapshot import PRECISION, STATUSES, PendingSnapshot, Row, Snapshot, roun
 from ._scalars import MAX_POINTS, ScalarStore
 from ._stats import (STAT_NAMES, Deferred, StatsError, compute_stats, is_numeric_dtype, is_ready, kernel_cache_size,
                      threads_see_jax_config)
+from ._target import NameTarget, ObjectTarget, PairTarget, Target, watch_target
 from ._throttle import Throttle
 from ._watch import MAX_IN_FLIGHT, Watcher
 
 __all__ = [
     "DEFAULT_BINS", "HISTORY_STATS", "LAYER_NAMES", "LayerError", "LayerKey", "MAX_IN_FLIGHT", "MAX_POINTS", "PRECISION",
-    "STATUSES", "STAT_NAMES", "Deferred", "History", "NonfiniteAlert", "PendingSnapshot", "Row", "ScalarStore", "Snapshot",
-    "StatsError", "Throttle", "Watcher", "compute_stats", "device_summary",
-    "histograms_dispatch", "histograms_fetch", "is_numeric_dtype", "is_ready", "kernel_cache_size",
+    "STATUSES", "STAT_NAMES", "Deferred", "History", "NameTarget", "NonfiniteAlert", "ObjectTarget", "PairTarget",
+    "PendingSnapshot", "Row", "ScalarStore", "Snapshot", "StatsError", "Target", "Throttle", "Watcher", "compute_stats",
+    "device_summary", "histograms_dispatch", "histograms_fetch", "is_numeric_dtype", "is_ready", "kernel_cache_size",
     "parse_layer_option", "parse_layers", "round_significant", "snapshot", "sparkline", "stacked_modules",
-    "threads_see_jax_config",
+    "threads_see_jax_config", "watch_target",
 ]

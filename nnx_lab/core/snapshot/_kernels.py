@@ -124,6 +124,11 @@ def kernel_and_names(dtype: np.dtype):
     return None, None, ()
 
 
+def kernels_file() -> str:
+    """This module's file: the kernels' source, part of every cached executable's key."""
+    return __file__
+
+
 def is_numeric_dtype(dtype) -> bool:
     """True for dtypes with statistics (floats, ints, bools, complex; not PRNG keys).
 

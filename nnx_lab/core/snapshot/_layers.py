@@ -254,6 +254,6 @@ def check_layers(obj: Any, layers: Any) -> tuple:
     """``layers`` parsed and checked against ``obj`` (walked once, nothing computed): a TypeError or
     :class:`LayerError` in one line before anything uses it."""
     spec = parse_layers(layers)
-    if spec:
+    if spec and obj is not None:  # None: a followed name holding no model now (its refreshes will say)
         expand(describe(obj, stats=False), spec)
     return spec

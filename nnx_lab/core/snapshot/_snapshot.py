@@ -300,7 +300,8 @@ def snapshot(obj: Any, *, stats: bool = True, layers: dict | None = None) -> Sna
 
     Args:
       obj: an ``nnx.Module`` (any nesting), an ``nnx.State`` or the nested dict
-        ``nnx.state``/``nnx.split`` produce, a Linen module inside ``nnx.bridge.ToNNX``,
+        ``nnx.state``/``nnx.split`` produce, the ``(graphdef, state, ...)`` tuple of ``nnx.split``
+        (rows named as in the model), a Linen module inside ``nnx.bridge.ToNNX``,
         an abstract model from ``nnx.eval_shape``, or a single Variable.
       stats: with ``False`` only descriptions are gathered (nothing runs on the device).
       layers: path prefix -> layer axis of stacked Variables (``{"blocks": 0}``): each gets one row

@@ -8,6 +8,7 @@ without waiting, so a refresh never stalls a queue of asynchronously dispatched 
 
 The kernels are module-level ``jax.jit`` functions, so jax keeps one executable per input
 (shape, dtype, sharding), shared by every model: a first snapshot compiles one per distinct spec.
+Executables of single-device specs are also kept on disk between sessions (:mod:`._executables`).
 A model refreshed again gets one program for all its kernels (:mod:`._programs`), compiled
 in the background: one launch and one place in the device's queue per refresh.
 
@@ -30,6 +31,7 @@ import numpy as np
 from ._programs import (COMPILING, MAX_PROGRAM_ARRAYS, Program, device_groups, program_for, programs_compiled,
                         structure_key)
 from .._util import one_line
+from ._executables import executables_count, loaded_executable, prepare_executable
 from ._layers import layered, layered_cache_size
 from ._kernels import KERNELS, STAT_NAMES, is_numeric_dtype, kernel_and_names
 from ._table import StatsTable
@@ -41,7 +43,7 @@ __all__ = ["STAT_NAMES", "LaunchPlan", "PendingStats", "StatsTable", "threads_se
 def kernel_cache_size() -> int:
     """Executables compiled so far for statistics: one per distinct spec and kernel, plus one
     program per model structure refreshed repeatedly (see :mod:`._programs`)."""
-    return sum(k._cache_size() for k in KERNELS) + programs_compiled() + layered_cache_size()
+    return sum(k._cache_size() for k in KERNELS) + executables_count() + programs_compiled() + layered_cache_size()
 
 
 class Deferred(Exception):
@@ -128,8 +130,7 @@ class PendingStats:
         table, plan = self._table, self.plan
         for batch, got in zip(todo, _fetch([batch.outputs for batch in todo])):
             if isinstance(got, StatsError):
-                for i in plan.rows(batch.members):
-                    table.errors[i] = got
+                table.errors.update(dict.fromkeys(plan.rows(batch.members), got))
             else:
                 table.put(plan.rows(batch.members), *batch.columns(got))
         if not self._refs:
@@ -147,15 +148,14 @@ class PendingStats:
                 continue
             x = self._refs[m]()
             if x is None:
-                for i in plan.rows([m]):
-                    table.errors[i] = StatsError("holds NaN or Inf; the array was replaced before they were counted")
+                error = StatsError("holds NaN or Inf; the array was replaced before they were counted")
+                table.errors.update(dict.fromkeys(plan.rows([m]), error))
             else:
-                again[m] = (m, masked, x)
-        again = list(again.values())
+                again[m] = (masked, x)
         self._refs = {}
         if again:
-            results = _dispatch([(masked, x) for _, masked, x in again])
-            self._todo = [_Batch(r, [m]) for (m, _, _), r in zip(again, results)]
+            results = _dispatch(list(again.values()))
+            self._todo = [_Batch(r, [m]) for m, r in zip(again, results)]
             self._waiting = [batch.outputs for batch in self._todo if not isinstance(batch.outputs, StatsError)]
             _copy_to_host(self._waiting)
             self.pending_masked = True
@@ -234,8 +234,9 @@ class LaunchPlan:
             # Several processes must launch the same programs in the same order: a program compiled
             # in the background would be ready on one process before another, so they keep per-array kernels.
             xs = [arrays[i] for i in self.index]
+            order = [(id(c[1]), x.ndim, x.shape, str(x.dtype)) for c, x in zip(self.calls, xs)]  # by spec
             for members in device_groups(xs):
-                members = sorted(members, key=lambda m: _spec_order(self.calls[m][1], xs[m]))
+                members = sorted(members, key=order.__getitem__)
                 for start in range(0, len(members), MAX_PROGRAM_ARRAYS):
                     chunk = members[start:start + MAX_PROGRAM_ARRAYS]
                     if len(chunk) > 1:
@@ -249,10 +250,6 @@ class LaunchPlan:
         return [r for m in members for r in range(index[m], index[m] + counts[m])]
 
 
-def _spec_order(kernel: Any, x: Any) -> tuple:
-    return (id(kernel), x.ndim, x.shape, str(x.dtype))
-
-
 def _launch(plan: LaunchPlan, xs: list[Any], repeated: bool, defer: bool) -> list[_Batch]:
     """Launch each array's kernel: the chunks whose compiled program is ready as one launch each (one
     place in the device's queue), the rest one kernel call each. ``repeated``: the caller will
@@ -261,7 +258,7 @@ def _launch(plan: LaunchPlan, xs: list[Any], repeated: bool, defer: bool) -> lis
     per-array kernels while a program compiles."""
     kernels = [c[1] for c in plan.calls]
     programs = [program_for([kernels[m] for m in chunk], [xs[m] for m in chunk], key=key,
-                            background=_threads_see_this_config(), eager=repeated) for chunk, key in plan.chunks]
+                            background=threads_see_jax_config(), eager=repeated) for chunk, key in plan.chunks]
     if defer and COMPILING in programs:
         raise Deferred("the statistics program for this model is being compiled")
     batches: list[_Batch] = []
@@ -306,7 +303,7 @@ _dispatched: set = set()  # (kernel, shape, dtype, sharding) run before: compile
 
 
 def _spec(kernel: Any, x: Any) -> Any:
-    key = (id(kernel), x.shape, x.dtype, getattr(x, "sharding", None))
+    key = (id(kernel), x.shape, x.dtype, getattr(x, "sharding", None), getattr(x, "weak_type", False))
     try:
         hash(key)
     except TypeError:
@@ -314,8 +311,28 @@ def _spec(kernel: Any, x: Any) -> Any:
     return key
 
 
+def _first_call(kernel: Any, x: Any) -> Any:
+    """:func:`_call` for a spec not run before in this process: its executable loaded from the disk
+    cache, or compiled and kept there (see :mod:`._executables`), first."""
+    spec = _spec(kernel, x)
+    if spec is not None and kernel in KERNELS:
+        try:
+            prepare_executable(kernel, KERNELS.index(kernel), x, spec)
+        except Exception:  # noqa: BLE001 - kernel(x) compiles through jax.jit and says what is wrong
+            pass
+    return _call(kernel, x)
+
+
 def _call(kernel: Any, x: Any) -> Any:
+    """``kernel(x)``, by the executable the disk cache gave for its spec where there is one."""
     try:
+        spec = _spec(kernel, x)
+        executable = loaded_executable(spec) if spec is not None else None
+        if executable is not None:
+            try:
+                return executable(x)
+            except Exception:  # noqa: BLE001 - jax.jit says what is wrong, or copes
+                pass
         return kernel(x)
     except Exception as e:  # a buffer deleted or donated between the check and the call
         deleted = isinstance(x, jax.Array) and x.is_deleted()
@@ -332,11 +349,14 @@ def _dispatch(calls: list[tuple[Any, Any]]) -> list[Any]:
         key = _spec(kernel, x)
         if key is not None and key not in _dispatched and key not in first:
             first[key] = j
-    if len(first) > 1 and _threads_see_this_config():
+    if len(first) > 1 and threads_see_jax_config():
         with ThreadPoolExecutor(min(len(first), os.cpu_count() or 2), thread_name_prefix="nnx_lab-compile") as pool:
-            futures = {j: pool.submit(_call, *calls[j]) for j in first.values()}
+            futures = {j: pool.submit(_first_call, *calls[j]) for j in first.values()}
         for j, future in futures.items():
             results[j] = future.result()
+    else:
+        for j in first.values():
+            results[j] = _first_call(*calls[j])
     for j, (kernel, x) in enumerate(calls):
         if results[j] is None:
             results[j] = _call(kernel, x)
@@ -345,16 +365,10 @@ def _dispatch(calls: list[tuple[Any, Any]]) -> list[Any]:
 
 
 def threads_see_jax_config() -> bool:
-    """Whether work done on another thread sees this thread's jax settings (see below)."""
-    return _threads_see_this_config()
-
-
-def _threads_see_this_config() -> bool:
-    """False under a thread-local jax setting (``jax.default_device(...)``, x64) that worker
-    threads would not inherit, and with several processes (each must launch the same programs
-    in the same order): then everything runs on the calling thread."""
-    return (not jax.config.jax_enable_x64 and jax.config.jax_default_device is None
-            and jax.process_count() == 1)
+    """Whether work done on another thread sees this thread's jax settings: not under a thread-local
+    setting (``jax.default_device(...)``, x64) that worker threads would not inherit, nor with several
+    processes (each must launch the same programs in the same order): then all runs on this thread."""
+    return not jax.config.jax_enable_x64 and jax.config.jax_default_device is None and jax.process_count() == 1
 
 
 def _host(result: Any) -> Any:

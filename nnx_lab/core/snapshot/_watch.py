@@ -1,10 +1,10 @@
 """Keep a model's snapshot current while it trains, at almost no cost to the loop.
 
 A :class:`Watcher` holds the model by weak reference (``del model`` frees its device
-memory even while a viewer is on screen), refreshes at most ``max_rate`` times a
-second *and* at most once per ``1 / budget`` times its own cost (so refreshing never
-takes more than ``budget`` of the wall-clock time), and never raises into the
-caller: a failed refresh becomes a status.
+memory even while a viewer is on screen) or follows a name (``_target.py``), refreshes at
+most ``max_rate`` times a second *and* at most once per ``1 / budget`` times its own cost
+(so refreshing never takes more than ``budget`` of the wall-clock time), and never raises
+into the caller: a failed refresh becomes a status.
 
 >>> from flax import nnx
 >>> model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
@@ -23,7 +23,6 @@ from __future__ import annotations
 import collections
 import threading
 import time
-import weakref
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import jax
@@ -37,7 +36,7 @@ from ._layers import check_layers
 from .._util import one_line, when_ready
 from ._throttle import Throttle
 from ._stats import Deferred, kernel_cache_size
-from ..graph import check_inspectable
+from ._target import watch_target
 
 T = TypeVar("T")
 
@@ -54,7 +53,7 @@ class Watcher:
         self.stats = stats
         self.history = History(history)
         self.snapshot: Snapshot | None = None
-        self.state = "waiting"  # waiting | live | error | gone
+        self.state = "waiting"  # waiting | live | error | missing (a followed name: no model now) | gone
         self.message = ""  # what the last refresh said (an error); replaced by the next one
         self.note = ""  # a standing remark (background refresh unavailable) that every status keeps
         self.refreshes = 0
@@ -81,13 +80,11 @@ class Watcher:
         self.scalars = ScalarStore()  # viewer.tick(loss=...) / log(...): read when a refresh is published
         self.alert = NonfiniteAlert()  # the first NaN/Inf seen (step, refresh, where), kept until cleared
         self._dispatched_at: dict[PendingSnapshot, int] = {}  # ticks so far when each in flight was dispatched
-        try:
-            self._ref = weakref.ref(obj, self._on_collected)
-        except TypeError:
-            # Plain dicts cannot be weakly referenced; they hold no model of their own.
-            self._ref = lambda obj=obj: obj
-        check_inspectable(obj)  # a TypeError for a non-model, here and not in a loop
-        self._layers = check_layers(obj, layers)  # stacked Variables' layer axes: a bad one raises here
+        # What to describe at each refresh (core/snapshot/_target.py): the object by weak reference, a
+        # (graphdef, state) pair, or a name followed in a namespace. A TypeError here for a non-model.
+        self._target = watch_target(obj, on_gone=self._mark_gone)
+        # Stacked Variables' layer axes, checked against the model now (a bad declaration raises here).
+        self._layers = check_layers(self._target.resolve(), layers)
 
     # -- what the UI listens to ------------------------------------------------
     def subscribe(self, listener: Callable[["Watcher"], None]) -> None:
@@ -102,7 +99,7 @@ class Watcher:
 
     @property
     def target(self) -> Any | None:
-        return self._ref()
+        return self._target.resolve()
 
     @property
     def interval(self) -> float:
@@ -157,7 +154,7 @@ class Watcher:
         """Publish the rows alone at once (nothing runs on the device, nothing compiles), so a new
         viewer shows its table before its statistics kernels are compiled; the statistics follow with
         the first refresh. Not counted as a refresh; the structure walked here is reused by it."""
-        obj = self._ref()
+        obj = self._target.resolve()
         if obj is None:
             return
         try:
@@ -177,10 +174,12 @@ class Watcher:
             self._publish_arrived(wait=True)
 
     def _dispatch(self, defer: bool = False) -> PendingSnapshot | None:
-        obj = self._ref()
+        obj = self._target.resolve()
         if obj is None:
-            self._mark_gone()
+            self._mark_gone() if self._target.final else self._mark_missing(self._target.problem)
             return None
+        if self.state == "missing":  # the name holds a model again: live once this refresh is published
+            self.state, self.message = "waiting", ""
         self._compiled = kernel_cache_size()
         try:
             pending = PendingSnapshot(obj, stats=self.stats, repeated=True, defer=defer, structure=self._structure,
@@ -227,7 +226,8 @@ class Watcher:
         self.scalars.collect(wait=wait)
         self.alert.observe(snap, refresh=self.refreshes, step=step, scalar=self.scalars.take_nonfinite(),
                            scalars_now=self.scalars.nonfinite_now())
-        self.state, self.message = "live", ""
+        if self.state not in ("gone", "missing"):  # a refresh dispatched before the model went says so
+            self.state, self.message = "live", ""
         self._notify()
         return True
 
@@ -294,8 +294,11 @@ class Watcher:
                 return
 
     # -- the model went away ----------------------------------------------------------
-    def _on_collected(self, _ref) -> None:
-        self._mark_gone()
+    def _mark_missing(self, problem: str) -> None:
+        """A followed name holds no model now: say so; the next refresh looks again."""
+        if (self.state, self.message) != ("missing", problem):
+            self.state, self.message = "missing", problem
+            self._notify()
 
     def _mark_gone(self) -> None:
         self._structure.clear()
@@ -317,7 +320,7 @@ class Watcher:
     def status(self) -> dict:
         return {
             "state": self.state,
-            "message": "; ".join(m for m in (self.message, self.scalars.problem, self.note) if m),
+            "message": "; ".join(m for m in (self._target.label, self.message, self.scalars.problem, self.note) if m),
             "last_refresh": self.last_refresh,
             "cost_ms": None if self.cost_s is None else round(self.cost_s * 1e3, 2),
             "refreshes": self.refreshes,

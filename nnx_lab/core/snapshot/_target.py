@@ -1,0 +1,137 @@
+"""What a :class:`Watcher` watches, resolved to the current object at every refresh.
+
+Between refreshes a target holds no model: an object by weak reference (:class:`ObjectTarget`; ``del
+model`` frees it, and the viewer says "gone"), a ``(graphdef, state, ...)`` pair by weak references to
+its states (:class:`PairTarget`), or a *name* in a namespace (:class:`NameTarget`), looked up afresh
+each time. A functional loop rebinds its model every step (``model = nnx.merge(graphdef, state)``,
+``model, opt_state = train_step(model, opt_state, batch)``): following the name follows the model.
+
+>>> from flax import nnx
+>>> namespace = {"model": nnx.Linear(2, 2, rngs=nnx.Rngs(0))}
+>>> target = NameTarget("model", namespace)
+>>> type(target.resolve()).__name__, target.label
+('Linear', 'following `model`')
+>>> namespace["model"] = nnx.Linear(2, 5, rngs=nnx.Rngs(1))        # rebound: the new model
+>>> target.resolve().out_features
+5
+>>> namespace["model"] = 3
+>>> target.resolve(), target.problem
+(None, '`model` is an int, not a model')
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping
+from typing import Any, Callable
+
+from ..graph import check_inspectable, split_pair
+from .._util import a_kind, is_dotted_name, one_line
+
+
+class Target:
+    """Resolves to the object to describe now, or None (``problem`` says why; ``final``: for good)."""
+
+    label = ""  # what the status line says about the target ("following `model`"), or nothing
+    final = True  # whether a None from resolve() means gone for good (else: missing for now)
+    problem = ""
+
+    def resolve(self) -> Any | None:
+        raise NotImplementedError
+
+
+def _weak(obj: Any, on_gone: Callable[[], None] | None) -> Callable[[], Any]:
+    """A weak reference to ``obj`` where Python allows one (plain dicts hold no model of their own)."""
+    try:
+        return weakref.ref(obj, None if on_gone is None else (lambda _ref: on_gone()))
+    except TypeError:
+        return lambda obj=obj: obj
+
+
+class ObjectTarget(Target):
+    """One object, by weak reference."""
+
+    def __init__(self, obj: Any, on_gone: Callable[[], None] | None = None):
+        check_inspectable(obj)  # a TypeError for a non-model, here and not in a loop
+        self._ref = _weak(obj, on_gone)
+
+    def resolve(self) -> Any | None:
+        obj = self._ref()
+        if obj is None:
+            self.problem = "the model was garbage-collected"
+        return obj
+
+
+class PairTarget(Target):
+    """``nnx.split``'s ``(graphdef, state, ...)``: the graphdef (no arrays) held, each state by weak reference."""
+
+    def __init__(self, obj: tuple, on_gone: Callable[[], None] | None = None):
+        self._graphdef = obj[0]
+        self._states = [_weak(state, on_gone) for state in obj[1:]]
+
+    def resolve(self) -> Any | None:
+        states = [ref() for ref in self._states]
+        if any(state is None for state in states):
+            self.problem = "the state was garbage-collected"
+            return None
+        return (self._graphdef, *states)
+
+
+class NameTarget(Target):
+    """A name (``model``, or dotted: ``trainer.model``) looked up in ``namespace`` at every refresh.
+
+    A name that is missing or bound to something that is not a model is a ``problem`` for now (the
+    next refresh looks again), never the end: rebinding it to a model recovers.
+    """
+
+    final = False
+
+    def __init__(self, name: str, namespace: Mapping[str, Any]):
+        if not is_dotted_name(name.strip() if isinstance(name, str) else name):
+            raise ValueError(f"a name to follow is a Python name, dotted or not (model, trainer.model); "
+                             f"got {one_line(repr(name), 80)}")
+        self.name, self._namespace = name.strip(), namespace
+        self._parts = self.name.split(".")
+        self.label = f"following `{self.name}`"
+
+    def resolve(self) -> Any | None:
+        obj = self.lookup()
+        if obj is None:
+            return None
+        if split_pair(obj) is None:
+            try:
+                check_inspectable(obj)
+            except TypeError:
+                self.problem = f"`{self.name}` is {a_kind(type(obj).__name__)}, not a model"
+                return None
+        return obj
+
+    def lookup(self) -> Any | None:
+        """The object bound to the name now, or None (``problem`` says why)."""
+        first, *rest = self._parts
+        try:
+            obj = self._namespace[first]
+        except KeyError:
+            self.problem = f"`{first}` is not defined"
+            return None
+        for i, attr in enumerate(rest):
+            try:
+                obj = getattr(obj, attr)
+            except AttributeError:
+                self.problem = f"`{'.'.join(self._parts[:i + 1])}` has no attribute `{attr}`"
+                return None
+            except Exception as e:  # a property of the user's that raised: say so, look again later
+                self.problem = f"`{'.'.join(self._parts[:i + 2])}` raised {one_line(e)}"
+                return None
+        if obj is None:
+            self.problem = f"`{self.name}` is None"
+        return obj
+
+
+def watch_target(obj: Any, on_gone: Callable[[], None] | None = None) -> Target:
+    """The :class:`Target` for what ``Watcher(obj)`` was given (a Target is taken as it is)."""
+    if isinstance(obj, Target):
+        return obj
+    if split_pair(obj) is not None:
+        return PairTarget(obj, on_gone)
+    return ObjectTarget(obj, on_gone)

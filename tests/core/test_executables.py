@@ -1,0 +1,71 @@
+"""The statistics kernels' executables kept on disk: a later session loads instead of compiling,
+with the same numbers; a damaged file is replaced; the cache can be turned off."""
+
+import json
+import os
+import subprocess
+import sys
+
+import jax.numpy as jnp
+import numpy as np
+
+from nnx_lab.core.snapshot import _executables, compute_stats
+from nnx_lab.core.snapshot._kernels import float_kernel
+
+SESSION = r"""
+import json, sys
+import jax.numpy as jnp
+from nnx_lab.core.snapshot import compute_stats, _executables
+from nnx_lab.core.snapshot._kernels import KERNELS
+x = jnp.arange(12.0).reshape(3, 4) / 7
+y = jnp.arange(5, dtype=jnp.int32)
+stats = compute_stats([x, y])
+print("RESULT" + json.dumps({"stats": stats, "jit_compiles": sum(k._cache_size() for k in KERNELS),
+                             "executables": _executables.executables_count()}))
+"""
+
+
+def session(cache):
+    env = dict(os.environ, NNX_LAB_CACHE_DIR=str(cache), JAX_PLATFORMS="cpu")
+    done = subprocess.run([sys.executable, "-c", SESSION], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = [l for l in done.stdout.splitlines() if l.startswith("RESULT")][-1]
+    return json.loads(line[len("RESULT"):])
+
+
+def test_a_later_session_loads_the_kernels_and_gets_the_same_numbers(tmp_path):
+    first = session(tmp_path)
+    kept = sorted(p.name for p in tmp_path.glob("*.bin"))
+    assert len(kept) == 2  # one float kernel, one integer kernel
+    second = session(tmp_path)
+    assert second["executables"] == 2 and second["jit_compiles"] == 0  # loaded, nothing compiled
+    assert second["stats"] == first["stats"]
+    assert sorted(p.name for p in tmp_path.glob("*.bin")) == kept
+    x = np.arange(12.0).reshape(3, 4) / 7
+    assert np.isclose(second["stats"][0]["std"], x.std(), rtol=1e-6)
+    assert second["stats"][1]["max"] == 4
+
+
+def test_a_damaged_file_is_compiled_afresh(tmp_path, monkeypatch):
+    monkeypatch.setenv("NNX_LAB_CACHE_DIR", str(tmp_path))
+    x = jnp.linspace(-1.0, 2.0, 37)
+    spec = ("test-damaged", x.shape, x.dtype)
+    monkeypatch.setattr(_executables, "_loaded", {})
+    assert _executables.prepare_executable(float_kernel, 0, x, spec)
+    [path] = tmp_path.glob("*.bin")
+    path.write_bytes(b"not an executable")
+    monkeypatch.setattr(_executables, "_loaded", {})
+    assert _executables.prepare_executable(float_kernel, 0, x, spec)  # removed, compiled, written again
+    floats, _ = _executables.loaded_executable(spec)(x)
+    assert np.isclose(float(floats[0]) * 1, float(float_kernel(x)[0][0]))
+    assert path.read_bytes() != b"not an executable"
+
+
+def test_turned_off_nothing_is_written(tmp_path, monkeypatch):
+    monkeypatch.setenv("NNX_LAB_CACHE_DIR", "off")
+    assert _executables.cache_dir() is None
+    x = jnp.ones(3)
+    assert not _executables.prepare_executable(float_kernel, 0, x, ("test-off", x.shape))
+    [s] = compute_stats([jnp.ones(41)])
+    assert np.isclose(s["mean"], 1.0)
+    assert not list(tmp_path.iterdir())
