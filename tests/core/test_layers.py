@@ -228,3 +228,17 @@ def test_the_nan_alert_counts_a_stacked_variable_once_and_names_it():
     assert watcher.alert.now_variables == 1
     assert watcher.alert.first["where"] == "blocks.lin.kernel"
     assert watcher.snapshot["blocks.lin.kernel[layer 2]"].stats["nan_count"] == 1
+
+
+def test_a_followed_name_gets_its_layers_checked_now_and_expanded_at_every_refresh():
+    from nnx_lab.core.snapshot import NameTarget
+
+    namespace = {"model": vmapped(metadata=False)}
+    with pytest.raises(LayerError, match="no axis 5"):
+        Watcher(NameTarget("model", namespace), layers={"blocks": 5})
+    watcher = Watcher(NameTarget("model", namespace), layers={"blocks": 0})
+    watcher.refresh(force=True)
+    assert watcher.snapshot["blocks.lin.kernel[layer 2]"].shape == (4, 6)
+    namespace["model"] = vmapped(n=2, metadata=False)  # rebound: a stack of 2
+    watcher.refresh(force=True)
+    assert [r.layer for r in watcher.snapshot.rows if r.layer_of == 0] == [0, 1]
