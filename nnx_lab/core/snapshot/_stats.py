@@ -234,9 +234,9 @@ class LaunchPlan:
             # Several processes must launch the same programs in the same order: a program compiled
             # in the background would be ready on one process before another, so they keep per-array kernels.
             xs = [arrays[i] for i in self.index]
-            order = [(id(c[1]), x.ndim, x.shape, str(x.dtype)) for c, x in zip(self.calls, xs)]  # by spec
-            for members in device_groups(xs):
-                members = sorted(members, key=order.__getitem__)
+            spec = lambda m: (id(self.calls[m][1]), xs[m].ndim, xs[m].shape, str(xs[m].dtype))  # noqa: E731
+            for members in device_groups(xs):  # device arrays only
+                members = sorted(members, key=spec)
                 for start in range(0, len(members), MAX_PROGRAM_ARRAYS):
                     chunk = members[start:start + MAX_PROGRAM_ARRAYS]
                     if len(chunk) > 1:
