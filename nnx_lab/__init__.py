@@ -2,7 +2,7 @@
 
 Public API (small on purpose):
 
-- ``snapshot(obj, *, stats=True) -> Snapshot``: one row per Variable with its
+- ``snapshot(obj, *, stats=True, layers=None) -> Snapshot``: one row per Variable with its
   description and on-device statistics; no array is copied to the host.
 - ``Snapshot``, ``Row``: the plain data a snapshot is made of.
 - ``watch(model) -> StateViewer``: a live widget of every Variable, refreshed after each

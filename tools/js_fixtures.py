@@ -83,13 +83,19 @@ def viewer_payloads() -> dict:
 
     model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), nnx.BatchNorm(3, rngs=nnx.Rngs(0)))
     viewer = StateViewer(model)
+    out = {}
     try:
-        return {"viewer_sequential": {"snapshot": viewer.snapshot, "status": viewer.status,
-                                      "sparkline_stat": viewer.sparkline_stat,
-                                      "static": static_rows(viewer.last_snapshot)},
-                "viewer_series": series_payload(), **alert_payloads()}
+        out["viewer_sequential"] = {"snapshot": viewer.snapshot, "status": viewer.status,
+                                    "sparkline_stat": viewer.sparkline_stat, "static": static_rows(viewer.last_snapshot)}
     finally:
         viewer.close()
+    stacked = _stacked_model()
+    viewer = StateViewer(stacked, layers={"blocks": 0})
+    try:
+        out["viewer_layers"] = {"snapshot": viewer.snapshot, "static": static_rows(viewer.last_snapshot)}
+    finally:
+        viewer.close()
+    return {**out, "viewer_series": series_payload(), **alert_payloads()}
 
 
 def series_payload() -> dict:
@@ -123,6 +129,20 @@ def series_payload() -> dict:
                 "stats_message": msg, "series_values": values}
     finally:
         viewer.close()
+
+
+def _stacked_model():
+    """blocks: 3 Linear(2, 2) layers made by nnx.vmap (kernel (3, 2, 2), bias (3, 2)), then head: Linear(2, 1)."""
+    import jax
+    from flax import nnx
+
+    class Stacked(nnx.Module):
+        def __init__(self):
+            make = nnx.vmap(lambda key: nnx.Linear(2, 2, rngs=nnx.Rngs(key)), in_axes=0, out_axes=0)
+            self.blocks = make(jax.random.split(jax.random.key(0), 3))
+            self.head = nnx.Linear(2, 1, rngs=nnx.Rngs(1))
+
+    return Stacked()
 
 
 def alert_payloads() -> dict:
@@ -297,7 +317,7 @@ GROUPS: dict[str, tuple[Callable[[], dict], str | None]] = {
     "views": (views_payloads, "nnx.view"),
     "capture": (capture_payloads, "nnx.capture"),
 }
-NAMES = {"viewer": ["viewer_sequential", "viewer_series", "viewer_alert_scalar", "viewer_alert_variable"],
+NAMES = {"viewer": ["viewer_sequential", "viewer_series", "viewer_layers", "viewer_alert_scalar", "viewer_alert_variable"],
          "split": ["split_shadowing", "split_partial"],
          "views": ["views_mixed", "views_eval", "views_modes", "views_empty"],
          "capture": ["capture_call", "capture_grads", "capture_report_view"]}

@@ -10,6 +10,7 @@ import { css } from "./shared/styles.js";
 import { hiddenColumns } from "./shared/columns.js";
 import { History, toFloat32, withStats } from "./shared/ring.js";
 import { createTreeTable } from "./shared/table.js";
+import { createHeatmap } from "./viewer/heatmap.js";
 import { fillBanner, fillChips, fillDevices, fillTitle } from "./viewer/panels.js";
 import { RowState } from "./viewer/rows.js";
 import { createSeriesBar, displayed, readSeries } from "./viewer/series.js";
@@ -64,10 +65,15 @@ function render({ model, el }) {
       relayout(NOW);
     },
     onDrawn: firstPaintMarker(el, t0),
+    onHeatmap(r) {
+      heatmap.open(rows.tree, r);
+      heatmap.draw({ tree: rows.tree, history, stat });
+    },
   });
+  const heatmap = createHeatmap(doc);
   const root = h(doc, "div", { class: "nnx-lab-viewer" });
   root.append(h(doc, "style", null, css()), h(doc, "div", { class: "nnx-head" }, title, devices), scalars, banner,
-    toolbar.el, seriesBar.el, table.el, statusLine.el);
+    toolbar.el, seriesBar.el, heatmap.el, table.el, statusLine.el);
   el.replaceChildren(root);
 
   function relayout(opts = {}) {
@@ -83,7 +89,8 @@ function render({ model, el }) {
     items = layout.items;
     toolbar.setMatches(layout.matches);
     table.update({ tree: rows.tree, items, sort, history, stat, expanded: rows.expanded, emptyText: layout.emptyText,
-                   hidden: hiddenColumns(snap) }, opts);
+                   hidden: hiddenColumns(snap), openRows: rows.openRows }, opts);
+    heatmap.draw({ tree: rows.tree, history, stat });
   }
 
   const drawn = {};

@@ -31,6 +31,9 @@ from ._args import DEFAULT_BINS, check_name, check_option, evaluate_target, pars
                "the body also takes the gradient at every perturb() point, bound to NAME_grads")
 @argument("--bins", type=int, default=None,
           help=f"histogram bins per captured array, 1..{MAX_BINS} (default {DEFAULT_BINS}; %%config NnxLabMagics.bins)")
+@argument("--layers", action="append", default=None, metavar="PREFIX=AXIS",
+          help="values sown inside nnx.scan/nnx.vmap over layers under PREFIX are stacked on AXIS, e.g. "
+               "blocks=0: one row per layer (repeatable)")
 def nnx_capture(self: Any, line: str, cell: str) -> None:
     """Run the cell with every call of TARGET captured: what its modules sow, with statistics.
 
@@ -114,6 +117,7 @@ def run_capture(shell: Any, args: Any, body: str, bins: int) -> None:
     if args.bins is not None:
         bins = check_option(args.bins, "--bins", 1, MAX_BINS, integer=True)
     loss_fn = _loss_fn(shell, args.grads)
+    args.layers = _layers(model, args.layers)
     capture = _make_capture(model, args, shell.user_ns)
     spy = LossSpy(loss_fn, model, capture, args.grads) if loss_fn is not None else None
     elapsed = _run_body(shell, body, capture, spy)
@@ -186,14 +190,40 @@ def _run_body(shell: Any, body: str, capture: Any, spy: LossSpy | None) -> float
             shell.user_ns[spy.name] = spy.fn
 
 
-def _report(capture: Any, spy: LossSpy | None, args: Any, bins: int) -> Any:
-    """The CaptureReport of what was captured, with the gradients and ``--grads`` messages."""
-    from ..core.capture import capture_report
+def _layers(model: Any, options: list[str] | None) -> tuple:
+    """The layer axes of the captured values: those of the model's stacked modules (flax's metadata;
+    a value sown inside the scan over them is stacked the same way), then ``--layers PREFIX=AXIS``
+    (which win). A malformed option is a UsageError before the body runs."""
+    from ..core.snapshot import parse_layer_option, parse_layers, stacked_modules
 
-    report = capture_report(capture.captured, grads=_grads(spy), types=capture.types, seen_types=capture.seen_types,
-                            matched=None if args.only is None else capture.matched, bins=bins,
-                            only_text=None if args.only is None else f"--only {args.only}",
-                            inside_own=capture.inside_own)
+    try:
+        declared = parse_layers(parse_layer_option(options))
+    except TypeError as e:
+        raise UsageError(first_line(str(e))) from None
+    try:
+        derived = stacked_modules(model)
+    except Exception:  # noqa: BLE001 - the model's own rows say what is odd; the capture goes on
+        derived = ()
+    return derived + declared
+
+
+def _report(capture: Any, spy: LossSpy | None, args: Any, bins: int) -> Any:
+    """The CaptureReport of what was captured, with the gradients and ``--grads`` messages (a
+    ``--layers`` that fits nothing captured: a message, and one row per value)."""
+    from ..core.capture import capture_report
+    from ..core.snapshot import LayerError
+
+    def report_with(layers):
+        return capture_report(capture.captured, grads=_grads(spy), types=capture.types, seen_types=capture.seen_types,
+                              matched=None if args.only is None else capture.matched, bins=bins,
+                              only_text=None if args.only is None else f"--only {args.only}",
+                              inside_own=capture.inside_own, layers=layers)
+
+    try:
+        report = report_with(args.layers)
+    except LayerError as e:
+        report = report_with(tuple(entry for entry in args.layers if len(entry) == 3))
+        report = dataclasses.replace(report, messages=(*report.messages, f"--layers: {first_line(str(e))}"))
     if spy is not None:
         report = dataclasses.replace(report, messages=(*report.messages, *spy.messages(args.target.strip())))
     return report

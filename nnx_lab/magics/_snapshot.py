@@ -16,6 +16,9 @@ from ._args import DEFAULT_MAX_ROWS, DEFAULT_RATE, check_name, check_option, eva
 @argument("target", nargs="+", help="a Python expression: an nnx.Module, nnx.State, or nested dict of Variables")
 @argument("--no-stats", action="store_true", help="describe only; run nothing on the device")
 @argument("--as", dest="name", default=None, help="also bind the Snapshot to this name")
+@argument("--layers", action="append", default=None, metavar="PREFIX=AXIS",
+          help="the layer axis of the stacked Variables under PREFIX (nnx.vmap/nnx.scan blocks), e.g. blocks=0: "
+               "one row per layer (repeatable)")
 @argument("--max-rows", type=int, default=None,
           help=f"rows shown in the table, 1..{MAX_ROWS} (default {DEFAULT_MAX_ROWS}; %%config NnxLabMagics.max_rows)")
 def nnx_snapshot(self: Any, line: str) -> None:
@@ -34,11 +37,11 @@ def nnx_snapshot(self: Any, line: str) -> None:
     obj = evaluate_target(self.shell, target)
     name = check_name(args.name, shell=self.shell, target_text=target) if args.name else None
     from ..core.render import html_table
-    from ..core.snapshot import snapshot
+    from ..core.snapshot import LayerError, parse_layer_option, snapshot
 
     try:
-        snap = snapshot(obj, stats=not args.no_stats)
-    except TypeError as e:
+        snap = snapshot(obj, stats=not args.no_stats, layers=parse_layer_option(args.layers))
+    except (TypeError, LayerError) as e:
         raise UsageError(first_line(str(e))) from None
     if name:
         self.shell.user_ns[name] = snap
@@ -56,6 +59,9 @@ def nnx_snapshot(self: Any, line: str) -> None:
 @argument("--as", dest="name", default=None, help="bind the viewer to this name (for viewer.track / tick)")
 @argument("--pin", action="store_true",
           help="watch the object TARGET names now (by weak reference) instead of following the name")
+@argument("--layers", action="append", default=None, metavar="PREFIX=AXIS",
+          help="the layer axis of the stacked Variables under PREFIX (nnx.vmap/nnx.scan blocks), e.g. blocks=0: "
+               "one row per layer (repeatable)")
 def nnx_watch(self: Any, line: str) -> None:
     """Show a live viewer of TARGET that refreshes after every cell while it trains.
 
@@ -71,6 +77,7 @@ def nnx_watch(self: Any, line: str) -> None:
     Examples::
 
         %nnx_watch model --as viewer
+        %nnx_watch model --layers blocks=0        # one row per layer of an nnx.vmap/nnx.scan stack
         for batch in viewer.track(batches):
             model, opt_state = train_step(model, opt_state, batch)
     """
@@ -81,15 +88,16 @@ def nnx_watch(self: Any, line: str) -> None:
     rate = self.rate if args.rate is None else check_option(args.rate, "--rate (refreshes per second)", 0, MAX_RATE,
                                                             low_open=True)
     from ..core._util import is_dotted_name
-    from ..core.snapshot import NameTarget, watch_target
+    from ..core.snapshot import LayerError, NameTarget, parse_layer_option, watch_target
     from ..widgets.viewer import watch
 
     try:
         if not args.pin and is_dotted_name(target.strip()):
             watch_target(obj)  # the name must hold a model now: a TypeError at once, not a status
             obj = NameTarget(target, self.shell.user_ns)
-        viewer = watch(obj, max_rate=rate, background=args.background, stats=not args.no_stats, display=False)
-    except TypeError as e:
+        viewer = watch(obj, max_rate=rate, background=args.background, stats=not args.no_stats, display=False,
+                       layers=parse_layer_option(args.layers))
+    except (TypeError, LayerError) as e:
         raise UsageError(first_line(str(e))) from None
     if name:
         self.shell.user_ns[name] = viewer

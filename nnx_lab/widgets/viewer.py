@@ -39,11 +39,11 @@ class StateViewer(Widget):
 
     def __init__(self, obj: Any, *, max_rate: float = 2.0, background: bool = False,
                  stats: bool = True, history: int = 100, rows_first: bool = False, optimizer: Any = None,
-                 updates: bool = True, **kwargs: Any):
+                 updates: bool = True, layers: dict | None = None, **kwargs: Any):
         if isinstance(obj, str):  # a name in the notebook, looked up at every refresh
             obj = NameTarget(obj, user_namespace(f"watch({obj!r})"))
         self._watcher = Watcher(obj, max_rate=max_rate, stats=stats, history=history,
-                                between_steps=busy_queue.drain, optimizer=optimizer, updates=updates)
+                                between_steps=busy_queue.drain, optimizer=optimizer, updates=updates, layers=layers)
         self._sent_refresh: int | None = None  # the refresh whose statistics the browser has
         self._sent_rows: tuple | None = None  # (description, failed rows, structure id) of the snapshot trait
         super().__init__(**kwargs)
@@ -260,7 +260,8 @@ class StateViewer(Widget):
 
 
 def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: bool = True,
-          history: int = 100, display: bool = True, optimizer: Any = None, updates: bool = True) -> StateViewer:
+          history: int = 100, display: bool = True, optimizer: Any = None, updates: bool = True,
+          layers: dict | None = None) -> StateViewer:
     """Show a live viewer of ``obj`` and return it; refreshes after every cell, on
     ``viewer.tick()`` / ``viewer.track(...)``, and optionally from a background thread.
 
@@ -290,10 +291,14 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
       updates: measure ‖θₜ − θₜ₋₁‖/‖θₜ₋₁‖ per Variable in a loop (``tick``/``track``): a tick's
         refresh keeps its parameter arrays until the next tick (one step's parameter memory, only
         after a refresh) and reduces the difference there on the device. ``False``: never held.
+      layers: path prefix -> layer axis of stacked Variables (``{"blocks": 0}``, built with
+        ``nnx.vmap``/``nnx.scan``): one row per layer under each. Axes flax recorded
+        (``transform_metadata={nnx.PARTITION_NAME: "layers"}`` with sharding names) need no declaration.
 
     Raises:
       TypeError: ``obj`` is not a model (nothing :func:`nnx_lab.snapshot` accepts).
-      ValueError: ``max_rate`` or ``history`` out of range, or ``obj`` a str that is no Python name.
+      ValueError: ``max_rate`` or ``history`` out of range, ``obj`` a str that is no Python name, or a
+        ``layers`` prefix with no Variable or no such axis.
       RuntimeError: ``obj`` is a name and no IPython shell is running.
 
     >>> from flax import nnx
@@ -307,5 +312,5 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
     ('live', (3, 0.3333333333333333))
     """
     viewer = StateViewer(obj, max_rate=max_rate, background=background, stats=stats, history=history,
-                         optimizer=optimizer, updates=updates)
+                         optimizer=optimizer, updates=updates, layers=layers)
     return viewer.show() if display else viewer

@@ -1,5 +1,7 @@
 """%%nnx_capture: what it binds and shows, --grads, and every bad input leaving the model (and namespace) as it was."""
 
+import contextlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -345,3 +347,69 @@ def test_grads_messages_agree_with_what_was_found(ip, shown):
     finally:
         for name in ("OnlyPerturbs", "perturbs"):
             ip.user_ns.pop(name, None)
+
+
+class ScanBlock(nnx.Module):
+    def __init__(self, rngs, annotate=False):
+        init = nnx.initializers.lecun_normal()
+        if annotate:
+            init = nnx.with_partitioning(init, ("in", "out"))
+        self.linear = nnx.Linear(3, 3, kernel_init=init, rngs=rngs)
+
+    def __call__(self, x):
+        y = self.linear(x)
+        self.sow(nnx.Intermediate, "y", y)
+        return y
+
+
+class Scanned(nnx.Module):
+    """blocks: 4 ScanBlocks stacked by nnx.vmap, run by nnx.scan (their sown `y` stacked on axis 0)."""
+
+    def __init__(self, metadata=False):
+        kwargs = {"transform_metadata": {nnx.PARTITION_NAME: "layers"}} if metadata else {}
+        make = nnx.vmap(lambda key: ScanBlock(nnx.Rngs(key), annotate=metadata), in_axes=0, out_axes=0, **kwargs)
+        mesh = jax.make_mesh((1, 1), ("in", "out"))
+        with jax.set_mesh(mesh) if metadata and hasattr(jax, "set_mesh") else contextlib.nullcontext():
+            self.blocks = make(jax.random.split(jax.random.key(0), 4))
+
+    def __call__(self, x):
+        @nnx.scan(in_axes=(nnx.Carry, 0), out_axes=nnx.Carry)
+        def step(x, block):
+            return block(x)
+        return step(x, self.blocks)
+
+
+def _layer_rows(report):
+    return [(r.path_text, r.layer) for r in report.snapshot.rows if r.layer_of is not None]
+
+
+@pytest.mark.parametrize("how", ["declared", "metadata"])
+def test_values_sown_inside_nnx_scan_get_one_row_per_layer(ip, monkeypatch, how):
+    shown = []
+    monkeypatch.setattr(capture_magic, "show", lambda report, **kw: shown.append(report))
+    model = Scanned(metadata=how == "metadata")
+    ip.user_ns.update(model=model, x=jnp.ones((2, 3)))
+    ip.run_cell_magic("nnx_capture", "model" + (" --layers blocks=0" if how == "declared" else ""), "y = model(x)")
+    report = shown[-1]
+    assert _layer_rows(report) == [(f"blocks.y[0][layer {i}]", i) for i in range(4)]
+    stacked = np.asarray(ip.user_ns["captured"]["blocks"]["y"].get_value()[0])
+    assert stacked.shape == (4, 2, 3)
+    for i in range(4):
+        row = report.snapshot[f"blocks.y[0][layer {i}]"]
+        assert row.stats["mean"] == pytest.approx(stacked[i].mean(), rel=1e-5, abs=1e-6)
+        assert row.stats["max"] == pytest.approx(stacked[i].max())
+    assert report.to_text().startswith("captured 1 array ")
+    payload = report.to_dict()["snapshot"]["rows"]
+    assert payload["layer"][1:5] == [0, 1, 2, 3]
+
+
+def test_a_layers_option_that_fits_no_captured_value_is_a_message(ip, monkeypatch):
+    shown = []
+    monkeypatch.setattr(capture_magic, "show", lambda report, **kw: shown.append(report))
+    ip.user_ns.update(model=Scanned(), x=jnp.ones((2, 3)))
+    ip.run_cell_magic("nnx_capture", "model --layers nothing=0", "y = model(x)")
+    assert "--layers: layers={'nothing': 0}: no Variable under 'nothing'" in shown[-1].messages
+    assert _layer_rows(shown[-1]) == []
+    with pytest.raises(UsageError, match="'blocks' is not PREFIX=AXIS"):
+        ip.run_cell_magic("nnx_capture", "model --layers blocks --as other", "y = model(x)")
+    assert "other" not in ip.user_ns

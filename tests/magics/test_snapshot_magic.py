@@ -42,3 +42,38 @@ def test_target_expressions_keep_their_quotes_and_spaces(ip):
     assert [r.path for r in ip.user_ns["snap"].rows] == [("bias",), ("kernel",)]
     ip.run_line_magic("nnx_watch", "heads[ 'my head' ] --as viewer")
     assert ip.user_ns["viewer"].snapshot["root_type"] == "Linear"
+
+
+def _stack():
+    import jax
+
+    class Stacked(nnx.Module):
+        def __init__(self):
+            make = nnx.vmap(lambda key: nnx.Linear(2, 2, rngs=nnx.Rngs(key)), in_axes=0, out_axes=0)
+            self.blocks = make(jax.random.split(jax.random.key(0), 3))
+
+    return Stacked()
+
+
+def test_layers_option_gives_one_row_per_layer(ip):
+    ip.user_ns["model"] = _stack()
+    ip.run_line_magic("nnx_snapshot", "model --layers blocks=0 --as snap")
+    paths = [r.path_text for r in ip.user_ns["snap"].rows]
+    assert paths[:4] == ["blocks.bias", "blocks.bias[layer 0]", "blocks.bias[layer 1]", "blocks.bias[layer 2]"]
+    ip.run_line_magic("nnx_watch", "model --layers blocks=0 --as viewer")
+    assert ip.user_ns["viewer"].snapshot["rows"]["layer"][1:4] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("magic", ["nnx_snapshot", "nnx_watch"])
+@pytest.mark.parametrize("option, message", [
+    ("--layers blocks", "'blocks' is not PREFIX=AXIS"),
+    ("--layers blockz=0", "no Variable under 'blockz'"),
+    ("--layers blocks=4", r"blocks.bias has shape \(3, 2\), no axis 4"),
+])
+def test_a_bad_layers_option_is_a_one_line_usage_error(ip, magic, option, message):
+    ip.user_ns["model"] = _stack()
+    before = nnx.state(ip.user_ns["model"])
+    with pytest.raises(UsageError, match=message):
+        ip.run_line_magic(magic, f"model {option} --as out")
+    assert "out" not in ip.user_ns
+    assert jax_equal(before, nnx.state(ip.user_ns["model"]))

@@ -54,6 +54,7 @@ export function matchGradients(tree, gtree) {
 
 const TABLES = ["type", "dtype", "sharding", "devices", "metadata", "status"];
 const ROW_COLS = ["shape", "nbytes", "aliases", "note"];
+const LAYER_COLS = ["layer_of", "layer"];
 
 /**
  * The forward snapshot payload with the gradient rows `extra` (no forward value) added under
@@ -103,6 +104,7 @@ export function mergeRows(snap, tree, gsnap, gtree, extra) {
   const out = { parent: copy(rows.parent, R, -1), key: copy(rows.key, R, "") };
   for (const t of TABLES) out[t] = copy(rows[t], R, -1);
   for (const c of ROW_COLS) out[c] = copy(rows[c], R, null);
+  for (const c of LAYER_COLS) if (rows[c]) out[c] = copy(rows[c], R, null); // layer links: forward rows only
   const stats = {};
   for (const c of Object.keys(snap.stats || {})) stats[c] = copy(snap.stats[c], R, null);
   for (const k of extra) {
@@ -110,6 +112,7 @@ export function mergeRows(snap, tree, gsnap, gtree, extra) {
     out.key.push(gtree.rowKey[k]);
     for (const t of TABLES) out[t].push(reIntern(t, grows[t] ? grows[t][k] : -1));
     for (const c of ROW_COLS) out[c].push(grows[c] ? grows[c][k] ?? null : null);
+    for (const c of LAYER_COLS) if (out[c]) out[c].push(null);
     for (const c of Object.keys(stats)) stats[c].push(null);
   }
   return { ...snap, nodes: { parent, key, type }, rows: out, stats, tables };
@@ -180,12 +183,16 @@ export function inlineGroups(tree) {
 export function visibleItems(tree, expanded, inline) {
   const open = expanded.slice();
   for (let i = 0; i < tree.N; i++) if (inline[i]) open[i] = 1;
-  return flatten(tree, open).filter((id) => id >= tree.N || !inline[id]);
+  // A stacked value's layers (sown inside nnx.scan over layers) are always listed under it.
+  return flatten(tree, open, tree.kids, null, new Uint8Array(tree.R).fill(1)).filter((id) => id >= tree.N || !inline[id]);
 }
 
 /** A value row's label and depth, with its inline group's key in front: "act[0]" at act's depth. */
 export function rowLabel(tree, r, inline) {
   const p = tree.rowParent[r];
+  if (tree.rowLayer && tree.rowLayer[r] >= 0) {
+    return { label: `layer ${tree.rowLayer[r]}`, depth: rowLabel(tree, tree.rowLayerOf[r], inline).depth + 1 };
+  }
   if (p >= 0 && inline[p]) return { label: keyText(tree.nodeKey[p], true) + keyText(tree.rowKey[r], false), depth: tree.rowDepth[r] - 1 };
   if (p < 0 && tree.rowKey[r] === "") return { label: "(root)", depth: 0 };
   return { label: keyText(tree.rowKey[r], true), depth: tree.rowDepth[r] };

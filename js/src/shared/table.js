@@ -8,6 +8,7 @@ import { fmtBytes, fmtCount, fmtNonfinite, fmtNum, fmtShape, keyText } from "./f
 import { sparkPath } from "./sparkline.js";
 import { ROW_HEIGHT } from "./styles.js";
 import { windowRange, scrollToShow } from "./virtual.js";
+import { isStacked } from "./layers.js";
 import { STAT_COLUMNS } from "./constants.js";
 
 const OVERSCAN = 12;
@@ -108,6 +109,14 @@ export function watchWindow(scroller, { viewportHeight, count, draw }) {
     },
   };
 }
+/** A stacked Variable's row: open or closed, its number of layers and a button for their heatmap. */
+function groupCells(doc, tr, pathTd, n, open) {
+  tr.classList.add("nnx-group");
+  tr.setAttribute("aria-expanded", open ? "true" : "false");
+  pathTd.append(h(doc, "span", { class: "cls" }, `${n} layers`),
+    h(doc, "button", { class: "nnx-heat", type: "button", title: `heatmap: ${n} layers \u00d7 refreshes` }, "\u25A6"));
+}
+
 const SPARK_W = 52;  // fits the 64 px trend column with its padding
 const SPARK_H = 14;
 const INDENT = 14;
@@ -121,7 +130,7 @@ function tableText(tables, name, idx) {
  * createTreeTable(doc, {onToggle(moduleIndex), onSort(column)}) -> table component.
  * Feed it with update({tree, items, sort, history, stat}); it draws the window on scroll.
  */
-export function createTreeTable(doc, { onToggle, onSort, onDrawn }) {
+export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
   const colgroup = h(doc, "colgroup", null, ...COLUMNS.map((c) => h(doc, "col", { class: `k-${c.id}` })));
   const headCells = new Map();
   const headRow = h(doc, "tr");
@@ -221,8 +230,14 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn }) {
     if (aliases && aliases.length) title += `\nalso: ${aliases.join(", ")}`;
     if (meta) title += `\nmetadata: ${meta}`;
     const depth = t.rowDepth[r];
-    const key = t.rowParent[r] < 0 && t.rowKey[r] === "" ? "(root)" : keyText(t.rowKey[r], true);
-    const pathTd = h(doc, "td", { class: "c-path", title, style: `padding-left:${6 + depth * INDENT + 14}px` }, key);
+    const layer = t.rowLayer ? t.rowLayer[r] : -1;
+    let key = t.rowParent[r] < 0 && t.rowKey[r] === "" ? "(root)" : keyText(t.rowKey[r], true);
+    if (layer >= 0) key = `layer ${layer}`;
+    const stacked = isStacked(t, r);
+    const open = stacked && !!(state.openRows && state.openRows[r]);
+    const pathTd = h(doc, "td", { class: "c-path", title, style: `padding-left:${6 + depth * INDENT + (stacked ? 0 : 14)}px` },
+      stacked ? h(doc, "span", { class: "tog" }, open ? "\u25BE" : "\u25B8") : null, key);
+    if (stacked) groupCells(doc, tr, pathTd, t.layerKids.get(r).length, open);
     if (aliases && aliases.length) pathTd.appendChild(h(doc, "span", { class: "alias" }, `+${aliases.length} alias${aliases.length === 1 ? "" : "es"}`));
 
     const type = t.rowType[r];
@@ -315,10 +330,13 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn }) {
   const windowing = watchWindow(scroller, { viewportHeight, count: () => state.items.length, draw });
 
   tbody.addEventListener("click", (ev) => {
-    const tr = ev.target.closest ? ev.target.closest("tr.nnx-module") : null;
+    const heat = ev.target.closest ? ev.target.closest("button.nnx-heat") : null;
+    const tr = ev.target.closest ? ev.target.closest("tr.nnx-module") || ev.target.closest("tr.nnx-group") : null;
     if (!tr || !state.tree) return;
     const id = Number(tr.getAttribute("data-id"));
-    if (Number.isInteger(id) && id < state.tree.N) onToggle(id);
+    if (!Number.isInteger(id)) return;
+    if (heat && onHeatmap) onHeatmap(id - state.tree.N);
+    else if (id < state.tree.N || isStacked(state.tree, id - state.tree.N)) onToggle(id);
   });
   thead.addEventListener("click", (ev) => {
     const th = ev.target.closest ? ev.target.closest("th[data-col]") : null;

@@ -7,6 +7,7 @@
 import { keyText, shapeSize } from "./format.js";
 import { STAT_COLUMNS } from "./constants.js";
 import { SERIES_COLUMNS } from "./columns.js";
+import { layerLinks } from "./layers.js";
 
 const EMPTY = { parent: [], key: [], type: [] };
 
@@ -93,6 +94,8 @@ function buildShape(snap) {
     }
     rowPathLower[r] = rowPath[r].toLowerCase();
   }
+  // A stacked Variable's layers: listed under its row, not its module (see layers.js).
+  const { rowLayerOf, rowLayer, layerKids } = layerLinks(rows, R, N, rowPath, rowPathLower, rowDepth);
 
   // Children in order of first appearance among the rows (the rows come in path order);
   // modules holding no Variable at all go last under their parent.
@@ -115,13 +118,13 @@ function buildShape(snap) {
   };
   for (let r = 0; r < R; r++) {
     place(rowParent[r]);
-    kids[rowParent[r] + 1].push(N + r);
+    if (rowLayerOf[r] < 0) kids[rowParent[r] + 1].push(N + r);
   }
   for (let i = 0; i < N; i++) place(i);
 
   return {
     N, R, nodeParent, nodeKey, nodeType, nodePath, nodeDepth,
-    rowParent, rowKey, rowPath, rowPathLower, rowDepth, kids,
+    rowParent, rowKey, rowPath, rowPathLower, rowDepth, kids, rowLayerOf, rowLayer, layerKids,
   };
 }
 
@@ -162,6 +165,7 @@ export function buildTree(snap, prev = null) {
   const nodeNonfinite = new Float64Array(N);
   const { rowParent, nodeParent } = shape;
   for (let r = 0; r < R; r++) {
+    if (shape.rowLayerOf[r] >= 0) continue; // a layer of a Variable counted already
     const b = nbytes[r] || 0;
     const z = shapeSize(shapes[r]) || 0;
     const nf = (nan[r] || 0) + (inf[r] || 0);
@@ -362,7 +366,7 @@ export function sortKids(tree, column, dir) {
  * The visible items, depth-first: modules in `expanded` show their children. With a `match`
  * mask (from filterRows), only matching Variables and the modules above them appear.
  */
-export function flatten(tree, expanded, kids = tree.kids, match = null) {
+export function flatten(tree, expanded, kids = tree.kids, match = null, openRows = null) {
   const N = tree.N;
   const has = match ? modulesWithMatches(tree, match) : null;
   const out = [];
@@ -381,8 +385,10 @@ export function flatten(tree, expanded, kids = tree.kids, match = null) {
       out.push(id);
       if (expanded[id]) stack.push([kids[id + 1], 0]);
     } else {
-      if (match && !match[id - N]) continue;
+      const layers = tree.layerKids && tree.layerKids.get(id - N);
+      if (match && !match[id - N] && !(layers && layers.some((k) => match[k - N]))) continue;
       out.push(id);
+      if (layers && openRows && openRows[id - N]) stack.push([layers, 0]);
     }
   }
   return out;

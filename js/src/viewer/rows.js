@@ -6,6 +6,7 @@ import {
   ancestors, buildTree, defaultExpanded, filterRows, flatten, remapExpanded, sortKids,
 } from "../shared/tree.js";
 import { nextSort } from "../shared/columns.js";
+import { isStacked, remapOpenRows } from "../shared/layers.js";
 
 export class RowState {
   constructor() {
@@ -17,6 +18,7 @@ export class RowState {
     this.sort = null;
     this.kids = null; // sorted children (cached per tree+sort)
     this.match = null;
+    this.openRows = new Uint8Array(0); // stacked Variables showing their layers (all closed at first)
   }
 
   /** The open modules now (the filter's own set while filtering). */
@@ -34,6 +36,7 @@ export class RowState {
     this.tree = buildTree(snap, old);
     if (!old || old.shape !== this.tree.shape) {
       this.expandedNormal = old ? remapExpanded(old, this.expandedNormal, this.tree) : defaultExpanded(this.tree);
+      this.openRows = remapOpenRows(old, this.openRows, this.tree);
       this.filterExpanded = null;
       this.match = null;
     }
@@ -72,6 +75,12 @@ export class RowState {
   }
 
   toggle(i) {
+    if (this.tree && i >= this.tree.N) {
+      const r = i - this.tree.N;
+      if (!isStacked(this.tree, r)) return false;
+      this.openRows[r] = this.openRows[r] ? 0 : 1;
+      return true;
+    }
     const e = this.expanded;
     if (!e || i >= e.length) return false;
     e[i] = e[i] ? 0 : 1;
@@ -96,6 +105,7 @@ export class RowState {
     const id = tree.N + r;
     const e = this.expanded;
     for (const p of ancestors(tree, id)) e[p] = 1;
+    if (tree.rowLayerOf[r] >= 0) this.openRows[tree.rowLayerOf[r]] = 1;
     return id;
   }
 
@@ -103,7 +113,7 @@ export class RowState {
   layout() {
     const tree = this.tree;
     if (!this.kids) this.kids = sortKids(tree, this.sort && this.sort.column, this.sort && this.sort.dir);
-    const items = flatten(tree, this.expanded, this.kids, this.match);
+    const items = flatten(tree, this.expanded, this.kids, this.match, this.openRows);
     let emptyText = "";
     if (tree.R === 0 && tree.N === 0) emptyText = "no Variables";
     else if (this.match && items.length === 0) emptyText = "no Variable matches the filter";

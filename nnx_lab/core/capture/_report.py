@@ -13,7 +13,7 @@ from flax import nnx
 from .. import compat, render
 from .._util import MAX_BINS, check_number
 from ..graph import Path
-from ..snapshot import DEFAULT_BINS, PendingSnapshot, Snapshot, histograms_dispatch, histograms_fetch, is_ready
+from ..snapshot import DEFAULT_BINS, LayerError, PendingSnapshot, Snapshot, histograms_dispatch, histograms_fetch, is_ready
 from ._arming import MARKERS
 from ._types import DEFAULT_TYPES, resolve_types, type_names
 
@@ -60,7 +60,7 @@ class _PendingTable:
     """A Table whose statistics and histograms are on their way from the devices (see
     PendingSnapshot): the kernels are queued behind the call that produced the values."""
 
-    def __init__(self, captured: nnx.State, bins: int):
+    def __init__(self, captured: nnx.State, bins: int, layers: Any = None, strict: bool = True):
         self.state = flatten_captured(captured)
         by_path = {tuple(p): (compat.get_value(v) if isinstance(v, nnx.Variable) else v)
                    for p, v in nnx.to_flat_state(self.state)}
@@ -68,7 +68,12 @@ class _PendingTable:
         live = [by_path[p] if isinstance(by_path[p], (jax.Array, np.ndarray)) and not isinstance(by_path[p], jax.core.Tracer)
                 else None for p in self.paths]
         self.hists = histograms_dispatch(live, bins)
-        self.snapshot = PendingSnapshot(self.state)
+        try:
+            self.snapshot = PendingSnapshot(self.state, layers=layers)
+        except LayerError:
+            if strict:
+                raise
+            self.snapshot = PendingSnapshot(self.state)  # gradients: only where the values' layers fit
 
     def ready(self) -> bool:
         return self.snapshot.ready() and all(is_ready(h) for h in reversed(self.hists))
@@ -152,7 +157,8 @@ class CaptureReport:
 
 def capture_report(captured: nnx.State, *, grads: nnx.State | None = None, types: Any = DEFAULT_TYPES,
                    seen_types: Sequence[type] = (), matched: Sequence[Path] | None = None,
-                   bins: int = DEFAULT_BINS, only_text: str | None = None, inside_own: int = 0) -> CaptureReport:
+                   bins: int = DEFAULT_BINS, only_text: str | None = None, inside_own: int = 0,
+                   layers: dict | None = None) -> CaptureReport:
     """Describe captured values (and gradients): statistics and a histogram per array, computed on
     the device; only the numbers come to the host. ``matched``: the module paths an ``only``
     filter selected (None when there was no filter; ``only_text`` names that filter in the
@@ -170,10 +176,12 @@ def capture_report(captured: nnx.State, *, grads: nnx.State | None = None, types
       bins: histogram bins per array, an integer in [1, 1024].
       only_text: that filter as the user wrote it.
       inside_own: ``Capture.inside_own``.
+      layers: path prefix -> layer axis of stacked values (sown inside ``nnx.scan``/``nnx.vmap``
+        over layers: ``{"blocks": 0}``): one row per layer after each, as in :func:`nnx_lab.snapshot`.
 
     Raises:
       TypeError: ``captured`` is not a State.
-      ValueError: ``bins`` out of range.
+      ValueError: ``bins`` out of range; a ``layers`` prefix with no value under it or no such axis.
 
     >>> import jax.numpy as jnp
     >>> from flax import nnx
@@ -187,7 +195,7 @@ def capture_report(captured: nnx.State, *, grads: nnx.State | None = None, types
     layers[0].__call__[0]  Intermediate  (1, 3)  float32  -0.5281  0.5781  -1.346  -0.119  ...
     """
     return PendingCaptureReport(captured, grads=grads, types=types, seen_types=seen_types, matched=matched,
-                                bins=bins, only_text=only_text, inside_own=inside_own).finish()
+                                bins=bins, only_text=only_text, inside_own=inside_own, layers=layers).finish()
 
 
 class PendingCaptureReport:
@@ -197,7 +205,8 @@ class PendingCaptureReport:
 
     def __init__(self, captured: nnx.State, *, grads: nnx.State | None = None, types: Any = DEFAULT_TYPES,
                  seen_types: Sequence[type] = (), matched: Sequence[Path] | None = None,
-                 bins: int = DEFAULT_BINS, only_text: str | None = None, inside_own: int = 0):
+                 bins: int = DEFAULT_BINS, only_text: str | None = None, inside_own: int = 0,
+                 layers: dict | None = None):
         start = time.thread_time()
         if not isinstance(captured, nnx.State):
             raise TypeError(f"capture_report needs the nnx.State a capture collected (Capture.captured), "
@@ -208,8 +217,8 @@ class PendingCaptureReport:
         self._captured, self._grads, self._bins = captured, grads, bins
         self._seen, self._only_text = tuple(seen_types), only_text or "the `only` filter"
         self._matched = None if matched is None else tuple(matched)
-        self._table = _PendingTable(captured, bins)
-        self._grads_table = _PendingTable(grads, bins) if grads is not None else None
+        self._table = _PendingTable(captured, bins, layers)
+        self._grads_table = _PendingTable(grads, bins, layers, strict=False) if grads is not None else None
         self.host_s = time.thread_time() - start
 
     def ready(self) -> bool:

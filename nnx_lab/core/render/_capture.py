@@ -20,14 +20,19 @@ def capture_text(report: Any, max_rows: int | None = 50) -> str:
     """Plain text of ``report`` (a CaptureReport): a head line, its messages, the captured rows and
     the gradient rows, at most ``max_rows`` each (None: all)."""
     types = ", ".join(t.__name__ for t in report.types)
-    lines = [f"captured {count_noun(len(report.snapshot.rows), 'array')} ({types})"]
+    lines = [f"captured {count_noun(_arrays(report.snapshot), 'array')} ({types})"]
     lines += [f"!! {m}" for m in report.messages]
     if report.snapshot.rows:
         lines.append(_text_rows(report.snapshot, report.hist, max_rows))
     if report.grads_snapshot is not None and report.grads_snapshot.rows:
-        lines.append(f"gradients at {count_noun(len(report.grads_snapshot.rows), 'perturbation')}")
+        lines.append(f"gradients at {count_noun(_arrays(report.grads_snapshot), 'perturbation')}")
         lines.append(_text_rows(report.grads_snapshot, report.grads_hist or (), max_rows))
     return "\n".join(lines)
+
+
+def _arrays(snap: Any) -> int:
+    """Rows that are arrays (a stacked value's layer rows are part of its array)."""
+    return sum(1 for row in snap.rows if getattr(row, "layer_of", None) is None)
 
 
 def capture_html(report: Any, max_rows: int = 200) -> str:
@@ -41,7 +46,7 @@ def capture_html(report: Any, max_rows: int = 200) -> str:
     if report.snapshot.rows:
         parts.append(_html_rows(report.snapshot, report.hist, max_rows))
     if report.grads_snapshot is not None and report.grads_snapshot.rows:
-        heading = f"gradients at {count_noun(len(report.grads_snapshot.rows), 'perturbation')}"
+        heading = f"gradients at {count_noun(_arrays(report.grads_snapshot), 'perturbation')}"
         parts.append(f"<div><b>{esc(heading)}</b></div>")
         parts.append(_html_rows(report.grads_snapshot, report.grads_hist or (), max_rows))
     parts.append("</div>")

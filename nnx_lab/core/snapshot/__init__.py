@@ -7,6 +7,7 @@ The public face of the snapshot pipeline (see docs/ARCHITECTURE.md):
 - the statistics (``_stats.py``, kernels in ``_kernels.py``, one program per structure in
   ``_programs.py``), placement and sharding text (``_devices.py``), histograms (``_histogram.py``);
 - series beside the rows (``_series.py``): gradients and optimizer state matched by path;
+- stacked layers (``_layers.py``): one row per layer of a Variable with a layer axis;
 - :class:`Watcher` (``_watch.py``), the throttled asynchronous refresh behind every live viewer,
   its :class:`History` (``_history.py``), the scalars logged by the loop (:class:`ScalarStore`,
   ``_scalars.py``), the NaN/Inf alert (:class:`NonfiniteAlert`, ``_alert.py``) and what it watches,
@@ -24,6 +25,7 @@ from ._alert import NonfiniteAlert
 from ._devices import device_summary
 from ._histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch
 from ._history import HISTORY_STATS, History
+from ._layers import LAYER_NAMES, LayerError, LayerKey, parse_layer_option, parse_layers, stacked_modules
 from ._snapshot import PRECISION, STATUSES, PendingSnapshot, Row, Snapshot, round_significant, snapshot
 from ._series import GRAD, UPDATE, SeriesColumns, SeriesStore, leaf_paths
 from ._series_wire import series_buffer, series_meta
@@ -35,10 +37,11 @@ from ._throttle import Throttle
 from ._watch import MAX_IN_FLIGHT, Watcher
 
 __all__ = [
-    "DEFAULT_BINS", "GRAD", "HISTORY_STATS", "MAX_IN_FLIGHT", "MAX_POINTS", "PRECISION", "STATUSES", "STAT_NAMES",
-    "UPDATE", "Deferred", "History", "NameTarget", "NonfiniteAlert", "ObjectTarget", "PairTarget", "PendingSnapshot",
-    "Row", "ScalarStore", "SeriesColumns", "SeriesStore", "Snapshot", "StatsError", "Target", "Throttle", "Watcher",
-    "compute_stats", "device_summary", "leaf_paths", "series_buffer", "series_meta",
-    "histograms_dispatch", "histograms_fetch", "is_numeric_dtype", "is_ready", "kernel_cache_size",
-    "round_significant", "snapshot", "sparkline", "threads_see_jax_config", "watch_target",
+    "DEFAULT_BINS", "GRAD", "HISTORY_STATS", "LAYER_NAMES", "LayerError", "LayerKey", "MAX_IN_FLIGHT", "MAX_POINTS",
+    "PRECISION", "STATUSES", "STAT_NAMES", "UPDATE", "Deferred", "History", "NameTarget", "NonfiniteAlert",
+    "ObjectTarget", "PairTarget", "PendingSnapshot", "Row", "ScalarStore", "SeriesColumns", "SeriesStore", "Snapshot",
+    "StatsError", "Target", "Throttle", "Watcher", "compute_stats", "device_summary", "histograms_dispatch",
+    "histograms_fetch", "is_numeric_dtype", "is_ready", "kernel_cache_size", "leaf_paths", "parse_layer_option",
+    "parse_layers", "round_significant", "series_buffer", "series_meta", "snapshot", "sparkline", "stacked_modules",
+    "threads_see_jax_config", "watch_target",
 ]

@@ -46,7 +46,7 @@ class NonfiniteAlert:
         ``scalar`` (step, name, value) read with it; True when the alert or its "now" changed."""
         before = self.to_dict()
         counts = np.nan_to_num(snap.stat_matrix[:, _COUNTS])  # columns: no row dicts built per refresh
-        bad = np.flatnonzero(counts.sum(axis=1) > 0)
+        bad = np.flatnonzero((counts.sum(axis=1) > 0) & ~snap.layer_rows)  # a layer: its Variable says it
         self.now_variables = int(bad.size)
         self.now_scalars = list(scalars_now)
         if self.first is None:

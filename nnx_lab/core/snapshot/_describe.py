@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, Mapping
 
 import jax
 import numpy as np
@@ -15,6 +15,9 @@ from .._util import safe_repr
 from ._kernels import is_numeric_dtype
 from ..graph import Leaf, Path, path_text
 
+#: Sharding names that mark a layer axis in flax's metadata (the usual ``nnx.PARTITION_NAME``; see ``_layers``).
+LAYER_NAMES = ("layers",)
+_SHARDING_KEYS = ("out_sharding", "sharding_names", "sharding")
 
 #: Every status a row can have.
 STATUSES = {
@@ -54,6 +57,9 @@ class Row:
     note: str | None = None
     logical: str | None = None  # the sharding annotation (flax's out_sharding), e.g. "('embed', 'mlp')"
     mismatch: str | None = None  # how placement and annotation disagree, when they do
+    layer_axis: int | None = None  # a stacked Variable's layer axis (flax's metadata or layers=): see _layers
+    layer_of: int | None = None  # a layer's row: the index of its stacked Variable's row
+    layer: int | None = None  # a layer's row: which layer
 
     @property
     def path_text(self) -> str:
@@ -77,6 +83,7 @@ def describe_leaf(leaf: Leaf) -> Row:
         return Row(**common, **_shape_fields(value), sharding=None, devices=None, status="tracer")
     if isinstance(value, (jax.ShapeDtypeStruct, jax.Array)) and leaf.metadata:
         common["logical"], common["mismatch"] = annotation_check(value, leaf.metadata)
+        common["layer_axis"] = metadata_axis(leaf.metadata, len(value.shape))
     if isinstance(value, jax.ShapeDtypeStruct):
         sharding, devs = placement(value)
         return Row(**common, **_shape_fields(value), sharding=sharding, devices=devs, status="abstract")
@@ -128,3 +135,16 @@ def devices_of(leaves: list[Leaf]) -> list | None:
         if isinstance(v, jax.Array) and not isinstance(v, jax.core.Tracer):
             found.update(v.sharding.device_set)
     return sorted(found, key=lambda d: (d.platform, d.id)) or None
+
+
+def metadata_axis(metadata: Mapping, ndim: int | None) -> int | None:
+    """The layer axis flax recorded in a Variable's sharding names, or None."""
+    if not ndim:
+        return None
+    for key in _SHARDING_KEYS:
+        names = metadata.get(key)
+        if isinstance(names, (tuple, list)) and len(names) == ndim:
+            for axis, name in enumerate(names):
+                if name in LAYER_NAMES or (isinstance(name, (tuple, list)) and any(n in LAYER_NAMES for n in name)):
+                    return axis
+    return None

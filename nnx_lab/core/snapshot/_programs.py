@@ -156,7 +156,7 @@ class Program:
             small = len(spec.sharding.device_set) == 1 and spec.size * spec.dtype.itemsize <= STACK_BYTES
             batches.setdefault((id(kernel), spec.shape, str(spec.dtype)) if small else ("alone", j), []).append(j)
         batches_list = list(batches.values())
-        layout: list = [None] * len(specs)  # per array: its result's treedef and, per leaf, (output, row)
+        layout: list = [None] * len(specs)  # per array: its result's treedef, per leaf (output, row), its rows
 
         def run(*xs):
             outputs: dict[tuple, list] = {}
@@ -164,9 +164,12 @@ class Program:
             for members in batches_list:
                 kernel = kernels[members[0]]
                 if len(members) == 1:
-                    result = jax.tree.map(lambda leaf: leaf[None], kernel(xs[members[0]]))
+                    result = kernel(xs[members[0]])
                 else:
                     result = jax.vmap(kernel)(jnp.stack([xs[j] for j in members]))
+                # One row per array, or per layer for a kernel mapped over a layer axis (_layers.layered).
+                result = jax.tree.map(lambda leaf: leaf.reshape(-1, leaf.shape[-1]), result)
+                count = jax.tree.leaves(result)[0].shape[0] // len(members)
                 leaves, treedef = jax.tree.flatten(result)
                 places = []
                 for leaf in leaves:
@@ -177,7 +180,7 @@ class Program:
                     outputs[key].append(leaf)
                     rows[key] += leaf.shape[0]
                 for k, j in enumerate(members):
-                    layout[j] = (treedef, [(out, row + k) for out, row in places])
+                    layout[j] = (treedef, [(out, row + k * count) for out, row in places], count)
             return tuple(jnp.concatenate(parts) for parts in outputs.values())
 
         lowered = jax.jit(run).lower(*specs)
@@ -188,13 +191,16 @@ class Program:
         except Exception:
             self._executable = lowered.compile()
         self._layout = list(layout)
-        # Where each array's result leaves sit in the outputs: per (leaf, output), the arrays and rows.
+        self._rows = sum(count for _, _, count in layout)  # the table rows the program fills
+        # Where each array's result leaves sit in the outputs: per (leaf, output), the table rows and output rows.
         gather: dict[tuple[int, int], tuple[list, list]] = {}
-        for j, (_, places) in enumerate(layout):
+        start = 0
+        for _, places, count in layout:
             for leaf, (out, row) in enumerate(places):
                 js, rows = gather.setdefault((leaf, out), ([], []))
-                js.append(j)
-                rows.append(row)
+                js.extend(range(start, start + count))
+                rows.extend(range(row, row + count))
+            start += count
         self._gather = {key: (np.asarray(js), np.asarray(rows)) for key, (js, rows) in gather.items()}
 
     def launch(self, arrays: Sequence[Any]) -> tuple:
@@ -203,8 +209,8 @@ class Program:
 
     def columns(self, host_outputs: Sequence[np.ndarray]) -> tuple:
         """From the fetched outputs: every array's floats ``[k, 6]`` and counts ``[k, 4]`` (in the
-        order the arrays were given), and ``{array: (min, max)}`` for integer arrays."""
-        k = len(self._layout)
+        order the arrays were given, a layered array one row per layer), and ``{row: (min, max)}`` for integer arrays."""
+        k = self._rows
         floats, counts = np.empty((k, 6)), np.empty((k, 4), np.int64)
         for (leaf, out), (js, rows) in self._gather.items():
             part = host_outputs[out][rows]

@@ -21,11 +21,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from ._devices import device_summary
+from ._payload import stat_columns, structure_payload
 from ._describe import STATUSES, Row
 from ._structure import StructureCache, describe
 from .. import render
 from ..render import DIGITS, round_significant
-from .._util import json_key
+from ._layers import expand as expand_layers, parse_layers
 from ._stats import STAT_NAMES, PendingStats, StatsError, StatsTable
 from ..graph import Path, path_text
 
@@ -97,6 +98,13 @@ class Snapshot:
             self._memo["paths"] = tuple(row.path for row in self._base)
         return self._memo["paths"]
 
+    @property
+    def layer_rows(self) -> np.ndarray:
+        """Per row, whether it is a layer of a stacked Variable (counted in that Variable's row too)."""
+        if "layer_rows" not in self._memo:
+            self._memo["layer_rows"] = np.array([row.layer_of is not None for row in self._base], bool)
+        return self._memo["layer_rows"]
+
     def _status_changes(self) -> dict[int, tuple[str, str]]:
         """Rows whose statistics failed: (status, note)."""
         if self._stats is None:
@@ -137,7 +145,7 @@ class Snapshot:
         """
         key = ("payload", precision)
         if key not in self._memo:
-            self._memo[key] = _structure_payload(self)
+            self._memo[key] = structure_payload(self._base, self.nodes)
         structure = self._memo[key]
         rows = dict(structure["rows"])
         tables = {name: list(table) for name, table in structure["tables"].items()}
@@ -155,7 +163,7 @@ class Snapshot:
             "root_type": self.root_type,
             "nodes": structure["nodes"],
             "rows": rows,
-            "stats": _stat_columns(self.stat_matrix, precision),
+            "stats": stat_columns(self.stat_matrix, precision),
             "tables": tables,
             "totals": self.totals,
             "devices": self.device_summary,
@@ -195,93 +203,7 @@ class Snapshot:
         return render.html_table(self)
 
 
-class _NodeTable:
-    """The containers of a snapshot as a tree of columns: each node's parent index (-1: the root),
-    key and type, every container of ``nodes`` listed first in their order, then any parent a row needs."""
-
-    def __init__(self, nodes: dict[Path, str]):
-        self._nodes = nodes
-        self._index: dict[Path, int] = {}
-        self._parent: list[int] = []
-        self._key: list[Any] = []
-        self._type: list[str] = []
-        for path in nodes:
-            self.index(path)
-
-    def index(self, path: Path) -> int:
-        if not path:
-            return -1
-        if path not in self._index:
-            parent = self.index(path[:-1])
-            self._index[path] = len(self._parent)
-            self._parent.append(parent)
-            self._key.append(json_key(path[-1]))
-            self._type.append(self._nodes.get(path, ""))
-        return self._index[path]
-
-    def columns(self) -> dict[str, list]:
-        return {"parent": self._parent, "key": self._key, "type": self._type}
-
-
-class _Interner:
-    """Repeated strings of some columns (types, dtypes, shardings...) as indices into one table each."""
-
-    def __init__(self, columns: tuple[str, ...]):
-        self.columns = columns
-        self.tables: dict[str, list] = {k: [] for k in columns}
-        self._lookup: dict[str, dict] = {k: {} for k in columns}
-
-    def index(self, column: str, value: Any) -> int:
-        if value is None:
-            return -1
-        lookup = self._lookup[column]
-        if value not in lookup:
-            lookup[value] = len(self.tables[column])
-            self.tables[column].append(value)
-        return lookup[value]
-
-
-def _structure_payload(snap: Snapshot) -> dict:
-    """The columns of a payload that follow from the structure alone (statistics and status changes apart)."""
-    nodes = _NodeTable(snap.nodes)
-    tables = _Interner(("type", "dtype", "sharding", "devices", "metadata", "status", "logical"))
-    cols: dict[str, list] = {k: [] for k in (
-        "parent", "key", "type", "shape", "dtype", "nbytes", "sharding", "devices",
-        "metadata", "status", "logical", "aliases", "note", "mismatch")}
-    for row in snap._base:
-        cols["parent"].append(nodes.index(row.path[:-1]) if row.path else -1)
-        cols["key"].append(json_key(row.path[-1]) if row.path else "")
-        for column in tables.columns:
-            cols[column].append(tables.index(column, getattr(row, column)))
-        cols["shape"].append(list(row.shape) if row.shape is not None else None)
-        cols["nbytes"].append(row.nbytes)
-        cols["aliases"].append([path_text(a) for a in row.aliases] or None)
-        cols["note"].append(row.note)
-        cols["mismatch"].append(row.mismatch)
-    for sparse in ("aliases", "note", "mismatch"):  # empty for every row: bytes that say nothing
-        if all(v is None for v in cols[sparse]):
-            del cols[sparse]
-    return {"nodes": nodes.columns(), "rows": cols, "tables": tables.tables}
-
-
-def _stat_columns(matrix: np.ndarray, precision: int) -> dict[str, list]:
-    """One column per statistic (None where a row has none), rounded except the counts."""
-    out = {}
-    for j, name in enumerate(STAT_NAMES):
-        column = matrix[:, j]
-        if name.endswith("_count"):
-            out[name] = [None if v != v else int(v) for v in column.tolist()]
-        else:
-            out[name] = _rounded_list(column, precision)
-    return out
-
-
-def _rounded_list(column: np.ndarray, digits: int) -> list:
-    a = round_significant(column, digits)
-    return [None if v != v else float(f"{v:.{digits}g}") for v in a.tolist()]
-
-
-def snapshot(obj: Any, *, stats: bool = True) -> Snapshot:
+def snapshot(obj: Any, *, stats: bool = True, layers: dict | None = None) -> Snapshot:
     """Describe every Variable of ``obj`` without copying any array to the host.
 
     Never raises for one odd Variable (its row gets a status instead). Waits for the
@@ -293,9 +215,12 @@ def snapshot(obj: Any, *, stats: bool = True) -> Snapshot:
         (rows named as in the model), a Linen module inside ``nnx.bridge.ToNNX``,
         an abstract model from ``nnx.eval_shape``, or a single Variable.
       stats: with ``False`` only descriptions are gathered (nothing runs on the device).
+      layers: path prefix -> layer axis of stacked Variables (``{"blocks": 0}``): each gets one row
+        per layer after its own (see :mod:`._layers`; flax's ``PARTITION_NAME`` metadata needs none).
 
     Raises:
-      TypeError: ``obj`` is none of the above.
+      TypeError: ``obj`` is none of the above, or ``layers`` is not a dict of prefix -> int.
+      ValueError: a declared prefix holds no Variable, or one of its Variables has no such axis.
 
     >>> from flax import nnx
     >>> snap = snapshot(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
@@ -304,7 +229,7 @@ def snapshot(obj: Any, *, stats: bool = True) -> Snapshot:
     >>> snapshot(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), stats=False).rows[0].stats is None
     True
     """
-    return PendingSnapshot(obj, stats=stats).finish()
+    return PendingSnapshot(obj, stats=stats, layers=layers).finish()
 
 
 class PendingSnapshot:
@@ -325,11 +250,13 @@ class PendingSnapshot:
     """
 
     def __init__(self, obj: Any, *, stats: bool = True, repeated: bool = False, defer: bool = False,
-                 structure: StructureCache | None = None, series: Any = None):
+                 structure: StructureCache | None = None, series: Any = None, layers: Any = None):
         # series: arrays reduced with the parameters (a snapshot._series dispatch: prepare(described)
         # -> (arrays, layout key), finish(their StatsTable, rows) -> the snapshot's ``series``)
         start = time.thread_time()
+        spec = layers if isinstance(layers, tuple) else parse_layers(layers)
         described = structure.describe(obj, stats=stats) if structure is not None else describe(obj, stats=stats)
+        described = expand_layers(described, spec)
         self._rows, self._live = described.rows, described.live
         self._nodes, self._root_type, self._devices = described.nodes, described.root_type, described.devices
         self.reused = described.reused  # the structure of an earlier refresh, not walked again
@@ -342,7 +269,7 @@ class PendingSnapshot:
         arrays = described.arrays + extra if extra else described.arrays
         if arrays:
             plan = structure.plan_for(layout) if described.reused else None
-            self._stats = PendingStats(arrays, repeated=repeated, defer=defer, plan=plan)
+            self._stats = PendingStats(arrays, repeated=repeated, defer=defer, plan=plan, layers=described.layers)
             if structure is not None:
                 structure.set_plan(layout, self._stats.plan)
         del described, extra, arrays  # the arrays: held only by the model and, until they have run, by the queued kernels
@@ -378,6 +305,8 @@ class PendingSnapshot:
 def _totals(rows: list[Row]) -> dict[str, dict[str, int]]:
     totals: dict[str, dict[str, int]] = {}
     for row in rows:
+        if row.layer_of is not None:  # a layer of a Variable counted already
+            continue
         for key in (row.type, "all"):
             t = totals.setdefault(key, {"count": 0, "size": 0, "bytes": 0})
             t["count"] += 1

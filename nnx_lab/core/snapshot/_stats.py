@@ -32,6 +32,7 @@ from ._programs import (COMPILING, MAX_PROGRAM_ARRAYS, Program, device_groups, p
                         structure_key)
 from .._util import one_line
 from ._executables import executables_count, loaded_executable, prepare_executable
+from ._layers import layered, layered_cache_size
 from ._kernels import KERNELS, STAT_NAMES, is_numeric_dtype, kernel_and_names
 from ._table import StatsTable
 
@@ -42,7 +43,7 @@ __all__ = ["STAT_NAMES", "LaunchPlan", "PendingStats", "StatsTable", "threads_se
 def kernel_cache_size() -> int:
     """Executables compiled so far for statistics: one per distinct spec and kernel, plus one
     program per model structure refreshed repeatedly (see :mod:`._programs`)."""
-    return sum(k._cache_size() for k in KERNELS) + executables_count() + programs_compiled()
+    return sum(k._cache_size() for k in KERNELS) + executables_count() + programs_compiled() + layered_cache_size()
 
 
 class Deferred(Exception):
@@ -85,8 +86,8 @@ class PendingStats:
     """
 
     def __init__(self, arrays: Sequence[Any], *, repeated: bool = False, defer: bool = False,
-                 plan: LaunchPlan | None = None):
-        self.plan = plan if plan is not None else LaunchPlan(arrays)
+                 plan: LaunchPlan | None = None, layers: dict | None = None):
+        self.plan = plan if plan is not None else LaunchPlan(arrays, layers)
         self._table = StatsTable(len(arrays), self.plan)
         self.pending_masked = False
         xs = [arrays[i] if isinstance(arrays[i], jax.Array) else np.asarray(arrays[i]) for i in self.plan.index]
@@ -126,34 +127,35 @@ class PendingStats:
 
     def _advance(self) -> None:
         todo, self._todo = self._todo, []
-        table, index = self._table, self.plan.index
+        table, plan = self._table, self.plan
         for batch, got in zip(todo, _fetch([batch.outputs for batch in todo])):
             if isinstance(got, StatsError):
-                for m in batch.members:
-                    table.errors[index[m]] = got
+                table.errors.update(dict.fromkeys(plan.rows(batch.members), got))
             else:
-                table.put([index[m] for m in batch.members], *batch.columns(got))
+                table.put(plan.rows(batch.members), *batch.columns(got))
         if not self._refs:
             return
         # A non-finite mean, std, min or max: the array holds NaN or Inf. (The sums always carry a
         # NaN; a sharded min/max may drop it when combining shards.) Describe its finite values
         # and count the others with the masked kernel.
         done = [m for batch in todo for m in batch.members]
-        again = []
-        for k in table.nonfinite([index[m] for m in done]):
-            m = done[k]
-            masked, i = self.plan.calls[m][2], index[m]
-            if masked is None or i in table.errors:
+        owners = [m for m in done for _ in range(plan.counts[m])]  # per row of plan.rows(done): its call
+        again: dict = {}
+        for k in table.nonfinite(plan.rows(done)):
+            m = owners[k]
+            masked, i = plan.calls[m][2], plan.index[m]
+            if masked is None or i in table.errors or m in again:
                 continue
             x = self._refs[m]()
             if x is None:
-                table.errors[i] = StatsError("holds NaN or Inf; the array was replaced before they were counted")
+                error = StatsError("holds NaN or Inf; the array was replaced before they were counted")
+                table.errors.update(dict.fromkeys(plan.rows([m]), error))
             else:
-                again.append((m, masked, x))
+                again[m] = (masked, x)
         self._refs = {}
         if again:
-            results = _dispatch([(masked, x) for _, masked, x in again])
-            self._todo = [_Batch(r, [m]) for (m, _, _), r in zip(again, results)]
+            results = _dispatch(list(again.values()))
+            self._todo = [_Batch(r, [m]) for m, r in zip(again, results)]
             self._waiting = [batch.outputs for batch in self._todo if not isinstance(batch.outputs, StatsError)]
             _copy_to_host(self._waiting)
             self.pending_masked = True
@@ -170,8 +172,9 @@ class _Batch:
         """(floats [k, 6], counts [k, 4], {position: exact integer extremes}) from the fetched outputs."""
         if self.program is not None:
             return self.program.columns(host)
-        floats, counts, *exact = host
-        return floats[None], counts[None], ({0: tuple(exact[0].tolist())} if exact else {})
+        floats, counts, *exact = host  # one array's ([6], [4], [2]) or, mapped over its layers, ([L, 6], ...)
+        exact = dict(enumerate(map(tuple, exact[0].reshape(-1, 2).tolist()))) if exact else {}
+        return floats.reshape(-1, 6), counts.reshape(-1, 4), exact
 
 
 def _ref(x: Any) -> Any:
@@ -193,35 +196,47 @@ class LaunchPlan:
     :data:`._programs.MAX_PROGRAM_ARRAYS` of them: a model of many repeated blocks has few distinct
     chunks, so few programs to compile, each compiled in seconds, not minutes."""
 
-    def __init__(self, arrays: Sequence[Any]):
+    def __init__(self, arrays: Sequence[Any], layers: dict | None = None):
+        # layers: {i: (axis, n)}: arrays[i:i + n] are the n layers of arrays[i] (one call mapped over axis)
         self.errors: list[tuple[int, StatsError]] = []
         self.calls: list[tuple[int, Any, Any, tuple[str, ...], int]] = []  # (i, kernel, masked, names, size)
+        self.counts: list[int] = []  # per call: the rows it fills (its layers, or 1)
+        covered = 0
         for i, x in enumerate(arrays):
+            if i < covered:
+                continue
             dtype = x.dtype if isinstance(x, jax.Array) else np.asarray(x).dtype
             kernel, masked, names = kernel_and_names(dtype)
+            axis, count = (layers or {}).get(i, (None, 1))
+            covered = i + count
             if kernel is None:
                 self.errors.append((i, StatsError(f"no statistics for dtype {dtype}")))
                 continue
-            size = int(np.size(x)) if not isinstance(x, jax.Array) else int(x.size)
+            size = (int(np.size(x)) if not isinstance(x, jax.Array) else int(x.size)) // count
             if size == 0:
                 continue
+            if axis is not None:
+                kernel, masked = layered(kernel, axis), layered(masked, axis)
             self.calls.append((i, kernel, masked, names, size))
+            self.counts.append(count)
         self.index = [c[0] for c in self.calls]
         # Per array: its size, and which statistics its dtype has (a mask over STAT_NAMES, and their columns).
         self.sizes = np.ones(len(arrays))
         self.has = np.zeros((len(arrays), len(STAT_NAMES)), bool)
         self.stat_columns: list[tuple[int, ...]] = [()] * len(arrays)
-        for i, _, _, names, size in self.calls:
-            self.sizes[i] = size
-            self.stat_columns[i] = cols = tuple(STAT_NAMES.index(name) for name in names)
-            self.has[i, list(cols)] = True
+        for (i, _, _, names, size), count in zip(self.calls, self.counts):
+            cols = tuple(STAT_NAMES.index(name) for name in names)
+            for r in range(i, i + count):
+                self.sizes[r], self.stat_columns[r] = size, cols
+                self.has[r, list(cols)] = True
         self.chunks: list[tuple[list[int], Any]] = []  # (positions in calls, program key)
         if len(self.calls) > 1 and jax.process_count() == 1:
             # Several processes must launch the same programs in the same order: a program compiled
             # in the background would be ready on one process before another, so they keep per-array kernels.
             xs = [arrays[i] for i in self.index]
-            for members in device_groups(xs):
-                members = sorted(members, key=lambda m: _spec_order(self.calls[m][1], xs[m]))
+            spec = lambda m: (id(self.calls[m][1]), xs[m].ndim, xs[m].shape, str(xs[m].dtype))  # noqa: E731
+            for members in device_groups(xs):  # device arrays only
+                members = sorted(members, key=spec)
                 for start in range(0, len(members), MAX_PROGRAM_ARRAYS):
                     chunk = members[start:start + MAX_PROGRAM_ARRAYS]
                     if len(chunk) > 1:
@@ -229,9 +244,10 @@ class LaunchPlan:
                         if key is not None:
                             self.chunks.append((chunk, key))
 
-
-def _spec_order(kernel: Any, x: Any) -> tuple:
-    return (id(kernel), x.ndim, x.shape, str(x.dtype))
+    def rows(self, members: Sequence[int]) -> list[int]:
+        """The table rows the calls ``members`` fill, in order (a layered call fills one per layer)."""
+        index, counts = self.index, self.counts
+        return [r for m in members for r in range(index[m], index[m] + counts[m])]
 
 
 def _launch(plan: LaunchPlan, xs: list[Any], repeated: bool, defer: bool) -> list[_Batch]:
@@ -242,7 +258,7 @@ def _launch(plan: LaunchPlan, xs: list[Any], repeated: bool, defer: bool) -> lis
     per-array kernels while a program compiles."""
     kernels = [c[1] for c in plan.calls]
     programs = [program_for([kernels[m] for m in chunk], [xs[m] for m in chunk], key=key,
-                            background=_threads_see_this_config(), eager=repeated) for chunk, key in plan.chunks]
+                            background=threads_see_jax_config(), eager=repeated) for chunk, key in plan.chunks]
     if defer and COMPILING in programs:
         raise Deferred("the statistics program for this model is being compiled")
     batches: list[_Batch] = []
@@ -333,7 +349,7 @@ def _dispatch(calls: list[tuple[Any, Any]]) -> list[Any]:
         key = _spec(kernel, x)
         if key is not None and key not in _dispatched and key not in first:
             first[key] = j
-    if len(first) > 1 and _threads_see_this_config():
+    if len(first) > 1 and threads_see_jax_config():
         with ThreadPoolExecutor(min(len(first), os.cpu_count() or 2), thread_name_prefix="nnx_lab-compile") as pool:
             futures = {j: pool.submit(_first_call, *calls[j]) for j in first.values()}
         for j, future in futures.items():
@@ -349,16 +365,10 @@ def _dispatch(calls: list[tuple[Any, Any]]) -> list[Any]:
 
 
 def threads_see_jax_config() -> bool:
-    """Whether work done on another thread sees this thread's jax settings (see below)."""
-    return _threads_see_this_config()
-
-
-def _threads_see_this_config() -> bool:
-    """False under a thread-local jax setting (``jax.default_device(...)``, x64) that worker
-    threads would not inherit, and with several processes (each must launch the same programs
-    in the same order): then everything runs on the calling thread."""
-    return (not jax.config.jax_enable_x64 and jax.config.jax_default_device is None
-            and jax.process_count() == 1)
+    """Whether work done on another thread sees this thread's jax settings: not under a thread-local
+    setting (``jax.default_device(...)``, x64) that worker threads would not inherit, nor with several
+    processes (each must launch the same programs in the same order): then all runs on this thread."""
+    return not jax.config.jax_enable_x64 and jax.config.jax_default_device is None and jax.process_count() == 1
 
 
 def _host(result: Any) -> Any:

@@ -55,6 +55,7 @@ class Described:
     arrays: list  # their arrays, in the same order
     reused: bool = False
     memo: dict = dataclasses.field(default_factory=dict)  # what snapshots derive from the structure alone
+    layers: dict = dataclasses.field(default_factory=dict)  # live position of a first layer row -> (axis, layers)
 
 
 def describe(obj: Any, *, stats: bool = True) -> Described:

@@ -33,6 +33,7 @@ from ._scalars import ScalarStore
 from ._snapshot import PendingSnapshot, Snapshot
 from ._series import SeriesStore, is_optimizer
 from ._structure import StructureCache
+from ._layers import check_layers
 from .._util import one_line, when_ready
 from ._throttle import Throttle
 from ._stats import Deferred, kernel_cache_size
@@ -47,7 +48,7 @@ MAX_IN_FLIGHT = 8
 class Watcher:
     def __init__(self, obj: Any, *, max_rate: float = 2.0, budget: float = 0.02,
                  stats: bool = True, history: int = 100, between_steps: Callable[[], Any] | None = None,
-                 optimizer: Any = None, updates: bool = True):
+                 optimizer: Any = None, updates: bool = True, layers: dict | None = None):
         # Gradients (tick/log(grads=...)) and the optimizer's state, reduced beside the rows (_series.py).
         # watch(optimizer) alone: its state is its rows; the store adds its step count.
         # updates: the update ratio ‖θₜ − θₜ₋₁‖/‖θₜ₋₁‖ (holds one step's parameters after a tick's refresh).
@@ -89,6 +90,8 @@ class Watcher:
         # What to describe at each refresh (core/snapshot/_target.py): the object by weak reference, a
         # (graphdef, state) pair, or a name followed in a namespace. A TypeError here for a non-model.
         self._target = watch_target(obj, on_gone=self._mark_gone)
+        # Stacked Variables' layer axes, checked against the model now (a bad declaration raises here).
+        self._layers = check_layers(self._target.resolve(), layers)
 
     # -- what the UI listens to ------------------------------------------------
     def subscribe(self, listener: Callable[["Watcher"], None]) -> None:
@@ -164,7 +167,8 @@ class Watcher:
         try:
             with self._lock:
                 if self.snapshot is None:
-                    self.snapshot = PendingSnapshot(obj, stats=False, structure=self._structure).finish()
+                    self.snapshot = PendingSnapshot(obj, stats=False, structure=self._structure,
+                                                    layers=self._layers).finish()
         except Exception:  # the refresh that follows says what is wrong
             return
         finally:
@@ -186,7 +190,7 @@ class Watcher:
         self._compiled = kernel_cache_size()
         try:
             pending = PendingSnapshot(obj, stats=self.stats, repeated=True, defer=defer, structure=self._structure,
-                                      series=self.series.take(self._ticks, tick=self._in_tick))
+                                      series=self.series.take(self._ticks, tick=self._in_tick), layers=self._layers)
         except Deferred:  # its one-launch program is compiling: try again at the next interval
             if any(self.series.problems.values()):
                 self._notify()  # bad input to this refresh: said now, not after the compile

@@ -1,0 +1,259 @@
+"""Stacked layers: a Variable with a layer axis (``nnx.vmap``/``nnx.scan`` over blocks) as a row over
+all layers plus one child row per layer.
+
+The layer axis is never guessed from a shape. It comes from
+
+* flax's metadata: ``transform_metadata={nnx.PARTITION_NAME: "layers"}`` inserts the partition name
+  into a Variable's sharding names (``out_sharding`` on flax 0.12, ``sharding_names`` on 0.11) at the
+  layer axis; an entry named one of :data:`LAYER_NAMES` marks that axis. (flax records it only on
+  Variables that carry sharding names: a stack of unannotated Variables must be declared.)
+* the user: ``layers={"blocks": 0}`` (a path prefix, as text or a key tuple, -> the axis of every
+  Variable under it; ``None`` for no layer axis there). A declaration wins over the metadata.
+
+The child rows (``…kernel[layer 0]``, …) are ordinary rows of the snapshot, marked with their
+parent row (``layer_of``) and layer (``layer``). Their statistics come from the per-array kernels
+mapped over the layer axis (:func:`layered`): one call per stacked Variable, inside the same
+compiled program as every other kernel.
+
+>>> import jax.numpy as jnp
+>>> from flax import nnx
+>>> import nnx_lab
+>>> class Stack(nnx.Module):
+...     def __init__(self):
+...         self.w = nnx.Param(jnp.arange(6.0).reshape(3, 2))
+>>> snap = nnx_lab.snapshot(Stack(), layers={"w": 0})
+>>> [(r.path_text, r.layer, r.stats["mean"]) for r in snap.rows]
+[('w', None, 2.5), ('w[layer 0]', 0, 0.5), ('w[layer 1]', 1, 2.5), ('w[layer 2]', 2, 4.5)]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+import jax
+
+from ._describe import LAYER_NAMES, metadata_axis
+from ._structure import describe
+
+__all__ = ["LAYER_NAMES", "LayerError", "LayerKey", "check_layers", "expand", "layered", "metadata_axis",
+           "parse_layer_option", "parse_layers", "stacked_modules"]
+
+
+class LayerError(ValueError):
+    """A ``layers=`` declaration that does not fit the model (said in one line)."""
+
+
+class LayerKey:
+    """The last key of a layer's row path: prints as ``layer 3`` (``kernel[layer 3]``)."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, LayerKey) and other.index == self.index
+
+    def __hash__(self) -> int:
+        return hash(("nnx_lab.layer", self.index))
+
+    def __repr__(self) -> str:
+        return f"layer {self.index}"
+
+    __str__ = __repr__
+
+
+def parse_layers(layers: Any) -> tuple:
+    """A ``layers=`` argument as a hashable tuple of (prefix, axis); a TypeError in one line otherwise."""
+    if layers is None:
+        return ()
+    if not isinstance(layers, Mapping):
+        raise TypeError(f"layers= takes a dict of path prefix -> layer axis, e.g. {{'blocks': 0}}; got {type(layers).__name__}")
+    out = []
+    for prefix, axis in layers.items():
+        if not isinstance(prefix, (str, tuple)):
+            raise TypeError(f"layers=: a path prefix is a string or a tuple of keys, not {type(prefix).__name__}")
+        if axis is not None and (not isinstance(axis, int) or isinstance(axis, bool)):
+            raise TypeError(f"layers={{{prefix!r}: {axis!r}}}: the layer axis is an int (or None: no layer axis)")
+        out.append((prefix if isinstance(prefix, str) else tuple(prefix), axis))
+    return tuple(out)
+
+
+def parse_layer_option(texts: list[str] | None) -> dict | None:
+    """``--layers blocks=0`` options (each ``PREFIX=AXIS``, AXIS an int or ``none``) as a ``layers=`` dict.
+
+    >>> parse_layer_option(["blocks=0", "decoder.layers=-1", "enc=none"])
+    {'blocks': 0, 'decoder.layers': -1, 'enc': None}
+    """
+    if not texts:
+        return None
+    out: dict = {}
+    for text in texts:
+        prefix, sep, axis = text.rpartition("=")
+        axis = axis.strip()
+        if not sep or not (axis.lower() == "none" or axis.lstrip("-").isdigit()):
+            raise TypeError(f"layers=: {text!r} is not PREFIX=AXIS (e.g. blocks=0)")
+        out[prefix.strip()] = None if axis.lower() == "none" else int(axis)
+    return out
+
+
+def _under(row: Any, prefix: str | tuple) -> bool:
+    if isinstance(prefix, tuple):
+        return row.path[:len(prefix)] == prefix
+    if not prefix:
+        return True
+    text = row.path_text
+    return text == prefix or text.startswith(prefix + ".") or text.startswith(prefix + "[")
+
+
+def _declared_axes(rows: list, spec: tuple) -> dict[int, int | None]:
+    """Per row under some declared prefix: its layer axis (the last matching declaration wins). An
+    entry (prefix, axis, n) from :func:`stacked_modules` only takes rows with n layers on that axis."""
+    axes: dict[int, int | None] = {}
+    for prefix, axis, *count in spec:
+        if count:
+            for i, row in enumerate(rows):
+                shape = row.shape
+                if _under(row, prefix) and shape is not None and len(shape) > axis and shape[axis] == count[0]:
+                    axes[i] = axis
+            continue
+        hits = [i for i, row in enumerate(rows) if _under(row, prefix)]
+        if not hits:
+            raise LayerError(f"layers={{{prefix!r}: {axis}}}: no Variable under {prefix!r}")
+        for i in hits:
+            shape = rows[i].shape
+            if axis is not None and shape is not None:
+                if not -len(shape) <= axis < len(shape):
+                    raise LayerError(f"layers={{{prefix!r}: {axis}}}: {rows[i].path_text} has shape {shape}, no axis {axis}")
+                axes[i] = axis % len(shape)
+            else:
+                axes[i] = None
+    return axes
+
+
+def _child(row: Any, parent: int, layer: int, axis: int) -> Any:
+    shape = row.shape[:axis] + row.shape[axis + 1:]
+    n = row.shape[axis]
+    return dataclasses.replace(
+        row, path=row.path + (LayerKey(layer),), shape=shape, size=row.size // n,
+        nbytes=None if row.nbytes is None else row.nbytes // n, aliases=(), metadata=None, sharding=None,
+        logical=None, mismatch=None, layer_axis=None, layer_of=parent, layer=layer)
+
+
+def expand(described: Any, spec: tuple) -> Any:
+    """``described`` (a ``_structure.Described``) with one child row per layer after every stacked
+    Variable; ``layers`` says, per live position of a first child, (axis, number of layers).
+
+    Worked out once per structure (kept in its memo, the expanded rows with their own memo); a reused
+    structure only picks its arrays."""
+    key = ("layers", spec, bool(described.live) or not described.rows)
+    memo = described.memo
+    if key not in memo:
+        memo[key] = _expansion(described, spec)
+    plan = memo[key]
+    if plan is None:
+        return described
+    rows, live, take, groups, new_memo = plan
+    return dataclasses.replace(described, rows=rows, live=live, arrays=[described.arrays[k] for k in take],
+                               layers=groups, memo=new_memo)
+
+
+def _expansion(described: Any, spec: tuple) -> tuple | None:
+    declared = _declared_axes(described.rows, spec)
+    position = {i: k for k, i in enumerate(described.live)}
+    rows: list = []
+    live: list[int] = []
+    take: list[int] = []
+    groups: dict[int, tuple[int, int]] = {}
+    for i, row in enumerate(described.rows):
+        axis = declared[i] if i in declared else row.layer_axis
+        if axis != row.layer_axis:
+            row = dataclasses.replace(row, layer_axis=axis)
+        j = len(rows)
+        rows.append(row)
+        k = position.get(i)
+        if k is not None:
+            live.append(j)
+            take.append(k)
+        if axis is None or row.status != "ok" or not row.size:
+            continue
+        if k is not None:
+            groups[len(live)] = (axis, row.shape[axis])
+        for layer in range(row.shape[axis]):
+            if k is not None:
+                live.append(len(rows))
+                take.append(k)
+            rows.append(_child(row, j, layer, axis))
+    if len(rows) == len(described.rows) and all(a is b for a, b in zip(rows, described.rows)):
+        return None
+    return rows, live, take, groups, {}
+
+
+_LAYERED: dict = {}  # (kernel, axis) -> the mapped kernel, compiled once per spec like the kernels
+
+
+def layered(kernel: Any, axis: int) -> Any:
+    """``kernel`` mapped over ``axis``: every result gains a leading layer dimension (None stays None)."""
+    if kernel is None:
+        return None
+    key = (kernel, axis)
+    if key not in _LAYERED:
+        _LAYERED[key] = jax.jit(jax.vmap(kernel, in_axes=axis))
+    return _LAYERED[key]
+
+
+def layered_cache_size() -> int:
+    """Executables compiled for the layered kernels (part of ``kernel_cache_size``)."""
+    return sum(f._cache_size() for f in list(_LAYERED.values()))
+
+
+def stacked_modules(obj: Any, layers: Any = None) -> tuple:
+    """The stacked modules of ``obj`` (those ``nnx.vmap``/``nnx.scan`` made), as entries ``(module path,
+    axis, layers)`` of a ``layers`` spec: a value sown inside the scan over such a module is stacked the
+    same way, so a captured value under it with that many layers on that axis gets one row per layer.
+
+    A stacked module is the outermost one below the root around a Variable with a known layer axis
+    (flax's metadata, or ``layers``) all of whose Variables have that many layers on that axis (``head``
+    below has 4 rows too, but the root is never taken for a stack).
+
+    >>> import jax.numpy as jnp
+    >>> from flax import nnx
+    >>> class Block(nnx.Module):
+    ...     def __init__(self):
+    ...         self.w, self.b = nnx.Param(jnp.zeros((4, 3))), nnx.Param(jnp.zeros((4,)))
+    >>> class M(nnx.Module):
+    ...     def __init__(self):
+    ...         self.blocks, self.head = Block(), nnx.Param(jnp.zeros((4, 2)))
+    >>> stacked_modules(M(), {"blocks.w": 0})
+    ((('blocks',), 0, 4),)
+    """
+    rows = [r for r in expand(describe(obj, stats=False), parse_layers(layers)).rows if r.layer_of is None]
+    fits: dict = {}
+
+    def all_stacked(prefix: tuple, axis: int, n: int) -> bool:
+        key = (prefix, axis, n)
+        if key not in fits:
+            fits[key] = all(r.shape is not None and len(r.shape) > axis and r.shape[axis] == n
+                            and r.layer_axis in (None, axis) for r in rows if r.path[:len(prefix)] == prefix)
+        return fits[key]
+
+    out: dict = {}
+    for row in rows:
+        if row.layer_axis is None or not row.shape:
+            continue
+        axis, n = row.layer_axis, row.shape[row.layer_axis]
+        module = row.path[:-1]
+        while len(module) > 1 and all_stacked(module[:-1], axis, n):  # never the root: the model is not a stack
+            module = module[:-1]
+        out[module] = (module, axis, n)
+    return tuple(out.values())
+
+
+def check_layers(obj: Any, layers: Any) -> tuple:
+    """``layers`` parsed and checked against ``obj`` (walked once, nothing computed): a TypeError or
+    :class:`LayerError` in one line before anything uses it."""
+    spec = parse_layers(layers)
+    if spec and obj is not None:  # None: a followed name holding no model now (its refreshes will say)
+        expand(describe(obj, stats=False), spec)
+    return spec
