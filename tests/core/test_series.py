@@ -242,3 +242,49 @@ def test_a_nan_in_the_gradients_raises_the_alert_naming_the_series_and_path():
     assert w.alert.first["where"] == "grad of kernel" and w.alert.first["source"] == GRAD
     assert w.alert.first["nan"] == 1 and w.alert.first["step"] == w.snapshot.series.steps[GRAD]
     assert "grad of kernel" in w.alert.text()
+
+
+class Stacked(nnx.Module):
+    """Three Linear(3, 3) blocks made by nnx.vmap (kernel (3, 3, 3)), run by nnx.scan, then a head."""
+
+    def __init__(self):
+        make = nnx.vmap(lambda key: nnx.Linear(3, 3, rngs=nnx.Rngs(key)), in_axes=0, out_axes=0)
+        self.blocks = make(jax.random.split(jax.random.key(0), 3))
+        self.head = nnx.Linear(3, 1, rngs=nnx.Rngs(1))
+
+    def __call__(self, x):
+        @nnx.scan(in_axes=(0, nnx.Carry), out_axes=nnx.Carry)
+        def run(block, x):
+            return jnp.tanh(block(x))
+        return self.head(run(self.blocks, x))
+
+
+def test_a_stacked_variables_gradient_and_optimizer_state_are_shown_per_layer_too():
+    model = Stacked()
+    opt = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+    x = jnp.arange(12.0).reshape(4, 3) / 5
+
+    def step():
+        grads = nnx.grad(lambda m: (m(x) ** 2).mean())(model)
+        opt.update(model, grads)
+        return grads
+
+    step()
+    w = Watcher(model, optimizer=opt, layers={"blocks": 0})
+    grads = step()
+    w.log(grads=grads)
+    w.refresh(force=True)
+    snap = w.snapshot
+    paths = [row.path_text for row in snap.rows]
+    kernel = paths.index("blocks.kernel")
+    g = np.asarray(grads["blocks"]["kernel"][...], np.float64)
+    mu = np.asarray(opt.opt_state[0].mu["blocks"]["kernel"][...], np.float64)
+    assert snap.series.matrices[GRAD][kernel, NORM] == pytest.approx(norm(g), rel=1e-5)
+    for layer in range(3):
+        row = kernel + 1 + layer  # the layers' rows follow their stacked Variable's
+        assert snap.rows[row].layer_of == kernel and snap.rows[row].layer == layer
+        assert snap.series.matrices[GRAD][row, NORM] == pytest.approx(norm(g[layer]), rel=1e-5)
+        assert snap.series.matrices[GRAD][row, MEAN] == pytest.approx(g[layer].mean(), rel=1e-4, abs=1e-9)
+        assert snap.series.matrices["mu"][row, NORM] == pytest.approx(norm(mu[layer]), rel=1e-5)
+    head = paths.index("head.kernel")
+    assert snap.series.matrices[GRAD][head, NORM] == pytest.approx(norm(grads["head"]["kernel"][...]), rel=1e-5)

@@ -195,6 +195,8 @@ class _Dispatch:
         self._entries: list[_Entry] = []
         self._problems: list[str] = []
         self._step_at: int | None = None  # position of the optimizer's step count among the arrays
+        # position among the arrays of a stacked leaf's first layer -> (layer axis, layers): see _stats.LaunchPlan
+        self.groups: dict[int, tuple[int, int]] = {}
 
     def prepare(self, described: Any) -> tuple[list, Any]:
         memo = described.memo
@@ -205,7 +207,12 @@ class _Dispatch:
                     index.setdefault(p, i)
             memo["series_index"] = index
             memo["series_shapes"] = [row.shape for row in described.rows]
-        index, shapes = memo["series_index"], memo["series_shapes"]
+            children: dict[int, list[int]] = {}  # a stacked Variable's row -> its layers' rows
+            for j, row in enumerate(described.rows):
+                if getattr(row, "layer_of", None) is not None:
+                    children.setdefault(row.layer_of, []).append(j)
+            memo["series_layers"] = {i: (described.rows[i].layer_axis, kids) for i, kids in children.items()}
+        index, shapes, stacked = memo["series_index"], memo["series_shapes"], memo["series_layers"]
         arrays: list = []
         trees = []
         if self._hold:  # a tick's refresh: its parameters are compared with the next tick's
@@ -238,6 +245,12 @@ class _Dispatch:
                 self._entries.append(entry)
                 arrays.append(leaf)
                 matched += entry.row >= 0
+                if entry.row in stacked:  # a stacked Variable's gradient/state: per layer too, in the same call
+                    axis, kids = stacked[entry.row]
+                    self.groups[len(arrays)] = (axis, len(kids))
+                    for layer, j in enumerate(kids):
+                        self._entries.append(_Entry(entry.series, j, f"{entry.text}[layer {layer}]"))
+                        arrays.append(leaf)
             for problem, texts in bad.items():
                 more = f" and {len(texts) - 3} more" if len(texts) > 3 else ""
                 self._problems.append(f"{what}: {len(texts)} lea{'f' if len(texts) == 1 else 'ves'} "
@@ -255,6 +268,8 @@ class _Dispatch:
             arrays.append(step)
         self._grads = self._optimizer = self._updates = None  # the arrays go to the kernels; nothing held
         spec = tuple((type(a), a.shape, a.dtype, getattr(a, "sharding", None)) for a in arrays)
+        if self.groups:
+            spec += (("layers", tuple(sorted(self.groups.items()))),)
         return arrays, (spec or None)  # no array added: the structure's own plan
 
     def finish(self, table: Any, n_rows: int) -> SeriesColumns:

@@ -269,7 +269,10 @@ class PendingSnapshot:
         arrays = described.arrays + extra if extra else described.arrays
         if arrays:
             plan = structure.plan_for(layout) if described.reused else None
-            self._stats = PendingStats(arrays, repeated=repeated, defer=defer, plan=plan, layers=described.layers)
+            layers = described.layers
+            if extra and getattr(series, "groups", None):  # stacked gradients/state: per layer too
+                layers = {**layers, **{len(described.arrays) + k: g for k, g in series.groups.items()}}
+            self._stats = PendingStats(arrays, repeated=repeated, defer=defer, plan=plan, layers=layers)
             if structure is not None:
                 structure.set_plan(layout, self._stats.plan)
         del described, extra, arrays  # the arrays: held only by the model and, until they have run, by the queued kernels
