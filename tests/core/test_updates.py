@@ -149,3 +149,23 @@ def test_the_tick_after_a_refresh_launches_the_update_without_waiting_for_the_de
     series = w.snapshot.series
     assert series.ratio(UPDATE, w.snapshot.stat_matrix[:, NORM])[0] == pytest.approx(
         norm(np.asarray(g, np.float64) - old) / norm(old), rel=1e-4)
+
+
+def test_a_stacked_variables_layers_get_their_own_update_ratio():
+    model = Holder()
+    w = Watcher(model, max_rate=100.0, layers={"w": 0})  # w (3, 4): three layers of (4,)
+    w.refresh(force=True)
+    wait_for_program(model, w)
+    start = w.ticks
+    after = run(model, w, 3)
+    series = w.snapshot.series
+    k = series.steps[UPDATE] - start
+    old, new = after[k - 1]["w"], after[k]["w"]
+    paths = [row.path_text for row in w.snapshot.rows]
+    parent = paths.index("w")
+    assert series.matrices[UPDATE][parent, NORM] == pytest.approx(norm(new - old), rel=1e-4)
+    for layer in range(3):
+        i = paths.index(f"w[layer {layer}]")
+        assert series.matrices[UPDATE][i, NORM] == pytest.approx(norm(new[layer] - old[layer]), rel=1e-4)
+        assert series.ratio(UPDATE, w.snapshot.stat_matrix[:, NORM])[i] == pytest.approx(
+            norm(new[layer] - old[layer]) / norm(old[layer]), rel=1e-4)

@@ -41,9 +41,12 @@ def _norm(x):
     return s * jnp.sqrt(jnp.sum(jnp.square(x / s)))
 
 
-def _diff_norms(olds, news):
+def _diff_norms(olds, news, layers):
     out = []
-    for o, n in zip(olds, news):
+    for o, n, layer in zip(olds, news, layers):
+        if layer is not None:  # a stacked Variable's layer row: that layer alone
+            axis, k = layer
+            o, n = jnp.take(o, k, axis=axis), jnp.take(n, k, axis=axis)
         dtype = jnp.promote_types(o.dtype, jnp.float32)
         o, n = o.astype(dtype), n.astype(dtype)
         out.append(jnp.stack([_norm(n - o), _norm(o)]).astype(jnp.float32))
@@ -59,9 +62,10 @@ def _spec(x: Any) -> Any:
     return (x.shape, x.dtype, getattr(x, "sharding", None))
 
 
-def _program(olds: tuple) -> Any:
-    """The compiled program for arrays like ``olds`` (None while it compiles, on a thread)."""
-    key = tuple(_spec(x) for x in olds)
+def _program(olds: tuple, layers: tuple) -> Any:
+    """The compiled program for arrays like ``olds`` (None while it compiles, on a thread);
+    ``layers``: per array, None or the (axis, layer) of a stacked Variable's layer row."""
+    key = (tuple(_spec(x) for x in olds), layers)
     with _lock:
         got = _compiled.get(key)
         if got is not None:
@@ -71,7 +75,7 @@ def _program(olds: tuple) -> Any:
 
     def compile_it():
         try:
-            program = jax.jit(_diff_norms).lower(shapes, shapes).compile()
+            program = jax.jit(lambda o, n: _diff_norms(o, n, layers)).lower(shapes, shapes).compile()
         except Exception as e:  # noqa: BLE001 - said when the update is asked for
             program = e
         with _lock:
@@ -85,7 +89,7 @@ class UpdateTracker:
 
     def __init__(self, enabled: bool = True):
         self.enabled = enabled and jax.process_count() == 1
-        self._held: tuple | None = None  # (memo of the structure, live rows, arrays, step)
+        self._held: tuple | None = None  # (memo of the structure, live rows, arrays, step, layer of each)
         self._pending: tuple | None = None  # (live rows, device result, from step, to step)
         self.problem = ""
         self._host_s = 0.0  # CPU time of advance() since take_host_s(): a refresh's cost for the throttle
@@ -100,7 +104,10 @@ class UpdateTracker:
             return
         keep = [(i, x) for i, x in zip(described.live, described.arrays)
                 if isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jnp.floating)]
-        self._held = (described.memo, [i for i, _ in keep], [x for _, x in keep], step) if keep else None
+        rows = described.rows
+        layers = tuple(None if getattr(rows[i], "layer_of", None) is None
+                       else (rows[rows[i].layer_of].layer_axis, rows[i].layer) for i, _ in keep)
+        self._held = (described.memo, [i for i, _ in keep], [x for _, x in keep], step, layers) if keep else None
 
     def release(self) -> None:
         self._held = None
@@ -121,7 +128,7 @@ class UpdateTracker:
         held, self._held = self._held, None
         if held is None:
             return
-        memo, rows, olds, step0 = held
+        memo, rows, olds, step0, layers = held
         if described.memo is not memo:
             return  # the structure changed: nothing to compare
         new_of = dict(zip(described.live, described.arrays))
@@ -132,7 +139,7 @@ class UpdateTracker:
         if any(n is None or _spec(n) != _spec(o) for o, n in zip(olds, news)):
             return
         try:
-            program = _program(tuple(olds))
+            program = _program(tuple(olds), layers)
             if program is None:
                 return  # compiling: the next refresh's tick will have it
             if isinstance(program, Exception):

@@ -33,7 +33,7 @@ from ._scalars import ScalarStore
 from ._snapshot import PendingSnapshot, Snapshot
 from ._series import SeriesStore, is_optimizer
 from ._structure import StructureCache
-from ._layers import check_layers
+from ._layers import check_layers, expand as expand_layers
 from .._util import one_line, when_ready
 from ._throttle import Throttle
 from ._stats import Deferred, kernel_cache_size
@@ -275,7 +275,9 @@ class Watcher:
             obj = self._target.resolve()
             try:
                 if obj is not None:
-                    self.series.updates.advance(self._structure.describe(obj), self._ticks)
+                    # the rows as a refresh has them (a stacked Variable's layers included)
+                    self.series.updates.advance(expand_layers(self._structure.describe(obj), self._layers),
+                                                self._ticks)
             except Exception:  # a model gone odd: the refresh says what
                 self.series.updates.release()
             finally:
