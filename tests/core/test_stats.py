@@ -239,3 +239,28 @@ def test_float64_and_int64_with_x64_on():
         assert dtype == "float64"
         assert abs(std_ratio - 1) < 1e-12 and abs(norm_ratio - 1) < 1e-12 and abs(mean_ratio - 1) < 1e-9
     assert ints == [-(2**62), 2**53 + 1]
+
+
+def test_a_thread_publishing_while_another_reads_the_table_never_sees_numbers_missing(monkeypatch):
+    """A viewer's publishing thread asks ready() while the kernel's thread reads the table: one of
+    them fetches, the other waits for it (it once got rows with no statistics: 'None == 3.0')."""
+    import time
+
+    arrays = [jnp.arange(10.0) + k for k in range(3)]
+    pending = stats_lib.PendingStats(arrays)
+    for r in pending._waiting:
+        jax.block_until_ready(jax.tree.leaves(r))
+    real, fetching = stats_lib._fetch, threading.Event()
+
+    def slow_fetch(results):
+        fetching.set()
+        time.sleep(0.5)
+        return real(results)
+
+    monkeypatch.setattr(stats_lib, "_fetch", slow_fetch)
+    publisher = threading.Thread(target=pending.ready)
+    publisher.start()
+    assert fetching.wait(10)
+    means = pending.table().matrix()[:, stats_lib.STAT_NAMES.index("mean")]  # while the other fetches
+    publisher.join()
+    assert np.allclose(means, [4.5, 5.5, 6.5])

@@ -1,16 +1,15 @@
 """On-device statistics: compiled reductions run where the arrays live.
 
-Each array is reduced by a jitted kernel (:mod:`._kernels`) on its own device(s); a sharded
-array is reduced shard by shard with a cross-device all-reduce, never gathered (on any mesh: Auto,
-Explicit or Manual axes, dims the mesh does not divide, several processes). One ``jax.device_get``
-per refresh brings back O(#arrays) numbers and nothing else. :class:`PendingStats` dispatches
-without waiting, so a refresh never stalls a queue of asynchronously dispatched training steps.
+Each array is reduced by a jitted kernel (:mod:`._kernels`) on its own device(s); a sharded array is reduced
+shard by shard with a cross-device all-reduce, never gathered (on any mesh: Auto, Explicit or Manual axes,
+dims the mesh does not divide, several processes). One ``jax.device_get`` per refresh brings back O(#arrays)
+numbers and nothing else. :class:`PendingStats` dispatches without waiting, so a refresh never stalls a
+queue of asynchronously dispatched training steps.
 
-The kernels are module-level ``jax.jit`` functions, so jax keeps one executable per input
-(shape, dtype, sharding), shared by every model: a first snapshot compiles one per distinct spec.
-Executables of single-device specs are also kept on disk between sessions (:mod:`._executables`).
-A model refreshed again gets one program for all its kernels (:mod:`._programs`), compiled
-in the background: one launch and one place in the device's queue per refresh.
+The kernels are module-level ``jax.jit`` functions: one executable per input (shape, dtype, sharding),
+shared by every model, so a first snapshot compiles one per distinct spec (single-device ones are kept on
+disk between sessions: :mod:`._executables`). A model refreshed again gets one program for all its kernels
+(:mod:`._programs`), compiled in the background: one launch and one place in the device's queue per refresh.
 
 >>> import jax.numpy as jnp
 >>> [s] = compute_stats([jnp.array([1.0, 3.0, jnp.nan, 0.0])])
@@ -21,6 +20,7 @@ in the background: one launch and one place in the device's queue per refresh.
 from __future__ import annotations
 
 import os
+import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
@@ -90,6 +90,7 @@ class PendingStats:
         self.plan = plan if plan is not None else LaunchPlan(arrays, layers)
         self._table = StatsTable(len(arrays), self.plan)
         self.pending_masked = False
+        self._lock = threading.Lock()  # _advance takes the results off _todo: one thread at a time
         xs = [arrays[i] if isinstance(arrays[i], jax.Array) else np.asarray(arrays[i]) for i in self.plan.index]
         self._todo = _launch(self.plan, xs, repeated, defer)
         # The arrays that may need the masked kernel (NaN or Inf), by call position: weak references.
@@ -102,9 +103,10 @@ class PendingStats:
         for r in reversed(self._waiting):  # the last dispatched is usually the last to finish: O(1) per tick
             if not is_ready(r):
                 return False
-        if self._todo:
-            self._advance()
-        return not self._todo
+        with self._lock:  # a thread waiting to publish asks too: one of them fetches, the other waits
+            if self._todo:
+                self._advance()
+            return not self._todo
 
     def wait(self) -> None:
         """Block until every dispatched result (masked ones included) is on the host's side."""
@@ -117,8 +119,9 @@ class PendingStats:
 
     def table(self) -> StatsTable:
         """Every array's statistics as columns (waits for the devices)."""
-        while self._todo:
-            self._advance()
+        with self._lock:
+            while self._todo:
+                self._advance()
         return self._table
 
     def result(self) -> list[dict | StatsError | None]:
@@ -177,14 +180,11 @@ class _Batch:
         return floats.reshape(-1, 6), counts.reshape(-1, 4), exact
 
 
-def _ref(x: Any) -> Any:
-    """A weak reference to a device array (a strong one to a host value)."""
-    if isinstance(x, jax.Array):
-        try:
-            return weakref.ref(x)
-        except TypeError:
-            pass
-    return lambda: x
+def _ref(x: Any) -> Any:  # a weak reference to a device array (a strong one to a host value)
+    try:
+        return weakref.ref(x) if isinstance(x, jax.Array) else (lambda: x)
+    except TypeError:
+        return lambda: x
 
 
 class LaunchPlan:

@@ -270,6 +270,11 @@ class Watcher:
         """Call once per training step: refreshes when the throttle allows. ``tick(loss=loss,
         grads=grads)`` is ``log(loss=loss, grads=grads)`` then ``tick()``."""
         self.log(grads=grads, updates=updates, **scalars)
+        return self._tick()
+
+    def _tick(self, last: bool = False) -> bool:
+        # last: the loop's last step, whose end refresh follows at once: what the step logged
+        # (its gradients) is kept for that refresh instead of let go here.
         self._ticks += 1
         if self.series.updates.holding:  # the step after a refresh: ‖θₜ − θₜ₋₁‖ on the device
             obj = self._target.resolve()
@@ -292,14 +297,19 @@ class Watcher:
             return self.refresh()
         finally:
             self._in_tick = False
-            self.series.drop()
+            if not last:
+                self.series.drop()
 
     def track(self, iterable: Iterable[T]) -> Iterator[T]:
         """``for batch in watcher.track(batches): ...`` — ticks after each step, refreshes at the end."""
         try:
-            for item in iterable:
+            items = iter(iterable)
+            done = object()
+            item = next(items, done)
+            while item is not done:
                 yield item
-                self.tick()
+                item = next(items, done)
+                self._tick(last=item is done)  # the last step's gradients reach the refresh below
         finally:
             # The values after the last step; where a thread may publish them, the loop's end
             # does not wait for the device either.
