@@ -35,7 +35,7 @@ import numpy as np
 from flax import nnx
 
 from ..compat import get_value
-from ..graph import Path, path_text
+from ..graph import Path, path_key, path_text
 from .._util import one_line
 from ._kernels import STAT_NAMES
 from ._updates import UpdateTracker
@@ -48,13 +48,6 @@ _NORM = STAT_NAMES.index("norm")
 _MAX = STAT_NAMES.index("max")
 
 
-def _key(k: Any) -> Any:
-    for attr in ("name", "key", "idx"):
-        if hasattr(k, attr):
-            return getattr(k, attr)
-    return str(k)
-
-
 def leaf_paths(tree: Any) -> tuple[list[Path], list[Any]]:
     """Every leaf of ``tree`` (as ``jax.tree_util.tree_flatten`` orders them) and its path, a
     Variable's own ``value`` key dropped (``nnx.State``, optax states, dicts, lists, dataclasses)."""
@@ -62,10 +55,10 @@ def leaf_paths(tree: Any) -> tuple[list[Path], list[Any]]:
     paths: list[Path] = []
     leaves: list[Any] = []
     for keys, item in jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_variable)[0]:
-        base = tuple(_key(k) for k in keys)
+        base = tuple(path_key(k) for k in keys)
         if is_variable(item):
             for sub, leaf in jax.tree_util.tree_flatten_with_path(get_value(item))[0]:
-                paths.append(base + tuple(_key(k) for k in sub))
+                paths.append(base + tuple(path_key(k) for k in sub))
                 leaves.append(leaf)
         else:
             paths.append(base)
