@@ -4,7 +4,8 @@ a real GPU/TPU loop does; CPU jax queues steps the same way. From one run, inter
   throughput with a viewer (viewer.track, default rate) vs without              (want >= 0.98)
   throughput with a model viewer + an optimizer viewer vs without               (want >= 0.98)
   throughput with one viewer showing everything (optimizer state beside the parameters, the step's
-  gradients, the update ratio, the loss curve) vs without                        (want >= 0.98)
+  gradients, the update ratio, the loss curve) vs the same loop without it, its step also returning
+  the gradients                                                                  (want >= 0.98)
   refreshes per second the viewer published during the loop                     (want >= 1.5)
   the same, once the first refresh has come back through the device's queue (a loop's steady state:
   before that, the numbers are still behind the queued steps; the queue is about 1-2 s deep here)
@@ -123,7 +124,9 @@ def run(mode: str, model, optimizer, batches, seconds: float) -> tuple[float, fl
         loop = viewers[0].track(loop)
     for i in loop:
         x, y = batches[i % len(batches)]
-        if mode == "everything":  # the gradients the step computed anyway, returned with the loss
+        if mode == "plain+grads":  # the baseline of "everything": the same step, returning its gradients
+            loss, grads = train_step_grads(model, optimizer, x, y)
+        elif mode == "everything":  # the gradients the step computed anyway, returned with the loss
             loss, grads = train_step_grads(model, optimizer, x, y)
             viewers[0].log(loss=loss, grads=grads)  # kept by reference, read only at refresh steps
         else:
@@ -170,7 +173,7 @@ def bench(name: str, model_cls, shape, seconds: float, rounds: int) -> None:
     nnx_lab.snapshot(model), nnx_lab.snapshot(optimizer)  # compile the statistics kernels
     for _ in range(5):
         jax.block_until_ready(train_step_grads(model, optimizer, *batches[0]))
-    modes = ("plain", "viewer", "viewers", "everything", "blocking")
+    modes = ("plain", "viewer", "viewers", "plain+grads", "everything", "blocking")
     got = {m: [] for m in modes}
     for r in range(rounds):  # interleaved, so a noisy neighbour hits every mode alike; order rotated
         for m in modes[r % len(modes):] + modes[:r % len(modes)]:
@@ -181,9 +184,11 @@ def bench(name: str, model_cls, shape, seconds: float, rounds: int) -> None:
     print(f"{name}: {plain:.1f} steps/s without a viewer ({rounds} interleaved rounds of {seconds:.0f} s, "
           f"{jax.devices()[0].device_kind})")
     for m, label in (("viewer", "viewer"), ("viewers", "model + optimizer viewers"),
-                     ("everything", "viewer with optimizer, grads, updates, loss"),
+                     ("everything", "viewer with optimizer, grads, updates, loss (vs a plain loop whose step "
+                                    "also returns its gradients)"),
                      ("blocking", "viewer, refresh waiting for the device (old)")):
-        ratios = [s / p for (s, *_), (p, *_) in zip(got[m], got["plain"])]
+        base = got["plain+grads" if m == "everything" else "plain"]  # the same step without a viewer
+        ratios = [s / p for (s, *_), (p, *_) in zip(got[m], base)]
         refreshes = statistics.median(r for _, r, _, _ in got[m])
         steady = statistics.median(r for _, _, r, _ in got[m])
         print(f"  {label:<46} throughput ratio {statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})"
