@@ -56,18 +56,23 @@ export class RingStore {
 
 const same = (a, b) => (a ?? null) === (b ?? null);
 
-/** A history buffer as a Float32Array (anywidget hands DataViews; also ArrayBuffer/typed). */
-export function toFloat32(buf) {
+/** A binary message buffer as a ``Type`` array (Float32Array, Float64Array...): anywidget hands
+ * DataViews; ArrayBuffers and typed arrays work too; null otherwise. Copied only when misaligned. */
+export function toTyped(buf, Type) {
   if (!buf) return null;
-  if (buf instanceof Float32Array) return buf;
+  if (buf instanceof Type) return buf;
   let bytes;
   if (buf instanceof ArrayBuffer) bytes = new Uint8Array(buf);
   else if (ArrayBuffer.isView(buf)) bytes = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
   else return null;
-  const n = Math.floor(bytes.byteLength / 4);
-  if (bytes.byteOffset % 4 === 0) return new Float32Array(bytes.buffer, bytes.byteOffset, n);
-  return new Float32Array(bytes.slice(0, n * 4).buffer);
+  const size = Type.BYTES_PER_ELEMENT;
+  const n = Math.floor(bytes.byteLength / size);
+  if (bytes.byteOffset % size === 0) return new Type(bytes.buffer, bytes.byteOffset, n);
+  return new Type(bytes.slice(0, n * size).buffer);
 }
+
+/** A history buffer as a Float32Array. */
+export const toFloat32 = (buf) => toTyped(buf, Float32Array);
 
 /**
  * Sparkline history for one view. `onSnapshot` appends each new refresh and tells the caller to

@@ -5,24 +5,15 @@
 
 import { h, s } from "../shared/dom.js";
 import { fmtNum, fmtStep } from "../shared/format.js";
+import { toTyped } from "../shared/ring.js";
 import { sparkPath } from "../shared/sparkline.js";
 
 export const CURVE_W = 120;
 export const CURVE_H = 18;
 const PAD = 1.5;
 
-/** A buffer as a Float64Array (anywidget hands DataViews; also ArrayBuffer/typed arrays); null otherwise. */
-export function toFloat64(buf) {
-  if (!buf) return null;
-  if (buf instanceof Float64Array) return buf;
-  let bytes;
-  if (buf instanceof ArrayBuffer) bytes = new Uint8Array(buf);
-  else if (ArrayBuffer.isView(buf)) bytes = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
-  else return null;
-  const n = Math.floor(bytes.byteLength / 8);
-  if (bytes.byteOffset % 8 === 0) return new Float64Array(bytes.buffer, bytes.byteOffset, n);
-  return new Float64Array(bytes.slice(0, n * 8).buffer);
-}
+/** A buffer as a Float64Array (see shared/ring.js toTyped); null otherwise. */
+export const toFloat64 = (buf) => toTyped(buf, Float64Array);
 
 /**
  * The curves of a "scalars" message: [{name, steps, values}] (Float64Arrays, oldest first), or
