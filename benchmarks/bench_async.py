@@ -35,16 +35,13 @@ from flax import nnx
 
 import nnx_lab
 from nnx_lab.core.snapshot import _programs as stats_programs  # to wait for the statistics program
-from bench_live import train_step  # the same step: nnx.jit, value_and_grad, optimizer.update
+from bench_live import loss_fn, train_step  # the same step: nnx.jit, value_and_grad, optimizer.update
 
 
 @nnx.jit
 def train_step_grads(model, optimizer, x, y):
     """bench_live's step, also returning the gradients it computed (for viewer.log(grads=...))."""
-    def loss_fn(model):
-        return optax.softmax_cross_entropy_with_integer_labels(model(x), y).mean()
-
-    loss, grads = nnx.value_and_grad(loss_fn)(model)
+    loss, grads = nnx.value_and_grad(loss_fn)(model, x, y)
     optimizer.update(model, grads)
     return loss, grads
 

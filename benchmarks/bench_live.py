@@ -37,12 +37,13 @@ class MLP(nnx.Module):
         return self.out(nnx.relu(self.fc2(x)))
 
 
+def loss_fn(model, x, y):
+    return optax.softmax_cross_entropy_with_integer_labels(model(x), y).mean()
+
+
 @nnx.jit
 def train_step(model, optimizer, x, y):
-    def loss_fn(model):
-        return optax.softmax_cross_entropy_with_integer_labels(model(x), y).mean()
-
-    loss, grads = nnx.value_and_grad(loss_fn)(model)
+    loss, grads = nnx.value_and_grad(loss_fn)(model, x, y)
     optimizer.update(model, grads)
     return loss
 
