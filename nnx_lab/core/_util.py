@@ -16,6 +16,7 @@ ValueError: --as '__builtins__': names starting with __ belong to Python and IPy
 
 from __future__ import annotations
 
+import atexit
 import builtins
 import json
 import keyword
@@ -212,6 +213,48 @@ def looks_like_path(text: str) -> bool:
     return match is not None and is_python_name(match["first"])
 
 
+# nnx_lab's daemon threads, and how to ask each to stop: joined at interpreter exit (see _join_at_exit).
+_threads: dict[threading.Thread, Callable[[], None] | None] = {}
+_threads_lock = threading.Lock()
+#: the longest the interpreter's exit waits for nnx_lab's threads, seconds in all
+EXIT_WAIT_S = 10.0
+
+
+def start_thread(target: Callable[..., None], name: str, *, stop: Callable[[], None] | None = None,
+                 **kwargs: Any) -> threading.Thread:
+    """Start a daemon thread that interpreter exit waits for (up to :data:`EXIT_WAIT_S` in all),
+    calling ``stop()`` first if given. A daemon thread still inside jax's C++ when Python finalizes is
+    torn down there and aborts the process ("terminate called after throwing..."): a script that
+    ends right after a loop's last refresh would otherwise crash on its way out."""
+
+    def run() -> None:
+        try:
+            target(**kwargs)
+        finally:
+            with _threads_lock:
+                _threads.pop(thread, None)
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    with _threads_lock:
+        _threads[thread] = stop
+    thread.start()
+    return thread
+
+
+@atexit.register
+def _join_at_exit() -> None:
+    import time
+
+    with _threads_lock:
+        threads = list(_threads.items())
+    for _, stop in threads:
+        if stop is not None:
+            stop()
+    deadline = time.monotonic() + EXIT_WAIT_S
+    for thread, _ in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+
+
 def when_ready(pending: Any, then: Callable[[], None], name: str) -> None:
     """Call ``then()`` on a daemon thread once ``pending.wait()`` returns (or fails): a result on
     its way from the device is shown when it arrives, without holding up the caller."""
@@ -223,4 +266,4 @@ def when_ready(pending: Any, then: Callable[[], None], name: str) -> None:
             pass
         then()
 
-    threading.Thread(target=run, name=name, daemon=True).start()
+    start_thread(run, name)

@@ -10,6 +10,7 @@ import traitlets
 
 from .._ipython import busy_queue
 from .._ipython.namespace import user_namespace
+from ..core._util import start_thread
 from ..core.render import html_table, summary_line
 from ..core.snapshot import (HISTORY_STATS, PRECISION, STAT_NAMES, NameTarget, Watcher, round_significant,
                              series_buffer, series_meta, threads_see_jax_config)
@@ -54,9 +55,7 @@ class StateViewer(Widget):
             # Shown in a kernel that takes widget messages from threads: the rows now, the statistics
             # from a thread once their kernels are compiled and have run (a big model's table appears at once).
             self._watcher.show_rows_first()
-            self._first = threading.Thread(target=self._watcher.refresh, kwargs={"force": True},
-                                           name="nnx_lab-first", daemon=True)
-            self._first.start()
+            self._first = start_thread(self._watcher.refresh, "nnx_lab-first", force=True)
         else:
             self._watcher.refresh(force=True)
         if background:

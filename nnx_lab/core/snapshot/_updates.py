@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._util import one_line
+from .._util import one_line, start_thread
 
 __all__ = ["DONATED", "UpdateTracker"]
 
@@ -80,7 +80,7 @@ def _program(olds: tuple, layers: tuple) -> Any:
             program = e
         with _lock:
             _compiled[key] = program
-    threading.Thread(target=compile_it, name="nnx_lab-updates", daemon=True).start()
+    start_thread(compile_it, "nnx_lab-updates")
     return None
 
 

@@ -34,7 +34,7 @@ from ._snapshot import PendingSnapshot, Snapshot
 from ._series import SeriesStore, is_optimizer
 from ._structure import StructureCache
 from ._layers import check_layers, expand as expand_layers
-from .._util import one_line, when_ready
+from .._util import one_line, start_thread, when_ready
 from ._throttle import Throttle
 from ._stats import Deferred, kernel_cache_size
 from ._target import watch_target
@@ -324,8 +324,7 @@ class Watcher:
         if self._thread is not None and self._thread.is_alive():
             return
         self._stop.clear()
-        self._thread = threading.Thread(target=self._run_background, name="nnx_lab-watch", daemon=True)
-        self._thread.start()
+        self._thread = start_thread(self._run_background, "nnx_lab-watch", stop=self._stop.set)
 
     def stop_background(self) -> None:
         self._stop.set()
