@@ -201,7 +201,7 @@ def test_panels_follow_cells_without_load_ext():
         assert toggle.payload["mode"] == "train"
         shell.run_cell("model.eval()")
         assert toggle.payload["mode"] == "eval"  # the cell's change shows without a click
-        shell.run_cell("del model\nimport gc\n_ = gc.collect()")
+        shell.run_cell("del model\nimport gc\ngc.collect();")
         assert toggle.payload["gone"] is True and panel.status["message"].startswith("the model is gone")
     finally:
         live.unregister_hooks(shell)
