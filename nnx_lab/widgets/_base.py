@@ -128,8 +128,19 @@ class Widget(compat.MimebundleDisplay, anywidget.AnyWidget):
         if get_ipython() is not None and (jax is None or jax.process_index() == 0):
             from IPython.display import display
 
-            display(self)
+            self._display_handle = display(self, display_id=True)
         return self
+
+    #: the display of :meth:`show` (None until shown): :meth:`_update_display` updates it in place
+    _display_handle: Any = None
+
+    def _update_display(self) -> None:
+        """Send this widget's display again under the same display id, so the output the notebook
+        saves (its ``text/html`` copy, what a reader without the kernel sees) holds what the widget
+        shows now. The front end replaces the output; a new view renders from the same model."""
+        handle = self._display_handle
+        if handle is not None:
+            handle.update(self)
 
     def close(self) -> None:
         cell_hooks.untrack_widget(self)

@@ -51,6 +51,9 @@ class StateViewer(Widget):
         self._watcher.subscribe(self._publish)
         self._watcher.publish_from_thread = background_unsupported() is None
         self._first: threading.Thread | None = None
+        # Shown before its first statistics arrived: the saved notebook's copy is updated when they do.
+        self._static_stale = False
+        self._static_lock = threading.Lock()
         if rows_first and self._watcher.publish_from_thread and threads_see_jax_config():
             # Shown in a kernel that takes widget messages from threads: the rows now, the statistics
             # from a thread once their kernels are compiled and have run (a big model's table appears at once).
@@ -144,7 +147,25 @@ class StateViewer(Widget):
     # float32 buffer in a "stats" message (after display: Colab drops buffers in a widget's initial
     # state). A view asks for the latest statistics when it renders.
 
+    def show(self) -> "StateViewer":
+        with self._static_lock:  # the first statistics' thread checks the flag under this lock
+            rows_only = not self._watcher.refreshes  # what the display below may hold: the rows alone
+            super().show()
+            self._static_stale = self._display_handle is not None and rows_only
+            if self._static_stale and self._watcher.refreshes:  # they arrived while it was being shown
+                self._static_stale = False
+                self._update_display()
+        return self
+
     def _publish(self, watcher: Watcher) -> None:
+        self._publish_state(watcher)
+        if self._static_stale and watcher.refreshes:
+            with self._static_lock:
+                if self._static_stale:  # shown with its rows only: now the saved copy gets the statistics
+                    self._static_stale = False
+                    self._update_display()
+
+    def _publish_state(self, watcher: Watcher) -> None:
         snap = watcher.snapshot
         if snap is not None and self._sent_refresh != watcher.refreshes:
             sent, structure = self._sent_rows, watcher.history.structure
@@ -310,6 +331,8 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
     >>> viewer.status["state"], viewer.watcher.scalars.latest("loss")
     ('live', (3, 0.3333333333333333))
     """
+    # Displayed: the rows at once, the statistics once their kernels are compiled and have run (where
+    # the kernel takes widget messages from threads); the saved copy is updated when they arrive.
     viewer = StateViewer(obj, max_rate=max_rate, background=background, stats=stats, history=history,
-                         optimizer=optimizer, updates=updates, layers=layers)
+                         optimizer=optimizer, updates=updates, layers=layers, rows_first=display)
     return viewer.show() if display else viewer

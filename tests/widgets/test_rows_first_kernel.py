@@ -1,0 +1,71 @@
+"""``watch(model)`` in a real ipykernel shows the rows at once and the statistics when their kernels
+have compiled and run; the output the notebook saves (its ``text/html`` copy, what a reader without
+the kernel sees) is updated under the same display id once the statistics are in."""
+
+import os
+import time
+
+import pytest
+
+jupyter_client = pytest.importorskip("jupyter_client.manager")
+
+CELL = """
+from flax import nnx
+import nnx_lab
+model = nnx.Sequential(nnx.Linear(7, 13, rngs=nnx.Rngs(0)), nnx.Linear(13, 3, rngs=nnx.Rngs(1)))
+viewer = nnx_lab.watch(model)
+print("ROWS-FIRST", viewer._first is not None)
+"""
+
+
+def outputs(kc, timeout=120):
+    """The cell's display outputs by display id, updates applied as a front end applies them; and
+    whether the rows-first path ran. Waits (after the cell) until an update arrives or 10 s pass."""
+    shown, updated, rows_first = {}, [], None
+    kc.execute(CELL)
+    deadline, idle_at = time.time() + timeout, None
+    while time.time() < deadline:
+        if idle_at is not None and (updated or time.time() > idle_at + 10):
+            break
+        try:
+            msg = kc.get_iopub_msg(timeout=1)
+        except Exception:  # queue.Empty
+            continue
+        kind, content = msg["msg_type"], msg["content"]
+        if kind == "error":
+            raise AssertionError("\n".join(content["traceback"]))
+        if kind == "stream" and "ROWS-FIRST" in content["text"]:
+            rows_first = "True" in content["text"]
+        if kind in ("display_data", "update_display_data"):
+            display_id = content.get("transient", {}).get("display_id")
+            if kind == "display_data":
+                shown[display_id] = content["data"]
+            elif display_id in shown:
+                shown[display_id] = content["data"]
+                updated.append(display_id)
+        if kind == "status" and content["execution_state"] == "idle" and msg["parent_header"].get("msg_type") == "execute_request":
+            idle_at = time.time()
+    return shown, updated, rows_first
+
+
+def check(shown, rows_first):
+    assert rows_first is True  # this kernel takes widget messages from threads
+    (display_id, data), = [(k, v) for k, v in shown.items() if "text/html" in v]
+    assert display_id is not None  # shown with a display id, so it can be updated
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert "<th style=\"text-align:right\">norm</th>" in data["text/html"]  # the saved copy has the statistics
+    assert data["text/plain"].startswith("StateViewer · Sequential")
+
+
+def test_watch_shows_rows_first_and_the_saved_copy_gets_the_statistics():
+    env = dict(os.environ, NNX_LAB_CACHE_DIR="off")  # a cold first look: the statistics must compile
+    km, kc = jupyter_client.start_new_kernel(kernel_name="python3", env=env)
+    try:
+        cold = outputs(kc)  # compiles: shown with the rows, updated with the statistics
+        warm = outputs(kc)  # compiled: the statistics may arrive before or while it is shown
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    check(cold[0], cold[2])
+    assert cold[1], "the saved copy was never updated with the statistics"
+    check(warm[0], warm[2])
