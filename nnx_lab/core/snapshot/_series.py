@@ -27,7 +27,6 @@ count travels as one more array (no sync).
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from typing import Any
 
 import jax
@@ -38,6 +37,7 @@ from ..compat import get_value
 from ..graph import Path, path_key, path_text
 from .._util import one_line
 from ._kernels import STAT_NAMES
+from ._target import OptimizerSource
 from ._updates import UpdateTracker
 
 __all__ = ["GRAD", "UPDATE", "SeriesColumns", "SeriesStore", "is_optimizer", "leaf_paths"]
@@ -301,10 +301,9 @@ class SeriesStore:
     def __init__(self, optimizer: Any = None, *, state: bool = True, updates: bool = True):
         # state=False: the optimizer is the watched object itself (its state is already its rows):
         # only its step count is added.
-        if optimizer is not None and not hasattr(optimizer, "opt_state"):
-            raise TypeError(f"optimizer= takes an nnx.Optimizer (something with .opt_state), not "
-                            f"{type(optimizer).__name__}")
-        self._optimizer = None if optimizer is None else _weak(optimizer)
+        # optimizer: an object (held weakly) or a NameTarget followed at every refresh (a TypeError
+        # here for an object that is no optimizer)
+        self._optimizer = None if optimizer is None else OptimizerSource(optimizer)
         self._state = state
         self.updates = UpdateTracker(updates)  # ‖θₜ − θₜ₋₁‖ from a tick's refresh to the next tick
         self._given_updates: Any = None
@@ -319,7 +318,17 @@ class SeriesStore:
 
     @property
     def optimizer(self) -> Any:
-        return None if self._optimizer is None else self._optimizer()
+        if self._optimizer is None:
+            return None
+        obj = self._optimizer.resolve()
+        if self._optimizer.name is not None:  # a followed name: what it holds now, said until it holds an optimizer
+            self.problems["optimizer"] = [f"optimizer: {self._optimizer.problem}"] if obj is None else []
+        return obj
+
+    @property
+    def optimizer_name(self) -> str | None:
+        """The optimizer's name when it is followed (looked up at every refresh), else None."""
+        return None if self._optimizer is None else self._optimizer.name
 
     def log(self, step: int, grads: Any = None, updates: Any = None) -> None:
         """Keep ``grads`` / ``updates`` (by reference: no copy, no sync) for this step's refresh."""
@@ -372,13 +381,6 @@ class SeriesStore:
         self.last = (columns if columns.names or columns.unmatched or columns.problems or columns.opt_step is not None
                      else None)
         return self.last
-
-
-def _weak(obj: Any) -> Any:
-    try:
-        return weakref.ref(obj)
-    except TypeError:
-        return lambda: obj
 
 
 def is_optimizer(obj: Any) -> bool:
