@@ -12,7 +12,7 @@ export { SERIES_COLUMNS };
 
 export const COLUMNS = [
   { id: "path", label: "path", width: null },
-  { id: "type", label: "type", width: 88 },
+  { id: "type", label: "type", width: 80 },
   { id: "shape", label: "shape", width: 80, num: true },
   { id: "dtype", label: "dtype", width: 70 },
   { id: "bytes", label: "bytes", width: 66, num: true },
@@ -20,7 +20,7 @@ export const COLUMNS = [
   ...STAT_COLUMNS.map((id) => ({ id, label: STAT_LABELS[id], width: STAT_WIDTHS[id] ?? 74, num: true })),
   ...SERIES_COLUMNS.map((id) => ({ id, label: SERIES_LABELS[id][0], width: 70, num: true, title: SERIES_LABELS[id][1] })),
   { id: "nonfinite", label: NONFINITE_LABEL, width: 84, num: true },
-  { id: "spark", label: "trend", width: 64, sortable: false, title: "the chosen statistic over the last refreshes" },
+  { id: "spark", label: "trend", width: 56, sortable: false, title: "the chosen statistic over the last refreshes" },
   { id: "status", label: "status", width: 96 },
 ];
 
