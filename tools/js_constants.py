@@ -37,6 +37,8 @@ def constants() -> dict:
         "STAT_NAMES": list(STAT_NAMES),
         "STAT_LABELS": dict(render.STAT_LABELS),
         "NONFINITE_LABEL": render.NONFINITE_LABEL,
+        "SERIES_COLUMNS": list(render.SERIES_COLUMNS),
+        "SERIES_LABELS": {k: list(v) for k, v in render.SERIES_LABELS.items()},
     }
 
 

@@ -62,6 +62,9 @@ def nnx_snapshot(self: Any, line: str) -> None:
 @argument("--layers", action="append", default=None, metavar="PREFIX=AXIS",
           help="the layer axis of the stacked Variables under PREFIX (nnx.vmap/nnx.scan blocks), e.g. blocks=0: "
                "one row per layer (repeatable)")
+@argument("--optimizer", default=None, metavar="NAME",
+          help="an nnx.Optimizer of TARGET: its state (Adam's mu, nu...) beside each parameter and its step count; "
+               "followed by name like TARGET (not with --pin)")
 def nnx_watch(self: Any, line: str) -> None:
     """Show a live viewer of TARGET that refreshes after every cell while it trains.
 
@@ -74,10 +77,17 @@ def nnx_watch(self: Any, line: str) -> None:
     (``model.blocks[0]``, ``nnx.state(model)``) is evaluated once and pinned. TARGET may also be the
     ``(graphdef, state, ...)`` tuple ``nnx.split`` returns, or a name bound to one.
 
+    ``--optimizer NAME`` adds the optimizer's state beside each parameter (``watch(model,
+    optimizer=opt)``). When TARGET is followed and NAME is a name, the optimizer is followed too (a
+    functional loop rebinds both: ``model, optimizer = nnx.merge(graphdef, state)``) and the status
+    says "following `model` and its optimizer `optimizer`"; with ``--pin``, or an expression, it is
+    evaluated once and held by weak reference.
+
     Examples::
 
         %nnx_watch model --as viewer
         %nnx_watch model --layers blocks=0        # one row per layer of an nnx.vmap/nnx.scan stack
+        %nnx_watch model --optimizer optimizer    # Adam's mu/nu beside each parameter
         for batch in viewer.track(batches):
             model, opt_state = train_step(model, opt_state, batch)
     """
@@ -87,16 +97,25 @@ def nnx_watch(self: Any, line: str) -> None:
     name = check_name(args.name, shell=self.shell, target_text=target) if args.name else None
     rate = self.rate if args.rate is None else check_option(args.rate, "--rate (refreshes per second)", 0, MAX_RATE,
                                                             low_open=True)
-    from ..core._util import is_dotted_name
+    from ..core._util import a_kind, is_dotted_name
     from ..core.snapshot import LayerError, NameTarget, parse_layer_option, watch_target
     from ..widgets.viewer import watch
 
+    follow = not args.pin and is_dotted_name(target.strip())
+    optimizer = None
+    if args.optimizer is not None:
+        optimizer = evaluate_target(self.shell, args.optimizer, "--optimizer")
+        if not hasattr(optimizer, "opt_state"):
+            raise UsageError(f"--optimizer {args.optimizer.strip()} is {a_kind(type(optimizer).__name__)}, "
+                             "not an nnx.Optimizer (something with .opt_state)")
+        if follow and is_dotted_name(args.optimizer.strip()):  # rebound with the model: followed too
+            optimizer = NameTarget(args.optimizer, self.shell.user_ns)
     try:
-        if not args.pin and is_dotted_name(target.strip()):
+        if follow:
             watch_target(obj)  # the name must hold a model now: a TypeError at once, not a status
             obj = NameTarget(target, self.shell.user_ns)
         viewer = watch(obj, max_rate=rate, background=args.background, stats=not args.no_stats, display=False,
-                       layers=parse_layer_option(args.layers))
+                       layers=parse_layer_option(args.layers), optimizer=optimizer)
     except (TypeError, LayerError) as e:
         raise UsageError(first_line(str(e))) from None
     if name:

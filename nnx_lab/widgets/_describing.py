@@ -5,11 +5,12 @@ device (a description dispatched at one call is shown at a later call, once its 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any, Callable
 
-from ..core._util import one_line
-from ..core.snapshot import Throttle
+from ..core._util import first_line, one_line
+from ..core.snapshot import LayerError, Throttle, parse_layers, stacked_modules
 
 
 class Descriptions:
@@ -68,3 +69,60 @@ class Descriptions:
 
     def clear(self) -> None:
         self.unshown = self.describing = None
+
+
+class LayerAxes:
+    """The capture panel's layer axes (``capture_panel(model, layers={"blocks": 0})``): the model's
+    stacked modules (flax's metadata; a value sown inside the scan over them is stacked the same way),
+    worked out again when its modules change, then the user's declaration, which wins. A malformed
+    declaration is a TypeError at once; one that fits no captured value is a message in the report
+    (the values get one row each), as ``%%nnx_capture --layers`` does."""
+
+    def __init__(self, layers: Any):
+        self.declared = parse_layers(layers)
+        self._key: Any = None
+        self._derived: tuple = ()
+
+    def spec(self, model: Any, modules: Any) -> tuple:
+        key = tuple(modules)
+        if key != self._key:
+            try:
+                self._derived = stacked_modules(model, dict(self.declared) or None)
+            except Exception:  # noqa: BLE001 - the report's rows say what is odd; the capture goes on
+                self._derived = ()
+            self._key = key
+        return self._derived + self.declared
+
+    def describe(self, make: Callable[[Any], Any], spec: tuple) -> Any:
+        """``make(layers)``: a pending report; with the stacked modules alone, and a message, when
+        the declaration fits no captured value."""
+        try:
+            return make(spec)
+        except LayerError as e:
+            return _Noted(make(tuple(entry for entry in spec if len(entry) == 3)), f"layers=: {first_line(str(e))}")
+
+
+class _Noted:
+    """A pending capture report whose report gets one more message."""
+
+    def __init__(self, pending: Any, note: str):
+        self._pending, self._note = pending, note
+        self.host_s = pending.host_s
+
+    def ready(self) -> bool:
+        return self._pending.ready()
+
+    def wait(self) -> None:
+        self._pending.wait()
+
+    def finish(self) -> Any:
+        report = self._pending.finish()
+        return dataclasses.replace(report, messages=(*report.messages, self._note))
+
+
+def as_float(x: Any) -> float | None:
+    """A loss shown in the panel's status (None when it is no number)."""
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return None

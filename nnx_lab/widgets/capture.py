@@ -28,7 +28,7 @@ from ..core.graph import path_text
 from ..core.render import pre_html
 from ..core.snapshot import Throttle
 from ._base import ANY, STATIC, Widget, background_unsupported, command
-from ._describing import Descriptions
+from ._describing import Descriptions, LayerAxes, as_float
 
 GONE = "the model is gone (deleted or garbage-collected)"
 
@@ -73,10 +73,11 @@ class CapturePanel(Widget):
     _queue_while_busy = True  # a click while a cell runs: acked "queued", applied at the next call
 
     def __init__(self, model: Any, *, types: Any = core.DEFAULT_TYPES, methods: bool = False,
-                 max_rate: float = 2.0, budget: float = 0.02, namespace: dict | None = None, **kwargs: Any):
+                 max_rate: float = 2.0, budget: float = 0.02, namespace: dict | None = None, layers: Any = None, **kwargs: Any):
         compat.require("nnx.capture", "the capture panel")
         if not isinstance(model, nnx.Module):
             raise TypeError(f"capture_panel needs an nnx.Module, got {type(model).__name__}")
+        self._layers = LayerAxes(layers)  # a TypeError here for a malformed declaration
         throttle = Throttle(max_rate, budget, what="descriptions")  # between two descriptions inside track()
         chosen = core.resolve_types(types, namespace if namespace is not None else caller_namespace(1, types))
         if not chosen:
@@ -93,7 +94,7 @@ class CapturePanel(Widget):
         self._answered: Any = None  # id of the last browser message answered
         self._descriptions = Descriptions(
             throttle, show=lambda report, modules, elapsed, loss: self._show(
-                report, modules, elapsed=elapsed, loss=None if loss is None else _scalar(loss)),
+                report, modules, elapsed=elapsed, loss=None if loss is None else as_float(loss)),
             fail=lambda text: self._set_status(text, level="error"))
         self._looping = 0  # track() loops running
         self._cell: Any = None  # the notebook cell of the last call
@@ -115,15 +116,15 @@ class CapturePanel(Widget):
             raise TypeError(f"panel.run needs a function to call, got {type(fn).__name__}")
         return self._capture(fn, args, kwargs, "panel.run failed")
 
-    def _prepare(self) -> tuple[nnx.Module, Modules, dict]:
-        """Before each call: apply toggles clicked while this cell runs, then read them."""
+    def _prepare(self) -> tuple[nnx.Module, Modules, dict, tuple]:
+        """Before each call: apply toggles clicked while this cell runs, then read them (and the layer axes)."""
         busy_queue.drain()
         model = self._alive()
         modules = self._module_list()
-        return model, modules, self._toggles.options(modules)
+        return model, modules, self._toggles.options(modules), self._layers.spec(model, modules)
 
     def _capture(self, fn: Any, args: tuple, kwargs: dict, failed: str) -> Any:
-        model, modules, options = self._prepare()
+        model, modules, options, layers = self._prepare()
         start = time.perf_counter()
         try:
             with core.Capture(model, **options) as cap:
@@ -132,7 +133,8 @@ class CapturePanel(Widget):
             self._set_status(f"{failed}: {one_line(error)}", level="error")
             raise
         elapsed = time.perf_counter() - start
-        self._deliver(cap.captured, None, cap.pending_report, modules, seen=cap.seen_types, elapsed=elapsed)
+        describe = lambda: self._layers.describe(lambda spec: cap.pending_report(layers=spec), layers)  # noqa: E731
+        self._deliver(cap.captured, None, describe, modules, seen=cap.seen_types, elapsed=elapsed)
         return result
 
     def grads(self, loss_fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -142,7 +144,7 @@ class CapturePanel(Widget):
         current toggles and shows each gradient's statistics next to its forward value. Returns
         what that function returns (``loss``, ``forward``, ``grads``).
         """
-        model, modules, options = self._prepare()
+        model, modules, options, layers = self._prepare()
         start = time.perf_counter()
         try:
             result = intermediate_grads(model, loss_fn, *args, **options, **kwargs)
@@ -155,8 +157,9 @@ class CapturePanel(Widget):
         matched = None if only is None else tuple(sorted(only.paths, key=path_text))
 
         def describe() -> core.PendingCaptureReport:
-            return core.PendingCaptureReport(result.forward, grads=result.grads, types=options["types"],
-                                             seen_types=seen, matched=matched)
+            return self._layers.describe(lambda spec: core.PendingCaptureReport(
+                result.forward, grads=result.grads, types=options["types"], seen_types=seen, matched=matched,
+                layers=spec), layers)
 
         self._deliver(result.forward, result.grads, describe, modules, seen=seen, elapsed=elapsed,
                       loss=result.loss)
@@ -360,7 +363,8 @@ class CapturePanel(Widget):
 
 
 def capture_panel(model: Any, *, types: Any = core.DEFAULT_TYPES, methods: bool = False,
-                  max_rate: float = 2.0, budget: float = 0.02, display: bool = True) -> CapturePanel:
+                  max_rate: float = 2.0, budget: float = 0.02, display: bool = True,
+                  layers: dict | None = None) -> CapturePanel:
     """Show capture toggles for ``model`` and return the panel; ``panel(x)`` calls the model under them.
 
     Args:
@@ -372,9 +376,11 @@ def capture_panel(model: Any, *, types: Any = core.DEFAULT_TYPES, methods: bool 
         in (0, 100].
       budget: and within this fraction of the loop's time, in (0, 1].
       display: show the panel; with ``False`` only return it.
+      layers: path prefix -> layer axis of values sown in ``nnx.scan`` over stacked layers (``{"blocks": 0}``):
+        one row per layer, as ``watch(layers=...)`` (flax's metadata needs none; one fitting nothing is a message).
 
     Raises:
-      TypeError: ``model`` is not an ``nnx.Module``, or a type is not a Variable type.
+      TypeError: ``model`` is not an ``nnx.Module``, a type is not a Variable type, or ``layers`` malformed.
       ValueError: a name that names no Variable type, no type at all, or ``max_rate`` /
         ``budget`` out of range.
       NeedsNewerFlax: (a ``RuntimeError``) the installed flax has no ``nnx.capture``.
@@ -388,12 +394,7 @@ def capture_panel(model: Any, *, types: Any = core.DEFAULT_TYPES, methods: bool 
     (1, (1, 3))
     """
     panel = CapturePanel(model, types=types, methods=methods, max_rate=max_rate, budget=budget,
-                         namespace=caller_namespace(1, types))
+                         namespace=caller_namespace(1, types), layers=layers)
     return panel.show() if display else panel
 
 
-def _scalar(x: Any) -> float | None:
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return None

@@ -43,6 +43,8 @@ class StateViewer(Widget):
                  updates: bool = True, layers: dict | None = None, **kwargs: Any):
         if isinstance(obj, str):  # a name in the notebook, looked up at every refresh
             obj = NameTarget(obj, user_namespace(f"watch({obj!r})"))
+        if isinstance(optimizer, str):  # the optimizer's name, followed too (a functional loop rebinds both)
+            optimizer = NameTarget(optimizer, user_namespace(f"watch(optimizer={optimizer!r})"))
         self._watcher = Watcher(obj, max_rate=max_rate, stats=stats, history=history,
                                 between_steps=busy_queue.drain, optimizer=optimizer, updates=updates, layers=layers)
         self._sent_refresh: int | None = None  # the refresh whose statistics the browser has
@@ -271,8 +273,14 @@ class StateViewer(Widget):
 
     # -- what a saved notebook shows without a kernel ----------------------------------
     def _fallback(self) -> tuple[str, str] | None:
+        # The table with the series columns the live viewer shows (gradients, update ratio, optimizer
+        # state), as of display: re-display the viewer after a loop to keep its last numbers.
         snap = self._watcher.snapshot
-        return None if snap is None else (f"StateViewer · {summary_line(snap)}", html_table(snap))
+        if snap is None:
+            return None
+        series = snap.series.names if snap.series is not None else ()
+        return (f"StateViewer · {summary_line(snap)}" + (f" · beside the rows: {', '.join(series)}" if series else ""),
+                html_table(snap))
 
     def __repr__(self) -> str:
         snap = self._watcher.snapshot
@@ -308,6 +316,8 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
       optimizer: an ``nnx.Optimizer`` of ``obj``: each row gains its optimizer state (Adam's ``mu``
         and ``nu``, momentum...) matched by path, and the header its step count. ``watch(optimizer)``
         alone lists the optimizer's own Variables (flax's Optimizer holds no model) with its step.
+        A name (``"optimizer"``) is followed in IPython's user namespace like ``obj``'s, for a loop that
+        rebinds both (``model, optimizer = nnx.merge(graphdef, state)``).
       updates: measure ‖θₜ − θₜ₋₁‖/‖θₜ₋₁‖ per Variable in a loop (``tick``/``track``): a tick's
         refresh keeps its parameter arrays until the next tick (one step's parameter memory, only
         after a refresh) and reduces the difference there on the device. ``False``: never held.

@@ -44,3 +44,35 @@ def test_gradient_columns_optimizer_step_and_the_statistics_switch(page, page_ev
                            arg=param_mean, timeout=15_000)
     screenshot(page, "viewer-lab-series", scroll_to=root)
     assert not page_events.script_dialogs, page_events.dialogs
+
+
+def test_a_table_wider_than_the_output_scrolls_sideways_with_the_path_column_held(
+        page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path):
+    # gradients and the update ratio beside the statistics: wider than JupyterLab's output at its default width
+    nb = write_notebook(tmp_path / "wide.ipynb", SETUP[0], SETUP[1],
+                        SETUP[2].replace("viewer.log(grads=grads)", "viewer.log(grads=grads, updates=grads)"))
+    open_notebook(page, jupyter_server, nb, ui="lab")
+    run_all_cells(page)
+    root = viewer(page)
+    page.wait_for_function("() => document.querySelector('.nnx-lab-viewer th[data-col=\"u_ratio\"]')"
+                           " && getComputedStyle(document.querySelector('.nnx-lab-viewer th[data-col=\"u_ratio\"]'))"
+                           ".display !== 'none'", timeout=30_000)
+    scroller = root.locator(".nnx-scroll")
+    size = scroller.evaluate("(el) => ({scroll: el.scrollWidth, client: el.clientWidth})")
+    assert size["scroll"] > size["client"], size  # (if it fitted, nothing would be cut off either)
+    more = root.locator(".nnx-more-right")
+    assert more.is_visible()  # the shade at the right edge: more columns follow
+    screenshot(page, "viewer-lab-series-wide", scroll_to=root)
+    scroller.evaluate("(el) => { el.scrollLeft = el.scrollWidth; }")
+    page.wait_for_function("() => document.querySelector('.nnx-lab-viewer .nnx-more-right').hidden", timeout=5_000)
+    box = scroller.bounding_box()
+    kernel = root.locator('.nnx-row[data-path="layers[0].kernel"]')
+    for col in ("g_norm", "g_ratio", "u_ratio", "spark"):  # every column can be brought fully into view
+        cell = root.locator(f'th[data-col="{col}"]').bounding_box()
+        assert box["x"] <= cell["x"] and cell["x"] + cell["width"] <= box["x"] + box["width"] + 0.5, (col, cell, box)
+    assert float(kernel.locator(".c-g_ratio").inner_text()) > 0
+    assert float(kernel.locator(".c-u_ratio").inner_text()) > 0
+    path = kernel.locator(".c-path").bounding_box()  # the path column stays at the left
+    assert abs(path["x"] - box["x"]) <= 2 and kernel.locator(".c-path").inner_text().strip() == "kernel"
+    screenshot(page, "viewer-lab-series-wide-scrolled", scroll_to=root)
+    assert not page_events.script_dialogs, page_events.dialogs

@@ -43,10 +43,12 @@ def test_a_loop_with_log_sends_gradient_and_optimizer_numbers_beside_the_statist
     viewer.send_stats()
     content, buffers = wire.stats_messages()[-1]
     meta, values = decode(content, buffers, len(snap))
-    assert meta["names"] == ["grad", "mu", "nu"] and meta["opt_step"] == 3
+    # (the measured update ratio follows once its program has compiled: in a run where an earlier test
+    # compiled it for this structure, at once)
+    assert meta["names"] in (["grad", "mu", "nu"], ["grad", "mu", "nu", "update"]) and meta["opt_step"] == 3
     # The loop's end refreshed without gradients: the last ones are kept, marked stale.
     # (A tick may skip its refresh while the statistics program compiles: the step says which.)
-    assert meta["stale"] == ["grad"] and meta["steps"]["grad"] in logged
+    assert "grad" in meta["stale"] and meta["steps"]["grad"] in logged
     grads = logged[meta["steps"]["grad"]]
     assert [u["path"] for u in meta["unmatched"]] == ["[0].count"]
     g = dict(zip(*leaf_paths(grads)))

@@ -1,23 +1,18 @@
 // Table columns: id (cell class c-<id>, header data-col), header label, width (px; null = the
 // rest), numeric alignment, sortable.
-import { HISTORY_STATS, NONFINITE_LABEL, STAT_COLUMNS, STAT_LABELS } from "./constants.js";
+import { HISTORY_STATS, NONFINITE_LABEL, SERIES_COLUMNS, SERIES_LABELS, STAT_COLUMNS, STAT_LABELS } from "./constants.js";
 
 // Statistic columns and labels come from Python (render.STAT_COLUMNS, STAT_LABELS), widths from here.
 const STAT_WIDTHS = { mean: 74, std: 70, min: 74, max: 74, norm: 70 };
 
 // Columns of the series beside the rows (viewer/series.js puts them among a payload's statistics):
 // each shown only when the payload has that series (gradients given; the update measured or given).
-export const SERIES_COLUMNS = ["g_norm", "g_ratio", "u_ratio"];
-const SERIES_LABELS = {
-  g_norm: ["\u2016grad\u2016", "norm of the gradient given to tick(grads=...) or log(grads=...)"],
-  g_ratio: ["\u2016g\u2016/\u2016\u03b8\u2016", "gradient norm over the parameter's norm"],
-  u_ratio: ["\u2016\u0394\u03b8\u2016/\u2016\u03b8\u2016",
-    "update over parameter norm, \u2016\u03b8\u209c \u2212 \u03b8\u209c\u208b\u2081\u2016 / \u2016\u03b8\u209c\u208b\u2081\u2016 (about 1e-3 when the learning rate is healthy)"],
-};
+// Ids and labels from Python (render.SERIES_COLUMNS, SERIES_LABELS: the saved notebook's table shows the same).
+export { SERIES_COLUMNS };
 
 export const COLUMNS = [
   { id: "path", label: "path", width: null },
-  { id: "type", label: "type", width: 88 },
+  { id: "type", label: "type", width: 80 },
   { id: "shape", label: "shape", width: 80, num: true },
   { id: "dtype", label: "dtype", width: 70 },
   { id: "bytes", label: "bytes", width: 66, num: true },
@@ -25,7 +20,7 @@ export const COLUMNS = [
   ...STAT_COLUMNS.map((id) => ({ id, label: STAT_LABELS[id], width: STAT_WIDTHS[id] ?? 74, num: true })),
   ...SERIES_COLUMNS.map((id) => ({ id, label: SERIES_LABELS[id][0], width: 70, num: true, title: SERIES_LABELS[id][1] })),
   { id: "nonfinite", label: NONFINITE_LABEL, width: 84, num: true },
-  { id: "spark", label: "trend", width: 64, sortable: false, title: "the chosen statistic over the last refreshes" },
+  { id: "spark", label: "trend", width: 56, sortable: false, title: "the chosen statistic over the last refreshes" },
   { id: "status", label: "status", width: 96 },
 ];
 

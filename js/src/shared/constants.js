@@ -10,3 +10,5 @@ export const HISTORY_STATS = ["mean", "std", "min", "max", "norm", "abs_max"];
 export const STAT_NAMES = ["mean", "std", "min", "max", "norm", "abs_max", "nan_count", "inf_count", "zero_frac"];
 export const STAT_LABELS = {"mean": "mean", "std": "std", "min": "min", "max": "max", "norm": "norm", "abs_max": "abs max"};
 export const NONFINITE_LABEL = "NaN/Inf";
+export const SERIES_COLUMNS = ["g_norm", "g_ratio", "u_ratio"];
+export const SERIES_LABELS = {"g_norm": ["‖grad‖", "norm of the gradient given to tick(grads=...) or log(grads=...)"], "g_ratio": ["‖g‖/‖θ‖", "gradient norm over the parameter's norm"], "u_ratio": ["‖Δθ‖/‖θ‖", "update over parameter norm, ‖θₜ − θₜ₋₁‖ / ‖θₜ₋₁‖ (about 1e-3 when the learning rate is healthy)"]};

@@ -90,7 +90,12 @@ ${R} select.nnx-tool{padding:0 4px}
 ${R} .nnx-muted{color:${MUTED}}
 ${R} .nnx-matches{color:${MUTED}}
 ${R} .nnx-scroll{position:relative;max-height:420px;overflow:auto;border:1px solid ${BORDER};
-  border-radius:3px}
+  border-radius:3px;scrollbar-width:thin}
+${R} .nnx-hframe{position:relative}
+${R} .nnx-more-right{position:absolute;top:1px;right:1px;bottom:1px;width:28px;pointer-events:none;z-index:4;
+  border-radius:0 3px 3px 0;background:linear-gradient(to right,rgba(127,127,127,0),rgba(127,127,127,0.35))}
+${R} .nnx-scroll.scrolled-x tr.nnx-row td.c-path,${R} .nnx-scroll.scrolled-x th[data-col="path"]{
+  box-shadow:3px 0 4px -2px rgba(0,0,0,0.3)}
 ${R} table.nnx-table{border-collapse:separate;border-spacing:0;table-layout:fixed;width:100%;
   min-width:${TABLE_MIN_WIDTH}px}
 ${colW}

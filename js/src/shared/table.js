@@ -117,7 +117,7 @@ function groupCells(doc, tr, pathTd, n, open) {
     h(doc, "button", { class: "nnx-heat", type: "button", title: `heatmap: ${n} layers \u00d7 refreshes` }, "\u25A6"));
 }
 
-const SPARK_W = 52;  // fits the 64 px trend column with its padding
+const SPARK_W = 44;  // fits the 56 px trend column with its padding
 const SPARK_H = 14;
 const INDENT = 14;
 
@@ -150,6 +150,19 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
   const thead = h(doc, "thead", null, headRow);
   const { scroller, table, tbody, empty, spacers } = createWindowedTable(doc, {
     tableClass: "nnx-table", colgroup, thead, colspan: COLUMNS.length });
+
+  // Wider than the output (gradient columns beside the statistics): the table scrolls sideways with
+  // the path column held at the left, and a shade at the right edge says that more columns follow.
+  const moreRight = h(doc, "div", { class: "nnx-more-right", "aria-hidden": "true", hidden: true });
+  const frame = h(doc, "div", { class: "nnx-hframe" }, scroller, moreRight);
+  function edges() {
+    const max = scroller.scrollWidth - scroller.clientWidth;
+    moreRight.hidden = !(max > 1 && scroller.scrollLeft < max - 1);
+    scroller.classList.toggle("scrolled-x", scroller.scrollLeft > 0);
+  }
+  scroller.addEventListener("scroll", edges, { passive: true });
+  const edgeObserver = typeof ResizeObserver !== "undefined" ? new ResizeObserver(edges) : null;
+  if (edgeObserver) edgeObserver.observe(scroller);
 
   let state = { tree: null, items: [], sort: null, history: null, stat: "norm" };
   let version = 0; // bumps whenever row contents may have changed
@@ -359,7 +372,7 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
   }
 
   return {
-    el: scroller,
+    el: frame,
     /** New state; `rows` true when row contents changed (else only the window moves). */
     update(next, { rows = true, sync = false } = {}) {
       state = { ...state, ...next };
@@ -372,6 +385,7 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
       empty.hidden = !msg;
       setText(empty, msg);
       windowing.refresh(sync);
+      edges();
     },
     /** Scroll so that flat index `index` is visible and flash it. */
     reveal(index) {
@@ -389,6 +403,7 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
     },
     destroy() {
       clearTimeout(flashTimer);
+      if (edgeObserver) edgeObserver.disconnect();
       windowing.destroy();
     },
   };

@@ -295,13 +295,15 @@ class Capture:
         """The :class:`CaptureReport` of what this capture collected (after exit)."""
         return self.pending_report(grads=grads, bins=bins).finish()
 
-    def pending_report(self, *, grads: nnx.State | None = None, bins: int = DEFAULT_BINS) -> PendingCaptureReport:
-        """The report, its statistics dispatched behind the call's device work and not waited for."""
+    def pending_report(self, *, grads: nnx.State | None = None, bins: int = DEFAULT_BINS,
+                       layers: Any = None) -> PendingCaptureReport:
+        """The report, its statistics dispatched behind the call's device work and not waited for
+        (``layers``: as :func:`capture_report`'s)."""
         if self.captured is None:
             raise RuntimeError("nothing captured yet: use the Capture in a `with` block first")
         return PendingCaptureReport(self.captured, grads=grads, types=self.types, seen_types=self.seen_types,
                                     matched=None if _selects_all(self.only) else self.matched, bins=bins,
-                                    inside_own=self.inside_own)
+                                    inside_own=self.inside_own, layers=layers)
 
 
 def _armable(module: Any) -> bool:

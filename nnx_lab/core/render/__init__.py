@@ -16,17 +16,17 @@ imports the feature packages, so nothing here closes an import cycle.
 """
 
 from ._capture import capture_html, capture_text
-from ._format import (ALIGN_LEFT, ALIGN_RIGHT, BYTE_UNITS, DIGITS, FILTER_COLORS, NONFINITE_LABEL, STAT_COLUMNS,
-                      STAT_LABELS, count_noun, format_bytes, format_count, format_number, format_shape, format_stat,
+from ._format import (ALIGN_LEFT, ALIGN_RIGHT, BYTE_UNITS, DIGITS, FILTER_COLORS, NONFINITE_LABEL, SERIES_COLUMNS,
+                      SERIES_LABELS, STAT_COLUMNS, STAT_LABELS, count_noun, format_bytes, format_count, format_number, format_shape, format_stat,
                       nonfinite_text, pre_html, round_significant, sparkline)
-from ._snapshot import html_table, memory_line, nonfinite_banner, path_cell, summary_line, text_table
+from ._snapshot import html_table, memory_line, nonfinite_banner, path_cell, series_lines, summary_line, text_table
 from ._split import split_html, split_text
 from ._views import view_text
 
 __all__ = [
-    "ALIGN_LEFT", "ALIGN_RIGHT", "BYTE_UNITS", "DIGITS", "FILTER_COLORS", "NONFINITE_LABEL", "STAT_COLUMNS",
-    "STAT_LABELS", "capture_html", "capture_text", "count_noun", "format_bytes", "format_count", "format_number",
+    "ALIGN_LEFT", "ALIGN_RIGHT", "BYTE_UNITS", "DIGITS", "FILTER_COLORS", "NONFINITE_LABEL", "SERIES_COLUMNS",
+    "SERIES_LABELS", "STAT_COLUMNS", "STAT_LABELS", "capture_html", "capture_text", "count_noun", "format_bytes", "format_count", "format_number",
     "format_shape", "format_stat", "html_table", "memory_line", "nonfinite_banner", "nonfinite_text", "path_cell",
-    "pre_html", "round_significant", "sparkline", "split_html", "split_text", "summary_line", "text_table",
+    "pre_html", "series_lines", "round_significant", "sparkline", "split_html", "split_text", "summary_line", "text_table",
     "view_text",
 ]

@@ -11,9 +11,14 @@ from __future__ import annotations
 import html
 from typing import Any
 
+import numpy as np
+
 from ..graph import path_text
-from ._format import (ALIGN_LEFT, ALIGN_RIGHT, NONFINITE_LABEL, STAT_COLUMNS, STAT_LABELS, format_bytes, format_count,
-                      format_shape, format_stat, nonfinite_text)
+from ._format import (ALIGN_LEFT, ALIGN_RIGHT, NONFINITE_LABEL, SERIES_LABELS, STAT_COLUMNS, STAT_LABELS, format_bytes,
+                      format_count, format_number, format_shape, format_stat, nonfinite_text)
+
+_GRAD, _UPDATE = "grad", "update"  # the series names of core.snapshot._series (GRAD, UPDATE)
+_UNMATCHED_SHOWN = 20
 
 
 def path_cell(row: Any) -> str:
@@ -72,6 +77,66 @@ def nonfinite_banner(snap: Any) -> str | None:
     return f"NaN/Inf in {row.path_text}: {nonfinite_text(row)}{more}"
 
 
+def _series(snap: Any) -> Any:
+    series = getattr(snap, "series", None)
+    return series if series is not None and series.names and all(
+        m.shape[0] == len(snap.rows) for m in series.matrices.values()) else None
+
+
+def _series_columns(snap: Any) -> list[tuple[str, callable]]:
+    """The series columns the live viewer shows (‖grad‖, ‖g‖/‖θ‖, ‖Δθ‖/‖θ‖), then each optimizer
+    state's norm (``‖mu‖``: the viewer shows it under its "statistics of" switch)."""
+    series = _series(snap)
+    if series is None:
+        return []
+    rows = snap.rows
+    index = {id(r): i for i, r in enumerate(rows)}
+    param_norm = np.array([np.nan if (r.stats or {}).get("norm") is None else r.stats["norm"] for r in rows], float)
+
+    def column(label: str, values: np.ndarray) -> tuple[str, callable]:
+        values = [None if v != v else v for v in values.tolist()]
+        return label, lambda r: format_stat(values[index[id(r)]])
+
+    def norms(name: str) -> np.ndarray:
+        values = (series.stats_dict(name, i)["norm"] for i in range(len(rows)))
+        return np.array([np.nan if v is None else v for v in values], float)
+    cols = []
+    if _GRAD in series.names:
+        cols += [column(SERIES_LABELS["g_norm"][0], norms(_GRAD)),
+                 column(SERIES_LABELS["g_ratio"][0], series.ratio(_GRAD, param_norm))]
+    if _UPDATE in series.names:
+        cols.append(column(SERIES_LABELS["u_ratio"][0], series.ratio(_UPDATE, param_norm)))
+    cols += [column(f"\u2016{name}\u2016", norms(name)) for name in series.names if name not in (_GRAD, _UPDATE)]
+    return cols
+
+
+def series_lines(snap: Any) -> list[str]:
+    """What the live viewer's series line says (optimizer step, stale series, problems) and the
+    leaves matched to no Variable, as text lines (none without series)."""
+    series = getattr(snap, "series", None)
+    if series is None:
+        return []
+    parts = []
+    if series.opt_step is not None:
+        parts.append(f"optimizer step {series.opt_step:,}")
+    for name in series.names:
+        if name in series.stale:
+            parts.append(f"{name} from step {series.steps.get(name)} (stale: no {name} since)")
+    parts += list(series.problems)
+    lines = [" \u00b7 ".join(parts)] if parts else []
+    unmatched = series.unmatched
+    if unmatched:
+        total = len(unmatched)
+        lines.append(f"{total} lea{'f' if total == 1 else 'ves'} matched to no Variable:")
+        for name, text, what, stats in unmatched[:_UNMATCHED_SHOWN]:
+            numbers = ", ".join(f"{k} {format_number(stats[k])}" for k in ("mean", "max", "norm")
+                                if stats and stats.get(k) is not None)
+            lines.append(f"  {name}: {text}" + (f" \u2014 {what}" if what else "") + (f" ({numbers})" if numbers else ""))
+        if total > _UNMATCHED_SHOWN:
+            lines.append(f"  \u2026 {total - _UNMATCHED_SHOWN} more")
+    return lines
+
+
 def _columns(snap: Any) -> list[tuple[str, callable]]:
     rows = snap.rows
     cols = [
@@ -87,6 +152,7 @@ def _columns(snap: Any) -> list[tuple[str, callable]]:
         cols.append(("logical", lambda r: (r.logical or "") + (f" != {r.mismatch}" if r.mismatch else "")))
     if any(r.stats for r in rows):
         cols += [(STAT_LABELS[name], lambda r, n=name: format_stat((r.stats or {}).get(n))) for name in STAT_COLUMNS]
+    cols += _series_columns(snap)
     if any(nonfinite_text(r) for r in rows):
         cols.append((NONFINITE_LABEL, nonfinite_text))
     if any(r.status != "ok" for r in rows):
@@ -111,6 +177,7 @@ def text_table(snap: Any, max_rows: int | None = 50) -> str:
         lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
     if len(shown) < len(snap.rows):
         lines.append(f"… {len(snap.rows) - len(shown)} more rows")
+    lines += series_lines(snap)
     lines.append("totals: " + "; ".join(
         f"{name} {t['count']} ({format_count(t['size'])}, {format_bytes(t['bytes'])})"
         for name, t in snap.totals.items() if name != "all"))
@@ -121,7 +188,8 @@ def html_table(snap: Any, max_rows: int = 200) -> str:
     """``snap`` (a Snapshot) as an HTML table, every user string escaped: its ``_repr_html_``."""
     esc = html.escape
     cols = _columns(snap)
-    numeric = {"bytes", *(STAT_LABELS[name] for name in STAT_COLUMNS)}
+    numeric = {"bytes", *(STAT_LABELS[name] for name in STAT_COLUMNS),
+               *(name for name, _ in cols if name.startswith("\u2016"))}  # the series' norms and ratios
     table = '<table style="border-collapse:collapse;font-size:12px;white-space:nowrap">'
     parts = ['<div class="nnx-lab-snapshot">', f"<div><b>{esc(summary_line(snap))}</b></div>"]
     memory = memory_line(snap)
@@ -146,5 +214,6 @@ def html_table(snap: Any, max_rows: int = 200) -> str:
     parts.append("</table></div>")
     if len(snap.rows) > max_rows:
         parts.append(f"<div>… {len(snap.rows) - max_rows} more rows</div>")
+    parts += [f'<div class="nnx-lab-series" style="white-space:pre">{esc(line)}</div>' for line in series_lines(snap)]
     parts.append("</div>")
     return "".join(parts)

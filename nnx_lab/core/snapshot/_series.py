@@ -19,15 +19,12 @@ gradient statistics, marked *stale* with the step they are from. The optimizer i
 reference and its state read at every refresh (its arrays are the ones of that moment); its step
 count travels as one more array (no sync).
 
->>> import jax.numpy as jnp
->>> leaf_paths({"a": {"kernel": jnp.ones(2)}, "b": [jnp.zeros(1)]})[0]
-[('a', 'kernel'), ('b', 0)]
+Matching leaves to rows: :mod:`._series_match`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from typing import Any
 
 import jax
@@ -35,9 +32,10 @@ import numpy as np
 from flax import nnx
 
 from ..compat import get_value
-from ..graph import Path, path_key, path_text
 from .._util import one_line
 from ._kernels import STAT_NAMES
+from ._series_match import Entry, Layout, array_problem, leaf_paths
+from ._target import OptimizerSource
 from ._updates import UpdateTracker
 
 __all__ = ["GRAD", "UPDATE", "SeriesColumns", "SeriesStore", "is_optimizer", "leaf_paths"]
@@ -46,24 +44,6 @@ GRAD = "grad"
 UPDATE = "update"
 _NORM = STAT_NAMES.index("norm")
 _MAX = STAT_NAMES.index("max")
-
-
-def leaf_paths(tree: Any) -> tuple[list[Path], list[Any]]:
-    """Every leaf of ``tree`` (as ``jax.tree_util.tree_flatten`` orders them) and its path, a
-    Variable's own ``value`` key dropped (``nnx.State``, optax states, dicts, lists, dataclasses)."""
-    is_variable = lambda x: isinstance(x, nnx.Variable)  # noqa: E731
-    paths: list[Path] = []
-    leaves: list[Any] = []
-    for keys, item in jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_variable)[0]:
-        base = tuple(path_key(k) for k in keys)
-        if is_variable(item):
-            for sub, leaf in jax.tree_util.tree_flatten_with_path(get_value(item))[0]:
-                paths.append(base + tuple(path_key(k) for k in sub))
-                leaves.append(leaf)
-        else:
-            paths.append(base)
-            leaves.append(item)
-    return paths, leaves
 
 
 @dataclasses.dataclass
@@ -83,6 +63,7 @@ class SeriesColumns:
     problems: list = dataclasses.field(default_factory=list)
     opt_step: int | None = None
     ratios: dict = dataclasses.field(default_factory=dict)  # name -> ratio per row, where known exactly
+    waiting: bool = False  # some series left out while their program compiles: the last ones are kept
 
     def ratio(self, name: str, param_norm: np.ndarray) -> np.ndarray:
         """``‖series‖ / ‖θ‖`` per row (NaN where either is missing or ‖θ‖ is 0); the automatic
@@ -100,82 +81,6 @@ class SeriesColumns:
         return {s: (None if v != v else v) for s, v in zip(STAT_NAMES, values)}
 
 
-class _Entry:
-    """One array leaf of a series tree: where it goes (a row, or the unmatched list)."""
-
-    __slots__ = ("series", "row", "text", "what")
-
-    def __init__(self, series: str, row: int, text: str, what: str = ""):
-        self.series, self.row, self.text, self.what = series, row, text, what
-
-
-def _array_problem(x: Any) -> str | None:
-    if isinstance(x, jax.core.Tracer):
-        return "a tracer (logged inside a jit/grad-transformed function?)"
-    if isinstance(x, jax.Array):
-        try:
-            if x.is_deleted():
-                return "deleted (donated to a jitted step?)"
-        except Exception:  # noqa: BLE001
-            return "not readable"
-        return None
-    if isinstance(x, np.ndarray):
-        return None
-    return f"not an array ({type(x).__name__})"
-
-
-def _series_names(prefixes: list[Path], default: str) -> dict[Path, str]:
-    """A name per prefix: its last named key, or the prefix's text where names collide."""
-    def last_name(p: Path) -> str:
-        for k in reversed(p):
-            if isinstance(k, str):
-                return k
-        return path_text(p) or default
-    names = {p: last_name(p) for p in prefixes}
-    counts: dict[str, int] = {}
-    for n in names.values():
-        counts[n] = counts.get(n, 0) + 1
-    return {p: (path_text(p) if counts[n] > 1 else n) for p, n in names.items()}
-
-
-def _match(paths: list[Path], leaves: list, index: dict, shapes: list, fixed: str | None,
-           source: str) -> list[_Entry]:
-    """Each leaf's entry: matched to the row of its longest path suffix with the same shape (the
-    series named ``fixed``, or after the keys before that suffix), else unmatched."""
-    found: list[tuple[Path | None, int, str]] = []
-    for path, leaf in zip(paths, leaves):
-        row, prefix, what = -1, path, ""
-        shape = getattr(leaf, "shape", None)
-        for k in range(len(path)):
-            i = index.get(path[k:])
-            if i is not None:
-                if shapes[i] == shape:
-                    row, prefix = i, path[:k]
-                else:
-                    what = f"shape {shape} differs from {path_text(path[k:])}'s {shapes[i]}"
-                break
-        found.append((prefix if row >= 0 else None, row, what))
-    names = _series_names(sorted({p for p, _, _ in found if p is not None}, key=repr), "state")
-    entries, taken = [], set()
-    for path, (prefix, row, what) in zip(paths, found):
-        name = fixed or (names[prefix] if prefix is not None else source)
-        if row >= 0 and (name, row) in taken:
-            row, what = -1, f"a second {name} for {path_text(path[len(prefix):])}"
-        if row >= 0:
-            taken.add((name, row))
-        entries.append(_Entry(name if row >= 0 else source, row, path_text(path) or "(root)", what))
-    return entries
-
-
-class _Layout:
-    """A series tree's entries for one structure of the model, reused while the tree's treedef is
-    unchanged (flattening with paths costs far more than flattening)."""
-
-    def __init__(self, tree: Any, index: dict, shapes: list, fixed: str | None, source: str):
-        paths, leaves = leaf_paths(tree)
-        self.entries = _match(paths, leaves, index, shapes, fixed, source)
-
-
 class _Dispatch:
     """One refresh's series: :meth:`prepare` gives the arrays to reduce with the parameters,
     :meth:`finish` turns their statistics into :class:`SeriesColumns`. Made by :class:`SeriesStore`."""
@@ -185,13 +90,32 @@ class _Dispatch:
         self._store, self._grads, self._grads_step, self._state = store, grads, grads_step, state
         self._updates, self._hold = updates, hold
         self._optimizer, self._step = optimizer, step
-        self._entries: list[_Entry] = []
+        self._entries: list[Entry] = []
         self._problems: list[str] = []
         self._step_at: int | None = None  # position of the optimizer's step count among the arrays
+        self.waiting = False  # some inputs left out of this refresh (their program compiles): prepare(without=)
         # position among the arrays of a stacked leaf's first layer -> (layer axis, layers): see _stats.LaunchPlan
         self.groups: dict[int, tuple[int, int]] = {}
 
-    def prepare(self, described: Any) -> tuple[list, Any]:
+    def fallbacks(self) -> list[tuple[str, ...]]:
+        """What to leave out, in turn, when the program for :meth:`prepare`'s layout is still compiling:
+        the logged trees (the optimizer's state keeps its layout from refresh to refresh), then every series."""
+        out = []
+        if self._grads is not None or self._updates is not None:
+            out.append(("grads", "updates"))
+        if self._optimizer is not None:
+            out.append(("grads", "updates", "optimizer state"))
+        return out
+
+    def release(self) -> None:
+        """The arrays went to the kernels: nothing of the step is held past its launch."""
+        self._grads = self._optimizer = self._updates = None
+
+    def prepare(self, described: Any, without: tuple[str, ...] = ()) -> tuple[list, Any]:
+        """The arrays to reduce after the parameters and their layout key (None: none). ``without``:
+        the inputs left out of this refresh (their program is compiling: :meth:`fallbacks`)."""
+        self._entries, self._problems, self.groups, self._step_at = [], [], {}, None
+        self.waiting = bool(without)
         memo = described.memo
         if "series_index" not in memo:
             index: dict = {}
@@ -210,19 +134,25 @@ class _Dispatch:
         trees = []
         if self._hold:  # a tick's refresh: its parameters are compared with the next tick's
             self._store.updates.hold(described, self._step)
+            self._hold = False
         if self._grads is not None:
             trees.append(("grads", self._grads, GRAD))
         if self._updates is not None:
             trees.append(("updates", self._updates, UPDATE))
         if self._optimizer is not None and self._state:
             trees.append(("optimizer state", getattr(self._optimizer, "opt_state", None), None))
+        for what, _, _ in trees:
+            if what in without:
+                self._problems.append(f"{what}: not in this refresh while the statistics program that adds "
+                                      "them compiles (the last ones are shown)")
+        trees = [t for t in trees if t[0] not in without]
         for what, tree, fixed in trees:
             try:
                 leaves, treedef = jax.tree_util.tree_flatten(tree)
                 key = (what, treedef, id(memo))
                 layout = self._store.layouts.get(key)
                 if layout is None:
-                    layout = self._store.layouts[key] = _Layout(tree, index, shapes, fixed, what)
+                    layout = self._store.layouts[key] = Layout(tree, index, shapes, fixed, what)
                     if len(self._store.layouts) > 8:
                         self._store.layouts.pop(next(iter(self._store.layouts)))
             except Exception as e:  # noqa: BLE001 - a tree jax cannot flatten: say so, go on
@@ -231,7 +161,7 @@ class _Dispatch:
             bad: dict[str, list[str]] = {}
             matched = 0
             for entry, leaf in zip(layout.entries, leaves):
-                problem = _array_problem(leaf)
+                problem = array_problem(leaf)
                 if problem is not None:
                     bad.setdefault(problem, []).append(entry.text)
                     continue
@@ -242,7 +172,7 @@ class _Dispatch:
                     axis, kids = stacked[entry.row]
                     self.groups[len(arrays)] = (axis, len(kids))
                     for layer, j in enumerate(kids):
-                        self._entries.append(_Entry(entry.series, j, f"{entry.text}[layer {layer}]"))
+                        self._entries.append(Entry(entry.series, j, f"{entry.text}[layer {layer}]"))
                         arrays.append(leaf)
             for problem, texts in bad.items():
                 more = f" and {len(texts) - 3} more" if len(texts) > 3 else ""
@@ -253,13 +183,13 @@ class _Dispatch:
                                       f"(e.g. {layout.entries[0].text})")
         for what, _, _ in trees:  # what each input said last, kept until that input comes again
             self._store.problems[what] = [p for p in self._problems if p.startswith(f"{what}: ")]
-        step = getattr(self._optimizer, "step", None) if self._optimizer is not None else None
+        with_step = self._optimizer is not None and "optimizer state" not in without
+        step = getattr(self._optimizer, "step", None) if with_step else None
         if isinstance(step, nnx.Variable):
             step = get_value(step)
-        if isinstance(step, jax.Array) and _array_problem(step) is None:
+        if isinstance(step, jax.Array) and array_problem(step) is None:
             self._step_at = len(arrays)
             arrays.append(step)
-        self._grads = self._optimizer = self._updates = None  # the arrays go to the kernels; nothing held
         spec = tuple((type(a), a.shape, a.dtype, getattr(a, "sharding", None)) for a in arrays)
         if self.groups:
             spec += (("layers", tuple(sorted(self.groups.items()))),)
@@ -290,7 +220,8 @@ class _Dispatch:
             v = m[self._step_at, _MAX]
             opt_step = None if v != v else int(v)
         steps = {name: (self._grads_step if name in (GRAD, UPDATE) else self._step) for name in names}
-        return SeriesColumns(tuple(names), matrices, steps, frozenset(), unmatched, problems, opt_step)
+        return SeriesColumns(tuple(names), matrices, steps, frozenset(), unmatched, problems, opt_step,
+                             waiting=self.waiting)
 
 
 class SeriesStore:
@@ -301,10 +232,9 @@ class SeriesStore:
     def __init__(self, optimizer: Any = None, *, state: bool = True, updates: bool = True):
         # state=False: the optimizer is the watched object itself (its state is already its rows):
         # only its step count is added.
-        if optimizer is not None and not hasattr(optimizer, "opt_state"):
-            raise TypeError(f"optimizer= takes an nnx.Optimizer (something with .opt_state), not "
-                            f"{type(optimizer).__name__}")
-        self._optimizer = None if optimizer is None else _weak(optimizer)
+        # optimizer: an object (held weakly) or a NameTarget followed at every refresh (a TypeError
+        # here for an object that is no optimizer)
+        self._optimizer = None if optimizer is None else OptimizerSource(optimizer)
         self._state = state
         self.updates = UpdateTracker(updates)  # ‖θₜ − θₜ₋₁‖ from a tick's refresh to the next tick
         self._given_updates: Any = None
@@ -319,7 +249,17 @@ class SeriesStore:
 
     @property
     def optimizer(self) -> Any:
-        return None if self._optimizer is None else self._optimizer()
+        if self._optimizer is None:
+            return None
+        obj = self._optimizer.resolve()
+        if self._optimizer.name is not None:  # a followed name: what it holds now, said until it holds an optimizer
+            self.problems["optimizer"] = [f"optimizer: {self._optimizer.problem}"] if obj is None else []
+        return obj
+
+    @property
+    def optimizer_name(self) -> str | None:
+        """The optimizer's name when it is followed (looked up at every refresh), else None."""
+        return None if self._optimizer is None else self._optimizer.name
 
     def log(self, step: int, grads: Any = None, updates: Any = None) -> None:
         """Keep ``grads`` / ``updates`` (by reference: no copy, no sync) for this step's refresh."""
@@ -360,7 +300,12 @@ class SeriesStore:
                                           ratios={**columns.ratios, UPDATE: ratio})
         self.problems["update"] = [self.updates.problem] if self.updates.problem else []
         last = self.last
-        for name in (GRAD, UPDATE):  # kept from an earlier refresh, marked stale
+        # kept from an earlier refresh, marked stale: the gradients and updates of a refresh that had none,
+        # and every series a refresh left out while its program compiles
+        carried = (*(last.names if last is not None and columns.waiting else ()), GRAD, UPDATE)
+        if columns.waiting and columns.opt_step is None and last is not None:
+            columns = dataclasses.replace(columns, opt_step=last.opt_step)
+        for name in dict.fromkeys(carried):
             if name not in columns.matrices and last is not None and name in last.matrices \
                     and last.matrices[name].shape[0] == n_rows:
                 columns = dataclasses.replace(
@@ -372,13 +317,6 @@ class SeriesStore:
         self.last = (columns if columns.names or columns.unmatched or columns.problems or columns.opt_step is not None
                      else None)
         return self.last
-
-
-def _weak(obj: Any) -> Any:
-    try:
-        return weakref.ref(obj)
-    except TypeError:
-        return lambda: obj
 
 
 def is_optimizer(obj: Any) -> bool:

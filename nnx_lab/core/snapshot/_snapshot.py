@@ -27,7 +27,7 @@ from ._structure import StructureCache, describe
 from .. import render
 from ..render import DIGITS, round_significant
 from ._layers import expand as expand_layers, parse_layers
-from ._stats import STAT_NAMES, PendingStats, StatsError, StatsTable
+from ._stats import STAT_NAMES, Deferred, PendingStats, StatsError, StatsTable
 from ..graph import Path, path_text
 
 #: Significant digits of the statistics sent to the browser (and kept in the history).
@@ -266,17 +266,44 @@ class PendingSnapshot:
         self._totals = self._memo["totals"]
         self._stats, self._series = None, series
         extra, layout = series.prepare(described) if series is not None and stats else ([], None)
-        arrays = described.arrays + extra if extra else described.arrays
-        if arrays:
-            plan = structure.plan_for(layout) if described.reused else None
-            layers = described.layers
-            if extra and getattr(series, "groups", None):  # stacked gradients/state: per layer too
-                layers = {**layers, **{len(described.arrays) + k: g for k, g in series.groups.items()}}
-            self._stats = PendingStats(arrays, repeated=repeated, defer=defer, plan=plan, layers=layers)
-            if structure is not None:
-                structure.set_plan(layout, self._stats.plan)
-        del described, extra, arrays  # the arrays: held only by the model and, until they have run, by the queued kernels
+        try:
+            try:
+                self._stats = self._launch(described, extra, layout, series, structure, repeated, defer)
+            except Deferred:
+                # The program of this layout (new series: the loop's first gradients) is compiling: the
+                # refresh goes on with what an existing program reduces, the parameters and the series
+                # whose layout is unchanged; the rest follow once it is ready.
+                fallbacks = series.fallbacks() if extra else []
+                if not fallbacks:
+                    raise
+                for k, without in enumerate(fallbacks):
+                    extra, layout = series.prepare(described, without)
+                    try:
+                        self._stats = self._launch(described, extra, layout, series, structure, repeated, defer)
+                        break
+                    except Deferred:
+                        if k == len(fallbacks) - 1:
+                            raise
+        finally:
+            if series is not None:
+                series.release()
+        del described, extra  # the arrays: held only by the model and, until they have run, by the queued kernels
         self.host_s = time.thread_time() - start
+
+    @staticmethod
+    def _launch(described: Any, extra: list, layout: Any, series: Any, structure: Any, repeated: bool,
+                defer: bool) -> PendingStats | None:
+        arrays = described.arrays + extra if extra else described.arrays
+        if not arrays:
+            return None
+        plan = structure.plan_for(layout) if described.reused else None
+        layers = described.layers
+        if extra and getattr(series, "groups", None):  # stacked gradients/state: per layer too
+            layers = {**layers, **{len(described.arrays) + k: g for k, g in series.groups.items()}}
+        stats = PendingStats(arrays, repeated=repeated, defer=defer, plan=plan, layers=layers)
+        if structure is not None:
+            structure.set_plan(layout, stats.plan)
+        return stats
 
     def ready(self) -> bool:
         return self._stats is None or self._stats.ready()

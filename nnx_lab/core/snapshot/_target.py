@@ -128,6 +128,41 @@ class NameTarget(Target):
         return obj
 
 
+class OptimizerSource:
+    """The optimizer whose state a viewer shows beside the rows (``watch(model, optimizer=...)``):
+    an object held by weak reference, or a followed :class:`NameTarget` looked up at every refresh
+    (a functional loop rebinds its optimizer with its model: ``model, optimizer = nnx.merge(...)``).
+
+    An object that is not an optimizer (nothing with ``.opt_state``) is a TypeError here; a followed
+    name that is missing or holds something else is a ``problem`` for now (the next refresh looks again).
+    """
+
+    def __init__(self, optimizer: Any):
+        self.problem = ""
+        if isinstance(optimizer, NameTarget):
+            self.name: str | None = optimizer.name
+            self._follow: NameTarget | None = optimizer
+            self._ref: Callable[[], Any] = lambda: None
+            if self.resolve() is None:  # it must hold an optimizer now: an error at once, not a status
+                raise TypeError(f"optimizer: {self.problem}")
+            return
+        if not hasattr(optimizer, "opt_state"):
+            raise TypeError(f"optimizer= takes an nnx.Optimizer (something with .opt_state), not "
+                            f"{a_kind(type(optimizer).__name__)}")
+        self.name, self._follow, self._ref = None, None, _weak(optimizer, None)
+
+    def resolve(self) -> Any | None:
+        """The optimizer now, or None (``problem`` says why when a followed name holds none)."""
+        if self._follow is None:
+            return self._ref()
+        obj = self._follow.lookup()
+        if obj is not None and not hasattr(obj, "opt_state"):
+            self._follow.problem = f"`{self.name}` is {a_kind(type(obj).__name__)}, not an nnx.Optimizer"
+            obj = None
+        self.problem = "" if obj is not None else self._follow.problem
+        return obj
+
+
 def watch_target(obj: Any, on_gone: Callable[[], None] | None = None) -> Target:
     """The :class:`Target` for what ``Watcher(obj)`` was given (a Target is taken as it is)."""
     if isinstance(obj, Target):

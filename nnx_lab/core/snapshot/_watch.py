@@ -357,6 +357,13 @@ class Watcher:
     def _series_problems(self) -> list[str]:
         return [p for problems in self.series.problems.values() for p in problems][:2]
 
+    def _label(self) -> str:
+        """What the status says the viewer watches: "following `model` and its optimizer `opt`"."""
+        name = self.series.optimizer_name
+        if name is None:
+            return self._target.label
+        return f"{self._target.label} and its optimizer `{name}`" if self._target.label else f"following optimizer `{name}`"
+
     def clear_alert(self) -> None:
         """Forget the NaN/Inf alert; the next refresh that sees a NaN/Inf sets it again."""
         self.alert.clear()  # no lock: a refresh waiting for the device must not hold up the click
@@ -365,7 +372,7 @@ class Watcher:
     def status(self) -> dict:
         return {
             "state": self.state,
-            "message": "; ".join(m for m in (self._target.label, self.message, self.scalars.problem,
+            "message": "; ".join(m for m in (self._label(), self.message, self.scalars.problem,
                                              *self._series_problems(), self.note) if m),
             "last_refresh": self.last_refresh,
             "cost_ms": None if self.cost_s is None else round(self.cost_s * 1e3, 2),

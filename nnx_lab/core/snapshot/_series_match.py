@@ -1,0 +1,115 @@
+"""How a series tree's leaves are matched to a model's rows (see :mod:`._series`): each leaf's path
+against the rows' paths (its longest suffix, with the same shape), the series it belongs to named
+after the keys before that suffix, and what is wrong with a leaf that cannot be reduced.
+
+>>> import jax.numpy as jnp
+>>> leaf_paths({"a": {"kernel": jnp.ones(2)}, "b": [jnp.zeros(1)]})[0]
+[('a', 'kernel'), ('b', 0)]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+from flax import nnx
+
+from ..compat import get_value
+from ..graph import Path, path_key, path_text
+
+__all__ = ["Entry", "Layout", "array_problem", "leaf_paths", "match", "series_names"]
+
+
+def leaf_paths(tree: Any) -> tuple[list[Path], list[Any]]:
+    """Every leaf of ``tree`` (as ``jax.tree_util.tree_flatten`` orders them) and its path, a
+    Variable's own ``value`` key dropped (``nnx.State``, optax states, dicts, lists, dataclasses)."""
+    is_variable = lambda x: isinstance(x, nnx.Variable)  # noqa: E731
+    paths: list[Path] = []
+    leaves: list[Any] = []
+    for keys, item in jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_variable)[0]:
+        base = tuple(path_key(k) for k in keys)
+        if is_variable(item):
+            for sub, leaf in jax.tree_util.tree_flatten_with_path(get_value(item))[0]:
+                paths.append(base + tuple(path_key(k) for k in sub))
+                leaves.append(leaf)
+        else:
+            paths.append(base)
+            leaves.append(item)
+    return paths, leaves
+
+
+class Entry:
+    """One array leaf of a series tree: where it goes (a row, or the unmatched list)."""
+
+    __slots__ = ("series", "row", "text", "what")
+
+    def __init__(self, series: str, row: int, text: str, what: str = ""):
+        self.series, self.row, self.text, self.what = series, row, text, what
+
+
+def array_problem(x: Any) -> str | None:
+    if isinstance(x, jax.core.Tracer):
+        return "a tracer (logged inside a jit/grad-transformed function?)"
+    if isinstance(x, jax.Array):
+        try:
+            if x.is_deleted():
+                return "deleted (donated to a jitted step?)"
+        except Exception:  # noqa: BLE001
+            return "not readable"
+        return None
+    if isinstance(x, np.ndarray):
+        return None
+    return f"not an array ({type(x).__name__})"
+
+
+def series_names(prefixes: list[Path], default: str) -> dict[Path, str]:
+    """A name per prefix: its last named key, or the prefix's text where names collide."""
+    def last_name(p: Path) -> str:
+        for k in reversed(p):
+            if isinstance(k, str):
+                return k
+        return path_text(p) or default
+    names = {p: last_name(p) for p in prefixes}
+    counts: dict[str, int] = {}
+    for n in names.values():
+        counts[n] = counts.get(n, 0) + 1
+    return {p: (path_text(p) if counts[n] > 1 else n) for p, n in names.items()}
+
+
+def match(paths: list[Path], leaves: list, index: dict, shapes: list, fixed: str | None,
+           source: str) -> list[Entry]:
+    """Each leaf's entry: matched to the row of its longest path suffix with the same shape (the
+    series named ``fixed``, or after the keys before that suffix), else unmatched."""
+    found: list[tuple[Path | None, int, str]] = []
+    for path, leaf in zip(paths, leaves):
+        row, prefix, what = -1, path, ""
+        shape = getattr(leaf, "shape", None)
+        for k in range(len(path)):
+            i = index.get(path[k:])
+            if i is not None:
+                if shapes[i] == shape:
+                    row, prefix = i, path[:k]
+                else:
+                    what = f"shape {shape} differs from {path_text(path[k:])}'s {shapes[i]}"
+                break
+        found.append((prefix if row >= 0 else None, row, what))
+    names = series_names(sorted({p for p, _, _ in found if p is not None}, key=repr), "state")
+    entries, taken = [], set()
+    for path, (prefix, row, what) in zip(paths, found):
+        name = fixed or (names[prefix] if prefix is not None else source)
+        if row >= 0 and (name, row) in taken:
+            row, what = -1, f"a second {name} for {path_text(path[len(prefix):])}"
+        if row >= 0:
+            taken.add((name, row))
+        entries.append(Entry(name if row >= 0 else source, row, path_text(path) or "(root)", what))
+    return entries
+
+
+class Layout:
+    """A series tree's entries for one structure of the model, reused while the tree's treedef is
+    unchanged (flattening with paths costs far more than flattening)."""
+
+    def __init__(self, tree: Any, index: dict, shapes: list, fixed: str | None, source: str):
+        paths, leaves = leaf_paths(tree)
+        self.entries = match(paths, leaves, index, shapes, fixed, source)
