@@ -99,7 +99,7 @@ def nnx_watch(self: Any, line: str) -> None:
                                                             low_open=True)
     from ..core._util import a_kind, is_dotted_name
     from ..core.snapshot import LayerError, NameTarget, parse_layer_option, watch_target
-    from ..widgets.viewer import watch
+    from ..widgets.viewer import StateViewer
 
     follow = not args.pin and is_dotted_name(target.strip())
     optimizer = None
@@ -114,10 +114,11 @@ def nnx_watch(self: Any, line: str) -> None:
         if follow:
             watch_target(obj)  # the name must hold a model now: a TypeError at once, not a status
             obj = NameTarget(target, self.shell.user_ns)
-        viewer = watch(obj, max_rate=rate, background=args.background, stats=not args.no_stats, display=False,
-                       layers=parse_layer_option(args.layers), optimizer=optimizer)
+        # Shown as watch() shows it: the rows at once, the statistics once compiled (see watch).
+        viewer = StateViewer(obj, max_rate=rate, background=args.background, stats=not args.no_stats,
+                             layers=parse_layer_option(args.layers), optimizer=optimizer, rows_first=True)
     except (TypeError, LayerError) as e:
         raise UsageError(first_line(str(e))) from None
     if name:
         self.shell.user_ns[name] = viewer
-    display(viewer)
+    viewer.show()

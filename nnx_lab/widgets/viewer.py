@@ -119,6 +119,10 @@ class StateViewer(Widget):
         watcher = getattr(self, "_watcher", None)  # absent when construction failed (not a model)
         if watcher is not None:
             watcher.stop_background()
+        first = getattr(self, "_first", None)
+        if first is not None:  # the first statistics, on their way: published before it closes, not after
+            first.join()
+            self._first = None
         super().close()
 
     @property
