@@ -278,13 +278,10 @@ class StateViewer(Widget):
     # -- what a saved notebook shows without a kernel ----------------------------------
     def _fallback(self) -> tuple[str, str] | None:
         # The table with the series columns the live viewer shows (gradients, update ratio, optimizer
-        # state), as of display: re-display the viewer after a loop to keep its last numbers.
+        # state), as of display: re-display the viewer after a loop to keep its last numbers. The text
+        # stays one summary line (stable in a saved notebook).
         snap = self._watcher.snapshot
-        if snap is None:
-            return None
-        series = snap.series.names if snap.series is not None else ()
-        return (f"StateViewer · {summary_line(snap)}" + (f" · beside the rows: {', '.join(series)}" if series else ""),
-                html_table(snap))
+        return None if snap is None else (f"StateViewer · {summary_line(snap)}", html_table(snap, series=True))
 
     def __repr__(self) -> str:
         snap = self._watcher.snapshot

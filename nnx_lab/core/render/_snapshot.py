@@ -137,7 +137,7 @@ def series_lines(snap: Any) -> list[str]:
     return lines
 
 
-def _columns(snap: Any) -> list[tuple[str, callable]]:
+def _columns(snap: Any, series: bool = False) -> list[tuple[str, callable]]:
     rows = snap.rows
     cols = [
         ("path", path_cell),
@@ -152,7 +152,8 @@ def _columns(snap: Any) -> list[tuple[str, callable]]:
         cols.append(("logical", lambda r: (r.logical or "") + (f" != {r.mismatch}" if r.mismatch else "")))
     if any(r.stats for r in rows):
         cols += [(STAT_LABELS[name], lambda r, n=name: format_stat((r.stats or {}).get(n))) for name in STAT_COLUMNS]
-    cols += _series_columns(snap)
+    if series:
+        cols += _series_columns(snap)
     if any(nonfinite_text(r) for r in rows):
         cols.append((NONFINITE_LABEL, nonfinite_text))
     if any(r.status != "ok" for r in rows):
@@ -177,17 +178,19 @@ def text_table(snap: Any, max_rows: int | None = 50) -> str:
         lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
     if len(shown) < len(snap.rows):
         lines.append(f"… {len(snap.rows) - len(shown)} more rows")
-    lines += series_lines(snap)
     lines.append("totals: " + "; ".join(
         f"{name} {t['count']} ({format_count(t['size'])}, {format_bytes(t['bytes'])})"
         for name, t in snap.totals.items() if name != "all"))
     return "\n".join(lines)
 
 
-def html_table(snap: Any, max_rows: int = 200) -> str:
-    """``snap`` (a Snapshot) as an HTML table, every user string escaped: its ``_repr_html_``."""
+def html_table(snap: Any, max_rows: int = 200, series: bool = False) -> str:
+    """``snap`` (a Snapshot) as an HTML table, every user string escaped: its ``_repr_html_``. ``series``:
+    with the series beside the rows (gradients, update ratio, optimizer state: a viewer's saved copy).
+    (A snapshot's own text and HTML leave them out: a measured update arrives when its program is
+    compiled, and a printed table must not depend on when that was.)"""
     esc = html.escape
-    cols = _columns(snap)
+    cols = _columns(snap, series)
     numeric = {"bytes", *(STAT_LABELS[name] for name in STAT_COLUMNS),
                *(name for name, _ in cols if name.startswith("\u2016"))}  # the series' norms and ratios
     table = '<table style="border-collapse:collapse;font-size:12px;white-space:nowrap">'
@@ -214,6 +217,7 @@ def html_table(snap: Any, max_rows: int = 200) -> str:
     parts.append("</table></div>")
     if len(snap.rows) > max_rows:
         parts.append(f"<div>… {len(snap.rows) - max_rows} more rows</div>")
-    parts += [f'<div class="nnx-lab-series" style="white-space:pre">{esc(line)}</div>' for line in series_lines(snap)]
+    if series:
+        parts += [f'<div class="nnx-lab-series" style="white-space:pre">{esc(line)}</div>' for line in series_lines(snap)]
     parts.append("</div>")
     return "".join(parts)
