@@ -197,11 +197,10 @@ def _flat_walk(obj: Any) -> GraphWalk | None:
     graph_nodes: list = []
 
     def is_leaf(x: Any) -> bool:
-        if isinstance(x, nnx.Variable):
-            return True
-        if nnx_graph.is_graph_node(x) and not _bookkeeping(x):
+        kind = _node_kind(x)
+        if kind == _GRAPH_NODE:
             graph_nodes.append(x)
-        return False
+        return kind == _VARIABLE
 
     try:
         flat, _ = jax.tree_util.tree_flatten_with_path(obj, is_leaf=is_leaf)
@@ -213,22 +212,23 @@ def _flat_walk(obj: Any) -> GraphWalk | None:
     reached: set[int] = set()
     open_: list[Path] = []  # containers whose subtree the leaves have not left yet, outermost first
     for keys, var in flat:
-        if not isinstance(var, nnx.Variable) or id(var) in reached:
+        if _node_kind(var) != _VARIABLE or id(var) in reached or not keys:
             return None
         reached.add(id(var))
-        path = tuple(path_key(k) for k in keys)
+        path = tuple(map(path_key, keys))
+        parent = path[:-1]
         while open_ and path[:len(open_[-1])] != open_[-1]:
             done = open_.pop()
             nodes[done] = type(objects[done]).__name__
-        for i in range(1, len(path) + 1):
-            if path[:i] not in objects:
-                child = _child(objects[path[:i - 1]], path[i - 1])
-                if child is None:
-                    return None
-                objects[path[:i]] = child
-                if i < len(path):
+        if parent not in objects:  # the first leaf under some container: step down to it
+            for i in range(1, len(path)):
+                if path[:i] not in objects:
+                    child = _child(objects[path[:i - 1]], path[i - 1])
+                    if child is None:
+                        return None
+                    objects[path[:i]] = child
                     open_.append(path[:i])
-        if objects.pop(path) is not var:
+        if path in objects or _child(objects[parent], path[-1]) is not var:
             return None
         leaves.extend(_variable_leaves(path, var, ()))
     while open_:
@@ -238,6 +238,32 @@ def _flat_walk(obj: Any) -> GraphWalk | None:
     if len(found) != len(objects) or any(id(n) not in found for n in graph_nodes):
         return None
     return GraphWalk(leaves, nodes, type(obj).__name__)
+
+
+_VARIABLE, _GRAPH_NODE, _OTHER = 1, 2, 0
+_node_kinds: dict[type, int] = {}  # a type whose instances are all of one kind -> that kind
+
+
+def _node_kind(x: Any) -> int:
+    """Whether ``x`` is a Variable, a graph node flax names (not its per-Module bookkeeping) or neither:
+    by type where the type decides (flax's checks are Python, per node), else asked each time."""
+    t = type(x)
+    kind = _node_kinds.get(t)
+    if kind is None:
+        if isinstance(x, nnx.Variable):
+            kind = _VARIABLE
+        elif nnx_graph.is_graph_node(x) and not _bookkeeping(x):
+            kind = _GRAPH_NODE
+        else:
+            kind = _OTHER
+        if not issubclass(t, (jax.Array, jax.core.Tracer)):  # an array ref, a traced Variable: by value
+            _node_kinds[t] = kind
+    return kind
+
+
+def is_variable(x: Any) -> bool:
+    """``isinstance(x, nnx.Variable)``, decided by type where the type decides (a walk asks per node)."""
+    return _node_kind(x) == _VARIABLE
 
 
 def _child(parent: Any, key: Hashable) -> Any:

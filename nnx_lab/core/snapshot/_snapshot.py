@@ -25,6 +25,7 @@ from ._payload import stat_columns, structure_payload
 from ._describe import STATUSES, Row
 from ._structure import StructureCache, describe
 from .. import render
+from .._util import paused_gc
 from ..render import DIGITS, round_significant
 from ._layers import expand as expand_layers, parse_layers
 from ._stats import STAT_NAMES, Deferred, PendingStats, StatsError, StatsTable
@@ -249,6 +250,7 @@ class PendingSnapshot:
     True
     """
 
+    @paused_gc()
     def __init__(self, obj: Any, *, stats: bool = True, repeated: bool = False, defer: bool = False,
                  structure: StructureCache | None = None, series: Any = None, layers: Any = None):
         # series: arrays reduced with the parameters (a snapshot._series dispatch: prepare(described)
@@ -313,6 +315,7 @@ class PendingSnapshot:
         if self._stats is not None:
             self._stats.wait()
 
+    @paused_gc()
     def finish(self) -> Snapshot:
         """The snapshot, statistics included (waits for the devices if they are not there yet)."""
         self.wait()

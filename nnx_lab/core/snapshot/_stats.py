@@ -28,13 +28,13 @@ from typing import Any, Sequence
 import jax
 import numpy as np
 
-from ._programs import (COMPILING, MAX_PROGRAM_ARRAYS, Program, device_groups, program_for, programs_compiled,
-                        structure_key)
+from ._plan import LaunchPlan
+from ._programs import COMPILING, Program, program_for, programs_compiled
 from .._util import one_line
 from ._executables import executables_count, loaded_executable, prepare_executable
-from ._layers import layered, layered_cache_size
-from ._kernels import KERNELS, STAT_NAMES, is_numeric_dtype, kernel_and_names
-from ._table import StatsTable
+from ._layers import layered_cache_size
+from ._kernels import KERNELS, STAT_NAMES, is_numeric_dtype
+from ._table import StatsError, StatsTable
 
 __all__ = ["STAT_NAMES", "LaunchPlan", "PendingStats", "StatsTable", "threads_see_jax_config", "StatsError", "compute_stats", "is_numeric_dtype", "is_ready",
            "kernel_cache_size"]
@@ -50,15 +50,6 @@ class Deferred(Exception):
     """Raised by :class:`PendingStats` with ``defer=True`` while the program for these arrays is
     being compiled: per-array kernels would each wait for a place in a full device queue, so a
     viewer skips this refresh and tries again later."""
-
-
-class StatsError(Exception):
-    """A statistic could not be computed for one array; the message says why. ``deleted``: the
-    array's buffer had been deleted or donated."""
-
-    def __init__(self, message: str, deleted: bool = False):
-        super().__init__(message)
-        self.deleted = deleted
 
 
 def compute_stats(arrays: Sequence[Any]) -> list[dict | StatsError | None]:
@@ -91,10 +82,14 @@ class PendingStats:
         self._table = StatsTable(len(arrays), self.plan)
         self.pending_masked = False
         self._lock = threading.Lock()  # _advance takes the results off _todo: one thread at a time
-        xs = [arrays[i] if isinstance(arrays[i], jax.Array) else np.asarray(arrays[i]) for i in self.plan.index]
+        index = self.plan.index
+        if self.plan.all_device:
+            xs = [arrays[i] for i in index] if len(index) != len(arrays) else list(arrays)
+        else:
+            xs = [arrays[i] if isinstance(arrays[i], jax.Array) else np.asarray(arrays[i]) for i in index]
         self._todo = _launch(self.plan, xs, repeated, defer)
         # The arrays that may need the masked kernel (NaN or Inf), by call position: weak references.
-        self._refs = {m: _ref(xs[m]) for m, call in enumerate(self.plan.calls) if call[2] is not None}
+        self._refs = list(map(weakref.ref, xs)) if self.plan.all_device else [_ref(x) for x in xs]
         self._waiting = [batch.outputs for batch in self._todo if not isinstance(batch.outputs, StatsError)]
         _copy_to_host(self._waiting)
 
@@ -131,21 +126,22 @@ class PendingStats:
     def _advance(self) -> None:
         todo, self._todo = self._todo, []
         table, plan = self._table, self.plan
-        for batch, got in zip(todo, _fetch([batch.outputs for batch in todo])):
+        fetched = _fetch([batch.outputs for batch in todo])
+        for batch, got in zip(todo, fetched):
             if isinstance(got, StatsError):
-                table.errors.update(dict.fromkeys(plan.rows(batch.members), got))
+                table.errors.update(dict.fromkeys(batch.rows(plan).tolist(), got))
             else:
-                table.put(plan.rows(batch.members), *batch.columns(got))
+                table.put(batch.rows(plan), *batch.columns(got))
         if not self._refs:
             return
         # A non-finite mean, std, min or max: the array holds NaN or Inf. (The sums always carry a
         # NaN; a sharded min/max may drop it when combining shards.) Describe its finite values
         # and count the others with the masked kernel.
-        done = [m for batch in todo for m in batch.members]
-        owners = [m for m in done for _ in range(plan.counts[m])]  # per row of plan.rows(done): its call
         again: dict = {}
-        for k in table.nonfinite(plan.rows(done)):
-            m = owners[k]
+        hits = [(batch, k) for batch, got in zip(todo, fetched) if not isinstance(got, StatsError)
+                for k in table.nonfinite(batch.rows(plan))]
+        for batch, k in hits:
+            m = batch.owner(plan, k)
             masked, i = plan.calls[m][2], plan.index[m]
             if masked is None or i in table.errors or m in again:
                 continue
@@ -155,7 +151,7 @@ class PendingStats:
                 table.errors.update(dict.fromkeys(plan.rows([m]), error))
             else:
                 again[m] = (masked, x)
-        self._refs = {}
+        self._refs = []
         if again:
             results = _dispatch(list(again.values()))
             self._todo = [_Batch(r, [m]) for m, r in zip(again, results)]
@@ -166,10 +162,20 @@ class PendingStats:
 
 class _Batch:
     """Device results for some arrays (their positions among a plan's calls): one program launch
-    for many, or one kernel call (or its StatsError) for one."""
+    for the plan's chunk ``chunk``, or one kernel call (or its StatsError) for one."""
 
-    def __init__(self, outputs: Any, members: list[int], program: Program | None = None):
-        self.outputs, self.members, self.program = outputs, members, program
+    def __init__(self, outputs: Any, members: list[int], program: Program | None = None, chunk: int | None = None):
+        self.outputs, self.members, self.program, self.chunk = outputs, members, program, chunk
+
+    def rows(self, plan: LaunchPlan) -> np.ndarray:
+        """The table rows these results fill, in order."""
+        if self.chunk is not None:
+            return plan.chunk_rows[self.chunk]
+        return np.asarray(plan.rows(self.members), np.intp)
+
+    def owner(self, plan: LaunchPlan, k: int) -> int:
+        """The call (position in the plan's calls) that fills the k-th of :meth:`rows`."""
+        return self.members[0] if self.chunk is None else int(plan.owners(self.chunk)[k])
 
     def columns(self, host: Any) -> tuple:
         """(floats [k, 6], counts [k, 4], {position: exact integer extremes}) from the fetched outputs."""
@@ -187,69 +193,6 @@ def _ref(x: Any) -> Any:  # a weak reference to a device array (a strong one to 
         return lambda: x
 
 
-class LaunchPlan:
-    """How the statistics of some arrays are launched, worked out once per structure (a viewer's
-    refreshes reuse it while the structure is unchanged): each array's kernels and statistic names,
-    and the chunks that may share a compiled program (:mod:`._programs`) with their keys.
-
-    A chunk holds arrays of one set of devices, sorted by spec (kernel, shape, dtype), at most
-    :data:`._programs.MAX_PROGRAM_ARRAYS` of them: a model of many repeated blocks has few distinct
-    chunks, so few programs to compile, each compiled in seconds, not minutes."""
-
-    def __init__(self, arrays: Sequence[Any], layers: dict | None = None):
-        # layers: {i: (axis, n)}: arrays[i:i + n] are the n layers of arrays[i] (one call mapped over axis)
-        self.errors: list[tuple[int, StatsError]] = []
-        self.calls: list[tuple[int, Any, Any, tuple[str, ...], int]] = []  # (i, kernel, masked, names, size)
-        self.counts: list[int] = []  # per call: the rows it fills (its layers, or 1)
-        covered = 0
-        for i, x in enumerate(arrays):
-            if i < covered:
-                continue
-            dtype = x.dtype if isinstance(x, jax.Array) else np.asarray(x).dtype
-            kernel, masked, names = kernel_and_names(dtype)
-            axis, count = (layers or {}).get(i, (None, 1))
-            covered = i + count
-            if kernel is None:
-                self.errors.append((i, StatsError(f"no statistics for dtype {dtype}")))
-                continue
-            size = (int(np.size(x)) if not isinstance(x, jax.Array) else int(x.size)) // count
-            if size == 0:
-                continue
-            if axis is not None:
-                kernel, masked = layered(kernel, axis), layered(masked, axis)
-            self.calls.append((i, kernel, masked, names, size))
-            self.counts.append(count)
-        self.index = [c[0] for c in self.calls]
-        # Per array: its size, and which statistics its dtype has (a mask over STAT_NAMES, and their columns).
-        self.sizes = np.ones(len(arrays))
-        self.has = np.zeros((len(arrays), len(STAT_NAMES)), bool)
-        self.stat_columns: list[tuple[int, ...]] = [()] * len(arrays)
-        for (i, _, _, names, size), count in zip(self.calls, self.counts):
-            cols = tuple(STAT_NAMES.index(name) for name in names)
-            for r in range(i, i + count):
-                self.sizes[r], self.stat_columns[r] = size, cols
-                self.has[r, list(cols)] = True
-        self.chunks: list[tuple[list[int], Any]] = []  # (positions in calls, program key)
-        if len(self.calls) > 1 and jax.process_count() == 1:
-            # Several processes must launch the same programs in the same order: a program compiled
-            # in the background would be ready on one process before another, so they keep per-array kernels.
-            xs = [arrays[i] for i in self.index]
-            spec = lambda m: (id(self.calls[m][1]), xs[m].ndim, xs[m].shape, str(xs[m].dtype))  # noqa: E731
-            for members in device_groups(xs):  # device arrays only
-                members = sorted(members, key=spec)
-                for start in range(0, len(members), MAX_PROGRAM_ARRAYS):
-                    chunk = members[start:start + MAX_PROGRAM_ARRAYS]
-                    if len(chunk) > 1:
-                        key = structure_key([self.calls[m][1] for m in chunk], [xs[m] for m in chunk])
-                        if key is not None:
-                            self.chunks.append((chunk, key))
-
-    def rows(self, members: Sequence[int]) -> list[int]:
-        """The table rows the calls ``members`` fill, in order (a layered call fills one per layer)."""
-        index, counts = self.index, self.counts
-        return [r for m in members for r in range(index[m], index[m] + counts[m])]
-
-
 def _launch(plan: LaunchPlan, xs: list[Any], repeated: bool, defer: bool) -> list[_Batch]:
     """Launch each array's kernel: the chunks whose compiled program is ready as one launch each (one
     place in the device's queue), the rest one kernel call each. ``repeated``: the caller will
@@ -257,22 +200,27 @@ def _launch(plan: LaunchPlan, xs: list[Any], repeated: bool, defer: bool) -> lis
     the second time the structure is seen. ``defer``: raise :class:`Deferred` instead of launching
     per-array kernels while a program compiles."""
     kernels = [c[1] for c in plan.calls]
-    programs = [program_for([kernels[m] for m in chunk], [xs[m] for m in chunk], key=key,
-                            background=threads_see_jax_config(), eager=repeated) for chunk, key in plan.chunks]
+    programs = list(plan.programs)  # a chunk's program, once compiled, is kept by the plan: no key hashed again
+    for c, (chunk, key) in enumerate(plan.chunks):
+        if programs[c] is None:
+            programs[c] = program_for([kernels[m] for m in chunk], [xs[m] for m in chunk], key=key,
+                                      background=threads_see_jax_config(), eager=repeated)
+            if isinstance(programs[c], Program):
+                plan.programs[c] = programs[c]
     if defer and COMPILING in programs:
         raise Deferred("the statistics program for this model is being compiled")
     batches: list[_Batch] = []
-    launched: set[int] = set()
-    for (chunk, _), program in zip(plan.chunks, programs):
+    launched = np.zeros(len(xs), bool)
+    for c, ((chunk, _), program) in enumerate(zip(plan.chunks, programs)):
         if not isinstance(program, Program):
             continue
         try:
             outputs = program.launch([xs[m] for m in chunk])
         except Exception:  # a buffer deleted or donated meanwhile: the per-array kernels say which
             continue
-        batches.append(_Batch(outputs, chunk, program))
-        launched.update(chunk)
-    rest = [m for m in range(len(xs)) if m not in launched]
+        batches.append(_Batch(outputs, chunk, program, c))
+        launched[chunk] = True
+    rest = np.flatnonzero(~launched).tolist()
     for m, r in zip(rest, _dispatch([(kernels[m], xs[m]) for m in rest])):
         batches.append(_Batch(r, [m]))
     return batches

@@ -33,9 +33,9 @@ from typing import Any
 
 import jax
 import numpy as np
-from flax import nnx
 
-from ..graph import Path, path_key, split_pair, walk_graph
+from ..compat import get_value
+from ..graph import Path, is_variable, path_key, split_pair, walk_graph
 from ._describe import describe_leaf, devices_of
 
 #: Statuses a reused row may have: they follow from the treedef and the arrays' specs alone
@@ -139,12 +139,13 @@ def _none_deleted(values: list) -> bool:
 def _flat_paths(obj: Any) -> list[Path] | None:
     """The path of each leaf of ``jax.tree_util.tree_flatten(obj)``, as flax's walk names it (a
     Variable's own ``value`` key dropped), or None when the two cannot be matched."""
-    is_variable = lambda x: isinstance(x, nnx.Variable)  # noqa: E731
     skip = 1 if split_pair(obj) is not None else 0  # a (graphdef, state, ...) pair: paths within its states
     paths: list[Path] = []
     for keys, item in jax.tree_util.tree_flatten_with_path(obj, is_leaf=is_variable)[0]:
-        base = tuple(path_key(k) for k in keys[skip:])
-        if isinstance(item, nnx.Variable):
+        base = tuple(map(path_key, keys[skip:]))
+        if is_variable(item) and isinstance(get_value(item), jax.Array):
+            paths.append(base)  # one leaf, the array (checked by _build: the very object at that position)
+        elif is_variable(item):
             for sub, _ in jax.tree_util.tree_flatten_with_path(item)[0]:
                 if not sub or path_key(sub[0]) != "value":
                     return None

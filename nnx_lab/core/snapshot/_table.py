@@ -9,6 +9,15 @@ import numpy as np
 from ._kernels import STAT_NAMES
 
 
+class StatsError(Exception):
+    """A statistic could not be computed for one array; the message says why. ``deleted``: the
+    array's buffer had been deleted or donated."""
+
+    def __init__(self, message: str, deleted: bool = False):
+        super().__init__(message)
+        self.deleted = deleted
+
+
 class StatsTable:
     """The statistics of n arrays as columns, filled in as their results arrive.
 
@@ -23,7 +32,7 @@ class StatsTable:
         self._counts = np.zeros((n, 4), np.int64)
         self._filled = np.zeros(n, bool)
         self._exact: dict[int, tuple[int, int]] = {}
-        self.errors: dict = dict(plan.errors)  # array -> its _stats.StatsError
+        self.errors: dict = dict(plan.errors)  # array -> its StatsError
         self._plan = plan
         self._matrix: np.ndarray | None = None
 
@@ -32,7 +41,7 @@ class StatsTable:
         self._counts[rows] = counts
         self._filled[rows] = True
         for k, (lo, hi) in exact.items():
-            self._exact[rows[k]] = (int(lo), int(hi))
+            self._exact[int(rows[k])] = (int(lo), int(hi))
         self._matrix = None
 
     def nonfinite(self, rows: list[int]) -> list[int]:

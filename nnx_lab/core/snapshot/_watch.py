@@ -34,7 +34,7 @@ from ._snapshot import PendingSnapshot, Snapshot
 from ._series import SeriesStore, is_optimizer
 from ._structure import StructureCache
 from ._layers import check_layers, expand as expand_layers
-from .._util import one_line, start_thread, when_ready
+from .._util import one_line, paused_gc, start_thread, when_ready
 from ._throttle import Throttle
 from ._stats import Deferred, kernel_cache_size
 from ._target import watch_target
@@ -157,6 +157,7 @@ class Watcher:
         finally:
             self._lock.release()
 
+    @paused_gc()  # no full collection of the user's heap for our temporaries (see paused_gc)
     def show_rows_first(self) -> None:
         """Publish the rows alone at once (nothing runs on the device, nothing compiles), so a new
         viewer shows its table before its statistics kernels are compiled; the statistics follow with
@@ -180,6 +181,7 @@ class Watcher:
         with self._lock:
             self._publish_arrived(wait=True)
 
+    @paused_gc()  # no full collection of the user's heap for our temporaries (see paused_gc)
     def _dispatch(self, defer: bool = False) -> PendingSnapshot | None:
         obj = self._target.resolve()
         if obj is None:
@@ -205,6 +207,7 @@ class Watcher:
         self._dispatched_at[pending] = self._ticks
         return pending
 
+    @paused_gc()  # no full collection of the user's heap for our temporaries (see paused_gc)
     def _publish_arrived(self, *, wait: bool, upto: PendingSnapshot | None = None) -> bool:
         """Publish the newest refresh whose numbers have arrived (all of them, waiting, with
         ``wait``; up to ``upto``); older ones are dropped unpublished. The caller holds the lock."""
