@@ -123,7 +123,7 @@ def test_nnx_watch_pin_holds_the_object_and_says_gone(ip):
     ip.run_line_magic("nnx_watch", "model --pin --as viewer")
     viewer = ip.user_ns["viewer"]
     assert "following" not in viewer.status["message"]
-    run(ip, STEP + "import gc; _ = gc.collect()")
+    run(ip, STEP + "import gc; gc.collect();")
     assert viewer.status["state"] == "gone"
 
 
