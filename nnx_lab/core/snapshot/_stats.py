@@ -33,6 +33,8 @@ from ._programs import (COMPILING, MAX_PROGRAM_ARRAYS, Program, device_groups, p
 from .._util import one_line
 from ._executables import executables_count, loaded_executable, prepare_executable
 from ._layers import layered, layered_cache_size
+from ._transfer import StatsError, copy_to_host as _copy_to_host, fetch as _fetch, is_ready
+from ._one_pass import PlanHints, finish_rows
 from ._kernels import KERNELS, STAT_NAMES, is_numeric_dtype, kernel_and_names
 from ._table import StatsTable
 
@@ -50,15 +52,6 @@ class Deferred(Exception):
     """Raised by :class:`PendingStats` with ``defer=True`` while the program for these arrays is
     being compiled: per-array kernels would each wait for a place in a full device queue, so a
     viewer skips this refresh and tries again later."""
-
-
-class StatsError(Exception):
-    """A statistic could not be computed for one array; the message says why. ``deleted``: the
-    array's buffer had been deleted or donated."""
-
-    def __init__(self, message: str, deleted: bool = False):
-        super().__init__(message)
-        self.deleted = deleted
 
 
 def compute_stats(arrays: Sequence[Any]) -> list[dict | StatsError | None]:
@@ -89,7 +82,6 @@ class PendingStats:
                  plan: LaunchPlan | None = None, layers: dict | None = None):
         self.plan = plan if plan is not None else LaunchPlan(arrays, layers)
         self._table = StatsTable(len(arrays), self.plan)
-        self.pending_masked = False
         self._lock = threading.Lock()  # _advance takes the results off _todo: one thread at a time
         xs = [arrays[i] if isinstance(arrays[i], jax.Array) else np.asarray(arrays[i]) for i in self.plan.index]
         self._todo = _launch(self.plan, xs, repeated, defer)
@@ -135,23 +127,28 @@ class PendingStats:
             if isinstance(got, StatsError):
                 table.errors.update(dict.fromkeys(plan.rows(batch.members), got))
             else:
-                table.put(plan.rows(batch.members), *batch.columns(got))
+                table.put(plan.rows(batch.members), *batch.columns(got, plan))
+                single = [m for m in batch.members if plan.counts[m] == 1]  # the next one-pass guesses
+                plan.hints.learn(single, [plan.index[m] for m in single], table)
         if not self._refs:
             return
         # A non-finite mean, std, min or max: the array holds NaN or Inf. (The sums always carry a
         # NaN; a sharded min/max may drop it when combining shards.) Describe its finite values
-        # and count the others with the masked kernel.
+        # and count the others with the masked kernel; a one-pass result that failed its check
+        # (._one_pass) is recomputed by the exact kernel.
+        redo = {m for batch in todo for m in batch.redo}
         done = [m for batch in todo for m in batch.members]
         owners = [m for m in done for _ in range(plan.counts[m])]  # per row of plan.rows(done): its call
         again: dict = {}
         for k in table.nonfinite(plan.rows(done)):
             m = owners[k]
-            masked, i = plan.calls[m][2], plan.index[m]
+            masked, i = plan.calls[m][1 if m in redo else 2], plan.index[m]
             if masked is None or i in table.errors or m in again:
                 continue
             x = self._refs[m]()
             if x is None:
-                error = StatsError("holds NaN or Inf; the array was replaced before they were counted")
+                error = StatsError("the array was replaced before its statistics were computed" if m in redo
+                                   else "holds NaN or Inf; the array was replaced before they were counted")
                 table.errors.update(dict.fromkeys(plan.rows([m]), error))
             else:
                 again[m] = (masked, x)
@@ -161,20 +158,26 @@ class PendingStats:
             self._todo = [_Batch(r, [m]) for m, r in zip(again, results)]
             self._waiting = [batch.outputs for batch in self._todo if not isinstance(batch.outputs, StatsError)]
             _copy_to_host(self._waiting)
-            self.pending_masked = True
 
 
 class _Batch:
     """Device results for some arrays (their positions among a plan's calls): one program launch
     for many, or one kernel call (or its StatsError) for one."""
 
-    def __init__(self, outputs: Any, members: list[int], program: Program | None = None):
+    def __init__(self, outputs: Any, members: list[int], program: Program | None = None, guesses: Any = None):
         self.outputs, self.members, self.program = outputs, members, program
+        self.guesses = guesses  # a program's one-pass arrays: (calls, shifts, known) the launch used
+        self.redo: list[int] = []  # calls whose one-pass result failed its check (set by columns)
 
-    def columns(self, host: Any) -> tuple:
+    def columns(self, host: Any, plan: LaunchPlan) -> tuple:
         """(floats [k, 6], counts [k, 4], {position: exact integer extremes}) from the fetched outputs."""
         if self.program is not None:
-            return self.program.columns(host)
+            floats, counts, exact = self.program.columns(host)
+            if self.guesses is not None:
+                calls, shifts, known = self.guesses
+                sizes = plan.sizes[[plan.index[m] for m in calls]]
+                self.redo = calls[finish_rows(floats, counts, self.program.one_pass_rows, shifts, known, sizes)].tolist()
+            return floats, counts, exact
         floats, counts, *exact = host  # one array's ([6], [4], [2]) or, mapped over its layers, ([L, 6], ...)
         exact = dict(enumerate(map(tuple, exact[0].reshape(-1, 2).tolist()))) if exact else {}
         return floats.reshape(-1, 6), counts.reshape(-1, 4), exact
@@ -243,6 +246,8 @@ class LaunchPlan:
                         key = structure_key([self.calls[m][1] for m in chunk], [xs[m] for m in chunk])
                         if key is not None:
                             self.chunks.append((chunk, key))
+        # Each chunk's next one-pass guesses (._one_pass), shared by the plans of its structure.
+        self.hints = PlanHints(self.chunks, {m: arrays[self.index[m]].dtype for chunk, _ in self.chunks for m in chunk})
 
     def rows(self, members: Sequence[int]) -> list[int]:
         """The table rows the calls ``members`` fill, in order (a layered call fills one per layer)."""
@@ -263,40 +268,21 @@ def _launch(plan: LaunchPlan, xs: list[Any], repeated: bool, defer: bool) -> lis
         raise Deferred("the statistics program for this model is being compiled")
     batches: list[_Batch] = []
     launched: set[int] = set()
-    for (chunk, _), program in zip(plan.chunks, programs):
+    for c, ((chunk, _), program) in enumerate(zip(plan.chunks, programs)):
         if not isinstance(program, Program):
             continue
+        calls = np.asarray(chunk)[program.one_pass]
+        shifts, exps, known = plan.hints.chunks[c].take(program.one_pass)
         try:
-            outputs = program.launch([xs[m] for m in chunk])
+            outputs = program.launch([xs[m] for m in chunk], shifts, exps)
         except Exception:  # a buffer deleted or donated meanwhile: the per-array kernels say which
             continue
-        batches.append(_Batch(outputs, chunk, program))
+        batches.append(_Batch(outputs, chunk, program, (calls, shifts, known) if len(calls) else None))
         launched.update(chunk)
     rest = [m for m in range(len(xs)) if m not in launched]
     for m, r in zip(rest, _dispatch([(kernels[m], xs[m]) for m in rest])):
         batches.append(_Batch(r, [m]))
     return batches
-
-
-def is_ready(result: Any) -> bool:
-    """Whether a device result (any pytree of arrays; None or a StatsError count as ready) has
-    arrived, without waiting."""
-    if result is None or isinstance(result, StatsError):
-        return True
-    try:
-        return all(leaf.is_ready() for leaf in jax.tree.leaves(result))
-    except Exception:  # deleted, or a backend without is_ready: fetching will say
-        return True
-
-
-def _copy_to_host(results: list[Any]) -> None:
-    """Start the small results' copies to the host now, so a later fetch does not wait for them."""
-    for r in results:
-        for leaf in jax.tree.leaves(r):
-            try:
-                leaf.copy_to_host_async()
-            except Exception:  # not fully addressable (multi-process) or not supported: fetched later
-                pass
 
 
 _dispatched: set = set()  # (kernel, shape, dtype, sharding) run before: compiled
@@ -369,32 +355,3 @@ def threads_see_jax_config() -> bool:
     setting (``jax.default_device(...)``, x64) that worker threads would not inherit, nor with several
     processes (each must launch the same programs in the same order): then all runs on this thread."""
     return not jax.config.jax_enable_x64 and jax.config.jax_default_device is None and jax.process_count() == 1
-
-
-def _host(result: Any) -> Any:
-    """A device result on the host. A result replicated over several processes' devices is not
-    fully addressable: every process holds the whole (small) value, so its local copy is read."""
-    def one(leaf):
-        if getattr(leaf, "is_fully_addressable", True):
-            return leaf
-        return leaf.addressable_data(0)
-    return jax.tree.map(one, result)
-
-
-def _fetch(results: list[Any]) -> list[Any]:
-    """The device results on the host, in one transfer; a failed one as a StatsError."""
-    live = [j for j, r in enumerate(results) if not isinstance(r, StatsError)]
-    try:
-        got = jax.device_get([_host(results[j]) for j in live])
-    except Exception:
-        # One bad result must not hide the others: fetch them one by one to say which.
-        got = []
-        for j in live:
-            try:
-                got.append(jax.device_get(_host(results[j])))
-            except Exception as e:
-                got.append(StatsError(one_line(e)))
-    fetched = list(results)
-    for j, g in zip(live, got):
-        fetched[j] = g
-    return fetched
