@@ -105,13 +105,14 @@ def _sum_min_max(a, b):
 
 
 def _one_pass(x, shift, e):
-    """min, max, Σy, Σy² with ``y = (x - shift)·2**-e``, and the zero count, in ONE reduction (a variadic
+    """min, max, Σy, Σy² with ``y = x·2**-e - shift·2**-e``, and the zero count, in ONE reduction (a variadic
     ``reduce``: every element is read once). ``shift`` and ``e`` come from the array's previous refresh
     (its mean and the exponent of its largest deviation from it), so the sums need no first pass to
     find the scale; the host checks the result (:mod:`._one_pass`) and asks the exact kernel when the
     guess was too far off. Floats ``[Σy, Σy², min, max, 0, 0]``, counts ``[0, 0, zeros, e]``."""
     rows = x.reshape(_row_shape(x.shape))
-    y = (rows - shift.astype(x.dtype)) * jnp.ldexp(jnp.ones((), x.dtype), -e)
+    scale = jnp.ldexp(jnp.ones((), x.dtype), -e)
+    y = rows * scale - shift.astype(x.dtype) * scale  # scaled first (exact), so no difference is subnormal
     zero, inf = jnp.zeros((), x.dtype), jnp.array(jnp.inf, x.dtype)
     init = (inf, -inf, zero, zero, jnp.int32(0))
     operands = (rows, rows, y, y * y, (rows != 0).astype(jnp.int32))
