@@ -169,3 +169,41 @@ def test_one_reduction_reads_the_array():
     assert len(re.findall(r"\breduce\(", compiled)) == 2
     entry = compiled[compiled.index("ENTRY"):]
     assert len(re.findall(r"= f32\[512,2048\]", entry)) == 1  # the parameter alone: no copy of the data
+
+
+X64_SCRIPT = """
+import json, jax, jax.numpy as jnp, numpy as np
+from flax import nnx
+from nnx_lab.core.snapshot import PendingSnapshot, Watcher
+from nnx_lab.core.snapshot import _stats as stats_lib
+called = []
+real = stats_lib._call
+stats_lib._call = lambda k, x: called.append(k) or real(k, x)
+rng = np.random.default_rng(0)
+class M(nnx.Module):
+    def __init__(self):
+        self.tiny = nnx.Param(jnp.asarray(rng.normal(size=(333,)) * 1e-300))
+        self.huge = nnx.Param(jnp.asarray(rng.normal(size=(200, 7)) * 1e300))
+m = M()
+Watcher(m, max_rate=100.0).refresh(force=True)  # x64: the program compiles on this thread
+called.clear()
+snap = PendingSnapshot(m, repeated=True).finish()
+out = [len(called)]
+for name, scale in (("tiny", 1e-300), ("huge", 1e300)):
+    f = np.asarray(getattr(m, name)[...]) / scale  # numpy's own sums underflow/overflow: scaled reference
+    s = snap[name].stats
+    out += [s["std"] / (f.std() * scale), s["norm"] / (np.sqrt((f ** 2).sum()) * scale), s["mean"] / (f.mean() * scale)]
+print(json.dumps(out))
+"""
+
+
+def test_float64_with_x64_on_is_read_once_and_exact():
+    import json, os, subprocess, sys
+
+    env = dict(os.environ, JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, "-c", X64_SCRIPT], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    calls, *ratios = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert calls == 0  # the program's one pass, trusted
+    assert all(abs(r - 1) < 1e-12 for r in ratios[:2] + ratios[3:5]), ratios  # std and norm
+    assert abs(ratios[2] - 1) < 1e-9 and abs(ratios[5] - 1) < 1e-9, ratios  # mean
