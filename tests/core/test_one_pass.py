@@ -207,3 +207,40 @@ def test_float64_with_x64_on_is_read_once_and_exact():
     assert calls == 0  # the program's one pass, trusted
     assert all(abs(r - 1) < 1e-12 for r in ratios[:2] + ratios[3:5]), ratios  # std and norm
     assert abs(ratios[2] - 1) < 1e-9 and abs(ratios[5] - 1) < 1e-9, ratios  # mean
+
+
+SHARDED_SCRIPT = """
+import json, time, jax, jax.numpy as jnp, numpy as np
+from jax.sharding import NamedSharding, PartitionSpec as P
+from flax import nnx
+from nnx_lab.core.snapshot import PendingSnapshot, Watcher
+from nnx_lab.core.snapshot import _programs as programs
+s = NamedSharding(jax.make_mesh((4,), ("d",)), P("d"))
+class M(nnx.Module):
+    def __init__(self):
+        self.a = nnx.Param(jax.device_put(jnp.arange(64.0).reshape(16, 4), s))
+        self.b = nnx.Param(jax.device_put(jnp.ones((8, 3)), s))
+        self.c = nnx.Param(jnp.ones((5,)))
+        self.d = nnx.Param(jnp.arange(7.0))
+m = M()
+Watcher(m, max_rate=100.0).refresh(force=True)
+deadline = time.monotonic() + 120
+while programs.compiling() and time.monotonic() < deadline:
+    time.sleep(0.05)
+kinds = sorted(type(v).__name__ if not isinstance(v, str) else v for v in programs._programs.values())
+snap = PendingSnapshot(m, repeated=True).finish()
+print(json.dumps([kinds, snap["a"].stats["mean"], snap["d"].stats["std"]]))
+"""
+
+
+def test_a_program_of_sharded_arrays_beside_one_of_single_device_arrays_compiles():
+    """Sharded arrays keep their exact kernels (their program takes no guesses); the single-device
+    arrays' program, beside it, reads them in one pass. Both compile and agree with numpy."""
+    import json, os, subprocess, sys
+
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, "-c", SHARDED_SCRIPT], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    kinds, mean, std = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert kinds == ["Program", "Program"]
+    assert mean == 31.5 and std == pytest.approx(np.arange(7.0).std(), rel=1e-6)

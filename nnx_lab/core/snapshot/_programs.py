@@ -170,11 +170,14 @@ class Program:
                                     if kernel is float_kernel and len(spec.sharding.device_set) == 1], np.int64)
         hint = {int(j): h for h, j in enumerate(self.one_pass)}
         self._hint_dtype = np.float64 if jax.config.jax_enable_x64 else np.float32
+        # The guesses are two more inputs, on the device of the one-pass arrays (a program runs on one
+        # set of devices, and one-pass arrays are single-device); a program without any takes none.
+        hinted = len(self.one_pass) > 0
         device = next(iter(specs[0].sharding.device_set))
-        self._hint_sharding = jax.sharding.SingleDeviceSharding(device)
+        self._hint_sharding = jax.sharding.SingleDeviceSharding(device) if hinted else None
 
         def run(*args):
-            *xs, shifts, exps = args
+            xs, (shifts, exps) = (args[:-2], args[-2:]) if hinted else (args, (None, None))
             outputs: dict[tuple, list] = {}
             rows: dict[tuple, int] = {}
             for members in batches_list:
@@ -205,7 +208,7 @@ class Program:
 
         k = len(self.one_pass)
         hints = [jax.ShapeDtypeStruct((k,), self._hint_dtype, sharding=self._hint_sharding),
-                 jax.ShapeDtypeStruct((k,), np.int32, sharding=self._hint_sharding)]
+                 jax.ShapeDtypeStruct((k,), np.int32, sharding=self._hint_sharding)] if hinted else []
         lowered = jax.jit(run).lower(*specs, *hints)
         self._executable = None
         for options in COMPILER_OPTIONS:  # a backend that refuses an option gets the next set
@@ -235,6 +238,8 @@ class Program:
         and ``exps``: the guesses of the arrays at :attr:`one_pass` (:mod:`._one_pass`; zeros when
         not given)."""
         k = len(self.one_pass)
+        if not k:
+            return self._executable(*arrays)
         shifts = np.zeros(k) if shifts is None else shifts
         exps = np.zeros(k, np.int32) if exps is None else exps
         hints = jax.device_put([np.asarray(shifts, self._hint_dtype), np.asarray(exps, np.int32)], self._hint_sharding)
