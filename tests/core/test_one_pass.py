@@ -244,3 +244,26 @@ def test_a_program_of_sharded_arrays_beside_one_of_single_device_arrays_compiles
     kinds, mean, std = json.loads(proc.stdout.strip().splitlines()[-1])
     assert kinds == ["Program", "Program"]
     assert mean == 31.5 and std == pytest.approx(np.arange(7.0).std(), rel=1e-6)
+
+
+def test_a_scalar_or_filled_array_changing_every_step_needs_no_second_round(kernel_calls):
+    """min == max says everything (mean = min, std = 0) whatever the guess: a float scalar (a learning
+    rate) or a filled array changing at every step would otherwise fail the check at every refresh."""
+
+    class Filled(nnx.Module):
+        def __init__(self):
+            self.lr = nnx.Param(jnp.asarray(0.1, jnp.float32))
+            self.fill = nnx.Param(jnp.zeros((40,), jnp.float32))
+
+    model = with_program(Filled())
+    for value in (3.0, 199.0, -2.0 ** -100, 1e4):  # (a jump whose sums overflow: the masked kernel)
+        set_value(model.lr, np.float32(value / 7))
+        set_value(model.fill, np.full((40,), value, np.float32))
+        kernel_calls.clear()
+        snap = refresh(model)
+        assert kernel_calls == [], value
+        assert_numpy(snap, "lr", np.float32(value / 7).reshape(1))
+        assert_numpy(snap, "fill", np.full((40,), value, np.float32))
+        assert snap["fill"].stats["std"] == 0.0
+        assert snap["fill"].stats["mean"] == float(np.float32(value))  # exactly, however tiny
+        assert snap["lr"].stats["mean"] == float(np.float32(value / 7))

@@ -17,7 +17,9 @@ This is exact when the guess was good, which :func:`finish` checks on the number
   and no value whose square would matter flushed to zero (or all values equal the shift exactly);
 * ``(S1/n)² <= 4·(S2/n - (S1/n)²)``: the shift within two standard deviations of the new mean, so
   the subtraction loses at most ``1 + 4`` times the sums' own rounding (the exact kernel's deviations
-  about a computed mean carry about the same).
+  about a computed mean carry about the same);
+* or min == max (a scalar, an array filled with one value): then mean = min and std = 0 exactly,
+  whatever the guess (the sums must still be finite: a NaN anywhere reaches them).
 
 An array that fails is described by the exact kernel in a second round; its result is the next guess.
 The first refresh has no guess (per-array exact kernels run until the program is compiled).
@@ -127,10 +129,13 @@ def finish(raw: np.ndarray, counts: np.ndarray, shift: np.ndarray, sizes: np.nda
         m1, q = s1 / sizes, s2 / sizes
         var = q - m1 * m1
         top = np.ldexp(np.maximum(np.abs(lo - shift), np.abs(hi - shift)), -e)  # the largest |y|, exactly
-        ok = np.isfinite(raw[:, :4]).all(axis=1)
-        ok &= (top == 0) | ((top >= 2.0 ** -SPAN) & (top <= 2.0 ** SPAN))
-        ok &= m1 * m1 <= CANCEL * var
-        mean = np.ldexp(shift, -e) + m1
+        finite = np.isfinite(raw[:, :4]).all(axis=1)  # (a NaN anywhere reaches S1)
+        ok = finite & ((top == 0) | ((top >= 2.0 ** -SPAN) & (top <= 2.0 ** SPAN))) & (m1 * m1 <= CANCEL * var)
+        # Every value the same (a scalar, a filled array): min and max say it all, whatever the guess.
+        same = finite & (lo == hi)
+        var = np.where(same, 0.0, var)
+        ok |= same
+        mean = np.where(same, np.ldexp(lo, -e), np.ldexp(shift, -e) + m1)  # (c + (min - c): cancellation)
         var = np.maximum(var, 0.0)
         floats = np.stack([mean, np.sqrt(var), lo, hi, np.sqrt(sizes * (var + mean * mean)),
                            np.maximum(np.abs(lo), np.abs(hi))], axis=1)
