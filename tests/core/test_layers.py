@@ -201,7 +201,7 @@ def test_a_viewer_refreshes_layers_in_one_program_launch(monkeypatch):
     real_call, real_launch = stats_lib._call, programs.Program.launch
     monkeypatch.setattr(stats_lib, "_call", lambda k, x: (counts.__setitem__("kernel", counts["kernel"] + 1), real_call(k, x))[1])
     monkeypatch.setattr(programs.Program, "launch",
-                        lambda self, a: (counts.__setitem__("program", counts["program"] + 1), real_launch(self, a))[1])
+                        lambda self, *a: (counts.__setitem__("program", counts["program"] + 1), real_launch(self, *a))[1])
     model = randomize(vmapped(n=5, metadata=False))
     watcher = Watcher(model, max_rate=100.0, layers={"blocks": 0})
     deadline = time.monotonic() + 120

@@ -33,7 +33,11 @@ def _same_as_a_walk(cache, obj):
     fresh = snapshot(obj)
     assert _rows(cached) == _rows(fresh)
     for a, b in zip(cached.rows, fresh.rows):
-        assert a.stats == b.stats, a.path
+        # One of them may come from a viewer's one-pass program, the other from the exact kernels:
+        # equal to float32 rounding (a wrong or stale array would be far off).
+        assert (a.stats is None) == (b.stats is None) and (a.stats or {}).keys() == (b.stats or {}).keys(), a.path
+        for k, v in (b.stats or {}).items():
+            assert a.stats[k] == (v if v is None else pytest.approx(v, rel=1e-5, abs=1e-7)), (a.path, k)
     return cached
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from ._kernels import STAT_NAMES, kernel_and_names
 from ._layers import layered
+from ._one_pass import PlanHints
 from ._programs import MAX_PROGRAM_ARRAYS, Program, device_groups, structure_key
 from ._table import StatsError
 
@@ -78,6 +79,8 @@ class LaunchPlan:
         self.chunk_rows = [np.asarray(self.rows(chunk), np.intp) for chunk, _ in self.chunks]
         self.programs: list[Program | None] = [None] * len(self.chunks)  # each chunk's, once compiled
         self._owners: dict[int, np.ndarray] = {}
+        # Each chunk's next one-pass guesses (._one_pass), shared by the plans of its structure.
+        self.hints = PlanHints(self.chunks, {m: arrays[self.index[m]].dtype for chunk, _ in self.chunks for m in chunk})
 
     def rows(self, members: Sequence[int]) -> list[int]:
         """The table rows the calls ``members`` fill, in order (a layered call fills one per layer)."""

@@ -33,6 +33,8 @@ from ._programs import COMPILING, Program, program_for, programs_compiled
 from .._util import one_line
 from ._executables import executables_count, loaded_executable, prepare_executable
 from ._layers import layered_cache_size
+from ._transfer import copy_to_host as _copy_to_host, fetch as _fetch, is_ready
+from ._one_pass import finish_rows
 from ._kernels import KERNELS, STAT_NAMES, is_numeric_dtype
 from ._table import StatsError, StatsTable
 
@@ -80,7 +82,6 @@ class PendingStats:
                  plan: LaunchPlan | None = None, layers: dict | None = None):
         self.plan = plan if plan is not None else LaunchPlan(arrays, layers)
         self._table = StatsTable(len(arrays), self.plan)
-        self.pending_masked = False
         self._lock = threading.Lock()  # _advance takes the results off _todo: one thread at a time
         index = self.plan.index
         if self.plan.all_device:
@@ -131,23 +132,28 @@ class PendingStats:
             if isinstance(got, StatsError):
                 table.errors.update(dict.fromkeys(batch.rows(plan).tolist(), got))
             else:
-                table.put(batch.rows(plan), *batch.columns(got))
+                table.put(batch.rows(plan), *batch.columns(got, plan))
+                single = [m for m in batch.members if plan.counts[m] == 1]  # the next one-pass guesses
+                plan.hints.learn(single, [plan.index[m] for m in single], table)
         if not self._refs:
             return
         # A non-finite mean, std, min or max: the array holds NaN or Inf. (The sums always carry a
         # NaN; a sharded min/max may drop it when combining shards.) Describe its finite values
-        # and count the others with the masked kernel.
+        # and count the others with the masked kernel; a one-pass result that failed its check
+        # (._one_pass) is recomputed by the exact kernel.
+        redo = {m for batch in todo for m in batch.redo}
         again: dict = {}
         hits = [(batch, k) for batch, got in zip(todo, fetched) if not isinstance(got, StatsError)
                 for k in table.nonfinite(batch.rows(plan))]
         for batch, k in hits:
             m = batch.owner(plan, k)
-            masked, i = plan.calls[m][2], plan.index[m]
+            masked, i = plan.calls[m][1 if m in redo else 2], plan.index[m]
             if masked is None or i in table.errors or m in again:
                 continue
             x = self._refs[m]()
             if x is None:
-                error = StatsError("holds NaN or Inf; the array was replaced before they were counted")
+                error = StatsError("the array was replaced before its statistics were computed" if m in redo
+                                   else "holds NaN or Inf; the array was replaced before they were counted")
                 table.errors.update(dict.fromkeys(plan.rows([m]), error))
             else:
                 again[m] = (masked, x)
@@ -157,15 +163,17 @@ class PendingStats:
             self._todo = [_Batch(r, [m]) for m, r in zip(again, results)]
             self._waiting = [batch.outputs for batch in self._todo if not isinstance(batch.outputs, StatsError)]
             _copy_to_host(self._waiting)
-            self.pending_masked = True
 
 
 class _Batch:
     """Device results for some arrays (their positions among a plan's calls): one program launch
     for the plan's chunk ``chunk``, or one kernel call (or its StatsError) for one."""
 
-    def __init__(self, outputs: Any, members: list[int], program: Program | None = None, chunk: int | None = None):
+    def __init__(self, outputs: Any, members: list[int], program: Program | None = None, chunk: int | None = None,
+                 guesses: Any = None):
         self.outputs, self.members, self.program, self.chunk = outputs, members, program, chunk
+        self.guesses = guesses  # a program's one-pass arrays: (calls, shifts, known) the launch used
+        self.redo: list[int] = []  # calls whose one-pass result failed its check (set by columns)
 
     def rows(self, plan: LaunchPlan) -> np.ndarray:
         """The table rows these results fill, in order."""
@@ -177,10 +185,15 @@ class _Batch:
         """The call (position in the plan's calls) that fills the k-th of :meth:`rows`."""
         return self.members[0] if self.chunk is None else int(plan.owners(self.chunk)[k])
 
-    def columns(self, host: Any) -> tuple:
+    def columns(self, host: Any, plan: LaunchPlan) -> tuple:
         """(floats [k, 6], counts [k, 4], {position: exact integer extremes}) from the fetched outputs."""
         if self.program is not None:
-            return self.program.columns(host)
+            floats, counts, exact = self.program.columns(host)
+            if self.guesses is not None:
+                calls, shifts, known = self.guesses
+                sizes = plan.sizes[[plan.index[m] for m in calls]]
+                self.redo = calls[finish_rows(floats, counts, self.program.one_pass_rows, shifts, known, sizes)].tolist()
+            return floats, counts, exact
         floats, counts, *exact = host  # one array's ([6], [4], [2]) or, mapped over its layers, ([L, 6], ...)
         exact = dict(enumerate(map(tuple, exact[0].reshape(-1, 2).tolist()))) if exact else {}
         return floats.reshape(-1, 6), counts.reshape(-1, 4), exact
@@ -214,37 +227,18 @@ def _launch(plan: LaunchPlan, xs: list[Any], repeated: bool, defer: bool) -> lis
     for c, ((chunk, _), program) in enumerate(zip(plan.chunks, programs)):
         if not isinstance(program, Program):
             continue
+        calls = np.asarray(chunk)[program.one_pass]
+        shifts, exps, known = plan.hints.chunks[c].take(program.one_pass)
         try:
-            outputs = program.launch([xs[m] for m in chunk])
+            outputs = program.launch([xs[m] for m in chunk], shifts, exps)
         except Exception:  # a buffer deleted or donated meanwhile: the per-array kernels say which
             continue
-        batches.append(_Batch(outputs, chunk, program, c))
+        batches.append(_Batch(outputs, chunk, program, c, (calls, shifts, known) if len(calls) else None))
         launched[chunk] = True
     rest = np.flatnonzero(~launched).tolist()
     for m, r in zip(rest, _dispatch([(kernels[m], xs[m]) for m in rest])):
         batches.append(_Batch(r, [m]))
     return batches
-
-
-def is_ready(result: Any) -> bool:
-    """Whether a device result (any pytree of arrays; None or a StatsError count as ready) has
-    arrived, without waiting."""
-    if result is None or isinstance(result, StatsError):
-        return True
-    try:
-        return all(leaf.is_ready() for leaf in jax.tree.leaves(result))
-    except Exception:  # deleted, or a backend without is_ready: fetching will say
-        return True
-
-
-def _copy_to_host(results: list[Any]) -> None:
-    """Start the small results' copies to the host now, so a later fetch does not wait for them."""
-    for r in results:
-        for leaf in jax.tree.leaves(r):
-            try:
-                leaf.copy_to_host_async()
-            except Exception:  # not fully addressable (multi-process) or not supported: fetched later
-                pass
 
 
 _dispatched: set = set()  # (kernel, shape, dtype, sharding) run before: compiled
@@ -317,32 +311,3 @@ def threads_see_jax_config() -> bool:
     setting (``jax.default_device(...)``, x64) that worker threads would not inherit, nor with several
     processes (each must launch the same programs in the same order): then all runs on this thread."""
     return not jax.config.jax_enable_x64 and jax.config.jax_default_device is None and jax.process_count() == 1
-
-
-def _host(result: Any) -> Any:
-    """A device result on the host. A result replicated over several processes' devices is not
-    fully addressable: every process holds the whole (small) value, so its local copy is read."""
-    def one(leaf):
-        if getattr(leaf, "is_fully_addressable", True):
-            return leaf
-        return leaf.addressable_data(0)
-    return jax.tree.map(one, result)
-
-
-def _fetch(results: list[Any]) -> list[Any]:
-    """The device results on the host, in one transfer; a failed one as a StatsError."""
-    live = [j for j, r in enumerate(results) if not isinstance(r, StatsError)]
-    try:
-        got = jax.device_get([_host(results[j]) for j in live])
-    except Exception:
-        # One bad result must not hide the others: fetch them one by one to say which.
-        got = []
-        for j in live:
-            try:
-                got.append(jax.device_get(_host(results[j])))
-            except Exception as e:
-                got.append(StatsError(one_line(e)))
-    fetched = list(results)
-    for j, g in zip(live, got):
-        fetched[j] = g
-    return fetched

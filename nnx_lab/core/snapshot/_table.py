@@ -44,6 +44,12 @@ class StatsTable:
             self._exact[int(rows[k])] = (int(lo), int(hi))
         self._matrix = None
 
+    def mean_min_max(self, rows: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """float64 mean, min and max of ``rows`` (NaN: not there), read without building the matrix."""
+        f = self._floats[rows]
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.ldexp(f[:, 0], self._counts[rows, 3]), f[:, 2], f[:, 3]
+
     def nonfinite(self, rows: list[int]) -> list[int]:
         """Positions (in ``rows``) whose mean, std, min or max came back non-finite."""
         return np.flatnonzero(~np.isfinite(self._floats[rows, :4]).all(axis=1)).tolist()

@@ -1,0 +1,61 @@
+"""Small device results on their way to the host: started early, checked without waiting, fetched
+in one transfer (see :mod:`._stats`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+
+from .._util import one_line
+from ._table import StatsError
+
+
+def is_ready(result: Any) -> bool:
+    """Whether a device result (any pytree of arrays; None or a StatsError count as ready) has
+    arrived, without waiting."""
+    if result is None or isinstance(result, StatsError):
+        return True
+    try:
+        return all(leaf.is_ready() for leaf in jax.tree.leaves(result))
+    except Exception:  # deleted, or a backend without is_ready: fetching will say
+        return True
+
+
+def copy_to_host(results: list[Any]) -> None:
+    """Start the small results' copies to the host now, so a later fetch does not wait for them."""
+    for r in results:
+        for leaf in jax.tree.leaves(r):
+            try:
+                leaf.copy_to_host_async()
+            except Exception:  # not fully addressable (multi-process) or not supported: fetched later
+                pass
+
+
+def _host(result: Any) -> Any:
+    """A device result on the host. A result replicated over several processes' devices is not
+    fully addressable: every process holds the whole (small) value, so its local copy is read."""
+    def one(leaf):
+        if getattr(leaf, "is_fully_addressable", True):
+            return leaf
+        return leaf.addressable_data(0)
+    return jax.tree.map(one, result)
+
+
+def fetch(results: list[Any]) -> list[Any]:
+    """The device results on the host, in one transfer; a failed one as a StatsError."""
+    live = [j for j, r in enumerate(results) if not isinstance(r, StatsError)]
+    try:
+        got = jax.device_get([_host(results[j]) for j in live])
+    except Exception:
+        # One bad result must not hide the others: fetch them one by one to say which.
+        got = []
+        for j in live:
+            try:
+                got.append(jax.device_get(_host(results[j])))
+            except Exception as e:
+                got.append(StatsError(one_line(e)))
+    fetched = list(results)
+    for j, g in zip(live, got):
+        fetched[j] = g
+    return fetched
