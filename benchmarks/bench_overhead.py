@@ -21,7 +21,8 @@ Setups (the MLP of bench_live.py and the CNN of flax's MNIST tutorial, Adam):
   everything                   watch(model, optimizer=opt), log(loss=, grads=) + tick(): optimizer
                                state, gradients, the update ratio and the loss curve; both windows
                                run the step that also returns its gradients
-Run: python benchmarks/bench_overhead.py [--pairs 40] [--window 1.0] [--models mlp,cnn]
+Run: python benchmarks/bench_overhead.py [--pairs 40] [--window 1.0] [--models mlp,cnn] [--setups viewer,...]
+     [--no-updates]
 """
 
 from __future__ import annotations
@@ -69,14 +70,14 @@ def bootstrap_median(values: list[float], n: int = 4000) -> tuple[float, float]:
     return float(np.quantile(medians, 0.025)), float(np.quantile(medians, 0.975))
 
 
-def paired(setup: str, model, optimizer, batches, steps: int, pairs: int) -> dict:
+def paired(setup: str, model, optimizer, batches, steps: int, pairs: int, updates: bool = True) -> dict:
     if setup == "everything":
-        viewers = [nnx_lab.watch(model, optimizer=optimizer, display=False)]
+        viewers = [nnx_lab.watch(model, optimizer=optimizer, display=False, updates=updates)]
         step = lambda x, y: train_step_grads(model, optimizer, x, y)  # noqa: E731
     else:
-        viewers = [nnx_lab.watch(model, display=False)]
+        viewers = [nnx_lab.watch(model, display=False, updates=updates)]
         if setup == "viewers":
-            viewers.append(nnx_lab.watch(optimizer, display=False))
+            viewers.append(nnx_lab.watch(optimizer, display=False, updates=updates))
         step = lambda x, y: train_step(model, optimizer, x, y)  # noqa: E731
     log = setup == "everything"
     # Warm-up: compile the statistics programs for this setup (series layouts included) and the step.
@@ -95,7 +96,7 @@ def paired(setup: str, model, optimizer, batches, steps: int, pairs: int) -> dic
     return {"wall": wall_ratio, "cpu": cpu_ratio, "rate": statistics.median(rates)}
 
 
-def bench(name: str, model_cls, shape, seconds: float, pairs: int) -> None:
+def bench(name: str, model_cls, shape, seconds: float, pairs: int, setups: list[str], updates: bool) -> None:
     rng = np.random.default_rng(0)
     batches = [(jnp.asarray(rng.normal(size=(64, *shape)), jnp.float32), jnp.asarray(rng.integers(0, 10, 64)))
                for _ in range(4)]
@@ -114,7 +115,9 @@ def bench(name: str, model_cls, shape, seconds: float, pairs: int) -> None:
           f"{jax.devices()[0].device_kind}")
     for setup, label in (("viewer", "viewer"), ("viewers", "model + optimizer viewers"),
                          ("everything", "everything (optimizer, grads, updates, loss)")):
-        got = paired(setup, model, optimizer, batches, steps, pairs)
+        if setup not in setups:
+            continue
+        got = paired(setup, model, optimizer, batches, steps, pairs, updates)
         lo, hi = bootstrap_median(got["wall"])
         clo, chi = bootstrap_median(got["cpu"])
         print(f"  {label:<46} throughput ratio {statistics.median(got['wall']):.3f} (95% {lo:.3f}-{hi:.3f})"
@@ -127,12 +130,16 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=40)
     parser.add_argument("--window", type=float, default=1.0, help="seconds of steps per window")
     parser.add_argument("--models", default="mlp,cnn")
+    parser.add_argument("--setups", default="viewer,viewers,everything")
+    parser.add_argument("--no-updates", action="store_true",
+                        help="watch(..., updates=False): no update ratio (what holding and diffing the parameters costs)")
     args = parser.parse_args()
-    models = args.models.split(",")
+    models, setups = args.models.split(","), args.setups.split(",")
     if "mlp" in models:
-        bench("MLP 784-512-BN-512-10, batch 64, Adam", MLP, (784,), args.window, args.pairs)
+        bench("MLP 784-512-BN-512-10, batch 64, Adam", MLP, (784,), args.window, args.pairs, setups, not args.no_updates)
     if "cnn" in models:
-        bench("MNIST tutorial CNN, batch 64, Adam", CNN, (28, 28, 1), args.window, args.pairs)
+        bench("MNIST tutorial CNN, batch 64, Adam", CNN, (28, 28, 1), args.window, args.pairs, setups,
+              not args.no_updates)
 
 
 if __name__ == "__main__":
