@@ -1,6 +1,5 @@
 """%%nnx_capture: what it binds and shows, --grads, and every bad input leaving the model (and namespace) as it was."""
 
-import contextlib
 
 import jax
 import jax.numpy as jnp
@@ -11,6 +10,7 @@ from IPython.core.error import UsageError
 
 from nnx_lab.magics import _capture as capture_magic
 from nnx_lab.core.capture import CaptureReport, patched_classes
+from scan_models import Scanned
 from unchanged import assert_unchanged as _assert_unchanged, frozen
 
 pytestmark = pytest.mark.needs_flax("nnx.capture")
@@ -347,36 +347,6 @@ def test_grads_messages_agree_with_what_was_found(ip, shown):
     finally:
         for name in ("OnlyPerturbs", "perturbs"):
             ip.user_ns.pop(name, None)
-
-
-class ScanBlock(nnx.Module):
-    def __init__(self, rngs, annotate=False):
-        init = nnx.initializers.lecun_normal()
-        if annotate:
-            init = nnx.with_partitioning(init, ("in", "out"))
-        self.linear = nnx.Linear(3, 3, kernel_init=init, rngs=rngs)
-
-    def __call__(self, x):
-        y = self.linear(x)
-        self.sow(nnx.Intermediate, "y", y)
-        return y
-
-
-class Scanned(nnx.Module):
-    """blocks: 4 ScanBlocks stacked by nnx.vmap, run by nnx.scan (their sown `y` stacked on axis 0)."""
-
-    def __init__(self, metadata=False):
-        kwargs = {"transform_metadata": {nnx.PARTITION_NAME: "layers"}} if metadata else {}
-        make = nnx.vmap(lambda key: ScanBlock(nnx.Rngs(key), annotate=metadata), in_axes=0, out_axes=0, **kwargs)
-        mesh = jax.make_mesh((1, 1), ("in", "out"))
-        with jax.set_mesh(mesh) if metadata and hasattr(jax, "set_mesh") else contextlib.nullcontext():
-            self.blocks = make(jax.random.split(jax.random.key(0), 4))
-
-    def __call__(self, x):
-        @nnx.scan(in_axes=(nnx.Carry, 0), out_axes=nnx.Carry)
-        def step(x, block):
-            return block(x)
-        return step(x, self.blocks)
 
 
 def _layer_rows(report):
