@@ -114,9 +114,8 @@ def nnx_watch(self: Any, line: str) -> None:
         if follow:
             watch_target(obj)  # the name must hold a model now: a TypeError at once, not a status
             obj = NameTarget(target, self.shell.user_ns)
-        # Shown as watch() shows it: the rows at once, the statistics once compiled (see watch).
         viewer = StateViewer(obj, max_rate=rate, background=args.background, stats=not args.no_stats,
-                             layers=parse_layer_option(args.layers), optimizer=optimizer, rows_first=True)
+                             layers=parse_layer_option(args.layers), optimizer=optimizer)
     except (TypeError, LayerError) as e:
         raise UsageError(first_line(str(e))) from None
     if name:

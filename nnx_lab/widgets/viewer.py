@@ -290,7 +290,7 @@ class StateViewer(Widget):
 
 def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: bool = True,
           history: int = 100, display: bool = True, optimizer: Any = None, updates: bool = True,
-          layers: dict | None = None) -> StateViewer:
+          layers: dict | None = None, rows_first: bool = False) -> StateViewer:
     """Show a live viewer of ``obj`` and return it; refreshes after every cell, on
     ``viewer.tick()`` / ``viewer.track(...)``, and optionally from a background thread.
 
@@ -325,6 +325,10 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
       layers: path prefix -> layer axis of stacked Variables (``{"blocks": 0}``, built with
         ``nnx.vmap``/``nnx.scan``): one row per layer under each. Axes flax recorded
         (``transform_metadata={nnx.PARTITION_NAME: "layers"}`` with sharding names) need no declaration.
+      rows_first: show the rows at once and the statistics once their kernels have compiled and run (a
+        big model's table appears at once), where the kernel takes widget messages from threads; the
+        display is sent again, once, when they arrive, so the saved notebook's copy has them. Tools that
+        ignore display updates (nbval) keep the rows alone, so it is not the default.
 
     Raises:
       TypeError: ``obj`` is not a model (nothing :func:`nnx_lab.snapshot` accepts).
@@ -342,8 +346,6 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
     >>> viewer.status["state"], viewer.watcher.scalars.latest("loss")
     ('live', (3, 0.3333333333333333))
     """
-    # Displayed: the rows at once, the statistics once their kernels are compiled and have run (where
-    # the kernel takes widget messages from threads); the saved copy is updated when they arrive.
     viewer = StateViewer(obj, max_rate=max_rate, background=background, stats=stats, history=history,
-                         optimizer=optimizer, updates=updates, layers=layers, rows_first=display)
+                         optimizer=optimizer, updates=updates, layers=layers, rows_first=rows_first and display)
     return viewer.show() if display else viewer

@@ -9,6 +9,7 @@ import { sparkPath } from "./sparkline.js";
 import { ROW_HEIGHT } from "./styles.js";
 import { windowRange, scrollToShow } from "./virtual.js";
 import { isStacked } from "./layers.js";
+import { sideScroll } from "./sidescroll.js";
 import { STAT_COLUMNS } from "./constants.js";
 
 const OVERSCAN = 12;
@@ -151,18 +152,7 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
   const { scroller, table, tbody, empty, spacers } = createWindowedTable(doc, {
     tableClass: "nnx-table", colgroup, thead, colspan: COLUMNS.length });
 
-  // Wider than the output (gradient columns beside the statistics): the table scrolls sideways with
-  // the path column held at the left, and a shade at the right edge says that more columns follow.
-  const moreRight = h(doc, "div", { class: "nnx-more-right", "aria-hidden": "true", hidden: true });
-  const frame = h(doc, "div", { class: "nnx-hframe" }, scroller, moreRight);
-  function edges() {
-    const max = scroller.scrollWidth - scroller.clientWidth;
-    moreRight.hidden = !(max > 1 && scroller.scrollLeft < max - 1);
-    scroller.classList.toggle("scrolled-x", scroller.scrollLeft > 0);
-  }
-  scroller.addEventListener("scroll", edges, { passive: true });
-  const edgeObserver = typeof ResizeObserver !== "undefined" ? new ResizeObserver(edges) : null;
-  if (edgeObserver) edgeObserver.observe(scroller);
+  const side = sideScroll(doc, scroller); // wider than the output: sideways, the path column held
 
   let state = { tree: null, items: [], sort: null, history: null, stat: "norm" };
   let version = 0; // bumps whenever row contents may have changed
@@ -372,7 +362,7 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
   }
 
   return {
-    el: frame,
+    el: side.el,
     /** New state; `rows` true when row contents changed (else only the window moves). */
     update(next, { rows = true, sync = false } = {}) {
       state = { ...state, ...next };
@@ -385,7 +375,7 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
       empty.hidden = !msg;
       setText(empty, msg);
       windowing.refresh(sync);
-      edges();
+      side.edges();
     },
     /** Scroll so that flat index `index` is visible and flash it. */
     reveal(index) {
@@ -403,7 +393,7 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
     },
     destroy() {
       clearTimeout(flashTimer);
-      if (edgeObserver) edgeObserver.disconnect();
+      side.destroy();
       windowing.destroy();
     },
   };
