@@ -169,3 +169,29 @@ def test_a_stacked_variables_layers_get_their_own_update_ratio():
         assert series.matrices[UPDATE][i, NORM] == pytest.approx(norm(new[layer] - old[layer]), rel=1e-4)
         assert series.ratio(UPDATE, w.snapshot.stat_matrix[:, NORM])[i] == pytest.approx(
             norm(new[layer] - old[layer]) / norm(old[layer]), rel=1e-4)
+
+
+def test_only_parameters_are_held_not_batch_statistics_or_optimizer_state():
+    import optax
+
+    class WithStats(nnx.Module):
+        def __init__(self):
+            self.w = nnx.Param(jnp.ones((3, 4)))
+            self.mean = nnx.BatchStat(jnp.zeros(4))  # floating, but no learning-rate signal
+
+    model = WithStats()
+    w = Watcher(model, max_rate=100.0)
+    w.refresh(force=True)
+    w._last_attempt = float("-inf")
+    w.tick()
+    rows = {p[0]: i for i, p in enumerate(w.snapshot.paths)}
+    assert w.series.updates.holding
+    assert w.series.updates._held[1] == [rows["w"]]  # the Param's row alone
+
+    opt = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+    ow = Watcher(opt, max_rate=100.0)
+    ow.refresh(force=True)
+    ow._last_attempt = float("-inf")
+    ow.tick()
+    assert not ow.series.updates.holding  # Adam's mu and nu are not held (nor diffed)
+    assert ow.state == "live"

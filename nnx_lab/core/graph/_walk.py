@@ -49,6 +49,9 @@ class Leaf:
     value: Any
     metadata: dict
     aliases: tuple[Path, ...]
+    # An nnx.Param (or a Linen "params" entry): True; another Variable type (BatchStat, optimizer
+    # state, RngState...): False; a bare array or number: None (nothing says what it is).
+    param: bool | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,16 +96,27 @@ def _variable_leaves(path: Path, var: nnx.Variable, aliases: tuple[Path, ...]) -
     """A Variable as leaves: one, or one per array when it holds a tuple/list/dict of arrays
     (``sow`` keeps a tuple of every call's value: ``h[0]``, ``h[1]``)."""
     value, meta, name = compat.get_value(var), _metadata_of(var), type(var).__name__
+    param = _is_param(type(var))
     if not isinstance(value, (tuple, list, dict)):
-        return [Leaf(path, name, value, meta, aliases)]
+        return [Leaf(path, name, value, meta, aliases, param)]
     flat, _ = jax.tree_util.tree_flatten_with_path(value)
     if not flat or not all(_is_array_leaf(v) or isinstance(v, _SCALARS) for _, v in flat):
-        return [Leaf(path, name, value, meta, aliases)]
+        return [Leaf(path, name, value, meta, aliases, param)]
     out = []
     for keys, v in flat:
         suffix = tuple(path_key(k) for k in keys)
-        out.append(Leaf(path + suffix, name, v, meta, tuple(a + suffix for a in aliases)))
+        out.append(Leaf(path + suffix, name, v, meta, tuple(a + suffix for a in aliases), param))
     return out
+
+
+_param_types: dict[type, bool] = {}
+
+
+def _is_param(t: type) -> bool:
+    got = _param_types.get(t)
+    if got is None:
+        got = _param_types[t] = issubclass(t, nnx.Param)
+    return got
 
 
 _KEY_FIELD = {jax.tree_util.SequenceKey: "idx", jax.tree_util.DictKey: "key", jax.tree_util.GetAttrKey: "name",
@@ -181,7 +195,8 @@ def walk_graph(obj: Any) -> GraphWalk:
     nodes = {p: t for p, t in nodes.items() if p not in plain or p in holding}
     root_type = nodes.pop((), type(obj).__name__)
     if _linen_collection(obj, leaves):  # the collection is what a Linen user calls the type
-        leaves = [dataclasses.replace(leaf, type_name=str(leaf.path[0])) for leaf in leaves]
+        leaves = [dataclasses.replace(leaf, type_name=str(leaf.path[0]), param=leaf.path[0] == "params")
+                  for leaf in leaves]
     return GraphWalk(leaves, nodes, root_type)
 
 

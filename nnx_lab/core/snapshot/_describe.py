@@ -60,6 +60,7 @@ class Row:
     layer_axis: int | None = None  # a stacked Variable's layer axis (flax's metadata or layers=): see _layers
     layer_of: int | None = None  # a layer's row: the index of its stacked Variable's row
     layer: int | None = None  # a layer's row: which layer
+    param: bool | None = None  # an nnx.Param (True), another Variable type (False), a bare array (None)
 
     @property
     def path_text(self) -> str:
@@ -78,6 +79,7 @@ def describe_leaf(leaf: Leaf) -> Row:
         metadata=", ".join(f"{k}={safe_repr(v, 200)}" for k, v in leaf.metadata.items()) or None,
         aliases=leaf.aliases,
         stats=None,
+        param=leaf.param,
     )
     if isinstance(value, _Tracer):
         return Row(**common, **_shape_fields(value), sharding=None, devices=None, status="tracer")

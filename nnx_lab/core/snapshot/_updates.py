@@ -1,7 +1,8 @@
 """The update-to-parameter ratio ‖θₜ − θₜ₋₁‖ / ‖θₜ₋₁‖ per Variable, without the user computing anything.
 
 The learning rate's health signal (about 1e-3 when healthy): at a refresh dispatched by a tick, the
-refresh's parameter arrays are kept (strong references: no copy) until the next tick; there the
+refresh's parameter arrays (``nnx.Param`` and its subclasses, or bare arrays; not batch statistics or
+optimizer state) are kept (strong references: no copy) until the next tick; there the
 model's arrays of that moment are taken (a flatten, as a refresh does) and one compiled program
 reduces ``θₜ − θₜ₋₁`` and ``θₜ₋₁`` on the device (the difference is fused into the reduction, never
 stored); its few numbers are fetched when they have arrived, with a later refresh. The held arrays
@@ -99,12 +100,14 @@ class UpdateTracker:
         return spent
 
     def hold(self, described: Any, step: int) -> None:
-        """Keep a refresh's parameter arrays (floating ones) until the next tick."""
+        """Keep a refresh's parameter arrays (floating ones) until the next tick: nnx.Param (and its
+        subclasses), or bare arrays; never another Variable type (batch statistics, an optimizer's
+        moments: no learning-rate signal, and holding them would double the memory kept)."""
         if not self.enabled:
             return
-        keep = [(i, x) for i, x in zip(described.live, described.arrays)
-                if isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jnp.floating)]
         rows = described.rows
+        keep = [(i, x) for i, x in zip(described.live, described.arrays)
+                if rows[i].param is not False and isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jnp.floating)]
         layers = tuple(None if getattr(rows[i], "layer_of", None) is None
                        else (rows[rows[i].layer_of].layer_axis, rows[i].layer) for i, _ in keep)
         self._held = (described.memo, [i for i, _ in keep], [x for _, x in keep], step, layers) if keep else None
