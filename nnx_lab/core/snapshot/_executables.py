@@ -26,7 +26,7 @@ from typing import Any
 
 import jax
 
-from ._kernels import kernels_file
+from ._kernels import compile_lowered, kernel_options, kernels_file
 
 #: Cached executables kept on disk at most (each is about 50 KB).
 MAX_FILES = 512
@@ -76,7 +76,7 @@ def prepare_executable(kernel: Any, kernel_id: int, x: Any, spec: Any) -> bool:
     executable = _read(path, serialize_executable)
     if executable is None:
         try:
-            executable = kernel.lower(x).compile()
+            executable = compile_lowered(kernel.lower(x), kernel_options(x))
         except Exception:  # noqa: BLE001 - the caller's kernel(x) reports the failure
             return False
         _write(path, executable, serialize_executable)
@@ -94,7 +94,7 @@ def _key(kernel_id: int, x: Any) -> str:
     parts = (_source_hash, kernel_id, jax.__version__, getattr(jax.lib, "__version__", ""),
              device.platform, device.device_kind, getattr(device.client, "platform_version", ""),
              os.environ.get("XLA_FLAGS", ""), bool(jax.config.jax_enable_x64), tuple(x.shape), str(x.dtype),
-             getattr(x, "weak_type", False))
+             getattr(x, "weak_type", False), repr(kernel_options(x)))
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
 
 
