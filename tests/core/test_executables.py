@@ -69,3 +69,48 @@ def test_turned_off_nothing_is_written(tmp_path, monkeypatch):
     [s] = compute_stats([jnp.ones(41)])
     assert np.isclose(s["mean"], 1.0)
     assert not list(tmp_path.iterdir())
+
+
+PROGRAM_SESSION = r"""
+import json, time
+import jax.numpy as jnp
+from flax import nnx
+from nnx_lab.core.snapshot import Watcher, _executables, _programs
+compiles = []
+real = _executables.compile_lowered
+_executables.compile_lowered = lambda lowered, options: compiles.append(1) or real(lowered, options)
+
+class Net(nnx.Module):
+    def __init__(self):
+        self.lin = nnx.Linear(6, 5, rngs=nnx.Rngs(0))
+        self.norm = nnx.LayerNorm(5, rngs=nnx.Rngs(0))
+        self.count = nnx.Variable(jnp.arange(4, dtype=jnp.int32))
+
+model = Net()
+w = Watcher(model, max_rate=100.0)
+w.refresh(force=True, wait=True)
+deadline = time.time() + 120
+while (_programs.programs_compiled() == 0 or _programs.compiling()) and time.time() < deadline:
+    time.sleep(0.05)
+before = len(compiles)
+w.refresh(force=True, wait=True)
+print("RESULT" + json.dumps({"programs": _programs.programs_compiled(), "compiles_before": before,
+                             "stats": w.snapshot.stat_matrix.tolist()}))
+"""
+
+
+def program_session(cache):
+    env = dict(os.environ, NNX_LAB_CACHE_DIR=str(cache), JAX_PLATFORMS="cpu")
+    done = subprocess.run([sys.executable, "-c", PROGRAM_SESSION], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = [l for l in done.stdout.splitlines() if l.startswith("RESULT")][-1]
+    return json.loads(line[len("RESULT"):])
+
+
+def test_a_later_session_loads_a_viewers_program_instead_of_compiling_it(tmp_path):
+    first = program_session(tmp_path)
+    assert first["programs"] == 1 and first["compiles_before"] >= 1  # compiled (the kernels too)
+    assert len(list(tmp_path.glob("program-*.bin"))) == 1
+    second = program_session(tmp_path)
+    assert second["programs"] == 1 and second["compiles_before"] == 0  # kernels and program loaded
+    np.testing.assert_array_equal(np.asarray(second["stats"], float), np.asarray(first["stats"], float))

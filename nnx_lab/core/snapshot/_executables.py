@@ -12,6 +12,10 @@ user's own programs are compiled and kept). Entries are keyed by everything an e
 on: the kernel's source, jax and jaxlib versions, the device, ``XLA_FLAGS``, x64, shape and dtype.
 Only single-device arrays in a single-process run are cached; at most :data:`MAX_FILES` files are
 kept (the oldest go first). A file that cannot be read or loaded is removed and compiled afresh.
+
+A viewer's program for a model structure (:mod:`._programs`: several seconds to compile at 10,000
+Variables) is kept the same way (:func:`compile_program`), keyed by its lowered module's text: the
+same model in a later session starts with its program instead of compiling it again.
 """
 
 from __future__ import annotations
@@ -83,6 +87,30 @@ def prepare_executable(kernel: Any, kernel_id: int, x: Any, spec: Any) -> bool:
     with _lock:
         _loaded[spec] = executable
     return True
+
+
+def compile_program(lowered: Any, options: tuple[dict, ...], device: Any, cacheable: bool) -> Any:
+    """``lowered`` compiled with the first set of ``options`` the backend accepts: loaded from the
+    disk cache when kept there, else compiled (and kept when ``cacheable``: every array on the one
+    ``device``, one process)."""
+    where = cache_dir() if cacheable and jax.process_count() == 1 else None
+    serialize_executable = None
+    if where is not None:
+        try:
+            from jax.experimental import serialize_executable
+        except ImportError:
+            where = None
+    if where is None:
+        return compile_lowered(lowered, options)
+    parts = (lowered.as_text(), repr(options), jax.__version__, getattr(jax.lib, "__version__", ""),
+             device.platform, device.device_kind, getattr(device.client, "platform_version", ""),
+             os.environ.get("XLA_FLAGS", ""), bool(jax.config.jax_enable_x64))
+    path = where / f"program-{hashlib.sha256(repr(parts).encode()).hexdigest()[:32]}.bin"
+    executable = _read(path, serialize_executable)
+    if executable is None:
+        executable = compile_lowered(lowered, options)
+        _write(path, executable, serialize_executable)
+    return executable
 
 
 def _key(kernel_id: int, x: Any) -> str:

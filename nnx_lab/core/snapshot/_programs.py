@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._executables import compile_program
 from ._kernels import float_kernel, float_one_pass
 
 MAX_PROGRAMS = 32  # structures kept compiled (least recently used dropped)
@@ -210,14 +211,10 @@ class Program:
         hints = [jax.ShapeDtypeStruct((k,), self._hint_dtype, sharding=self._hint_sharding),
                  jax.ShapeDtypeStruct((k,), np.int32, sharding=self._hint_sharding)] if hinted else []
         lowered = jax.jit(run).lower(*specs, *hints)
-        self._executable = None
-        for options in COMPILER_OPTIONS:  # a backend that refuses an option gets the next set
-            try:
-                self._executable = lowered.compile(compiler_options=options)
-                break
-            except Exception:
-                if not options:
-                    raise
+        # A backend that refuses an option gets the next set; single-device programs are kept on disk.
+        single = all(isinstance(s.sharding, jax.sharding.SingleDeviceSharding) and s.sharding == specs[0].sharding
+                     for s in specs)
+        self._executable = compile_program(lowered, COMPILER_OPTIONS, device, single)
         self._layout = list(layout)
         self._rows = sum(count for _, _, count in layout)  # the table rows the program fills
         # Where each array's result leaves sit in the outputs: per (leaf, output), the table rows and output rows.
