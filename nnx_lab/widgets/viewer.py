@@ -18,6 +18,10 @@ from ._base import STATIC, Widget, background_unsupported, command
 
 T = TypeVar("T")
 
+#: ``watch``'s default shows a model of more Variables than this rows first, statistics after: its
+#: first statistics in a new session take seconds (10,000 Variables: ~2 s of compiling here).
+ROWS_FIRST_ABOVE = 2000
+
 
 class StateViewer(Widget):
     """Every Variable of a model, refreshed while it trains. Create it with ``nnx_lab.watch``.
@@ -39,7 +43,7 @@ class StateViewer(Widget):
     _scalars_sent = -1  # the ScalarStore version last sent to the browser
 
     def __init__(self, obj: Any, *, max_rate: float = 2.0, background: bool = False,
-                 stats: bool = True, history: int = 100, rows_first: bool = False, optimizer: Any = None,
+                 stats: bool = True, history: int = 100, rows_first: bool | None = None, optimizer: Any = None,
                  updates: bool = True, layers: dict | None = None, **kwargs: Any):
         if isinstance(obj, str):  # a name in the notebook, looked up at every refresh
             obj = NameTarget(obj, user_namespace(f"watch({obj!r})"))
@@ -56,6 +60,8 @@ class StateViewer(Widget):
         # Shown before its first statistics arrived: the saved notebook's copy is updated when they do.
         self._static_stale = False
         self._static_lock = threading.Lock()
+        if rows_first is None:  # automatic: a big model's table at once, a small one's with its numbers
+            rows_first = stats and self._watcher.variable_count() > ROWS_FIRST_ABOVE
         if rows_first and self._watcher.publish_from_thread and threads_see_jax_config():
             # Shown in a kernel that takes widget messages from threads: the rows now, the statistics
             # from a thread once their kernels are compiled and have run (a big model's table appears at once).
@@ -290,7 +296,7 @@ class StateViewer(Widget):
 
 def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: bool = True,
           history: int = 100, display: bool = True, optimizer: Any = None, updates: bool = True,
-          layers: dict | None = None, rows_first: bool = False) -> StateViewer:
+          layers: dict | None = None, rows_first: bool | None = None) -> StateViewer:
     """Show a live viewer of ``obj`` and return it; refreshes after every cell, on
     ``viewer.tick()`` / ``viewer.track(...)``, and optionally from a background thread.
 
@@ -325,10 +331,12 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
       layers: path prefix -> layer axis of stacked Variables (``{"blocks": 0}``, built with
         ``nnx.vmap``/``nnx.scan``): one row per layer under each. Axes flax recorded
         (``transform_metadata={nnx.PARTITION_NAME: "layers"}`` with sharding names) need no declaration.
-      rows_first: show the rows at once and the statistics once their kernels have compiled and run (a
-        big model's table appears at once), where the kernel takes widget messages from threads; the
-        display is sent again, once, when they arrive, so the saved notebook's copy has them. Tools that
-        ignore display updates (nbval) keep the rows alone, so it is not the default.
+      rows_first: show the rows at once and the statistics once their kernels have compiled and run,
+        where the kernel takes widget messages from threads; the display is sent again, once, when they
+        arrive, so the saved notebook's copy has them. ``None`` (default): for a model of more than
+        :data:`ROWS_FIRST_ABOVE` Variables (whose first statistics take seconds in a new session);
+        a smaller model's table is shown with its statistics, in one display (tools that ignore display
+        updates, such as nbval, would keep the rows alone).
 
     Raises:
       TypeError: ``obj`` is not a model (nothing :func:`nnx_lab.snapshot` accepts).
@@ -347,5 +355,6 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
     ('live', (3, 0.3333333333333333))
     """
     viewer = StateViewer(obj, max_rate=max_rate, background=background, stats=stats, history=history,
-                         optimizer=optimizer, updates=updates, layers=layers, rows_first=rows_first and display)
+                         optimizer=optimizer, updates=updates, layers=layers,
+                         rows_first=rows_first if display else False)
     return viewer.show() if display else viewer

@@ -69,3 +69,28 @@ def test_watch_shows_rows_first_and_the_saved_copy_gets_the_statistics():
     check(cold[0], cold[2])
     assert cold[1], "the saved copy was never updated with the statistics"
     check(warm[0], warm[2])
+
+
+AUTO = """
+from flax import nnx
+import nnx_lab
+from nnx_lab.widgets import viewer as viewer_module
+viewer_module.ROWS_FIRST_ABOVE = 3  # stands for the 2,000 Variables of a big model
+big = nnx.Sequential(nnx.Linear(7, 13, rngs=nnx.Rngs(0)), nnx.Linear(13, 3, rngs=nnx.Rngs(1)))  # 4 Variables
+small = nnx.Linear(2, 3, rngs=nnx.Rngs(0))  # 2 Variables
+big_viewer = nnx_lab.watch(big)
+small_viewer = nnx_lab.watch(small)
+print("ROWS-FIRST", big_viewer._first is not None and small_viewer._first is None)
+"""
+
+
+def test_by_default_a_big_model_shows_rows_first_and_a_small_one_with_its_statistics():
+    km, kc = jupyter_client.start_new_kernel(kernel_name="python3", env=dict(os.environ))
+    try:
+        shown, _, both = outputs(kc, AUTO)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    assert both is True  # the big one went rows first, the small one did not
+    small = [v for v in shown.values() if "text/html" in v and v["text/plain"].startswith("StateViewer · Linear")]
+    assert small and "<th style=\"text-align:right\">norm</th>" in small[0]["text/html"]  # shown with its numbers

@@ -176,6 +176,20 @@ class Watcher:
             del obj
         self._notify()
 
+    def variable_count(self) -> int:
+        """How many rows the watched object has now (0 when it is gone or cannot be described): one
+        flatten, whose structure the next refresh reuses."""
+        obj = self._target.resolve()
+        if obj is None:
+            return 0
+        try:
+            with self._lock:
+                return len(self._structure.describe(obj, stats=False).rows)
+        except Exception:  # the refresh that follows says what is wrong
+            return 0
+        finally:
+            del obj
+
     def wait(self) -> None:
         """Publish the refreshes in flight, waiting for the device (tests, scripts)."""
         with self._lock:
