@@ -79,6 +79,31 @@ def many_variables(n_pairs: int = 5000):
 
 def first_paint_ms(payload: dict) -> float | None:
     """Open the built viewer bundle in headless Chromium with `payload`; the viewer reports first paint."""
+    got = viewer_page_times(payload)
+    return None if got is None else got[0]
+
+
+# Scrolls the table top to bottom in 40 jumps; per jump, the time until the second animation frame after
+# it (the window is redrawn in the first): about one or two frame periods (16.7 ms each) when a
+# redraw fits in a frame.
+_SCROLL = """async () => {
+  const s = document.querySelector('.nnx-scroll');
+  const frames = [];
+  for (let k = 1; k <= 40; k++) {
+    const t = performance.now();
+    s.scrollTop = Math.floor((s.scrollHeight - s.clientHeight) * k / 40);
+    s.dispatchEvent(new Event('scroll'));
+    await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+    frames.push(performance.now() - t);
+  }
+  frames.sort((a, b) => a - b);
+  return [frames[20], frames[frames.length - 1], document.querySelectorAll('.nnx-scroll tbody tr').length];
+}"""
+
+
+def viewer_page_times(payload: dict) -> tuple[float, float, float, int] | None:
+    """(first paint ms, median and worst ms per scroll jump, table rows in the DOM) of the built viewer
+    bundle in headless Chromium with `payload`; None without Chromium or the bundle."""
     bundle = os.path.join(os.path.dirname(nnx_lab.__file__), "static", "viewer.js")
     if not (os.path.exists("/usr/bin/chromium") and os.path.exists(bundle)):
         return None
@@ -103,14 +128,15 @@ def first_paint_ms(payload: dict) -> float | None:
         page.route("**/viewer.js", lambda route: route.fulfill(body=body, content_type="text/javascript"))
         page.route("**/index.html", lambda route: route.fulfill(body=page_html, content_type="text/html"))
         page.add_init_script(f"window.PAYLOAD = {json.dumps(payload)};")
-        times = []
+        times, scroll = [], None
         for _ in range(3):
             page.goto("http://bench.local/index.html")
             times.append(page.evaluate(
                 "() => new Promise(r => { const t = setInterval(() => { const el = document.getElementById('host');"
                 " if (el && el.dataset.firstPaintMs) { clearInterval(t); r(Number(el.dataset.firstPaintMs)); } }, 5); })"))
+        scroll = page.evaluate(_SCROLL)
         browser.close()
-    return statistics.median(times)
+    return statistics.median(times), scroll[0], scroll[1], int(scroll[2])
 
 
 def main() -> None:

@@ -52,7 +52,7 @@ def pending() -> int:
 
 def drain() -> int:
     """Apply every queued request, in order, on the main thread. Returns how many ran; never raises."""
-    if not on_main_thread():
+    if not _queue or not on_main_thread():  # nothing queued: what a training loop's every tick sees
         return 0
     done = 0
     while True:

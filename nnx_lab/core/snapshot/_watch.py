@@ -43,6 +43,9 @@ T = TypeVar("T")
 
 #: Refreshes riding the device's queue at once (each holds a few numbers per Variable, no array).
 MAX_IN_FLIGHT = 8
+# A tick between refreshes asks whether one in flight has arrived at most this often (a loop of
+# hundreds of steps a second would otherwise ask at every step, which costs as much as refreshing).
+POLL_S = 0.01
 
 
 class Watcher:
@@ -67,6 +70,7 @@ class Watcher:
         self.last_refresh: float | None = None  # epoch seconds
         self.cost_s: float | None = None
         self._last_attempt = float("-inf")
+        self._last_poll = float("-inf")
         self._lock = threading.RLock()
         self._listeners: list[Callable[[Watcher], None]] = []
         self._thread: threading.Thread | None = None
@@ -130,6 +134,13 @@ class Watcher:
         its rate however deep the queue of training steps is.
         """
         wait = force if wait is None else wait
+        if not force and not self.lockstep:
+            # Most ticks of a loop: nothing due and nothing to publish yet, decided without a lock.
+            now = time.monotonic()
+            due = now - self._last_attempt >= self._throttle.interval and len(self._in_flight) < MAX_IN_FLIGHT
+            if not due and (not self._in_flight or now - self._last_poll < POLL_S):
+                return False
+            self._last_poll = now
         if self.lockstep:
             # Several processes: every one must launch the same kernels in the same order, so a
             # refresh happens only at points all of them reach (every `lockstep_every` ticks, a
@@ -281,7 +292,8 @@ class Watcher:
         the status says so."""
         if scalars:
             self.scalars.log(self._ticks + 1, scalars)
-        self.series.log(self._ticks + 1, grads, updates)
+        if grads is not None or updates is not None:
+            self.series.log(self._ticks + 1, grads, updates)
 
     def tick(self, *, grads: Any = None, updates: Any = None, **scalars: Any) -> bool:
         """Call once per training step: refreshes when the throttle allows. ``tick(loss=loss,
