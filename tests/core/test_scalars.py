@@ -44,13 +44,13 @@ def reads(monkeypatch):
     """Whether each device value read to the host (the one place ScalarStore reads one) had been
     computed already: a read of one that had not would wait for the device."""
     calls = []
-    real = _scalars._host_value
+    real = _scalars._host_values
 
-    def counted(x):
-        calls.append(x.is_ready())
-        return real(x)
+    def counted(xs):
+        calls.extend(x.is_ready() for x in xs)
+        return real(xs)
 
-    monkeypatch.setattr(_scalars, "_host_value", counted)
+    monkeypatch.setattr(_scalars, "_host_values", counted)
     return calls
 
 

@@ -1,11 +1,13 @@
 """Scalars logged in a training loop (``loss``, ``lr``): kept without syncing, read with the statistics.
 
 **Every step logged gets a point.** :meth:`ScalarStore.log` keeps the device scalar itself (a
-reference: no copy, no wait) and starts its copy to the host (``copy_to_host_async``); a later
+reference: no copy, no wait, no transfer started: ``copy_to_host_async`` of a value the device has
+not computed yet cost ~125 µs per step here, a few per cent of a small model's step); a later
 value of the same name for the same step replaces it. The values are read by :meth:`collect`,
 which the :class:`~nnx_lab.core.snapshot.Watcher` calls when it publishes a refresh (with the
-statistics): only values whose ``is_ready()`` is True are read, oldest first, so nothing waits
-for the device unless asked to (``wait=True``, where the Watcher waits anyway). So a tick holds at
+statistics): only values whose ``is_ready()`` is True are read, oldest first, all of them in one
+``jax.device_get``, so nothing waits for the device unless asked to (``wait=True``, where the
+Watcher waits anyway). So a tick holds at
 most the device scalars of the steps since the last refresh; should :data:`MAX_PENDING` of them
 pile up (refreshes held back, e.g. while the one-launch program compiles), the tick reads the ones
 already computed, never waiting for the others (and, were the device that far behind, keeps every
@@ -156,20 +158,36 @@ class ScalarStore:
         series = self._series.get(name)
         if series is None:
             series = self._series[name] = _Series(self.points)
-        done = 0
+        # The values computed so far (up to the first that is not), fetched in one transfer.
+        ready: list = []
         for step, value in pending:
             if isinstance(value, jax.Array):
                 try:
                     if value.is_deleted():  # (is_ready() of a deleted array crashes some jaxlibs)
-                        raise ValueError("deleted (donated?) before it was read")
+                        ready.append((step, ValueError("deleted (donated?) before it was read")))
+                        continue
                     if not value.is_ready():
                         break
-                    value = _host_value(value)
-                except Exception as e:
-                    self._problems[name] = [f"{name}: step {step}: {one_line(e)}; not recorded", False]
-                    done += 1
+                except Exception as e:  # noqa: BLE001
+                    ready.append((step, e))
                     continue
+            ready.append((step, value))
+        arrays = [v for _, v in ready if isinstance(v, jax.Array)]
+        try:
+            fetched = iter(_host_values(arrays))
+        except Exception:  # noqa: BLE001 - the one that fails says so below, each read alone
+            fetched = None
+        done = 0
+        for step, value in ready:
             done += 1
+            try:
+                if isinstance(value, Exception):
+                    raise value
+                if isinstance(value, jax.Array):
+                    value = next(fetched) if fetched is not None else _host_values([value])[0]
+            except Exception as e:  # noqa: BLE001
+                self._problems[name] = [f"{name}: step {step}: {one_line(e)}; not recorded", False]
+                continue
             series.add(step, value)
             if not math.isfinite(value) and (self._nonfinite is None or step < self._nonfinite[0]):
                 self._nonfinite = (step, name, value)
@@ -210,21 +228,17 @@ class ScalarStore:
 
 
 def _accept(value: Any) -> tuple[Any, str | None]:
-    """(what to keep, None) for a real scalar: the device array itself, its copy to the host started,
-    or a Python float; (None, why not) otherwise. Never waits for the device."""
+    """(what to keep, None) for a real scalar: the device array itself (read when computed) or a
+    Python float; (None, why not) otherwise. Never waits for the device."""
     if isinstance(value, jax.core.Tracer):
         return None, "a traced value (logged inside jit/grad?)"
     if isinstance(value, jax.Array):
-        if value.size != 1:
+        if value.shape and math.prod(value.shape) != 1:
             return None, f"not a scalar (shape {tuple(value.shape)})"
         if not _is_real(value.dtype):
             return None, f"not a real number (dtype {value.dtype})"
         if value.is_deleted():
             return None, "a deleted (donated) array"
-        try:
-            value.copy_to_host_async()
-        except Exception:  # a backend without it: the value is read when ready all the same
-            pass
         return value, None
     if isinstance(value, (np.ndarray, np.generic)):
         array = np.asarray(value)
@@ -241,14 +255,19 @@ def _accept(value: Any) -> tuple[Any, str | None]:
     return None, f"not a number ({type(value).__name__})"
 
 
+_real: dict = {}  # dtype -> whether it is real (asked at every logged step: jnp.issubdtype is slow)
+
+
 def _is_real(dtype: Any) -> bool:
-    # jax's issubdtype knows bfloat16 and the float8 types (numpy sees them as void).
-    return np.dtype(dtype).kind in "biu" or jnp.issubdtype(dtype, jnp.floating)
+    got = _real.get(dtype)
+    if got is None:
+        # jax's issubdtype knows bfloat16 and the float8 types (numpy sees them as void).
+        got = _real[dtype] = bool(np.dtype(dtype).kind in "biu" or jnp.issubdtype(dtype, jnp.floating))
+    return got
 
 
-def _host_value(x: jax.Array) -> float:
-    """The value of a computed device scalar (its copy already started); on several processes, this
-    process's own copy (a scalar is replicated)."""
-    if not x.is_fully_addressable:
-        x = x.addressable_data(0)
-    return float(np.asarray(x).reshape(-1)[0])
+def _host_values(xs: list) -> list[float]:
+    """The values of computed device scalars, in one transfer; on several processes, each one's own
+    copy (a scalar is replicated)."""
+    got = jax.device_get([x if x.is_fully_addressable else x.addressable_data(0) for x in xs])
+    return [float(np.asarray(g).reshape(-1)[0]) for g in got]

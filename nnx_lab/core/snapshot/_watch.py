@@ -43,9 +43,7 @@ T = TypeVar("T")
 
 #: Refreshes riding the device's queue at once (each holds a few numbers per Variable, no array).
 MAX_IN_FLIGHT = 8
-# A tick between refreshes asks whether one in flight has arrived at most this often (a loop of
-# hundreds of steps a second would otherwise ask at every step, which costs as much as refreshing).
-POLL_S = 0.01
+POLL_S = 0.01  # a tick asks if a refresh in flight has arrived at most this often (not at every step)
 
 
 class Watcher:
@@ -134,8 +132,7 @@ class Watcher:
         its rate however deep the queue of training steps is.
         """
         wait = force if wait is None else wait
-        if not force and not self.lockstep:
-            # Most ticks of a loop: nothing due and nothing to publish yet, decided without a lock.
+        if not force and not self.lockstep:  # most ticks: nothing due or to publish, said without a lock
             now = time.monotonic()
             due = now - self._last_attempt >= self._throttle.interval and len(self._in_flight) < MAX_IN_FLIGHT
             if not due and (not self._in_flight or now - self._last_poll < POLL_S):
@@ -191,11 +188,9 @@ class Watcher:
         """How many rows the watched object has now (0 when it is gone or cannot be described): one
         flatten, whose structure the next refresh reuses."""
         obj = self._target.resolve()
-        if obj is None:
-            return 0
         try:
             with self._lock:
-                return len(self._structure.describe(obj, stats=False).rows)
+                return 0 if obj is None else len(self._structure.describe(obj, stats=False).rows)
         except Exception:  # the refresh that follows says what is wrong
             return 0
         finally:
@@ -280,16 +275,11 @@ class Watcher:
 
     def log(self, *, grads: Any = None, updates: Any = None, **scalars: Any) -> None:
         """Record, for the current step (the one the next :meth:`tick` ends), without refreshing:
-
-        - scalars (``loss=loss, lr=lr``): device scalars are kept as they are (never synced here) and
-          read when a refresh is published (see :class:`~nnx_lab.core.snapshot.ScalarStore`). A later
-          value of a name in the same step replaces the earlier one;
-        - ``grads`` (any tree of arrays matched to the model's Variables by path, e.g. what
-          ``nnx.grad`` returned) and/or ``updates`` (what the optimizer applied): kept by reference,
-          never copied or synced, reduced with the parameters if that tick refreshes, let go at it.
-
-        Never raises: a value that is not a real scalar is not recorded, bad grads are skipped, and
-        the status says so."""
+        scalars (``loss=loss``: device scalars kept unsynced, read when a refresh is published, see
+        :class:`~nnx_lab.core.snapshot.ScalarStore`; a later value in the same step replaces the
+        earlier) and ``grads``/``updates`` (trees matched to the Variables by path, kept by reference,
+        reduced with the parameters if that tick refreshes). Never raises: bad input is not recorded
+        and the status says so."""
         if scalars:
             self.scalars.log(self._ticks + 1, scalars)
         if grads is not None or updates is not None:
