@@ -17,7 +17,8 @@ user's first look costs (kernels compiled included). Printed per size:
   B/refresh  bytes one later refresh sends (its statistics message), per Variable (target: <= 40)
   paint      first paint of the viewer with the first payload in Chromium (target: <= 300 ms at 100,000)
   scroll     then, scrolling its table top to bottom in 40 jumps: the median and worst time from a jump
-             to the second animation frame after it (smooth: a frame period or two, 17-33 ms)
+             to the second animation frame after it, and (in brackets) two frames with nothing to do
+             (this Chromium's cadence): smooth when they are about equal
   treescope  treescope.render_to_html(nnx.state(model)), and its ratio to our cold
   tabulate   nnx.tabulate(model, x), and its ratio to our cold
 
@@ -131,7 +132,7 @@ def main() -> None:
                         help="run nnx.tabulate up to this size (11 minutes at 10,000 here)")
     args = parser.parse_args()
     print(f"{'Variables':>9}  {'rows':>8}  {'cold 1st':>9}  {'cold':>9}  {'programs':>8}  {'warm':>9}  {'per Var':>8}  {'first B':>7}  "
-          f"{'B/refresh':>9}  {'paint':>7}  {'scroll':>11}  {'treescope':>9}  {'ts/1st':>6}  {'ts/cold':>7}  {'tabulate':>9}  {'tab/cold':>8}")
+          f"{'B/refresh':>9}  {'paint':>7}  {'scroll':>16}  {'treescope':>9}  {'ts/1st':>6}  {'ts/cold':>7}  {'tabulate':>9}  {'tab/cold':>8}")
     with tempfile.TemporaryDirectory() as tmp:
         payload_file = os.path.join(tmp, "payload.json")
         for n in (int(s) for s in args.sizes.split(",")):
@@ -149,7 +150,7 @@ def main() -> None:
             with open(payload_file) as f:
                 page = viewer_page_times(json.load(f))
             paint = page and page[0]
-            scroll = "—" if page is None else f"{page[1]:.0f}/{page[2]:.0f} ms"
+            scroll = "—" if page is None else f"{page[1]:.0f}/{page[2]:.0f} ({page[4]:.0f}) ms"
             v = got["variables"]
             cold, warm = got["cold_s"], got["warm_s"]
             compiled = first["cold_s"]
@@ -159,7 +160,7 @@ def main() -> None:
             tab_ratio = "" if tab is None else f"{tab / cold:.2f}"
             per_refresh = "—" if got["refresh_bytes"] is None else f"{got['refresh_bytes'] / v:.1f}"
             print(f"{v:>9,}  {ms(got['rows_s']):>8}  {ms(compiled):>9}  {ms(cold):>9}  {got['program_compile_s']:>6.1f} s  {ms(warm):>9}  {warm / v * 1e6:>5.1f} us"
-                  f"  {got['payload_bytes'] / v:>7.0f}  {per_refresh:>9}  {ms(paint and paint / 1e3):>7}  {scroll:>11}  {ms(ts):>9}  "
+                  f"  {got['payload_bytes'] / v:>7.0f}  {per_refresh:>9}  {ms(paint and paint / 1e3):>7}  {scroll:>16}  {ms(ts):>9}  "
                   f"{ts_first:>6}  {ts_ratio:>7}  {ms(tab):>9}  {tab_ratio:>8}", flush=True)
 
 
