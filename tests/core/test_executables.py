@@ -25,9 +25,10 @@ print("RESULT" + json.dumps({"stats": stats, "jit_compiles": sum(k._cache_size()
 """
 
 
-def session(cache):
+def session(cache, code=SESSION):
+    """Run ``code`` in a fresh Python process with its disk cache in ``cache``; what it printed after RESULT."""
     env = dict(os.environ, NNX_LAB_CACHE_DIR=str(cache), JAX_PLATFORMS="cpu")
-    done = subprocess.run([sys.executable, "-c", SESSION], capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     line = [l for l in done.stdout.splitlines() if l.startswith("RESULT")][-1]
     return json.loads(line[len("RESULT"):])
@@ -99,18 +100,10 @@ print("RESULT" + json.dumps({"programs": _programs.programs_compiled(), "compile
 """
 
 
-def program_session(cache):
-    env = dict(os.environ, NNX_LAB_CACHE_DIR=str(cache), JAX_PLATFORMS="cpu")
-    done = subprocess.run([sys.executable, "-c", PROGRAM_SESSION], capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    line = [l for l in done.stdout.splitlines() if l.startswith("RESULT")][-1]
-    return json.loads(line[len("RESULT"):])
-
-
 def test_a_later_session_loads_a_viewers_program_instead_of_compiling_it(tmp_path):
-    first = program_session(tmp_path)
+    first = session(tmp_path, PROGRAM_SESSION)
     assert first["programs"] == 1 and first["compiles_before"] >= 1  # compiled (the kernels too)
     assert len(list(tmp_path.glob("program-*.bin"))) == 1
-    second = program_session(tmp_path)
+    second = session(tmp_path, PROGRAM_SESSION)
     assert second["programs"] == 1 and second["compiles_before"] == 0  # kernels and program loaded
     np.testing.assert_array_equal(np.asarray(second["stats"], float), np.asarray(first["stats"], float))
