@@ -107,3 +107,53 @@ def test_a_later_session_loads_a_viewers_program_instead_of_compiling_it(tmp_pat
     second = session(tmp_path, PROGRAM_SESSION)
     assert second["programs"] == 1 and second["compiles_before"] == 0  # kernels and program loaded
     np.testing.assert_array_equal(np.asarray(second["stats"], float), np.asarray(first["stats"], float))
+
+
+UPDATE_SESSION = r"""
+import json, time
+import jax, jax.numpy as jnp
+from flax import nnx
+from nnx_lab.core import compat
+from nnx_lab.core.snapshot import STAT_NAMES, UPDATE, Watcher, _executables, _programs
+compiles = []
+real = _executables.compile_lowered
+_executables.compile_lowered = lambda lowered, options: compiles.append(1) or real(lowered, options)
+
+class Holder(nnx.Module):
+    def __init__(self):
+        self.w = nnx.Param(jnp.arange(12.0).reshape(3, 4) / 10)
+        self.b = nnx.Param(jnp.ones(4))
+
+model = Holder()
+shrink = jax.jit(lambda x: x * 0.99)
+w = Watcher(model, max_rate=100.0)
+w.refresh(force=True, wait=True)
+got = None
+for _ in range(400):
+    for name in ("w", "b"):
+        var = getattr(model, name)
+        compat.set_value(var, shrink(compat.get_value(var)))
+    w._last_attempt = float("-inf")
+    w.tick()
+    w.wait()
+    series = w.snapshot.series
+    if series is not None and UPDATE in series.matrices and not series.stale:
+        got = series.ratio(UPDATE, w.snapshot.stat_matrix[:, STAT_NAMES.index("norm")]).tolist()
+        break
+    time.sleep(0.01)
+deadline = time.time() + 120  # the viewer's own program too, so that the next session compiles nothing
+while (_programs.programs_compiled() == 0 or _programs.compiling()) and time.time() < deadline:
+    time.sleep(0.05)
+print("RESULT" + json.dumps({"compiles": len(compiles), "update": got}))
+"""
+
+
+def test_a_later_session_loads_the_update_ratios_program_too(tmp_path):
+    first = session(tmp_path, UPDATE_SESSION)
+    assert first["update"] is not None and first["compiles"] >= 2  # kernels, the viewer's and the update's programs
+    assert len(list(tmp_path.glob("program-*.bin"))) == 2
+    second = session(tmp_path, UPDATE_SESSION)
+    assert second["update"] is not None and second["compiles"] == 0  # every executable loaded from disk
+    # ‖θₜ − θₜ₋₁‖ / ‖θₜ₋₁‖ of θ ← 0.99·θ, whichever step it came from
+    np.testing.assert_allclose(first["update"], 0.01, rtol=1e-4)
+    np.testing.assert_allclose(second["update"], 0.01, rtol=1e-4)
