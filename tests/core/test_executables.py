@@ -157,3 +157,33 @@ def test_a_later_session_loads_the_update_ratios_program_too(tmp_path):
     # ‖θₜ − θₜ₋₁‖ / ‖θₜ₋₁‖ of θ ← 0.99·θ, whichever step it came from
     np.testing.assert_allclose(first["update"], 0.01, rtol=1e-4)
     np.testing.assert_allclose(second["update"], 0.01, rtol=1e-4)
+
+
+LAYERED_SESSION = r"""
+import json
+import jax
+from flax import nnx
+import nnx_lab
+compiles = []  # every XLA compile of the process (jit's included), counted from the snapshot on
+jax.monitoring.register_event_duration_secs_listener(
+    lambda event, seconds, **kw: compiles.append(event) if event == "/jax/core/compile/backend_compile_duration" else None)
+
+class Block(nnx.Module):
+    def __init__(self, rngs):
+        self.norm = nnx.LayerNorm(8, rngs=rngs)
+        self.up = nnx.Linear(8, 16, rngs=rngs)
+
+model = nnx.vmap(lambda key: Block(nnx.Rngs(key)), in_axes=0, out_axes=0)(jax.random.split(jax.random.key(0), 3))
+compiles.clear()
+snap = nnx_lab.snapshot(model, layers={"": 0})
+print("RESULT" + json.dumps({"compiles": len(compiles), "rows": [r.path_text for r in snap.rows],
+                             "stats": snap.stat_matrix.tolist()}))
+"""
+
+
+def test_a_later_session_loads_the_kernels_mapped_over_a_layer_axis(tmp_path):
+    first = session(tmp_path, LAYERED_SESSION)
+    assert first["compiles"] >= 1 and "up.kernel[layer 2]" in first["rows"]  # one row per layer
+    second = session(tmp_path, LAYERED_SESSION)
+    assert second["compiles"] == 0 and second["rows"] == first["rows"]  # nothing compiled, layers included
+    np.testing.assert_array_equal(np.asarray(second["stats"], float), np.asarray(first["stats"], float))

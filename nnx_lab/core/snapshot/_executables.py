@@ -3,7 +3,9 @@
 A first snapshot in a fresh kernel compiles one executable per distinct (kernel, shape, dtype)
 it meets: about 0.1-0.4 s each on a CPU, most of what a first look at a small model costs. The
 executables are the same every session (same kernels, same jax, same device), so each one compiled
-is written to a small cache on disk and a later session loads it instead (about 10 ms).
+is written to a small cache on disk and a later session loads it instead (about 10 ms). The same
+for the kernels mapped over a stacked Variable's layer axis (``_layers.layered``: named by their
+kernel and axis) and the update ratio's program (``_updates``).
 
 Kept in ``$NNX_LAB_CACHE_DIR`` (default ``$XDG_CACHE_HOME/nnx_lab/kernels``, else
 ``~/.cache/nnx_lab/kernels``); ``NNX_LAB_CACHE_DIR=off`` turns it off. Only our own kernels

@@ -36,7 +36,7 @@ import jax
 from ._describe import LAYER_NAMES, metadata_axis
 from ._structure import describe
 
-__all__ = ["LAYER_NAMES", "LayerError", "LayerKey", "check_layers", "expand", "layered", "metadata_axis",
+__all__ = ["LAYER_NAMES", "LayerError", "LayerKey", "check_layers", "expand", "layered", "layered_origin", "metadata_axis",
            "parse_layer_option", "parse_layers", "stacked_modules"]
 
 
@@ -191,6 +191,7 @@ def _expansion(described: Any, spec: tuple) -> tuple | None:
 
 
 _LAYERED: dict = {}  # (kernel, axis) -> the mapped kernel, compiled once per spec like the kernels
+_ORIGIN: dict = {}  # the mapped kernel -> (kernel, axis)
 
 
 def layered(kernel: Any, axis: int) -> Any:
@@ -199,8 +200,15 @@ def layered(kernel: Any, axis: int) -> Any:
         return None
     key = (kernel, axis)
     if key not in _LAYERED:
-        _LAYERED[key] = jax.jit(jax.vmap(kernel, in_axes=axis))
+        _LAYERED[key] = mapped = jax.jit(jax.vmap(kernel, in_axes=axis))
+        _ORIGIN[mapped] = key
     return _LAYERED[key]
+
+
+def layered_origin(fn: Any) -> tuple | None:
+    """``(kernel, axis)`` when ``fn`` is a kernel :func:`layered` mapped over a layer axis, else None
+    (its executables are kept on disk under that name: ``_stats._first_call``)."""
+    return _ORIGIN.get(fn)
 
 
 def layered_cache_size() -> int:

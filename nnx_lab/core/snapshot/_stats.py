@@ -32,7 +32,7 @@ from ._plan import LaunchPlan
 from ._programs import COMPILING, Program, program_for, programs_compiled
 from .._util import one_line
 from ._executables import executables_count, loaded_executable, prepare_executable
-from ._layers import layered_cache_size
+from ._layers import layered_cache_size, layered_origin
 from ._transfer import copy_to_host as _copy_to_host, fetch as _fetch, is_ready
 from ._one_pass import finish_rows
 from ._kernels import KERNELS, STAT_NAMES, is_numeric_dtype
@@ -259,12 +259,25 @@ def _first_call(kernel: Any, x: Any) -> Any:
     """:func:`_call` for a spec not run before in this process: its executable loaded from the disk
     cache, or compiled and kept there (see :mod:`._executables`), first."""
     spec = _spec(kernel, x)
-    if spec is not None and kernel in KERNELS:
+    kernel_id = _kernel_id(kernel)
+    if spec is not None and kernel_id is not None:
         try:
-            prepare_executable(kernel, KERNELS.index(kernel), x, spec)
+            prepare_executable(kernel, kernel_id, x, spec)
         except Exception:  # noqa: BLE001 - kernel(x) compiles through jax.jit and says what is wrong
             pass
     return _call(kernel, x)
+
+
+def _kernel_id(kernel: Any) -> Any:
+    """What names ``kernel`` in the disk cache's keys: its place in KERNELS, or for a kernel mapped
+    over a stacked Variable's layer axis (``_layers.layered``) that place and the axis; None for
+    anything else (not kept on disk)."""
+    if kernel in KERNELS:
+        return KERNELS.index(kernel)
+    origin = layered_origin(kernel)
+    if origin is not None and origin[0] in KERNELS:
+        return ("vmap", KERNELS.index(origin[0]), origin[1])
+    return None
 
 
 def _call(kernel: Any, x: Any) -> Any:
