@@ -72,14 +72,19 @@ def test_turned_off_nothing_is_written(tmp_path, monkeypatch):
     assert not list(tmp_path.iterdir())
 
 
-PROGRAM_SESSION = r"""
+# Counts nnx_lab's compiles through the disk cache (loading an executable is not one).
+COUNT_COMPILES = r"""
+from nnx_lab.core.snapshot import _executables
+compiles = []
+real = _executables.compile_lowered
+_executables.compile_lowered = lambda lowered, options: compiles.append(1) or real(lowered, options)
+"""
+
+PROGRAM_SESSION = COUNT_COMPILES + r"""
 import json, time
 import jax.numpy as jnp
 from flax import nnx
 from nnx_lab.core.snapshot import Watcher, _executables, _programs
-compiles = []
-real = _executables.compile_lowered
-_executables.compile_lowered = lambda lowered, options: compiles.append(1) or real(lowered, options)
 
 class Net(nnx.Module):
     def __init__(self):
@@ -109,15 +114,12 @@ def test_a_later_session_loads_a_viewers_program_instead_of_compiling_it(tmp_pat
     np.testing.assert_array_equal(np.asarray(second["stats"], float), np.asarray(first["stats"], float))
 
 
-UPDATE_SESSION = r"""
+UPDATE_SESSION = COUNT_COMPILES + r"""
 import json, time
 import jax, jax.numpy as jnp
 from flax import nnx
 from nnx_lab.core import compat
 from nnx_lab.core.snapshot import STAT_NAMES, UPDATE, Watcher, _executables, _programs
-compiles = []
-real = _executables.compile_lowered
-_executables.compile_lowered = lambda lowered, options: compiles.append(1) or real(lowered, options)
 
 class Holder(nnx.Module):
     def __init__(self):

@@ -191,7 +191,6 @@ def _expansion(described: Any, spec: tuple) -> tuple | None:
 
 
 _LAYERED: dict = {}  # (kernel, axis) -> the mapped kernel, compiled once per spec like the kernels
-_ORIGIN: dict = {}  # the mapped kernel -> (kernel, axis)
 
 
 def layered(kernel: Any, axis: int) -> Any:
@@ -200,15 +199,14 @@ def layered(kernel: Any, axis: int) -> Any:
         return None
     key = (kernel, axis)
     if key not in _LAYERED:
-        _LAYERED[key] = mapped = jax.jit(jax.vmap(kernel, in_axes=axis))
-        _ORIGIN[mapped] = key
+        _LAYERED[key] = jax.jit(jax.vmap(kernel, in_axes=axis))
     return _LAYERED[key]
 
 
 def layered_origin(fn: Any) -> tuple | None:
     """``(kernel, axis)`` when ``fn`` is a kernel :func:`layered` mapped over a layer axis, else None
     (its executables are kept on disk under that name: ``_stats._first_call``)."""
-    return _ORIGIN.get(fn)
+    return next((key for key, mapped in list(_LAYERED.items()) if mapped is fn), None)
 
 
 def layered_cache_size() -> int:
