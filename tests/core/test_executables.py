@@ -84,7 +84,7 @@ PROGRAM_SESSION = COUNT_COMPILES + r"""
 import json, time
 import jax.numpy as jnp
 from flax import nnx
-from nnx_lab.core.snapshot import Watcher, _executables, _programs
+from nnx_lab.core.snapshot import Watcher, _programs
 
 class Net(nnx.Module):
     def __init__(self):
@@ -119,7 +119,7 @@ import json, time
 import jax, jax.numpy as jnp
 from flax import nnx
 from nnx_lab.core import compat
-from nnx_lab.core.snapshot import STAT_NAMES, UPDATE, Watcher, _executables, _programs
+from nnx_lab.core.snapshot import STAT_NAMES, UPDATE, Watcher, _programs
 
 class Holder(nnx.Module):
     def __init__(self):

@@ -91,11 +91,14 @@ def prepare_executable(kernel: Any, kernel_id: int, x: Any, spec: Any) -> bool:
     return True
 
 
-def compile_program(lowered: Any, options: tuple[dict, ...], device: Any, cacheable: bool) -> Any:
+def compile_program(lowered: Any, options: tuple[dict, ...], specs: Any) -> Any:
     """``lowered`` compiled with the first set of ``options`` the backend accepts: loaded from the
-    disk cache when kept there, else compiled (and kept when ``cacheable``: every array on the one
-    ``device``, one process)."""
-    where = cache_dir() if cacheable and jax.process_count() == 1 else None
+    disk cache when kept there, else compiled (and kept when its inputs ``specs``, arrays or
+    ``ShapeDtypeStruct``s, all live on one and the same device, in one process)."""
+    sharding = getattr(specs[0], "sharding", None) if specs else None
+    single = isinstance(sharding, jax.sharding.SingleDeviceSharding) and all(
+        getattr(s, "sharding", None) == sharding for s in specs)
+    where = cache_dir() if single and jax.process_count() == 1 else None
     serialize_executable = None
     if where is not None:
         try:
@@ -104,6 +107,7 @@ def compile_program(lowered: Any, options: tuple[dict, ...], device: Any, cachea
             where = None
     if where is None:
         return compile_lowered(lowered, options)
+    device = next(iter(sharding.device_set))
     parts = (lowered.as_text(), repr(options), jax.__version__, getattr(jax.lib, "__version__", ""),
              device.platform, device.device_kind, getattr(device.client, "platform_version", ""),
              os.environ.get("XLA_FLAGS", ""), bool(jax.config.jax_enable_x64))

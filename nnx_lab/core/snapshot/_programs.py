@@ -212,9 +212,7 @@ class Program:
                  jax.ShapeDtypeStruct((k,), np.int32, sharding=self._hint_sharding)] if hinted else []
         lowered = jax.jit(run).lower(*specs, *hints)
         # A backend that refuses an option gets the next set; single-device programs are kept on disk.
-        single = all(isinstance(s.sharding, jax.sharding.SingleDeviceSharding) and s.sharding == specs[0].sharding
-                     for s in specs)
-        self._executable = compile_program(lowered, COMPILER_OPTIONS, device, single)
+        self._executable = compile_program(lowered, COMPILER_OPTIONS, specs)
         self._layout = list(layout)
         self._rows = sum(count for _, _, count in layout)  # the table rows the program fills
         # Where each array's result leaves sit in the outputs: per (leaf, output), the table rows and output rows.

@@ -80,16 +80,11 @@ def _program(olds: tuple, layers: tuple) -> Any:
             return None if got is _COMPILING else got
         _compiled[key] = _COMPILING
     shapes = tuple(jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=getattr(x, "sharding", None)) for x in olds)
-    # Kept on disk like a viewer's program when every array is on one device (_executables.py). The
-    # thread gets shapes only: the held arrays are never kept alive by a compile.
-    sharding = shapes[0].sharding
-    single = isinstance(sharding, jax.sharding.SingleDeviceSharding) and all(s.sharding == sharding for s in shapes)
-    device = next(iter(sharding.device_set)) if single else None
 
-    def compile_it():
+    def compile_it():  # given shapes only: the held arrays are never kept alive by a compile
         try:
             lowered = jax.jit(lambda o, n: _diff_norms(o, n, layers)).lower(shapes, shapes)
-            program = compile_program(lowered, OPTIONS, device, single)
+            program = compile_program(lowered, OPTIONS, shapes)  # on disk when on one device, as a viewer's
         except Exception as e:  # noqa: BLE001 - said when the update is asked for
             program = e
         with _lock:
