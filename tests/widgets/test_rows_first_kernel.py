@@ -14,7 +14,7 @@ from flax import nnx
 import nnx_lab
 model = nnx.Sequential(nnx.Linear(7, 13, rngs=nnx.Rngs(0)), nnx.Linear(13, 3, rngs=nnx.Rngs(1)))
 viewer = nnx_lab.watch(model, rows_first=True)
-print("ROWS-FIRST", viewer._first is not None)
+print(f"ROWS-FIRST {viewer._first is not None}")  # one write: the kernel may flush between print's parts
 """
 
 
