@@ -126,7 +126,7 @@ def series_lines(snap: Any) -> list[str]:
     lines = [" \u00b7 ".join(parts)] if parts else []
     unmatched = series.unmatched
     if unmatched:
-        total = len(unmatched)
+        total = len(unmatched) + series.unmatched_more
         lines.append(f"{total} lea{'f' if total == 1 else 'ves'} matched to no Variable:")
         for name, text, what, stats in unmatched[:_UNMATCHED_SHOWN]:
             numbers = ", ".join(f"{k} {format_number(stats[k])}" for k in ("mean", "max", "norm")

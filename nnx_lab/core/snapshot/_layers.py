@@ -29,10 +29,12 @@ compiled program as every other kernel.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any, Mapping
 
 import jax
 
+from .._util import quote_repr
 from ._describe import LAYER_NAMES, metadata_axis
 from ._structure import describe
 
@@ -75,7 +77,8 @@ def parse_layers(layers: Any) -> tuple:
         if not isinstance(prefix, (str, tuple)):
             raise TypeError(f"layers=: a path prefix is a string or a tuple of keys, not {type(prefix).__name__}")
         if axis is not None and (not isinstance(axis, int) or isinstance(axis, bool)):
-            raise TypeError(f"layers={{{prefix!r}: {axis!r}}}: the layer axis is an int (or None: no layer axis)")
+            raise TypeError(f"layers={{{quote_repr(prefix)}: {quote_repr(axis)}}}: the layer axis is an int "
+                            "(or None: no layer axis)")
         out.append((prefix if isinstance(prefix, str) else tuple(prefix), axis))
     return tuple(out)
 
@@ -92,8 +95,9 @@ def parse_layer_option(texts: list[str] | None) -> dict | None:
     for text in texts:
         prefix, sep, axis = text.rpartition("=")
         axis = axis.strip()
-        if not sep or not (axis.lower() == "none" or axis.lstrip("-").isdigit()):
-            raise TypeError(f"layers=: {text!r} is not PREFIX=AXIS (e.g. blocks=0)")
+        # an ASCII integer: str.isdigit() also takes '²', and lstrip('-') takes '--1'; int() refuses both
+        if not sep or not (axis.lower() == "none" or re.fullmatch(r"-?[0-9]+", axis)):
+            raise TypeError(f"layers=: {quote_repr(text)} is not PREFIX=AXIS (e.g. blocks=0)")
         out[prefix.strip()] = None if axis.lower() == "none" else int(axis)
     return out
 
@@ -120,12 +124,13 @@ def _declared_axes(rows: list, spec: tuple) -> dict[int, int | None]:
             continue
         hits = [i for i, row in enumerate(rows) if _under(row, prefix)]
         if not hits:
-            raise LayerError(f"layers={{{prefix!r}: {axis}}}: no Variable under {prefix!r}")
+            raise LayerError(f"layers={{{quote_repr(prefix)}: {axis}}}: no Variable under {quote_repr(prefix)}")
         for i in hits:
             shape = rows[i].shape
             if axis is not None and shape is not None:
                 if not -len(shape) <= axis < len(shape):
-                    raise LayerError(f"layers={{{prefix!r}: {axis}}}: {rows[i].path_text} has shape {shape}, no axis {axis}")
+                    raise LayerError(f"layers={{{quote_repr(prefix)}: {axis}}}: {rows[i].path_text} has shape {shape}, "
+                                     f"no axis {axis}")
                 axes[i] = axis % len(shape)
             else:
                 axes[i] = None

@@ -19,8 +19,11 @@ evenly over its steps: when full, every second point goes and from then on a poi
 every value read is checked for NaN/Inf before it can be thinned away (the viewer's banner).
 
 Bad input never raises into the loop: a value that is not a real scalar (an array of several
-elements, a traced value inside ``jit``, a string) is not recorded and becomes a :attr:`problem`,
-shown until that name records a good value after the problem was shown.
+elements, a traced value inside ``jit``, a PRNG key, a string, a number whose ``__float__``
+raises) is not recorded and becomes a :attr:`problem`, shown until that name records a good value
+after the problem was shown. The problem stays short whatever is logged: names are quoted to
+:data:`~nnx_lab.core._util.ECHO_CHARS` characters, and problems are kept for at most
+:data:`MAX_NAMES` names, the others counted.
 
 >>> import jax.numpy as jnp
 >>> store = ScalarStore()
@@ -46,7 +49,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._util import one_line
+from .._util import one_line, quote
 
 #: Points each name keeps on the host (evenly spread over its steps once it has more).
 MAX_POINTS = 256
@@ -54,6 +57,7 @@ MAX_POINTS = 256
 MAX_PENDING = 4096
 #: Names a store records; more are refused with a problem.
 MAX_NAMES = 32
+_COUNTED = 100_000  # distinct refused names counted beyond those named in the problem
 
 
 class _Series:
@@ -102,6 +106,7 @@ class ScalarStore:
         self._series: dict[str, _Series] = {}
         self._pending: dict[str, list[tuple[int, Any]]] = {}
         self._problems: dict[str, list] = {}  # name -> [message, shown]
+        self._refused_more: set[int] = set()  # hashes of names refused beyond MAX_NAMES problems (counted)
         self._nonfinite: tuple[int, str, float] | None = None  # earliest NaN/Inf read since taken
         self._lock = threading.Lock()
 
@@ -110,13 +115,16 @@ class ScalarStore:
         """Record ``scalars`` (name -> device scalar or number) for ``step``. Never raises, never waits."""
         with self._lock:
             for name, value in scalars.items():
-                name = str(name)
+                name = quote(name)  # a name is shown, sent and kept: a 1 MB one is cut (its length said)
                 if name not in self._pending and len(self._pending) >= MAX_NAMES:
-                    self._problems[name] = [f"{name}: more than {MAX_NAMES} scalars; not recorded", False]
+                    self._refuse(name, f"more than {MAX_NAMES} scalars")
                     continue
-                value, problem = _accept(value)
+                try:
+                    value, problem = _accept(value)
+                except Exception as e:  # noqa: BLE001 - a user number's method raised: a problem, not a crash
+                    value, problem = None, f"not readable ({one_line(e, 100)})"
                 if problem is not None:
-                    self._problems[name] = [f"{name}: {problem}; not recorded", False]
+                    self._refuse(name, problem)
                     continue
                 if name in self._problems and self._problems[name][1]:
                     del self._problems[name]  # shown once, now fixed
@@ -129,6 +137,15 @@ class ScalarStore:
                     self._read(name)  # only values already computed: no wait
                     if len(pending) >= MAX_PENDING:  # the device is that far behind: every second step
                         pending[:] = pending[-1::-2][::-1]
+
+    def _refuse(self, name: str, why: str) -> None:
+        """Keep why ``name`` was not recorded: one problem per name for at most MAX_NAMES names, the
+        others counted (10⁶ names logged once each must not make a 45 MB status line)."""
+        if name in self._problems or len(self._problems) < MAX_NAMES:
+            self._problems[name] = [f"{name}: {why}; not recorded", False]
+        else:
+            if len(self._refused_more) < _COUNTED:
+                self._refused_more.add(hash(name))
 
     # -- reading (at publish time) ---------------------------------------------------------------
     def collect(self, *, wait: bool = False) -> bool:
@@ -223,8 +240,12 @@ class ScalarStore:
 
     @property
     def problem(self) -> str:
-        """What was not recorded, one clause per name ("" when all is well)."""
-        return "; ".join(message for message, _shown in list(self._problems.values()))
+        """What was not recorded, one clause per name ("" when all is well), at most MAX_NAMES clauses."""
+        clauses = [message for message, _shown in list(self._problems.values())]
+        if self._refused_more:
+            n = len(self._refused_more)
+            clauses.append(f"{n:,}{'+' if n >= _COUNTED else ''} more names not recorded")
+        return "; ".join(clauses)
 
 
 def _accept(value: Any) -> tuple[Any, str | None]:
@@ -249,9 +270,12 @@ def _accept(value: Any) -> tuple[Any, str | None]:
         return float(array.reshape(-1)[0]), None
     if isinstance(value, numbers.Real):
         try:
-            return float(value), None
-        except (OverflowError, ValueError) as e:
+            number = float(value)
+        except Exception as e:  # noqa: BLE001 - a user Real's __float__ may raise anything
             return None, f"not a float ({type(e).__name__})"
+        if not isinstance(number, float):
+            return None, f"not a float (__float__ gave {type(number).__name__})"
+        return number, None
     return None, f"not a number ({type(value).__name__})"
 
 
@@ -261,8 +285,13 @@ _real: dict = {}  # dtype -> whether it is real (asked at every logged step: jnp
 def _is_real(dtype: Any) -> bool:
     got = _real.get(dtype)
     if got is None:
-        # jax's issubdtype knows bfloat16 and the float8 types (numpy sees them as void).
-        got = _real[dtype] = bool(np.dtype(dtype).kind in "biu" or jnp.issubdtype(dtype, jnp.floating))
+        # jax's issubdtype knows bfloat16 and the float8 types (numpy sees them as void); a PRNG key's
+        # dtype (key<fry>) is none of numpy's: np.dtype() raises on it.
+        if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+            got = False
+        else:
+            got = bool(np.dtype(dtype).kind in "biu" or jnp.issubdtype(dtype, jnp.floating))
+        _real[dtype] = got
     return got
 
 

@@ -8,7 +8,8 @@ leaf's path matches the row whose path is its longest suffix (``opt_state[0].mu.
 is ``layers[0].kernel``'s ``mu``) when their shapes agree; the keys before that suffix name the
 series (the last named key: ``mu``; the whole prefix where two prefixes share that name). Leaves
 that match no row (a step ``count``, a schedule's state, a shape that differs) are listed with
-their statistics, never dropped.
+their statistics, never dropped: the first :data:`MAX_UNMATCHED` of each tree, the others counted
+(a tree of 100,000 leaves that match nothing costs what 200 do, not a minute of reductions).
 
 Costs. ``log``/``tick(grads=...)`` keeps a reference to the tree (no copy, no flattening, no
 sync) until that step's tick: when it dispatches a refresh, the tree's arrays are reduced with the
@@ -44,6 +45,8 @@ GRAD = "grad"
 UPDATE = "update"
 _NORM = STAT_NAMES.index("norm")
 _MAX = STAT_NAMES.index("max")
+#: unmatched leaves of one tree reduced and listed; the others are counted (``unmatched_more``)
+MAX_UNMATCHED = 200
 
 
 @dataclasses.dataclass
@@ -64,6 +67,7 @@ class SeriesColumns:
     opt_step: int | None = None
     ratios: dict = dataclasses.field(default_factory=dict)  # name -> ratio per row, where known exactly
     waiting: bool = False  # some series left out while their program compiles: the last ones are kept
+    unmatched_more: int = 0  # unmatched leaves beyond those listed: counted, not reduced
 
     def ratio(self, name: str, param_norm: np.ndarray) -> np.ndarray:
         """``‖series‖ / ‖θ‖`` per row (NaN where either is missing or ‖θ‖ is 0); the automatic
@@ -93,6 +97,7 @@ class _Dispatch:
         self._entries: list[Entry] = []
         self._problems: list[str] = []
         self._step_at: int | None = None  # position of the optimizer's step count among the arrays
+        self._unmatched_more = 0
         self.waiting = False  # some inputs left out of this refresh (their program compiles): prepare(without=)
         # position among the arrays of a stacked leaf's first layer -> (layer axis, layers): see _stats.LaunchPlan
         self.groups: dict[int, tuple[int, int]] = {}
@@ -115,6 +120,7 @@ class _Dispatch:
         """The arrays to reduce after the parameters and their layout key (None: none). ``without``:
         the inputs left out of this refresh (their program is compiling: :meth:`fallbacks`)."""
         self._entries, self._problems, self.groups, self._step_at = [], [], {}, None
+        self._unmatched_more = 0
         self.waiting = bool(without)
         memo = described.memo
         if "series_index" not in memo:
@@ -159,8 +165,13 @@ class _Dispatch:
                 self._problems.append(f"{what}: {one_line(e)}")
                 continue
             bad: dict[str, list[str]] = {}
-            matched = 0
+            matched = unmatched = 0
             for entry, leaf in zip(layout.entries, leaves):
+                if entry.row < 0:
+                    unmatched += 1
+                    if unmatched > MAX_UNMATCHED:  # listed leaves are bounded: count the rest, reduce none
+                        self._unmatched_more += 1
+                        continue
                 problem = array_problem(leaf)
                 if problem is not None:
                     bad.setdefault(problem, []).append(entry.text)
@@ -221,7 +232,7 @@ class _Dispatch:
             opt_step = None if v != v else int(v)
         steps = {name: (self._grads_step if name in (GRAD, UPDATE) else self._step) for name in names}
         return SeriesColumns(tuple(names), matrices, steps, frozenset(), unmatched, problems, opt_step,
-                             waiting=self.waiting)
+                             waiting=self.waiting, unmatched_more=self._unmatched_more)
 
 
 class SeriesStore:

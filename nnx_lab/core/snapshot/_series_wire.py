@@ -7,7 +7,7 @@ import numpy as np
 
 from ..render import round_significant
 from ._kernels import STAT_NAMES
-from ._series import SeriesColumns
+from ._series import MAX_UNMATCHED, SeriesColumns
 
 __all__ = ["series_buffer", "series_meta"]
 
@@ -20,12 +20,12 @@ def series_meta(columns: SeriesColumns | None, step: int) -> dict | None:
     if columns is None:
         return None
     unmatched = []
-    for series, text, what, stats in columns.unmatched[:200]:
+    for series, text, what, stats in columns.unmatched[:MAX_UNMATCHED]:
         numbers = {k: stats[k] for k in ("mean", "max", "norm") if stats and stats.get(k) is not None}
         unmatched.append({"series": series, "path": text, "what": what,
                           "stats": {k: float(round_significant(np.array(v), 4)) for k, v in numbers.items()}})
     return {"names": list(columns.names), "stats": list(STAT_NAMES), "steps": columns.steps, "step": step,
-            "stale": sorted(columns.stale), "unmatched": unmatched, "unmatched_total": len(columns.unmatched),
+            "stale": sorted(columns.stale), "unmatched": unmatched, "unmatched_total": len(columns.unmatched) + columns.unmatched_more,
             "problems": list(columns.problems), "opt_step": columns.opt_step}
 
 

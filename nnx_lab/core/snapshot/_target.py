@@ -17,13 +17,23 @@ each time. A functional loop rebinds its model every step (``model = nnx.merge(g
 >>> namespace["model"] = 3
 >>> target.resolve(), target.problem
 (None, '`model` is an int, not a model')
+>>> namespace["model"] = list(range(10**6))   # decided from a few entries, never walked
+>>> target.resolve(), target.problem
+(None, '`model` is a list of 1,000,000 entries, none of its first and last ones a Variable, array or Module: not a model')
 """
 
 from __future__ import annotations
 
+import itertools
+import sys
 import weakref
 from collections.abc import Mapping
 from typing import Any, Callable
+
+import jax
+import numpy as np
+from flax import nnx
+from flax.nnx import graph as nnx_graph
 
 from ..graph import check_inspectable, split_pair
 from .._util import a_kind, is_dotted_name, one_line
@@ -104,6 +114,11 @@ class NameTarget(Target):
             except TypeError:
                 self.problem = f"`{self.name}` is {a_kind(type(obj).__name__)}, not a model"
                 return None
+            if not _may_hold_model(obj):
+                n = len(obj) if isinstance(obj, (list, tuple, Mapping)) else 0
+                self.problem = (f"`{self.name}` is {a_kind(type(obj).__name__)} of {n:,} entries, none of its first "
+                                "and last ones a Variable, array or Module: not a model")
+                return None
         return obj
 
     def lookup(self) -> Any | None:
@@ -126,6 +141,47 @@ class NameTarget(Target):
         if obj is None:
             self.problem = f"`{self.name}` is None"
         return obj
+
+
+#: entries looked at from each end of a plain list, tuple or dict; entries looked at in all
+_SAMPLE, _BUDGET = 8, 512
+
+
+def _ends(container: Any) -> list:
+    """At most ``_SAMPLE`` entries from each end of a list, tuple or mapping (its values): O(1)."""
+    if isinstance(container, Mapping):
+        values = container.values()
+        head = list(itertools.islice(values, _SAMPLE))
+        try:
+            tail = list(itertools.islice(reversed(values), _SAMPLE)) if len(container) > _SAMPLE else []
+        except TypeError:  # a mapping whose values cannot be reversed: its first entries only
+            tail = []
+        return head + tail
+    if len(container) <= 2 * _SAMPLE:
+        return list(container)
+    return [*container[:_SAMPLE], *container[-_SAMPLE:]]
+
+
+def _may_hold_model(obj: Any) -> bool:
+    """Whether a followed name's plain container (list, tuple, dict) looks like it holds a model,
+    decided from at most ``_BUDGET`` entries (breadth first, the first and last ones of each
+    container). Walking it is what a refresh does, at every cell: ``model = list(range(10**6))``
+    would hang the kernel there, so a container whose sampled entries hold no Variable, array or
+    graph node counts as no model."""
+    queue, seen = [obj], 0
+    while queue and seen < _BUDGET:
+        x = queue.pop(0)
+        seen += 1
+        if isinstance(x, (nnx.Variable, jax.Array, np.ndarray, jax.ShapeDtypeStruct)) or nnx_graph.is_graph_node(x):
+            return True
+        if isinstance(x, (list, tuple, Mapping)):
+            if not x and x is obj:
+                return True  # an empty container: an empty table, at no cost
+            try:
+                queue.extend(_ends(x))
+            except Exception:  # noqa: BLE001 - a user container that cannot be sampled: the walk decides
+                return True
+    return False
 
 
 class OptimizerSource:
