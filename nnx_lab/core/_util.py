@@ -22,6 +22,7 @@ import contextlib
 import gc
 import json
 import keyword
+import logging
 import re
 import threading
 from typing import Any, Callable, Mapping
@@ -38,6 +39,26 @@ def clip(text: str, limit: int = ECHO_CHARS) -> str:
     """``text`` cut to ``limit`` characters, with an ellipsis when cut."""
     text = str(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def quote(text: Any, limit: int = ECHO_CHARS) -> str:
+    """User text as a message may quote it: at most ``limit`` characters, the rest counted (a 1 MB
+    key or path never makes a 1 MB status line). Non-strings are quoted by their repr.
+
+    >>> quote("blocks"), quote("k" * 1000, 10)
+    ('blocks', 'kkkkkkkkkk… (990 more characters)')
+    """
+    text = text if isinstance(text, str) else safe_repr(text)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+
+
+def quote_repr(x: Any, limit: int = ECHO_CHARS) -> str:
+    """``repr(x)`` of a user value (a name, a prefix) as :func:`quote` quotes text.
+
+    >>> quote_repr("x" * 500, 4)
+    "'xxx… (498 more characters)"
+    """
+    return quote(safe_repr(x), limit)
 
 
 def safe_repr(x: Any, limit: int | None = None) -> str:
@@ -215,9 +236,10 @@ def looks_like_path(text: str) -> bool:
     return match is not None and is_python_name(match["first"])
 
 
-# nnx_lab's daemon threads, and how to ask each to stop: joined at interpreter exit (see _join_at_exit).
+# nnx_lab's daemon threads, and how to ask each to stop: joined when the interpreter exits (_join_at_exit).
 _threads: dict[threading.Thread, Callable[[], None] | None] = {}
 _threads_lock = threading.Lock()
+_exited = False  # _join_at_exit has returned: no nnx_lab thread may start any more
 #: the longest the interpreter's exit waits for nnx_lab's threads, seconds in all
 EXIT_WAIT_S = 10.0
 
@@ -226,8 +248,9 @@ def start_thread(target: Callable[..., None], name: str, *, stop: Callable[[], N
                  **kwargs: Any) -> threading.Thread:
     """Start a daemon thread that interpreter exit waits for (up to :data:`EXIT_WAIT_S` in all),
     calling ``stop()`` first if given. A daemon thread still inside jax's C++ when Python finalizes is
-    torn down there and aborts the process ("terminate called after throwing..."): a script that
-    ends right after a loop's last refresh would otherwise crash on its way out."""
+    torn down there and aborts or crashes the process ("terminate called after throwing...",
+    SIGSEGV): a script that ends right after a loop's last refresh would otherwise crash on its
+    way out. Once that wait is over (the interpreter is exiting), RuntimeError."""
 
     def run() -> None:
         try:
@@ -238,23 +261,54 @@ def start_thread(target: Callable[..., None], name: str, *, stop: Callable[[], N
 
     thread = threading.Thread(target=run, name=name, daemon=True)
     with _threads_lock:
+        if _exited:  # nothing would wait for it: it could still be inside jax when jax is torn down
+            raise RuntimeError(f"{name}: the interpreter is exiting; no new nnx_lab thread")
         _threads[thread] = stop
-    thread.start()
+    try:
+        thread.start()
+    except BaseException:  # never started (no thread left to the process): nothing to wait for at exit
+        with _threads_lock:
+            _threads.pop(thread, None)
+        raise
     return thread
 
 
-@atexit.register
 def _join_at_exit() -> None:
+    """Ask nnx_lab's threads to stop and wait for them, and for those they start meanwhile (a
+    published refresh compiles its update ratio's program on a thread of its own), until none is
+    left; then refuse new ones. Registered with ``threading._register_atexit``: it runs when the
+    main thread has finished, before Python joins non-daemon threads and before any ``atexit``
+    handler, jax's included (``clean_up`` clears the backends a thread of ours may still use;
+    handlers run last-registered first, so jax imported after nnx_lab would run its first)."""
     import time
 
-    with _threads_lock:
-        threads = list(_threads.items())
-    for _, stop in threads:
-        if stop is not None:
-            stop()
+    global _exited
     deadline = time.monotonic() + EXIT_WAIT_S
-    for thread, _ in threads:
-        thread.join(max(0.0, deadline - time.monotonic()))
+    asked: set[threading.Thread] = set()
+    while True:
+        with _threads_lock:
+            threads = list(_threads.items())
+            if not threads or time.monotonic() >= deadline:
+                _exited = True
+                break
+        for thread, stop in threads:
+            if stop is not None and thread not in asked:
+                asked.add(thread)
+                try:
+                    stop()
+                except Exception:  # noqa: BLE001 - the others are still waited for
+                    logging.getLogger("nnx_lab").exception("stopping %s at exit failed", thread.name)
+        for thread, _ in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    if threads:
+        logging.getLogger("nnx_lab").warning(
+            "exiting while nnx_lab threads still work after %.0f s: %s (the process may abort)",
+            EXIT_WAIT_S, ", ".join(sorted(t.name for t, _ in threads)))
+
+
+# threading._register_atexit is CPython's hook (3.9+) for what must run before threads are torn
+# down; where it is missing, atexit (which runs after handlers registered later, e.g. jax's).
+getattr(threading, "_register_atexit", atexit.register)(_join_at_exit)
 
 
 def when_ready(pending: Any, then: Callable[[], None], name: str) -> None:
@@ -264,8 +318,8 @@ def when_ready(pending: Any, then: Callable[[], None], name: str) -> None:
     def run() -> None:
         try:
             pending.wait()
-        except Exception:
-            pass
+        except Exception as e:  # noqa: BLE001 - then() reads the result again and shows its error
+            logging.getLogger("nnx_lab").debug("%s: waiting failed: %s", name, one_line(e))
         then()
 
     start_thread(run, name)
