@@ -36,12 +36,12 @@ def session(cache, code=SESSION):
 
 def test_a_later_session_loads_the_kernels_and_gets_the_same_numbers(tmp_path):
     first = session(tmp_path)
-    kept = sorted(p.name for p in tmp_path.glob("*.bin"))
+    kept = sorted(p.name for p in tmp_path.glob("kernel-*.xla"))
     assert len(kept) == 2  # one float kernel, one integer kernel
     second = session(tmp_path)
     assert second["executables"] == 2 and second["jit_compiles"] == 0  # loaded, nothing compiled
     assert second["stats"] == first["stats"]
-    assert sorted(p.name for p in tmp_path.glob("*.bin")) == kept
+    assert sorted(p.name for p in tmp_path.glob("kernel-*.xla")) == kept
     x = np.arange(12.0).reshape(3, 4) / 7
     assert np.isclose(second["stats"][0]["std"], x.std(), rtol=1e-6)
     assert second["stats"][1]["max"] == 4
@@ -53,7 +53,7 @@ def test_a_damaged_file_is_compiled_afresh(tmp_path, monkeypatch):
     spec = ("test-damaged", x.shape, x.dtype)
     monkeypatch.setattr(_executables, "_loaded", {})
     assert _executables.prepare_executable(float_kernel, 0, x, spec)
-    [path] = tmp_path.glob("*.bin")
+    [path] = tmp_path.glob("kernel-*.xla")
     path.write_bytes(b"not an executable")
     monkeypatch.setattr(_executables, "_loaded", {})
     assert _executables.prepare_executable(float_kernel, 0, x, spec)  # removed, compiled, written again
@@ -108,7 +108,7 @@ print("RESULT" + json.dumps({"programs": _programs.programs_compiled(), "compile
 def test_a_later_session_loads_a_viewers_program_instead_of_compiling_it(tmp_path):
     first = session(tmp_path, PROGRAM_SESSION)
     assert first["programs"] == 1 and first["compiles_before"] >= 1  # compiled (the kernels too)
-    assert len(list(tmp_path.glob("program-*.bin"))) == 1
+    assert len(list(tmp_path.glob("program-*.xla"))) == 1
     second = session(tmp_path, PROGRAM_SESSION)
     assert second["programs"] == 1 and second["compiles_before"] == 0  # kernels and program loaded
     np.testing.assert_array_equal(np.asarray(second["stats"], float), np.asarray(first["stats"], float))
@@ -153,7 +153,7 @@ print("RESULT" + json.dumps({"compiles": len(compiles), "update": got}))
 def test_a_later_session_loads_the_update_ratios_program_too(tmp_path):
     first = session(tmp_path, UPDATE_SESSION)
     assert first["update"] is not None and first["compiles"] >= 2  # kernels, the viewer's and the update's programs
-    assert len(list(tmp_path.glob("program-*.bin"))) == 2
+    assert len(list(tmp_path.glob("program-*.xla"))) == 2
     second = session(tmp_path, UPDATE_SESSION)
     assert second["update"] is not None and second["compiles"] == 0  # every executable loaded from disk
     # ‖θₜ − θₜ₋₁‖ / ‖θₜ₋₁‖ of θ ← 0.99·θ, whichever step it came from

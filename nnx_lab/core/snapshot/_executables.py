@@ -12,30 +12,43 @@ Kept in ``$NNX_LAB_CACHE_DIR`` (default ``$XDG_CACHE_HOME/nnx_lab/kernels``, els
 go there (jax's persistent compilation cache is global: switching it on would change where the
 user's own programs are compiled and kept). Entries are keyed by everything an executable depends
 on: the kernel's source, jax and jaxlib versions, the device, ``XLA_FLAGS``, x64, shape and dtype.
-Only single-device arrays in a single-process run are cached; at most :data:`MAX_FILES` files are
-kept (the oldest go first). A file that cannot be read or loaded is removed and compiled afresh.
+Only single-device arrays in a single-process run are cached; at most ``MAX_FILES`` entries are
+kept (the least recently used go first).
 
 A viewer's program for a model structure (:mod:`._programs`: several seconds to compile at 10,000
 Variables) is kept the same way (:func:`compile_program`), keyed by its lowered module's text: the
 same model in a later session starts with its program instead of compiling it again.
+
+Threat model. An entry is native code: whoever can write the cache directory could run code in
+every later session (a shared machine, a shared or network home directory, ``NNX_LAB_CACHE_DIR``
+pointed at a shared folder). So (:mod:`._cache_store`): the directory must be this user's and not
+writable by group or others, else the cache is off and a warning says so once; every entry is
+authenticated (HMAC-SHA256 under a random per-user key kept 0600 beside it) before any of it is
+parsed; an entry holds only a versioned header, the tag and jax's serialized executable, never a
+pickle of ours: its input and output trees are rebuilt from the call (a kernel's one array in and
+its known results out, a program's lowered trees); only the cache's own, manifest-listed files are
+ever replaced or pruned. Someone who can read and write this user's files (root, a network home
+directory's server) can still forge entries: there, point ``NNX_LAB_CACHE_DIR`` at a local
+directory of your own, or set it to ``off``. Any failure of the cache is logged at debug level on
+``logging.getLogger("nnx_lab")`` and the executable is compiled as without it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
-import pickle
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
 import jax
 
-from ._kernels import compile_lowered, kernel_options, kernels_file
+from . import _cache_store
+from ._cache_store import MAX_FILES  # noqa: F401 - re-exported: the cache's size, documented above
+from ._kernels import KERNELS, compile_lowered, kernel_options, kernels_file, result_count
 
-#: Cached executables kept on disk at most (each is about 50 KB).
-MAX_FILES = 512
+logger = logging.getLogger("nnx_lab")
 
 _loaded: dict = {}  # spec -> executable, this process
 _lock = threading.Lock()
@@ -63,29 +76,36 @@ def executables_count() -> int:
     return len(_loaded)
 
 
-def prepare_executable(kernel: Any, kernel_id: int, x: Any, spec: Any) -> bool:
+def prepare_executable(kernel: Any, kernel_id: Any, x: Any, spec: Any) -> bool:
     """Make the executable of ``kernel`` for ``x``'s spec: loaded from disk when kept there, else
-    compiled and written. False when the cache does not apply (off, sharded, several processes) or
-    fails: the caller's ``kernel(x)`` then compiles through jax.jit as usual."""
+    compiled and written. False when the cache does not apply (off, refused, sharded, several
+    processes) or fails: the caller's ``kernel(x)`` then compiles through jax.jit as usual."""
     if spec is None or spec in _loaded:
         return spec is not None
-    where = cache_dir()
-    if where is None or jax.process_count() > 1 or not isinstance(x, jax.Array):
+    if jax.process_count() > 1 or not isinstance(x, jax.Array):
         return False
     if not isinstance(x.sharding, jax.sharding.SingleDeviceSharding):
         return False
-    try:
-        from jax.experimental import serialize_executable
-    except ImportError:
+    opened = _open()
+    if opened is None:
         return False
-    path = where / f"{_key(kernel_id, x)}.bin"
-    executable = _read(path, serialize_executable)
+    store, serializer = opened
+    try:
+        name = f"kernel-{_key(kernel_id, x)}.xla"
+        base = kernel_id if isinstance(kernel_id, int) else kernel_id[1]  # ("vmap", kernel, axis): same results
+        # The trees jax would give: one array in; the kernel's results out (a layer axis adds a dimension, not a leaf).
+        trees = (jax.tree_util.tree_structure(((x,), {})),
+                 jax.tree_util.tree_structure((0,) * result_count(KERNELS[base])))
+    except Exception:  # noqa: BLE001 - an unknown kernel id: not kept on disk
+        logger.debug("nnx_lab cache: no entry for kernel %r", kernel_id, exc_info=True)
+        return False
+    executable = _load(store, name, trees, serializer)
     if executable is None:
         try:
             executable = compile_lowered(kernel.lower(x), kernel_options(x))
         except Exception:  # noqa: BLE001 - the caller's kernel(x) reports the failure
             return False
-        _write(path, executable, serialize_executable)
+        _save(store, name, executable, trees, serializer)
     with _lock:
         _loaded[spec] = executable
     return True
@@ -98,28 +118,45 @@ def compile_program(lowered: Any, options: tuple[dict, ...], specs: Any) -> Any:
     sharding = getattr(specs[0], "sharding", None) if specs else None
     single = isinstance(sharding, jax.sharding.SingleDeviceSharding) and all(
         getattr(s, "sharding", None) == sharding for s in specs)
-    where = cache_dir() if single and jax.process_count() == 1 else None
-    serialize_executable = None
-    if where is not None:
-        try:
-            from jax.experimental import serialize_executable
-        except ImportError:
-            where = None
-    if where is None:
+    opened = _open() if single and jax.process_count() == 1 else None
+    if opened is None:
         return compile_lowered(lowered, options)
-    device = next(iter(sharding.device_set))
-    parts = (lowered.as_text(), repr(options), jax.__version__, getattr(jax.lib, "__version__", ""),
-             device.platform, device.device_kind, getattr(device.client, "platform_version", ""),
-             os.environ.get("XLA_FLAGS", ""), bool(jax.config.jax_enable_x64))
-    path = where / f"program-{hashlib.sha256(repr(parts).encode()).hexdigest()[:32]}.bin"
-    executable = _read(path, serialize_executable)
+    store, serializer = opened
+    try:
+        trees = (lowered.in_tree, lowered.out_tree)  # the call's own: never read from the file
+        device = next(iter(sharding.device_set))
+        parts = (lowered.as_text(), repr(options), repr(trees), jax.__version__, getattr(jax.lib, "__version__", ""),
+                 device.platform, device.device_kind, getattr(device.client, "platform_version", ""),
+                 os.environ.get("XLA_FLAGS", ""), bool(jax.config.jax_enable_x64), _cache_store.VERSION)
+        name = f"program-{hashlib.sha256(repr(parts).encode()).hexdigest()[:32]}.xla"
+    except Exception:  # noqa: BLE001 - compiled as without the cache
+        logger.debug("nnx_lab cache: no entry for a program", exc_info=True)
+        return compile_lowered(lowered, options)
+    executable = _load(store, name, trees, serializer)
     if executable is None:
-        executable = compile_lowered(lowered, options)
-        _write(path, executable, serialize_executable)
+        executable = compile_lowered(lowered, options)  # its error is the caller's to report
+        _save(store, name, executable, trees, serializer)
     return executable
 
 
-def _key(kernel_id: int, x: Any) -> str:
+def _open() -> tuple[Any, Any] | None:
+    """(the checked store, jax's serializer), or None: the cache is off, refused or unavailable."""
+    where = cache_dir()
+    if where is None:
+        return None
+    try:
+        from jax.experimental import serialize_executable
+    except ImportError:
+        return None
+    try:
+        store = _cache_store.open_store(where)
+    except Exception:  # noqa: BLE001 - a cache that fails is no cache, never a failed snapshot
+        logger.debug("nnx_lab cache: %s could not be opened", where, exc_info=True)
+        return None
+    return None if store is None else (store, serialize_executable)
+
+
+def _key(kernel_id: Any, x: Any) -> str:
     global _source_hash
     if _source_hash is None:
         with open(kernels_file(), "rb") as f:
@@ -128,40 +165,30 @@ def _key(kernel_id: int, x: Any) -> str:
     parts = (_source_hash, kernel_id, jax.__version__, getattr(jax.lib, "__version__", ""),
              device.platform, device.device_kind, getattr(device.client, "platform_version", ""),
              os.environ.get("XLA_FLAGS", ""), bool(jax.config.jax_enable_x64), tuple(x.shape), str(x.dtype),
-             getattr(x, "weak_type", False), repr(kernel_options(x)))
+             getattr(x, "weak_type", False), repr(kernel_options(x)), _cache_store.VERSION)
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
 
 
-def _read(path: Path, serialize_executable: Any) -> Any | None:
+def _load(store: Any, name: str, trees: tuple, serializer: Any) -> Any | None:
+    """Entry ``name`` loaded with the call's ``trees`` once it authenticates, else None."""
     try:
-        with open(path, "rb") as f:
-            blob, in_tree, out_tree = pickle.load(f)
-        executable = serialize_executable.deserialize_and_load(blob, in_tree, out_tree)
-    except FileNotFoundError:
+        payload = store.read(name)
+        if payload is None:
+            return None
+        return serializer.deserialize_and_load(payload, *trees)
+    except Exception:  # noqa: BLE001 - another jaxlib, another device: compiled afresh and replaced
+        logger.debug("nnx_lab cache: %s could not be loaded", store.root / name, exc_info=True)
         return None
-    except Exception:  # noqa: BLE001 - truncated, from another version, not loadable: compiled afresh
-        try:
-            path.unlink()
-        except OSError:
-            pass
-        return None
-    try:
-        os.utime(path)  # recently used: kept when the oldest are removed
-    except OSError:
-        pass
-    return executable
 
 
-def _write(path: Path, executable: Any, serialize_executable: Any) -> None:
+def _save(store: Any, name: str, executable: Any, trees: tuple, serializer: Any) -> None:
+    """Keep ``executable`` as entry ``name``: only its serialized bytes, its trees being the call's."""
     try:
-        payload = pickle.dumps(serialize_executable.serialize(executable))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(payload)
-        os.replace(tmp, path)  # whole or not at all, even with two kernels writing at once
-        files = sorted(path.parent.glob("*.bin"), key=lambda p: p.stat().st_mtime)
-        for old in files[:max(0, len(files) - MAX_FILES)]:
-            old.unlink()
+        payload, in_tree, out_tree = serializer.serialize(executable)
+        if (in_tree, out_tree) != trees:  # would load with other trees: not kept (and said, for whoever changes a kernel)
+            logger.debug("nnx_lab cache: %s not kept: its trees %s, %s differ from the rebuilt %s, %s",
+                         name, in_tree, out_tree, *trees)
+            return
+        store.write(name, payload)
     except Exception:  # noqa: BLE001 - a read-only or full disk: the executable is still used in memory
-        pass
+        logger.debug("nnx_lab cache: %s not kept", store.root / name, exc_info=True)

@@ -177,6 +177,14 @@ complex_masked = jax.jit(lambda x: _masked(_as_float(jnp.abs(x))))
 # Integers and bools are always finite: the fast path is exact.
 int_kernel = jax.jit(_integer)
 KERNELS = (float_kernel, float_masked, complex_kernel, complex_masked, int_kernel)
+
+
+def result_count(kernel) -> int:
+    """How many arrays ``kernel`` (one of KERNELS) returns: the disk cache rebuilds an executable's
+    output tree from it (:mod:`._executables`), never from the file."""
+    return 3 if kernel is int_kernel else 2
+
+
 # Used inside a viewer's compiled program (:mod:`._programs`) in place of ``float_kernel``, with the
 # previous refresh's shift and exponent of each array: one pass over the data instead of three.
 float_one_pass = lambda x, shift, e: _one_pass(_as_float(x), shift, e)  # noqa: E731
