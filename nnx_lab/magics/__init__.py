@@ -10,17 +10,23 @@
 User variables are read and written only through ``self.shell.user_ns``. The numeric options'
 defaults are configurable as with any IPython configurable (``%config NnxLabMagics.max_rows = 50``,
 or ``c.NnxLabMagics.max_rows = 50`` in ``ipython_config.py``); an option given on the line wins.
-Importing this package does not import jax.
+A value out of bounds (or of the wrong kind: ``True``, ``'fast'``) is refused: ``%config`` says so
+and the default stays; one in a config file, or one ``%config`` refused (IPython keeps it in
+``shell.config`` all the same), is said once as a warning when the magics load, and they load
+with the default. Importing this package does not import jax.
 """
 
 from __future__ import annotations
 
+import copy
+import logging
 from typing import Any
 
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class
-from traitlets import Float, Int, TraitError, validate
+from traitlets import Float, Int, TraitError
+from traitlets.config.loader import DeferredConfig, LazyConfigValue
 
-from ..core._util import MAX_BINS, MAX_RATE, MAX_ROWS, check_number
+from ..core._util import MAX_BINS, MAX_RATE, MAX_ROWS, check_number, quote_repr
 from ._args import DEFAULT_BINS, DEFAULT_MAX_ROWS, DEFAULT_RATE
 from ._capture import nnx_capture
 from ._snapshot import nnx_snapshot, nnx_watch
@@ -30,13 +36,32 @@ from ._views import nnx_mode, nnx_view
 __all__ = ["NnxLabMagics"]
 
 
-def _in_bounds(proposal: Any, low: float, high: float, **kwargs: Any) -> Any:
-    """A configured default, checked as its option is (``core._util.check_number``)."""
-    name = f"NnxLabMagics.{proposal['trait'].name}"
-    try:
-        return check_number(proposal["value"], name, low, high, **kwargs)
-    except ValueError as e:
-        raise TraitError(str(e)) from None
+class _Bounded:
+    """A configurable number checked as its option is (``core._util.check_number``) on the value as
+    given, before traitlets converts it (``Float`` would take ``True`` as 1.0)."""
+
+    def __init__(self, default: Any, low: float, high: float, help: str, **kwargs: Any):
+        super().__init__(default, help=help)  # type: ignore[call-arg]
+        self._bounds = (low, high, kwargs)
+
+    def validate(self, obj: Any, value: Any) -> Any:
+        low, high, kwargs = self._bounds
+        try:
+            check_number(value, f"NnxLabMagics.{self.name}", low, high, **kwargs)
+        except ValueError as e:
+            raise TraitError(str(e)) from None
+        return super().validate(obj, value)  # type: ignore[misc]
+
+
+class _BoundedInt(_Bounded, Int):
+    pass
+
+
+class _BoundedFloat(_Bounded, Float):
+    pass
+
+
+_warned: set = set()  # (option, value) pairs already said at load: %reload_ext says each once
 
 
 @magics_class
@@ -54,24 +79,50 @@ class NnxLabMagics(Magics):
     >>> magics.shell.configurables.remove(magics)
     """
 
-    max_rows = Int(DEFAULT_MAX_ROWS, help=f"%nnx_snapshot: rows shown in the table when --max-rows is not "
-                                          f"given, 1..{MAX_ROWS}").tag(config=True)
-    rate = Float(DEFAULT_RATE, help=f"%nnx_watch: most refreshes per second when --rate is not given, "
-                                    f"in (0, {MAX_RATE:g}]").tag(config=True)
-    bins = Int(DEFAULT_BINS, help=f"%%nnx_capture: histogram bins per captured array when --bins is not "
-                                  f"given, 1..{MAX_BINS}").tag(config=True)
+    max_rows = _BoundedInt(DEFAULT_MAX_ROWS, 1, MAX_ROWS, integer=True,
+                           help=f"%nnx_snapshot: rows shown in the table when --max-rows is not given, "
+                                f"1..{MAX_ROWS}").tag(config=True)
+    rate = _BoundedFloat(DEFAULT_RATE, 0, MAX_RATE, low_open=True,
+                         help=f"%nnx_watch: most refreshes per second when --rate is not given, "
+                              f"in (0, {MAX_RATE:g}]").tag(config=True)
+    bins = _BoundedInt(DEFAULT_BINS, 1, MAX_BINS, integer=True,
+                       help=f"%%nnx_capture: histogram bins per captured array when --bins is not given, "
+                            f"1..{MAX_BINS}").tag(config=True)
 
-    @validate("max_rows")
-    def _valid_max_rows(self, proposal: Any) -> int:
-        return _in_bounds(proposal, 1, MAX_ROWS, integer=True)
+    def __init__(self, shell: Any = None, **kwargs: Any):
+        self._loading = True  # the config read while constructing: a bad value warns, the default stays
+        try:
+            super().__init__(shell=shell, **kwargs)
+        finally:
+            self._loading = False
 
-    @validate("rate")
-    def _valid_rate(self, proposal: Any) -> float:
-        return _in_bounds(proposal, 0, MAX_RATE, low_open=True)
-
-    @validate("bins")
-    def _valid_bins(self, proposal: Any) -> int:
-        return _in_bounds(proposal, 1, MAX_BINS, integer=True)
+    def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
+        """traitlets' loading; while the magics load (``%load_ext``, ``%reload_ext``), a refused value
+        is a warning (once per value) and its default stays, never a traceback that leaves no magic
+        registered. ``%config`` afterwards raises as traitlets does (IPython reports it)."""
+        if not getattr(self, "_loading", False):
+            return super()._load_config(cfg, section_names, traits)
+        try:
+            return super()._load_config(cfg, section_names, traits)
+        except Exception:  # noqa: BLE001 - traitlets set nothing of that batch: each value on its own
+            pass
+        traits = self.traits(config=True) if traits is None else traits
+        for name, value in self._find_my_config(cfg).items():
+            if name not in traits:
+                continue  # traitlets said "not recognized" already
+            try:
+                if isinstance(value, LazyConfigValue):
+                    value = value.get_value(getattr(self, name))
+                elif isinstance(value, DeferredConfig):  # from the command line: parsed by the trait
+                    value = value.get_value(traits[name])
+                setattr(self, name, copy.deepcopy(value))
+            except Exception as e:  # noqa: BLE001 - a bad value in the user's config: said, default kept
+                key = (name, quote_repr(value, 60))
+                if key not in _warned:
+                    _warned.add(key)
+                    message = str(e) if isinstance(e, TraitError) else f"NnxLabMagics.{name}: {e}"
+                    logging.getLogger("nnx_lab").warning("%s: refused, the default %r stays",
+                                                         message, traits[name].default_value)
 
     # Each magic is a function of its family's module (with its arguments and help), made a method here.
     nnx_snapshot = line_magic(nnx_snapshot)

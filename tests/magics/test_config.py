@@ -80,7 +80,7 @@ def test_config_bins_is_the_capture_reports_default(ip, reset, monkeypatch):
 
 @pytest.mark.parametrize("line, message", [
     ("NnxLabMagics.max_rows = 0", "NnxLabMagics.max_rows must be an integer in [1, 1000000], got 0"),
-    ("NnxLabMagics.rate = 0", "NnxLabMagics.rate must be a number in (0, 100], got 0.0"),
+    ("NnxLabMagics.rate = 0", "NnxLabMagics.rate must be a number in (0, 100], got 0"),  # as written
     ("NnxLabMagics.rate = float('nan')", "NnxLabMagics.rate must be a number in (0, 100], got nan"),
     ("NnxLabMagics.bins = 2000", "NnxLabMagics.bins must be an integer in [1, 1024], got 2000"),
     ("NnxLabMagics.max_rows = True", "NnxLabMagics.max_rows must be an integer in [1, 1000000], got True"),
