@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
-from ..core._util import MAX_RATE, MAX_ROWS, first_line
+from ..core._util import MAX_RATE, MAX_ROWS, clip, first_line
 from ._args import DEFAULT_MAX_ROWS, DEFAULT_RATE, check_name, check_option, evaluate_target, parse_line
 
 
@@ -103,21 +104,27 @@ def nnx_watch(self: Any, line: str) -> None:
 
     follow = not args.pin and is_dotted_name(target.strip())
     optimizer = None
+    # A followed name resolves to the value evaluated here until the viewer is shown: each expression
+    # of the line is evaluated once (a property with side effects runs once), later refreshes follow it.
+    held = contextlib.ExitStack()
     if args.optimizer is not None:
         optimizer = evaluate_target(self.shell, args.optimizer, "--optimizer")
         if not hasattr(optimizer, "opt_state"):
-            raise UsageError(f"--optimizer {args.optimizer.strip()} is {a_kind(type(optimizer).__name__)}, "
+            raise UsageError(f"--optimizer {clip(args.optimizer.strip())} is {a_kind(type(optimizer).__name__)}, "
                              "not an nnx.Optimizer (something with .opt_state)")
         if follow and is_dotted_name(args.optimizer.strip()):  # rebound with the model: followed too
-            optimizer = NameTarget(args.optimizer, self.shell.user_ns)
-    try:
-        if follow:
-            watch_target(obj)  # the name must hold a model now: a TypeError at once, not a status
-            obj = NameTarget(target, self.shell.user_ns)
-        viewer = StateViewer(obj, max_rate=rate, background=args.background, stats=not args.no_stats,
-                             layers=parse_layer_option(args.layers), optimizer=optimizer)
-    except (TypeError, LayerError) as e:
-        raise UsageError(first_line(str(e))) from None
-    if name:
-        self.shell.user_ns[name] = viewer
-    viewer.show()
+            evaluated, optimizer = optimizer, NameTarget(args.optimizer, self.shell.user_ns)
+            held.enter_context(optimizer.held(evaluated))
+    with held:
+        try:
+            if follow:
+                watch_target(obj)  # the name must hold a model now: a TypeError at once, not a status
+                evaluated, obj = obj, NameTarget(target, self.shell.user_ns)
+                held.enter_context(obj.held(evaluated))
+            viewer = StateViewer(obj, max_rate=rate, background=args.background, stats=not args.no_stats,
+                                 layers=parse_layer_option(args.layers), optimizer=optimizer)
+        except (TypeError, LayerError) as e:
+            raise UsageError(first_line(str(e))) from None
+        if name:
+            self.shell.user_ns[name] = viewer
+        viewer.show()

@@ -24,11 +24,12 @@ each time. A functional loop rebinds its model every step (``model = nnx.merge(g
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import sys
 import weakref
 from collections.abc import Mapping
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import jax
 import numpy as np
@@ -103,6 +104,18 @@ class NameTarget(Target):
         self.name, self._namespace = name.strip(), namespace
         self._parts = self.name.split(".")
         self.label = f"following `{self.name}`"
+        self._held: list = []  # [the object the name was just evaluated to] inside held()
+
+    @contextlib.contextmanager
+    def held(self, obj: Any) -> Iterator[None]:
+        """Inside the block the name resolves to ``obj`` without being looked up: a magic evaluates its
+        TARGET once for its line (``trainer.model`` may be a property with side effects); the
+        refreshes after it follow the name again."""
+        self._held = [obj]
+        try:
+            yield
+        finally:
+            self._held = []
 
     def resolve(self) -> Any | None:
         obj = self.lookup()
@@ -123,6 +136,8 @@ class NameTarget(Target):
 
     def lookup(self) -> Any | None:
         """The object bound to the name now, or None (``problem`` says why)."""
+        if self._held:
+            return self._held[0]
         first, *rest = self._parts
         try:
             obj = self._namespace[first]
