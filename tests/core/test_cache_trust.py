@@ -38,7 +38,8 @@ def fresh(monkeypatch, cache):
     monkeypatch.setattr(_executables, "_loaded", {})
     compiles = []
     real = _executables.compile_lowered
-    monkeypatch.setattr(_executables, "compile_lowered", lambda lowered, options: compiles.append(1) or real(lowered, options))
+    monkeypatch.setattr(_executables, "compile_lowered",
+                        lambda lowered, options: compiles.append(1) or real(lowered, options))
     return compiles
 
 

@@ -251,7 +251,8 @@ class Store:
                 pass
         manifest.seek(0)
         manifest.truncate()
-        manifest.write("".join(f"{line}\n" for line in [_MANIFEST_HEADER] + [n for _, n in present[len(drop):]]).encode())
+        kept = [_MANIFEST_HEADER] + [name for _, name in present[len(drop):]]
+        manifest.write("".join(f"{line}\n" for line in kept).encode())
         manifest.flush()
 
     @contextmanager

@@ -185,7 +185,7 @@ def _save(store: Any, name: str, executable: Any, trees: tuple, serializer: Any)
     """Keep ``executable`` as entry ``name``: only its serialized bytes, its trees being the call's."""
     try:
         payload, in_tree, out_tree = serializer.serialize(executable)
-        if (in_tree, out_tree) != trees:  # would load with other trees: not kept (and said, for whoever changes a kernel)
+        if (in_tree, out_tree) != trees:  # it would load with other trees: not kept (said, for whoever edits a kernel)
             logger.debug("nnx_lab cache: %s not kept: its trees %s, %s differ from the rebuilt %s, %s",
                          name, in_tree, out_tree, *trees)
             return
