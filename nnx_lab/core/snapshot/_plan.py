@@ -15,6 +15,7 @@ import numpy as np
 from ._kernels import STAT_NAMES, kernel_and_names
 from ._layers import layered
 from ._one_pass import PlanHints
+from ._shards import ShardParts, splits
 from ._programs import MAX_PROGRAM_ARRAYS, Program, device_groups, structure_key
 from ._table import StatsError
 
@@ -63,7 +64,12 @@ class LaunchPlan:
                 self.sizes[r], self.stat_columns[r] = size, cols
                 self.has[r, list(cols)] = True
         self.chunks: list[tuple[list[int], Any]] = []  # (positions in calls, program key)
-        if len(self.calls) > 1 and jax.process_count() == 1:
+        # Arrays on several devices are reduced shard by shard (._shards): then every array's statistics
+        # come from ``parts``, a plan of single-device parts, and this plan only describes the rows.
+        shards = ShardParts(arrays, layers) if any(splits(arrays[i]) for i in self.index) else None
+        self.shards = shards
+        self.parts = LaunchPlan(shards.expand(arrays), shards.layers) if shards is not None else None
+        if shards is None and len(self.calls) > 1 and jax.process_count() == 1:
             # Several processes must launch the same programs in the same order: a program compiled
             # in the background would be ready on one process before another, so they keep per-array kernels.
             xs = [arrays[i] for i in self.index]

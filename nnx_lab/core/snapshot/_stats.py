@@ -83,6 +83,12 @@ class PendingStats:
         self.plan = plan if plan is not None else LaunchPlan(arrays, layers)
         self._table = StatsTable(len(arrays), self.plan)
         self._lock = threading.Lock()  # _advance takes the results off _todo: one thread at a time
+        # Arrays on several devices: their single-device parts' statistics, combined when read (._shards).
+        self._parts = (PendingStats(self.plan.shards.expand(arrays), repeated=repeated, defer=defer,
+                                    plan=self.plan.parts) if self.plan.shards is not None else None)
+        self._combined = False
+        if self._parts is not None:
+            return
         index = self.plan.index
         if self.plan.all_device:
             xs = [arrays[i] for i in index] if len(index) != len(arrays) else list(arrays)
@@ -96,6 +102,8 @@ class PendingStats:
 
     def ready(self) -> bool:
         """Whether :meth:`result` would return at once (never waits; may dispatch masked kernels)."""
+        if self._parts is not None:
+            return self._parts.ready()
         for r in reversed(self._waiting):  # the last dispatched is usually the last to finish: O(1) per tick
             if not is_ready(r):
                 return False
@@ -106,6 +114,8 @@ class PendingStats:
 
     def wait(self) -> None:
         """Block until every dispatched result (masked ones included) is on the host's side."""
+        if self._parts is not None:
+            return self._parts.wait()
         while not self.ready():
             for r in self._waiting:
                 try:
@@ -115,6 +125,13 @@ class PendingStats:
 
     def table(self) -> StatsTable:
         """Every array's statistics as columns (waits for the devices)."""
+        if self._parts is not None:
+            parts = self._parts.table()
+            with self._lock:
+                if not self._combined:
+                    self.plan.shards.combine(parts, self._table, self.plan.parts.sizes)
+                    self._combined = True
+            return self._table
         with self._lock:
             while self._todo:
                 self._advance()
