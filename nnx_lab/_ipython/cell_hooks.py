@@ -6,8 +6,11 @@ Cheap to import (no jax, no widgets): the extension registers the hook at load t
 
 from __future__ import annotations
 
+import logging
 import weakref
 from typing import Any
+
+logger = logging.getLogger("nnx_lab")
 
 _widgets: "weakref.WeakSet[Any]" = weakref.WeakSet()
 _cell = {"n": 0, "running": False}
@@ -55,8 +58,8 @@ def _post_run_cell(result: Any = None) -> None:
     for viewer in list(_widgets):
         try:
             viewer._after_cell()
-        except Exception:
-            pass
+        except Exception:  # one broken widget must not keep the others from refreshing
+            logger.exception("nnx_lab: refreshing a widget after the cell failed")
 
 
 _HOOKS = {"pre_run_cell": _pre_run_cell, "post_run_cell": _post_run_cell}
