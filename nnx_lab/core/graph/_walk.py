@@ -30,6 +30,7 @@ from flax.nnx import graph as nnx_graph
 
 from .. import compat
 from .._util import safe_repr
+from ._flatten import CyclicGraph, flatten
 from ._pair import split_pair
 
 Path = tuple[Hashable, ...]
@@ -99,7 +100,10 @@ def _variable_leaves(path: Path, var: nnx.Variable, aliases: tuple[Path, ...]) -
     param = _is_param(type(var))
     if not isinstance(value, (tuple, list, dict)):
         return [Leaf(path, name, value, meta, aliases, param)]
-    flat, _ = jax.tree_util.tree_flatten_with_path(value)
+    try:
+        flat, _ = flatten(value, with_path=True)
+    except CyclicGraph:  # a value that holds itself: one leaf, described as is
+        return [Leaf(path, name, value, meta, aliases, param)]
     if not flat or not all(_is_array_leaf(v) or isinstance(v, _SCALARS) for _, v in flat):
         return [Leaf(path, name, value, meta, aliases, param)]
     out = []
@@ -217,9 +221,9 @@ def _flat_walk(obj: Any) -> GraphWalk | None:
             graph_nodes.append(x)
         return kind == _VARIABLE
 
-    try:
-        flat, _ = jax.tree_util.tree_flatten_with_path(obj, is_leaf=is_leaf)
-    except Exception:  # noqa: BLE001 - a graph jax cannot flatten: flax walks it
+    try:  # never jax's own flattening: a reference cycle would break this thread (see _flatten.py)
+        flat, _ = flatten(obj, is_leaf, with_path=True, shared=False)  # shared: flax names its aliases
+    except Exception:  # noqa: BLE001 - a graph jax cannot flatten (a cycle, a shared node): flax walks it
         return None
     objects: dict[Path, Any] = {(): obj}
     nodes: dict[Path, str] = {}
@@ -315,6 +319,8 @@ def _shared_prefixes(obj: Any, seen: set[Path]) -> list[tuple[Path, list[Path]]]
         return []
     try:  # plain dicts and lists too: {'a': {'b': m}, 'c': m} shares m
         duplicates = nnx.find_duplicates(obj)
+    except RecursionError:
+        raise  # a graph too deep for flax's walk: the aliases are unknown, not absent
     except Exception:  # noqa: BLE001 - a container flax cannot walk has no aliases to name
         return []
     groups = []

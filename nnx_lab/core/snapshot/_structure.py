@@ -35,7 +35,7 @@ import jax
 import numpy as np
 
 from ..compat import get_value
-from ..graph import Path, is_variable, path_key, split_pair, walk_graph
+from ..graph import Path, flatten, is_variable, path_key, split_pair, walk_graph
 from ._describe import describe_leaf, devices_of
 
 #: Statuses a reused row may have: they follow from the treedef and the arrays' specs alone
@@ -98,8 +98,8 @@ class StructureCache:
 
     def describe(self, obj: Any, *, stats: bool = True) -> Described:
         try:
-            leaves, treedef = jax.tree_util.tree_flatten(obj)
-        except Exception:  # noqa: BLE001 - not a pytree jax can flatten: flax walks it
+            leaves, treedef = flatten(obj)  # not jax's own: a cycle would break this thread
+        except Exception:  # noqa: BLE001 - not a pytree jax can flatten (a cycle): flax walks it
             leaves = treedef = None
         s = self._structure
         if s is not None and treedef is not None and treedef == s.treedef:
@@ -141,12 +141,12 @@ def _flat_paths(obj: Any) -> list[Path] | None:
     Variable's own ``value`` key dropped), or None when the two cannot be matched."""
     skip = 1 if split_pair(obj) is not None else 0  # a (graphdef, state, ...) pair: paths within its states
     paths: list[Path] = []
-    for keys, item in jax.tree_util.tree_flatten_with_path(obj, is_leaf=is_variable)[0]:
+    for keys, item in flatten(obj, is_variable, with_path=True)[0]:
         base = tuple(map(path_key, keys[skip:]))
         if is_variable(item) and isinstance(get_value(item), jax.Array):
             paths.append(base)  # one leaf, the array (checked by _build: the very object at that position)
         elif is_variable(item):
-            for sub, _ in jax.tree_util.tree_flatten_with_path(item)[0]:
+            for sub, _ in flatten(item, with_path=True)[0]:
                 if not sub or path_key(sub[0]) != "value":
                     return None
                 paths.append(base + tuple(path_key(k) for k in sub[1:]))

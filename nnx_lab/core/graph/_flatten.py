@@ -1,0 +1,135 @@
+"""jax's pytree flattening, made safe for any graph flax accepts (reference cycles included).
+
+NNX graphs may hold reference cycles (``m.me = m``, a child that keeps its parent, two modules
+that point at each other): flax's own walk visits each node once. jax's C++ flattening recurses
+instead, and jaxlib brackets each level with ``Py_EnterRecursiveCall`` / ``Py_LeaveRecursiveCall``
+without unwinding them when an exception passes through (jax 0.7 and 0.10 alike): a cycle's
+RecursionError — or any exception raised in a Python callback it calls, a KeyboardInterrupt
+included — leaves this thread's recursion depth counter permanently raised by the depth it had
+reached. After a cycle that is the whole limit: every later call a few frames deep (a ``class
+N(nnx.Module)`` statement) raises RecursionError for the rest of the session.
+
+:func:`flatten` never lets that happen: its leaf predicate (given each node's path) makes a
+container that closes a cycle a leaf, so jax never recurses into it, and :class:`CyclicGraph` is
+raised once jax has returned; whatever the caller's predicate raises is caught and re-raised then
+too, and a Ctrl-C arriving meanwhile is held until then. A shared, acyclic graph (tied weights) is
+flattened exactly as jax flattens it. The cost: one Python call per node, as any ``is_leaf`` has.
+
+>>> from flax import nnx
+>>> class M(nnx.Module):
+...     def __init__(self):
+...         self.linear = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+>>> m = M()
+>>> len(flatten(m)[0])
+2
+>>> m.linear.parent = m                  # a child holding its parent
+>>> flatten(m)
+Traceback (most recent call last):
+...
+nnx_lab.core.graph._flatten.CyclicGraph: M references itself (a reference cycle): jax's pytree flattening cannot walk it
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from typing import Any, Callable
+
+import jax
+import numpy as np
+
+
+class SharedNode(ValueError):
+    """A node reached twice (refused by ``flatten(..., shared=False)``)."""
+
+
+class CyclicGraph(SharedNode):
+    """The object holds a reference cycle: jax's pytree flattening cannot walk it (flax's walk can)."""
+
+
+# Types whose instances are never part of a cycle: jax's leaves, and tuples (immutable: a cycle
+# through one passes through a mutable container, which is tracked).
+_UNTRACKED = (tuple, jax.Array, np.ndarray, np.generic, jax.ShapeDtypeStruct, int, float, complex, str, bytes,
+              type(None))
+_tracked: dict[type, bool] = {}
+
+
+def _track(t: type) -> bool:
+    """Whether instances of ``t`` may be part of a cycle (remembered per type)."""
+    got = _tracked[t] = not issubclass(t, _UNTRACKED) and not issubclass(t, jax.core.Tracer)
+    return got
+
+
+@contextlib.contextmanager
+def sigint_deferred():
+    """Hold a Ctrl-C arriving inside the block until it is finished, then raise it (main thread only:
+    other threads receive no signal)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    except (ValueError, TypeError):  # no signal support here (an embedded interpreter)
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+        if received:
+            raise KeyboardInterrupt
+
+
+def flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None, *, with_path: bool = False,
+            shared: bool = True) -> tuple[list, Any]:
+    """``jax.tree_util.tree_flatten(tree, is_leaf)`` (``tree_flatten_with_path`` with ``with_path``):
+    the same leaves and treedef, or :class:`CyclicGraph` where ``tree`` holds a reference cycle.
+    ``shared=False``: :class:`SharedNode` for any container reached twice (for a caller that refuses
+    a shared node anyway). Whatever ``is_leaf`` raises is raised after jax's walk has returned.
+
+    A container met again is a cycle when its last visit is still open, i.e. when the path of that
+    visit is a prefix of the current one (jax visits nodes depth-first): then it is a leaf here, so
+    jax never recurses into it, and the cycle is raised afterwards. A container met again elsewhere
+    (tied weights) is walked again, as jax walks it. Only the last visit needs checking: a later
+    visit of a node inside an open one would have been a cycle, found then.
+    """
+    raised: list[BaseException] = []
+    last: dict[int, tuple] = {}  # id -> path of its last visit
+    keep: list = []  # the containers visited, alive until the end: no id is reused meanwhile
+    found: list[str] = []  # a cycle's description, or a shared node's
+    tracked = _tracked
+
+    def guarded(path: tuple, x: Any) -> bool:
+        if raised or found:
+            return True  # finish at once: every remaining node a leaf
+        try:
+            if is_leaf is not None and is_leaf(x):
+                return True
+            t = type(x)
+            if not (tracked.get(t) or (t not in tracked and _track(t))):
+                return False
+            before = last.get(id(x))
+            if before is None:
+                keep.append(x)
+            elif not shared:
+                found.append(f"a node of {type(tree).__name__} is reached by two paths")
+                return True
+            elif path[:len(before)] == before:
+                found.append(f"{type(tree).__name__} references itself (a reference cycle): "
+                             "jax's pytree flattening cannot walk it")
+                return True
+            last[id(x)] = path
+            return False
+        except BaseException as e:  # noqa: BLE001 - raised below, after jax's C++ walk has returned
+            raised.append(e)
+            return True
+
+    with sigint_deferred():
+        flat, treedef = jax.tree_util.tree_flatten_with_path(tree, is_leaf=guarded, is_leaf_takes_path=True)
+    if raised:
+        raise raised[0]
+    if found:
+        raise (SharedNode if not shared else CyclicGraph)(found[0])
+    return (flat if with_path else [leaf for _, leaf in flat]), treedef
