@@ -109,3 +109,27 @@ def test_a_million_scalar_names_make_a_short_problem():
     store.collect(wait=True)
     (name,) = store.names
     assert name.endswith("(999,800 more characters)")
+
+
+@pytest.mark.parametrize("given", ["grads", "updates"])
+def test_transposed_gradients_are_said_and_listed_not_left_blank(given):
+    model = nnx.Linear(3, 4, rngs=nnx.Rngs(0))
+    watcher = Watcher(model)
+    transposed = jax.tree.map(lambda x: x.T, nnx.state(model, nnx.Param))
+    watcher.series.log(1, **{given: transposed})
+    watcher.refresh(force=True)
+    watcher.refresh(force=True)  # a refresh without gradients (a cell's end) keeps what the last ones said
+    watcher.wait()
+    assert (f"{given}: 1 leaf at a Variable's path with another shape, listed as unmatched: kernel: "
+            "shape (4, 3) differs from kernel's (3, 4)") in watcher.status()["message"]
+    assert [(u[0], u[1]) for u in watcher.snapshot.series.unmatched] == [(given, "kernel")]
+
+
+def test_integer_gradients_say_why_their_norm_is_blank():
+    model = nnx.Linear(3, 4, rngs=nnx.Rngs(0))
+    watcher = Watcher(model)
+    watcher.series.log(1, grads=jax.tree.map(lambda x: x.astype(jnp.int32), nnx.state(model, nnx.Param)))
+    watcher.refresh(force=True)
+    watcher.wait()
+    assert ("grads: 2 leaves of integers, so no norm nor ratio (a gradient is a float array): bias (int32), "
+            "kernel (int32)") in watcher.status()["message"]

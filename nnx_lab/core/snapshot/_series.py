@@ -166,9 +166,13 @@ class _Dispatch:
                 continue
             bad: dict[str, list[str]] = {}
             matched = unmatched = 0
+            reshaped: list[Entry] = []  # a Variable's path with another shape (a transposed gradient)
+            integers: list[str] = []  # a gradient or update of integers: no norm, no ratio
             for entry, leaf in zip(layout.entries, leaves):
                 if entry.row < 0:
                     unmatched += 1
+                    if entry.what.startswith("shape "):
+                        reshaped.append(entry)
                     if unmatched > MAX_UNMATCHED:  # listed leaves are bounded: count the rest, reduce none
                         self._unmatched_more += 1
                         continue
@@ -176,6 +180,8 @@ class _Dispatch:
                 if problem is not None:
                     bad.setdefault(problem, []).append(entry.text)
                     continue
+                if fixed is not None and entry.row >= 0 and _is_integer(leaf):
+                    integers.append(f"{entry.text} ({leaf.dtype})")
                 self._entries.append(entry)
                 arrays.append(leaf)
                 matched += entry.row >= 0
@@ -189,7 +195,14 @@ class _Dispatch:
                 more = f" and {len(texts) - 3} more" if len(texts) > 3 else ""
                 self._problems.append(f"{what}: {len(texts)} lea{'f' if len(texts) == 1 else 'ves'} "
                                       f"{problem}: {', '.join(texts[:3])}{more}")
-            if leaves and not matched and not bad:
+            if reshaped:
+                self._problems.append(f"{what}: {_leaves(len(reshaped))} at a Variable's path with another shape, "
+                                      f"listed as unmatched: {reshaped[0].text}: {reshaped[0].what}")
+            if integers:
+                self._problems.append(f"{what}: {_leaves(len(integers))} of integers, so no norm nor ratio "
+                                      f"(a gradient is a float array): {', '.join(integers[:3])}"
+                                      f"{f' and {len(integers) - 3} more' if len(integers) > 3 else ''}")
+            if leaves and not matched and not bad and not reshaped:
                 self._problems.append(f"{what}: no leaf matches a Variable of the model by path and shape "
                                       f"(e.g. {layout.entries[0].text})")
         for what, _, _ in trees:  # what each input said last, kept until that input comes again
@@ -311,6 +324,12 @@ class SeriesStore:
                                           ratios={**columns.ratios, UPDATE: ratio})
         self.problems["update"] = [self.updates.problem] if self.updates.problem else []
         last = self.last
+        if last is not None:  # a refresh without gradients (updates) keeps the last ones' unmatched leaves too
+            given = ({entry[0] for entry in columns.unmatched} | {p.split(":", 1)[0] for p in columns.problems}
+                     | {source for source, name in (("grads", GRAD), ("updates", UPDATE)) if name in columns.names})
+            kept = [entry for entry in last.unmatched if entry[0] in ("grads", "updates") and entry[0] not in given]
+            if kept:
+                columns = dataclasses.replace(columns, unmatched=[*columns.unmatched, *kept])
         # kept from an earlier refresh, marked stale: the gradients and updates of a refresh that had none,
         # and every series a refresh left out while its program compiles
         carried = (*(last.names if last is not None and columns.waiting else ()), GRAD, UPDATE)
@@ -328,6 +347,18 @@ class SeriesStore:
         self.last = (columns if columns.names or columns.unmatched or columns.problems or columns.opt_step is not None
                      else None)
         return self.last
+
+
+def _leaves(n: int) -> str:
+    return f"{n:,} lea{'f' if n == 1 else 'ves'}"
+
+
+def _is_integer(leaf: Any) -> bool:
+    dtype = getattr(leaf, "dtype", None)
+    try:
+        return dtype is not None and np.dtype(dtype).kind in "biu"
+    except TypeError:  # a dtype numpy does not know (a PRNG key): not an integer array
+        return False
 
 
 def is_optimizer(obj: Any) -> bool:
