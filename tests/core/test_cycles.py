@@ -275,13 +275,16 @@ def test_split_magic_on_a_cyclic_model(ip):
     health.check()
 
 
-@pytest.mark.parametrize("name", ["self", "child-holds-parent", "mutual", "shared-points-back"])
-def test_view_report_lists_each_module_once(name):
+@pytest.mark.parametrize("name, back", [("self", "me"), ("child-holds-parent", "l.parent"),
+                                        ("mutual", "other.other"), ("shared-points-back", "s1.back")])
+def test_view_report_lists_each_module_once_and_names_the_cycle(name, back):
     health = healthy()
     model = CYCLIC[name]()
     model.drop = nnx.Dropout(0.5, rngs=nnx.Rngs(0))
     report = nnx_lab.view_report(model)
     assert [m.path_text for m in report.modules] == ["drop"] and report.mode == "train"
+    assert [path_text(a) for a in report.modules[0].aliases] == [f"{back}.drop"]
+    assert f"    the same module as {back}.drop" in report.to_text().splitlines()
     health.check()
 
 

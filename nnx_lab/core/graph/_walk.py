@@ -96,8 +96,9 @@ def _same(a: Any, b: Any) -> bool:
 def _variable_leaves(path: Path, var: nnx.Variable, aliases: tuple[Path, ...]) -> list[Leaf]:
     """A Variable as leaves: one, or one per array when it holds a tuple/list/dict of arrays
     (``sow`` keeps a tuple of every call's value: ``h[0]``, ``h[1]``)."""
-    value, meta, name = compat.get_value(var), _metadata_of(var), type(var).__name__
-    param = _is_param(type(var))
+    declared = compat.variable_type(var)  # a hijax Variable's own type, not HijaxVariable
+    value, meta, name = compat.get_value(var), _metadata_of(var), declared.__name__
+    param = _is_param(declared)
     if not isinstance(value, (tuple, list, dict)):
         return [Leaf(path, name, value, meta, aliases, param)]
     try:
@@ -156,8 +157,9 @@ def _linen_collection(obj: Any, leaves: list[Leaf]) -> bool:
 def walk_graph(obj: Any) -> GraphWalk:
     """Leaves and containers of ``obj``: a Module, a State, a nested dict, or a Variable."""
     if isinstance(obj, nnx.Variable):
-        leaf = Leaf((), type(obj).__name__, compat.get_value(obj), _metadata_of(obj), ())
-        return GraphWalk([leaf], {}, type(obj).__name__)
+        name = compat.variable_type(obj).__name__
+        leaf = Leaf((), name, compat.get_value(obj), _metadata_of(obj), ())
+        return GraphWalk([leaf], {}, name)
     if _is_array_leaf(obj):
         return GraphWalk([Leaf((), _leaf_type_name(obj), obj, {}, ())], {}, _leaf_type_name(obj))
     pair = split_pair(obj)
@@ -174,19 +176,19 @@ def walk_graph(obj: Any) -> GraphWalk:
         return flat
     visited: list[tuple[Path, Any]] = list(compat.iter_graph(obj))
     seen = {path for path, _ in visited}
-    shared = _shared_prefixes(obj, seen)
+    shared = shared_prefixes(obj, seen)
     leaves: list[Leaf] = []
     nodes: dict[Path, str] = {}
     plain: set[Path] = set()  # containers that are not graph nodes: tuples, dicts, lists
     data = {path: flags for path, value in visited if (flags := _data_flags(value)) is not None}
     for path, value in visited:
         if isinstance(value, nnx.Variable):
-            leaves.extend(_variable_leaves(path, value, _aliases(path, shared)))
+            leaves.extend(_variable_leaves(path, value, aliases_at(path, shared)))
         elif isinstance(value, _SCALARS) and not isinstance(value, bool) and path \
                 and data.get(path[:-1], {}).get(path[-1]) is True:  # a number marked nnx.data
-            leaves.append(Leaf(path, type(value).__name__, value, {}, _aliases(path, shared)))
+            leaves.append(Leaf(path, type(value).__name__, value, {}, aliases_at(path, shared)))
         elif _is_array_leaf(value):
-            leaves.append(Leaf(path, _leaf_type_name(value), value, {}, _aliases(path, shared)))
+            leaves.append(Leaf(path, _leaf_type_name(value), value, {}, aliases_at(path, shared)))
         elif nnx_graph.is_graph_node(value) or isinstance(value, (Mapping, list, tuple)):
             if path and isinstance(path[-1], str) and path[-1].startswith("_pytree__"):
                 continue  # flax's own bookkeeping inside each Module
@@ -313,8 +315,9 @@ def check_inspectable(obj: Any) -> None:
         )
 
 
-def _shared_prefixes(obj: Any, seen: set[Path]) -> list[tuple[Path, list[Path]]]:
-    """(the path iter_graph used, the other paths) for each node reachable more than once."""
+def shared_prefixes(obj: Any, seen: set[Path]) -> list[tuple[Path, list[Path]]]:
+    """(the path iter_graph used, the other paths) for each node reachable more than once: a tied
+    module, or an enclosing node a reference cycle leads back to (``seen``: iter_graph's paths)."""
     if not (nnx_graph.is_graph_node(obj) or isinstance(obj, (Mapping, list, tuple))):
         return []
     try:  # plain dicts and lists too: {'a': {'b': m}, 'c': m} shares m
@@ -331,7 +334,8 @@ def _shared_prefixes(obj: Any, seen: set[Path]) -> list[tuple[Path, list[Path]]]
     return groups
 
 
-def _aliases(path: Path, shared: list[tuple[Path, list[Path]]]) -> tuple[Path, ...]:
+def aliases_at(path: Path, shared: list[tuple[Path, list[Path]]]) -> tuple[Path, ...]:
+    """The other paths of the node at ``path`` (``shared``: from :func:`shared_prefixes`)."""
     found: list[Path] = []
     for canonical, others in shared:
         if path[: len(canonical)] == canonical:

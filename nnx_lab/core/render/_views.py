@@ -11,6 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from .._util import safe_repr
+from ..graph import path_text
+
+
+def _paths(paths: Any, shown: int = 3) -> str:
+    text = ", ".join(path_text(p) for p in paths[:shown])
+    return text + (f" and {len(paths) - shown} more" if len(paths) > shown else "")
 
 
 def view_text(report: Any) -> str:
@@ -19,6 +25,8 @@ def view_text(report: Any) -> str:
     lines = [report.summary()]
     for m in report.modules:
         lines.append(f"  {m.path_text} ({m.class_name}){f': {m.mode}' if m.mode else ''}")
+        if m.aliases:  # the same module reached by other paths (tied, or through a reference cycle)
+            lines.append(f"    the same module as {_paths(m.aliases)}")
         for a in m.args:
             now = safe_repr(a.current, 200) if a.has_current else "—"
             lines.append(f"    {a.name}: {a.annotation} = {safe_repr(a.default, 200)}   now {now}")

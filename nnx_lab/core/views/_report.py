@@ -33,7 +33,7 @@ from flax.nnx import filterlib
 
 from .. import compat, render
 from .._util import one_line, safe_repr
-from ..graph import Path, is_module_path, path_roots, path_text
+from ..graph import Path, aliases_at, is_module_path, path_roots, path_text, shared_prefixes
 from ._code import UNNAMED, filter_code
 
 #: set_view arguments that mean train (False) or eval (True).
@@ -92,6 +92,7 @@ class ModuleViews:
     signature: str  # set_view's signature: what view_info shows without a docstring
     cls: type = dataclasses.field(default=object, compare=False, repr=False)
     has_set_view: bool = True  # False: a mode attribute (``training``) on a module without set_view
+    aliases: tuple[Path, ...] = ()  # the other paths of this same module (tied, or reached again by a cycle)
 
     @property
     def path_text(self) -> str:
@@ -190,13 +191,18 @@ def view_report(model: Any, *, only: Any = ...) -> ViewReport:
         raise TypeError(f"expected an nnx.Module, got {type(model).__name__}")
     predicate = filterlib.to_predicate(only_filter(model, only))
     modules = []
-    for path, module in compat.iter_modules(model):
+    found = [(tuple(path), module) for path, module in compat.iter_modules(model)]  # each module once
+    shared = shared_prefixes(model, {path for path, _ in found})
+    for path, module in found:
         if not predicate(path, module):
             continue
         if compat.set_view(module):
-            modules.append(_module_views(tuple(path), module))
+            views = _module_views(path, module)
         elif isinstance(_current(module, "training"), (bool, type(None))) and hasattr(module, "training"):
-            modules.append(_attribute_views(tuple(path), module))
+            views = _attribute_views(path, module)
+        else:
+            continue
+        modules.append(dataclasses.replace(views, aliases=aliases_at(path, shared)))
     described = None if only is ... else (repr(only) if is_module_path(only) else filter_code(only) or UNNAMED)
     return ViewReport(type(model).__name__, tuple(modules), described)
 
