@@ -133,3 +133,26 @@ def test_integer_gradients_say_why_their_norm_is_blank():
     watcher.wait()
     assert ("grads: 2 leaves of integers, so no norm nor ratio (a gradient is a float array): bias (int32), "
             "kernel (int32)") in watcher.status()["message"]
+
+
+@pytest.mark.parametrize("dtype, names", [
+    (jnp.int4, ("mean", "std", "min", "max", "zero_frac")),
+    (jnp.float8_e4m3fn, ("mean", "std", "min", "max", "norm", "abs_max", "nan_count", "inf_count", "zero_frac")),
+])
+def test_int4_and_float8_variables_get_statistics_in_snapshot_and_viewer(dtype, names):
+    from nnx_lab import snapshot
+
+    class Low(nnx.Module):
+        def __init__(self):
+            self.w = nnx.Param(jnp.arange(-3, 5, dtype=jnp.float32).astype(dtype))
+
+    model = Low()
+    (row,) = snapshot(model).rows
+    assert row.status == "ok" and tuple(row.stats) == names
+    assert (row.stats["mean"], row.stats["min"], row.stats["max"], row.stats["zero_frac"]) == (0.5, -3, 4, 0.125)
+    watcher = Watcher(model)
+    for _ in range(3):  # the first refreshes, then the viewer's one compiled program
+        watcher.refresh(force=True)
+        watcher.wait()
+    (row,) = watcher.snapshot.rows
+    assert row.status == "ok" and (row.stats["mean"], row.stats["max"]) == (0.5, 4)

@@ -154,16 +154,28 @@ def _one_pass(x, shift, e):
     return floats, jnp.stack([jnp.int32(0), jnp.int32(0), x.size - nonzero, e.astype(jnp.int32)])
 
 
+def _float_type(dtype):
+    """The float type a kernel reduces ``dtype`` in: float32 at least (float64 stays). jax refuses to
+    promote int4 and the float8 types implicitly (TypePromotionError): they are upcast to float32,
+    on the device, as bfloat16 is."""
+    try:
+        return jnp.promote_types(dtype, jnp.float32)
+    except (TypeError, ValueError):  # TypePromotionError: a ValueError (jax 0.10; jax.dtypes lacks it in 0.7)
+        return jnp.dtype(jnp.float32)
+
+
 def _as_float(x):
-    return x.astype(jnp.promote_types(x.dtype, jnp.float32))
+    return x.astype(_float_type(x.dtype))
 
 
 def _integer(x):
     """Integers and bools: the float statistics, plus min and max exact in the array's own dtype
-    (float32 holds integers exactly only up to 2**24)."""
-    floats, counts = _fast(x.astype(jnp.promote_types(jnp.float32, x.dtype)))
+    (float32 holds integers exactly only up to 2**24); int4/uint4 in int8 (exact)."""
+    floats, counts = _fast(x.astype(_float_type(x.dtype)))
     if x.dtype == jnp.bool_:
         x = x.astype(jnp.int32)
+    elif jnp.iinfo(x.dtype).bits < 8:
+        x = x.astype(jnp.int8)
     return floats, counts, jnp.stack([jnp.min(x), jnp.max(x)])
 
 
