@@ -239,9 +239,18 @@ def looks_like_path(text: str) -> bool:
 # nnx_lab's daemon threads, and how to ask each to stop: joined when the interpreter exits (_join_at_exit).
 _threads: dict[threading.Thread, Callable[[], None] | None] = {}
 _threads_lock = threading.Lock()
-_exited = False  # _join_at_exit has returned: no nnx_lab thread may start any more
-#: the longest the interpreter's exit waits for nnx_lab's threads, seconds in all
-EXIT_WAIT_S = 10.0
+_exiting = False  # the interpreter's exit has begun: a thread asked for now runs nothing
+#: the longest the interpreter's exit waits for nnx_lab's threads, seconds in all: a compile already
+#: running is waited for (torn down inside XLA, it crashes the process), and on a loaded machine it
+#: takes tens of seconds; a thread stuck longer (a hung device) is given up on with a warning
+EXIT_WAIT_S = 300.0
+#: after this many seconds of waiting, the exit says what it waits for
+EXIT_NOTE_S = 10.0
+
+
+def exiting() -> bool:
+    """Whether the interpreter's exit has begun (see :func:`start_thread`)."""
+    return _exiting
 
 
 def start_thread(target: Callable[..., None], name: str, *, stop: Callable[[], None] | None = None,
@@ -250,23 +259,27 @@ def start_thread(target: Callable[..., None], name: str, *, stop: Callable[[], N
     calling ``stop()`` first if given. A daemon thread still inside jax's C++ when Python finalizes is
     torn down there and aborts or crashes the process ("terminate called after throwing...",
     SIGSEGV): a script that ends right after a loop's last refresh would otherwise crash on its
-    way out. Once that wait is over (the interpreter is exiting), RuntimeError."""
+    way out. Asked for once the exit has begun (by a thread exit waits for: a published refresh
+    compiles its update ratio's program on a thread of its own), the thread runs nothing and never
+    touches jax: nobody is left to use its work, and jax is torn down next."""
 
     def run() -> None:
         try:
-            target(**kwargs)
+            if work is not None:
+                work(**kwargs)
         finally:
             with _threads_lock:
                 _threads.pop(thread, None)
 
     thread = threading.Thread(target=run, name=name, daemon=True)
     with _threads_lock:
-        if _exited:  # nothing would wait for it: it could still be inside jax when jax is torn down
-            raise RuntimeError(f"{name}: the interpreter is exiting; no new nnx_lab thread")
+        work = None if _exiting else target
         _threads[thread] = stop
+    if work is None:
+        logging.getLogger("nnx_lab").debug("%s: not run, the interpreter is exiting", name)
     try:
         thread.start()
-    except BaseException:  # never started (no thread left to the process): nothing to wait for at exit
+    except BaseException:  # never started: nothing to wait for at exit
         with _threads_lock:
             _threads.pop(thread, None)
         raise
@@ -274,40 +287,46 @@ def start_thread(target: Callable[..., None], name: str, *, stop: Callable[[], N
 
 
 def _join_at_exit() -> None:
-    """Ask nnx_lab's threads to stop and wait for them, and for those they start meanwhile (a
-    published refresh compiles its update ratio's program on a thread of its own), until none is
-    left; then refuse new ones. Registered with ``threading._register_atexit``: it runs when the
-    main thread has finished, before Python joins non-daemon threads and before any ``atexit``
-    handler, jax's included (``clean_up`` clears the backends a thread of ours may still use;
-    handlers run last-registered first, so jax imported after nnx_lab would run its first)."""
+    """Ask nnx_lab's threads to stop and wait for them (and for any they start meanwhile, which
+    run nothing) until none is left. Registered with ``threading._register_atexit``: it runs as
+    soon as the main thread has finished, before Python joins non-daemon threads and before any
+    ``atexit`` handler, jax's included (``clean_up`` clears the backends a thread of ours may still
+    use; ``atexit`` handlers run last-registered first, so jax imported after nnx_lab would go first)."""
     import time
 
-    global _exited
-    deadline = time.monotonic() + EXIT_WAIT_S
+    global _exiting
+    with _threads_lock:
+        _exiting = True
+    log = logging.getLogger("nnx_lab")
+    start = time.monotonic()
+    deadline, note_at = start + EXIT_WAIT_S, start + EXIT_NOTE_S
     asked: set[threading.Thread] = set()
     while True:
         with _threads_lock:
             threads = list(_threads.items())
-            if not threads or time.monotonic() >= deadline:
-                _exited = True
-                break
+        now = time.monotonic()
+        if not threads or now >= deadline:
+            break
+        if note_at <= now:
+            note_at = deadline
+            log.warning("exit waits for nnx_lab threads still working (a compile, a result on its way): %s",
+                        ", ".join(sorted(t.name for t, _ in threads)))
         for thread, stop in threads:
             if stop is not None and thread not in asked:
                 asked.add(thread)
                 try:
                     stop()
                 except Exception:  # noqa: BLE001 - the others are still waited for
-                    logging.getLogger("nnx_lab").exception("stopping %s at exit failed", thread.name)
+                    log.exception("stopping %s at exit failed", thread.name)
         for thread, _ in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+            thread.join(max(0.0, min(note_at, deadline) - time.monotonic()))
     if threads:
-        logging.getLogger("nnx_lab").warning(
-            "exiting while nnx_lab threads still work after %.0f s: %s (the process may abort)",
-            EXIT_WAIT_S, ", ".join(sorted(t.name for t, _ in threads)))
+        log.warning("exiting while nnx_lab threads still work after %.0f s: %s (the process may abort)",
+                    EXIT_WAIT_S, ", ".join(sorted(t.name for t, _ in threads)))
 
 
-# threading._register_atexit is CPython's hook (3.9+) for what must run before threads are torn
-# down; where it is missing, atexit (which runs after handlers registered later, e.g. jax's).
+# threading._register_atexit (CPython 3.9+) runs before threads are joined and before atexit's
+# handlers; where it is missing, atexit (after the handlers of modules imported later, e.g. jax's).
 getattr(threading, "_register_atexit", atexit.register)(_join_at_exit)
 
 
