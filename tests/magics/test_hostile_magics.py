@@ -47,3 +47,22 @@ def test_a_layer_axis_that_is_not_an_integer_is_one_usage_error(ip, axis):
         with pytest.raises(UsageError, match="is not PREFIX=AXIS"):
             ip.run_line_magic(magic, f"model --no-stats --layers blocks={axis}")
     ip.user_ns.pop("model")
+
+
+def test_a_pinned_model_rebound_by_a_loop_says_which_name_holds_the_new_one(ip):
+    import gc
+
+    ip.run_cell("from flax import nnx\nmodel = nnx.Linear(2, 3, rngs=nnx.Rngs(0))\n"
+                "import nnx_lab\nviewer = nnx_lab.watch(model)")
+    viewer = ip.user_ns.pop("viewer")
+    try:
+        ip.run_cell("for step in range(2):\n    model = nnx.Linear(2, 3, rngs=nnx.Rngs(step))")  # a loop rebinding it
+        gc.collect()
+        viewer.watcher.refresh(force=True)
+        status = viewer.watcher.status()
+        assert status["state"] == "gone"
+        assert status["message"] == ("the model was garbage-collected; `model` now holds another Linear (a loop "
+                                     "rebinding it?): nnx_lab.watch('model') follows the name")
+    finally:
+        viewer.close()
+        ip.user_ns.pop("model", None)

@@ -64,13 +64,40 @@ class ObjectTarget(Target):
 
     def __init__(self, obj: Any, on_gone: Callable[[], None] | None = None):
         check_inspectable(obj)  # a TypeError for a non-model, here and not in a loop
-        self._ref = _weak(obj, on_gone)
+        self._type = type(obj)
+
+        def gone() -> None:
+            self.problem = _gone_problem(self._type)
+            if on_gone is not None:
+                on_gone()
+
+        self._ref = _weak(obj, gone)
 
     def resolve(self) -> Any | None:
         obj = self._ref()
-        if obj is None:
-            self.problem = "the model was garbage-collected"
+        if obj is None and not self.problem:
+            self.problem = _gone_problem(self._type)
         return obj
+
+
+def _gone_problem(model_type: type) -> str:
+    """Why a held model is gone, and where it went when a loop rebound its name
+    (``model, loss = train_step(model, ...)`` returns a new model each step): the names of the
+    notebook that hold a model of the same class now, with the line that follows one."""
+    problem = "the model was garbage-collected"
+    ipython = sys.modules.get("IPython")  # no import: outside IPython there is no notebook to look in
+    try:
+        shell = ipython.get_ipython() if ipython is not None else None
+        namespace = getattr(shell, "user_ns", None) or {}
+        names = [name for name, value in list(namespace.items())
+                 if type(value) is model_type and not name.startswith("_")][:3]
+    except Exception:  # noqa: BLE001 - a hint only: the status says the model is gone all the same
+        return problem
+    if not names:
+        return problem
+    listed = ", ".join(f"`{name}`" for name in names)
+    return (f"{problem}; {listed} now hold{'s' if len(names) == 1 else ''} another {model_type.__name__} "
+            f"(a loop rebinding it?): nnx_lab.watch({names[0]!r}) follows the name")
 
 
 class PairTarget(Target):

@@ -364,7 +364,7 @@ class Watcher:
     def _mark_gone(self) -> None:
         self._structure.clear()
         if self.state != "gone":
-            self.state, self.message = "gone", "the model was garbage-collected"
+            self.state, self.message = "gone", self._target.problem or "the model was garbage-collected"
             self._stop.set()
             self._notify()
 
