@@ -21,7 +21,7 @@ from flax.nnx import graph as nnx_graph
 
 import nnx_lab
 from nnx_lab.core import compat
-from nnx_lab.core.graph import CyclicGraph, SharedNode, flatten, path_text, walk_graph
+from nnx_lab.core.graph import CyclicGraph, SharedNode, TooDeep, flatten, path_text, walk_graph
 from nnx_lab.core.graph import _walk
 from nnx_lab.core.snapshot import snapshot
 from nnx_lab.core.snapshot import _structure
@@ -40,43 +40,43 @@ class M(nnx.Module):
         return y
 
 
+def _linked(model, *links):
+    """``model`` with each (owner, attribute, value) of ``links`` set: the back references."""
+    for owner, name, value in links:
+        setattr(owner, name, value)
+    return model
+
+
 def _self():
     m = M()
-    m.me = m
-    return m
+    return _linked(m, (m, "me", m))
 
 
 def _child_holds_parent():
     m = M()
-    m.l.parent = m
-    return m
+    return _linked(m, (m.l, "parent", m))
 
 
 def _mutual():
     a, b = M(0), M(1)
-    a.other, b.other = b, a
-    return a
+    return _linked(a, (a, "other", b), (b, "other", a))
 
 
 def _shared_points_back():
     m, s = M(0), M(1)
-    m.s1 = m.s2 = s
-    s.back = m
-    return m
+    return _linked(m, (m, "s1", s), (m, "s2", s), (s, "back", m))
 
 
 def _through_dict():
     m = M(0)
     m.d = _data({"x": M(1)})
-    m.d["x"].up = m
-    return m
+    return _linked(m, (m.d["x"], "up", m))
 
 
 def _through_list():
     m = M(0)
     m.items = _data([M(1)])
-    m.items[0].up = m
-    return m
+    return _linked(m, (m.items[0], "up", m))
 
 
 def _through_nnx_list():
@@ -400,4 +400,20 @@ def test_a_walk_names_a_cyclic_graph_exactly_as_flax():
     duplicates = {tuple(map(path_text, map(tuple, group))) for group in nnx.find_duplicates(model)}
     assert duplicates == {("", "s1.back"), ("s1", "s2")}
     assert (walk.leaves[0].path, walk.leaves[0].aliases) == (("l", "bias"), (("s1", "back", "l", "bias"),))
+    health.check()
+
+
+def test_a_graph_too_deep_for_jax_recursion_is_walked_by_flax():
+    health = healthy()
+
+    class Link(nnx.Module):
+        def __init__(self, child):
+            self.w, self.child = nnx.Param(jnp.ones(1)), child
+
+    chain = None
+    for _ in range(sys.getrecursionlimit() - 100):  # jax's recursion would run out (and leak) here
+        chain = Link(chain)
+    with pytest.raises(TooDeep):
+        flatten(chain)
+    assert len(snapshot(chain, stats=False).rows) == sys.getrecursionlimit() - 100
     health.check()

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from typing import Any, Callable
 
@@ -46,6 +47,11 @@ class SharedNode(ValueError):
 
 class CyclicGraph(SharedNode):
     """The object holds a reference cycle: jax's pytree flattening cannot walk it (flax's walk can)."""
+
+
+class TooDeep(ValueError):
+    """Nested deeper than jax's recursion could go from here without a RecursionError (which would
+    leak the same way): not walked by jax."""
 
 
 # Types whose instances are never part of a cycle: jax's leaves, and tuples (immutable: a cycle
@@ -82,10 +88,20 @@ def sigint_deferred():
             raise KeyboardInterrupt
 
 
+def _max_depth() -> int:
+    """How deep jax may recurse from here: a quarter of the frames left (each level takes one or two
+    of the interpreter's recursion budget, and the predicate's own calls need some)."""
+    frames, frame = 0, sys._getframe()
+    while frame is not None:
+        frames, frame = frames + 1, frame.f_back
+    return max(0, (sys.getrecursionlimit() - frames) // 4)
+
+
 def flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None, *, with_path: bool = False,
             shared: bool = True) -> tuple[list, Any]:
     """``jax.tree_util.tree_flatten(tree, is_leaf)`` (``tree_flatten_with_path`` with ``with_path``):
-    the same leaves and treedef, or :class:`CyclicGraph` where ``tree`` holds a reference cycle.
+    the same leaves and treedef, or :class:`CyclicGraph` where ``tree`` holds a reference cycle
+    (:class:`TooDeep` where it is nested too deep for jax's recursion from here).
     ``shared=False``: :class:`SharedNode` for any container reached twice (for a caller that refuses
     a shared node anyway). Whatever ``is_leaf`` raises is raised after jax's walk has returned.
 
@@ -98,14 +114,18 @@ def flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None, *, with_pat
     raised: list[BaseException] = []
     last: dict[int, tuple] = {}  # id -> path of its last visit
     keep: list = []  # the containers visited, alive until the end: no id is reused meanwhile
-    found: list[str] = []  # a cycle's description, or a shared node's
+    found: list[tuple[type, str]] = []  # what stopped the walk: a cycle, a shared node, the depth
     tracked = _tracked
+    depth = _max_depth()
 
     def guarded(path: tuple, x: Any) -> bool:
         if raised or found:
             return True  # finish at once: every remaining node a leaf
         try:
             if is_leaf is not None and is_leaf(x):
+                return True
+            if len(path) > depth:
+                found.append((TooDeep, f"{type(tree).__name__} is nested more than {depth} levels deep"))
                 return True
             t = type(x)
             if not (tracked.get(t) or (t not in tracked and _track(t))):
@@ -114,11 +134,11 @@ def flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None, *, with_pat
             if before is None:
                 keep.append(x)
             elif not shared:
-                found.append(f"a node of {type(tree).__name__} is reached by two paths")
+                found.append((SharedNode, f"a node of {type(tree).__name__} is reached by two paths"))
                 return True
             elif path[:len(before)] == before:
-                found.append(f"{type(tree).__name__} references itself (a reference cycle): "
-                             "jax's pytree flattening cannot walk it")
+                found.append((CyclicGraph, f"{type(tree).__name__} references itself (a reference cycle): "
+                                           "jax's pytree flattening cannot walk it"))
                 return True
             last[id(x)] = path
             return False
@@ -131,5 +151,5 @@ def flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None, *, with_pat
     if raised:
         raise raised[0]
     if found:
-        raise (SharedNode if not shared else CyclicGraph)(found[0])
+        raise found[0][0](found[0][1])
     return (flat if with_path else [leaf for _, leaf in flat]), treedef
