@@ -104,6 +104,13 @@ def get_value(variable: nnx.Variable) -> Any:
     return variable.get_value()
 
 
+def variable_type(variable: nnx.Variable) -> type:
+    """The type a Variable was declared with: ``nnx.Param`` for a hijax Param too (flax >= 0.12's
+    ``nnx.var_defaults(hijax=True)`` makes every Variable a ``HijaxVariable`` holding its type)."""
+    t = type(variable)
+    return variable.var_type if t is HIJAX_VARIABLE else t
+
+
 def set_value(variable: nnx.Variable, value: Any) -> None:
     """Set a Variable's value (``set_value()`` from flax 0.12.1; ``.value =`` before)."""
     if _HAS_GET_VALUE:
@@ -221,4 +228,6 @@ class MimebundleDisplay:
 
 
 _HAS_GET_VALUE = hasattr(nnx.Variable, "get_value")
+#: flax's hijax Variable class (flax >= 0.12), or None: not a pytree node, so jax sees it as a leaf.
+HIJAX_VARIABLE: type | None = getattr(nnx.variablelib, "HijaxVariable", None)
 _HAS_ITER_MODULES = hasattr(nnx, "iter_modules")

@@ -35,7 +35,7 @@ from flax import nnx
 from ..compat import get_value
 from .._util import one_line
 from ._kernels import STAT_NAMES
-from ._series_match import Entry, Layout, array_problem, leaf_paths
+from ._series_match import Entry, Layout, array_problem, flat_leaves, leaf_paths
 from ._target import OptimizerSource
 from ._updates import UpdateTracker
 
@@ -154,7 +154,7 @@ class _Dispatch:
         trees = [t for t in trees if t[0] not in without]
         for what, tree, fixed in trees:
             try:
-                leaves, treedef = jax.tree_util.tree_flatten(tree)
+                leaves, treedef = flat_leaves(tree)  # hijax Variables' arrays too
                 key = (what, treedef, id(memo))
                 layout = self._store.layouts.get(key)
                 if layout is None:

@@ -15,11 +15,11 @@ import jax
 import numpy as np
 from flax import nnx
 
-from ..compat import get_value
+from ..compat import HIJAX_VARIABLE, get_value
 from ..graph import Path, path_key, path_text
 from .._util import quote
 
-__all__ = ["Entry", "Layout", "array_problem", "leaf_paths", "match", "series_names"]
+__all__ = ["Entry", "Layout", "array_problem", "flat_leaves", "leaf_paths", "match", "series_names"]
 
 
 def leaf_paths(tree: Any) -> tuple[list[Path], list[Any]]:
@@ -38,6 +38,22 @@ def leaf_paths(tree: Any) -> tuple[list[Path], list[Any]]:
             paths.append(base)
             leaves.append(item)
     return paths, leaves
+
+
+def flat_leaves(tree: Any) -> tuple[list[Any], Any]:
+    """``jax.tree_util.tree_flatten(tree)``, with each hijax Variable (a leaf to jax, not a pytree
+    node) replaced by its value's leaves, in :func:`leaf_paths`' order."""
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    hijax = HIJAX_VARIABLE
+    if hijax is not None and hijax in set(map(type, leaves)):  # one C-level pass; rarely true
+        out: list[Any] = []
+        for leaf in leaves:
+            if type(leaf) is hijax:
+                out.extend(jax.tree_util.tree_leaves(get_value(leaf)))
+            else:
+                out.append(leaf)
+        leaves = out
+    return leaves, treedef
 
 
 _variable_types: dict[type, bool] = {}
