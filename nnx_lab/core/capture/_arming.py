@@ -4,8 +4,6 @@ user's own ``nnx.capture`` inside ours, and the registry of captures armed now."
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import sys
 import threading
 import weakref
@@ -224,23 +222,3 @@ def concat(previous: Any, new: Any) -> Any:
     if isinstance(previous, dict) and isinstance(new, dict):
         return {**previous, **{k: concat(previous[k], v) if k in previous else v for k, v in new.items()}}
     return new
-
-
-@contextlib.contextmanager
-def sigint_deferred():
-    """Hold a Ctrl-C arriving while modules are (dis)armed until that is finished, then raise it."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received: list[int] = []
-    try:
-        previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
-    except (ValueError, TypeError):
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
-        if received:
-            raise KeyboardInterrupt

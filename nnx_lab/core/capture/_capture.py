@@ -42,10 +42,10 @@ from flax.nnx import graph as nnx_graph
 
 from .. import compat
 from .._util import a_kind
-from ..graph import Path, path_text, select_modules, selector
+from ..graph import Path, path_text, select_modules, selector, sigint_deferred
 from ..snapshot import DEFAULT_BINS
 from ._arming import (ATTR, MARKERS, LinenIntermediates, MethodOutputs, Seen, armed_entries, concat, forget_aside,
-                      install_slots, register, remove_slots, sigint_deferred, sown_by_classes, unregister)
+                      install_slots, register, remove_slots, sown_by_classes, unregister)
 from ._errors import CapturesInGraph, SownInScan, graph_refused, sown_in_scan
 from ._linen import tonnx_class
 from ._methods import patch, public_methods, unpatch
@@ -194,13 +194,14 @@ class Capture:
             self._armed_ids.add(id(module))
             setattr(module, ATTR, nnx.data(tuple(entries)))
         self._patched = patch(list(dict.fromkeys(to_patch)))
+        self._recorded_names = frozenset(name for _, name in to_patch)  # keys a recorded output adds
 
     # -- disarming
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         with sigint_deferred():
             self._disarm()
-        if exc is not None and sown_in_scan(exc):
+        if exc is not None and sown_in_scan(exc, getattr(self, "_recorded_names", ())):
             raise SownInScan(
                 f"a module sowed{' (or had its method output recorded)' if self.method_type else ''} inside a jax "
                 "scan (nnx.RNN's cell, nnx.scan): the scan's carry changed structure and jax refused it; flax's own "
