@@ -226,7 +226,21 @@ def _report(capture: Any, spy: LossSpy | None, args: Any, bins: int) -> Any:
         report = dataclasses.replace(report, messages=(*report.messages, f"--layers: {first_line(str(e))}"))
     if spy is not None:
         report = dataclasses.replace(report, messages=(*report.messages, *spy.messages(args.target.strip())))
+    copied = getattr(capture, "copied_calls", 0)
+    if copied and not jax_leaves(capture.captured):
+        # jax.jit(lambda m, x: m(x))(model, x): the Module went in as a pytree and was rebuilt inside
+        # the trace; what its methods recorded stayed on that copy.
+        report = dataclasses.replace(report, messages=(*report.messages, (
+            f"{copied} method call{'s' if copied != 1 else ''} ran on copies of the model inside a jax transform "
+            "(a Module passed to jax.jit as a pytree is rebuilt there) and what they recorded stayed there: "
+            "use nnx.jit, or capture the eager call")))
     return report
+
+
+def jax_leaves(tree: Any) -> list:
+    import jax
+
+    return jax.tree_util.tree_leaves(tree)
 
 
 def _bind(shell: Any, name: str, capture: Any, spy: LossSpy | None) -> None:

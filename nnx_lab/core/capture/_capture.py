@@ -194,13 +194,14 @@ class Capture:
             self._armed_ids.add(id(module))
             setattr(module, ATTR, nnx.data(tuple(entries)))
         self._patched = patch(list(dict.fromkeys(to_patch)))
+        self._recorded_names = frozenset(name for _, name in to_patch)  # keys a recorded output adds
 
     # -- disarming
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         with sigint_deferred():
             self._disarm()
-        if exc is not None and sown_in_scan(exc):
+        if exc is not None and sown_in_scan(exc, getattr(self, "_recorded_names", ())):
             raise SownInScan(
                 f"a module sowed{' (or had its method output recorded)' if self.method_type else ''} inside a jax "
                 "scan (nnx.RNN's cell, nnx.scan): the scan's carry changed structure and jax refused it; flax's own "

@@ -4,6 +4,7 @@ that need the model's graph exactly as it was (flax's own ``nnx.capture`` fails 
 from __future__ import annotations
 
 import traceback
+from typing import Iterable
 
 from ._arming import ATTR
 
@@ -38,6 +39,11 @@ def graph_refused(exc: BaseException) -> str | None:
     return None
 
 
-def sown_in_scan(exc: BaseException) -> bool:
+def sown_in_scan(exc: BaseException, recorded: Iterable[str] = ()) -> bool:
+    """Whether jax refused a scan's carry for the capture's entries: ``__captures__`` named in its
+    message, or (a scan with ``graph=False``, whose carry holds the entries' dicts, not the attribute)
+    the name of a method whose outputs were recorded among the keys that differ."""
     text = str(exc) if isinstance(exc, TypeError) else ""
-    return "scan" in text and "carry" in text and "same pytree structure" in text and f"'{ATTR}'" in text
+    if not ("scan" in text and "carry" in text and "same pytree structure" in text):
+        return False
+    return f"'{ATTR}'" in text or any(f"key sets: {{'{name}'" in text or f", '{name}'" in text for name in recorded)
