@@ -13,9 +13,12 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
+import threading
 import time
+import weakref
 from typing import Any, Sequence
 
 import numpy as np
@@ -230,7 +233,40 @@ def snapshot(obj: Any, *, stats: bool = True, layers: dict | None = None) -> Sna
     >>> snapshot(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), stats=False).rows[0].stats is None
     True
     """
-    return PendingSnapshot(obj, stats=stats, layers=layers).finish()
+    structure = _recent_structure(obj, layers)
+    # A structure seen before (its launch plan kept): statistics as a viewer's refresh takes them, by
+    # its one-launch programs with the one-pass guesses the last snapshot learned.
+    seen = structure is not None and structure.plan is not None
+    return PendingSnapshot(obj, stats=stats, layers=layers, structure=structure, repeated=seen).finish()
+
+
+#: One-off snapshots remember the structures of this many objects (by weak reference), so that a
+#: second ``snapshot(model)`` of an unchanged model costs what a viewer's refresh does, not a walk.
+RECENT_STRUCTURES = 8
+_recent: "collections.OrderedDict[tuple, tuple[Any, StructureCache]]" = collections.OrderedDict()
+_recent_lock = threading.Lock()
+
+
+def _recent_structure(obj: Any, layers: Any) -> StructureCache | None:
+    """The StructureCache of ``obj`` (with these ``layers``) for one-off snapshots (None for an object
+    that cannot be held by weak reference, such as a dict: it is walked every time)."""
+    try:
+        ref = weakref.ref(obj)
+    except TypeError:
+        return None
+    with _recent_lock:
+        for key in [k for k, (r, _) in _recent.items() if r() is None]:
+            del _recent[key]
+        key = (id(obj), repr(layers))
+        entry = _recent.get(key)
+        if entry is not None and entry[0]() is obj:
+            _recent.move_to_end(key)
+            return entry[1]
+        structure = StructureCache()
+        _recent[key] = (ref, structure)
+        while len(_recent) > RECENT_STRUCTURES:
+            _recent.popitem(last=False)
+        return structure
 
 
 class PendingSnapshot:
