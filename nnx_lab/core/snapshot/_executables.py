@@ -126,7 +126,7 @@ def compile_program(lowered: Any, options: tuple[dict, ...], specs: Any) -> Any:
         trees = (lowered.in_tree, lowered.out_tree)  # the call's own: never read from the file
         device = next(iter(sharding.device_set))
         parts = (lowered.as_text(), repr(options), repr(trees), jax.__version__, getattr(jax.lib, "__version__", ""),
-                 device.platform, device.device_kind, getattr(device.client, "platform_version", ""),
+                 device.platform, device.device_kind, device.id, getattr(device.client, "platform_version", ""),
                  os.environ.get("XLA_FLAGS", ""), bool(jax.config.jax_enable_x64), _cache_store.VERSION)
         name = f"program-{hashlib.sha256(repr(parts).encode()).hexdigest()[:32]}.xla"
     except Exception:  # noqa: BLE001 - compiled as without the cache
@@ -163,7 +163,7 @@ def _key(kernel_id: Any, x: Any) -> str:
             _source_hash = hashlib.sha256(f.read()).hexdigest()
     device = next(iter(x.sharding.device_set))
     parts = (_source_hash, kernel_id, jax.__version__, getattr(jax.lib, "__version__", ""),
-             device.platform, device.device_kind, getattr(device.client, "platform_version", ""),
+             device.platform, device.device_kind, device.id, getattr(device.client, "platform_version", ""),
              os.environ.get("XLA_FLAGS", ""), bool(jax.config.jax_enable_x64), tuple(x.shape), str(x.dtype),
              getattr(x, "weak_type", False), repr(kernel_options(x)), _cache_store.VERSION)
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]

@@ -24,7 +24,8 @@ False
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import weakref
+from typing import Any, Callable, Sequence
 
 import jax
 import numpy as np
@@ -97,6 +98,14 @@ class ShardParts:
             parts.append(x)
         return parts
 
+    def refs(self, arrays: Sequence[Any]) -> list[Callable[[], Any]]:
+        """Per part, a function that gives it again later (None once its array is gone), holding its
+        array by weak reference: a refresh in flight keeps no step's arrays alive, not even a shard."""
+        out: list[Callable[[], Any]] = []
+        for i, k in self._take:
+            out.append(_part_ref(arrays[i], k))
+        return out
+
     def combine(self, parts: Any, table: Any, sizes: np.ndarray) -> None:
         """Fill ``table`` (a StatsTable of the arrays) from ``parts`` (the parts' StatsTable);
         ``sizes``: the elements of each part (per layer for a layered part)."""
@@ -158,6 +167,24 @@ class ShardParts:
                 lo_, hi_ = exact.get(row, (a, b))
                 exact[row] = (min(lo_, a), max(hi_, b))
         table._exact.update(exact)
+
+
+def _part_ref(x: Any, k: int | None) -> Callable[[], Any]:
+    try:
+        ref = weakref.ref(x)
+    except TypeError:  # a host value: held (it is small and the caller's)
+        return lambda: x
+    if k is None:
+        return ref
+
+    def part() -> Any:
+        array = ref()
+        try:
+            return None if array is None else array.addressable_data(k)
+        except Exception:  # noqa: BLE001 - deleted meanwhile: the array itself, whose kernel says so
+            return array
+
+    return part
 
 
 def _layer_range(index: Any, count: int) -> tuple[int, int]:

@@ -79,13 +79,16 @@ class PendingStats:
     """
 
     def __init__(self, arrays: Sequence[Any], *, repeated: bool = False, defer: bool = False,
-                 plan: LaunchPlan | None = None, layers: dict | None = None):
+                 plan: LaunchPlan | None = None, layers: dict | None = None, refs: list | None = None):
+        # refs: per array, a function giving it again later (or None), instead of a weak reference to it
+        # (a shard's part, made anew from a weak reference to its array: ._shards.ShardParts.refs)
         self.plan = plan if plan is not None else LaunchPlan(arrays, layers)
         self._table = StatsTable(len(arrays), self.plan)
         self._lock = threading.Lock()  # _advance takes the results off _todo: one thread at a time
         # Arrays on several devices: their single-device parts' statistics, combined when read (._shards).
         self._parts = (PendingStats(self.plan.shards.expand(arrays), repeated=repeated, defer=defer,
-                                    plan=self.plan.parts) if self.plan.shards is not None else None)
+                                    plan=self.plan.parts, refs=self.plan.shards.refs(arrays))
+                       if self.plan.shards is not None else None)
         self._combined = False
         if self._parts is not None:
             return
@@ -96,7 +99,10 @@ class PendingStats:
             xs = [arrays[i] if isinstance(arrays[i], jax.Array) else np.asarray(arrays[i]) for i in index]
         self._todo = _launch(self.plan, xs, repeated, defer)
         # The arrays that may need the masked kernel (NaN or Inf), by call position: weak references.
-        self._refs = list(map(weakref.ref, xs)) if self.plan.all_device else [_ref(x) for x in xs]
+        if refs is not None:
+            self._refs = [refs[i] for i in index]
+        else:
+            self._refs = list(map(weakref.ref, xs)) if self.plan.all_device else [_ref(x) for x in xs]
         self._waiting = [batch.outputs for batch in self._todo if not isinstance(batch.outputs, StatsError)]
         _copy_to_host(self._waiting)
 
