@@ -69,6 +69,12 @@ def register(capture: Any) -> None:
         _ACTIVE.append(capture)
 
 
+def active_captures() -> list[Any]:
+    """The Captures armed now, innermost last (a copy: safe to iterate while one disarms)."""
+    with _ACTIVE_LOCK:
+        return list(_ACTIVE)
+
+
 def unregister(capture: Any) -> None:
     with _ACTIVE_LOCK:
         if capture in _ACTIVE:

@@ -9,7 +9,7 @@ from typing import Callable
 
 from flax import nnx
 
-from ._arming import _ACTIVE, _ACTIVE_LOCK, CALLS, LinenIntermediates, MethodOutputs, armed_entries, held_by_own_capture
+from ._arming import CALLS, LinenIntermediates, MethodOutputs, active_captures, armed_entries, held_by_own_capture
 from ._linen import call_tonnx, is_tonnx_class, mutable_sows
 
 
@@ -81,8 +81,7 @@ def _note_copy(module) -> None:
     """A method output recorded on a module no capture armed: a copy made by a transform (a Module
     passed to ``jax.jit`` as a pytree is rebuilt inside the trace; nnx.jit's copies send their
     values back, jax.jit's do not). Counted, so a capture that ends with nothing can say why."""
-    with _ACTIVE_LOCK:
-        active = list(_ACTIVE)
+    active = active_captures()
     if active and not any(id(module) in cap._armed_ids for cap in active):
         for cap in active:
             cap.copied_calls = getattr(cap, "copied_calls", 0) + 1
