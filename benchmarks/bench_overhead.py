@@ -25,8 +25,16 @@ Setups (the MLP of bench_live.py and the CNN of flax's MNIST tutorial, Adam):
   everything                   watch(model, optimizer=opt), log(loss=, grads=) + tick(): optimizer
                                state, gradients, the update ratio and the loss curve; both windows
                                run the step that also returns its gradients
+flax's example architectures (benchmarks/models.py: the diffusion U-Net, miniGPT on a 2-device mesh in
+a subprocess with forced host devices, a ViT, the MNIST tutorial's CNN), everything on, each target
+printed as met or not (real_checks.py):
+  throughput ratio of the "everything" windows                        (target >= 0.97)
+  after-cell refresh: a cell that only defines a function, viewer live minus no viewer, in an IPython
+  InteractiveShell with the extension loaded (the post_run_cell hook)  (target <= 50 ms)
+  gradient column after a training cell: its step >= the step of the loop's last refresh
+  %%nnx_capture model --methods of one jitted forward / that forward's first call   (target <= 2x)
 Run: python benchmarks/bench_overhead.py [--pairs 40] [--window 1.0] [--rate-seconds 8] [--models mlp,cnn]
-     [--setups viewer,...] [--no-updates]
+     [--setups viewer,...] [--no-updates] [--real-pairs 10]   (--models unet,minigpt,vit,mnist: the examples)
 """
 
 from __future__ import annotations
@@ -94,10 +102,11 @@ def bootstrap_median(values: list[float], n: int = 4000) -> tuple[float, float]:
 
 
 def paired(setup: str, model, optimizer, batches, steps: int, pairs: int, updates: bool = True,
-           rate_seconds: float = 8.0) -> dict:
+           rate_seconds: float = 8.0, step_grads=None) -> dict:
+    """``step_grads(*batch) -> (loss, grads)``: the "everything" step (default: bench_async's)."""
     if setup == "everything":
         viewers = [nnx_lab.watch(model, optimizer=optimizer, display=False, updates=updates)]
-        step = lambda x, y: train_step_grads(model, optimizer, x, y)  # noqa: E731
+        step = step_grads or (lambda x, y: train_step_grads(model, optimizer, x, y))  # noqa: E731
     else:
         viewers = [nnx_lab.watch(model, display=False, updates=updates)]
         if setup == "viewers":
@@ -160,8 +169,14 @@ def main() -> None:
     parser.add_argument("--setups", default="viewer,viewers,everything")
     parser.add_argument("--no-updates", action="store_true",
                         help="watch(..., updates=False): no update ratio (what holding and diffing the parameters costs)")
+    parser.add_argument("--real-pairs", type=int, default=10, help="pairs per example architecture")
     args = parser.parse_args()
     models, setups = args.models.split(","), args.setups.split(",")
+    real = [m for m in models if m in ("unet", "minigpt", "vit", "mnist")]
+    if real:
+        import real_checks  # the examples: imports this module's window/paired
+
+        real_checks.run(real, args.real_pairs, args.window, args.rate_seconds)
     if "mlp" in models:
         bench("MLP 784-512-BN-512-10, batch 64, Adam", MLP, (784,), args.window, args.pairs, setups, not args.no_updates,
               args.rate_seconds)
