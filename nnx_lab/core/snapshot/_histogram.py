@@ -64,10 +64,15 @@ def _use_scatter(x: Any) -> bool:
     return len(devices) == 1 and next(iter(devices)).platform == "cpu"
 
 
+#: Histogram kernels over several devices (each with an all-reduce) in flight at once, at most.
+MAX_SPANNING_IN_FLIGHT = 8
+
+
 def histograms_dispatch(arrays: Sequence[Any], bins: int = DEFAULT_BINS) -> list:
     """Start a histogram kernel per array on its device; returns device results (or None)."""
     check_number(bins, "bins", 1, MAX_BINS, integer=True)
     out = []
+    spanning: list = []  # results of kernels run on several devices (an all-reduce each), in order
     for x in arrays:
         if x is None:
             out.append(None)
@@ -79,6 +84,12 @@ def histograms_dispatch(arrays: Sequence[Any], bins: int = DEFAULT_BINS) -> list
                 out.append(None)
                 continue
             out.append(_hist_kernel(x, bins, _use_scatter(x)))
+            if isinstance(x, jax.Array) and len(x.sharding.device_set) > 1:
+                # XLA's CPU client deadlocks with ~40 independent all-reduce programs in flight: at most
+                # MAX_SPANNING_IN_FLIGHT of ours at once (the oldest has run long before, elsewhere).
+                spanning.append(out[-1])
+                if len(spanning) > MAX_SPANNING_IN_FLIGHT:
+                    jax.block_until_ready(spanning[-1 - MAX_SPANNING_IN_FLIGHT])
         except Exception:  # a deleted/donated buffer: its row says so; no histogram
             out.append(None)
     return out

@@ -40,7 +40,8 @@ def _scaled(x, n, finite):
     ``value = scaled * 2**e``, applied on the host in float64.
 
     No element is indexed (``x[0]`` is refused on arrays with Explicit mesh axes), so a
-    sharded array is reduced shard by shard with small all-reduces, never gathered.
+    sharded array (with several processes; in one process its shards come one by one: ``_shards``) is
+    reduced shard by shard with small all-reduces, never gathered.
     """
     axes = tuple(range(x.ndim))
     if finite is None:

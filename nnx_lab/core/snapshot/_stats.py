@@ -1,8 +1,9 @@
 """On-device statistics: compiled reductions run where the arrays live.
 
-Each array is reduced by a jitted kernel (:mod:`._kernels`) on its own device(s); a sharded array is reduced
-shard by shard with a cross-device all-reduce, never gathered (on any mesh: Auto, Explicit or Manual axes,
-dims the mesh does not divide, several processes). One ``jax.device_get`` per refresh brings back O(#arrays)
+Each array is reduced by a jitted kernel (:mod:`._kernels`) on its own device; an array on several devices
+is reduced shard by shard, each shard on its device, and the host combines their numbers (:mod:`._shards`:
+no collective, nothing gathered, on any mesh: Auto, Explicit or Manual axes, replicated dims); with several
+processes its kernel runs SPMD on every process, with small all-reduces. One ``jax.device_get`` per refresh brings back O(#arrays)
 numbers and nothing else. :class:`PendingStats` dispatches without waiting, so a refresh never stalls a
 queue of asynchronously dispatched training steps.
 
