@@ -172,14 +172,25 @@ HISTOGRAMS = textwrap.dedent("""
 
 STRESS = MODEL + textwrap.dedent("""
     # The viewer refreshing from its background thread at its highest rate, and at every tick, while
-    # the user's jitted step (with collectives) runs: Explicit and Auto axes, small and deep models.
+    # the user's jitted step (with collectives) runs: Explicit and Auto axes, shallow and deep models.
+    class MLPBlock(nnx.Module):
+        def __init__(self, d, rngs):
+            self.norm = nnx.LayerNorm(d, rngs=rngs)
+            self.up = nnx.Linear(d, 2 * d, kernel_init=sharded((None, "model")), rngs=rngs)
+            self.down = nnx.Linear(2 * d, d, kernel_init=sharded(("model", None)), rngs=rngs)
+
+    class Stack(nnx.Module):
+        def __init__(self, blocks, d, rngs):
+            blocks = [MLPBlock(d, rngs) for _ in range(blocks)]
+            self.blocks = nnx.List(blocks) if hasattr(nnx, "List") else blocks
+
     devices = jax.device_count()
     out = []
     for kind in (AxisType.Explicit, AxisType.Auto):
-        for blocks in (10, 60):
+        for blocks in (10, 100):
             mesh = jax.make_mesh((1, devices), ("batch", "model"), axis_types=(kind, kind))
             with jax.set_mesh(mesh):
-                model = Transformer(blocks, 32, nnx.Rngs(0))
+                model = Stack(blocks, 16, nnx.Rngs(0))
                 viewer = nnx_lab.watch(model, display=False, max_rate=100.0)
                 viewer._watcher._throttle.budget = 1.0  # as often as it can: the most launches racing the loop's
                 viewer._watcher.start_background()
@@ -258,4 +269,4 @@ def test_refreshing_from_a_thread_while_sharded_steps_run_never_deadlocks(device
     for kind, blocks, state, refreshes, checked in out:
         assert state == "live", (kind, blocks, state)
         assert refreshes >= 3, (kind, blocks, refreshes)
-        assert checked >= blocks * 10, (kind, blocks, checked)
+        assert checked == blocks * 6, (kind, blocks, checked)  # every array's statistics equal numpy
