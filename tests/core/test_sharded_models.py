@@ -91,7 +91,7 @@ REPRO = MODEL + textwrap.dedent("""
         @nnx.jit
         def step(model, optimizer, ids):
             loss, grads = nnx.value_and_grad(lambda m: m(ids))(model)
-            optimizer.update(model, grads) if compat.has("nnx.view") else optimizer.update(grads)
+            optimizer.update(model, grads)  # flax >= 0.11
             return loss, grads
 
         ids = jnp.zeros((4, 8), jnp.int32)
