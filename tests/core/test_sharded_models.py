@@ -115,6 +115,8 @@ SHARDS = textwrap.dedent("""
     from flax import nnx
     import nnx_lab
     from nnx_lab.core.snapshot import _programs, _stats
+    from nnx_lab.core.snapshot._kernels import kernel_and_names
+    from nnx_lab.core.snapshot._shards import ShardParts, stacked
     from nnx_lab.core.snapshot._watch import Watcher
 
     mesh = jax.make_mesh((2, 4), ("data", "model"))
@@ -151,10 +153,26 @@ SHARDS = textwrap.dedent("""
             "mean": f.mean(), "std": f.std(), "min": f.min(), "max": f.max(), "norm": float(np.sqrt((f * f).sum())),
             "abs_max": float(np.abs(f).max()), "nan_count": int(np.isnan(v).sum()), "inf_count": int(np.isinf(v).sum()),
             "zero_frac": float((v == 0).mean())}}
-    # nnx_lab compiled nothing that runs on several devices: every kernel spec and program is single-device
-    out["multi_device_specs"] = sum(1 for spec in _stats._dispatched if len(spec[3].device_set) > 1)
-    out["multi_device_programs"] = sum(1 for key in _programs._programs for item in key if len(item[3].device_set) > 1)
-    out["programs"] = _programs.programs_compiled()
+    # No collective in anything nnx_lab compiled: the viewer's programs and the stacked shards' kernels
+    COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all")
+    def collectives(compiled):
+        text = compiled.as_text()
+        return sum(text.count(c) for c in COLLECTIVES)
+    programs = [p for p in _programs._programs.values() if isinstance(p, _programs.Program)]
+    out["program_collectives"] = sum(collectives(p._executable) for p in programs)
+    out["programs"] = len(programs)
+    out["program_devices"] = sorted(len(key[0][3].device_set) for key, p in _programs._programs.items()
+                                    if isinstance(p, _programs.Program))
+    kernel_collectives = 0
+    for name, x in tree.items():
+        shards = ShardParts([x], {"layers": 0}.get(name) and {0: (0, 4)})
+        for part in shards.expand([x]):
+            if len(part.sharding.device_set) > 1:
+                for kernel in kernel_and_names(part.dtype)[:2]:
+                    if kernel is not None:
+                        kernel = stacked(kernel, tuple(part.sharding.mesh.devices.flat))
+                        kernel_collectives += collectives(kernel.lower(part).compile())
+    out["kernel_collectives"] = kernel_collectives
     print("RESULT " + json.dumps(out, default=str))
 """)
 
@@ -235,8 +253,10 @@ def test_a_transformer_sharded_over_two_devices_is_described_and_watched_while_i
 
 def test_sharded_statistics_are_combined_from_single_device_shards_exactly():
     out = _run(SHARDS, 8, 600)
-    assert out["multi_device_specs"] == 0 and out["multi_device_programs"] == 0
-    assert out["programs"] >= 1  # the viewer's one-launch programs were used, per device
+    assert out["program_collectives"] == 0 and out["kernel_collectives"] == 0
+    # one program over the 8 devices (the stacked shards), and single-device ones (replicated arrays'
+    # one shard on device 0, the 2 shards of a layer-sharded or partly replicated array): not one per device
+    assert out["programs"] <= 4 and 8 in out["program_devices"], out
     rows = out["rows"]
     assert len(rows) == 9 + 4  # the stacked Variable: its row and one per layer
     for key, row in rows.items():

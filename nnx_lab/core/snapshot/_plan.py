@@ -15,7 +15,7 @@ import numpy as np
 from ._kernels import STAT_NAMES, kernel_and_names
 from ._layers import layered
 from ._one_pass import PlanHints
-from ._shards import ShardParts, splits
+from ._shards import ShardParts, Stacked, splits, stacked
 from ._programs import MAX_PROGRAM_ARRAYS, Program, device_groups, structure_key
 from ._table import StatsError
 
@@ -29,7 +29,8 @@ class LaunchPlan:
     :data:`._programs.MAX_PROGRAM_ARRAYS` of them: a model of many repeated blocks has few distinct
     chunks, so few programs to compile, each compiled in seconds, not minutes."""
 
-    def __init__(self, arrays: Sequence[Any], layers: dict | None = None):
+    def __init__(self, arrays: Sequence[Any], layers: dict | None = None, *, split: bool = True):
+        # split: arrays on several devices reduced by their shards (False: these are the shards already)
         # layers: {i: (axis, n)}: arrays[i:i + n] are the n layers of arrays[i] (one call mapped over axis)
         self.errors: list[tuple[int, StatsError]] = []
         self.calls: list[tuple[int, Any, Any, tuple[str, ...], int]] = []  # (i, kernel, masked, names, size)
@@ -48,7 +49,9 @@ class LaunchPlan:
             size = (int(np.size(x)) if not isinstance(x, jax.Array) else int(x.size)) // count
             if size == 0:
                 continue
-            if axis is not None:
+            if isinstance(axis, Stacked):  # a sharded array's shards side by side (._shards)
+                kernel, masked = stacked(kernel, axis.devices), stacked(masked, axis.devices)
+            elif axis is not None:
                 kernel, masked = layered(kernel, axis), layered(masked, axis)
             self.calls.append((i, kernel, masked, names, size))
             self.counts.append(count)
@@ -66,9 +69,9 @@ class LaunchPlan:
         self.chunks: list[tuple[list[int], Any]] = []  # (positions in calls, program key)
         # Arrays on several devices are reduced shard by shard (._shards): then every array's statistics
         # come from ``parts``, a plan of single-device parts, and this plan only describes the rows.
-        shards = ShardParts(arrays, layers) if any(splits(arrays[i]) for i in self.index) else None
+        shards = ShardParts(arrays, layers) if split and any(splits(arrays[i]) for i in self.index) else None
         self.shards = shards
-        self.parts = LaunchPlan(shards.expand(arrays), shards.layers) if shards is not None else None
+        self.parts = LaunchPlan(shards.expand(arrays), shards.layers, split=False) if shards is not None else None
         if shards is None and len(self.calls) > 1 and jax.process_count() == 1:
             # Several processes must launch the same programs in the same order: a program compiled
             # in the background would be ready on one process before another, so they keep per-array kernels.

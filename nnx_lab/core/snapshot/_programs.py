@@ -24,6 +24,7 @@ import numpy as np
 
 from ._executables import compile_program
 from ._kernels import float_kernel, float_one_pass
+from ._shards import stacked_origin
 
 MAX_PROGRAMS = 32  # structures kept compiled (least recently used dropped)
 # Beyond this many arrays a structure keeps the per-array kernels: XLA's compile time grows with the
@@ -160,6 +161,17 @@ class Program:
     the program, reading it in place (never copied, never gathered)."""
 
     def __init__(self, kernels: Sequence[Any], specs: Sequence[jax.ShapeDtypeStruct]):
+        # Sharded arrays' shards side by side over their devices (._shards: stacked kernels, one row per
+        # shard): the program is the single-device program of one device's blocks, run on every device
+        # at once inside one shard_map (no collective); a device's rows stay on it until fetched.
+        origins = [stacked_origin(k) for k in kernels]
+        self._across = len(specs[0].sharding.device_set) > 1 and all(o is not None for o in origins)
+        if self._across:
+            outer_specs, sharding = specs, specs[0].sharding
+            n = len(sharding.device_set)
+            local = jax.sharding.SingleDeviceSharding(next(iter(sharding.device_set)))
+            kernels = [kernel for kernel, _ in origins]
+            specs = [jax.ShapeDtypeStruct((s.shape[0] // n,) + tuple(s.shape[1:]), s.dtype, sharding=local) for s in specs]
         batches: dict[tuple, list[int]] = {}
         for j, (kernel, spec) in enumerate(zip(kernels, specs)):
             small = len(spec.sharding.device_set) == 1 and spec.size * spec.dtype.itemsize <= STACK_BYTES
@@ -168,7 +180,8 @@ class Program:
         layout: list = [None] * len(specs)  # per array: its result's treedef, per leaf (output, row), its rows
         # Single-device float arrays get the one-pass kernel, given a shift and an exponent each.
         self.one_pass = np.asarray([j for j, (kernel, spec) in enumerate(zip(kernels, specs))
-                                    if kernel is float_kernel and len(spec.sharding.device_set) == 1], np.int64)
+                                    if kernel is float_kernel and len(spec.sharding.device_set) == 1
+                                    and not self._across], np.int64)  # (guesses are per array, not per shard)
         hint = {int(j): h for h, j in enumerate(self.one_pass)}
         self._hint_dtype = np.float64 if jax.config.jax_enable_x64 else np.float32
         # The guesses are two more inputs, on the device of the one-pass arrays (a program runs on one
@@ -210,7 +223,22 @@ class Program:
         k = len(self.one_pass)
         hints = [jax.ShapeDtypeStruct((k,), self._hint_dtype, sharding=self._hint_sharding),
                  jax.ShapeDtypeStruct((k,), np.int32, sharding=self._hint_sharding)] if hinted else []
-        lowered = jax.jit(run).lower(*specs, *hints)
+        if self._across:
+            per_device = run
+            block = sharding.spec
+
+            def run(*blocks):  # noqa: F811 - each device's outputs, side by side: [device, rows, ...]
+                return tuple(out[None] for out in per_device(*blocks))
+
+            run = jax.shard_map(run, mesh=sharding.mesh, in_specs=(block,) * len(specs), out_specs=block,
+                                check_vma=False)
+            specs = outer_specs
+        lowered = jax.jit(run).lower(*specs, *hints)  # (fills ``layout`` as it traces ``run``)
+        if self._across:
+            # A device's rows follow one another in the fetched outputs (see columns): an array's come
+            # one per device, n in a row.
+            layout[:] = [(treedef, [(out, row * n) for out, row in places], count * n)
+                         for treedef, places, count in layout]
         # A backend that refuses an option gets the next set; single-device programs are kept on disk.
         self._executable = compile_program(lowered, COMPILER_OPTIONS, specs)
         self._layout = list(layout)
@@ -244,6 +272,8 @@ class Program:
         """From the fetched outputs: every array's floats ``[k, 6]`` and counts ``[k, 4]`` (in the
         order the arrays were given, a layered array one row per layer), and ``{row: (min, max)}`` for integer arrays."""
         k = self._rows
+        if self._across:  # [device, array, ...] -> the arrays' rows one after another, as concatenated
+            host_outputs = [np.moveaxis(np.asarray(h), 1, 0).reshape(-1, *np.shape(h)[2:]) for h in host_outputs]
         floats, counts = np.empty((k, 6)), np.empty((k, 4), np.int64)
         for (leaf, out), (js, rows) in self._gather.items():
             part = host_outputs[out][rows]

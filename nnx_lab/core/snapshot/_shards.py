@@ -12,7 +12,14 @@ distinct shards (``replica_id == 0``: a replicated array is read once) is an ord
 array, reduced by the same kernels, programs and disk cache as any other, and the host combines the
 shards' few numbers into the array's (counts and sums add; mean and variance by Chan's parallel
 formula, in float64; extremes by min/max). A stacked Variable whose layer axis is sharded gets each
-layer's row from the shards that hold that layer. Nothing is gathered and nothing moves between
+layer's row from the shards that hold that layer.
+
+An array whose distinct shards sit one per device on several devices is not split into one part per
+device either (each device would compile its own program: 8 devices, 8 compiles of the same code):
+its shards are wrapped, without a copy, as one array over a 1-D mesh of those devices
+(``jax.make_array_from_single_device_arrays``), and a :func:`stacked` kernel (the statistics kernel
+inside ``shard_map``, one row per shard, no collective) reduces every shard where it lives. Arrays
+on the same devices then share one program: one compile and one launch for all devices. Nothing is gathered and nothing moves between
 devices. With several processes (an array not fully addressable) the kernels stay SPMD: every
 process launches them at the same points (see ``_watch``'s lockstep).
 
@@ -30,7 +37,7 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
-__all__ = ["ShardParts", "splits"]
+__all__ = ["ShardParts", "Stacked", "splits", "stacked", "stacked_cache_size", "stacked_origin"]
 
 
 def splits(x: Any) -> bool:
@@ -56,6 +63,7 @@ class ShardParts:
         self.targets: list[int] = []  # per part: the array row (a layer's row for a stacked one) it counts towards
         self.layers: dict[int, tuple[int, int]] = {}  # the parts' own layer blocks, for their launch plan
         self.combined = np.zeros(len(arrays), bool)  # rows made of several shards' numbers
+        self._stacks: dict[int, tuple] = {}  # first part slot -> (addressable indices, shape, sharding) of a stack
         covered = 0
         for i, x in enumerate(arrays):
             if i < covered:
@@ -70,6 +78,17 @@ class ShardParts:
                     self.targets.append(i + r)
                 continue
             self.combined[i:i + count] = True
+            kept = [(k, shard) for k, shard in enumerate(x.addressable_shards) if shard.replica_id == 0]
+            if axis is None and len(kept) > 1 and len({shard.device for _, shard in kept}) == len(kept):
+                devices = tuple(shard.device for _, shard in kept)
+                shape = (len(kept) * kept[0][1].data.shape[0],) + tuple(kept[0][1].data.shape[1:]) if x.ndim else None
+                if shape is not None:  # one part: the shards side by side over a 1-D mesh of their devices
+                    self.layers[len(self._take)] = (Stacked(devices), len(kept))
+                    self._stacks[len(self._take)] = (tuple(k for k, _ in kept), shape, _stack_sharding(devices))
+                    for _ in kept:
+                        self._take.append((i, STACK))
+                        self.targets.append(i)
+                    continue
             for k, shard in enumerate(x.addressable_shards):
                 if shard.replica_id != 0:
                     continue
@@ -88,9 +107,14 @@ class ShardParts:
         """The parts of this refresh's ``arrays`` (same structure as when made): single-device
         arrays, no copy. A deleted array stands for its own parts: its kernel call says so."""
         parts = []
-        for i, k in self._take:
+        stack = None
+        for slot, (i, k) in enumerate(self._take):
             x = arrays[i]
-            if k is not None:
+            if k is STACK:
+                if slot in self._stacks:
+                    stack = _stacked_array(x, *self._stacks[slot])
+                x = stack
+            elif k is not None:
                 try:
                     x = x.addressable_data(k)
                 except Exception:  # noqa: BLE001 - deleted or donated: reduced as is, the row says so
@@ -102,8 +126,8 @@ class ShardParts:
         """Per part, a function that gives it again later (None once its array is gone), holding its
         array by weak reference: a refresh in flight keeps no step's arrays alive, not even a shard."""
         out: list[Callable[[], Any]] = []
-        for i, k in self._take:
-            out.append(_part_ref(arrays[i], k))
+        for slot, (i, k) in enumerate(self._take):
+            out.append(_part_ref(arrays[i], self._stacks[slot] if k is STACK and slot in self._stacks else k))
         return out
 
     def combine(self, parts: Any, table: Any, sizes: np.ndarray) -> None:
@@ -169,22 +193,90 @@ class ShardParts:
         table._exact.update(exact)
 
 
-def _part_ref(x: Any, k: int | None) -> Callable[[], Any]:
+def _part_ref(x: Any, k: Any) -> Callable[[], Any]:
     try:
         ref = weakref.ref(x)
     except TypeError:  # a host value: held (it is small and the caller's)
         return lambda: x
-    if k is None:
+    if k is None or k is STACK:  # a stack's other slots are never asked for (one call per stack)
         return ref
 
     def part() -> Any:
         array = ref()
+        if array is None:
+            return None
+        if isinstance(k, tuple):
+            return _stacked_array(array, *k)
         try:
-            return None if array is None else array.addressable_data(k)
+            return array.addressable_data(k)
         except Exception:  # noqa: BLE001 - deleted meanwhile: the array itself, whose kernel says so
             return array
 
     return part
+
+
+STACK = "stack"  # a part slot filled by a stacked array (see the module docstring)
+
+
+class Stacked:
+    """The "layer axis" of a stacked part in a launch plan's ``layers``: its kernels are
+    :func:`stacked` over these devices, one row per shard."""
+
+    def __init__(self, devices: tuple):
+        self.devices = devices
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Stacked) and other.devices == self.devices
+
+    def __hash__(self) -> int:
+        return hash(self.devices)
+
+    def __repr__(self) -> str:
+        return f"Stacked({len(self.devices)} devices)"
+
+
+_MESHES: dict = {}  # devices -> their 1-D mesh's sharding (one object each: programs keyed by it match)
+_STACKED: dict = {}  # (kernel, devices) -> the kernel over every shard of a stacked array
+
+
+def _stack_sharding(devices: tuple) -> Any:
+    if devices not in _MESHES:
+        mesh = jax.sharding.Mesh(np.asarray(devices, dtype=object), ("shards",))
+        _MESHES[devices] = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("shards"))
+    return _MESHES[devices]
+
+
+def _stacked_array(x: Any, ks: tuple, shape: tuple, sharding: Any) -> Any:
+    """``x``'s shards ``ks`` side by side along axis 0, over their devices' 1-D mesh (no copy)."""
+    try:
+        return jax.make_array_from_single_device_arrays(shape, sharding, [x.addressable_data(k) for k in ks])
+    except Exception:  # noqa: BLE001 - deleted or donated: reduced as is, the row says so
+        return x
+
+
+def stacked(kernel: Any, devices: tuple) -> Any:
+    """``kernel`` run on each device's block of a stacked array (``shard_map``, no collective):
+    every result gains a leading dimension, one row per shard (None stays None)."""
+    if kernel is None:
+        return None
+    key = (kernel, devices)
+    if key not in _STACKED:
+        sharding = _stack_sharding(devices)
+        spec = sharding.spec
+        per_block = lambda block: jax.tree.map(lambda r: r[None], kernel(block))  # noqa: E731
+        _STACKED[key] = jax.jit(jax.shard_map(per_block, mesh=sharding.mesh, in_specs=spec, out_specs=spec,
+                                              check_vma=False))
+    return _STACKED[key]
+
+
+def stacked_origin(fn: Any) -> tuple | None:
+    """``(kernel, devices)`` when ``fn`` is a :func:`stacked` kernel, else None."""
+    return next((key for key, mapped in list(_STACKED.items()) if mapped is fn), None)
+
+
+def stacked_cache_size() -> int:
+    """Executables compiled for the stacked kernels (part of ``kernel_cache_size``)."""
+    return sum(f._cache_size() for f in list(_STACKED.values()))
 
 
 def _layer_range(index: Any, count: int) -> tuple[int, int]:

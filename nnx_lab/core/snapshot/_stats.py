@@ -34,6 +34,7 @@ from ._programs import COMPILING, Program, program_for, programs_compiled
 from .._util import one_line
 from ._executables import executables_count, loaded_executable, prepare_executable
 from ._layers import layered_cache_size, layered_origin
+from ._shards import stacked_cache_size
 from ._transfer import copy_to_host as _copy_to_host, fetch as _fetch, is_ready
 from ._one_pass import finish_rows
 from ._kernels import KERNELS, STAT_NAMES, is_numeric_dtype
@@ -46,7 +47,8 @@ __all__ = ["STAT_NAMES", "LaunchPlan", "PendingStats", "StatsTable", "threads_se
 def kernel_cache_size() -> int:
     """Executables compiled so far for statistics: one per distinct spec and kernel, plus one
     program per model structure refreshed repeatedly (see :mod:`._programs`)."""
-    return sum(k._cache_size() for k in KERNELS) + executables_count() + programs_compiled() + layered_cache_size()
+    return (sum(k._cache_size() for k in KERNELS) + executables_count() + programs_compiled() + layered_cache_size()
+            + stacked_cache_size())
 
 
 class Deferred(Exception):
