@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 MODEL = textwrap.dedent("""
@@ -188,6 +189,19 @@ HISTOGRAMS = textwrap.dedent("""
     print("RESULT " + json.dumps([[sum(h[2:]), h[0], h[1], float(x.min()), float(x.max())] for h, x in zip(hists, xs)]))
 """)
 
+CACHED = textwrap.dedent("""
+    import json
+    import jax, numpy as np
+    from jax.sharding import NamedSharding, PartitionSpec as P
+    from nnx_lab.core.snapshot import compute_stats
+    from nnx_lab.core.snapshot._executables import executables_count
+    x = np.arange(128, dtype=np.float32).reshape(16, 8); x[1, 2] = np.nan
+    replicated = jax.device_put(x, NamedSharding(jax.make_mesh((2, 4), ("data", "model")), P()))
+    elsewhere = jax.device_put(x, jax.devices()[3])
+    stats = compute_stats([replicated, elsewhere])
+    print("RESULT " + json.dumps([[s["mean"], s["nan_count"]] for s in stats] + [executables_count()]))
+""")
+
 STRESS = MODEL + textwrap.dedent("""
     # The viewer refreshing from its background thread at its highest rate, and at every tick, while
     # the user's jitted step (with collectives) runs: Explicit and Auto axes, shallow and deep models.
@@ -270,6 +284,17 @@ def test_sharded_statistics_are_combined_from_single_device_shards_exactly():
             assert abs(value - w) <= tol * max(1.0, abs(w)), (key, name, value, w)
     assert rows["nonfinite"]["stats"]["nan_count"] == 1 and rows["nonfinite"]["stats"]["inf_count"] == 2
     assert rows["ints"]["stats"]["min"] == int(rows["ints"]["numpy"]["min"])  # exact integer extremes
+
+
+def test_kernels_kept_on_disk_load_onto_their_own_device(tmp_path, monkeypatch):
+    """A later session loads a shard's (or a device-3 array's) kernels from the disk cache onto that
+    device; loaded for every device (jax's default), running them aborted the process on jax 0.7.2."""
+    monkeypatch.setenv("NNX_LAB_CACHE_DIR", str(tmp_path / "cache"))
+    want = float(np.nanmean(np.where(np.arange(128) == 10, np.nan, np.arange(128.0))))
+    for session in range(2):  # the second session loads what the first one compiled
+        out = _run(CACHED, 8, 300)
+        assert out[:2] == [[pytest.approx(want), 1]] * 2, (session, out)
+        assert out[2] >= 2, out  # the kernels were compiled or loaded through the cache
 
 
 def test_histograms_of_many_sharded_values_complete():

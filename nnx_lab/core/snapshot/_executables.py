@@ -99,7 +99,7 @@ def prepare_executable(kernel: Any, kernel_id: Any, x: Any, spec: Any) -> bool:
     except Exception:  # noqa: BLE001 - an unknown kernel id: not kept on disk
         logger.debug("nnx_lab cache: no entry for kernel %r", kernel_id, exc_info=True)
         return False
-    executable = _load(store, name, trees, serializer)
+    executable = _load(store, name, trees, serializer, next(iter(x.sharding.device_set)))
     if executable is None:
         try:
             executable = compile_lowered(kernel.lower(x), kernel_options(x))
@@ -132,7 +132,7 @@ def compile_program(lowered: Any, options: tuple[dict, ...], specs: Any) -> Any:
     except Exception:  # noqa: BLE001 - compiled as without the cache
         logger.debug("nnx_lab cache: no entry for a program", exc_info=True)
         return compile_lowered(lowered, options)
-    executable = _load(store, name, trees, serializer)
+    executable = _load(store, name, trees, serializer, device)
     if executable is None:
         executable = compile_lowered(lowered, options)  # its error is the caller's to report
         _save(store, name, executable, trees, serializer)
@@ -169,13 +169,16 @@ def _key(kernel_id: Any, x: Any) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
 
 
-def _load(store: Any, name: str, trees: tuple, serializer: Any) -> Any | None:
-    """Entry ``name`` loaded with the call's ``trees`` once it authenticates, else None."""
+def _load(store: Any, name: str, trees: tuple, serializer: Any, device: Any) -> Any | None:
+    """Entry ``name`` loaded with the call's ``trees`` onto ``device`` once it authenticates, else None."""
     try:
         payload = store.read(name)
         if payload is None:
             return None
-        return serializer.deserialize_and_load(payload, *trees)
+        # Onto its one device: by default jax loads it for every device of the client, and on a host
+        # of several devices (jax 0.7.2) running it then aborts the process ("device and buffer counts
+        # mismatch: 8 vs. 1").
+        return serializer.deserialize_and_load(payload, *trees, execution_devices=[device])
     except Exception:  # noqa: BLE001 - another jaxlib, another device: compiled afresh and replaced
         logger.debug("nnx_lab cache: %s could not be loaded", store.root / name, exc_info=True)
         return None
