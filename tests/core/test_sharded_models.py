@@ -154,6 +154,20 @@ SHARDS = textwrap.dedent("""
             "mean": f.mean(), "std": f.std(), "min": f.min(), "max": f.max(), "norm": float(np.sqrt((f * f).sum())),
             "abs_max": float(np.abs(f).max()), "nan_count": int(np.isnan(v).sum()), "inf_count": int(np.isinf(v).sum()),
             "zero_frac": float((v == 0).mean())}}
+    # Under the user's own mesh context (Explicit axes, as flax's miniGPT example): our shard_map's
+    # private 1-D mesh is put in context around each call
+    from jax.sharding import AxisType
+    explicit = jax.make_mesh((2, 4), ("data", "model"), axis_types=(AxisType.Explicit,) * 2)
+    with jax.set_mesh(explicit):
+        inside = {"both": jax.device_put(x, NamedSharding(explicit, P("data", "model")))}
+        w2 = Watcher(inside)
+        for i in range(3):
+            w2._last_attempt = float("-inf")
+            w2.refresh(force=True)
+            while _programs.compiling():
+                import time; time.sleep(0.05)
+        out["under_mesh"] = [w2.state, w2.snapshot.rows[0].status, w2.snapshot.rows[0].stats["mean"], float(x.mean())]
+
     # No collective in anything nnx_lab compiled: the viewer's programs and the stacked shards' kernels
     COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all")
     def collectives(compiled):
@@ -267,6 +281,8 @@ def test_a_transformer_sharded_over_two_devices_is_described_and_watched_while_i
 
 def test_sharded_statistics_are_combined_from_single_device_shards_exactly():
     out = _run(SHARDS, 8, 600)
+    state, status, mean, want = out["under_mesh"]
+    assert (state, status) == ("live", "ok") and mean == pytest.approx(want, rel=1e-6)
     assert out["program_collectives"] == 0 and out["kernel_collectives"] == 0
     # one program over the 8 devices (the stacked shards), and single-device ones (replicated arrays'
     # one shard on device 0, the 2 shards of a layer-sharded or partly replicated array): not one per device

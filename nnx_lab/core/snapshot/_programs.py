@@ -14,6 +14,7 @@ launches the per-array kernels, whose executables are shared between all models.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import OrderedDict
 from typing import Any, Sequence
@@ -24,7 +25,7 @@ import numpy as np
 
 from ._executables import compile_program
 from ._kernels import float_kernel, float_one_pass
-from ._shards import stacked_origin
+from ._shards import own_mesh, stacked_origin
 
 MAX_PROGRAMS = 32  # structures kept compiled (least recently used dropped)
 # Beyond this many arrays a structure keeps the per-array kernels: XLA's compile time grows with the
@@ -233,7 +234,9 @@ class Program:
             run = jax.shard_map(run, mesh=sharding.mesh, in_specs=(block,) * len(specs), out_specs=block,
                                 check_vma=False)
             specs = outer_specs
-        lowered = jax.jit(run).lower(*specs, *hints)  # (fills ``layout`` as it traces ``run``)
+        with own_mesh(sharding.mesh) if self._across else contextlib.nullcontext():
+            lowered = jax.jit(run).lower(*specs, *hints)  # (fills ``layout`` as it traces ``run``)
+        self._mesh = sharding.mesh if self._across else None
         if self._across:
             # A device's rows follow one another in the fetched outputs (see columns): an array's come
             # one per device, n in a row.
@@ -261,6 +264,9 @@ class Program:
         and ``exps``: the guesses of the arrays at :attr:`one_pass` (:mod:`._one_pass`; zeros when
         not given)."""
         k = len(self.one_pass)
+        if self._mesh is not None:
+            with own_mesh(self._mesh):
+                return self._executable(*arrays)
         if not k:
             return self._executable(*arrays)
         shifts = np.zeros(k) if shifts is None else shifts

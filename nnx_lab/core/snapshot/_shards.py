@@ -31,13 +31,14 @@ False
 
 from __future__ import annotations
 
+import contextlib
 import weakref
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import jax
 import numpy as np
 
-__all__ = ["ShardParts", "Stacked", "splits", "stacked", "stacked_cache_size", "stacked_origin"]
+__all__ = ["ShardParts", "Stacked", "splits", "stacked", "stacked_cache_size", "stacked_origin", "own_mesh"]
 
 
 def splits(x: Any) -> bool:
@@ -254,6 +255,32 @@ def _stacked_array(x: Any, ks: tuple, shape: tuple, sharding: Any) -> Any:
         return x
 
 
+@contextlib.contextmanager
+def own_mesh(mesh: Any) -> Iterator[None]:
+    """Our 1-D mesh as the context mesh while a stacked kernel or program is traced or run: the user's
+    (``jax.set_mesh``, Explicit axes) would refuse a ``shard_map`` over another mesh."""
+    with jax.set_mesh(mesh):
+        yield
+
+
+class _StackedKernel:
+    """A jitted ``shard_map`` over a 1-D mesh of shards, called (and lowered) under that mesh."""
+
+    def __init__(self, fn: Any, mesh: Any):
+        self._fn, self._mesh = fn, mesh
+
+    def __call__(self, x: Any) -> Any:
+        with own_mesh(self._mesh):
+            return self._fn(x)
+
+    def lower(self, *args: Any) -> Any:
+        with own_mesh(self._mesh):
+            return self._fn.lower(*args)
+
+    def _cache_size(self) -> int:
+        return self._fn._cache_size()
+
+
 def stacked(kernel: Any, devices: tuple) -> Any:
     """``kernel`` run on each device's block of a stacked array (``shard_map``, no collective):
     every result gains a leading dimension, one row per shard (None stays None)."""
@@ -264,8 +291,8 @@ def stacked(kernel: Any, devices: tuple) -> Any:
         sharding = _stack_sharding(devices)
         spec = sharding.spec
         per_block = lambda block: jax.tree.map(lambda r: r[None], kernel(block))  # noqa: E731
-        _STACKED[key] = jax.jit(jax.shard_map(per_block, mesh=sharding.mesh, in_specs=spec, out_specs=spec,
-                                              check_vma=False))
+        _STACKED[key] = _StackedKernel(jax.jit(jax.shard_map(per_block, mesh=sharding.mesh, in_specs=spec,
+                                                             out_specs=spec, check_vma=False)), sharding.mesh)
     return _STACKED[key]
 
 
