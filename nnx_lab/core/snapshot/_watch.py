@@ -311,13 +311,14 @@ class Watcher:
                 self._between_steps()
             except Exception:
                 pass
+        if last:  # the loop's end refresh follows at once and never defers: it takes this step's gradients
+            return False
         self._in_tick = True
         try:
             return self.refresh()
         finally:
             self._in_tick = False
-            if not last:
-                self.series.drop()
+            self.series.drop()
 
     def track(self, iterable: Iterable[T]) -> Iterator[T]:
         """``for batch in watcher.track(batches): ...`` — ticks after each step, refreshes at the end."""
