@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
+import os
 import threading
 import time
 import weakref
@@ -233,6 +234,10 @@ def snapshot(obj: Any, *, stats: bool = True, layers: dict | None = None) -> Sna
     >>> snapshot(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), stats=False).rows[0].stats is None
     True
     """
+    if isinstance(obj, (str, os.PathLike)):  # an Orbax checkpoint directory: rows from its metadata (core.checkpoint)
+        from ..checkpoint import checkpoint_snapshot
+
+        return checkpoint_snapshot(obj, stats=stats, layers=layers)
     structure = _recent_structure(obj, layers)
     # A structure seen before (its launch plan kept): statistics as a viewer's refresh takes them, by
     # its one-launch programs with the one-pass guesses the last snapshot learned.

@@ -1,0 +1,136 @@
+"""An Orbax checkpoint's tree, read from its metadata without restoring any array.
+
+What ``ocp.StandardCheckpointer().save(path, nnx.state(model))`` (flax's checkpointing guide)
+writes: ``_METADATA`` (the tree), per-array zarr metadata and the data, usually in one OCDBT
+database (``manifest.ocdbt``, ``d/``). Orbax's own ``metadata()`` reads the tree, shapes, dtypes
+and shardings; no array data is read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from typing import Any
+
+import numpy as np
+
+from .._util import first_line
+from ..graph import Path
+
+__all__ = ["CheckpointEntry", "CheckpointError", "CheckpointTree", "is_checkpoint_path", "read_tree"]
+
+_log = logging.getLogger("nnx_lab")
+
+
+class CheckpointError(TypeError, ValueError):
+    """A path that is not a readable Orbax checkpoint (said in one line; a TypeError too, as any
+    other object snapshot() cannot read)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointEntry:
+    """One array of a checkpoint, as its metadata describes it."""
+
+    path: Path  # as in the model: ``nnx.state``'s trailing ``value`` key dropped
+    name: str  # Orbax's parameter name: the array's key in the checkpoint's store
+    shape: tuple[int, ...] | None
+    dtype: str | None
+    sharding: str | None
+    note: str | None = None  # why the entry cannot be read (then shape/dtype may be None)
+
+    @property
+    def size(self) -> int | None:
+        return None if self.shape is None else int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int | None:
+        if self.size is None or self.dtype is None:
+            return None
+        try:
+            return self.size * np.dtype(self.dtype).itemsize
+        except TypeError:
+            return None
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointTree:
+    directory: str
+    entries: list[CheckpointEntry]
+    use_ocdbt: bool
+    use_zarr3: bool
+    disk_bytes: int  # every file under the directory
+
+
+def is_checkpoint_path(obj: Any) -> bool:
+    """Whether ``obj`` names a checkpoint (a ``str`` or ``os.PathLike``)."""
+    return isinstance(obj, (str, os.PathLike))
+
+
+def _disk_bytes(directory: str) -> int:
+    total = 0
+    for root, _, files in os.walk(directory):
+        for f in files:
+            try:
+                total += os.path.getsize(os.path.join(root, f))
+            except OSError:  # a file removed while we walk: counted as absent
+                pass
+    return total
+
+
+def _key_of(k: Any) -> Any:
+    for attr in ("key", "idx", "name"):
+        if hasattr(k, attr):
+            return getattr(k, attr)
+    return str(k)
+
+
+def _entry(keys: tuple, meta: Any) -> CheckpointEntry:
+    path = tuple(_key_of(k) for k in keys)
+    if len(path) > 1 and path[-1] == "value":  # nnx.state's Variable state: {'kernel': {'value': array}}
+        path = path[:-1]
+    name = getattr(meta, "name", None)
+    shape = getattr(meta, "shape", None)
+    if name is None or shape is None:  # a scalar saved as a number, a string...: no array to read
+        return CheckpointEntry(path, str(name), None, None, None, f"not an array: {first_line(repr(meta), 120)}")
+    dtype = getattr(meta, "dtype", None)
+    sharding = getattr(meta, "sharding", None)
+    return CheckpointEntry(path, name, tuple(int(d) for d in shape), None if dtype is None else str(np.dtype(dtype)),
+                           None if sharding is None else first_line(str(sharding), 200))
+
+
+def read_tree(path: Any) -> CheckpointTree:
+    """The checkpoint's arrays from its metadata; a :class:`CheckpointError` if there is no checkpoint."""
+    directory = os.path.abspath(os.fspath(path))
+    if not os.path.isdir(directory):
+        raise CheckpointError(f"no checkpoint at {directory!r}: not a directory")
+    if not os.path.exists(os.path.join(directory, "_METADATA")):
+        raise CheckpointError(f"no checkpoint at {directory!r}: no _METADATA file (not an Orbax PyTree checkpoint)")
+    import jax
+    import orbax.checkpoint as ocp
+
+    try:
+        meta = ocp.StandardCheckpointer().metadata(directory)
+    except Exception as e:  # noqa: BLE001 - boundary: any orbax failure is the user's file, said in one line
+        _log.info("orbax could not read the metadata of %s", directory, exc_info=True)
+        raise CheckpointError(f"cannot read the checkpoint's metadata at {directory!r}: "
+                              f"{type(e).__name__}: {first_line(str(e), 200)}") from None
+    meta = getattr(meta, "item_metadata", meta)  # orbax >= 0.11: StepMetadata(item_metadata=TreeMetadata)
+    tree = getattr(meta, "tree", meta)
+    flat, _ = jax.tree_util.tree_flatten_with_path(tree)
+    entries = [_entry(keys, m) for keys, m in flat]
+    info = _metadata_flags(directory)
+    return CheckpointTree(directory, entries, info.get("use_ocdbt", True), info.get("use_zarr3", False),
+                          _disk_bytes(directory))
+
+
+def _metadata_flags(directory: str) -> dict:
+    import json
+
+    try:
+        with open(os.path.join(directory, "_METADATA")) as f:
+            data = json.load(f)
+        return {k: bool(data[k]) for k in ("use_ocdbt", "use_zarr3") if k in data}
+    except (OSError, ValueError, TypeError) as e:
+        _log.info("nnx_lab: _METADATA of %s unreadable (%s); assuming OCDBT", directory, e)
+        return {}

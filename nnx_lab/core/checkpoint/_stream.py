@@ -1,0 +1,81 @@
+"""Reading a checkpoint's arrays chunk by chunk through tensorstore, with bounded host memory.
+
+The bound: every read is a block of at most ``chunk_bytes`` (default :data:`CHUNK_BYTES`) of the
+array's own dtype; the next block is read while the current one is reduced, so an array being
+streamed holds at most two blocks on the host (plus, on the CPU backend, the device's copy of the
+one being reduced): at most ``3 * chunk_bytes`` of array data per stream, whatever the array's size.
+Blocks are whole index ranges over the leading axes, so tensorstore reads each stored chunk once
+(Orbax writes one chunk per array unless told otherwise) and the reductions see contiguous data.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any, Iterator
+
+import numpy as np
+
+from ._metadata import CheckpointEntry, CheckpointTree
+
+__all__ = ["CHUNK_BYTES", "blocks", "open_array", "read_blocks"]
+
+#: Default most bytes of one block read from a checkpoint (see the module's docstring for the bound).
+CHUNK_BYTES = 32 * 2**20
+
+
+def _spec(tree: CheckpointTree, entry: CheckpointEntry) -> dict:
+    driver = "zarr3" if tree.use_zarr3 else "zarr"
+    if tree.use_ocdbt:
+        kvstore = {"driver": "ocdbt", "base": f"file://{tree.directory}", "path": entry.name}
+    else:
+        kvstore = {"driver": "file", "path": f"{tree.directory}/{entry.name}"}
+    return {"driver": driver, "kvstore": kvstore, "open": True}
+
+
+def open_array(tree: CheckpointTree, entry: CheckpointEntry) -> Any:
+    """The tensorstore of one array (opening reads only its zarr metadata)."""
+    import tensorstore as ts
+
+    arr = ts.open(_spec(tree, entry), read=True).result()
+    if tuple(arr.shape) != entry.shape:
+        raise ValueError(f"the stored array has shape {tuple(arr.shape)}, its metadata says {entry.shape}")
+    return arr
+
+
+def blocks(shape: tuple[int, ...], itemsize: int, chunk_bytes: int) -> Iterator[tuple[slice, ...] | tuple[int, ...]]:
+    """Index tuples covering ``shape`` in C order, each selecting at most ``chunk_bytes`` (or one element).
+
+    >>> [b for b in blocks((4, 3), 4, 24)]
+    [(slice(0, 2, None),), (slice(2, 4, None),)]
+    >>> len(list(blocks((2, 5), 4, 8)))
+    6
+    """
+    if not shape:
+        yield ()
+        return
+    # The fewest leading axes to split so that the rest fits: axis k-1 is cut in ranges, the axes before it one by one.
+    trailing = [math.prod(shape[k:]) * itemsize for k in range(len(shape) + 1)]
+    k = next((k for k in range(len(shape) + 1) if trailing[k] <= chunk_bytes), len(shape))
+    if k == 0:
+        yield ()
+        return
+    step = max(1, chunk_bytes // max(trailing[k], 1))
+    for lead in itertools.product(*(range(n) for n in shape[: k - 1])):
+        for start in range(0, shape[k - 1], step):
+            yield (*lead, slice(start, min(start + step, shape[k - 1])))
+
+
+def read_blocks(arr: Any, shape: tuple[int, ...], itemsize: int, chunk_bytes: int) -> Iterator[tuple[Any, np.ndarray]]:
+    """``(index, block)`` for every block, the next read in flight while the caller handles one."""
+    index_iter = iter(blocks(shape, itemsize, chunk_bytes))
+    first = next(index_iter, None)
+    if first is None:
+        return
+    pending = (first, arr[first].read())
+    for index in index_iter:
+        future = arr[index].read()  # in flight while the caller reduces the previous block
+        done_index, done = pending
+        pending = (index, future)
+        yield done_index, np.asarray(done.result())
+    yield pending[0], np.asarray(pending[1].result())
