@@ -18,6 +18,8 @@ Public API (small on purpose):
   point, and ``capture_report(captured)`` describes the values (statistics, histograms).
 - ``capture_panel(model)``: toggles for what ``nnx.capture`` collects; ``panel(x)`` calls the
   model and shows every captured value, ``panel.grads(loss_fn, x)`` their gradients.
+- ``compare(a, b, *, tol=0.0, map=None, layers=None) -> Comparison``: what differs between two
+  models, states, snapshots or Orbax checkpoint directories (``snapshot("path")`` reads one too).
 - ``%load_ext nnx_lab``: registers ``%nnx_snapshot``, ``%nnx_watch``, ``%nnx_split`` /
   ``%%nnx_split``, ``%nnx_mode``, ``%nnx_view``, ``%%nnx_capture`` and the hook that refreshes viewers after each cell.
 
@@ -33,12 +35,13 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 __all__ = ["snapshot", "Snapshot", "Row", "watch", "StateViewer", "split_report", "view_report",
            "capture_panel", "CapturePanel", "Capture", "capture_call", "capture_report", "CaptureReport",
-           "intermediate_grads", "view_panel", "mode_toggle", "ViewPanel",
+           "intermediate_grads", "view_panel", "mode_toggle", "ViewPanel", "compare", "Comparison",
            "load_ipython_extension", "unload_ipython_extension"]
 
 if TYPE_CHECKING:
     from .core.capture import Capture, CaptureReport, capture_call, capture_report
     from .core.capture import intermediate_grads
+    from .core.compare import Comparison, compare
     from .core.snapshot import Row, Snapshot, snapshot
     from .core.split import split_report
     from .core.views import view_report
@@ -57,6 +60,7 @@ _LAZY = {
     "Capture": "core.capture", "capture_call": "core.capture", "capture_report": "core.capture",
     "CaptureReport": "core.capture", "intermediate_grads": "core.capture",
     "view_panel": "widgets.views", "mode_toggle": "widgets.views", "ViewPanel": "widgets.views",
+    "compare": "core.compare", "Comparison": "core.compare",
 }
 
 

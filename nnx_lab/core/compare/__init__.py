@@ -1,0 +1,50 @@
+"""Comparisons: what changed between two models, states, snapshots or checkpoints.
+
+- :func:`compare` (here): the sides (``_sides.py``), matched by path (``_match.py``, ``map=``
+  renames), values reduced where the arrays live (``_values.py``: one jitted program per device
+  group; checkpoints streamed block by block), rows and per-module aggregates (``_compare.py``),
+  the :class:`Comparison` (``_comparison.py``) and its text/HTML (``_render.py``).
+
+>>> from flax import nnx
+>>> a = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+>>> b = nnx.Linear(2, 3, rngs=nnx.Rngs(1))
+>>> cmp = compare(a, b)
+>>> cmp.verdict
+'b loads into a: 0 missing, 0 unexpected, 0 shape mismatches; values: 1 identical, 1 changed'
+>>> [(r.path, r.status) for r in cmp.rows]
+[('kernel', 'changed'), ('bias', 'identical')]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._compare import STATUSES, CompareRow, ModuleRow, compute
+from ._comparison import Comparison, verdict
+from ._match import renamer
+
+__all__ = ["STATUSES", "CompareRow", "Comparison", "ModuleRow", "compare", "renamer", "verdict"]
+
+
+def compare(a: Any, b: Any, *, tol: float = 0.0, map: Any = None, layers: dict | None = None,
+            chunk_bytes: int | None = None) -> Comparison:
+    """Compare ``b`` against ``a``: structure, then values, without changing either.
+
+    Args:
+      a, b: each an ``nnx.Module``, an ``nnx.State`` (or the nested dict ``nnx.state`` makes), the
+        ``(graphdef, state)`` pair of ``nnx.split``, a :class:`~nnx_lab.Snapshot` (structure only)
+        or an Orbax checkpoint directory (``str`` / ``pathlib.Path``; read without restoring).
+      tol: an element is *changed* when ``|a - b| > tol`` (and its bits differ); rows with no
+        changed element but some differing bits are ``equal``.
+      map: b's paths renamed into a's: a dict of prefix renames (``{"params/Dense_0": "linear"}``)
+        or a function of the ``/``-joined path returning the new one (None: leave it unmatched).
+      layers: a's path prefix -> layer axis of stacked Variables (``{"blocks": 0}``), as
+        ``snapshot(layers=)``: one extra row per layer. flax's ``PARTITION_NAME`` metadata needs none.
+      chunk_bytes: most bytes read at once from a checkpoint (default ``core.checkpoint.CHUNK_BYTES``).
+
+    Raises:
+      TypeError: a side is none of the above (a tracer, a number...), or ``tol``/``map`` are malformed.
+      ValueError: a ``layers=`` prefix holds no Variable of a.
+    """
+    rows, modules, info = compute(a, b, tol=tol, map=map, layers=layers, chunk_bytes=chunk_bytes)
+    return Comparison(rows, modules, info)

@@ -1,0 +1,166 @@
+"""One side of a comparison as a flat list of entries: a model, a State, a split pair, a snapshot or a
+checkpoint path, walked with the project's one graph walk (flax's graph API: ``core.graph``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+import jax
+import numpy as np
+from flax import nnx
+
+from .._util import first_line
+from ..graph import Path, path_text, split_pair, walk_graph
+
+__all__ = ["Entry", "Side", "resolve_side"]
+
+_LAYER_NAMES = ("layers",)  # flax's nnx.PARTITION_NAME convention, as the snapshot's stacked rows read it
+_SHARDING_KEYS = ("out_sharding", "sharding_names", "sharding")
+
+
+@dataclasses.dataclass
+class Entry:
+    """One Variable (or array) of a side, before it is matched."""
+
+    path: Path
+    type: str | None  # the Variable type; None where the source does not say (a checkpoint)
+    shape: tuple[int, ...] | None
+    dtype: str | None
+    sharding: str | None  # None: one device or unknown (never a mismatch)
+    aliases: tuple[Path, ...]
+    kind: str  # array, abstract, tracer, prng_key, non_numeric, deleted, checkpoint, error
+    value: Any = None  # the array (kind array / prng_key), or the checkpoint entry (kind checkpoint)
+    note: str | None = None
+    metadata: Mapping | None = None
+    key_data_shape: tuple[int, ...] | None = None  # a PRNG key array's key data (what Orbax saves)
+
+    @property
+    def text(self) -> str:
+        return path_text(self.path)
+
+    @property
+    def size(self) -> int | None:
+        return None if self.shape is None else int(np.prod(self.shape, dtype=np.int64))
+
+
+@dataclasses.dataclass
+class Side:
+    label: str  # "a" or "b"
+    root_type: str
+    entries: list[Entry]
+    checkpoint: Any = None  # the CheckpointTree, for a checkpoint side
+
+
+def _sharding_text(value: Any) -> str | None:
+    sharding = getattr(value, "sharding", None)
+    if sharding is None or isinstance(sharding, jax.sharding.SingleDeviceSharding):
+        return None
+    if isinstance(sharding, jax.sharding.NamedSharding):
+        return f"{sharding.spec} over {dict(sharding.mesh.shape)}"
+    return first_line(str(sharding), 200)
+
+
+def _dtype_text(dtype: Any) -> str:
+    return str(np.dtype(dtype)) if not jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key) else str(dtype)
+
+
+def _numeric(dtype: Any) -> bool:
+    return jax.dtypes.issubdtype(dtype, np.number) and not jax.dtypes.issubdtype(dtype, np.complexfloating) \
+        or jax.dtypes.issubdtype(dtype, np.bool_)
+
+
+def _entry(path: Path, type_name: str | None, value: Any, aliases: tuple, metadata: Mapping | None) -> Entry:
+    common = dict(path=path, type=type_name, aliases=aliases, metadata=metadata)
+    if isinstance(value, jax.core.Tracer):
+        return Entry(shape=None, dtype=None, sharding=None, kind="tracer",
+                     note="a value being traced by jax (inside jit/grad): no data to compare", **common)
+    if isinstance(value, jax.ShapeDtypeStruct):
+        return Entry(shape=tuple(value.shape), dtype=_dtype_text(value.dtype), sharding=_sharding_text(value),
+                     kind="abstract", note="abstract (a shape without data)", **common)
+    if isinstance(value, (int, float, bool, np.generic)) and not isinstance(value, np.ndarray):
+        value = np.asarray(value)
+    if not isinstance(value, (jax.Array, np.ndarray)):
+        return Entry(shape=None, dtype=None, sharding=None, kind="non_numeric", value=value,
+                     note=f"{type(value).__name__}: not an array", **common)
+    shape, dtype = tuple(value.shape), value.dtype
+    if isinstance(value, jax.Array) and value.is_deleted():
+        return Entry(shape=shape, dtype=_dtype_text(dtype), sharding=None, kind="deleted",
+                     note="the buffer was deleted or donated", **common)
+    if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+        return Entry(shape=shape, dtype=str(dtype), sharding=_sharding_text(value), kind="prng_key", value=value,
+                     note="a PRNG key array: compared bit for bit (its key data)",
+                     key_data_shape=tuple(jax.eval_shape(jax.random.key_data, value).shape), **common)
+    if not _numeric(dtype):
+        return Entry(shape=shape, dtype=str(dtype), sharding=_sharding_text(value), kind="non_numeric",
+                     note=f"dtype {dtype}: not compared", **common)
+    return Entry(shape=shape, dtype=_dtype_text(dtype), sharding=_sharding_text(value), kind="array", value=value,
+                 **common)
+
+
+def metadata_axis(entry: Entry) -> int | None:
+    """The layer axis flax recorded in the Variable's sharding names (``nnx.PARTITION_NAME``), or None."""
+    if not entry.metadata or not entry.shape:
+        return None
+    for key in _SHARDING_KEYS:
+        names = entry.metadata.get(key)
+        if isinstance(names, (tuple, list)) and len(names) == len(entry.shape):
+            for axis, name in enumerate(names):
+                if name in _LAYER_NAMES or (isinstance(name, (tuple, list)) and any(n in _LAYER_NAMES for n in name)):
+                    return axis
+    return None
+
+
+def _checkpoint_side(label: str, path: Any) -> Side:
+    from ..checkpoint import read_tree
+
+    tree = read_tree(path)
+    entries = []
+    for e in tree.entries:
+        kind = "checkpoint" if e.note is None else "non_numeric"
+        try:
+            numeric = e.dtype is not None and _numeric(np.dtype(e.dtype) if e.dtype != "bfloat16" else jax.numpy.bfloat16)
+        except TypeError:
+            numeric = False
+        if kind == "checkpoint" and not numeric:
+            kind, note = "non_numeric", f"dtype {e.dtype}: not compared"
+        else:
+            note = e.note
+        entries.append(Entry(e.path, None, e.shape, e.dtype, None, (), kind, e, note))
+    return Side(label, "Checkpoint", entries, checkpoint=tree)
+
+
+def _snapshot_side(label: str, snap: Any) -> Side:
+    entries = [Entry(r.path, r.type, r.shape, r.dtype, r.sharding, r.aliases, "abstract", None,
+                     "a snapshot holds descriptions, not values")
+               for r in snap.rows if r.layer_of is None]
+    return Side(label, f"Snapshot({snap.root_type})", entries)
+
+
+def resolve_side(label: str, obj: Any) -> Side:
+    """``obj`` as a :class:`Side`; a TypeError in one line for anything else."""
+    from ..snapshot import Snapshot
+
+    if isinstance(obj, (str, bytes)) or hasattr(obj, "__fspath__"):
+        if isinstance(obj, bytes):
+            raise TypeError(f"compare: {label} is bytes; give a checkpoint path as str or pathlib.Path")
+        return _checkpoint_side(label, obj)
+    if isinstance(obj, Snapshot):
+        return _snapshot_side(label, obj)
+    if isinstance(obj, jax.core.Tracer):
+        raise TypeError(f"compare: {label} is a jax tracer (compare() was called inside jit/grad/vmap); "
+                        "call it outside the transformation")
+    accepted = isinstance(obj, (nnx.Module, nnx.Variable, Mapping)) or split_pair(obj) is not None \
+        or isinstance(obj, nnx.State)
+    if not accepted:
+        raise TypeError(f"compare: {label} is {type(obj).__name__}, not an nnx.Module, an nnx.State, a (graphdef, "
+                        "state) pair, a Snapshot or a checkpoint path")
+    try:
+        walk = walk_graph(obj)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"compare: {label} cannot be walked: {first_line(str(e), 200)}") from None
+    # A type only where it is a Variable's: a bare array's ("Array") or a Linen collection's ("params")
+    # name is no Variable type to disagree with.
+    entries = [_entry(leaf.path, leaf.type_name if leaf.param is not None and leaf.type_name != leaf.path[0] else None,
+                      leaf.value, leaf.aliases, leaf.metadata) for leaf in walk.leaves]
+    return Side(label, walk.root_type, entries)

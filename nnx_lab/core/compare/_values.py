@@ -1,0 +1,181 @@
+"""The value comparison: per pair of arrays a few sums, reduced where the arrays live.
+
+Every pair whose arrays are on the same devices goes into one jitted program (per device group)
+that returns two small matrices, one row per pair (or per layer of a stacked pair): float32
+``[sum (a-b)^2, sum a^2, sum b^2, sum a*b, max |a-b|]`` and int32 ``[elements changed beyond tol
+(and not bit-identical), elements not bit-identical, NaN in a, NaN in b]``. One host fetch per
+group: no array comes to the host. A checkpoint's arrays are streamed block by block
+(``core.checkpoint.read_blocks``, bounded host memory) against the same block of the other side.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+__all__ = ["FLOATS", "INTS", "Partials", "device_partials", "stream_partials"]
+
+FLOATS = ("diff_sq", "a_sq", "b_sq", "ab", "max_abs")
+INTS = ("changed", "differ", "nan_a", "nan_b")
+_UINT = {1: jnp.uint8, 2: jnp.uint16, 4: jnp.uint32, 8: jnp.uint64}
+
+
+class Partials:
+    """Sums of one pair (or one layer), combinable: blocks of a stream, rows of a module."""
+
+    __slots__ = ("floats", "ints", "size")
+
+    def __init__(self, floats: Sequence[float], ints: Sequence[int], size: int):
+        self.floats, self.ints, self.size = [float(v) for v in floats], [int(v) for v in ints], int(size)
+
+    @classmethod
+    def empty(cls) -> "Partials":
+        return cls([0.0, 0.0, 0.0, 0.0, 0.0], [0, 0, 0, 0], 0)
+
+    def add(self, other: "Partials") -> None:
+        for i in range(4):
+            self.floats[i] += other.floats[i]
+        m, o = self.floats[4], other.floats[4]
+        self.floats[4] = o if math.isnan(o) or o > m else m
+        for i in range(4):
+            self.ints[i] += other.ints[i]
+        self.size += other.size
+
+    def metrics(self) -> dict:
+        diff_sq, a_sq, b_sq, ab, max_abs = self.floats
+        changed, differ, nan_a, nan_b = self.ints
+        if a_sq > 0:
+            rel = math.sqrt(diff_sq) / math.sqrt(a_sq)
+        else:
+            rel = 0.0 if diff_sq == 0 else math.inf
+        cosine = ab / math.sqrt(a_sq * b_sq) if a_sq > 0 and b_sq > 0 else None
+        if cosine is not None and not math.isnan(cosine):
+            cosine = max(-1.0, min(1.0, cosine))
+        return {"rel_change": rel, "max_abs": max_abs, "cosine": cosine,
+                "frac_changed": changed / self.size if self.size else 0.0, "identical": differ == 0,
+                "changed": changed, "nan_a": nan_a, "nan_b": nan_b}
+
+
+def _bits_differ(a, b):
+    if a.dtype != b.dtype:
+        af, bf = a.astype(jnp.float32), b.astype(jnp.float32)
+        return ~(af == bf)
+    if a.dtype == jnp.bool_ or jnp.issubdtype(a.dtype, jnp.integer):
+        return a != b
+    u = _UINT[a.dtype.itemsize]
+    return lax.bitcast_convert_type(a, u) != lax.bitcast_convert_type(b, u)
+
+
+def _pair(a, b, axis, tol):
+    """``[L, 5]`` floats and ``[L, 4]`` ints: L = 1, or the layers along ``axis``."""
+    differ = _bits_differ(a, b)
+    af, bf = a.astype(jnp.float32), b.astype(jnp.float32)
+    if axis is None:
+        shape = (1, -1)
+        af, bf, differ = af.reshape(shape), bf.reshape(shape), differ.reshape(shape)
+    else:
+        n = a.shape[axis]
+        af, bf, differ = (jnp.moveaxis(x, axis, 0).reshape(n, -1) for x in (af, bf, differ))
+    d = af - bf
+    absd = jnp.abs(d)
+    floats = jnp.stack([(d * d).sum(1), (af * af).sum(1), (bf * bf).sum(1), (af * bf).sum(1),
+                        jnp.max(absd, axis=1, initial=0.0)], axis=1)
+    # NaN beside a number is changed (|d| <= tol is False); bit-identical elements never are
+    changed = (~(absd <= tol) & differ).sum(1, dtype=jnp.int32)
+    ints = jnp.stack([changed, differ.sum(1, dtype=jnp.int32), jnp.isnan(af).sum(1, dtype=jnp.int32),
+                      jnp.isnan(bf).sum(1, dtype=jnp.int32)], axis=1)
+    return floats, ints
+
+
+@functools.partial(jax.jit, static_argnums=(2,))
+def _program(a_arrays, b_arrays, axes, tol):
+    """Every pair of a device group in one program; rows concatenated in order."""
+    outs = [_pair(a, b, axis, tol) for a, b, axis in zip(a_arrays, b_arrays, axes)]
+    return jnp.concatenate([f for f, _ in outs]), jnp.concatenate([i for _, i in outs])
+
+
+def _placed(a: Any, b: Any) -> tuple[Any, Any]:
+    """Both arrays on the devices of the one that is on a device (b follows a's sharding)."""
+    a, b = _key_data(a), _key_data(b)
+    if isinstance(a, jax.Array):
+        if not isinstance(b, jax.Array) or b.sharding != a.sharding:
+            b = jax.device_put(b, a.sharding)
+        return a, b
+    if isinstance(b, jax.Array):
+        return jax.device_put(a, b.sharding), b
+    return jnp.asarray(a), jnp.asarray(b)
+
+
+def _key_data(x: Any) -> Any:
+    """A PRNG key array's key data (compared bit for bit); any other array as it is."""
+    return jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x
+
+
+def _group_key(x: jax.Array) -> tuple:
+    return tuple(sorted(d.id for d in x.sharding.device_set))
+
+
+def device_partials(pairs: Sequence[tuple[Any, Any, int | None]], tol: float) -> list[list[Partials]]:
+    """Per pair ``(a, b, layer_axis)``: its Partials (one, or one per layer)."""
+    groups: dict[tuple, list[int]] = {}
+    placed = []
+    for k, (a, b, axis) in enumerate(pairs):
+        pa, pb = _placed(a, b)
+        placed.append((pa, pb, axis))
+        groups.setdefault(_group_key(pa), []).append(k)
+    out: list[list[Partials]] = [[] for _ in pairs]
+    launched = []
+    for members in groups.values():  # launched all before any fetch: the groups' devices work in parallel
+        a_arrays = tuple(placed[k][0] for k in members)
+        b_arrays = tuple(placed[k][1] for k in members)
+        axes = tuple(placed[k][2] for k in members)
+        launched.append((members, _program(a_arrays, b_arrays, axes, jnp.float32(tol))))
+    for members, result in launched:
+        floats, ints = jax.device_get(result)
+        row = 0
+        for k in members:
+            a, _, axis = placed[k]
+            layers = 1 if axis is None else a.shape[axis]
+            per = a.size // max(layers, 1) if layers else 0
+            out[k] = [Partials(floats[row + i], ints[row + i], per) for i in range(layers)]
+            row += layers
+    return out
+
+
+@jax.jit
+def _block(a, b, tol):
+    return _pair(a, b, None, tol)
+
+
+def stream_partials(a_source: Any, b_source: Any, shape: tuple[int, ...], itemsize: int, chunk_bytes: int,
+                    tol: float) -> Partials:
+    """One pair where one side or both are checkpoint arrays: block by block, summed on the host.
+
+    A source is ``("array", jax_array)`` or ``("checkpoint", tensorstore)``; blocks are read with
+    ``core.checkpoint.read_blocks`` (one read in flight) and the device side is sliced on its device.
+    """
+    from ..checkpoint import read_blocks
+
+    total = Partials.empty()
+    tol = jnp.float32(tol)
+    if a_source[0] == "checkpoint" and b_source[0] == "checkpoint":
+        b_reads = read_blocks(b_source[1], shape, itemsize, chunk_bytes)
+        for (_, a_block), (_, b_block) in zip(read_blocks(a_source[1], shape, itemsize, chunk_bytes), b_reads):
+            f, i = jax.device_get(_block(a_block, b_block, tol))
+            total.add(Partials(f[0], i[0], a_block.size))
+        return total
+    flip = a_source[0] == "checkpoint"
+    stored, live = (a_source[1], b_source[1]) if flip else (b_source[1], a_source[1])
+    live = _key_data(live if isinstance(live, jax.Array) else jnp.asarray(live))
+    for index, block in read_blocks(stored, shape, itemsize, chunk_bytes):
+        part = live[index] if index else live
+        block = jax.device_put(block, part.sharding)
+        f, i = jax.device_get(_block(block, part, tol) if flip else _block(part, block, tol))
+        total.add(Partials(f[0], i[0], block.size))
+    return total
