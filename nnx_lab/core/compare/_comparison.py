@@ -65,7 +65,7 @@ class Comparison:
     @property
     def identical(self) -> bool:
         """Whether every Variable matched and is bit for bit the same."""
-        return bool(self.rows) and all(r.status == "identical" for r in self.rows if r.layer is None)
+        return bool(self.rows) and all(r.identical is True for r in self.rows if r.layer is None)
 
     @property
     def loadable(self) -> bool:

@@ -63,9 +63,8 @@ class Partials:
 
 
 def _bits_differ(a, b):
-    if a.dtype != b.dtype:
-        af, bf = a.astype(jnp.float32), b.astype(jnp.float32)
-        return ~(af == bf)
+    if a.dtype != b.dtype:  # never bit-identical; "changed" still asks whether the values differ
+        return jnp.ones(a.shape, jnp.bool_)
     if a.dtype == jnp.bool_ or jnp.issubdtype(a.dtype, jnp.integer):
         return a != b
     u = _UINT[a.dtype.itemsize]
