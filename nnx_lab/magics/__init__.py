@@ -4,6 +4,7 @@
 - ``_split``: ``%nnx_split`` / ``%%nnx_split``;
 - ``_views``: ``%nnx_mode``, ``%nnx_view``;
 - ``_capture``: ``%%nnx_capture``;
+- ``_compare``: ``%nnx_compare``;
 - ``_args``: what they all use (line splitting, TARGET and ``--only`` evaluation, name and
   number checks, the cell-body runner).
 
@@ -29,6 +30,7 @@ from traitlets.config.loader import DeferredConfig, LazyConfigValue
 from ..core._util import MAX_BINS, MAX_RATE, MAX_ROWS, check_number, quote_repr
 from ._args import DEFAULT_BINS, DEFAULT_MAX_ROWS, DEFAULT_RATE
 from ._capture import nnx_capture
+from ._compare import nnx_compare
 from ._snapshot import nnx_snapshot, nnx_watch
 from ._split import nnx_split
 from ._views import nnx_mode, nnx_view
@@ -131,3 +133,4 @@ class NnxLabMagics(Magics):
     nnx_mode = line_magic(nnx_mode)
     nnx_view = line_magic(nnx_view)
     nnx_capture = cell_magic(nnx_capture)
+    nnx_compare = line_magic(nnx_compare)
