@@ -27,8 +27,19 @@ release = version = nnx_lab.__version__
 root_doc = "docs/index"
 include_patterns = ["docs/**", "notebooks/*.ipynb", "benchmarks/README.md"]
 exclude_patterns = [
-    "docs/_build", "**/.ipynb_checkpoints", ".venv*", "venv", "js", "nnx_lab", "tests",
-    "tools", "ci", "build", "dist", "test-artifacts", ".git",
+    "docs/_build",
+    "**/.ipynb_checkpoints",
+    ".venv*",
+    "venv",
+    "js",
+    "nnx_lab",
+    "tests",
+    "tools",
+    "ci",
+    "build",
+    "dist",
+    "test-artifacts",
+    ".git",
 ]
 
 extensions = [

@@ -67,7 +67,9 @@ def check(site: Path) -> tuple[list[str], int]:
                 broken.append(f"{where}: no such file")
             elif parts.fragment and target.suffix == ".html":
                 if unquote(parts.fragment) not in _parse(target, pages).ids:
-                    broken.append(f"{where}: no anchor #{parts.fragment} in {target.relative_to(site)}")
+                    broken.append(
+                        f"{where}: no anchor #{parts.fragment} in {target.relative_to(site)}"
+                    )
     return broken, checked
 
 
@@ -77,7 +79,10 @@ def main(argv: list[str]) -> int:
         return 2
     site = Path(argv[0])
     if not (site / "index.html").is_file():
-        print(f"check_docs_links: {site} holds no built site (no index.html): build it first", file=sys.stderr)
+        print(
+            f"check_docs_links: {site} holds no built site (no index.html): build it first",
+            file=sys.stderr,
+        )
         return 2
     broken, checked = check(site)
     for line in broken:

@@ -60,23 +60,36 @@ class NnxMagics(_Generated):
                 kinds.setdefault(magic, []).append(prefix + magic)
         out: list[str] = []
         for magic in sorted(kinds):
-            method = getattr(NnxLabMagics, NnxLabMagics.magics["line"].get(magic)
-                             or NnxLabMagics.magics["cell"][magic])
+            method = getattr(
+                NnxLabMagics,
+                NnxLabMagics.magics["line"].get(magic) or NnxLabMagics.magics["cell"][magic],
+            )
             parser = getattr(method, "parser", None)
             if parser is None:
-                raise ValueError(f"magic {magic} has no magic_arguments parser: its options cannot be documented")
-            out += [f".. _magic-{magic}:", ""] + _title(" / ".join(f"``{k}``" for k in kinds[magic]), "~")
+                raise ValueError(
+                    f"magic {magic} has no magic_arguments parser: its options cannot be documented"
+                )
+            out += [f".. _magic-{magic}:", ""] + _title(
+                " / ".join(f"``{k}``" for k in kinds[magic]), "~"
+            )
             out += [".. code-block:: text", ""]
-            out += ["   " + line if line.strip() else "" for line in parser.format_help().splitlines()]
+            out += [
+                "   " + line if line.strip() else "" for line in parser.format_help().splitlines()
+            ]
             out.append("")
-        out += [".. _magic-config:", ""] + _title("Configurable defaults (``%config NnxLabMagics``)", "~")
+        out += [".. _magic-config:", ""] + _title(
+            "Configurable defaults (``%config NnxLabMagics``)", "~"
+        )
         for name, trait in sorted(NnxLabMagics.class_traits(config=True).items()):
-            out += [f"``NnxLabMagics.{name}`` (default ``{trait.default_value!r}``)",
-                    f"   {trait.help}", ""]
+            out += [
+                f"``NnxLabMagics.{name}`` (default ``{trait.default_value!r}``)",
+                f"   {trait.help}",
+                "",
+            ]
         return out
 
 
-def setup(app):  # noqa: ANN001, ANN201  (Sphinx's extension entry point)
+def setup(app):  # Sphinx's extension entry point
     app.add_directive("nnx-api", NnxApi)
     app.add_directive("nnx-magics", NnxMagics)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
