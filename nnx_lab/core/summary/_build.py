@@ -1,0 +1,182 @@
+"""``summary(model, *args)``: trace the call once, cost it per module call, build the rows."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Any
+
+import jax
+import numpy as np
+from flax import nnx
+
+from .. import compat
+from ..graph._walk import path_text
+from . import _costs, _trace
+from ._data import Summary, SummaryError, SummaryRow, describe, leaves_bytes
+
+_log = logging.getLogger("nnx_lab")
+
+
+def _abstract(x: Any) -> Any:
+    """An array leaf as a ShapeDtypeStruct (its sharding kept); anything else as it is."""
+    if isinstance(x, jax.ShapeDtypeStruct):
+        return x
+    if isinstance(x, jax.Array):
+        return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=getattr(x, "sharding", None))
+    if isinstance(x, np.ndarray):
+        return jax.ShapeDtypeStruct(x.shape, x.dtype)
+    return x
+
+
+def _check_args(args: tuple, kwargs: dict) -> None:
+    named = [(f"argument {i + 1}", a) for i, a in enumerate(args)] + [(f"argument {k}=", v) for k, v in kwargs.items()]
+    for name, arg in named:
+        for where, leaf in jax.tree_util.tree_leaves_with_path(arg):
+            if isinstance(leaf, (jax.Array, jax.ShapeDtypeStruct, np.ndarray, np.generic, bool, int, float, complex)):
+                continue
+            if isinstance(leaf, str):
+                continue  # static arguments: passed through as they are
+            raise SummaryError(f"{name}{jax.tree_util.keystr(where)} is {type(leaf).__name__}, "
+                               "not an array, a jax.ShapeDtypeStruct or a number")
+
+
+def _variables(model: Any, module_paths: set) -> tuple[dict, dict]:
+    """own and total ``{variable type: [count, bytes]}`` per module path."""
+    own: dict = {p: {} for p in module_paths}
+    total: dict = {p: {} for p in module_paths}
+    for path, value in compat.iter_graph(model):
+        if not isinstance(value, nnx.Variable):
+            continue
+        path = tuple(path)
+        leaves = jax.tree.leaves(compat.get_value(value))
+        count = sum(int(math.prod(getattr(x, "shape", ()) or ())) for x in leaves)
+        nbytes = leaves_bytes(leaves)
+        name = compat.variable_type(value).__name__
+        owner = max((p for p in module_paths if p == path[:len(p)]), key=len, default=())
+        for prefix in module_paths:
+            if prefix == path[:len(prefix)]:
+                for table in ((total[prefix],) + ((own[prefix],) if prefix == owner else ())):
+                    entry = table.setdefault(name, [0, 0])
+                    entry[0] += count
+                    entry[1] += nbytes
+    return own, total
+
+
+def _trace_program(model: Any, method: str, args: tuple, kwargs: dict, grad: bool) -> tuple:
+    """``(traced, recorder, sites)``: the call traced once (``jax.jit(...).trace``), calls recorded."""
+    graphdef, state, sites, classes = _trace.marked_copy(model)
+    state = jax.tree.map(_abstract, state)
+    args, kwargs = jax.tree.map(_abstract, (args, kwargs))
+
+    def forward(state: Any, args: tuple, kwargs: dict) -> Any:
+        module = nnx.merge(graphdef, state)
+        out = getattr(module, method)(*args, **kwargs)
+        return [x for x in jax.tree.leaves(out) if isinstance(x, jax.Array)]
+
+    def backward(state: Any, args: tuple, kwargs: dict) -> Any:
+        gdef, params, rest = nnx.split(nnx.merge(graphdef, state), nnx.Param, ...)
+
+        def f(params: Any) -> Any:
+            # fresh Variables for ``rest`` at this trace level: a BatchNorm may update its statistics
+            out = getattr(nnx.merge(gdef, params, jax.tree.map(lambda v: v, rest)), method)(*args, **kwargs)
+            return [x for x in jax.tree.leaves(out)
+                    if isinstance(x, jax.Array) and jax.numpy.issubdtype(x.dtype, jax.numpy.inexact)]
+
+        out, vjp = jax.vjp(f, params)
+        return out, vjp([jax.numpy.ones_like(x) for x in out])
+
+    with _trace.Patched(classes) as recorder:
+        try:
+            traced = jax.jit(backward if grad else forward).trace(state, args, kwargs)
+        except Exception as e:
+            raise _call_error(e, recorder, sites) from e
+    return traced, recorder, sites
+
+
+def _call_error(error: Exception, recorder: Any, sites: list) -> Exception:
+    call = recorder.failed
+    from .._util import one_line
+
+    if call is None:
+        return SummaryError(f"the call raised {one_line(error)} outside any module")
+    args, kwargs = call.inputs
+    where = path_text(sites[call.site]) or "(the model)"
+    shapes = describe((args, kwargs) if kwargs else args)
+    return SummaryError(f"{where} ({call.cls.__name__}.{call.method}) raised {one_line(error)}; "
+                        f"its inputs: {shapes}")
+
+
+def _memory(traced: Any) -> tuple[dict | None, str | None]:
+    try:
+        analysis = traced.lower().compile().memory_analysis()
+    except Exception as e:  # noqa: BLE001 - a backend without compile or memory analysis: said in the header
+        from .._util import one_line
+
+        return None, one_line(e)
+    if analysis is None:
+        return None, f"{jax.default_backend()} has no memory analysis"
+    fields = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes", "alias_size_in_bytes",
+              "generated_code_size_in_bytes")
+    out = {f.replace("_size_in_bytes", ""): int(getattr(analysis, f, 0) or 0) for f in fields}
+    out["peak"] = out["argument"] + out["output"] + out["temp"] - out["alias"]
+    return out, None
+
+
+def summary(model: Any, *args: Any, method: str = "__call__", grad: bool = False, memory: bool = True,
+            depth: int | None = None, layers: Any = None, **kwargs: Any) -> Summary:
+    """Shapes, parameters, FLOPs and bytes of every module call of ``model.<method>(*args, **kwargs)``,
+    from one trace (see :mod:`nnx_lab.core.summary`)."""
+    started = time.perf_counter()
+    if not isinstance(model, nnx.Module):
+        raise SummaryError(f"summary needs an nnx.Module, got {type(model).__name__}")
+    fn = getattr(type(model), method, None)
+    if not isinstance(method, str) or fn is None or not callable(fn):
+        raise SummaryError(f"{type(model).__name__} has no method {method!r}")
+    if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 0):
+        raise SummaryError(f"depth must be a non-negative integer, got {depth!r}")
+    _check_args(args, kwargs)
+    import inspect
+
+    try:
+        inspect.signature(fn).bind(model, *args, **kwargs)
+    except TypeError as e:
+        raise SummaryError(f"{type(model).__name__}.{method}{_sig(fn)}: {e}") from None
+    except ValueError:
+        pass  # no signature to check (a builtin): the call itself will say
+    traced, recorder, sites = _trace_program(model, method, args, kwargs, grad=False)
+    tally = _costs.tally(traced.jaxpr)
+    back = None
+    if grad:
+        traced_grad, grad_recorder, _ = _trace_program(model, method, args, kwargs, grad=True)
+        back = _costs.tally(traced_grad.jaxpr)
+    mem, mem_error = _memory(traced_grad if grad else traced) if memory else (None, "not asked (memory=False)")
+    from ._rows import build_rows
+
+    module_paths = {tuple(p) for p, _ in compat.iter_modules(model)}
+    own, total = _variables(model, module_paths)
+    rows = build_rows(recorder.calls, sites, tally, None if back is None else (back, grad_recorder.calls),
+                      own, total, model, layers)
+    if depth is not None:
+        rows = [r for r in rows if r.depth <= depth]
+    return Summary(model_class=type(model).__name__, method=method, rows=rows, flops=tally.total[0],
+                   transcendentals=tally.total[1], bytes_accessed=tally.total[2],
+                   backward_flops=None if back is None else back.total[0] - tally.total[0],
+                   backward_bytes=None if back is None else back.total[2] - tally.total[2],
+                   memory=mem, memory_note=mem_error, backend=jax.default_backend(),
+                   uncosted=dict(tally.uncosted), inputs=describe(args if not kwargs else (args, kwargs)),
+                   seconds=time.perf_counter() - started)
+
+
+def _sig(fn: Any) -> str:
+    import inspect
+
+    try:
+        params = list(inspect.signature(fn).parameters.values())[1:]
+        return "(" + ", ".join(str(p) for p in params) + ")"
+    except (TypeError, ValueError):
+        return "(...)"
+
+
+__all__ = ["summary", "Summary", "SummaryRow", "SummaryError"]

@@ -1,0 +1,218 @@
+"""FLOPs and bytes of a jaxpr, operation by operation, attributed to the module calls that ran them.
+
+The numbers are XLA's: ``jit(f).lower(...).cost_analysis()`` (what ``nnx.tabulate(compute_flops=True)``
+reads per module call) runs XLA's HLO cost analysis on the unoptimized program, which is a sum over
+its operations. So the cost of a program is the sum of its equations' costs, and each equation's cost
+is what XLA says of that one operation: a formula for the common primitives (checked against XLA in
+``tests/core/test_summary_costs.py``) and, for any other primitive, XLA's analysis of that equation
+lowered alone (once per distinct primitive, shapes and parameters, cached for the process).
+
+Control flow as XLA counts it, except scans: a ``scan`` body runs ``length`` times and is counted that
+many times (XLA counts a while loop's body once, so tabulate's number for a module that scans is the
+body's once); a ``while`` of unknown trip count is counted once; a ``cond`` by its costliest branch.
+
+Bytes accessed are each operation's operand and result bytes before fusion (XLA's unoptimized count).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+_log = logging.getLogger("nnx_lab")
+
+#: the prefix of the named scope each marked module call runs in (``nnxlab.17``)
+SCOPE_PREFIX = "nnxlab."
+
+_ZERO = frozenset({
+    "broadcast_in_dim", "reshape", "transpose", "squeeze", "expand_dims", "slice", "dynamic_slice",
+    "dynamic_update_slice", "concatenate", "pad", "iota", "copy", "copy_p", "rev", "gather",
+    "device_put", "stop_gradient", "sharding_constraint", "mesh_cast", "reshard", "optimization_barrier",
+    "random_wrap", "random_unwrap", "squeeze_p", "split", "pvary",
+    "with_sharding_constraint", "name", "random_seed", "random_fold_in_p", "axis_index",
+})
+_TRANSCENDENTAL = frozenset({
+    "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "sqrt", "rsqrt",
+    "cbrt", "pow", "atan2", "erf", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+})
+_ELEMENTWISE = frozenset({
+    "add", "add_any", "sub", "mul", "div", "rem", "max", "min", "neg", "abs", "sign", "floor", "ceil",
+    "round", "is_finite", "and", "or", "not", "xor", "eq", "ne", "lt", "le", "gt", "ge", "select_n",
+    "nextafter", "shift_left", "shift_right_logical", "shift_right_arithmetic", "population_count",
+    "square", "convert_element_type", "bitcast_convert_type", "clamp", "imag", "real", "conj", "complex",
+})
+_REDUCE = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
+                     "reduce_xor"})
+_CALL_PARAMS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
+
+Cost = tuple  # (flops, transcendentals, bytes accessed)
+_cache: dict = {}
+
+
+def _size(aval: Any) -> int:
+    return int(math.prod(getattr(aval, "shape", ()) or ()))
+
+
+def _nbytes(aval: Any) -> int:
+    try:
+        itemsize = np.dtype(aval.dtype).itemsize
+    except TypeError:  # an extended dtype (a PRNG key): its own itemsize when it has one
+        itemsize = getattr(aval.dtype, "itemsize", 0) or 0
+    return _size(aval) * int(itemsize)
+
+
+def _io_bytes(eqn: Any) -> int:
+    return sum(_nbytes(v.aval) for v in eqn.invars) + sum(_nbytes(v.aval) for v in eqn.outvars)
+
+
+def formula(eqn: Any) -> Cost | None:
+    """XLA's cost of ``eqn`` by formula, or None for a primitive without one."""
+    name = eqn.primitive.name
+    out = eqn.outvars[0].aval if eqn.outvars else None
+    if name in _ZERO:
+        return 0, 0, _io_bytes(eqn)
+    if name in _ELEMENTWISE:
+        if name == "convert_element_type" and eqn.invars[0].aval.dtype == out.dtype:
+            return 0, 0, 0
+        return _size(out), 0, _io_bytes(eqn)
+    if name in _TRANSCENDENTAL:
+        return 0, _size(out), _io_bytes(eqn)
+    if name in _REDUCE:
+        return _size(eqn.invars[0].aval) - _size(out), 0, _io_bytes(eqn)
+    if name == "dot_general":
+        (lhs_contract, _), _ = eqn.params["dimension_numbers"]
+        shape = eqn.invars[0].aval.shape
+        return 2 * _size(out) * int(math.prod(shape[d] for d in lhs_contract)), 0, _io_bytes(eqn)
+    return None
+
+
+def _freeze(x: Any) -> Any:
+    try:
+        hash(x)
+        return x
+    except TypeError:
+        if isinstance(x, (list, tuple)):
+            return tuple(_freeze(v) for v in x)
+        if isinstance(x, dict):
+            return tuple(sorted((k, _freeze(v)) for k, v in x.items()))
+        return repr(x)
+
+
+def _signature(eqn: Any) -> tuple:
+    return (eqn.primitive.name,
+            tuple((tuple(v.aval.shape), str(v.aval.dtype)) for v in eqn.invars),
+            tuple(sorted((k, _freeze(v)) for k, v in eqn.params.items())))
+
+
+def lowered_cost(eqn: Any) -> Cost:
+    """XLA's cost analysis of ``eqn`` lowered alone (cached by primitive, shapes and parameters)."""
+    import jax
+
+    key = _signature(eqn)
+    if key not in _cache:
+        def one(*xs: Any) -> Any:
+            return eqn.primitive.bind(*xs, **eqn.params)
+
+        args = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in eqn.invars]
+        cost = jax.jit(one).lower(*args).cost_analysis() or {}
+        if isinstance(cost, (list, tuple)):  # older jax: one dict per computation
+            cost = cost[0] if cost else {}
+        _cache[key] = (int(cost.get("flops", 0)), int(cost.get("transcendentals", 0)),
+                       int(cost.get("bytes accessed", 0)))
+    return _cache[key]
+
+
+class Tally:
+    """Costs per module call id, inclusive of the calls inside it, plus where each call first ran."""
+
+    def __init__(self) -> None:
+        self.flops: dict = {}
+        self.transcendentals: dict = {}
+        self.bytes: dict = {}
+        self.trips: dict = {}      # call id -> how many times its body ran (scan lengths around it)
+        self.total = [0, 0, 0]
+        self.uncosted: dict = {}   # primitive name -> count of equations XLA could not cost
+        self.primitives: set = set()
+
+    def add(self, scopes: tuple, mult: int, cost: Cost) -> None:
+        flops, trans, nbytes = (c * mult for c in cost)
+        self.total[0] += flops
+        self.total[1] += trans
+        self.total[2] += nbytes
+        for call in set(scopes):
+            self.flops[call] = self.flops.get(call, 0) + flops
+            self.transcendentals[call] = self.transcendentals.get(call, 0) + trans
+            self.bytes[call] = self.bytes.get(call, 0) + nbytes
+
+
+def _scopes(eqn: Any) -> tuple:
+    """The marked calls in ``eqn``'s name stack, outermost first (relative to its enclosing jaxpr)."""
+    out = []
+    for item in getattr(eqn.source_info.name_stack, "stack", ()):
+        name = getattr(item, "name", "")
+        if type(item).__name__ == "Scope" and name.startswith(SCOPE_PREFIX):
+            try:
+                out.append(int(name[len(SCOPE_PREFIX):]))
+            except ValueError:
+                continue  # a user's own scope that happens to share the prefix
+    return tuple(out)
+
+
+def _open(jaxpr: Any) -> Any:
+    return getattr(jaxpr, "jaxpr", jaxpr)
+
+
+def walk(jaxpr: Any, tally: Tally, cost_of: Callable[[Any], Cost], scopes: tuple = (), mult: int = 1) -> None:
+    """Add every equation of ``jaxpr`` (and of the jaxprs inside it) to ``tally``."""
+    for eqn in _open(jaxpr).eqns:
+        here = scopes + _scopes(eqn)
+        for call in here:
+            tally.trips.setdefault(call, mult)
+        params, name = eqn.params, eqn.primitive.name
+        if name == "scan":
+            walk(params["jaxpr"], tally, cost_of, here, mult * int(params["length"]))
+            tally.add(here, mult, (2, 0, 0))  # the loop's counter: one add, one compare (as XLA counts)
+        elif name == "while":
+            walk(params["cond_jaxpr"], tally, cost_of, here, mult)
+            walk(params["body_jaxpr"], tally, cost_of, here, mult)
+        elif name == "cond":
+            branches = []
+            for branch in params["branches"]:
+                sub = Tally()
+                walk(branch, sub, cost_of, (), 1)
+                branches.append(sub.total)
+            tally.add(here, mult, tuple(max(branches)) if branches else (0, 0, 0))
+        elif any(k in params and hasattr(_open(params[k]), "eqns") for k in _CALL_PARAMS):
+            key = next(k for k in _CALL_PARAMS if k in params and hasattr(_open(params[k]), "eqns"))
+            walk(params[key], tally, cost_of, here, mult)
+        else:
+            tally.primitives.add(name)
+            try:
+                cost = cost_of(eqn)
+            except Exception as e:  # noqa: BLE001 - a primitive XLA cannot lower alone: counted as uncosted, said in the header
+                _log.debug("nnx_lab.summary: no cost for %s: %s", name, e)
+                tally.uncosted[name] = tally.uncosted.get(name, 0) + 1
+                cost = (0, 0, _io_bytes(eqn))
+            tally.add(here, mult, cost)
+
+
+def eqn_cost(eqn: Any) -> Cost:
+    """An equation's cost: the formula when there is one, else XLA's analysis of it alone."""
+    cost = formula(eqn)
+    return cost if cost is not None else lowered_cost(eqn)
+
+
+def tally(jaxpr: Any, exact: bool = False) -> Tally:
+    """The costs of ``jaxpr`` per marked call; ``exact``: every equation lowered for XLA (slow; tests)."""
+    from jax._src.interpreters import partial_eval as pe
+
+    out = Tally()
+    # What the outputs need, as jit runs it (and as tabulate's lowering counts): an update nobody
+    # returns (a BatchNorm's running statistics, an RNG count) is dropped.
+    open_jaxpr = _open(jaxpr)
+    open_jaxpr, _ = pe.dce_jaxpr(open_jaxpr, [True] * len(open_jaxpr.outvars))
+    walk(open_jaxpr, out, lowered_cost if exact else eqn_cost)
+    return out

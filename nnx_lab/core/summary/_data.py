@@ -1,0 +1,257 @@
+"""What a summary is made of: plain data (:class:`Summary`, :class:`SummaryRow`), and its text and HTML."""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import math
+from typing import Any
+
+import numpy as np
+
+
+class SummaryError(ValueError):
+    """A summary that cannot be made, said in one line (IPython shows it without a traceback)."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
+
+
+@dataclasses.dataclass
+class SummaryRow:
+    """One module call (or one layer of a stacked module: ``layer`` set). Costs include the calls inside."""
+
+    path: str                      # ``blocks[0].attn``, ``embed.attend``, ``drop (call 2)``; "" for the model
+    module_path: tuple
+    cls: str
+    method: str
+    call: int                      # the k-th call of this module's method
+    depth: int
+    inputs: str
+    outputs: str
+    params_own: dict               # variable type -> [count, bytes], the module's own Variables
+    params_total: dict             # the same with every submodule's
+    flops: int
+    transcendentals: int
+    bytes_accessed: int
+    output_bytes: int
+    backward_flops: int | None = None
+    backward_bytes: int | None = None
+    layers: int | None = None      # a stacked module's row: how many layers
+    layer: int | None = None       # a layer's row: its index
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class Summary:
+    """Every module call of one model call: ``rows`` in call order, totals, peak memory (XLA's memory
+    analysis of the whole program; None with ``memory_note`` saying why when unavailable)."""
+
+    model_class: str
+    method: str
+    rows: list
+    flops: int
+    transcendentals: int
+    bytes_accessed: int
+    backward_flops: int | None
+    backward_bytes: int | None
+    memory: dict | None
+    memory_note: str | None
+    backend: str
+    uncosted: dict
+    inputs: str
+    seconds: float = dataclasses.field(default=0.0, compare=False)
+
+    @property
+    def params(self) -> dict:
+        """variable type -> [count, bytes] over the whole model."""
+        return self.rows[0].params_total if self.rows else {}
+
+    @property
+    def intensity(self) -> float | None:
+        """Arithmetic intensity: forward FLOPs per byte accessed."""
+        return self.flops / self.bytes_accessed if self.bytes_accessed else None
+
+    def __getitem__(self, path: str) -> SummaryRow:
+        for row in self.rows:
+            if row.path == path:
+                return row
+        raise KeyError(f"no row {path!r}")
+
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "rows"}
+        out["rows"] = [r.to_dict() for r in self.rows]
+        out["params"], out["intensity"] = self.params, self.intensity
+        return out
+
+    def to_pandas(self) -> Any:
+        """The rows as a DataFrame (pandas must be installed)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("Summary.to_pandas needs pandas: pip install pandas") from None
+        records = []
+        for r in self.rows:
+            rec = {k: v for k, v in r.to_dict().items() if k not in ("params_own", "params_total")}
+            rec["params"] = sum(c for c, _ in r.params_total.values())
+            rec["param_bytes"] = sum(b for _, b in r.params_total.values())
+            records.append(rec)
+        return pd.DataFrame.from_records(records)
+
+    # -- display -------------------------------------------------------------------------------------
+    def header_lines(self) -> list[str]:
+        params = ", ".join(f"{name} {_count(c)} ({_bytes(b)})" for name, (c, b) in self.params.items()) or "none"
+        lines = [f"{self.model_class}.{self.method}{_paren(self.inputs)} on {self.backend}",
+                 f"FLOPs {_count(self.flops)} forward"
+                 + (f", {_count(self.backward_flops)} backward" if self.backward_flops is not None else "")
+                 + f"; bytes accessed {_bytes(self.bytes_accessed)}; transcendentals {_count(self.transcendentals)}; "
+                 + (f"arithmetic intensity {self.intensity:.2f} FLOP/byte" if self.intensity else "arithmetic intensity -"),
+                 f"Variables: {params}"]
+        if self.memory:
+            m = self.memory
+            lines.append(f"Peak memory (XLA memory analysis, {'forward+backward' if self.backward_flops is not None else 'forward'}): "
+                         f"{_bytes(m['peak'])} = arguments {_bytes(m['argument'])} + outputs {_bytes(m['output'])} "
+                         f"+ temporaries {_bytes(m['temp'])} - aliased {_bytes(m['alias'])}")
+        else:
+            lines.append(f"Peak memory: unavailable ({self.memory_note})")
+        if self.uncosted:
+            ops = ", ".join(f"{k} x{v}" for k, v in sorted(self.uncosted.items()))
+            lines.append(f"Not costed (XLA could not analyse them alone): {ops}")
+        return lines
+
+    def _columns(self) -> list[tuple[str, Any]]:
+        cols = [("path", lambda r: "  " * r.depth + (r.path if r.path else f"({self.model_class})")),
+                ("class", lambda r: r.cls), ("inputs", lambda r: r.inputs), ("outputs", lambda r: r.outputs),
+                ("params", lambda r: _params(r.params_total)), ("FLOPs", lambda r: _count(r.flops))]
+        if self.backward_flops is not None:
+            cols.append(("bwd FLOPs", lambda r: _count(r.backward_flops)))
+        cols += [("bytes accessed", lambda r: _bytes(r.bytes_accessed)), ("output", lambda r: _bytes(r.output_bytes))]
+        return cols
+
+    def __str__(self) -> str:
+        cols = self._columns()
+        table = [[name for name, _ in cols]] + [[_clip(str(fn(r))) for _, fn in cols] for r in self.rows]
+        widths = [max(len(line[i]) for line in table) for i in range(len(cols))]
+        right = {"params", "FLOPs", "bwd FLOPs", "bytes accessed", "output"}
+        out = self.header_lines()
+        for i, line in enumerate(table):
+            cells = [c.rjust(w) if cols[j][0] in right else c.ljust(w) for j, (c, w) in enumerate(zip(line, widths))]
+            out.append(" | ".join(cells).rstrip())
+            if i == 0:
+                out.append("-+-".join("-" * w for w in widths))
+        return "\n".join(out)
+
+    def __repr__(self) -> str:
+        return f"<Summary {self.model_class}.{self.method}: {len(self.rows)} rows, {_count(self.flops)} FLOPs>"
+
+    def _repr_html_(self) -> str:
+        cols = self._columns()
+        esc = html.escape
+        head = "".join(f"<div>{esc(line)}</div>" for line in self.header_lines())
+        total = max(self.flops, 1)
+        body = []
+        for r in self.rows:
+            share = 100.0 * r.flops / total
+            cells = []
+            for name, fn in cols:
+                text = esc(str(fn(r)).strip() if name == "path" else str(fn(r)))
+                if name == "path":
+                    cells.append(f'<td style="padding-left:{0.3 + 1.2 * r.depth:.1f}em;text-align:left">{text}</td>')
+                elif name == "FLOPs":
+                    cells.append('<td style="text-align:right;background:linear-gradient(90deg,'
+                                 f'rgba(66,133,244,.25) {share:.1f}%,transparent {share:.1f}%)">{text}</td>')
+                else:
+                    cells.append(f'<td style="text-align:{"left" if name in ("class", "inputs", "outputs") else "right"}">{text}</td>')
+            body.append("<tr>" + "".join(cells) + "</tr>")
+        header = "".join(f"<th>{esc(name)}</th>" for name, _ in cols)
+        return (f'<div class="nnx-lab-summary">{head}<table style="border-collapse:collapse;font-family:monospace">'
+                f"<thead><tr>{header}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _paren(text: str) -> str:
+    return text if text.startswith("(") else f"({text})"
+
+
+def _count(n: Any) -> str:
+    """``1234567`` as ``1.23M``; exact below 10,000."""
+    if n is None:
+        return "-"
+    n = int(n)
+    if abs(n) < 10_000:
+        return str(n)
+    for div, suffix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K")):
+        if abs(n) >= div:
+            return f"{n / div:.3g}{suffix}"
+    return str(n)
+
+
+def _bytes(n: Any) -> str:
+    if n is None:
+        return "-"
+    n = int(n)
+    for div, suffix in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if abs(n) >= div:
+            return f"{n / div:.3g} {suffix}"
+    return f"{n} B"
+
+
+def _params(table: dict) -> str:
+    count = sum(c for c, _ in table.values())
+    return f"{_count(count)} ({_bytes(sum(b for _, b in table.values()))})" if table else ""
+
+
+def _itemsize(dtype: Any) -> int:
+    try:
+        return int(np.dtype(dtype).itemsize)
+    except TypeError:  # an extended dtype (a PRNG key)
+        return int(getattr(dtype, "itemsize", 0) or 0)
+
+
+def leaves_bytes(leaves: list) -> int:
+    return sum(int(math.prod(getattr(x, "shape", ()) or ())) * _itemsize(x.dtype) for x in leaves if hasattr(x, "dtype"))
+
+
+def _sharding_text(x: Any) -> str:
+    from .. import compat
+
+    sharding = getattr(x, "sharding", None)
+    if sharding is None:
+        aval = getattr(x, "aval", None)
+        sharding = getattr(aval, "sharding", None)
+    spec = getattr(sharding, "spec", None)
+    mesh = getattr(sharding, "mesh", None)
+    if spec is None or not getattr(mesh, "shape", None) or all(s is None for s in spec):
+        return ""
+    return "@" + compat.spec_text(spec)
+
+
+def describe(x: Any, limit: int = 300) -> str:
+    """A pytree of arrays as text: ``float32[8,10]``, ``(float32[2], {'a': int32[]})``, sharding as ``@P(...)``."""
+    text = _describe(x, 0)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _describe(x: Any, level: int) -> str:
+    if level > 6:
+        return "…"
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        dtype = getattr(x.dtype, "name", None) or str(x.dtype)
+        return f"{dtype}[{','.join(str(d) for d in x.shape)}]{_sharding_text(x)}"
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return f"{type(x).__name__}(" + ", ".join(f"{k}={_describe(v, level + 1)}" for k, v in zip(x._fields, x)) + ")"
+    if isinstance(x, (tuple, list)):
+        inner = ", ".join(_describe(v, level + 1) for v in x)
+        return f"({inner}{',' if len(x) == 1 else ''})" if isinstance(x, tuple) else f"[{inner}]"
+    if isinstance(x, dict):
+        return "{" + ", ".join(f"{k!s}: {_describe(v, level + 1)}" for k, v in x.items()) + "}"
+    if x is None or isinstance(x, (bool, int, float, str)):
+        from .._util import clip
+
+        return clip(repr(x), 40)
+    return f"<{type(x).__name__}>"

@@ -1,0 +1,111 @@
+"""The rows of a summary: one per recorded module call, in call (tree) order, plus one per layer of a stack."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..graph._walk import path_text
+from ._data import SummaryRow, describe, leaves_bytes
+
+_log = logging.getLogger("nnx_lab")
+
+
+def _kept(calls: list, tally: Any) -> list:
+    """The calls of the program: a call no equation names is dropped when a call of the same module,
+    method and parent is named (a transform that traced its body twice)."""
+    named = {(c.parent, c.site, c.method) for c in calls if c.id in tally.trips}
+    return [c for c in calls if c.id in tally.trips or c.parent is None or (c.parent, c.site, c.method) not in named]
+
+
+def _occurrences(calls: list) -> dict:
+    """call id -> (site, method, k): the k-th call of that module's method (to match two traces' calls)."""
+    seen: dict = {}
+    out = {}
+    for c in calls:
+        key = (c.site, c.method)
+        seen[key] = seen.get(key, 0) + 1
+        out[c.id] = (*key, seen[key])
+    return out
+
+
+def _stacks(model: Any, layers: Any) -> dict:
+    """module path -> number of layers, for stacked modules (nnx.vmap / nnx.scan, see core.snapshot._layers)."""
+    try:
+        from ..snapshot._layers import stacked_modules
+
+        return {tuple(path): n for path, _axis, n in stacked_modules(model, layers)}
+    except Exception as e:  # noqa: BLE001 - an undeclared stack is still shown, as one row
+        _log.debug("nnx_lab.summary: no stacked modules: %s", e)
+        return {}
+
+
+def build_rows(calls: list, sites: list, tally: Any, back: tuple | None, own: dict, total: dict,
+               model: Any, layers: Any) -> list[SummaryRow]:
+    calls = _kept(calls, tally)
+    ids = {c.id for c in calls}
+    depth: dict = {}
+    numbers = _occurrences(calls)
+    counts: dict = {}
+    for c in calls:
+        counts[(c.site, c.method)] = counts.get((c.site, c.method), 0) + 1
+    back_by_key: dict = {}
+    if back is not None:
+        back_tally, back_calls = back
+        for cid, key in _occurrences(back_calls).items():
+            back_by_key[key] = cid
+    stacks = _stacks(model, layers)
+    rows: list[SummaryRow] = []
+    for c in calls:
+        parent = c.parent if c.parent in ids else None
+        depth[c.id] = 0 if parent is None else depth[parent] + 1
+        path = sites[c.site]
+        text = path_text(path) if path else ""
+        if c.method != "__call__":
+            text = f"{text}.{c.method}" if text else c.method
+        site, method, k = numbers[c.id]
+        if counts[(site, method)] > 1:
+            text = f"{text} (call {k})"
+        trips = tally.trips.get(c.id, 1) // max(1, tally.trips.get(parent, 1) if parent is not None else 1)
+        n_layers = trips if trips > 1 else stacks.get(path, 1)
+        flops, nbytes = tally.flops.get(c.id, 0), tally.bytes.get(c.id, 0)
+        bwd_flops = bwd_bytes = None
+        if back is not None:
+            bid = back_by_key.get(numbers[c.id])
+            bwd_flops = max(0, back_tally.flops.get(bid, 0) - flops) if bid is not None else None
+            bwd_bytes = max(0, back_tally.bytes.get(bid, 0) - nbytes) if bid is not None else None
+        out_bytes = leaves_bytes(_leaves(c.outputs)) * (trips if trips > 1 else 1)
+        row = SummaryRow(
+            path=text or "", module_path=tuple(path), cls=c.cls.__name__, method=method, call=k,
+            depth=depth[c.id], inputs=describe(_inputs(c)), outputs=describe(c.outputs),
+            params_own=_copy(own.get(tuple(path), {})), params_total=_copy(total.get(tuple(path), {})),
+            flops=flops, transcendentals=tally.transcendentals.get(c.id, 0), bytes_accessed=nbytes,
+            output_bytes=out_bytes, backward_flops=bwd_flops, backward_bytes=bwd_bytes,
+            layers=n_layers if n_layers > 1 else None)
+        rows.append(row)
+        if n_layers > 1:
+            for i in range(n_layers):
+                rows.append(SummaryRow(
+                    path=f"{text}[layer {i}]", module_path=tuple(path), cls=row.cls, method=method, call=k,
+                    depth=row.depth + 1, inputs=row.inputs, outputs=row.outputs, params_own={}, params_total={
+                        name: [cnt // n_layers, b // n_layers] for name, (cnt, b) in row.params_total.items()},
+                    flops=flops // n_layers, transcendentals=row.transcendentals // n_layers,
+                    bytes_accessed=nbytes // n_layers, output_bytes=out_bytes // n_layers,
+                    backward_flops=None if bwd_flops is None else bwd_flops // n_layers,
+                    backward_bytes=None if bwd_bytes is None else bwd_bytes // n_layers, layer=i))
+    return rows
+
+
+def _copy(table: dict) -> dict:
+    return {k: list(v) for k, v in sorted(table.items())}
+
+
+def _inputs(call: Any) -> Any:
+    args, kwargs = call.inputs if call.inputs is not None else ((), {})
+    return (args, kwargs) if kwargs else args
+
+
+def _leaves(x: Any) -> list:
+    import jax
+
+    return [v for v in jax.tree.leaves(x) if hasattr(v, "shape") and hasattr(v, "dtype")]

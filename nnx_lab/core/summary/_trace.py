@@ -1,0 +1,139 @@
+"""One trace of a model call with every module call marked.
+
+The model is never touched: its graph is split and merged into a copy, each module of the copy gets
+its site number as an attribute (static, so it survives ``nnx.split``/``merge`` inside ``nnx.scan``,
+``nnx.vmap``, ``nnx.remat``), and the copy is split again. While the call is traced, the public
+methods and ``__call__`` of every module class in the model are wrapped (and restored afterwards,
+also on error): a call on a marked module opens a record (site, method, the shapes that reached it)
+and runs inside ``jax.named_scope("nnxlab.<call id>")``, so every equation it emits names it.
+Only the tracing thread's calls are recorded; other threads call the original methods.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import threading
+from typing import Any
+
+import jax
+from flax import nnx
+
+from .. import compat
+from ._costs import SCOPE_PREFIX
+
+ATTR = "_nnx_lab_summary_site"
+_lock = threading.Lock()  # one summary traces at a time: the class patches are process-wide
+
+
+@dataclasses.dataclass
+class Call:
+    id: int
+    site: int
+    method: str
+    cls: type
+    parent: int | None
+    inputs: Any = None
+    outputs: Any = None
+    error: BaseException | None = None
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+        self.calls: list[Call] = []
+        self.stack: list[tuple[Call, int]] = []
+        self.failed: Call | None = None
+
+
+_recorder: Recorder | None = None
+
+
+def _wrap(fn: Any, name: str) -> Any:
+    @functools.wraps(fn)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        rec = _recorder
+        site = vars(self).get(ATTR) if hasattr(self, "__dict__") else None
+        if rec is None or site is None or rec.thread != threading.get_ident():
+            return fn(self, *args, **kwargs)
+        if rec.stack and rec.stack[-1][1] == id(self) and rec.stack[-1][0].method == name:
+            return fn(self, *args, **kwargs)  # super().__call__ of the same call: one row
+        parent = rec.stack[-1][0].id if rec.stack else None
+        call = Call(len(rec.calls), site, name, type(self), parent, inputs=(args, kwargs))
+        rec.calls.append(call)
+        rec.stack.append((call, id(self)))
+        try:
+            with jax.named_scope(f"{SCOPE_PREFIX}{call.id}"):
+                out = fn(self, *args, **kwargs)
+        except BaseException as e:
+            if rec.failed is None:  # the innermost call the error passed through
+                rec.failed, call.error = call, e
+            raise
+        finally:
+            rec.stack.pop()
+        call.outputs = out
+        return out
+
+    wrapper.__nnx_lab_wrapped__ = fn  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _methods(classes: set) -> list[tuple[type, str, Any]]:
+    """(class, name, function) of the methods to wrap: ``__call__`` and public functions defined on
+    module classes (never on nnx.Module and flax's base classes themselves)."""
+    base = set(inspect.getmro(nnx.Module))
+    out = []
+    for cls in classes:
+        for klass in inspect.getmro(cls):
+            if klass in base or not (isinstance(klass, type) and issubclass(klass, nnx.Module)):
+                continue
+            for name, fn in list(vars(klass).items()):
+                if inspect.isfunction(fn) and (name == "__call__" or not name.startswith("_")) \
+                        and not hasattr(fn, "__nnx_lab_wrapped__"):
+                    out.append((klass, name, fn))
+    return list({(k, n): (k, n, f) for k, n, f in out}.values())
+
+
+def marked_copy(model: Any) -> tuple[Any, Any, list[tuple], set]:
+    """``(graphdef, state, sites, classes)``: the model's graph copied, each module of the copy marked
+    with its site (an index into ``sites``, the module paths); ``model`` itself is untouched."""
+    graphdef, state = nnx.split(model)
+    copy = nnx.merge(graphdef, state)
+    sites, classes = [], set()
+    for path, module in compat.iter_modules(copy):
+        setattr(module, ATTR, len(sites))  # as tabulate marks them; a plain int is static in the graphdef
+        sites.append(tuple(path))
+        classes.add(type(module))
+    graphdef, state = nnx.split(copy)
+    return graphdef, state, sites, classes
+
+
+class Patched:
+    """Context manager: the classes' methods wrapped and a recorder active; everything restored on exit."""
+
+    def __init__(self, classes: set):
+        self.methods = _methods(classes)
+        self.recorder = Recorder()
+
+    def __enter__(self) -> Recorder:
+        global _recorder
+        _lock.acquire()
+        try:
+            for klass, name, fn in self.methods:
+                setattr(klass, name, _wrap(fn, name))
+            _recorder = self.recorder
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self.recorder
+
+    def __exit__(self, *exc: Any) -> None:
+        global _recorder
+        try:
+            _recorder = None
+            for klass, name, fn in self.methods:
+                if vars(klass).get(name) is not fn:
+                    setattr(klass, name, fn)
+        finally:
+            _lock.release()
