@@ -9,6 +9,7 @@ members, a function with its signature); ``.. nnx-magics::`` every magic that
 from __future__ import annotations
 
 import inspect
+import textwrap
 
 from docutils import nodes
 from docutils.statemachine import StringList
@@ -18,6 +19,15 @@ from sphinx.util.nodes import nested_parse_with_titles
 
 def _title(text: str, underline: str) -> list[str]:
     return [text, underline * len(text), ""]
+
+
+def _help(parser) -> list[str]:
+    """The help ``%magic?`` prints, without the RST ``::`` IPython puts before the usage lines."""
+    lines = parser.format_help().splitlines()
+    while lines and lines[0].strip() in ("::", ""):
+        lines.pop(0)
+    end = lines.index("") if "" in lines else len(lines)
+    return textwrap.dedent("\n".join(lines[:end])).splitlines() + lines[end:]
 
 
 class _Generated(SphinxDirective):
@@ -73,9 +83,7 @@ class NnxMagics(_Generated):
                 " / ".join(f"``{k}``" for k in kinds[magic]), "~"
             )
             out += [".. code-block:: text", ""]
-            out += [
-                "   " + line if line.strip() else "" for line in parser.format_help().splitlines()
-            ]
+            out += ["   " + line if line.strip() else "" for line in _help(parser)]
             out.append("")
         out += [".. _magic-config:", ""] + _title(
             "Configurable defaults (``%config NnxLabMagics``)", "~"
