@@ -20,6 +20,8 @@ Public API (small on purpose):
   model and shows every captured value, ``panel.grads(loss_fn, x)`` their gradients.
 - ``compare(a, b, *, tol=0.0, map=None, layers=None) -> Comparison``: what differs between two
   models, states, snapshots or Orbax checkpoint directories (``snapshot("path")`` reads one too).
+- ``summary(model, *args, method="__call__", grad=False)``: shapes, parameters, FLOPs and bytes of
+  every module call, from one trace (``Summary``: rows, text, HTML, ``to_dict()``, ``to_pandas()``).
 - ``%load_ext nnx_lab``: registers ``%nnx_snapshot``, ``%nnx_watch``, ``%nnx_split`` /
   ``%%nnx_split``, ``%nnx_mode``, ``%nnx_view``, ``%%nnx_capture`` and the hook that refreshes viewers after each cell.
 
@@ -35,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 __all__ = ["snapshot", "Snapshot", "Row", "watch", "StateViewer", "split_report", "view_report",
            "capture_panel", "CapturePanel", "Capture", "capture_call", "capture_report", "CaptureReport",
-           "intermediate_grads", "view_panel", "mode_toggle", "ViewPanel", "compare", "Comparison",
+           "intermediate_grads", "view_panel", "mode_toggle", "ViewPanel", "summary", "Summary", "compare", "Comparison",
            "load_ipython_extension", "unload_ipython_extension"]
 
 if TYPE_CHECKING:
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from .core.compare import Comparison, compare
     from .core.snapshot import Row, Snapshot, snapshot
     from .core.split import split_report
+    from .core.summary import Summary, summary
     from .core.views import view_report
     from .widgets.capture import CapturePanel, capture_panel
     from .widgets.viewer import StateViewer, watch
@@ -61,6 +64,7 @@ _LAZY = {
     "CaptureReport": "core.capture", "intermediate_grads": "core.capture",
     "view_panel": "widgets.views", "mode_toggle": "widgets.views", "ViewPanel": "widgets.views",
     "compare": "core.compare", "Comparison": "core.compare",
+    "summary": "core.summary", "Summary": "core.summary",
 }
 
 
