@@ -4,6 +4,7 @@
 - ``_split``: ``%nnx_split`` / ``%%nnx_split``;
 - ``_views``: ``%nnx_mode``, ``%nnx_view``;
 - ``_capture``: ``%%nnx_capture``;
+- ``_summary``: ``%nnx_summary``;
 - ``_compare``: ``%nnx_compare``;
 - ``_args``: what they all use (line splitting, TARGET and ``--only`` evaluation, name and
   number checks, the cell-body runner).
@@ -33,6 +34,7 @@ from ._capture import nnx_capture
 from ._compare import nnx_compare
 from ._snapshot import nnx_snapshot, nnx_watch
 from ._split import nnx_split
+from ._summary import nnx_summary
 from ._views import nnx_mode, nnx_view
 
 __all__ = ["NnxLabMagics"]
@@ -133,4 +135,5 @@ class NnxLabMagics(Magics):
     nnx_mode = line_magic(nnx_mode)
     nnx_view = line_magic(nnx_view)
     nnx_capture = cell_magic(nnx_capture)
+    nnx_summary = line_magic(nnx_summary)
     nnx_compare = line_magic(nnx_compare)
