@@ -110,7 +110,12 @@ def _call_error(error: Exception, recorder: Any, sites: list) -> Exception:
 
 def _memory(traced: Any) -> tuple[dict | None, str | None]:
     try:
-        analysis = traced.lower().compile().memory_analysis()
+        lowered = traced.lower()
+        try:  # compiled for the analysis only: LLVM's optimisations change no buffer (half the CPU compile time)
+            compiled = lowered.compile(compiler_options={"xla_backend_optimization_level": 0})
+        except Exception:  # noqa: BLE001 - a backend that does not take the option: its default compile
+            compiled = lowered.compile()
+        analysis = compiled.memory_analysis()
     except Exception as e:  # noqa: BLE001 - a backend without compile or memory analysis: said in the header
         from .._util import one_line
 
@@ -158,6 +163,8 @@ def summary(model: Any, *args: Any, method: str = "__call__", grad: bool = False
     own, total = _variables(model, module_paths)
     rows = build_rows(recorder.calls, sites, tally, None if back is None else (back, grad_recorder.calls),
                       own, total, model, layers)
+    if rows and rows[0].depth == 0 and not rows[0].module_path:
+        rows[0].inputs = describe(args if not kwargs else (args, kwargs))  # the caller's arrays: their sharding
     if depth is not None:
         rows = [r for r in rows if r.depth <= depth]
     return Summary(model_class=type(model).__name__, method=method, rows=rows, flops=tally.total[0],

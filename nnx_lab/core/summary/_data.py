@@ -111,7 +111,7 @@ class Summary:
                  f"Variables: {params}"]
         if self.memory:
             m = self.memory
-            lines.append(f"Peak memory (XLA memory analysis, {'forward+backward' if self.backward_flops is not None else 'forward'}): "
+            lines.append(f"Peak memory per device (XLA memory analysis of the {'gradient' if self.backward_flops is not None else 'forward'} program): "
                          f"{_bytes(m['peak'])} = arguments {_bytes(m['argument'])} + outputs {_bytes(m['output'])} "
                          f"+ temporaries {_bytes(m['temp'])} - aliased {_bytes(m['alias'])}")
         else:
@@ -187,8 +187,13 @@ def _count(n: Any) -> str:
         return str(n)
     for div, suffix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K")):
         if abs(n) >= div:
-            return f"{n / div:.3g}{suffix}"
+            return f"{_three(n / div)}{suffix}"
     return str(n)
+
+
+def _three(v: float) -> str:
+    """Three significant digits, never in exponent notation (``1000``, ``68.7``, ``4.37``)."""
+    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
 
 
 def _bytes(n: Any) -> str:
@@ -197,7 +202,7 @@ def _bytes(n: Any) -> str:
     n = int(n)
     for div, suffix in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
         if abs(n) >= div:
-            return f"{n / div:.3g} {suffix}"
+            return f"{_three(n / div)} {suffix}"
     return f"{n} B"
 
 
