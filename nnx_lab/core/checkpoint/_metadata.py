@@ -38,6 +38,8 @@ class CheckpointEntry:
     dtype: str | None
     sharding: str | None
     note: str | None = None  # why the entry cannot be read (then shape/dtype may be None)
+    unreadable: bool = False  # its metadata is gone or corrupt (not merely "not an array")
+    chunk_shape: tuple[int, ...] | None = None  # the stored (zarr) chunk: the unit tensorstore decodes
 
     @property
     def size(self) -> int | None:
@@ -95,8 +97,16 @@ def _entry(keys: tuple, meta: Any) -> CheckpointEntry:
         return CheckpointEntry(path, str(name), None, None, None, f"not an array: {first_line(repr(meta), 120)}")
     dtype = getattr(meta, "dtype", None)
     sharding = getattr(meta, "sharding", None)
+    chunk = getattr(getattr(meta, "storage", None), "chunk_shape", None)
     return CheckpointEntry(path, name, tuple(int(d) for d in shape), None if dtype is None else str(np.dtype(dtype)),
-                           None if sharding is None else first_line(str(sharding), 200))
+                           _sharding_text(sharding), chunk_shape=None if chunk is None else tuple(int(d) for d in chunk))
+
+
+def _sharding_text(sharding: Any) -> str | None:
+    """How the array was placed when saved; None for one device (as a live array's row)."""
+    if sharding is None or type(sharding).__name__ == "SingleDeviceShardingMetadata":
+        return None
+    return first_line(str(sharding), 200)
 
 
 def read_tree(path: Any) -> CheckpointTree:
@@ -109,17 +119,21 @@ def read_tree(path: Any) -> CheckpointTree:
     import jax
     import orbax.checkpoint as ocp
 
+    info = _metadata_flags(directory)
     try:
         meta = ocp.StandardCheckpointer().metadata(directory)
-    except Exception as e:  # noqa: BLE001 - boundary: any orbax failure is the user's file, said in one line
-        _log.info("orbax could not read the metadata of %s", directory, exc_info=True)
-        raise CheckpointError(f"cannot read the checkpoint's metadata at {directory!r}: "
-                              f"{type(e).__name__}: {first_line(str(e), 200)}") from None
-    meta = getattr(meta, "item_metadata", meta)  # orbax >= 0.11: StepMetadata(item_metadata=TreeMetadata)
-    tree = getattr(meta, "tree", meta)
-    flat, _ = jax.tree_util.tree_flatten_with_path(tree)
-    entries = [_entry(keys, m) for keys, m in flat]
-    info = _metadata_flags(directory)
+        meta = getattr(meta, "item_metadata", meta)  # orbax >= 0.11: StepMetadata(item_metadata=TreeMetadata)
+        tree = getattr(meta, "tree", meta)
+        flat, _ = jax.tree_util.tree_flatten_with_path(tree)
+        entries = [_entry(keys, m) for keys, m in flat]
+    except Exception as e:  # noqa: BLE001 - boundary: any orbax failure is the user's file: said in its rows
+        _log.info("nnx_lab: orbax could not read the metadata of %s", directory, exc_info=True)
+        entries, why = [], f"{type(e).__name__}: {first_line(str(e), 200)}"
+    else:
+        why = "orbax found no array metadata"
+    if not entries and info.get("paths"):  # the arrays' metadata lives with their data: gone or corrupt
+        entries = [CheckpointEntry(path, name, None, None, None, f"missing or corrupt data: {why}", True)
+                   for path, name in info["paths"]]
     return CheckpointTree(directory, entries, info.get("use_ocdbt", True), info.get("use_zarr3", False),
                           _disk_bytes(directory))
 
@@ -130,7 +144,15 @@ def _metadata_flags(directory: str) -> dict:
     try:
         with open(os.path.join(directory, "_METADATA")) as f:
             data = json.load(f)
-        return {k: bool(data[k]) for k in ("use_ocdbt", "use_zarr3") if k in data}
+        out: dict = {k: bool(data[k]) for k in ("use_ocdbt", "use_zarr3") if k in data}
+        paths = []  # each array's keys, and Orbax's name for it (the keys joined by dots)
+        for item in (data.get("tree_metadata") or {}).values():
+            keys = tuple(k.get("key") for k in item.get("key_metadata", ()))
+            path = keys[:-1] if len(keys) > 1 and keys[-1] == "value" else keys
+            paths.append((tuple(int(k) if isinstance(k, str) and k.isdigit() else k for k in path),
+                          ".".join(str(k) for k in keys)))
+        out["paths"] = paths
+        return out
     except (OSError, ValueError, TypeError) as e:
         _log.info("nnx_lab: _METADATA of %s unreadable (%s); assuming OCDBT", directory, e)
         return {}

@@ -60,7 +60,7 @@ def array_stats(arr: Any, entry: CheckpointEntry, chunk_bytes: int = CHUNK_BYTES
     n = mean = m2 = 0.0
     mn, mx = math.inf, -math.inf
     nan = inf = zeros = 0
-    for _, block in read_blocks(arr, entry.shape, itemsize, chunk_bytes):
+    for _, block in read_blocks(arr, entry.shape, itemsize, chunk_bytes, entry.chunk_shape):
         floats, ints = jax.device_get(kernel(block))
         bn, bnan, binf, bzero = (int(v) for v in ints)
         bmean, bm2, bmin, bmax = (float(v) for v in floats)
@@ -122,7 +122,7 @@ def checkpoint_snapshot(path: Any, *, stats: bool = True, layers: Any = None, ch
     rows = []
     for entry in tree.entries:
         if entry.note is not None:
-            rows.append(_row(entry, "non_numeric", None, entry.note))
+            rows.append(_row(entry, "error" if entry.unreadable else "non_numeric", None, entry.note))
         elif not stats:
             rows.append(_row(entry, "abstract", None, "not read (stats=False)"))
         elif not _numeric(entry.dtype):

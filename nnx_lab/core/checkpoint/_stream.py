@@ -1,11 +1,13 @@
-"""Reading a checkpoint's arrays chunk by chunk through tensorstore, with bounded host memory.
+"""Reading a checkpoint's arrays block by block through tensorstore, with bounded host memory.
 
-The bound: every read is a block of at most ``chunk_bytes`` (default :data:`CHUNK_BYTES`) of the
-array's own dtype; the next block is read while the current one is reduced, so an array being
-streamed holds at most two blocks on the host (plus, on the CPU backend, the device's copy of the
-one being reduced): at most ``3 * chunk_bytes`` of array data per stream, whatever the array's size.
-Blocks are whole index ranges over the leading axes, so tensorstore reads each stored chunk once
-(Orbax writes one chunk per array unless told otherwise) and the reductions see contiguous data.
+A block is a run of whole stored chunks (the unit tensorstore reads and decodes) of at most
+``chunk_bytes`` (default :data:`CHUNK_BYTES`), or one stored chunk where a chunk alone is larger.
+The next block is read while the current one is reduced, so a stream holds at most two blocks on
+the host, plus, on the CPU backend, the device's copy of the one being reduced: the bound is
+``3 * max(chunk_bytes, stored chunk)`` of array data per stream, whatever the array's size.
+Orbax stores one chunk per array (per shard) unless saved with ``ocp.SaveArgs(chunk_byte_size=...)``:
+a default checkpoint's bound is set by its largest array; one saved with ``chunk_byte_size`` streams
+within ``3 * chunk_bytes``.
 """
 
 from __future__ import annotations
@@ -43,14 +45,21 @@ def open_array(tree: CheckpointTree, entry: CheckpointEntry) -> Any:
     return arr
 
 
-def blocks(shape: tuple[int, ...], itemsize: int, chunk_bytes: int) -> Iterator[tuple[slice, ...] | tuple[int, ...]]:
-    """Index tuples covering ``shape`` in C order, each selecting at most ``chunk_bytes`` (or one element).
+def blocks(shape: tuple[int, ...], itemsize: int, chunk_bytes: int,
+           stored: tuple[int, ...] | None = None) -> Iterator[tuple]:
+    """Index tuples covering ``shape`` in C order, each selecting at most ``chunk_bytes`` (or one
+    element); with the ``stored`` chunk shape, runs of whole stored chunks (at least one).
 
     >>> [b for b in blocks((4, 3), 4, 24)]
     [(slice(0, 2, None),), (slice(2, 4, None),)]
     >>> len(list(blocks((2, 5), 4, 8)))
     6
+    >>> [b for b in blocks((8, 3), 4, 24, stored=(3, 3))]
+    [(slice(0, 3, None),), (slice(3, 6, None),), (slice(6, 8, None),)]
     """
+    if stored is not None and len(stored) == len(shape) and shape and all(c > 0 for c in stored):
+        yield from _stored_blocks(shape, itemsize, chunk_bytes, tuple(min(c, n) for c, n in zip(stored, shape)))
+        return
     if not shape:
         yield ()
         return
@@ -66,9 +75,23 @@ def blocks(shape: tuple[int, ...], itemsize: int, chunk_bytes: int) -> Iterator[
             yield (*lead, slice(start, min(start + step, shape[k - 1])))
 
 
-def read_blocks(arr: Any, shape: tuple[int, ...], itemsize: int, chunk_bytes: int) -> Iterator[tuple[Any, np.ndarray]]:
+def _stored_blocks(shape: tuple[int, ...], itemsize: int, chunk_bytes: int, chunk: tuple[int, ...]) -> Iterator[tuple]:
+    """Whole stored chunks: grouped along axis 0 when a chunk spans every other axis, else one by one."""
+    if all(c >= n for c, n in zip(chunk[1:], shape[1:])):
+        row = math.prod(shape[1:]) * itemsize
+        step = max(chunk[0], (chunk_bytes // max(row * chunk[0], 1)) * chunk[0])
+        for start in range(0, shape[0], step):
+            yield (slice(start, min(start + step, shape[0])),)
+        return
+    grid = [range(0, n, c) for n, c in zip(shape, chunk)]
+    for origin in itertools.product(*grid):
+        yield tuple(slice(o, min(o + c, n)) for o, c, n in zip(origin, chunk, shape))
+
+
+def read_blocks(arr: Any, shape: tuple[int, ...], itemsize: int, chunk_bytes: int,
+                stored: tuple[int, ...] | None = None) -> Iterator[tuple[Any, np.ndarray]]:
     """``(index, block)`` for every block, the next read in flight while the caller handles one."""
-    index_iter = iter(blocks(shape, itemsize, chunk_bytes))
+    index_iter = iter(blocks(shape, itemsize, chunk_bytes, stored))
     first = next(index_iter, None)
     if first is None:
         return

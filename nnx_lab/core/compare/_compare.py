@@ -122,7 +122,7 @@ def _source(side: Side, e: Entry) -> tuple[str, Any]:
 
 def _skip_reason(m: Match) -> tuple[str, str] | None:
     for e in (m.a, m.b):
-        if e.kind in ("tracer", "abstract", "non_numeric", "deleted"):
+        if e.kind in ("error", "tracer", "abstract", "non_numeric", "deleted"):
             return e.kind, f"{'a' if e is m.a else 'b'}: {e.note}"
     return None
 
@@ -158,7 +158,7 @@ def compute(a: Any, b: Any, *, tol: float = 0.0, map: Any = None, layers: Any = 
             stored = m.a if m.a.kind == "checkpoint" else m.b  # its shape: a PRNG key's is that of its key data
             itemsize = max(_itemsize(e.dtype) for e in (m.a, m.b) if e.kind != "prng_key")
             results[k] = [stream_partials(_source(side_a, m.a), _source(side_b, m.b), stored.shape, itemsize,
-                                          chunk_bytes, tol)]
+                                          chunk_bytes, tol, stored.value.chunk_shape)]
         except Exception as e:  # noqa: BLE001 - boundary: a missing or corrupt checkpoint array is its row's status
             _log.info("nnx_lab: comparing %s from a checkpoint failed", m.a.text, exc_info=True)
             m.status, m.note = "error", f"missing or corrupt data: {type(e).__name__}: {first_line(str(e), 200)}"

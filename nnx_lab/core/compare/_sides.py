@@ -117,12 +117,14 @@ def _checkpoint_side(label: str, path: Any) -> Side:
     tree = read_tree(path)
     entries = []
     for e in tree.entries:
-        kind = "checkpoint" if e.note is None else "non_numeric"
+        kind = "checkpoint" if e.note is None else "error" if e.unreadable else "non_numeric"
         try:
             numeric = e.dtype is not None and _numeric(np.dtype(e.dtype) if e.dtype != "bfloat16" else jax.numpy.bfloat16)
         except TypeError:
             numeric = False
-        if kind == "checkpoint" and not numeric:
+        if kind == "error":
+            note = e.note
+        elif kind == "checkpoint" and not numeric:
             kind, note = "non_numeric", f"dtype {e.dtype}: not compared"
         else:
             note = e.note

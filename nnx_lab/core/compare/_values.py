@@ -153,7 +153,7 @@ def _block(a, b, tol):
 
 
 def stream_partials(a_source: Any, b_source: Any, shape: tuple[int, ...], itemsize: int, chunk_bytes: int,
-                    tol: float) -> Partials:
+                    tol: float, stored_chunk: tuple[int, ...] | None = None) -> Partials:
     """One pair where one side or both are checkpoint arrays: block by block, summed on the host.
 
     A source is ``("array", jax_array)`` or ``("checkpoint", tensorstore)``; blocks are read with
@@ -164,15 +164,16 @@ def stream_partials(a_source: Any, b_source: Any, shape: tuple[int, ...], itemsi
     total = Partials.empty()
     tol = jnp.float32(tol)
     if a_source[0] == "checkpoint" and b_source[0] == "checkpoint":
-        b_reads = read_blocks(b_source[1], shape, itemsize, chunk_bytes)
-        for (_, a_block), (_, b_block) in zip(read_blocks(a_source[1], shape, itemsize, chunk_bytes), b_reads):
+        b_reads = read_blocks(b_source[1], shape, itemsize, chunk_bytes, stored_chunk)
+        a_reads = read_blocks(a_source[1], shape, itemsize, chunk_bytes, stored_chunk)
+        for (_, a_block), (_, b_block) in zip(a_reads, b_reads):
             f, i = jax.device_get(_block(a_block, b_block, tol))
             total.add(Partials(f[0], i[0], a_block.size))
         return total
     flip = a_source[0] == "checkpoint"
     stored, live = (a_source[1], b_source[1]) if flip else (b_source[1], a_source[1])
     live = _key_data(live if isinstance(live, jax.Array) else jnp.asarray(live))
-    for index, block in read_blocks(stored, shape, itemsize, chunk_bytes):
+    for index, block in read_blocks(stored, shape, itemsize, chunk_bytes, stored_chunk):
         part = live[index] if index else live
         block = jax.device_put(block, part.sharding)
         f, i = jax.device_get(_block(block, part, tol) if flip else _block(part, block, tol))
