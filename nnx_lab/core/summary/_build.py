@@ -42,8 +42,12 @@ def _check_args(args: tuple, kwargs: dict) -> None:
                                "not an array, a jax.ShapeDtypeStruct or a number")
 
 
-def _variables(model: Any, module_paths: set) -> tuple[dict, dict]:
-    """own and total ``{variable type: [count, bytes]}`` per module path."""
+def _variables(model: Any, module_paths: set) -> tuple[dict, dict, bool]:
+    """own and total ``{variable type: [count, bytes]}`` per module path, and whether a Variable's
+    metadata names a layer axis (flax's ``transform_metadata``: then stacked modules are looked for)."""
+    from ..snapshot._layers import metadata_axis
+
+    layered = False
     own: dict = {p: {} for p in module_paths}
     total: dict = {p: {} for p in module_paths}
     for path, value in compat.iter_graph(model):
@@ -54,29 +58,39 @@ def _variables(model: Any, module_paths: set) -> tuple[dict, dict]:
         count = sum(int(math.prod(getattr(x, "shape", ()) or ())) for x in leaves)
         nbytes = leaves_bytes(leaves)
         name = compat.variable_type(value).__name__
-        owner = max((p for p in module_paths if p == path[:len(p)]), key=len, default=())
-        for prefix in module_paths:
-            if prefix == path[:len(prefix)]:
-                for table in ((total[prefix],) + ((own[prefix],) if prefix == owner else ())):
-                    entry = table.setdefault(name, [0, 0])
-                    entry[0] += count
-                    entry[1] += nbytes
-    return own, total
+        if not layered and leaves:
+            layered = metadata_axis(value.get_metadata(), getattr(leaves[0], "ndim", None)) is not None
+        owner = next((path[:k] for k in range(len(path) - 1, -1, -1) if path[:k] in module_paths), ())
+        for k in range(len(owner) + 1):
+            prefix = owner[:k]
+            if prefix not in module_paths:
+                continue
+            for table in ((total[prefix],) + ((own[prefix],) if prefix == owner else ())):
+                entry = table.setdefault(name, [0, 0])
+                entry[0] += count
+                entry[1] += nbytes
+    return own, total, layered
 
 
 def _trace_program(model: Any, method: str, args: tuple, kwargs: dict, grad: bool) -> tuple:
     """``(traced, recorder, sites)``: the call traced once (``jax.jit(...).trace``), calls recorded."""
-    graphdef, state, sites, classes = _trace.marked_copy(model)
+    graphdef, state = nnx.split(model)
     state = jax.tree.map(_abstract, state)
     args, kwargs = jax.tree.map(_abstract, (args, kwargs))
+    sites: list = []
+
+    def merged(state: Any) -> Any:
+        """A fresh copy of the model inside the trace, marked, its classes' methods wrapped."""
+        module = nnx.merge(graphdef, state)
+        patched.add(_trace.mark(module, sites))
+        return module
 
     def forward(state: Any, args: tuple, kwargs: dict) -> Any:
-        module = nnx.merge(graphdef, state)
-        out = getattr(module, method)(*args, **kwargs)
+        out = getattr(merged(state), method)(*args, **kwargs)
         return [x for x in jax.tree.leaves(out) if isinstance(x, jax.Array)]
 
     def backward(state: Any, args: tuple, kwargs: dict) -> Any:
-        gdef, params, rest = nnx.split(nnx.merge(graphdef, state), nnx.Param, ...)
+        gdef, params, rest = nnx.split(merged(state), nnx.Param, ...)
 
         def f(params: Any) -> Any:
             # fresh Variables for ``rest`` at this trace level: a BatchNorm may update its statistics
@@ -87,7 +101,8 @@ def _trace_program(model: Any, method: str, args: tuple, kwargs: dict, grad: boo
         out, vjp = jax.vjp(f, params)
         return out, vjp([jax.numpy.ones_like(x) for x in out])
 
-    with _trace.Patched(classes) as recorder:
+    with _trace.Patched() as patched:
+        recorder = patched.recorder
         try:
             traced = jax.jit(backward if grad else forward).trace(state, args, kwargs)
         except Exception as e:
@@ -159,10 +174,9 @@ def summary(model: Any, *args: Any, method: str = "__call__", grad: bool = False
     mem, mem_error = _memory(traced_grad if grad else traced) if memory else (None, "not asked (memory=False)")
     from ._rows import build_rows
 
-    module_paths = {tuple(p) for p, _ in compat.iter_modules(model)}
-    own, total = _variables(model, module_paths)
+    own, total, layered = _variables(model, set(sites))
     rows = build_rows(recorder.calls, sites, tally, None if back is None else (back, grad_recorder.calls),
-                      own, total, model, layers)
+                      own, total, model if layered or layers is not None else None, layers)
     if rows and rows[0].depth == 0 and not rows[0].module_path:
         rows[0].inputs = describe(args if not kwargs else (args, kwargs))  # the caller's arrays: their sharding
     if depth is not None:

@@ -120,6 +120,7 @@ def lowered_cost(eqn: Any) -> Cost:
         cost = jax.jit(one).lower(*args).cost_analysis() or {}
         if isinstance(cost, (list, tuple)):  # older jax: one dict per computation
             cost = cost[0] if cost else {}
+        _log.debug("nnx_lab.summary: XLA costs %s alone", key[0])
         _cache[key] = (int(cost.get("flops", 0)), int(cost.get("transcendentals", 0)),
                        int(cost.get("bytes accessed", 0)))
     return _cache[key]

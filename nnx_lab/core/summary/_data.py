@@ -225,10 +225,10 @@ def leaves_bytes(leaves: list) -> int:
 def _sharding_text(x: Any) -> str:
     from .. import compat
 
-    sharding = getattr(x, "sharding", None)
-    if sharding is None:
-        aval = getattr(x, "aval", None)
-        sharding = getattr(aval, "sharding", None)
+    import jax
+
+    # a tracer's own .sharding raises with a message jax builds by searching the program: its aval's
+    sharding = getattr(x.aval, "sharding", None) if isinstance(x, jax.core.Tracer) else getattr(x, "sharding", None)
     spec = getattr(sharding, "spec", None)
     mesh = getattr(sharding, "mesh", None)
     if spec is None or not getattr(mesh, "shape", None) or all(s is None for s in spec):

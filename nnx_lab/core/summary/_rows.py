@@ -31,6 +31,8 @@ def _occurrences(calls: list) -> dict:
 
 def _stacks(model: Any, layers: Any) -> dict:
     """module path -> number of layers, for stacked modules (nnx.vmap / nnx.scan, see core.snapshot._layers)."""
+    if model is None:  # no layer axis declared nor in any Variable's metadata: stacks only from scans
+        return {}
     try:
         from ..snapshot._layers import stacked_modules
 

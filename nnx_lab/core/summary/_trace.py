@@ -95,38 +95,62 @@ def _methods(classes: set) -> list[tuple[type, str, Any]]:
     return list({(k, n): (k, n, f) for k, n, f in out}.values())
 
 
-def marked_copy(model: Any) -> tuple[Any, Any, list[tuple], set]:
-    """``(graphdef, state, sites, classes)``: the model's graph copied, each module of the copy marked
-    with its site (an index into ``sites``, the module paths); ``model`` itself is untouched."""
-    graphdef, state = nnx.split(model)
-    copy = nnx.merge(graphdef, state)
-    sites, classes = [], set()
-    for path, module in compat.iter_modules(copy):
-        setattr(module, ATTR, len(sites))  # as tabulate marks them; a plain int is static in the graphdef
-        sites.append(tuple(path))
-        classes.add(type(module))
-    graphdef, state = nnx.split(copy)
-    return graphdef, state, sites, classes
+def mark(module: Any, sites: list) -> set:
+    """Mark each module of ``module`` (a fresh copy merged inside the trace, never the user's model) with
+    its site, an index into ``sites`` (filled with the module paths); the module classes met."""
+    classes = set()
+    fresh = not sites
+    for i, (path, m) in enumerate(compat.iter_modules(module)):
+        setattr(m, ATTR, i)  # as tabulate marks them; a plain int is static in the graphdef
+        if fresh:
+            sites.append(tuple(path))
+        classes.add(type(m))
+    return classes
+
+
+def _tracer_origin() -> list:
+    """``(DynamicJaxprTracer, "_origin_msg", original)`` where jax has it. flax 0.12's ``Variable.set_value``
+    reads ``value.sharding``, which on a tracer raises an AttributeError whose message jax builds by
+    searching the whole program traced so far: a BatchNorm or Dropout update costs time quadratic in
+    the program (2 of a 24-block transformer's 2.6 s of tracing). The message is dropped while we trace."""
+    try:
+        from jax._src.interpreters import partial_eval as pe
+
+        original = vars(pe.DynamicJaxprTracer).get("_origin_msg")
+        return [(pe.DynamicJaxprTracer, "_origin_msg", original)] if callable(original) else []
+    except Exception:  # noqa: BLE001 - another jax: nothing to shortcut
+        return []
+
+
+def _no_origin(self: Any) -> str:
+    return ""
 
 
 class Patched:
     """Context manager: the classes' methods wrapped and a recorder active; everything restored on exit."""
 
-    def __init__(self, classes: set):
-        self.methods = _methods(classes)
+    def __init__(self) -> None:
+        self.methods: list = []
         self.recorder = Recorder()
 
-    def __enter__(self) -> Recorder:
+    def add(self, classes: set) -> None:
+        """Wrap the methods of ``classes`` (those not wrapped yet) until exit."""
+        done = {(k, n) for k, n, _ in self.methods}
+        for klass, name, fn in _methods(classes) if classes else _tracer_origin():
+            if (klass, name) not in done:
+                self.methods.append((klass, name, fn))
+                setattr(klass, name, _no_origin if name == "_origin_msg" else _wrap(fn, name))
+
+    def __enter__(self) -> "Patched":
         global _recorder
         _lock.acquire()
         try:
-            for klass, name, fn in self.methods:
-                setattr(klass, name, _wrap(fn, name))
+            self.add(set())
             _recorder = self.recorder
         except BaseException:
             self.__exit__(None, None, None)
             raise
-        return self.recorder
+        return self
 
     def __exit__(self, *exc: Any) -> None:
         global _recorder
