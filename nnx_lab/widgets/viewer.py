@@ -151,7 +151,7 @@ class StateViewer(Widget):
         if self._watcher.state != "gone":  # (a followed name that is missing now is looked up again)
             # Dispatched now, published when the device gets there (the kernel is not held up by
             # steps the cell queued), or at once where widget messages cannot come from threads.
-            self._watcher.refresh(force=True, wait=not self._watcher.publish_from_thread)
+            self._watcher.refresh(force=True, wait=not self._watcher.publish_from_thread, skip_unchanged=True)
 
     # -- talking to the browser ------------------------------------------------------
     # The rows (paths, types, shapes, placement...) travel in the ``snapshot`` trait, with the statistics

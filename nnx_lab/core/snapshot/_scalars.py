@@ -147,6 +147,11 @@ class ScalarStore:
             if len(self._refused_more) < _COUNTED:
                 self._refused_more.add(hash(name))
 
+    @property
+    def pending(self) -> bool:
+        """Whether values were logged that no published refresh has read yet."""
+        return any(self._pending.values())
+
     # -- reading (at publish time) ---------------------------------------------------------------
     def collect(self, *, wait: bool = False) -> bool:
         """Read the logged values that have arrived (all of them with ``wait``); True if any changed.

@@ -99,6 +99,7 @@ class _Dispatch:
         self._step_at: int | None = None  # position of the optimizer's step count among the arrays
         self._unmatched_more = 0
         self.waiting = False  # some inputs left out of this refresh (their program compiles): prepare(without=)
+        self.logged = False  # whether prepare() gave logged gradients/updates to reduce
         # position among the arrays of a stacked leaf's first layer -> (layer axis, layers): see _stats.LaunchPlan
         self.groups: dict[int, tuple[int, int]] = {}
 
@@ -152,6 +153,7 @@ class _Dispatch:
                 self._problems.append(f"{what}: not in this refresh while the statistics program that adds "
                                       "them compiles (the last ones are shown)")
         trees = [t for t in trees if t[0] not in without]
+        self.logged = any(what in ("grads", "updates") for what, _, _ in trees)
         for what, tree, fixed in trees:
             try:
                 leaves, treedef = flat_leaves(tree)  # hijax Variables' arrays too

@@ -274,6 +274,26 @@ def _recent_structure(obj: Any, layers: Any) -> StructureCache | None:
         return structure
 
 
+class Unchanged(Exception):
+    """Raised by :class:`PendingSnapshot` given ``unless_same``: the model holds the very arrays (and
+    structure) of that earlier refresh, so its statistics would be the same: nothing is launched."""
+
+
+def _same_arrays(refs: Sequence[Any] | None, arrays: Sequence[Any]) -> bool:
+    return refs is not None and len(refs) == len(arrays) and all(
+        r is not None and r() is a for r, a in zip(refs, arrays))
+
+
+def _refs(arrays: Sequence[Any]) -> list:
+    out = []
+    for a in arrays:
+        try:
+            out.append(weakref.ref(a))
+        except TypeError:  # not weakly referable (a Python number): never "the same"
+            out.append(None)
+    return out
+
+
 class PendingSnapshot:
     """A snapshot whose statistics are still on their way from the devices.
 
@@ -293,7 +313,9 @@ class PendingSnapshot:
 
     @paused_gc()
     def __init__(self, obj: Any, *, stats: bool = True, repeated: bool = False, defer: bool = False,
-                 structure: StructureCache | None = None, series: Any = None, layers: Any = None):
+                 structure: StructureCache | None = None, series: Any = None, layers: Any = None,
+                 unless_same: Sequence[Any] | None = None):
+        # unless_same: ``array_refs`` of an earlier refresh: raise Unchanged when nothing differs from it.
         # series: arrays reduced with the parameters (a snapshot._series dispatch: prepare(described)
         # -> (arrays, layout key), finish(their StatsTable, rows) -> the snapshot's ``series``)
         start = time.thread_time()
@@ -310,6 +332,8 @@ class PendingSnapshot:
         self._stats, self._series = None, series
         extra, layout = series.prepare(described) if series is not None and stats else ([], None)
         try:
+            if described.reused and unless_same is not None and _same_arrays(unless_same, described.arrays + extra):
+                raise Unchanged
             try:
                 self._stats = self._launch(described, extra, layout, series, structure, repeated, defer)
             except Deferred:
@@ -330,6 +354,12 @@ class PendingSnapshot:
         finally:
             if series is not None:
                 series.release()
+        # Weak references to what this refresh reduces (what a compiling program left out is not
+        # among them): a later refresh of the very same arrays is skipped, so a cell that did not
+        # touch the model costs a flatten and nothing on the device.
+        self.array_refs = _refs(described.arrays + extra)
+        # Whether it reduces logged gradients/updates (a refresh dropped unpublished keeps them, see Watcher).
+        self.logged = bool(series is not None and stats and getattr(series, "logged", False))
         del described, extra  # the arrays: held only by the model and, until they have run, by the queued kernels
         self.host_s = time.thread_time() - start
 

@@ -30,7 +30,7 @@ import jax
 from ._alert import NonfiniteAlert
 from ._history import History
 from ._scalars import ScalarStore
-from ._snapshot import PendingSnapshot, Snapshot
+from ._snapshot import PendingSnapshot, Snapshot, Unchanged
 from ._series import SeriesStore, is_optimizer
 from ._structure import StructureCache
 from ._layers import check_layers, expand as expand_layers
@@ -89,6 +89,7 @@ class Watcher:
         self.scalars = ScalarStore()  # viewer.tick(loss=...) / log(...): read when a refresh is published
         self.alert = NonfiniteAlert()  # the first NaN/Inf seen (step, refresh, where), kept until cleared
         self._dispatched_at: dict[PendingSnapshot, int] = {}  # ticks so far when each in flight was dispatched
+        self._last_refs: list | None = None  # weak references to what the last dispatched refresh reduced
         # What to describe at each refresh (core/snapshot/_target.py): the object by weak reference, a
         # (graphdef, state) pair, or a name followed in a namespace. A TypeError here for a non-model.
         self._target = watch_target(obj, on_gone=self._mark_gone)
@@ -122,7 +123,7 @@ class Watcher:
     # the loop never waits for the device: JAX keeps dispatching steps asynchronously, and the
     # throttle counts only the host time nnx_lab spends, never the time queued steps take.
 
-    def refresh(self, *, force: bool = False, wait: bool | None = None) -> bool:
+    def refresh(self, *, force: bool = False, wait: bool | None = None, skip_unchanged: bool = False) -> bool:
         """Refresh unless throttled (or ``force``). Returns whether a snapshot was published.
 
         ``wait`` (default: ``force``): dispatch and wait for the result now. Without it, refreshes
@@ -130,6 +131,10 @@ class Watcher:
         publisher thread where one is allowed), and a new one is dispatched whenever the throttle
         allows: up to :data:`MAX_IN_FLIGHT` ride the device's queue at once, so the viewer keeps
         its rate however deep the queue of training steps is.
+
+        ``skip_unchanged`` (a cell's end, the background thread): nothing is launched when the model
+        holds the very arrays, in the same structure, that the last refresh reduced, no gradient or
+        scalar was logged since and nothing is in flight: its statistics would be the same.
         """
         wait = force if wait is None else wait
         if not force and not self.lockstep:  # most ticks: nothing due or to publish, said without a lock
@@ -154,7 +159,7 @@ class Watcher:
             if not force and (now - self._last_attempt < self._throttle.interval or len(self._in_flight) >= MAX_IN_FLIGHT):
                 return published
             self._last_attempt = now
-            pending = self._dispatch(defer=not force)
+            pending = self._dispatch(defer=not force, skip_unchanged=skip_unchanged)
             if pending is None:
                 return published
             if wait or pending.ready():
@@ -202,7 +207,7 @@ class Watcher:
             self._publish_arrived(wait=True)
 
     @paused_gc()  # no full collection of the user's heap for our temporaries (see paused_gc)
-    def _dispatch(self, defer: bool = False) -> PendingSnapshot | None:
+    def _dispatch(self, defer: bool = False, skip_unchanged: bool = False) -> PendingSnapshot | None:
         obj = self._target.resolve()
         if obj is None:
             self._mark_gone() if self._target.final else self._mark_missing(self._target.problem)
@@ -210,9 +215,14 @@ class Watcher:
         if self.state == "missing":  # the name holds a model again: live once this refresh is published
             self.state, self.message = "waiting", ""
         self._compiled = kernel_cache_size()
+        same = (self._last_refs if skip_unchanged and self.state == "live" and not self._in_flight
+                and not self.scalars.pending else None)
         try:
             pending = PendingSnapshot(obj, stats=self.stats, repeated=True, defer=defer, structure=self._structure,
-                                      series=self.series.take(self._ticks, tick=self._in_tick), layers=self._layers)
+                                      series=self.series.take(self._ticks, tick=self._in_tick), layers=self._layers,
+                                      unless_same=same)
+        except Unchanged:  # the last refresh's statistics stand
+            return None
         except Deferred:  # its one-launch program is compiling: try again at the next interval
             if any(self.series.problems.values()):
                 self._notify()  # bad input to this refresh: said now, not after the compile
@@ -225,15 +235,18 @@ class Watcher:
             del obj
         self._in_flight.append(pending)
         self._dispatched_at[pending] = self._ticks
+        self._last_refs = pending.array_refs
         return pending
 
     @paused_gc()  # no full collection of the user's heap for our temporaries (see paused_gc)
     def _publish_arrived(self, *, wait: bool, upto: PendingSnapshot | None = None) -> bool:
         """Publish the newest refresh whose numbers have arrived (all of them, waiting, with
         ``wait``; up to ``upto``); older ones are dropped unpublished. The caller holds the lock."""
-        newest = None
+        newest = logged = None
         step = self._ticks
         while self._in_flight and (wait or upto is not None or self._in_flight[0].ready()):
+            if newest is not None and newest.logged:
+                logged = newest
             newest = self._in_flight.popleft()
             step = self._dispatched_at.pop(newest, step)
             if newest is upto:
@@ -241,6 +254,11 @@ class Watcher:
         if newest is None:
             return False
         try:
+            if logged is not None and not newest.logged:
+                # A dropped refresh had gradients the newest lacks (a loop's last tick, then the cell's
+                # end refresh): the newest shows them, marked with their step, instead of older ones.
+                old = logged.finish()
+                self.series.published(old.series, len(old))
             newest.wait()  # the device's time: not counted
             snap = newest.finish()
         except Exception as e:
@@ -351,7 +369,7 @@ class Watcher:
 
     def _run_background(self) -> None:
         while not self._stop.wait(self._throttle.interval):
-            self.refresh(force=True)
+            self.refresh(force=True, skip_unchanged=True)
             if self.state == "gone":
                 return
 
