@@ -14,7 +14,12 @@ Every kernel returns the same small result: six floats of the array's precision,
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
+import os
+import sys
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -224,8 +229,59 @@ def kernel_options(x) -> tuple[dict, ...]:
     return (SMALL_CPU_OPTIONS if x.size <= SMALL_ELEMENTS else CPU_OPTIONS, {})
 
 
+# Compiles nnx_lab makes in the background (a viewer's program, the update ratio's) yield the CPU to
+# the user's: the compile itself (XLA's, the GIL released) runs on a thread of its own at the lowest
+# priority, so a cell's own jit compiling at the same time gets the cores first. Only that thread:
+# one holding the GIL at low priority would make the user's Python wait for it. Linux only (a
+# thread's own niceness); elsewhere the compile runs as before.
+LOW_PRIORITY = 19
+_background = threading.local()
+_log = logging.getLogger("nnx_lab")
+
+
+@contextlib.contextmanager
+def in_background():
+    """Compiles (:func:`compile_lowered`) made inside run at the lowest CPU priority."""
+    before = getattr(_background, "on", False)
+    _background.on = True
+    try:
+        yield
+    finally:
+        _background.on = before
+
+
+def _yielding(compile_it):
+    """``compile_it()`` on a thread at :data:`LOW_PRIORITY`, waited for here (its result or error)."""
+    if not sys.platform.startswith("linux") or not getattr(_background, "on", False):
+        return compile_it()
+    out: dict = {}
+
+    def run():
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOW_PRIORITY)
+        except OSError as e:  # a sandbox refusing it: the compile runs at the usual priority
+            _log.debug("nnx_lab: cannot lower a compile thread's priority: %s", e)
+        try:
+            out["value"] = compile_it()
+        except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
+            out["error"] = e
+
+    # Not a daemon, as the callers' threads: the interpreter waits for a compile before it exits.
+    thread = threading.Thread(target=run, name="nnx_lab-compile-low")
+    thread.start()
+    thread.join()
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
 def compile_lowered(lowered, options: tuple[dict, ...]):
-    """``lowered.compile`` with the first set of options the backend accepts."""
+    """``lowered.compile`` with the first set of options the backend accepts (at the lowest CPU
+    priority inside :func:`in_background`)."""
+    return _yielding(lambda: _compile_lowered(lowered, options))
+
+
+def _compile_lowered(lowered, options: tuple[dict, ...]):
     for i, opts in enumerate(options):
         try:
             return lowered.compile(compiler_options=opts)

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._executables import compile_program
-from ._kernels import float_kernel, float_one_pass
+from ._kernels import float_kernel, float_one_pass, in_background
 from ._shards import own_mesh, stacked_origin
 
 MAX_PROGRAMS = 32  # structures kept compiled (least recently used dropped)
@@ -123,7 +123,7 @@ _one_at_a_time = threading.Lock()  # background compiles run one after another (
 
 
 def _compile_in_turn(key: Any, kernels: tuple, specs: list) -> None:
-    with _one_at_a_time:
+    with _one_at_a_time, in_background():  # the user's own compiles come first (see _kernels)
         _compile(key, kernels, specs)
 
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from .._util import one_line, start_thread
 from ._executables import compile_program
+from ._kernels import in_background
 
 __all__ = ["DONATED", "UpdateTracker"]
 
@@ -84,7 +85,8 @@ def _program(olds: tuple, layers: tuple) -> Any:
     def compile_it():  # given shapes only: the held arrays are never kept alive by a compile
         try:
             lowered = jax.jit(lambda o, n: _diff_norms(o, n, layers)).lower(shapes, shapes)
-            program = compile_program(lowered, OPTIONS, shapes)  # on disk when on one device, as a viewer's
+            with in_background():  # the user's own compiles come first (see _kernels)
+                program = compile_program(lowered, OPTIONS, shapes)  # on disk when on one device, as a viewer's
         except Exception as e:  # noqa: BLE001 - said when the update is asked for
             program = e
         with _lock:
