@@ -159,3 +159,15 @@ def test_errors_are_one_line():
         summary({"w": jnp.ones(3)}, jnp.ones(3))
     for e in (SummaryError("x"),):
         assert "\n" not in str(e)
+
+
+def test_to_pandas_or_one_line_import_error():
+    s = summary(*zoo.model("mlp"), memory=False)
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="^Summary.to_pandas needs pandas: pip install pandas$"):
+            s.to_pandas()
+    else:
+        frame = s.to_pandas()
+        assert list(frame["path"]) == [r.path for r in s.rows] and list(frame["flops"]) == [r.flops for r in s.rows]

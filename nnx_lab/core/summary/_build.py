@@ -171,7 +171,7 @@ def summary(model: Any, *args: Any, method: str = "__call__", grad: bool = False
     if grad:
         traced_grad, grad_recorder, _ = _trace_program(model, method, args, kwargs, grad=True)
         back = _costs.tally(traced_grad.jaxpr)
-    mem, mem_error = _memory(traced_grad if grad else traced) if memory else (None, "not asked (memory=False)")
+    mem, mem_error = _memory(traced_grad if grad else traced) if memory else (None, "not computed: memory=False / --no-memory")
     from ._rows import build_rows
 
     own, total, layered = _variables(model, set(sites))

@@ -115,7 +115,8 @@ class Summary:
                          f"{_bytes(m['peak'])} = arguments {_bytes(m['argument'])} + outputs {_bytes(m['output'])} "
                          f"+ temporaries {_bytes(m['temp'])} - aliased {_bytes(m['alias'])}")
         else:
-            lines.append(f"Peak memory: unavailable ({self.memory_note})")
+            lines.append(f"Peak memory: {self.memory_note}" if self.memory_note.startswith("not computed")
+                         else f"Peak memory: unavailable ({self.memory_note})")
         if self.uncosted:
             ops = ", ".join(f"{k} x{v}" for k, v in sorted(self.uncosted.items()))
             lines.append(f"Not costed (XLA could not analyse them alone): {ops}")

@@ -104,6 +104,7 @@ def _copy(table: dict) -> dict:
 
 def _inputs(call: Any) -> Any:
     args, kwargs = call.inputs if call.inputs is not None else ((), {})
+    kwargs = {k: v for k, v in kwargs.items() if v is not None}  # defaults passed on (flax 0.12's out_sharding=None)
     return (args, kwargs) if kwargs else args
 
 
