@@ -22,7 +22,7 @@ def test_import_and_load_ext_do_not_import_jax():
 
 MAGICS = {("line", "nnx_snapshot"), ("line", "nnx_watch"), ("line", "nnx_split"), ("cell", "nnx_split"),
           ("line", "nnx_mode"), ("line", "nnx_view"), ("cell", "nnx_capture"),
-          ("line", "nnx_compare")}
+          ("line", "nnx_compare"), ("line", "nnx_summary")}
 
 
 def ours(shell):
