@@ -55,8 +55,13 @@ class Chain(nnx.Module):
 
 def tabulate_total_flops(model, x) -> int:
     """The model row's flops in tabulate's table."""
-    text = nnx.tabulate(model, x, compute_flops=True, depth=0,
-                        console_kwargs={"width": 2000, "no_color": True, "force_terminal": False})
+    text = nnx.tabulate(
+        model,
+        x,
+        compute_flops=True,
+        depth=0,
+        console_kwargs={"width": 2000, "no_color": True, "force_terminal": False},
+    )
     for line in text.splitlines():
         cells = [c.strip() for c in line.split("│")[1:-1]]
         if len(cells) > 4 and cells[1] == type(model).__name__ and cells[4].isdigit():
@@ -77,19 +82,27 @@ def compare(name: str, model, x) -> None:
     theirs = time.perf_counter() - start
     print(f"{name}: {n_vars} Variables, {len(like.rows)} module calls, input {tuple(x.shape)}")
     print(f"  nnx.tabulate(compute_flops=True):        {theirs:7.2f} s   FLOPs {theirs_flops:,}")
-    print(f"  nnx_lab.summary(memory=False), first:    {ours_like:7.2f} s   FLOPs {like.flops:,}  "
-          f"(what tabulate reports: shapes, parameters, FLOPs; plus bytes)")
-    print(f"  nnx_lab.summary() with XLA peak memory:  {ours_full:7.2f} s   (one compile of the whole program; "
-          f"peak {full.memory and full.memory['peak']:,} B)")
+    print(
+        f"  nnx_lab.summary(memory=False), first:    {ours_like:7.2f} s   FLOPs {like.flops:,}  "
+        f"(what tabulate reports: shapes, parameters, FLOPs; plus bytes)"
+    )
+    print(
+        f"  nnx_lab.summary() with XLA peak memory:  {ours_full:7.2f} s   (one compile of the whole program; "
+        f"peak {full.memory and full.memory['peak']:,} B)"
+    )
     ratio = theirs / ours_like
-    print(f"  speed-up like for like {ratio:.1f}x (target >= 20x: {'met' if ratio >= 20 else 'NOT met'}); "
-          f"with peak memory {theirs / ours_full:.1f}x; FLOPs ours/tabulate {like.flops / theirs_flops:.6f}",
-          flush=True)
+    print(
+        f"  speed-up like for like {ratio:.1f}x (target >= 20x: {'met' if ratio >= 20 else 'NOT met'}); "
+        f"with peak memory {theirs / ours_full:.1f}x; FLOPs ours/tabulate {like.flops / theirs_flops:.6f}",
+        flush=True,
+    )
 
 
 def main() -> None:
-    print(f"{jax.devices()[0].device_kind} x{jax.device_count()}, jax {jax.__version__}, flax "
-          f"{__import__('flax').__version__}")
+    print(
+        f"{jax.devices()[0].device_kind} x{jax.device_count()}, jax {jax.__version__}, flax "
+        f"{__import__('flax').__version__}"
+    )
     nnx_lab.summary  # imported before the clock starts, as nnx.tabulate is
     compare("reference transformer", Transformer(nnx.Rngs(0)), jnp.ones((2, 16, 512)))
     compare("1,000-Variable chain", Chain(nnx.Rngs(0)), jnp.ones((4, 16)))

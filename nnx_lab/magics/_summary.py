@@ -29,14 +29,20 @@ def parse_arg(shell: Any, text: str) -> Any:
         try:
             dtype = jnp.dtype(dtype_name)
         except TypeError:
-            raise UsageError(f"ARG {clip(repr(text))}: {dtype_name!r} is not a dtype (float32, bfloat16, int32, ...)") from None
-        return jax.ShapeDtypeStruct(tuple(int(d) for d in dims.replace(" ", "").split(",") if d), dtype)
+            raise UsageError(
+                f"ARG {clip(repr(text))}: {dtype_name!r} is not a dtype (float32, bfloat16, int32, ...)"
+            ) from None
+        return jax.ShapeDtypeStruct(
+            tuple(int(d) for d in dims.replace(" ", "").split(",") if d), dtype
+        )
     if text.startswith("("):
         try:
             value = ast.literal_eval(text)
         except (ValueError, SyntaxError):
             value = None
-        if isinstance(value, tuple) and all(isinstance(d, int) and not isinstance(d, bool) for d in value):
+        if isinstance(value, tuple) and all(
+            isinstance(d, int) and not isinstance(d, bool) for d in value
+        ):
             if any(d < 0 for d in value):
                 raise UsageError(f"ARG {clip(repr(text))}: a shape's sizes are non-negative")
             return jax.ShapeDtypeStruct(value, jnp.float32)
@@ -45,12 +51,29 @@ def parse_arg(shell: Any, text: str) -> Any:
 
 @magic_arguments()
 @argument("model", help="a Python expression naming an nnx.Module (an nnx.eval_shape model too)")
-@argument("args", nargs="*", help="the call's arguments: names or expressions in the namespace, or shapes written "
-          "(8, 224, 224, 3) (float32) or bfloat16[8,224,224,3]")
+@argument(
+    "args",
+    nargs="*",
+    help="the call's arguments: names or expressions in the namespace, or shapes written "
+    "(8, 224, 224, 3) (float32) or bfloat16[8,224,224,3]",
+)
 @argument("--method", default="__call__", help="the method to call (default __call__)")
-@argument("--depth", type=int, default=None, help="show module calls at most this deep (0: the model's row only)")
-@argument("--grad", action="store_true", help="also the backward pass (gradient w.r.t. the nnx.Param Variables)")
-@argument("--no-memory", action="store_true", help="skip XLA's memory analysis (it compiles the program once)")
+@argument(
+    "--depth",
+    type=int,
+    default=None,
+    help="show module calls at most this deep (0: the model's row only)",
+)
+@argument(
+    "--grad",
+    action="store_true",
+    help="also the backward pass (gradient w.r.t. the nnx.Param Variables)",
+)
+@argument(
+    "--no-memory",
+    action="store_true",
+    help="skip XLA's memory analysis (it compiles the program once)",
+)
 @argument("--as", dest="name", default=None, help="also bind the Summary to this name")
 def nnx_summary(self: Any, line: str) -> None:
     """Show what each module of MODEL takes, gives and costs for one call: inputs and outputs (shape,
@@ -66,13 +89,22 @@ def nnx_summary(self: Any, line: str) -> None:
     args = parse_line(nnx_summary, line)
     model = evaluate_target(self.shell, args.model, what="MODEL")
     values = [parse_arg(self.shell, text) for text in args.args]
-    depth = None if args.depth is None else check_option(args.depth, "--depth", 0, 1_000, integer=True)
+    depth = (
+        None if args.depth is None else check_option(args.depth, "--depth", 0, 1_000, integer=True)
+    )
     name = check_name(args.name, shell=self.shell, target_text=args.model) if args.name else None
     from ..core._util import first_line
     from ..core.summary import SummaryError, summary
 
     try:
-        result = summary(model, *values, method=args.method, grad=args.grad, depth=depth, memory=not args.no_memory)
+        result = summary(
+            model,
+            *values,
+            method=args.method,
+            grad=args.grad,
+            depth=depth,
+            memory=not args.no_memory,
+        )
     except SummaryError as e:
         raise UsageError(first_line(str(e), 600)) from None
     if name:

@@ -18,8 +18,13 @@ class Attention(nnx.Module):
     def __init__(self, dim, heads, kv_heads, rngs):
         self.heads, self.kv_heads, self.head_dim = heads, kv_heads, dim // heads
         self.q = nnx.Linear(dim, dim, use_bias=False, kernel_init=_init((None, "model")), rngs=rngs)
-        self.kv = nnx.Linear(dim, 2 * kv_heads * self.head_dim, use_bias=False, kernel_init=_init((None, "model")),
-                             rngs=rngs)
+        self.kv = nnx.Linear(
+            dim,
+            2 * kv_heads * self.head_dim,
+            use_bias=False,
+            kernel_init=_init((None, "model")),
+            rngs=rngs,
+        )
         self.o = nnx.Linear(dim, dim, use_bias=False, kernel_init=_init(("model", None)), rngs=rngs)
 
     def __call__(self, x):
@@ -38,9 +43,15 @@ class Layer(nnx.Module):
         self.norm1 = nnx.RMSNorm(dim, rngs=rngs)
         self.attn = Attention(dim, heads, kv_heads, rngs)
         self.norm2 = nnx.RMSNorm(dim, rngs=rngs)
-        self.gate = nnx.Linear(dim, hidden, use_bias=False, kernel_init=_init((None, "model")), rngs=rngs)
-        self.up = nnx.Linear(dim, hidden, use_bias=False, kernel_init=_init((None, "model")), rngs=rngs)
-        self.down = nnx.Linear(hidden, dim, use_bias=False, kernel_init=_init(("model", None)), rngs=rngs)
+        self.gate = nnx.Linear(
+            dim, hidden, use_bias=False, kernel_init=_init((None, "model")), rngs=rngs
+        )
+        self.up = nnx.Linear(
+            dim, hidden, use_bias=False, kernel_init=_init((None, "model")), rngs=rngs
+        )
+        self.down = nnx.Linear(
+            hidden, dim, use_bias=False, kernel_init=_init(("model", None)), rngs=rngs
+        )
 
     def __call__(self, x):
         x = x + self.attn(self.norm1(x))

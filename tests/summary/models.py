@@ -5,7 +5,6 @@ the reference it is checked against: each module call lowered on its own and cos
 from __future__ import annotations
 
 import functools
-import re
 
 import jax
 import jax.numpy as jnp
@@ -80,15 +79,23 @@ NAMES = ("mlp", "cnn", "block", "scanned")
 
 def model(name: str):
     """``(model, input)`` for one of :data:`NAMES`, built afresh."""
-    cls, shape = {"mlp": (MLP, (4, 8)), "cnn": (CNN, (2, 28, 28, 1)), "block": (Block, (2, 6, 32)),
-                  "scanned": (Scanned, (2, 5, 16))}[name]
+    cls, shape = {
+        "mlp": (MLP, (4, 8)),
+        "cnn": (CNN, (2, 28, 28, 1)),
+        "block": (Block, (2, 6, 32)),
+        "scanned": (Scanned, (2, 5, 16)),
+    }[name]
     return cls(nnx.Rngs(0)), jnp.ones(shape)
 
 
 def tabulate_flops(model, x) -> dict:
     """``nnx.tabulate(compute_flops=True)``'s flops column (newest flax only): row path -> flops."""
-    text = nnx.tabulate(model, x, compute_flops=True, console_kwargs={"width": 2000, "no_color": True,
-                                                                       "force_terminal": False})
+    text = nnx.tabulate(
+        model,
+        x,
+        compute_flops=True,
+        console_kwargs={"width": 2000, "no_color": True, "force_terminal": False},
+    )
     names = None
     out = {}
     for line in text.splitlines():
@@ -107,10 +114,16 @@ def reference_flops(model, x) -> dict:
     """Each module call lowered alone and costed by XLA, as tabulate does: path -> flops (per call; the
     last call's for a module called more than once). Marks ``model``'s modules: use a throwaway model."""
     rows = {}
-    modules = list(nnx.iter_modules(model) if hasattr(nnx, "iter_modules") else model.iter_modules())
+    modules = list(
+        nnx.iter_modules(model) if hasattr(nnx, "iter_modules") else model.iter_modules()
+    )
     for path, m in modules:
-        m._ref_path = "/".join(map(str, path))  # static: survives nnx.scan's split/merge, as tabulate's id does
-    originals = {type(m): vars(type(m))["__call__"] for _, m in modules if "__call__" in vars(type(m))}
+        m._ref_path = "/".join(
+            map(str, path)
+        )  # static: survives nnx.scan's split/merge, as tabulate's id does
+    originals = {
+        type(m): vars(type(m))["__call__"] for _, m in modules if "__call__" in vars(type(m))
+    }
 
     def wrap(fn):
         def wrapper(self, *args, **kwargs):
@@ -123,13 +136,14 @@ def reference_flops(model, x) -> dict:
 
             rows[getattr(self, "_ref_path", "?")] = int(jit_f.lower(state).cost_analysis()["flops"])
             return fn(self, *args, **kwargs)
+
         return wrapper
 
     try:
         for cls, fn in originals.items():
-            setattr(cls, "__call__", wrap(fn))
+            cls.__call__ = wrap(fn)
         model(x)
     finally:
         for cls, fn in originals.items():
-            setattr(cls, "__call__", fn)
+            cls.__call__ = fn
     return rows

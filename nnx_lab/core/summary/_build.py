@@ -31,15 +31,31 @@ def _abstract(x: Any) -> Any:
 
 
 def _check_args(args: tuple, kwargs: dict) -> None:
-    named = [(f"argument {i + 1}", a) for i, a in enumerate(args)] + [(f"argument {k}=", v) for k, v in kwargs.items()]
+    named = [(f"argument {i + 1}", a) for i, a in enumerate(args)] + [
+        (f"argument {k}=", v) for k, v in kwargs.items()
+    ]
     for name, arg in named:
         for where, leaf in jax.tree_util.tree_leaves_with_path(arg):
-            if isinstance(leaf, (jax.Array, jax.ShapeDtypeStruct, np.ndarray, np.generic, bool, int, float, complex)):
+            if isinstance(
+                leaf,
+                (
+                    jax.Array,
+                    jax.ShapeDtypeStruct,
+                    np.ndarray,
+                    np.generic,
+                    bool,
+                    int,
+                    float,
+                    complex,
+                ),
+            ):
                 continue
             if isinstance(leaf, str):
                 continue  # static arguments: passed through as they are
-            raise SummaryError(f"{name}{jax.tree_util.keystr(where)} is {type(leaf).__name__}, "
-                               "not an array, a jax.ShapeDtypeStruct or a number")
+            raise SummaryError(
+                f"{name}{jax.tree_util.keystr(where)} is {type(leaf).__name__}, "
+                "not an array, a jax.ShapeDtypeStruct or a number"
+            )
 
 
 def _variables(model: Any, module_paths: set) -> tuple[dict, dict, bool]:
@@ -59,13 +75,17 @@ def _variables(model: Any, module_paths: set) -> tuple[dict, dict, bool]:
         nbytes = leaves_bytes(leaves)
         name = compat.variable_type(value).__name__
         if not layered and leaves:
-            layered = metadata_axis(value.get_metadata(), getattr(leaves[0], "ndim", None)) is not None
-        owner = next((path[:k] for k in range(len(path) - 1, -1, -1) if path[:k] in module_paths), ())
+            layered = (
+                metadata_axis(value.get_metadata(), getattr(leaves[0], "ndim", None)) is not None
+            )
+        owner = next(
+            (path[:k] for k in range(len(path) - 1, -1, -1) if path[:k] in module_paths), ()
+        )
         for k in range(len(owner) + 1):
             prefix = owner[:k]
             if prefix not in module_paths:
                 continue
-            for table in ((total[prefix],) + ((own[prefix],) if prefix == owner else ())):
+            for table in (total[prefix],) + ((own[prefix],) if prefix == owner else ()):
                 entry = table.setdefault(name, [0, 0])
                 entry[0] += count
                 entry[1] += nbytes
@@ -94,9 +114,14 @@ def _trace_program(model: Any, method: str, args: tuple, kwargs: dict, grad: boo
 
         def f(params: Any) -> Any:
             # fresh Variables for ``rest`` at this trace level: a BatchNorm may update its statistics
-            out = getattr(nnx.merge(gdef, params, jax.tree.map(lambda v: v, rest)), method)(*args, **kwargs)
-            return [x for x in jax.tree.leaves(out)
-                    if isinstance(x, jax.Array) and jax.numpy.issubdtype(x.dtype, jax.numpy.inexact)]
+            out = getattr(nnx.merge(gdef, params, jax.tree.map(lambda v: v, rest)), method)(
+                *args, **kwargs
+            )
+            return [
+                x
+                for x in jax.tree.leaves(out)
+                if isinstance(x, jax.Array) and jax.numpy.issubdtype(x.dtype, jax.numpy.inexact)
+            ]
 
         out, vjp = jax.vjp(f, params)
         return out, vjp([jax.numpy.ones_like(x) for x in out])
@@ -119,8 +144,10 @@ def _call_error(error: Exception, recorder: Any, sites: list) -> Exception:
     args, kwargs = call.inputs
     where = path_text(sites[call.site]) or "(the model)"
     shapes = describe((args, kwargs) if kwargs else args)
-    return SummaryError(f"{where} ({call.cls.__name__}.{call.method}) raised {one_line(error)}; "
-                        f"its inputs: {shapes}")
+    return SummaryError(
+        f"{where} ({call.cls.__name__}.{call.method}) raised {one_line(error)}; "
+        f"its inputs: {shapes}"
+    )
 
 
 def _memory(traced: Any) -> tuple[dict | None, str | None]:
@@ -137,15 +164,28 @@ def _memory(traced: Any) -> tuple[dict | None, str | None]:
         return None, one_line(e)
     if analysis is None:
         return None, f"{jax.default_backend()} has no memory analysis"
-    fields = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes", "alias_size_in_bytes",
-              "generated_code_size_in_bytes")
+    fields = (
+        "argument_size_in_bytes",
+        "output_size_in_bytes",
+        "temp_size_in_bytes",
+        "alias_size_in_bytes",
+        "generated_code_size_in_bytes",
+    )
     out = {f.replace("_size_in_bytes", ""): int(getattr(analysis, f, 0) or 0) for f in fields}
     out["peak"] = out["argument"] + out["output"] + out["temp"] - out["alias"]
     return out, None
 
 
-def summary(model: Any, *args: Any, method: str = "__call__", grad: bool = False, memory: bool = True,
-            depth: int | None = None, layers: Any = None, **kwargs: Any) -> Summary:
+def summary(
+    model: Any,
+    *args: Any,
+    method: str = "__call__",
+    grad: bool = False,
+    memory: bool = True,
+    depth: int | None = None,
+    layers: Any = None,
+    **kwargs: Any,
+) -> Summary:
     """Shapes, parameters, FLOPs and bytes of every module call of ``model.<method>(*args, **kwargs)``,
     from one trace (see :mod:`nnx_lab.core.summary`)."""
     started = time.perf_counter()
@@ -171,23 +211,46 @@ def summary(model: Any, *args: Any, method: str = "__call__", grad: bool = False
     if grad:
         traced_grad, grad_recorder, _ = _trace_program(model, method, args, kwargs, grad=True)
         back = _costs.tally(traced_grad.jaxpr)
-    mem, mem_error = _memory(traced_grad if grad else traced) if memory else (None, "not computed: memory=False / --no-memory")
+    mem, mem_error = (
+        _memory(traced_grad if grad else traced)
+        if memory
+        else (None, "not computed: memory=False / --no-memory")
+    )
     from ._rows import build_rows
 
     own, total, layered = _variables(model, set(sites))
-    rows = build_rows(recorder.calls, sites, tally, None if back is None else (back, grad_recorder.calls),
-                      own, total, model if layered or layers is not None else None, layers)
+    rows = build_rows(
+        recorder.calls,
+        sites,
+        tally,
+        None if back is None else (back, grad_recorder.calls),
+        own,
+        total,
+        model if layered or layers is not None else None,
+        layers,
+    )
     if rows and rows[0].depth == 0 and not rows[0].module_path:
-        rows[0].inputs = describe(args if not kwargs else (args, kwargs))  # the caller's arrays: their sharding
+        rows[0].inputs = describe(
+            args if not kwargs else (args, kwargs)
+        )  # the caller's arrays: their sharding
     if depth is not None:
         rows = [r for r in rows if r.depth <= depth]
-    return Summary(model_class=type(model).__name__, method=method, rows=rows, flops=tally.total[0],
-                   transcendentals=tally.total[1], bytes_accessed=tally.total[2],
-                   backward_flops=None if back is None else back.total[0] - tally.total[0],
-                   backward_bytes=None if back is None else back.total[2] - tally.total[2],
-                   memory=mem, memory_note=mem_error, backend=jax.default_backend(),
-                   uncosted=dict(tally.uncosted), inputs=describe(args if not kwargs else (args, kwargs)),
-                   seconds=time.perf_counter() - started)
+    return Summary(
+        model_class=type(model).__name__,
+        method=method,
+        rows=rows,
+        flops=tally.total[0],
+        transcendentals=tally.total[1],
+        bytes_accessed=tally.total[2],
+        backward_flops=None if back is None else back.total[0] - tally.total[0],
+        backward_bytes=None if back is None else back.total[2] - tally.total[2],
+        memory=mem,
+        memory_note=mem_error,
+        backend=jax.default_backend(),
+        uncosted=dict(tally.uncosted),
+        inputs=describe(args if not kwargs else (args, kwargs)),
+        seconds=time.perf_counter() - started,
+    )
 
 
 def _sig(fn: Any) -> str:

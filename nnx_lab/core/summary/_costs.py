@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -27,25 +28,123 @@ _log = logging.getLogger("nnx_lab")
 #: the prefix of the named scope each marked module call runs in (``nnxlab.17``)
 SCOPE_PREFIX = "nnxlab."
 
-_ZERO = frozenset({
-    "broadcast_in_dim", "reshape", "transpose", "squeeze", "expand_dims", "slice", "dynamic_slice",
-    "dynamic_update_slice", "concatenate", "pad", "iota", "copy", "copy_p", "rev", "gather",
-    "device_put", "stop_gradient", "sharding_constraint", "mesh_cast", "reshard", "optimization_barrier",
-    "random_wrap", "random_unwrap", "squeeze_p", "split", "pvary",
-    "with_sharding_constraint", "name", "random_seed", "random_fold_in_p", "axis_index",
-})
-_TRANSCENDENTAL = frozenset({
-    "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "sqrt", "rsqrt",
-    "cbrt", "pow", "atan2", "erf", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
-})
-_ELEMENTWISE = frozenset({
-    "add", "add_any", "sub", "mul", "div", "rem", "max", "min", "neg", "abs", "sign", "floor", "ceil",
-    "round", "is_finite", "and", "or", "not", "xor", "eq", "ne", "lt", "le", "gt", "ge", "select_n",
-    "nextafter", "shift_left", "shift_right_logical", "shift_right_arithmetic", "population_count",
-    "square", "convert_element_type", "bitcast_convert_type", "clamp", "imag", "real", "conj", "complex",
-})
-_REDUCE = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
-                     "reduce_xor"})
+_ZERO = frozenset(
+    {
+        "broadcast_in_dim",
+        "reshape",
+        "transpose",
+        "squeeze",
+        "expand_dims",
+        "slice",
+        "dynamic_slice",
+        "dynamic_update_slice",
+        "concatenate",
+        "pad",
+        "iota",
+        "copy",
+        "copy_p",
+        "rev",
+        "gather",
+        "device_put",
+        "stop_gradient",
+        "sharding_constraint",
+        "mesh_cast",
+        "reshard",
+        "optimization_barrier",
+        "random_wrap",
+        "random_unwrap",
+        "squeeze_p",
+        "split",
+        "pvary",
+        "with_sharding_constraint",
+        "name",
+        "random_seed",
+        "random_fold_in_p",
+        "axis_index",
+    }
+)
+_TRANSCENDENTAL = frozenset(
+    {
+        "exp",
+        "exp2",
+        "log",
+        "log1p",
+        "expm1",
+        "tanh",
+        "logistic",
+        "sin",
+        "cos",
+        "tan",
+        "sqrt",
+        "rsqrt",
+        "cbrt",
+        "pow",
+        "atan2",
+        "erf",
+        "asin",
+        "acos",
+        "atan",
+        "sinh",
+        "cosh",
+        "asinh",
+        "acosh",
+        "atanh",
+    }
+)
+_ELEMENTWISE = frozenset(
+    {
+        "add",
+        "add_any",
+        "sub",
+        "mul",
+        "div",
+        "rem",
+        "max",
+        "min",
+        "neg",
+        "abs",
+        "sign",
+        "floor",
+        "ceil",
+        "round",
+        "is_finite",
+        "and",
+        "or",
+        "not",
+        "xor",
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "select_n",
+        "nextafter",
+        "shift_left",
+        "shift_right_logical",
+        "shift_right_arithmetic",
+        "population_count",
+        "square",
+        "convert_element_type",
+        "bitcast_convert_type",
+        "clamp",
+        "imag",
+        "real",
+        "conj",
+        "complex",
+    }
+)
+_REDUCE = frozenset(
+    {
+        "reduce_sum",
+        "reduce_max",
+        "reduce_min",
+        "reduce_prod",
+        "reduce_and",
+        "reduce_or",
+        "reduce_xor",
+    }
+)
 _CALL_PARAMS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
 
 Cost = tuple  # (flops, transcendentals, bytes accessed)
@@ -102,9 +201,11 @@ def _freeze(x: Any) -> Any:
 
 
 def _signature(eqn: Any) -> tuple:
-    return (eqn.primitive.name,
-            tuple((tuple(v.aval.shape), str(v.aval.dtype)) for v in eqn.invars),
-            tuple(sorted((k, _freeze(v)) for k, v in eqn.params.items())))
+    return (
+        eqn.primitive.name,
+        tuple((tuple(v.aval.shape), str(v.aval.dtype)) for v in eqn.invars),
+        tuple(sorted((k, _freeze(v)) for k, v in eqn.params.items())),
+    )
 
 
 def lowered_cost(eqn: Any) -> Cost:
@@ -113,6 +214,7 @@ def lowered_cost(eqn: Any) -> Cost:
 
     key = _signature(eqn)
     if key not in _cache:
+
         def one(*xs: Any) -> Any:
             return eqn.primitive.bind(*xs, **eqn.params)
 
@@ -121,8 +223,11 @@ def lowered_cost(eqn: Any) -> Cost:
         if isinstance(cost, (list, tuple)):  # older jax: one dict per computation
             cost = cost[0] if cost else {}
         _log.debug("nnx_lab.summary: XLA costs %s alone", key[0])
-        _cache[key] = (int(cost.get("flops", 0)), int(cost.get("transcendentals", 0)),
-                       int(cost.get("bytes accessed", 0)))
+        _cache[key] = (
+            int(cost.get("flops", 0)),
+            int(cost.get("transcendentals", 0)),
+            int(cost.get("bytes accessed", 0)),
+        )
     return _cache[key]
 
 
@@ -133,9 +238,9 @@ class Tally:
         self.flops: dict = {}
         self.transcendentals: dict = {}
         self.bytes: dict = {}
-        self.trips: dict = {}      # call id -> how many times its body ran (scan lengths around it)
+        self.trips: dict = {}  # call id -> how many times its body ran (scan lengths around it)
         self.total = [0, 0, 0]
-        self.uncosted: dict = {}   # primitive name -> count of equations XLA could not cost
+        self.uncosted: dict = {}  # primitive name -> count of equations XLA could not cost
         self.primitives: set = set()
 
     def add(self, scopes: tuple, mult: int, cost: Cost) -> None:
@@ -156,7 +261,7 @@ def _scopes(eqn: Any) -> tuple:
         name = getattr(item, "name", "")
         if type(item).__name__ == "Scope" and name.startswith(SCOPE_PREFIX):
             try:
-                out.append(int(name[len(SCOPE_PREFIX):]))
+                out.append(int(name[len(SCOPE_PREFIX) :]))
             except ValueError:
                 continue  # a user's own scope that happens to share the prefix
     return tuple(out)
@@ -166,7 +271,9 @@ def _open(jaxpr: Any) -> Any:
     return getattr(jaxpr, "jaxpr", jaxpr)
 
 
-def walk(jaxpr: Any, tally: Tally, cost_of: Callable[[Any], Cost], scopes: tuple = (), mult: int = 1) -> None:
+def walk(
+    jaxpr: Any, tally: Tally, cost_of: Callable[[Any], Cost], scopes: tuple = (), mult: int = 1
+) -> None:
     """Add every equation of ``jaxpr`` (and of the jaxprs inside it) to ``tally``."""
     for eqn in _open(jaxpr).eqns:
         here = scopes + _scopes(eqn)
@@ -175,7 +282,9 @@ def walk(jaxpr: Any, tally: Tally, cost_of: Callable[[Any], Cost], scopes: tuple
         params, name = eqn.params, eqn.primitive.name
         if name == "scan":
             walk(params["jaxpr"], tally, cost_of, here, mult * int(params["length"]))
-            tally.add(here, mult, (2, 0, 0))  # the loop's counter: one add, one compare (as XLA counts)
+            tally.add(
+                here, mult, (2, 0, 0)
+            )  # the loop's counter: one add, one compare (as XLA counts)
         elif name == "while":
             walk(params["cond_jaxpr"], tally, cost_of, here, mult)
             walk(params["body_jaxpr"], tally, cost_of, here, mult)

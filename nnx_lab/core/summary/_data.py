@@ -21,24 +21,24 @@ class SummaryError(ValueError):
 class SummaryRow:
     """One module call (or one layer of a stacked module: ``layer`` set). Costs include the calls inside."""
 
-    path: str                      # ``blocks[0].attn``, ``embed.attend``, ``drop (call 2)``; "" for the model
+    path: str  # ``blocks[0].attn``, ``embed.attend``, ``drop (call 2)``; "" for the model
     module_path: tuple
     cls: str
     method: str
-    call: int                      # the k-th call of this module's method
+    call: int  # the k-th call of this module's method
     depth: int
     inputs: str
     outputs: str
-    params_own: dict               # variable type -> [count, bytes], the module's own Variables
-    params_total: dict             # the same with every submodule's
+    params_own: dict  # variable type -> [count, bytes], the module's own Variables
+    params_total: dict  # the same with every submodule's
     flops: int
     transcendentals: int
     bytes_accessed: int
     output_bytes: int
     backward_flops: int | None = None
     backward_bytes: int | None = None
-    layers: int | None = None      # a stacked module's row: how many layers
-    layer: int | None = None       # a layer's row: its index
+    layers: int | None = None  # a stacked module's row: how many layers
+    layer: int | None = None  # a layer's row: its index
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -102,43 +102,74 @@ class Summary:
 
     # -- display -------------------------------------------------------------------------------------
     def header_lines(self) -> list[str]:
-        params = ", ".join(f"{name} {_count(c)} ({_bytes(b)})" for name, (c, b) in self.params.items()) or "none"
-        lines = [f"{self.model_class}.{self.method}{_paren(self.inputs)} on {self.backend}",
-                 f"FLOPs {_count(self.flops)} forward"
-                 + (f", {_count(self.backward_flops)} backward" if self.backward_flops is not None else "")
-                 + f"; bytes accessed {_bytes(self.bytes_accessed)}; transcendentals {_count(self.transcendentals)}; "
-                 + (f"arithmetic intensity {self.intensity:.2f} FLOP/byte" if self.intensity else "arithmetic intensity -"),
-                 f"Variables: {params}"]
+        params = (
+            ", ".join(f"{name} {_count(c)} ({_bytes(b)})" for name, (c, b) in self.params.items())
+            or "none"
+        )
+        lines = [
+            f"{self.model_class}.{self.method}{_paren(self.inputs)} on {self.backend}",
+            f"FLOPs {_count(self.flops)} forward"
+            + (
+                f", {_count(self.backward_flops)} backward"
+                if self.backward_flops is not None
+                else ""
+            )
+            + f"; bytes accessed {_bytes(self.bytes_accessed)}; transcendentals {_count(self.transcendentals)}; "
+            + (
+                f"arithmetic intensity {self.intensity:.2f} FLOP/byte"
+                if self.intensity
+                else "arithmetic intensity -"
+            ),
+            f"Variables: {params}",
+        ]
         if self.memory:
             m = self.memory
-            lines.append(f"Peak memory per device (XLA memory analysis of the {'gradient' if self.backward_flops is not None else 'forward'} program): "
-                         f"{_bytes(m['peak'])} = arguments {_bytes(m['argument'])} + outputs {_bytes(m['output'])} "
-                         f"+ temporaries {_bytes(m['temp'])} - aliased {_bytes(m['alias'])}")
+            lines.append(
+                f"Peak memory per device (XLA memory analysis of the {'gradient' if self.backward_flops is not None else 'forward'} program): "
+                f"{_bytes(m['peak'])} = arguments {_bytes(m['argument'])} + outputs {_bytes(m['output'])} "
+                f"+ temporaries {_bytes(m['temp'])} - aliased {_bytes(m['alias'])}"
+            )
         else:
-            lines.append(f"Peak memory: {self.memory_note}" if self.memory_note.startswith("not computed")
-                         else f"Peak memory: unavailable ({self.memory_note})")
+            lines.append(
+                f"Peak memory: {self.memory_note}"
+                if self.memory_note.startswith("not computed")
+                else f"Peak memory: unavailable ({self.memory_note})"
+            )
         if self.uncosted:
             ops = ", ".join(f"{k} x{v}" for k, v in sorted(self.uncosted.items()))
             lines.append(f"Not costed (XLA could not analyse them alone): {ops}")
         return lines
 
     def _columns(self) -> list[tuple[str, Any]]:
-        cols = [("path", lambda r: "  " * r.depth + (r.path if r.path else f"({self.model_class})")),
-                ("class", lambda r: r.cls), ("inputs", lambda r: r.inputs), ("outputs", lambda r: r.outputs),
-                ("params", lambda r: _params(r.params_total)), ("FLOPs", lambda r: _count(r.flops))]
+        cols = [
+            ("path", lambda r: "  " * r.depth + (r.path if r.path else f"({self.model_class})")),
+            ("class", lambda r: r.cls),
+            ("inputs", lambda r: r.inputs),
+            ("outputs", lambda r: r.outputs),
+            ("params", lambda r: _params(r.params_total)),
+            ("FLOPs", lambda r: _count(r.flops)),
+        ]
         if self.backward_flops is not None:
             cols.append(("bwd FLOPs", lambda r: _count(r.backward_flops)))
-        cols += [("bytes accessed", lambda r: _bytes(r.bytes_accessed)), ("output", lambda r: _bytes(r.output_bytes))]
+        cols += [
+            ("bytes accessed", lambda r: _bytes(r.bytes_accessed)),
+            ("output", lambda r: _bytes(r.output_bytes)),
+        ]
         return cols
 
     def __str__(self) -> str:
         cols = self._columns()
-        table = [[name for name, _ in cols]] + [[_clip(str(fn(r))) for _, fn in cols] for r in self.rows]
+        table = [[name for name, _ in cols]] + [
+            [_clip(str(fn(r))) for _, fn in cols] for r in self.rows
+        ]
         widths = [max(len(line[i]) for line in table) for i in range(len(cols))]
         right = {"params", "FLOPs", "bwd FLOPs", "bytes accessed", "output"}
         out = self.header_lines()
         for i, line in enumerate(table):
-            cells = [c.rjust(w) if cols[j][0] in right else c.ljust(w) for j, (c, w) in enumerate(zip(line, widths))]
+            cells = [
+                c.rjust(w) if cols[j][0] in right else c.ljust(w)
+                for j, (c, w) in enumerate(zip(line, widths))
+            ]
             out.append(" | ".join(cells).rstrip())
             if i == 0:
                 out.append("-+-".join("-" * w for w in widths))
@@ -159,16 +190,24 @@ class Summary:
             for name, fn in cols:
                 text = esc(str(fn(r)).strip() if name == "path" else str(fn(r)))
                 if name == "path":
-                    cells.append(f'<td style="padding-left:{0.3 + 1.2 * r.depth:.1f}em;text-align:left">{text}</td>')
+                    cells.append(
+                        f'<td style="padding-left:{0.3 + 1.2 * r.depth:.1f}em;text-align:left">{text}</td>'
+                    )
                 elif name == "FLOPs":
-                    cells.append('<td style="text-align:right;background:linear-gradient(90deg,'
-                                 f'rgba(66,133,244,.25) {share:.1f}%,transparent {share:.1f}%)">{text}</td>')
+                    cells.append(
+                        '<td style="text-align:right;background:linear-gradient(90deg,'
+                        f'rgba(66,133,244,.25) {share:.1f}%,transparent {share:.1f}%)">{text}</td>'
+                    )
                 else:
-                    cells.append(f'<td style="text-align:{"left" if name in ("class", "inputs", "outputs") else "right"}">{text}</td>')
+                    cells.append(
+                        f'<td style="text-align:{"left" if name in ("class", "inputs", "outputs") else "right"}">{text}</td>'
+                    )
             body.append("<tr>" + "".join(cells) + "</tr>")
         header = "".join(f"<th>{esc(name)}</th>" for name, _ in cols)
-        return (f'<div class="nnx-lab-summary">{head}<table style="border-collapse:collapse;font-family:monospace">'
-                f"<thead><tr>{header}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
+        return (
+            f'<div class="nnx-lab-summary">{head}<table style="border-collapse:collapse;font-family:monospace">'
+            f"<thead><tr>{header}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+        )
 
 
 def _clip(text: str, limit: int = 60) -> str:
@@ -220,16 +259,24 @@ def _itemsize(dtype: Any) -> int:
 
 
 def leaves_bytes(leaves: list) -> int:
-    return sum(int(math.prod(getattr(x, "shape", ()) or ())) * _itemsize(x.dtype) for x in leaves if hasattr(x, "dtype"))
+    return sum(
+        int(math.prod(getattr(x, "shape", ()) or ())) * _itemsize(x.dtype)
+        for x in leaves
+        if hasattr(x, "dtype")
+    )
 
 
 def _sharding_text(x: Any) -> str:
-    from .. import compat
-
     import jax
 
+    from .. import compat
+
     # a tracer's own .sharding raises with a message jax builds by searching the program: its aval's
-    sharding = getattr(x.aval, "sharding", None) if isinstance(x, jax.core.Tracer) else getattr(x, "sharding", None)
+    sharding = (
+        getattr(x.aval, "sharding", None)
+        if isinstance(x, jax.core.Tracer)
+        else getattr(x, "sharding", None)
+    )
     spec = getattr(sharding, "spec", None)
     mesh = getattr(sharding, "mesh", None)
     if spec is None or not getattr(mesh, "shape", None) or all(s is None for s in spec):
@@ -250,7 +297,11 @@ def _describe(x: Any, level: int) -> str:
         dtype = getattr(x.dtype, "name", None) or str(x.dtype)
         return f"{dtype}[{','.join(str(d) for d in x.shape)}]{_sharding_text(x)}"
     if isinstance(x, tuple) and hasattr(x, "_fields"):
-        return f"{type(x).__name__}(" + ", ".join(f"{k}={_describe(v, level + 1)}" for k, v in zip(x._fields, x)) + ")"
+        return (
+            f"{type(x).__name__}("
+            + ", ".join(f"{k}={_describe(v, level + 1)}" for k, v in zip(x._fields, x))
+            + ")"
+        )
     if isinstance(x, (tuple, list)):
         inner = ", ".join(_describe(v, level + 1) for v in x)
         return f"({inner}{',' if len(x) == 1 else ''})" if isinstance(x, tuple) else f"[{inner}]"

@@ -15,7 +15,11 @@ def _kept(calls: list, tally: Any) -> list:
     """The calls of the program: a call no equation names is dropped when a call of the same module,
     method and parent is named (a transform that traced its body twice)."""
     named = {(c.parent, c.site, c.method) for c in calls if c.id in tally.trips}
-    return [c for c in calls if c.id in tally.trips or c.parent is None or (c.parent, c.site, c.method) not in named]
+    return [
+        c
+        for c in calls
+        if c.id in tally.trips or c.parent is None or (c.parent, c.site, c.method) not in named
+    ]
 
 
 def _occurrences(calls: list) -> dict:
@@ -31,7 +35,9 @@ def _occurrences(calls: list) -> dict:
 
 def _stacks(model: Any, layers: Any) -> dict:
     """module path -> number of layers, for stacked modules (nnx.vmap / nnx.scan, see core.snapshot._layers)."""
-    if model is None:  # no layer axis declared nor in any Variable's metadata: stacks only from scans
+    if (
+        model is None
+    ):  # no layer axis declared nor in any Variable's metadata: stacks only from scans
         return {}
     try:
         from ..snapshot._layers import stacked_modules
@@ -42,8 +48,16 @@ def _stacks(model: Any, layers: Any) -> dict:
         return {}
 
 
-def build_rows(calls: list, sites: list, tally: Any, back: tuple | None, own: dict, total: dict,
-               model: Any, layers: Any) -> list[SummaryRow]:
+def build_rows(
+    calls: list,
+    sites: list,
+    tally: Any,
+    back: tuple | None,
+    own: dict,
+    total: dict,
+    model: Any,
+    layers: Any,
+) -> list[SummaryRow]:
     calls = _kept(calls, tally)
     ids = {c.id for c in calls}
     depth: dict = {}
@@ -68,7 +82,9 @@ def build_rows(calls: list, sites: list, tally: Any, back: tuple | None, own: di
         site, method, k = numbers[c.id]
         if counts[(site, method)] > 1:
             text = f"{text} (call {k})"
-        trips = tally.trips.get(c.id, 1) // max(1, tally.trips.get(parent, 1) if parent is not None else 1)
+        trips = tally.trips.get(c.id, 1) // max(
+            1, tally.trips.get(parent, 1) if parent is not None else 1
+        )
         n_layers = trips if trips > 1 else stacks.get(path, 1)
         flops, nbytes = tally.flops.get(c.id, 0), tally.bytes.get(c.id, 0)
         bwd_flops = bwd_bytes = None
@@ -78,23 +94,51 @@ def build_rows(calls: list, sites: list, tally: Any, back: tuple | None, own: di
             bwd_bytes = max(0, back_tally.bytes.get(bid, 0) - nbytes) if bid is not None else None
         out_bytes = leaves_bytes(_leaves(c.outputs)) * (trips if trips > 1 else 1)
         row = SummaryRow(
-            path=text or "", module_path=tuple(path), cls=c.cls.__name__, method=method, call=k,
-            depth=depth[c.id], inputs=describe(_inputs(c)), outputs=describe(c.outputs),
-            params_own=_copy(own.get(tuple(path), {})), params_total=_copy(total.get(tuple(path), {})),
-            flops=flops, transcendentals=tally.transcendentals.get(c.id, 0), bytes_accessed=nbytes,
-            output_bytes=out_bytes, backward_flops=bwd_flops, backward_bytes=bwd_bytes,
-            layers=n_layers if n_layers > 1 else None)
+            path=text or "",
+            module_path=tuple(path),
+            cls=c.cls.__name__,
+            method=method,
+            call=k,
+            depth=depth[c.id],
+            inputs=describe(_inputs(c)),
+            outputs=describe(c.outputs),
+            params_own=_copy(own.get(tuple(path), {})),
+            params_total=_copy(total.get(tuple(path), {})),
+            flops=flops,
+            transcendentals=tally.transcendentals.get(c.id, 0),
+            bytes_accessed=nbytes,
+            output_bytes=out_bytes,
+            backward_flops=bwd_flops,
+            backward_bytes=bwd_bytes,
+            layers=n_layers if n_layers > 1 else None,
+        )
         rows.append(row)
         if n_layers > 1:
             for i in range(n_layers):
-                rows.append(SummaryRow(
-                    path=f"{text}[layer {i}]", module_path=tuple(path), cls=row.cls, method=method, call=k,
-                    depth=row.depth + 1, inputs=row.inputs, outputs=row.outputs, params_own={}, params_total={
-                        name: [cnt // n_layers, b // n_layers] for name, (cnt, b) in row.params_total.items()},
-                    flops=flops // n_layers, transcendentals=row.transcendentals // n_layers,
-                    bytes_accessed=nbytes // n_layers, output_bytes=out_bytes // n_layers,
-                    backward_flops=None if bwd_flops is None else bwd_flops // n_layers,
-                    backward_bytes=None if bwd_bytes is None else bwd_bytes // n_layers, layer=i))
+                rows.append(
+                    SummaryRow(
+                        path=f"{text}[layer {i}]",
+                        module_path=tuple(path),
+                        cls=row.cls,
+                        method=method,
+                        call=k,
+                        depth=row.depth + 1,
+                        inputs=row.inputs,
+                        outputs=row.outputs,
+                        params_own={},
+                        params_total={
+                            name: [cnt // n_layers, b // n_layers]
+                            for name, (cnt, b) in row.params_total.items()
+                        },
+                        flops=flops // n_layers,
+                        transcendentals=row.transcendentals // n_layers,
+                        bytes_accessed=nbytes // n_layers,
+                        output_bytes=out_bytes // n_layers,
+                        backward_flops=None if bwd_flops is None else bwd_flops // n_layers,
+                        backward_bytes=None if bwd_bytes is None else bwd_bytes // n_layers,
+                        layer=i,
+                    )
+                )
     return rows
 
 
@@ -104,7 +148,9 @@ def _copy(table: dict) -> dict:
 
 def _inputs(call: Any) -> Any:
     args, kwargs = call.inputs if call.inputs is not None else ((), {})
-    kwargs = {k: v for k, v in kwargs.items() if v is not None}  # defaults passed on (flax 0.12's out_sharding=None)
+    kwargs = {
+        k: v for k, v in kwargs.items() if v is not None
+    }  # defaults passed on (flax 0.12's out_sharding=None)
     return (args, kwargs) if kwargs else args
 
 

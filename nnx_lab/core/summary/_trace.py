@@ -89,8 +89,11 @@ def _methods(classes: set) -> list[tuple[type, str, Any]]:
             if klass in base or not (isinstance(klass, type) and issubclass(klass, nnx.Module)):
                 continue
             for name, fn in list(vars(klass).items()):
-                if inspect.isfunction(fn) and (name == "__call__" or not name.startswith("_")) \
-                        and not hasattr(fn, "__nnx_lab_wrapped__"):
+                if (
+                    inspect.isfunction(fn)
+                    and (name == "__call__" or not name.startswith("_"))
+                    and not hasattr(fn, "__nnx_lab_wrapped__")
+                ):
                     out.append((klass, name, fn))
     return list({(k, n): (k, n, f) for k, n, f in out}.values())
 
@@ -141,7 +144,7 @@ class Patched:
                 self.methods.append((klass, name, fn))
                 setattr(klass, name, _no_origin if name == "_origin_msg" else _wrap(fn, name))
 
-    def __enter__(self) -> "Patched":
+    def __enter__(self) -> Patched:
         global _recorder
         _lock.acquire()
         try:
