@@ -65,3 +65,36 @@ def test_abstract_70b_under_a_mesh():
     assert out["peak"] is None or out["peak"] > 32 * 2**30, (
         out
     )  # per device: 64 GiB of parameters on each
+
+
+EXPLICIT = textwrap.dedent("""
+    import jax, jax.numpy as jnp
+    from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+    from flax import nnx
+    import nnx_lab
+
+    mesh = jax.make_mesh((2,), ("data",), axis_types=(AxisType.Explicit,))
+    with jax.set_mesh(mesh):
+        m = nnx.Sequential(nnx.Linear(4, 8, rngs=nnx.Rngs(0)), nnx.relu, nnx.Linear(8, 2, rngs=nnx.Rngs(1)))
+        x = jax.device_put(jnp.ones((4, 4)), NamedSharding(mesh, P("data", None)))
+        s = nnx_lab.summary(m, x)
+    for r in s.rows:
+        print(r.path, "|", r.inputs, "|", r.outputs)
+""")
+
+
+def test_sharding_per_row_under_explicit_axes():
+    import jax
+
+    if not hasattr(jax, "set_mesh"):
+        import pytest
+
+        pytest.skip("jax.set_mesh (Explicit axes as the context mesh) needs a newer jax")
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, "-c", EXPLICIT], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.splitlines() == [
+        " | (float32[4,4]@P('data', None),) | float32[4,2]@P('data', None)",
+        "layers[0] | (float32[4,4]@P('data', None),) | float32[4,8]@P('data', None)",
+        "layers[2] | (float32[4,8]@P('data', None),) | float32[4,2]@P('data', None)",
+    ]
