@@ -92,6 +92,8 @@ test("status line: gone and error show their message", () => {
   fillStatus(doc, line, slots, { state: "error", message: EVIL, last_refresh: 1700000000, cost_ms: 3.21, refreshes: 1, interval_s: 1 });
   assert.equal(slots.msg.textContent, EVIL);
   assert.match(slots.info.textContent, /^last refresh \d\d:\d\d:\d\d · refresh cost 3.2 ms · 1 refresh$/);
+  fillStatus(doc, line, slots, { state: "live", message: "", last_refresh: null, cost_ms: 4, device_ms: 12.5, refreshes: 2, interval_s: 0.8 });
+  assert.equal(slots.info.textContent, "refresh cost 4 ms host + 13 ms device · 2 refreshes · every 800 ms");
   fillStatus(doc, line, slots, { state: "live", message: "", last_refresh: null, cost_ms: null, refreshes: 0, interval_s: 0.5 });
   assert.equal(slots.msg.hidden, true);
   assert.equal(slots.info.textContent, "0 refreshes · every 500 ms");

@@ -85,6 +85,7 @@ def test_tick_respects_rate_and_cost_budget(monkeypatch, refresh_cost, expected_
             super().__init__(*args, **kwargs)
             clock.now += refresh_cost
             self.host_s = refresh_cost
+            self.inputs_ready = False  # no device time measured (tests/core/test_device_budget.py)
 
         def finish(self):
             snap = super().finish()

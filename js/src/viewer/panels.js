@@ -181,7 +181,10 @@ export function fillStatus(doc, el, slots, status) {
   slots.msg.hidden = !msg;
   const bits = [];
   if (st.last_refresh !== null && st.last_refresh !== undefined) bits.push(`last refresh ${fmtClock(st.last_refresh)}`);
-  if (st.cost_ms !== null && st.cost_ms !== undefined) bits.push(`refresh cost ${fmtMs(st.cost_ms)}`);
+  if (st.cost_ms !== null && st.cost_ms !== undefined) {
+    const device = st.device_ms !== null && st.device_ms !== undefined ? ` + ${fmtMs(st.device_ms)} device` : "";
+    bits.push(`refresh cost ${fmtMs(st.cost_ms)}${device ? " host" + device : ""}`);
+  }
   if (st.refreshes !== null && st.refreshes !== undefined) bits.push(`${fmtCount(st.refreshes)} refresh${st.refreshes === 1 ? "" : "es"}`);
   if (state === "live" && st.interval_s) bits.push(`every ${fmtMs(st.interval_s * 1000)}`);
   slots.info.replaceChildren(bits.join(" \u00B7 "));

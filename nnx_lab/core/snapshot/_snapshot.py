@@ -294,6 +294,16 @@ def _refs(arrays: Sequence[Any]) -> list:
     return out
 
 
+def _computed(arrays: Sequence[Any], sample: int = 8) -> bool:
+    """Whether the arrays are computed (a few of them asked, first and last: a step's outputs
+    arrive together)."""
+    picks = arrays if len(arrays) <= sample else [*arrays[:sample // 2], *arrays[-(sample // 2):]]
+    try:
+        return all(not hasattr(a, "is_ready") or (not a.is_deleted() and a.is_ready()) for a in picks)
+    except Exception:  # noqa: BLE001 - an array gone odd: not a measurement
+        return False
+
+
 class PendingSnapshot:
     """A snapshot whose statistics are still on their way from the devices.
 
@@ -360,6 +370,10 @@ class PendingSnapshot:
         self.array_refs = _refs(described.arrays + extra)
         # Whether it reduces logged gradients/updates (a refresh dropped unpublished keeps them, see Watcher).
         self.logged = bool(series is not None and stats and getattr(series, "logged", False))
+        # Launched with its inputs already computed (nothing queued before it): the time until its
+        # results arrive is the device's time for it (Watcher budgets it like the host's).
+        self.launched_at = time.perf_counter()
+        self.inputs_ready = self._stats is not None and _computed(described.arrays + extra)
         del described, extra  # the arrays: held only by the model and, until they have run, by the queued kernels
         self.host_s = time.thread_time() - start
 
@@ -380,6 +394,11 @@ class PendingSnapshot:
 
     def ready(self) -> bool:
         return self._stats is None or self._stats.ready()
+
+    def device_time(self) -> float | None:
+        """Seconds from its launch until now, where its inputs were computed at launch (call it when
+        its results have just arrived: the device's time for it); None otherwise."""
+        return time.perf_counter() - self.launched_at if self.inputs_ready else None
 
     def wait(self) -> None:
         """Block until the statistics have arrived (the time is the device's, not counted)."""

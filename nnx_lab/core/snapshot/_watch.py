@@ -67,6 +67,11 @@ class Watcher:
         self.refreshes = 0
         self.last_refresh: float | None = None  # epoch seconds
         self.cost_s: float | None = None
+        # The device's time for one refresh, measured where its inputs were computed when it was
+        # launched and its results were waited for (a cell's end, a forced refresh); a loop's
+        # refreshes are throttled by it too: on an accelerator (and on a CPU, where the "device" is
+        # the same cores) the statistics share the device with the steps.
+        self.device_s: float | None = None
         self._last_attempt = float("-inf")
         self._last_poll = float("-inf")
         self._lock = threading.RLock()
@@ -121,7 +126,8 @@ class Watcher:
     # behind the device's work, start the copies of their few numbers to the host) and publishing
     # (once those numbers are there). In a training loop the halves happen at different ticks, so
     # the loop never waits for the device: JAX keeps dispatching steps asynchronously, and the
-    # throttle counts only the host time nnx_lab spends, never the time queued steps take.
+    # throttle counts the host time nnx_lab spends and the device's time for a refresh (measured
+    # where nothing was queued before it), never the time queued steps take.
 
     def refresh(self, *, force: bool = False, wait: bool | None = None, skip_unchanged: bool = False) -> bool:
         """Refresh unless throttled (or ``force``). Returns whether a snapshot was published.
@@ -259,7 +265,10 @@ class Watcher:
                 # end refresh): the newest shows them, marked with their step, instead of older ones.
                 old = logged.finish()
                 self.series.published(old.series, len(old))
-            newest.wait()  # the device's time: not counted
+            newest.wait()
+            measured = newest.device_time() if wait or upto is not None else None  # just arrived
+            if measured is not None:
+                self.device_s = measured
             snap = newest.finish()
         except Exception as e:
             self.state, self.message = "error", one_line(e)
@@ -268,7 +277,7 @@ class Watcher:
         snap.series = self.series.published(snap.series, len(snap))
         self.cost_s = newest.host_s + self.series.updates.take_host_s()  # the update ratio's launches count too
         if kernel_cache_size() == self._compiled:  # a refresh that compiled says nothing of the next
-            self._throttle.cost(self.cost_s)
+            self._throttle.cost(self.cost_s + (self.device_s or 0.0))
         self.snapshot = snap
         self.history.append(snap)
         self.refreshes += 1
@@ -414,6 +423,7 @@ class Watcher:
                                              *self._series_problems(), self.note) if m),
             "last_refresh": self.last_refresh,
             "cost_ms": None if self.cost_s is None else round(self.cost_s * 1e3, 2),
+            "device_ms": None if self.device_s is None else round(self.device_s * 1e3, 2),
             "refreshes": self.refreshes,
             "interval_s": round(self._throttle.interval, 3),
         }
