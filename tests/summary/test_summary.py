@@ -190,3 +190,24 @@ def test_to_pandas_or_one_line_import_error():
         assert list(frame["path"]) == [r.path for r in s.rows] and list(frame["flops"]) == [
             r.flops for r in s.rows
         ]
+
+
+def test_vmapped_stack_declared_with_layers_and_scanned_children_totals():
+    class Ensemble(nnx.Module):
+        def __init__(self, rngs):
+            @nnx.split_rngs(splits=3)
+            @nnx.vmap(in_axes=(0,), out_axes=0)
+            def make(rngs):
+                return nnx.Linear(4, 4, rngs=rngs)
+
+            self.ens = make(rngs)
+
+        def __call__(self, x):
+            return nnx.vmap(lambda m, x: m(x), in_axes=(0, None))(self.ens, x)
+
+    s = summary(Ensemble(nnx.Rngs(0)), jnp.ones((2, 4)), layers={"ens": 0}, memory=False)
+    assert [r.path for r in s.rows] == ["", "ens", "ens[layer 0]", "ens[layer 1]", "ens[layer 2]"]
+    assert s["ens"].flops == 3 * s["ens[layer 0]"].flops == 3 * (2 * 2 * 4 * 4 + 2 * 4)
+    assert s["ens"].output_bytes == 3 * s["ens[layer 1]"].output_bytes == 3 * 2 * 4 * 4
+    scanned = summary(*zoo.model("scanned"), memory=False)
+    assert scanned["blocks.ln1"].output_bytes == 3 * 2 * 5 * 16 * 4  # three layers' outputs, as its FLOPs

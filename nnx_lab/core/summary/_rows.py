@@ -92,7 +92,9 @@ def build_rows(
             bid = back_by_key.get(numbers[c.id])
             bwd_flops = max(0, back_tally.flops.get(bid, 0) - flops) if bid is not None else None
             bwd_bytes = max(0, back_tally.bytes.get(bid, 0) - nbytes) if bid is not None else None
-        out_bytes = leaves_bytes(_leaves(c.outputs)) * (trips if trips > 1 else 1)
+        # traced once for every iteration of the scans around it; a vmapped stack's outputs are unbatched
+        runs = max(1, tally.trips.get(c.id, 1)) * (n_layers if trips == 1 else 1)
+        out_bytes = leaves_bytes(_leaves(c.outputs)) * runs
         row = SummaryRow(
             path=text or "",
             module_path=tuple(path),
