@@ -120,22 +120,91 @@ def read_tree(path: Any) -> CheckpointTree:
     import orbax.checkpoint as ocp
 
     info = _metadata_flags(directory)
-    try:
-        meta = ocp.StandardCheckpointer().metadata(directory)
-        meta = getattr(meta, "item_metadata", meta)  # orbax >= 0.11: StepMetadata(item_metadata=TreeMetadata)
-        tree = getattr(meta, "tree", meta)
-        flat, _ = jax.tree_util.tree_flatten_with_path(tree)
-        entries = [_entry(keys, m) for keys, m in flat]
-    except Exception as e:  # noqa: BLE001 - boundary: any orbax failure is the user's file: said in its rows
-        _log.info("nnx_lab: orbax could not read the metadata of %s", directory, exc_info=True)
-        entries, why = [], f"{type(e).__name__}: {first_line(str(e), 200)}"
-    else:
-        why = "orbax found no array metadata"
-    if not entries and info.get("paths"):  # the arrays' metadata lives with their data: gone or corrupt
-        entries = [CheckpointEntry(path, name, None, None, None, f"missing or corrupt data: {why}", True)
-                   for path, name in info["paths"]]
+    if info.get("paths"):  # the usual case: each array's zarr metadata opened by tensorstore, all at once
+        entries = _opened_entries(directory, info)
+    else:  # no tree in _METADATA (another layout): Orbax's own metadata reader
+        entries = _orbax_entries(directory)
     return CheckpointTree(directory, entries, info.get("use_ocdbt", True), info.get("use_zarr3", False),
                           _disk_bytes(directory))
+
+
+class _quiet_absl(logging.Filter):
+    """Orbax warns through absl when an array's metadata is unreadable; the rows say it (without the
+    warning's temporary path, which a saved notebook's output would carry)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Failed to get item metadata" not in record.getMessage()
+
+    def __enter__(self) -> None:
+        logging.getLogger("absl").addFilter(self)
+
+    def __exit__(self, *exc: Any) -> None:
+        logging.getLogger("absl").removeFilter(self)
+
+
+def _orbax_entries(directory: str) -> list[CheckpointEntry]:
+    import jax
+    import orbax.checkpoint as ocp
+
+    try:
+        with _quiet_absl():
+            meta = ocp.StandardCheckpointer().metadata(directory)
+        meta = getattr(meta, "item_metadata", meta)  # orbax >= 0.11: StepMetadata(item_metadata=TreeMetadata)
+        flat, _ = jax.tree_util.tree_flatten_with_path(getattr(meta, "tree", meta))
+    except Exception as e:  # noqa: BLE001 - boundary: any orbax failure is the user's file, said in one line
+        _log.info("nnx_lab: orbax could not read the metadata of %s", directory, exc_info=True)
+        raise CheckpointError(f"cannot read the checkpoint's metadata at {directory!r}: "
+                              f"{type(e).__name__}: {first_line(str(e), 200)}") from None
+    return [_entry(keys, m) for keys, m in flat]
+
+
+def _opened_entries(directory: str, info: dict) -> list[CheckpointEntry]:
+    """Shape, dtype and stored chunk of every array from its zarr metadata (no data read); an array
+    whose metadata cannot be read (data files missing or corrupt: OCDBT keeps both together) is an
+    unreadable entry. Orbax's own reader was not used here: on a damaged OCDBT database it leaves
+    asyncio errors on stderr after returning."""
+    import tensorstore as ts
+
+    from ._stream import spec
+
+    shardings = _shardings(directory)
+    futures = [(path, name, ts.open(spec(directory, name, info.get("use_ocdbt", True), info.get("use_zarr3", False)),
+                                    read=True)) for path, name in info["paths"]]
+    entries = []
+    for path, name, future in futures:
+        try:
+            arr = future.result()
+            dtype = arr.dtype.numpy_dtype
+            chunk = tuple(int(c) for c in arr.chunk_layout.read_chunk.shape)
+            entries.append(CheckpointEntry(path, name, tuple(int(d) for d in arr.shape), str(np.dtype(dtype)),
+                                           shardings.get(name), chunk_shape=chunk))
+        except Exception as e:  # noqa: BLE001 - boundary: a damaged array is its row's status
+            _log.info("nnx_lab: opening %s in %s failed", name, directory, exc_info=True)
+            entries.append(CheckpointEntry(path, name, None, None, None, f"missing or corrupt data: "
+                                           f"{type(e).__name__}: {first_line(str(e), 200)}", True))
+    return entries
+
+
+def _shardings(directory: str) -> dict[str, str]:
+    """Orbax's ``_sharding`` file: array name -> how it was placed when saved (one device: left out)."""
+    import base64
+    import json
+
+    try:
+        with open(os.path.join(directory, "_sharding")) as f:
+            raw = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for key, value in raw.items() if isinstance(raw, dict) else ():
+        try:
+            name = base64.b64decode(key).decode()
+            desc = json.loads(value)
+        except (ValueError, TypeError):
+            continue
+        if isinstance(desc, dict) and desc.get("sharding_type") != "SingleDeviceSharding":
+            out[name] = first_line(json.dumps(desc, sort_keys=True), 200)
+    return out
 
 
 def _metadata_flags(directory: str) -> dict:

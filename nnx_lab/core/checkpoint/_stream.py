@@ -20,26 +20,26 @@ import numpy as np
 
 from ._metadata import CheckpointEntry, CheckpointTree
 
-__all__ = ["CHUNK_BYTES", "blocks", "open_array", "read_blocks"]
+__all__ = ["CHUNK_BYTES", "blocks", "open_array", "read_blocks", "spec"]
 
 #: Default most bytes of one block read from a checkpoint (see the module's docstring for the bound).
 CHUNK_BYTES = 32 * 2**20
 
 
-def _spec(tree: CheckpointTree, entry: CheckpointEntry) -> dict:
-    driver = "zarr3" if tree.use_zarr3 else "zarr"
-    if tree.use_ocdbt:
-        kvstore = {"driver": "ocdbt", "base": f"file://{tree.directory}", "path": entry.name}
+def spec(directory: str, name: str, use_ocdbt: bool, use_zarr3: bool) -> dict:
+    """The tensorstore spec of one array as Orbax stores it (zarr or zarr3; in OCDBT or one directory each)."""
+    if use_ocdbt:
+        kvstore = {"driver": "ocdbt", "base": f"file://{directory}", "path": name}
     else:
-        kvstore = {"driver": "file", "path": f"{tree.directory}/{entry.name}"}
-    return {"driver": driver, "kvstore": kvstore, "open": True}
+        kvstore = {"driver": "file", "path": f"{directory}/{name}"}
+    return {"driver": "zarr3" if use_zarr3 else "zarr", "kvstore": kvstore, "open": True}
 
 
 def open_array(tree: CheckpointTree, entry: CheckpointEntry) -> Any:
     """The tensorstore of one array (opening reads only its zarr metadata)."""
     import tensorstore as ts
 
-    arr = ts.open(_spec(tree, entry), read=True).result()
+    arr = ts.open(spec(tree.directory, entry.name, tree.use_ocdbt, tree.use_zarr3), read=True).result()
     if tuple(arr.shape) != entry.shape:
         raise ValueError(f"the stored array has shape {tuple(arr.shape)}, its metadata says {entry.shape}")
     return arr

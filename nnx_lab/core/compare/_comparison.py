@@ -111,6 +111,9 @@ class Comparison:
     def __repr__(self) -> str:
         return f"<Comparison {self.a_type} vs {self.b_type}: {self.verdict}>"
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # IPython's text/plain: the table
+        printer.text(self.to_text())
+
     def _repr_html_(self) -> str:
         from ._render import html_table
 
