@@ -31,9 +31,9 @@ def _close(ours: int, ref: int) -> bool:
 def test_flops_agree_with_xla_per_call(name):
     model, x = zoo.model(name)
     ours = _rows(summary(model, x, memory=False))
-    ref = zoo.reference_flops(zoo.model(name)[0], x)
-    if HAS_TABULATE_FLOPS:  # the reference is tabulate's own number on the flax that has it
-        assert zoo.tabulate_flops(zoo.model(name)[0], x) == ref
+    # tabulate's own numbers where flax has compute_flops; on Colab's flax 0.11 the same computation by hand
+    # (zoo.reference_flops: each call lowered alone, XLA's cost analysis; equal to tabulate's on flax 0.12.8)
+    ref = (zoo.tabulate_flops if HAS_TABULATE_FLOPS else zoo.reference_flops)(zoo.model(name)[0], x)
     if name != "scanned":
         assert set(ref) == set(ours)
         for path, flops in ref.items():
