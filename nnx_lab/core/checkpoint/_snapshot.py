@@ -31,19 +31,36 @@ def _kernel():
     if _block_kernel is None:
         import jax
         import jax.numpy as jnp
+        from jax import lax
+
+        def add(p, q):
+            return (p[0] + q[0], p[1] + q[1], p[2] + q[2], lax.min(p[3], q[3]), lax.max(p[4], q[4]),
+                    p[5] + q[5], p[6] + q[6], p[7] + q[7])
 
         @jax.jit
         def block(x):
-            x = x.astype(jnp.float32) if x.dtype != jnp.bool_ else x.astype(jnp.float32)
+            """One pass (XLA's variadic reduce over runs of at most 4096 elements, then the runs'
+            partials): finite count, sums about a shift (the first element, so that a large mean does
+            not cancel the variance), min, max, NaN, Inf and zero counts."""
+            x = x.astype(jnp.float32).reshape(-1)
+            m = x.shape[0]
+            w = next((w for w in (4096, 2048, 1024, 512, 256, 128, 64) if m % w == 0 and m > w), max(m, 1))
+            first = x[0] if m else jnp.float32(0)
+            shift = jnp.where(jnp.isfinite(first), first, 0.0)
+            x = x.reshape(m // w if m else 0, w)
             finite = jnp.isfinite(x)
-            y = jnp.where(finite, x, 0.0)
-            n = finite.sum()
-            mean = y.sum() / jnp.maximum(n, 1)
-            m2 = jnp.where(finite, (x - mean) ** 2, 0.0).sum()
-            mn = jnp.where(finite, x, jnp.inf).min()
-            mx = jnp.where(finite, x, -jnp.inf).max()
-            floats = jnp.stack([mean, m2, mn, mx])
-            ints = jnp.stack([n, jnp.isnan(x).sum(), jnp.isinf(x).sum(), (x == 0).sum()]).astype(jnp.int32)
+            y = jnp.where(finite, x - shift, 0.0)
+            ops = (finite.astype(jnp.int32), y, y * y, jnp.where(finite, x, jnp.inf), jnp.where(finite, x, -jnp.inf),
+                   jnp.isnan(x).astype(jnp.int32), jnp.isinf(x).astype(jnp.int32), (x == 0).astype(jnp.int32))
+            init = (jnp.int32(0), jnp.float32(0), jnp.float32(0), jnp.float32(jnp.inf), jnp.float32(-jnp.inf),
+                    jnp.int32(0), jnp.int32(0), jnp.int32(0))
+            p = lax.reduce(ops, init, add, (1,))
+            n = p[0].sum()
+            s1, s2 = p[1].sum(), p[2].sum()
+            mean = shift + s1 / jnp.maximum(n, 1)
+            m2 = jnp.maximum(s2 - s1 * s1 / jnp.maximum(n, 1), 0.0)
+            floats = jnp.stack([mean, m2, p[3].min(initial=jnp.inf), p[4].max(initial=-jnp.inf)])
+            ints = jnp.stack([n, p[5].sum(), p[6].sum(), p[7].sum()]).astype(jnp.int32)
             return floats, ints
 
         _block_kernel = block

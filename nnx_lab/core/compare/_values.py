@@ -71,24 +71,42 @@ def _bits_differ(a, b):
     return lax.bitcast_convert_type(a, u) != lax.bitcast_convert_type(b, u)
 
 
+def _width(m: int) -> int:
+    """The run of elements each one-pass partial covers: a divisor of ``m`` (sequential float32 sums
+    over at most 4096 elements stay within about 1e-4 relative; the partials are summed pairwise)."""
+    for w in (4096, 2048, 1024, 512, 256, 128, 64):
+        if m % w == 0 and m > w:
+            return w
+    return max(m, 1)
+
+
+def _add_max(p, q):
+    return tuple(lax.max(x, y) if k == 4 else x + y for k, (x, y) in enumerate(zip(p, q)))
+
+
 def _pair(a, b, axis, tol):
-    """``[L, 5]`` floats and ``[L, 4]`` ints: L = 1, or the layers along ``axis``."""
+    """``[L, 5]`` floats and ``[L, 4]`` ints: L = 1, or the layers along ``axis``.
+
+    One pass over both arrays: XLA's variadic reduce computes every sum of a run of elements in one
+    loop (nine separate reductions read the data nine times on a CPU: 10x slower); the runs'
+    partials are then reduced as usual."""
     differ = _bits_differ(a, b)
     af, bf = a.astype(jnp.float32), b.astype(jnp.float32)
-    if axis is None:
-        shape = (1, -1)
-        af, bf, differ = af.reshape(shape), bf.reshape(shape), differ.reshape(shape)
-    else:
-        n = a.shape[axis]
-        af, bf, differ = (jnp.moveaxis(x, axis, 0).reshape(n, -1) for x in (af, bf, differ))
+    if axis is not None:
+        af, bf, differ = (jnp.moveaxis(x, axis, 0) for x in (af, bf, differ))
+    n = 1 if axis is None else a.shape[axis]
+    m = a.size // n if n else 0
+    w = _width(m)
+    af, bf, differ = (x.reshape(n, m // w if w else 0, w) for x in (af, bf, differ))
     d = af - bf
     absd = jnp.abs(d)
-    floats = jnp.stack([(d * d).sum(1), (af * af).sum(1), (bf * bf).sum(1), (af * bf).sum(1),
-                        jnp.max(absd, axis=1, initial=0.0)], axis=1)
     # NaN beside a number is changed (|d| <= tol is False); bit-identical elements never are
-    changed = (~(absd <= tol) & differ).sum(1, dtype=jnp.int32)
-    ints = jnp.stack([changed, differ.sum(1, dtype=jnp.int32), jnp.isnan(af).sum(1, dtype=jnp.int32),
-                      jnp.isnan(bf).sum(1, dtype=jnp.int32)], axis=1)
+    ops = (d * d, af * af, bf * bf, af * bf, absd, (~(absd <= tol) & differ).astype(jnp.int32),
+           differ.astype(jnp.int32), jnp.isnan(af).astype(jnp.int32), jnp.isnan(bf).astype(jnp.int32))
+    init = tuple(jnp.zeros((), o.dtype) for o in ops)
+    parts = lax.reduce(ops, init, _add_max, (2,))
+    floats = jnp.stack([p.sum(1) for p in parts[:4]] + [jnp.max(parts[4], axis=1, initial=0.0)], axis=1)
+    ints = jnp.stack([p.sum(1, dtype=jnp.int32) for p in parts[5:]], axis=1)
     return floats, ints
 
 

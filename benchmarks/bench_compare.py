@@ -1,0 +1,145 @@
+"""compare() and checkpoint streaming, each beside its floor, in one run (issue 29's targets).
+
+1. Structure: two 1-billion-parameter abstract models (``nnx.eval_shape``, 24 blocks of a d=2048
+   transformer-like stack, ~250 Variables each) compared in under 1 s.
+2. Values: ``compare(a, b)`` of two live models beside a hand-written ``jax.jit`` of the same
+   reductions over the same arrays (one program), and beside the memory-bandwidth floor (the bytes
+   of a and b read once, at the speed a jitted ``sum`` reads them). Target: >= 0.5 of the floor.
+3. Checkpoint streaming: ``snapshot(path)`` of an Orbax checkpoint beside reading its files with
+   plain ``read()`` calls in the same run (the disk's read speed, page cache included for both), and
+   beside tensorstore reading every array whole (Orbax compresses chunks: decoding is part of any read).
+
+    python benchmarks/bench_compare.py [--value-mib 256] [--ckpt-mib 256]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+import nnx_lab
+from nnx_lab.core.compare import _values
+
+
+class Block(nnx.Module):
+    def __init__(self, d, rngs):
+        self.qkv = nnx.Linear(d, 3 * d, rngs=rngs)
+        self.proj = nnx.Linear(d, d, rngs=rngs)
+        self.up = nnx.Linear(d, 4 * d, rngs=rngs)
+        self.down = nnx.Linear(4 * d, d, rngs=rngs)
+        self.ln1 = nnx.LayerNorm(d, rngs=rngs)
+        self.ln2 = nnx.LayerNorm(d, rngs=rngs)
+
+
+class Stack(nnx.Module):
+    def __init__(self, d, depth, rngs):
+        self.blocks = nnx.List([Block(d, rngs) for _ in range(depth)])
+
+
+def best(fn, repeat=3):
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def structure(d=2048, depth=24):
+    a = nnx.eval_shape(lambda: Stack(d, depth, nnx.Rngs(0)))
+    b = nnx.eval_shape(lambda: Stack(d, depth, nnx.Rngs(1)))
+    params = sum(x.size for x in jax.tree.leaves(nnx.state(a)))
+    cmp = nnx_lab.compare(a, b)  # first call: imports, jax's config
+    s = best(lambda: nnx_lab.compare(a, b))
+    print(f"structure: {params / 1e9:.2f} B parameters, {len(cmp.rows)} Variables a side: {s * 1e3:.0f} ms "
+          f"(target < 1 s: {'met' if s < 1 else 'NOT met'}); verdict: {cmp.verdict}")
+
+
+def values(mib):
+    d = 512
+    depth = max(1, int(mib * 2**20 / 4 / (12 * d * d)))
+    a, b = Stack(d, depth, nnx.Rngs(0)), Stack(d, depth, nnx.Rngs(1))
+    la, lb = jax.tree.leaves(nnx.state(a)), jax.tree.leaves(nnx.state(b))
+    nbytes = sum(x.nbytes for x in la) + sum(x.nbytes for x in lb)
+
+    @jax.jit
+    def by_hand(xs, ys):  # the same reductions, written directly, one program
+        out = []
+        for x, y in zip(xs, ys):
+            dxy = x - y
+            out.append(jnp.stack([(dxy * dxy).sum(), (x * x).sum(), (y * y).sum(), (x * y).sum(),
+                                  jnp.abs(dxy).max(), (dxy != 0).sum().astype(jnp.float32)]))
+        return jnp.stack(out)
+
+    @jax.jit
+    def read_once(xs, ys):  # the floor: every byte read once, nothing else
+        return sum(x.sum() for x in xs) + sum(y.sum() for y in ys)
+
+    jax.block_until_ready(by_hand(la, lb))
+    jax.block_until_ready(read_once(la, lb))
+    nnx_lab.compare(a, b)
+    ours = best(lambda: nnx_lab.compare(a, b))
+    hand = best(lambda: jax.block_until_ready(by_hand(la, lb)))
+    floor = best(lambda: jax.block_until_ready(read_once(la, lb)))
+    kernel = best(lambda: jax.device_get(_values.device_partials([(x, y, None) for x, y in zip(la, lb)], 0.0)))
+    gbs = nbytes / floor / 1e9
+    print(f"values: {nbytes / 2**20:.0f} MiB read ({len(la)} pairs) on {jax.devices()[0].platform}: "
+          f"compare {ours * 1e3:.1f} ms (its device program and fetch {kernel * 1e3:.1f} ms), by hand {hand * 1e3:.1f} ms, "
+          f"floor {floor * 1e3:.1f} ms ({gbs:.1f} GB/s)")
+    print(f"values: compare / hand-written throughput {hand / ours:.2f}; of the bandwidth floor {floor / ours:.2f} "
+          f"(target >= 0.5: {'met' if floor / ours >= 0.5 else 'NOT met'})")
+
+
+def streaming(mib):
+    import orbax.checkpoint as ocp
+
+    from nnx_lab.core.checkpoint import CHUNK_BYTES, checkpoint_snapshot
+
+    rows = int(mib * 2**20 / 4 / 1024)
+    state = {"w": nnx.Param(jax.random.normal(jax.random.key(0), (rows, 1024))),
+             "v": nnx.Param(jnp.ones((rows // 2, 1024)))}
+    path = os.path.join(tempfile.mkdtemp(prefix="nnx_lab-bench-"), "ckpt")
+    checkpointer = ocp.StandardCheckpointer()
+    save_args = jax.tree.map(lambda _: ocp.SaveArgs(chunk_byte_size=CHUNK_BYTES // 4), nnx.state(nnx.Dict(state)))
+    checkpointer.save(path, nnx.state(nnx.Dict(state)), save_args=save_args)
+    checkpointer.wait_until_finished()
+    files = [os.path.join(r, f) for r, _, fs in os.walk(path) for f in fs]
+    disk = sum(os.path.getsize(f) for f in files)
+
+    def read_files():
+        for f in files:
+            with open(f, "rb", buffering=0) as h:
+                while h.read(16 * 2**20):
+                    pass
+
+    read_files()
+    raw = best(read_files)
+    checkpoint_snapshot(path)
+    ours = best(lambda: checkpoint_snapshot(path), repeat=2)
+    from nnx_lab.core.checkpoint import open_array, read_tree
+
+    tree = read_tree(path)
+    decode = best(lambda: [open_array(tree, e).read().result() for e in tree.entries], repeat=2)
+    array_bytes = sum(x.nbytes for x in jax.tree.leaves(state))
+    print(f"checkpoint: {array_bytes / 2**20:.0f} MiB of arrays ({disk / 2**20:.0f} MiB on disk, stored in "
+          f"{CHUNK_BYTES // 4 // 2**20} MiB chunks): files read in {raw * 1e3:.0f} ms ({disk / raw / 1e9:.2f} GB/s), "
+          f"snapshot(path) streamed in {ours * 1e3:.0f} ms ({disk / ours / 1e9:.2f} GB/s of the disk bytes)")
+    print(f"checkpoint: streaming / disk read speed {raw / ours:.2f} (target >= 0.5: "
+          f"{'met' if raw / ours >= 0.5 else 'NOT met'}); tensorstore decoding every array whole (no bound) "
+          f"{decode * 1e3:.0f} ms: streaming / that {decode / ours:.2f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--value-mib", type=float, default=256, help="MiB of each model compared by value")
+    parser.add_argument("--ckpt-mib", type=float, default=256, help="MiB of the main array of the checkpoint")
+    args = parser.parse_args()
+    structure()
+    values(args.value_mib)
+    streaming(args.ckpt_mib)
