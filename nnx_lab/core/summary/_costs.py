@@ -4,7 +4,7 @@ The numbers are XLA's: ``jit(f).lower(...).cost_analysis()`` (what ``nnx.tabulat
 reads per module call) runs XLA's HLO cost analysis on the unoptimized program, which is a sum over
 its operations. So the cost of a program is the sum of its equations' costs, and each equation's cost
 is what XLA says of that one operation: a formula for the common primitives (checked against XLA in
-``tests/core/test_summary_costs.py``) and, for any other primitive, XLA's analysis of that equation
+``tests/summary/test_summary.py``) and, for any other primitive, XLA's analysis of that equation
 lowered alone (once per distinct primitive, shapes and parameters, cached for the process).
 
 Control flow as XLA counts it, except scans: a ``scan`` body runs ``length`` times and is counted that
@@ -12,6 +12,8 @@ many times (XLA counts a while loop's body once, so tabulate's number for a modu
 body's once); a ``while`` of unknown trip count is counted once; a ``cond`` by its costliest branch.
 
 Bytes accessed are each operation's operand and result bytes before fusion (XLA's unoptimized count).
+Equations no output needs (a BatchNorm's running statistics, an RNG count: updates the summary never
+writes back) are dropped first, as jit's lowering drops them.
 """
 
 from __future__ import annotations
