@@ -210,4 +210,6 @@ def test_vmapped_stack_declared_with_layers_and_scanned_children_totals():
     assert s["ens"].flops == 3 * s["ens[layer 0]"].flops == 3 * (2 * 2 * 4 * 4 + 2 * 4)
     assert s["ens"].output_bytes == 3 * s["ens[layer 1]"].output_bytes == 3 * 2 * 4 * 4
     scanned = summary(*zoo.model("scanned"), memory=False)
-    assert scanned["blocks.ln1"].output_bytes == 3 * 2 * 5 * 16 * 4  # three layers' outputs, as its FLOPs
+    assert (
+        scanned["blocks.ln1"].output_bytes == 3 * 2 * 5 * 16 * 4
+    )  # three layers' outputs, as its FLOPs

@@ -90,8 +90,12 @@ def test_sharding_per_row_under_explicit_axes():
         import pytest
 
         pytest.skip("jax.set_mesh (Explicit axes as the context mesh) needs a newer jax")
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
-    proc = subprocess.run([sys.executable, "-c", EXPLICIT], capture_output=True, text=True, env=env, timeout=300)
+    env = dict(
+        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", EXPLICIT], capture_output=True, text=True, env=env, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.splitlines() == [
         " | (float32[4,4]@P('data', None),) | float32[4,2]@P('data', None)",
