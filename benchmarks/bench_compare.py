@@ -99,7 +99,7 @@ def values(mib):
 def streaming(mib):
     import orbax.checkpoint as ocp
 
-    from nnx_lab.core.checkpoint import CHUNK_BYTES, checkpoint_snapshot
+    from nnx_lab.core.checkpoint import CHUNK_BYTES
 
     rows = int(mib * 2**20 / 4 / 1024)
     state = {"w": nnx.Param(jax.random.normal(jax.random.key(0), (rows, 1024))),
@@ -120,8 +120,8 @@ def streaming(mib):
 
     read_files()
     raw = best(read_files)
-    checkpoint_snapshot(path)
-    ours = best(lambda: checkpoint_snapshot(path), repeat=2)
+    nnx_lab.snapshot(path)
+    ours = best(lambda: nnx_lab.snapshot(path), repeat=2)
     from nnx_lab.core.checkpoint import open_array, read_tree
 
     tree = read_tree(path)

@@ -70,12 +70,12 @@ def test_streamed_statistics_and_comparison_agree_with_the_device(tmp_path):
     a, b = Net(width=64), Net(width=64, seed=1)
     pa, pb = save(tmp_path / "a", a), save(tmp_path / "b", b)
     small = nnx_lab.snapshot(pa)  # default bound
-    from nnx_lab.core.checkpoint import checkpoint_snapshot
+    from nnx_lab.core.checkpoint import checkpoint_rows
 
-    tiny = checkpoint_snapshot(pa, chunk_bytes=64)  # 16 float32 per read: many blocks per array
+    tiny = checkpoint_rows(pa, chunk_bytes=64)  # 16 float32 per read: many blocks per array
     for r1, r2 in zip(small.rows, tiny.rows):
         for name in r1.stats:
-            assert r2.stats[name] == pytest.approx(r1.stats[name], rel=1e-5, abs=1e-6)
+            assert r2["stats"][name] == pytest.approx(r1.stats[name], rel=1e-5, abs=1e-6)
     on_device = nnx_lab.compare(a, b)
     for left, right in [(a, pb), (pa, b), (pa, pb)]:
         streamed = nnx_lab.compare(left, right, chunk_bytes=64)
@@ -127,17 +127,17 @@ def test_missing_and_corrupt_files_are_rows(tmp_path):
 BOUNDED = r"""
 import resource, sys
 import numpy as np
-from nnx_lab.core.checkpoint import checkpoint_snapshot, read_tree, open_array
+from nnx_lab.core.checkpoint import checkpoint_rows
 from nnx_lab.core.compare import compare
 path, warm, chunk = sys.argv[1], sys.argv[2], int(sys.argv[3])
 # jax, tensorstore and the kernels (for a block's shape) started on a one-block checkpoint before the baseline
-checkpoint_snapshot(warm, chunk_bytes=chunk)
+checkpoint_rows(warm, chunk_bytes=chunk)
 compare(warm, warm, chunk_bytes=chunk)
 rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 before = rss()
-snap = checkpoint_snapshot(path, chunk_bytes=chunk)
+snap = checkpoint_rows(path, chunk_bytes=chunk)
 cmp = compare(path, path, chunk_bytes=chunk)
-print(before, rss() - before, snap.rows[0].stats["mean"], cmp.identical)
+print(before, rss() - before, snap.rows[0]["stats"]["mean"], cmp.identical)
 """
 
 

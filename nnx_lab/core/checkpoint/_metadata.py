@@ -18,7 +18,7 @@ import numpy as np
 from .._util import first_line
 from ..graph import Path
 
-__all__ = ["CheckpointEntry", "CheckpointError", "CheckpointTree", "is_checkpoint_path", "read_tree"]
+__all__ = ["CheckpointEntry", "CheckpointError", "CheckpointTree", "is_checkpoint_path", "read_tree", "spec"]
 
 _log = logging.getLogger("nnx_lab")
 
@@ -158,14 +158,21 @@ def _orbax_entries(directory: str) -> list[CheckpointEntry]:
     return [_entry(keys, m) for keys, m in flat]
 
 
+def spec(directory: str, name: str, use_ocdbt: bool, use_zarr3: bool) -> dict:
+    """The tensorstore spec of one array as Orbax stores it (zarr or zarr3; in OCDBT or one directory each)."""
+    if use_ocdbt:
+        kvstore = {"driver": "ocdbt", "base": f"file://{directory}", "path": name}
+    else:
+        kvstore = {"driver": "file", "path": f"{directory}/{name}"}
+    return {"driver": "zarr3" if use_zarr3 else "zarr", "kvstore": kvstore, "open": True}
+
+
 def _opened_entries(directory: str, info: dict) -> list[CheckpointEntry]:
     """Shape, dtype and stored chunk of every array from its zarr metadata (no data read); an array
     whose metadata cannot be read (data files missing or corrupt: OCDBT keeps both together) is an
     unreadable entry. Orbax's own reader was not used here: on a damaged OCDBT database it leaves
     asyncio errors on stderr after returning."""
     import tensorstore as ts
-
-    from ._stream import spec
 
     shardings = _shardings(directory)
     futures = [(path, name, ts.open(spec(directory, name, info.get("use_ocdbt", True), info.get("use_zarr3", False)),

@@ -9,6 +9,7 @@ in float64 (Chan's parallel mean/variance). A row whose data cannot be read says
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -20,7 +21,7 @@ from .._util import first_line
 from ._metadata import CheckpointEntry, CheckpointTree, read_tree
 from ._stream import CHUNK_BYTES, open_array, read_blocks
 
-__all__ = ["array_stats", "checkpoint_snapshot"]
+__all__ = ["CheckpointRows", "array_stats", "checkpoint_rows"]
 
 _log = logging.getLogger("nnx_lab")
 _block_kernel = None
@@ -100,12 +101,24 @@ def array_stats(arr: Any, entry: CheckpointEntry, chunk_bytes: int = CHUNK_BYTES
             "zero_frac": zeros / size}
 
 
-def _row(entry: CheckpointEntry, status: str, stats: dict | None, note: str | None):
-    from ..snapshot import Row
+def _row(entry: CheckpointEntry, status: str, stats: dict | None, note: str | None) -> dict:
+    """A snapshot Row's fields (``core.snapshot.Row(**row)``): plain data, so that this package does
+    not import the snapshot package, which imports it for ``snapshot(path)``."""
+    return dict(path=entry.path, type="Array", shape=entry.shape, dtype=entry.dtype, size=entry.size,
+                nbytes=entry.nbytes, sharding=entry.sharding, devices="checkpoint", metadata=None, aliases=(),
+                status=status, stats=stats, note=note)
 
-    return Row(path=entry.path, type="Array", shape=entry.shape, dtype=entry.dtype, size=entry.size,
-               nbytes=entry.nbytes, sharding=entry.sharding, devices="checkpoint", metadata=None, aliases=(),
-               status=status, stats=stats, note=note)
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointRows:
+    """What ``snapshot(path)`` is made of: Row fields, containers, totals, and the checkpoint's
+    directory and bytes on disk (``Snapshot.checkpoint``)."""
+
+    rows: list[dict]
+    nodes: dict
+    totals: dict
+    info: dict
+    elapsed_s: float
 
 
 def _numeric(dtype: str | None) -> bool:
@@ -115,17 +128,15 @@ def _numeric(dtype: str | None) -> bool:
         return False
 
 
-def checkpoint_snapshot(path: Any, *, stats: bool = True, layers: Any = None, chunk_bytes: int = CHUNK_BYTES,
-                        progress: Callable[[int, int], None] | None = None) -> Any:
-    """A :class:`~nnx_lab.core.snapshot.Snapshot` of an Orbax checkpoint directory (see the module).
+def checkpoint_rows(path: Any, *, stats: bool = True, layers: Any = None, chunk_bytes: int = CHUNK_BYTES,
+                    progress: Callable[[int, int], None] | None = None) -> CheckpointRows:
+    """The rows of an Orbax checkpoint directory (see the module): what ``snapshot(path)`` shows.
 
     ``progress(bytes_read, bytes_total)`` is called after each block while statistics stream.
     """
     if layers:
         raise TypeError("layers= is not supported for a checkpoint path (it has no flax metadata to name the axis); "
                         "snapshot the restored model instead")
-    from ..snapshot import Snapshot, device_summary
-
     start = time.perf_counter()
     tree: CheckpointTree = read_tree(path)
     total = sum(e.nbytes or 0 for e in tree.entries)
@@ -151,10 +162,9 @@ def checkpoint_snapshot(path: Any, *, stats: bool = True, layers: Any = None, ch
                 _log.info("nnx_lab: reading %s from %s failed", entry.name, tree.directory, exc_info=True)
                 rows.append(_row(entry, "error", None, f"missing or corrupt data: {type(e).__name__}: "
                                                        f"{first_line(str(e), 200)}"))
-    totals = {"Array": {"count": len(rows), "size": sum(r.size or 0 for r in rows),
-                        "bytes": sum(r.nbytes or 0 for r in rows)}}
+    totals = {"Array": {"count": len(rows), "size": sum(r["size"] or 0 for r in rows),
+                        "bytes": sum(r["nbytes"] or 0 for r in rows)}}
     totals["all"] = dict(totals["Array"])
     nodes = {e.path[:i]: "dict" for e in tree.entries for i in range(1, len(e.path))}
-    snap = Snapshot("Checkpoint", rows, nodes, totals, device_summary(), time.perf_counter() - start)
-    snap.checkpoint = {"directory": tree.directory, "disk_bytes": tree.disk_bytes, "ocdbt": tree.use_ocdbt}
-    return snap
+    info = {"directory": tree.directory, "disk_bytes": tree.disk_bytes, "ocdbt": tree.use_ocdbt}
+    return CheckpointRows(rows, nodes, totals, info, time.perf_counter() - start)

@@ -18,21 +18,12 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ._metadata import CheckpointEntry, CheckpointTree
+from ._metadata import CheckpointEntry, CheckpointTree, spec
 
 __all__ = ["CHUNK_BYTES", "blocks", "open_array", "read_blocks", "spec"]
 
 #: Default most bytes of one block read from a checkpoint (see the module's docstring for the bound).
 CHUNK_BYTES = 32 * 2**20
-
-
-def spec(directory: str, name: str, use_ocdbt: bool, use_zarr3: bool) -> dict:
-    """The tensorstore spec of one array as Orbax stores it (zarr or zarr3; in OCDBT or one directory each)."""
-    if use_ocdbt:
-        kvstore = {"driver": "ocdbt", "base": f"file://{directory}", "path": name}
-    else:
-        kvstore = {"driver": "file", "path": f"{directory}/{name}"}
-    return {"driver": "zarr3" if use_zarr3 else "zarr", "kvstore": kvstore, "open": True}
 
 
 def open_array(tree: CheckpointTree, entry: CheckpointEntry) -> Any:

@@ -235,9 +235,13 @@ def snapshot(obj: Any, *, stats: bool = True, layers: dict | None = None) -> Sna
     True
     """
     if isinstance(obj, (str, os.PathLike)):  # an Orbax checkpoint directory: rows from its metadata (core.checkpoint)
-        from ..checkpoint import checkpoint_snapshot
+        from ..checkpoint import checkpoint_rows
 
-        return checkpoint_snapshot(obj, stats=stats, layers=layers)
+        found = checkpoint_rows(obj, stats=stats, layers=layers)
+        snap = Snapshot("Checkpoint", [Row(**r) for r in found.rows], found.nodes, found.totals, device_summary(),
+                        found.elapsed_s)
+        snap.checkpoint = found.info  # its directory and bytes on disk
+        return snap
     structure = _recent_structure(obj, layers)
     # A structure seen before (its launch plan kept): statistics as a viewer's refresh takes them, by
     # its one-launch programs with the one-pass guesses the last snapshot learned.
