@@ -37,7 +37,7 @@ def test_compare_magic_reads_a_checkpoint_path(ip, tmp_path):
     ("a a --tol -1", "--tol must be a number in"),
     ("a a --as class", "--as 'class' is a Python keyword"),
     ("a a --layers nothing=0", "no Variable under 'nothing'"),
-    ("a '/no/such/dir'", "no checkpoint at '/no/such/dir'"),
+    ("a '/no/such/dir'", "got the path '/no/such/dir', which is not a directory"),
 ])
 def test_bad_input_is_a_one_line_usage_error(ip, line, message):
     ip.user_ns["a"] = nnx.Linear(2, 3, rngs=nnx.Rngs(0))

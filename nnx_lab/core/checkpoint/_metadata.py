@@ -113,7 +113,8 @@ def read_tree(path: Any) -> CheckpointTree:
     """The checkpoint's arrays from its metadata; a :class:`CheckpointError` if there is no checkpoint."""
     directory = os.path.abspath(os.fspath(path))
     if not os.path.isdir(directory):
-        raise CheckpointError(f"no checkpoint at {directory!r}: not a directory")
+        raise CheckpointError("expected an nnx.Module, an nnx.State, a nested dict of Variables or arrays, a Variable, "
+                              f"or an Orbax checkpoint directory; got the path {directory!r}, which is not a directory")
     if not os.path.exists(os.path.join(directory, "_METADATA")):
         raise CheckpointError(f"no checkpoint at {directory!r}: no _METADATA file (not an Orbax PyTree checkpoint)")
     import jax
