@@ -153,3 +153,13 @@ def test_host_memory_stays_bounded_on_a_checkpoint_bigger_than_the_bound(tmp_pat
     assert float(mean) == 1.0 and identical == "True"
     # the peak grew by far less than the array (the bound for two streams is 24 MiB; slack for allocators)
     assert int(grown) < 48 * 2**20, f"peak RSS grew {int(grown) / 2**20:.0f} MiB streaming a 96 MiB array"
+
+
+def test_layers_of_a_checkpoint_pair_are_said_not_made(tmp_path):
+    stack = {"w": nnx.Param(jnp.arange(24.0).reshape(3, 8))}
+    path = save(tmp_path / "ckpt", stack)
+    cmp = nnx_lab.compare(stack, path, layers={"w": 0})
+    assert [r.path for r in cmp.rows] == ["w"] and cmp["w"].identical
+    assert cmp["w"].note.startswith("layer rows need both arrays on a device")
+    assert [r.path for r in nnx_lab.compare(stack, stack, layers={"w": 0}).rows] == [
+        "w", "w[layer 0]", "w[layer 1]", "w[layer 2]"]

@@ -165,7 +165,10 @@ def compute(a: Any, b: Any, *, tol: float = 0.0, map: Any = None, layers: Any = 
     rows, totals = [], []
     for k, m in enumerate(matches):
         parts = results.get(k)
-        rows.extend(_rows(m, parts, axes.get(key_of(m.a.path)) if m.a is not None and parts else None))
+        axis = axes.get(key_of(m.a.path)) if m.a is not None and parts else None
+        if axis is not None and k in streamed:  # a checkpoint's array is streamed whole: no layer rows
+            axis, m.note = None, "layer rows need both arrays on a device (a checkpoint's are streamed whole)"
+        rows.extend(_rows(m, parts, axis))
         if parts:
             whole = Partials.empty()
             for p in parts:
