@@ -57,8 +57,10 @@ def structure(d=2048, depth=24):
     params = sum(x.size for x in jax.tree.leaves(nnx.state(a)))
     cmp = nnx_lab.compare(a, b)  # first call: imports, jax's config
     s = best(lambda: nnx_lab.compare(a, b))
-    print(f"structure: {params / 1e9:.2f} B parameters, {len(cmp.rows)} Variables a side: {s * 1e3:.0f} ms "
-          f"(target < 1 s: {'met' if s < 1 else 'NOT met'}); verdict: {cmp.verdict}")
+    print(
+        f"structure: {params / 1e9:.2f} B parameters, {len(cmp.rows)} Variables a side: {s * 1e3:.0f} ms "
+        f"(target < 1 s: {'met' if s < 1 else 'NOT met'}); verdict: {cmp.verdict}"
+    )
 
 
 def values(mib):
@@ -73,8 +75,18 @@ def values(mib):
         out = []
         for x, y in zip(xs, ys):
             dxy = x - y
-            out.append(jnp.stack([(dxy * dxy).sum(), (x * x).sum(), (y * y).sum(), (x * y).sum(),
-                                  jnp.abs(dxy).max(), (dxy != 0).sum().astype(jnp.float32)]))
+            out.append(
+                jnp.stack(
+                    [
+                        (dxy * dxy).sum(),
+                        (x * x).sum(),
+                        (y * y).sum(),
+                        (x * y).sum(),
+                        jnp.abs(dxy).max(),
+                        (dxy != 0).sum().astype(jnp.float32),
+                    ]
+                )
+            )
         return jnp.stack(out)
 
     @jax.jit
@@ -87,13 +99,19 @@ def values(mib):
     ours = best(lambda: nnx_lab.compare(a, b))
     hand = best(lambda: jax.block_until_ready(by_hand(la, lb)))
     floor = best(lambda: jax.block_until_ready(read_once(la, lb)))
-    kernel = best(lambda: jax.device_get(_values.device_partials([(x, y, None) for x, y in zip(la, lb)], 0.0)))
+    kernel = best(
+        lambda: jax.device_get(_values.device_partials([(x, y, None) for x, y in zip(la, lb)], 0.0))
+    )
     gbs = nbytes / floor / 1e9
-    print(f"values: {nbytes / 2**20:.0f} MiB read ({len(la)} pairs) on {jax.devices()[0].platform}: "
-          f"compare {ours * 1e3:.1f} ms (its device program and fetch {kernel * 1e3:.1f} ms), by hand {hand * 1e3:.1f} ms, "
-          f"floor {floor * 1e3:.1f} ms ({gbs:.1f} GB/s)")
-    print(f"values: compare / hand-written throughput {hand / ours:.2f}; of the bandwidth floor {floor / ours:.2f} "
-          f"(target >= 0.5: {'met' if floor / ours >= 0.5 else 'NOT met'})")
+    print(
+        f"values: {nbytes / 2**20:.0f} MiB read ({len(la)} pairs) on {jax.devices()[0].platform}: "
+        f"compare {ours * 1e3:.1f} ms (its device program and fetch {kernel * 1e3:.1f} ms), by hand {hand * 1e3:.1f} ms, "
+        f"floor {floor * 1e3:.1f} ms ({gbs:.1f} GB/s)"
+    )
+    print(
+        f"values: compare / hand-written throughput {hand / ours:.2f}; of the bandwidth floor {floor / ours:.2f} "
+        f"(target >= 0.5: {'met' if floor / ours >= 0.5 else 'NOT met'})"
+    )
 
 
 def streaming(mib):
@@ -102,11 +120,15 @@ def streaming(mib):
     from nnx_lab.core.checkpoint import CHUNK_BYTES
 
     rows = int(mib * 2**20 / 4 / 1024)
-    state = {"w": nnx.Param(jax.random.normal(jax.random.key(0), (rows, 1024))),
-             "v": nnx.Param(jnp.ones((rows // 2, 1024)))}
+    state = {
+        "w": nnx.Param(jax.random.normal(jax.random.key(0), (rows, 1024))),
+        "v": nnx.Param(jnp.ones((rows // 2, 1024))),
+    }
     path = os.path.join(tempfile.mkdtemp(prefix="nnx_lab-bench-"), "ckpt")
     checkpointer = ocp.StandardCheckpointer()
-    save_args = jax.tree.map(lambda _: ocp.SaveArgs(chunk_byte_size=CHUNK_BYTES // 4), nnx.state(nnx.Dict(state)))
+    save_args = jax.tree.map(
+        lambda _: ocp.SaveArgs(chunk_byte_size=CHUNK_BYTES // 4), nnx.state(nnx.Dict(state))
+    )
     checkpointer.save(path, nnx.state(nnx.Dict(state)), save_args=save_args)
     checkpointer.wait_until_finished()
     files = [os.path.join(r, f) for r, _, fs in os.walk(path) for f in fs]
@@ -127,18 +149,26 @@ def streaming(mib):
     tree = read_tree(path)
     decode = best(lambda: [open_array(tree, e).read().result() for e in tree.entries], repeat=2)
     array_bytes = sum(x.nbytes for x in jax.tree.leaves(state))
-    print(f"checkpoint: {array_bytes / 2**20:.0f} MiB of arrays ({disk / 2**20:.0f} MiB on disk, stored in "
-          f"{CHUNK_BYTES // 4 // 2**20} MiB chunks): files read in {raw * 1e3:.0f} ms ({disk / raw / 1e9:.2f} GB/s), "
-          f"snapshot(path) streamed in {ours * 1e3:.0f} ms ({disk / ours / 1e9:.2f} GB/s of the disk bytes)")
-    print(f"checkpoint: streaming / disk read speed {raw / ours:.2f} (target >= 0.5: "
-          f"{'met' if raw / ours >= 0.5 else 'NOT met'}); tensorstore decoding every array whole (no bound) "
-          f"{decode * 1e3:.0f} ms: streaming / that {decode / ours:.2f}")
+    print(
+        f"checkpoint: {array_bytes / 2**20:.0f} MiB of arrays ({disk / 2**20:.0f} MiB on disk, stored in "
+        f"{CHUNK_BYTES // 4 // 2**20} MiB chunks): files read in {raw * 1e3:.0f} ms ({disk / raw / 1e9:.2f} GB/s), "
+        f"snapshot(path) streamed in {ours * 1e3:.0f} ms ({disk / ours / 1e9:.2f} GB/s of the disk bytes)"
+    )
+    print(
+        f"checkpoint: streaming / disk read speed {raw / ours:.2f} (target >= 0.5: "
+        f"{'met' if raw / ours >= 0.5 else 'NOT met'}); tensorstore decoding every array whole (no bound) "
+        f"{decode * 1e3:.0f} ms: streaming / that {decode / ours:.2f}"
+    )
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--value-mib", type=float, default=256, help="MiB of each model compared by value")
-    parser.add_argument("--ckpt-mib", type=float, default=256, help="MiB of the main array of the checkpoint")
+    parser.add_argument(
+        "--value-mib", type=float, default=256, help="MiB of each model compared by value"
+    )
+    parser.add_argument(
+        "--ckpt-mib", type=float, default=256, help="MiB of the main array of the checkpoint"
+    )
     args = parser.parse_args()
     structure()
     values(args.value_mib)

@@ -13,15 +13,29 @@ from ._args import check_name, check_option, evaluate_target, parse_line
 
 
 @magic_arguments()
-@argument("a", help="a Python expression: an nnx.Module, nnx.State, (graphdef, state) pair, Snapshot, or a "
-          "checkpoint path as a string literal ('ckpt/step_10')")
+@argument(
+    "a",
+    help="a Python expression: an nnx.Module, nnx.State, (graphdef, state) pair, Snapshot, or a "
+    "checkpoint path as a string literal ('ckpt/step_10')",
+)
 @argument("b", help="the same kinds as A: compared against A (b loads into a?)")
-@argument("--tol", type=float, default=0.0, help="an element is changed when |a-b| > TOL (default 0)")
+@argument(
+    "--tol", type=float, default=0.0, help="an element is changed when |a-b| > TOL (default 0)"
+)
 @argument("--as", dest="name", default=None, help="also bind the Comparison to this name")
-@argument("--layers", action="append", default=None, metavar="PREFIX=AXIS",
-          help="the layer axis of A's stacked Variables under PREFIX, e.g. blocks=0: one row per layer (repeatable)")
-@argument("--max-rows", type=int, default=None,
-          help=f"rows shown in the table, 1..{MAX_ROWS} (default %%config NnxLabMagics.max_rows)")
+@argument(
+    "--layers",
+    action="append",
+    default=None,
+    metavar="PREFIX=AXIS",
+    help="the layer axis of A's stacked Variables under PREFIX, e.g. blocks=0: one row per layer (repeatable)",
+)
+@argument(
+    "--max-rows",
+    type=int,
+    default=None,
+    help=f"rows shown in the table, 1..{MAX_ROWS} (default %%config NnxLabMagics.max_rows)",
+)
 def nnx_compare(self: Any, line: str) -> None:
     """Compare B against A: paths on one side only, shape/dtype/type/sharding mismatches, tied weights,
     and per Variable ||a-b||/||a||, max|a-b|, cosine, fraction changed, bit-identical (largest change first).
@@ -34,8 +48,11 @@ def nnx_compare(self: Any, line: str) -> None:
     """
     args = parse_line(nnx_compare, line)
     tol = check_option(args.tol, "--tol", 0, 1e30)
-    max_rows = self.max_rows if args.max_rows is None else check_option(args.max_rows, "--max-rows", 1, MAX_ROWS,
-                                                                        integer=True)
+    max_rows = (
+        self.max_rows
+        if args.max_rows is None
+        else check_option(args.max_rows, "--max-rows", 1, MAX_ROWS, integer=True)
+    )
     a = evaluate_target(self.shell, args.a, "A")
     b = evaluate_target(self.shell, args.b, "B")
     name = check_name(args.name, shell=self.shell) if args.name else None
@@ -48,4 +65,6 @@ def nnx_compare(self: Any, line: str) -> None:
         raise UsageError(first_line(str(e))) from None
     if name:
         self.shell.user_ns[name] = cmp
-    display({"text/plain": cmp.to_text(max_rows=max_rows), "text/html": cmp._repr_html_()}, raw=True)
+    display(
+        {"text/plain": cmp.to_text(max_rows=max_rows), "text/html": cmp._repr_html_()}, raw=True
+    )

@@ -46,7 +46,12 @@ def test_snapshot_of_a_checkpoint_matches_the_models(tmp_path):
     assert snap.root_type == "Checkpoint" and len(snap.rows) == len(live) == 8
     for row in snap.rows:
         ref = live[row.path]
-        assert (row.shape, row.dtype, row.nbytes, row.status) == (ref.shape, ref.dtype, ref.nbytes, "ok")
+        assert (row.shape, row.dtype, row.nbytes, row.status) == (
+            ref.shape,
+            ref.dtype,
+            ref.nbytes,
+            "ok",
+        )
         for name, value in ref.stats.items():
             assert row.stats[name] == pytest.approx(value, rel=1e-5, abs=1e-6), (row.path, name)
     assert snap.rows[[r.path for r in snap.rows].index(("lin", "kernel"))].stats["nan_count"] == 1
@@ -101,7 +106,9 @@ def test_restore_into_a_model_with_one_layer_resized_names_it(tmp_path):
     cmp = nnx_lab.compare(Resized(), path)
     assert cmp.verdict.startswith("b loads into a: 0 missing, 0 unexpected, 2 shape mismatches")
     assert [(r.path, r.note) for r in cmp.rows if r.status == "shape"] == [
-        ("out.bias", "shape (3,) in a, (2,) in b"), ("out.kernel", "shape (4, 3) in a, (4, 2) in b")]
+        ("out.bias", "shape (3,) in a, (2,) in b"),
+        ("out.kernel", "shape (4, 3) in a, (4, 2) in b"),
+    ]
 
 
 def test_missing_and_corrupt_files_are_rows(tmp_path):
@@ -111,7 +118,9 @@ def test_missing_and_corrupt_files_are_rows(tmp_path):
         os.remove(os.path.join(data, name))
     snap = nnx_lab.snapshot(path)
     assert {r.status for r in snap.rows} == {"error"}
-    assert all(r.note.startswith("missing or corrupt data:") and "\n" not in r.note for r in snap.rows)
+    assert all(
+        r.note.startswith("missing or corrupt data:") and "\n" not in r.note for r in snap.rows
+    )
     cmp = nnx_lab.compare(Net(), path)
     assert cmp.counts == {"error": 8} and "8 unreadable arrays" in cmp.verdict
     with open(os.path.join(path, "manifest.ocdbt"), "wb") as f:
@@ -144,15 +153,26 @@ print(before, rss() - before, snap.rows[0]["stats"]["mean"], cmp.identical)
 def test_host_memory_stays_bounded_on_a_checkpoint_bigger_than_the_bound(tmp_path):
     # one 96 MiB array stored in 1 MiB chunks, streamed in 4 MiB blocks: at most 3 blocks (12 MiB) per stream
     size = 96 * 2**20
-    path = save(tmp_path / "big", {"w": nnx.Param(jnp.ones((size // 4 // 1024, 1024), jnp.float32))}, 2**20)
-    warm = save(tmp_path / "warm", {"w": nnx.Param(jnp.ones((1024, 1024), jnp.float32))}, 2**20)  # one block
-    done = subprocess.run([sys.executable, "-c", BOUNDED, path, warm, str(4 * 2**20)], capture_output=True, text=True,
-                          timeout=300, env=dict(os.environ, JAX_PLATFORMS="cpu"))
+    path = save(
+        tmp_path / "big", {"w": nnx.Param(jnp.ones((size // 4 // 1024, 1024), jnp.float32))}, 2**20
+    )
+    warm = save(
+        tmp_path / "warm", {"w": nnx.Param(jnp.ones((1024, 1024), jnp.float32))}, 2**20
+    )  # one block
+    done = subprocess.run(
+        [sys.executable, "-c", BOUNDED, path, warm, str(4 * 2**20)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, JAX_PLATFORMS="cpu"),
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     before, grown, mean, identical = done.stdout.split()
     assert float(mean) == 1.0 and identical == "True"
     # the peak grew by far less than the array (the bound for two streams is 24 MiB; slack for allocators)
-    assert int(grown) < 48 * 2**20, f"peak RSS grew {int(grown) / 2**20:.0f} MiB streaming a 96 MiB array"
+    assert int(grown) < 48 * 2**20, (
+        f"peak RSS grew {int(grown) / 2**20:.0f} MiB streaming a 96 MiB array"
+    )
 
 
 def test_layers_of_a_checkpoint_pair_are_said_not_made(tmp_path):
@@ -162,4 +182,8 @@ def test_layers_of_a_checkpoint_pair_are_said_not_made(tmp_path):
     assert [r.path for r in cmp.rows] == ["w"] and cmp["w"].identical
     assert cmp["w"].note.startswith("layer rows need both arrays on a device")
     assert [r.path for r in nnx_lab.compare(stack, stack, layers={"w": 0}).rows] == [
-        "w", "w[layer 0]", "w[layer 1]", "w[layer 2]"]
+        "w",
+        "w[layer 0]",
+        "w[layer 1]",
+        "w[layer 2]",
+    ]

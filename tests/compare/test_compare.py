@@ -9,10 +9,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from unchanged import assert_unchanged, frozen
 
 import nnx_lab
 from nnx_lab import compare
-from unchanged import assert_unchanged, frozen
 
 
 class Net(nnx.Module):
@@ -30,7 +30,9 @@ def test_a_model_against_itself_and_its_state_is_identical_and_unchanged():
     for other in (model, nnx.state(model), nnx.split(model), Net()):
         cmp = compare(model, other)
         assert cmp.identical and cmp.loadable, cmp.verdict
-        assert cmp.verdict.startswith("b loads into a: 0 missing, 0 unexpected, 0 shape mismatches; values: 9 identical, 0 changed, 1 PRNG keys")
+        assert cmp.verdict.startswith(
+            "b loads into a: 0 missing, 0 unexpected, 0 shape mismatches; values: 9 identical, 0 changed, 1 PRNG keys"
+        )
     assert_unchanged(model, before)
 
 
@@ -43,7 +45,9 @@ def test_values_against_numpy():
     cmp = compare(a, b)
     row = cmp["lin.kernel"]
     assert row.status == "changed" and row.identical is False
-    np.testing.assert_allclose(row.rel_change, np.linalg.norm(changed - k) / np.linalg.norm(k), rtol=1e-5)
+    np.testing.assert_allclose(
+        row.rel_change, np.linalg.norm(changed - k) / np.linalg.norm(k), rtol=1e-5
+    )
     np.testing.assert_allclose(row.max_abs, 0.5, rtol=1e-6)
     cos = (k * changed).sum() / np.linalg.norm(k) / np.linalg.norm(changed)
     np.testing.assert_allclose(row.cosine, cos, rtol=1e-5)
@@ -67,13 +71,19 @@ def test_structure_mismatches_and_verdict():
     status = {r.path: r.status for r in cmp.rows}
     assert status["out.kernel"] == status["out.bias"] == "missing"
     assert status["extra"] == "unexpected"
-    assert status["lin.kernel"] == "shape" and "shape (3, 4) in a, (3, 5) in b" in cmp["lin.kernel"].note
+    assert (
+        status["lin.kernel"] == "shape"
+        and "shape (3, 4) in a, (3, 5) in b" in cmp["lin.kernel"].note
+    )
     assert cmp.verdict.startswith("b loads into a: 2 missing, 1 unexpected, 6 shape mismatches")
     assert not cmp.loadable
     same = Net()
     same.bn.mean = nnx.Param(same.bn.mean[...].astype(jnp.bfloat16))
     row = compare(Net(), same)["bn.mean"]
-    assert row.mismatch == "dtype float32 vs bfloat16; type BatchStat vs Param" and row.status == "equal"
+    assert (
+        row.mismatch == "dtype float32 vs bfloat16; type BatchStat vs Param"
+        and row.status == "equal"
+    )
     assert "1 dtype mismatch, 1 type mismatch" in compare(Net(), same).verdict
 
 
@@ -88,7 +98,9 @@ def test_tied_weights_on_one_side_only():
     assert {r.path: r.status for r in cmp.rows}["enc.kernel"] == "tied"
     assert "tied to dec.kernel in a only" in cmp["enc.kernel"].note
     assert "2 tied weights on one side only" in cmp.verdict
-    assert compare(Tied(True), nnx.state(Tied(True))).identical  # nnx.state keeps a shared Variable once
+    assert compare(
+        Tied(True), nnx.state(Tied(True))
+    ).identical  # nnx.state keeps a shared Variable once
 
 
 def test_map_renames_linen_paths():
@@ -116,8 +128,12 @@ def test_layers_rows():
 
     cmp = compare(Stack(False), Stack(True), layers={"w": 0})
     rows = [(r.path, r.status, r.shape_a) for r in cmp.rows]
-    assert rows == [("w", "changed", (3, 2, 4)), ("w[layer 0]", "identical", (2, 4)),
-                    ("w[layer 1]", "changed", (2, 4)), ("w[layer 2]", "identical", (2, 4))]
+    assert rows == [
+        ("w", "changed", (3, 2, 4)),
+        ("w[layer 0]", "identical", (2, 4)),
+        ("w[layer 1]", "changed", (2, 4)),
+        ("w[layer 2]", "identical", (2, 4)),
+    ]
     assert cmp["w[layer 1]"].frac_changed == 1.0 and cmp["w"].frac_changed == pytest.approx(1 / 3)
     with pytest.raises(ValueError, match="no Variable under 'blocks'"):
         compare(Stack(False), Stack(True), layers={"blocks": 0})

@@ -1,9 +1,8 @@
 """%nnx_compare: what it displays and binds, checkpoint paths as string literals, bad input."""
 
 import pytest
-from IPython.core.error import UsageError
 from flax import nnx
-
+from IPython.core.error import UsageError
 from unchanged import assert_unchanged, frozen
 
 
@@ -29,16 +28,19 @@ def test_compare_magic_reads_a_checkpoint_path(ip, tmp_path):
     assert ip.user_ns["cmp"].identical
 
 
-@pytest.mark.parametrize("line, message", [
-    ("", "the following arguments are required: a, b"),
-    ("a", "the following arguments are required: b"),
-    ("a missing", "B 'missing': name 'missing' is not defined"),
-    ("a 42", "compare: b is int, not an nnx.Module"),
-    ("a a --tol -1", "--tol must be a number in"),
-    ("a a --as class", "--as 'class' is a Python keyword"),
-    ("a a --layers nothing=0", "no Variable under 'nothing'"),
-    ("a '/no/such/dir'", "got the path '/no/such/dir', which is not a directory"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("", "the following arguments are required: a, b"),
+        ("a", "the following arguments are required: b"),
+        ("a missing", "B 'missing': name 'missing' is not defined"),
+        ("a 42", "compare: b is int, not an nnx.Module"),
+        ("a a --tol -1", "--tol must be a number in"),
+        ("a a --as class", "--as 'class' is a Python keyword"),
+        ("a a --layers nothing=0", "no Variable under 'nothing'"),
+        ("a '/no/such/dir'", "got the path '/no/such/dir', which is not a directory"),
+    ],
+)
 def test_bad_input_is_a_one_line_usage_error(ip, line, message):
     ip.user_ns["a"] = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
     before = frozen(ip.user_ns["a"])

@@ -8,9 +8,27 @@
   data: ``core.snapshot`` builds its Snapshot from them; this package does not import it).
 """
 
-from ._metadata import CheckpointEntry, CheckpointError, CheckpointTree, is_checkpoint_path, read_tree
+from ._metadata import (
+    CheckpointEntry,
+    CheckpointError,
+    CheckpointTree,
+    is_checkpoint_path,
+    read_tree,
+)
 from ._snapshot import CheckpointRows, array_stats, checkpoint_rows
 from ._stream import CHUNK_BYTES, blocks, open_array, read_blocks
 
-__all__ = ["CHUNK_BYTES", "CheckpointEntry", "CheckpointError", "CheckpointTree", "CheckpointRows", "array_stats", "blocks",
-           "checkpoint_rows", "is_checkpoint_path", "open_array", "read_blocks", "read_tree"]
+__all__ = [
+    "CHUNK_BYTES",
+    "CheckpointEntry",
+    "CheckpointError",
+    "CheckpointTree",
+    "CheckpointRows",
+    "array_stats",
+    "blocks",
+    "checkpoint_rows",
+    "is_checkpoint_path",
+    "open_array",
+    "read_blocks",
+    "read_tree",
+]

@@ -18,7 +18,14 @@ import numpy as np
 from .._util import first_line
 from ..graph import Path
 
-__all__ = ["CheckpointEntry", "CheckpointError", "CheckpointTree", "is_checkpoint_path", "read_tree", "spec"]
+__all__ = [
+    "CheckpointEntry",
+    "CheckpointError",
+    "CheckpointTree",
+    "is_checkpoint_path",
+    "read_tree",
+    "spec",
+]
 
 _log = logging.getLogger("nnx_lab")
 
@@ -39,7 +46,9 @@ class CheckpointEntry:
     sharding: str | None
     note: str | None = None  # why the entry cannot be read (then shape/dtype may be None)
     unreadable: bool = False  # its metadata is gone or corrupt (not merely "not an array")
-    chunk_shape: tuple[int, ...] | None = None  # the stored (zarr) chunk: the unit tensorstore decodes
+    chunk_shape: tuple[int, ...] | None = (
+        None  # the stored (zarr) chunk: the unit tensorstore decodes
+    )
 
     @property
     def size(self) -> int | None:
@@ -89,17 +98,27 @@ def _key_of(k: Any) -> Any:
 
 def _entry(keys: tuple, meta: Any) -> CheckpointEntry:
     path = tuple(_key_of(k) for k in keys)
-    if len(path) > 1 and path[-1] == "value":  # nnx.state's Variable state: {'kernel': {'value': array}}
+    if (
+        len(path) > 1 and path[-1] == "value"
+    ):  # nnx.state's Variable state: {'kernel': {'value': array}}
         path = path[:-1]
     name = getattr(meta, "name", None)
     shape = getattr(meta, "shape", None)
     if name is None or shape is None:  # a scalar saved as a number, a string...: no array to read
-        return CheckpointEntry(path, str(name), None, None, None, f"not an array: {first_line(repr(meta), 120)}")
+        return CheckpointEntry(
+            path, str(name), None, None, None, f"not an array: {first_line(repr(meta), 120)}"
+        )
     dtype = getattr(meta, "dtype", None)
     sharding = getattr(meta, "sharding", None)
     chunk = getattr(getattr(meta, "storage", None), "chunk_shape", None)
-    return CheckpointEntry(path, name, tuple(int(d) for d in shape), None if dtype is None else str(np.dtype(dtype)),
-                           _sharding_text(sharding), chunk_shape=None if chunk is None else tuple(int(d) for d in chunk))
+    return CheckpointEntry(
+        path,
+        name,
+        tuple(int(d) for d in shape),
+        None if dtype is None else str(np.dtype(dtype)),
+        _sharding_text(sharding),
+        chunk_shape=None if chunk is None else tuple(int(d) for d in chunk),
+    )
 
 
 def _sharding_text(sharding: Any) -> str | None:
@@ -113,20 +132,29 @@ def read_tree(path: Any) -> CheckpointTree:
     """The checkpoint's arrays from its metadata; a :class:`CheckpointError` if there is no checkpoint."""
     directory = os.path.abspath(os.fspath(path))
     if not os.path.isdir(directory):
-        raise CheckpointError("expected an nnx.Module, an nnx.State, a nested dict of Variables or arrays, a Variable, "
-                              f"or an Orbax checkpoint directory; got the path {directory!r}, which is not a directory")
+        raise CheckpointError(
+            "expected an nnx.Module, an nnx.State, a nested dict of Variables or arrays, a Variable, "
+            f"or an Orbax checkpoint directory; got the path {directory!r}, which is not a directory"
+        )
     if not os.path.exists(os.path.join(directory, "_METADATA")):
-        raise CheckpointError(f"no checkpoint at {directory!r}: no _METADATA file (not an Orbax PyTree checkpoint)")
-    import jax
-    import orbax.checkpoint as ocp
+        raise CheckpointError(
+            f"no checkpoint at {directory!r}: no _METADATA file (not an Orbax PyTree checkpoint)"
+        )
 
     info = _metadata_flags(directory)
-    if info.get("paths"):  # the usual case: each array's zarr metadata opened by tensorstore, all at once
+    if info.get(
+        "paths"
+    ):  # the usual case: each array's zarr metadata opened by tensorstore, all at once
         entries = _opened_entries(directory, info)
     else:  # no tree in _METADATA (another layout): Orbax's own metadata reader
         entries = _orbax_entries(directory)
-    return CheckpointTree(directory, entries, info.get("use_ocdbt", True), info.get("use_zarr3", False),
-                          _disk_bytes(directory))
+    return CheckpointTree(
+        directory,
+        entries,
+        info.get("use_ocdbt", True),
+        info.get("use_zarr3", False),
+        _disk_bytes(directory),
+    )
 
 
 class _quiet_absl(logging.Filter):
@@ -150,12 +178,16 @@ def _orbax_entries(directory: str) -> list[CheckpointEntry]:
     try:
         with _quiet_absl():
             meta = ocp.StandardCheckpointer().metadata(directory)
-        meta = getattr(meta, "item_metadata", meta)  # orbax >= 0.11: StepMetadata(item_metadata=TreeMetadata)
+        meta = getattr(
+            meta, "item_metadata", meta
+        )  # orbax >= 0.11: StepMetadata(item_metadata=TreeMetadata)
         flat, _ = jax.tree_util.tree_flatten_with_path(getattr(meta, "tree", meta))
     except Exception as e:  # noqa: BLE001 - boundary: any orbax failure is the user's file, said in one line
         _log.info("nnx_lab: orbax could not read the metadata of %s", directory, exc_info=True)
-        raise CheckpointError(f"cannot read the checkpoint's metadata at {directory!r}: "
-                              f"{type(e).__name__}: {first_line(str(e), 200)}") from None
+        raise CheckpointError(
+            f"cannot read the checkpoint's metadata at {directory!r}: "
+            f"{type(e).__name__}: {first_line(str(e), 200)}"
+        ) from None
     return [_entry(keys, m) for keys, m in flat]
 
 
@@ -176,20 +208,46 @@ def _opened_entries(directory: str, info: dict) -> list[CheckpointEntry]:
     import tensorstore as ts
 
     shardings = _shardings(directory)
-    futures = [(path, name, ts.open(spec(directory, name, info.get("use_ocdbt", True), info.get("use_zarr3", False)),
-                                    read=True)) for path, name in info["paths"]]
+    futures = [
+        (
+            path,
+            name,
+            ts.open(
+                spec(directory, name, info.get("use_ocdbt", True), info.get("use_zarr3", False)),
+                read=True,
+            ),
+        )
+        for path, name in info["paths"]
+    ]
     entries = []
     for path, name, future in futures:
         try:
             arr = future.result()
             dtype = arr.dtype.numpy_dtype
             chunk = tuple(int(c) for c in arr.chunk_layout.read_chunk.shape)
-            entries.append(CheckpointEntry(path, name, tuple(int(d) for d in arr.shape), str(np.dtype(dtype)),
-                                           shardings.get(name), chunk_shape=chunk))
+            entries.append(
+                CheckpointEntry(
+                    path,
+                    name,
+                    tuple(int(d) for d in arr.shape),
+                    str(np.dtype(dtype)),
+                    shardings.get(name),
+                    chunk_shape=chunk,
+                )
+            )
         except Exception as e:  # noqa: BLE001 - boundary: a damaged array is its row's status
             _log.info("nnx_lab: opening %s in %s failed", name, directory, exc_info=True)
-            entries.append(CheckpointEntry(path, name, None, None, None, f"missing or corrupt data: "
-                                           f"{type(e).__name__}: {first_line(str(e), 200)}", True))
+            entries.append(
+                CheckpointEntry(
+                    path,
+                    name,
+                    None,
+                    None,
+                    None,
+                    f"missing or corrupt data: {type(e).__name__}: {first_line(str(e), 200)}",
+                    True,
+                )
+            )
     return entries
 
 
@@ -226,8 +284,12 @@ def _metadata_flags(directory: str) -> dict:
         for item in (data.get("tree_metadata") or {}).values():
             keys = tuple(k.get("key") for k in item.get("key_metadata", ()))
             path = keys[:-1] if len(keys) > 1 and keys[-1] == "value" else keys
-            paths.append((tuple(int(k) if isinstance(k, str) and k.isdigit() else k for k in path),
-                          ".".join(str(k) for k in keys)))
+            paths.append(
+                (
+                    tuple(int(k) if isinstance(k, str) and k.isdigit() else k for k in path),
+                    ".".join(str(k) for k in keys),
+                )
+            )
         out["paths"] = paths
         return out
     except (OSError, ValueError, TypeError) as e:

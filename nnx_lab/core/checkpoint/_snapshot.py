@@ -13,7 +13,8 @@ import dataclasses
 import logging
 import math
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -35,8 +36,16 @@ def _kernel():
         from jax import lax
 
         def add(p, q):
-            return (p[0] + q[0], p[1] + q[1], p[2] + q[2], lax.min(p[3], q[3]), lax.max(p[4], q[4]),
-                    p[5] + q[5], p[6] + q[6], p[7] + q[7])
+            return (
+                p[0] + q[0],
+                p[1] + q[1],
+                p[2] + q[2],
+                lax.min(p[3], q[3]),
+                lax.max(p[4], q[4]),
+                p[5] + q[5],
+                p[6] + q[6],
+                p[7] + q[7],
+            )
 
         @jax.jit
         def block(x):
@@ -45,16 +54,35 @@ def _kernel():
             not cancel the variance), min, max, NaN, Inf and zero counts."""
             x = x.astype(jnp.float32).reshape(-1)
             m = x.shape[0]
-            w = next((w for w in (4096, 2048, 1024, 512, 256, 128, 64) if m % w == 0 and m > w), max(m, 1))
+            w = next(
+                (w for w in (4096, 2048, 1024, 512, 256, 128, 64) if m % w == 0 and m > w),
+                max(m, 1),
+            )
             first = x[0] if m else jnp.float32(0)
             shift = jnp.where(jnp.isfinite(first), first, 0.0)
             x = x.reshape(m // w if m else 0, w)
             finite = jnp.isfinite(x)
             y = jnp.where(finite, x - shift, 0.0)
-            ops = (finite.astype(jnp.int32), y, y * y, jnp.where(finite, x, jnp.inf), jnp.where(finite, x, -jnp.inf),
-                   jnp.isnan(x).astype(jnp.int32), jnp.isinf(x).astype(jnp.int32), (x == 0).astype(jnp.int32))
-            init = (jnp.int32(0), jnp.float32(0), jnp.float32(0), jnp.float32(jnp.inf), jnp.float32(-jnp.inf),
-                    jnp.int32(0), jnp.int32(0), jnp.int32(0))
+            ops = (
+                finite.astype(jnp.int32),
+                y,
+                y * y,
+                jnp.where(finite, x, jnp.inf),
+                jnp.where(finite, x, -jnp.inf),
+                jnp.isnan(x).astype(jnp.int32),
+                jnp.isinf(x).astype(jnp.int32),
+                (x == 0).astype(jnp.int32),
+            )
+            init = (
+                jnp.int32(0),
+                jnp.float32(0),
+                jnp.float32(0),
+                jnp.float32(jnp.inf),
+                jnp.float32(-jnp.inf),
+                jnp.int32(0),
+                jnp.int32(0),
+                jnp.int32(0),
+            )
             p = lax.reduce(ops, init, add, (1,))
             n = p[0].sum()
             s1, s2 = p[1].sum(), p[2].sum()
@@ -68,8 +96,12 @@ def _kernel():
     return _block_kernel
 
 
-def array_stats(arr: Any, entry: CheckpointEntry, chunk_bytes: int = CHUNK_BYTES,
-                progress: Callable[[int], None] | None = None) -> dict:
+def array_stats(
+    arr: Any,
+    entry: CheckpointEntry,
+    chunk_bytes: int = CHUNK_BYTES,
+    progress: Callable[[int], None] | None = None,
+) -> dict:
     """The snapshot statistics of one stored array, read block by block."""
     import jax
 
@@ -95,18 +127,37 @@ def array_stats(arr: Any, entry: CheckpointEntry, chunk_bytes: int = CHUNK_BYTES
     size = max(entry.size or 0, 1)
     has = n > 0
     std = math.sqrt(m2 / n) if has else math.nan
-    return {"mean": mean if has else math.nan, "std": std, "min": mn if has else math.nan,
-            "max": mx if has else math.nan, "norm": math.sqrt(m2 + n * mean * mean) if has else math.nan,
-            "abs_max": max(abs(mn), abs(mx)) if has else math.nan, "nan_count": nan, "inf_count": inf,
-            "zero_frac": zeros / size}
+    return {
+        "mean": mean if has else math.nan,
+        "std": std,
+        "min": mn if has else math.nan,
+        "max": mx if has else math.nan,
+        "norm": math.sqrt(m2 + n * mean * mean) if has else math.nan,
+        "abs_max": max(abs(mn), abs(mx)) if has else math.nan,
+        "nan_count": nan,
+        "inf_count": inf,
+        "zero_frac": zeros / size,
+    }
 
 
 def _row(entry: CheckpointEntry, status: str, stats: dict | None, note: str | None) -> dict:
     """A snapshot Row's fields (``core.snapshot.Row(**row)``): plain data, so that this package does
     not import the snapshot package, which imports it for ``snapshot(path)``."""
-    return dict(path=entry.path, type="Array", shape=entry.shape, dtype=entry.dtype, size=entry.size,
-                nbytes=entry.nbytes, sharding=entry.sharding, devices="checkpoint", metadata=None, aliases=(),
-                status=status, stats=stats, note=note)
+    return dict(
+        path=entry.path,
+        type="Array",
+        shape=entry.shape,
+        dtype=entry.dtype,
+        size=entry.size,
+        nbytes=entry.nbytes,
+        sharding=entry.sharding,
+        devices="checkpoint",
+        metadata=None,
+        aliases=(),
+        status=status,
+        stats=stats,
+        note=note,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,15 +179,23 @@ def _numeric(dtype: str | None) -> bool:
         return False
 
 
-def checkpoint_rows(path: Any, *, stats: bool = True, layers: Any = None, chunk_bytes: int = CHUNK_BYTES,
-                    progress: Callable[[int, int], None] | None = None) -> CheckpointRows:
+def checkpoint_rows(
+    path: Any,
+    *,
+    stats: bool = True,
+    layers: Any = None,
+    chunk_bytes: int = CHUNK_BYTES,
+    progress: Callable[[int, int], None] | None = None,
+) -> CheckpointRows:
     """The rows of an Orbax checkpoint directory (see the module): what ``snapshot(path)`` shows.
 
     ``progress(bytes_read, bytes_total)`` is called after each block while statistics stream.
     """
     if layers:
-        raise TypeError("layers= is not supported for a checkpoint path (it has no flax metadata to name the axis); "
-                        "snapshot the restored model instead")
+        raise TypeError(
+            "layers= is not supported for a checkpoint path (it has no flax metadata to name the axis); "
+            "snapshot the restored model instead"
+        )
     start = time.perf_counter()
     tree: CheckpointTree = read_tree(path)
     total = sum(e.nbytes or 0 for e in tree.entries)
@@ -150,20 +209,42 @@ def checkpoint_rows(path: Any, *, stats: bool = True, layers: Any = None, chunk_
     rows = []
     for entry in tree.entries:
         if entry.note is not None:
-            rows.append(_row(entry, "error" if entry.unreadable else "non_numeric", None, entry.note))
+            rows.append(
+                _row(entry, "error" if entry.unreadable else "non_numeric", None, entry.note)
+            )
         elif not stats:
             rows.append(_row(entry, "abstract", None, "not read (stats=False)"))
         elif not _numeric(entry.dtype):
             rows.append(_row(entry, "non_numeric", None, f"dtype {entry.dtype}: no statistics"))
         else:
             try:
-                rows.append(_row(entry, "ok", array_stats(open_array(tree, entry), entry, chunk_bytes, tick), None))
+                rows.append(
+                    _row(
+                        entry,
+                        "ok",
+                        array_stats(open_array(tree, entry), entry, chunk_bytes, tick),
+                        None,
+                    )
+                )
             except Exception as e:  # noqa: BLE001 - boundary: a missing or corrupt array is its row's status
-                _log.info("nnx_lab: reading %s from %s failed", entry.name, tree.directory, exc_info=True)
-                rows.append(_row(entry, "error", None, f"missing or corrupt data: {type(e).__name__}: "
-                                                       f"{first_line(str(e), 200)}"))
-    totals = {"Array": {"count": len(rows), "size": sum(r["size"] or 0 for r in rows),
-                        "bytes": sum(r["nbytes"] or 0 for r in rows)}}
+                _log.info(
+                    "nnx_lab: reading %s from %s failed", entry.name, tree.directory, exc_info=True
+                )
+                rows.append(
+                    _row(
+                        entry,
+                        "error",
+                        None,
+                        f"missing or corrupt data: {type(e).__name__}: {first_line(str(e), 200)}",
+                    )
+                )
+    totals = {
+        "Array": {
+            "count": len(rows),
+            "size": sum(r["size"] or 0 for r in rows),
+            "bytes": sum(r["nbytes"] or 0 for r in rows),
+        }
+    }
     totals["all"] = dict(totals["Array"])
     nodes = {e.path[:i]: "dict" for e in tree.entries for i in range(1, len(e.path))}
     info = {"directory": tree.directory, "disk_bytes": tree.disk_bytes, "ocdbt": tree.use_ocdbt}

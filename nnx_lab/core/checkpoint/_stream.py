@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -30,14 +31,19 @@ def open_array(tree: CheckpointTree, entry: CheckpointEntry) -> Any:
     """The tensorstore of one array (opening reads only its zarr metadata)."""
     import tensorstore as ts
 
-    arr = ts.open(spec(tree.directory, entry.name, tree.use_ocdbt, tree.use_zarr3), read=True).result()
+    arr = ts.open(
+        spec(tree.directory, entry.name, tree.use_ocdbt, tree.use_zarr3), read=True
+    ).result()
     if tuple(arr.shape) != entry.shape:
-        raise ValueError(f"the stored array has shape {tuple(arr.shape)}, its metadata says {entry.shape}")
+        raise ValueError(
+            f"the stored array has shape {tuple(arr.shape)}, its metadata says {entry.shape}"
+        )
     return arr
 
 
-def blocks(shape: tuple[int, ...], itemsize: int, chunk_bytes: int,
-           stored: tuple[int, ...] | None = None) -> Iterator[tuple]:
+def blocks(
+    shape: tuple[int, ...], itemsize: int, chunk_bytes: int, stored: tuple[int, ...] | None = None
+) -> Iterator[tuple]:
     """Index tuples covering ``shape`` in C order, each selecting at most ``chunk_bytes`` (or one
     element); with the ``stored`` chunk shape, runs of whole stored chunks (at least one).
 
@@ -49,7 +55,9 @@ def blocks(shape: tuple[int, ...], itemsize: int, chunk_bytes: int,
     [(slice(0, 3, None),), (slice(3, 6, None),), (slice(6, 8, None),)]
     """
     if stored is not None and len(stored) == len(shape) and shape and all(c > 0 for c in stored):
-        yield from _stored_blocks(shape, itemsize, chunk_bytes, tuple(min(c, n) for c, n in zip(stored, shape)))
+        yield from _stored_blocks(
+            shape, itemsize, chunk_bytes, tuple(min(c, n) for c, n in zip(stored, shape))
+        )
         return
     if not shape:
         yield ()
@@ -66,7 +74,9 @@ def blocks(shape: tuple[int, ...], itemsize: int, chunk_bytes: int,
             yield (*lead, slice(start, min(start + step, shape[k - 1])))
 
 
-def _stored_blocks(shape: tuple[int, ...], itemsize: int, chunk_bytes: int, chunk: tuple[int, ...]) -> Iterator[tuple]:
+def _stored_blocks(
+    shape: tuple[int, ...], itemsize: int, chunk_bytes: int, chunk: tuple[int, ...]
+) -> Iterator[tuple]:
     """Whole stored chunks: grouped along axis 0 when a chunk spans every other axis, else one by one."""
     if all(c >= n for c, n in zip(chunk[1:], shape[1:])):
         row = math.prod(shape[1:]) * itemsize
@@ -79,8 +89,13 @@ def _stored_blocks(shape: tuple[int, ...], itemsize: int, chunk_bytes: int, chun
         yield tuple(slice(o, min(o + c, n)) for o, c, n in zip(origin, chunk, shape))
 
 
-def read_blocks(arr: Any, shape: tuple[int, ...], itemsize: int, chunk_bytes: int,
-                stored: tuple[int, ...] | None = None) -> Iterator[tuple[Any, np.ndarray]]:
+def read_blocks(
+    arr: Any,
+    shape: tuple[int, ...],
+    itemsize: int,
+    chunk_bytes: int,
+    stored: tuple[int, ...] | None = None,
+) -> Iterator[tuple[Any, np.ndarray]]:
     """``(index, block)`` for every block, the next read in flight while the caller handles one."""
     index_iter = iter(blocks(shape, itemsize, chunk_bytes, stored))
     first = next(index_iter, None)

@@ -26,8 +26,15 @@ from ._match import renamer
 __all__ = ["STATUSES", "CompareRow", "Comparison", "ModuleRow", "compare", "renamer", "verdict"]
 
 
-def compare(a: Any, b: Any, *, tol: float = 0.0, map: Any = None, layers: dict | None = None,
-            chunk_bytes: int | None = None) -> Comparison:
+def compare(
+    a: Any,
+    b: Any,
+    *,
+    tol: float = 0.0,
+    map: Any = None,
+    layers: dict | None = None,
+    chunk_bytes: int | None = None,
+) -> Comparison:
     """Compare ``b`` against ``a``: structure, then values, without changing either.
 
     Args:

@@ -8,8 +8,6 @@ import math
 import time
 from typing import Any
 
-import numpy as np
-
 from .._util import first_line, quote_repr
 from ..graph import Path, path_text
 from ._match import Match, key_of, match_sides
@@ -93,13 +91,17 @@ def _layer_axes(side: Side, layers: Any) -> dict[str, int]:
     for prefix, axis in spec:
         hits = [e for e in side.entries if _under(e, prefix)]
         if not hits:
-            raise ValueError(f"compare: layers={{{quote_repr(prefix)}: {axis}}}: no Variable under {quote_repr(prefix)} in a")
+            raise ValueError(
+                f"compare: layers={{{quote_repr(prefix)}: {axis}}}: no Variable under {quote_repr(prefix)} in a"
+            )
         for e in hits:
             if axis is None or e.shape is None:
                 axes.pop(key_of(e.path), None)
             elif not -len(e.shape) <= axis < len(e.shape):
-                raise ValueError(f"compare: layers={{{quote_repr(prefix)}: {axis}}}: {e.text} has shape {e.shape}, "
-                                 f"no axis {axis}")
+                raise ValueError(
+                    f"compare: layers={{{quote_repr(prefix)}: {axis}}}: {e.text} has shape {e.shape}, "
+                    f"no axis {axis}"
+                )
             else:
                 axes[key_of(e.path)] = axis % len(e.shape)
     return axes
@@ -109,7 +111,12 @@ def _under(e: Entry, prefix: str | tuple) -> bool:
     if isinstance(prefix, tuple):
         return e.path[: len(prefix)] == prefix
     text = e.text
-    return not prefix or text == prefix or text.startswith(prefix + ".") or text.startswith(prefix + "[")
+    return (
+        not prefix
+        or text == prefix
+        or text.startswith(prefix + ".")
+        or text.startswith(prefix + "[")
+    )
 
 
 def _source(side: Side, e: Entry) -> tuple[str, Any]:
@@ -127,11 +134,23 @@ def _skip_reason(m: Match) -> tuple[str, str] | None:
     return None
 
 
-def compute(a: Any, b: Any, *, tol: float = 0.0, map: Any = None, layers: Any = None,
-            chunk_bytes: int | None = None) -> tuple[list[CompareRow], list[ModuleRow], dict]:
+def compute(
+    a: Any,
+    b: Any,
+    *,
+    tol: float = 0.0,
+    map: Any = None,
+    layers: Any = None,
+    chunk_bytes: int | None = None,
+) -> tuple[list[CompareRow], list[ModuleRow], dict]:
     from ..checkpoint import CHUNK_BYTES
 
-    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol) or tol < 0:
+    if (
+        isinstance(tol, bool)
+        or not isinstance(tol, (int, float))
+        or not math.isfinite(tol)
+        or tol < 0
+    ):
         raise TypeError(f"compare: tol= is a finite number >= 0, not {quote_repr(tol)}")
     chunk_bytes = CHUNK_BYTES if chunk_bytes is None else int(chunk_bytes)
     start = time.perf_counter()
@@ -149,25 +168,47 @@ def compute(a: Any, b: Any, *, tol: float = 0.0, map: Any = None, layers: Any = 
             streamed.append(k)
         else:
             device.append(k)
-    pairs = [(matches[k].a.value, matches[k].b.value, axes.get(key_of(matches[k].a.path))) for k in device]
+    pairs = [
+        (matches[k].a.value, matches[k].b.value, axes.get(key_of(matches[k].a.path)))
+        for k in device
+    ]
     for k, parts in zip(device, device_partials(pairs, tol) if pairs else []):
         results[k] = parts
     for k in streamed:
         m = matches[k]
         try:
-            stored = m.a if m.a.kind == "checkpoint" else m.b  # its shape: a PRNG key's is that of its key data
+            stored = (
+                m.a if m.a.kind == "checkpoint" else m.b
+            )  # its shape: a PRNG key's is that of its key data
             itemsize = max(_itemsize(e.dtype) for e in (m.a, m.b) if e.kind != "prng_key")
-            results[k] = [stream_partials(_source(side_a, m.a), _source(side_b, m.b), stored.shape, itemsize,
-                                          chunk_bytes, tol, stored.value.chunk_shape)]
+            results[k] = [
+                stream_partials(
+                    _source(side_a, m.a),
+                    _source(side_b, m.b),
+                    stored.shape,
+                    itemsize,
+                    chunk_bytes,
+                    tol,
+                    stored.value.chunk_shape,
+                )
+            ]
         except Exception as e:  # noqa: BLE001 - boundary: a missing or corrupt checkpoint array is its row's status
             _log.info("nnx_lab: comparing %s from a checkpoint failed", m.a.text, exc_info=True)
-            m.status, m.note = "error", f"missing or corrupt data: {type(e).__name__}: {first_line(str(e), 200)}"
+            m.status, m.note = (
+                "error",
+                f"missing or corrupt data: {type(e).__name__}: {first_line(str(e), 200)}",
+            )
     rows, totals = [], []
     for k, m in enumerate(matches):
         parts = results.get(k)
         axis = axes.get(key_of(m.a.path)) if m.a is not None and parts else None
-        if axis is not None and k in streamed:  # a checkpoint's array is streamed whole: no layer rows
-            axis, m.note = None, "layer rows need both arrays on a device (a checkpoint's are streamed whole)"
+        if (
+            axis is not None and k in streamed
+        ):  # a checkpoint's array is streamed whole: no layer rows
+            axis, m.note = (
+                None,
+                "layer rows need both arrays on a device (a checkpoint's are streamed whole)",
+            )
         rows.extend(_rows(m, parts, axis))
         if parts:
             whole = Partials.empty()
@@ -175,8 +216,12 @@ def compute(a: Any, b: Any, *, tol: float = 0.0, map: Any = None, layers: Any = 
                 whole.add(p)
             totals.append((m.a.path, whole))
     modules = _modules(totals)
-    info = {"a_type": side_a.root_type, "b_type": side_b.root_type, "tol": float(tol),
-            "elapsed_s": time.perf_counter() - start}
+    info = {
+        "a_type": side_a.root_type,
+        "b_type": side_b.root_type,
+        "tol": float(tol),
+        "elapsed_s": time.perf_counter() - start,
+    }
     return _sorted(rows), modules, info
 
 
@@ -200,9 +245,18 @@ def _rows(m: Match, parts: list[Partials] | None, axis: int | None) -> list[Comp
     a, b = m.a, m.b
     main = a or b
     path_b = b.text if a is not None and b is not None and b.text != a.text else None
-    base = dict(path=main.text, path_b=path_b, mismatch="; ".join(m.mismatch) or None,
-                type_a=a and a.type, type_b=b and b.type, shape_a=a and a.shape, shape_b=b and b.shape,
-                dtype_a=a and a.dtype, dtype_b=b and b.dtype, size=main.size)
+    base = dict(
+        path=main.text,
+        path_b=path_b,
+        mismatch="; ".join(m.mismatch) or None,
+        type_a=a and a.type,
+        type_b=b and b.type,
+        shape_a=a and a.shape,
+        shape_b=b and b.shape,
+        dtype_a=a and a.dtype,
+        dtype_b=b and b.dtype,
+        size=main.size,
+    )
     if not parts:
         return [CompareRow(status=m.status or "error", note=m.note, **base)]
     prng = a.kind == "prng_key" or b.kind == "prng_key"
@@ -213,16 +267,35 @@ def _rows(m: Match, parts: list[Partials] | None, axis: int | None) -> list[Comp
     if axis is not None:
         for i, p in enumerate(parts):
             shape = tuple(n for j, n in enumerate(a.shape) if j != axis)
-            out.append(_valued(dict(base, path=f"{main.text}[layer {i}]", path_b=None, size=p.size, shape_a=shape,
-                                    shape_b=shape), p, prng, None, layer=i, layer_of=main.text))
+            out.append(
+                _valued(
+                    dict(
+                        base,
+                        path=f"{main.text}[layer {i}]",
+                        path_b=None,
+                        size=p.size,
+                        shape_a=shape,
+                        shape_b=shape,
+                    ),
+                    p,
+                    prng,
+                    None,
+                    layer=i,
+                    layer_of=main.text,
+                )
+            )
     return out
 
 
 def _valued(base: dict, p: Partials, prng: bool, note: str | None, **layer: Any) -> CompareRow:
     metrics = p.metrics()
     status, why = _value_status(metrics, prng)
-    values = {} if prng else {k: metrics[k] for k in ("rel_change", "max_abs", "cosine", "frac_changed")}
-    return CompareRow(status=status, identical=metrics["identical"], note=why or note, **values, **base, **layer)
+    values = (
+        {} if prng else {k: metrics[k] for k in ("rel_change", "max_abs", "cosine", "frac_changed")}
+    )
+    return CompareRow(
+        status=status, identical=metrics["identical"], note=why or note, **values, **base, **layer
+    )
 
 
 def _modules(totals: list[tuple[Path, Partials]]) -> list[ModuleRow]:
@@ -238,8 +311,19 @@ def _modules(totals: list[tuple[Path, Partials]]) -> list[ModuleRow]:
     out = []
     for prefix, (acc, (count, changed)) in agg.items():
         mt = acc.metrics()
-        out.append(ModuleRow(path_text(prefix) or "(root)", count, changed, acc.size, mt["rel_change"], mt["max_abs"],
-                             mt["cosine"], mt["frac_changed"], mt["identical"]))
+        out.append(
+            ModuleRow(
+                path_text(prefix) or "(root)",
+                count,
+                changed,
+                acc.size,
+                mt["rel_change"],
+                mt["max_abs"],
+                mt["cosine"],
+                mt["frac_changed"],
+                mt["identical"],
+            )
+        )
     return sorted(out, key=lambda r: (-_order(r.rel_change), r.path))
 
 
@@ -256,7 +340,14 @@ def _sorted(rows: list[CompareRow]) -> list[CompareRow]:
     for r in rows:
         if r.layer is not None:
             children.setdefault(r.layer_of, []).append(r)
-    parents.sort(key=lambda r: (r.status not in _STRUCTURAL, r.status != "nan", -_order(r.rel_change), r.path))
+    parents.sort(
+        key=lambda r: (
+            r.status not in _STRUCTURAL,
+            r.status != "nan",
+            -_order(r.rel_change),
+            r.path,
+        )
+    )
     out = []
     for r in parents:
         out.append(r)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ._compare import STATUSES, CompareRow, ModuleRow
 
@@ -19,10 +20,18 @@ def verdict(rows: Sequence[CompareRow]) -> str:
     """``b loads into a: 0 missing, 0 unexpected, 2 shape mismatches; values: ...`` in one line."""
     top = [r for r in rows if r.layer is None]
     count = collections.Counter(r.status for r in top)
-    text = (f"b loads into a: {count['missing']} missing, {count['unexpected']} unexpected, "
-            f"{_plural(count['shape'], 'shape mismatch', 'shape mismatches')}")
-    kinds = collections.Counter(part.split(" ")[0] for r in top if r.mismatch for part in r.mismatch.split("; "))
-    extra = [_plural(kinds[k], f"{k} mismatch", f"{k} mismatches") for k in ("dtype", "type", "sharding") if kinds[k]]
+    text = (
+        f"b loads into a: {count['missing']} missing, {count['unexpected']} unexpected, "
+        f"{_plural(count['shape'], 'shape mismatch', 'shape mismatches')}"
+    )
+    kinds = collections.Counter(
+        part.split(" ")[0] for r in top if r.mismatch for part in r.mismatch.split("; ")
+    )
+    extra = [
+        _plural(kinds[k], f"{k} mismatch", f"{k} mismatches")
+        for k in ("dtype", "type", "sharding")
+        if kinds[k]
+    ]
     if count["tied"]:
         extra.append(_plural(count["tied"], "tied weight", "tied weights") + " on one side only")
     if count["error"]:
@@ -87,17 +96,25 @@ class Comparison:
 
     def to_dict(self) -> dict:
         """Plain JSON-able data: the verdict, counts, rows and modules (non-finite numbers as None)."""
-        return {"verdict": self.verdict, "tol": self.tol, "a_type": self.a_type, "b_type": self.b_type,
-                "counts": self.counts, "rows": [_plain(dataclasses.asdict(r)) for r in self.rows],
-                "modules": [_plain(dataclasses.asdict(m)) for m in self.modules]}
+        return {
+            "verdict": self.verdict,
+            "tol": self.tol,
+            "a_type": self.a_type,
+            "b_type": self.b_type,
+            "counts": self.counts,
+            "rows": [_plain(dataclasses.asdict(r)) for r in self.rows],
+            "modules": [_plain(dataclasses.asdict(m)) for m in self.modules],
+        }
 
     def to_pandas(self) -> Any:
         """The rows as a ``pandas.DataFrame`` (an ImportError in one line without pandas)."""
         try:
             import pandas as pd
         except ImportError:
-            raise ImportError("Comparison.to_pandas() needs pandas (pip install pandas); "
-                              "Comparison.to_dict()['rows'] is the same data") from None
+            raise ImportError(
+                "Comparison.to_pandas() needs pandas (pip install pandas); "
+                "Comparison.to_dict()['rows'] is the same data"
+            ) from None
         return pd.DataFrame([dataclasses.asdict(r) for r in self.rows])
 
     def to_text(self, max_rows: int | None = 50) -> str:

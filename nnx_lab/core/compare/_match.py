@@ -4,7 +4,8 @@ their structure: paths on one side only, shape / dtype / Variable type / shardin
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .._util import first_line, quote_repr
 from ..graph import Path
@@ -31,28 +32,41 @@ def renamer(map: Any) -> Callable[[str], str | None]:
     if map is None:
         return lambda key: key
     if callable(map) and not isinstance(map, Mapping):
+
         def call(key: str) -> str | None:
             out = map(key)
             if out is not None and not isinstance(out, str):
-                raise TypeError(f"compare: map({key!r}) returned {type(out).__name__}; it must return a str or None")
+                raise TypeError(
+                    f"compare: map({key!r}) returned {type(out).__name__}; it must return a str or None"
+                )
             return out
+
         return call
     if not isinstance(map, Mapping):
-        raise TypeError(f"compare: map= is a dict of renames or a function of the path text, not {type(map).__name__}")
+        raise TypeError(
+            f"compare: map= is a dict of renames or a function of the path text, not {type(map).__name__}"
+        )
     rules = []
     for old, new in map.items():
         if not isinstance(old, str) or not isinstance(new, str):
-            raise TypeError(f"compare: map= renames str to str; got {quote_repr(old)}: {quote_repr(new)}")
-        rules.append((tuple(p for p in old.replace(".", "/").split("/") if p),
-                      tuple(p for p in new.replace(".", "/").split("/") if p)))
+            raise TypeError(
+                f"compare: map= renames str to str; got {quote_repr(old)}: {quote_repr(new)}"
+            )
+        rules.append(
+            (
+                tuple(p for p in old.replace(".", "/").split("/") if p),
+                tuple(p for p in new.replace(".", "/").split("/") if p),
+            )
+        )
     rules.sort(key=lambda r: -len(r[0]))
 
     def rename(key: str) -> str:
         parts = tuple(key.split("/"))
         for old, new in rules:
             if parts[: len(old)] == old:
-                return "/".join(new + parts[len(old):])
+                return "/".join(new + parts[len(old) :])
         return key
+
     return rename
 
 
@@ -62,8 +76,12 @@ class Match:
 
     a: Entry | None
     b: Entry | None
-    status: str | None = None  # missing, unexpected, shape, tied: a structural status; None: compare values
-    mismatch: list[str] = dataclasses.field(default_factory=list)  # dtype / type / sharding differences
+    status: str | None = (
+        None  # missing, unexpected, shape, tied: a structural status; None: compare values
+    )
+    mismatch: list[str] = dataclasses.field(
+        default_factory=list
+    )  # dtype / type / sharding differences
     note: str | None = None
 
 
@@ -78,12 +96,21 @@ def match_sides(a: Side, b: Side, map: Any = None) -> list[Match]:
         except TypeError:
             raise
         except Exception as err:  # noqa: BLE001 - the user's map function: said in one line
-            raise TypeError(f"compare: map({key_of(e.path)!r}) raised {type(err).__name__}: "
-                            f"{first_line(str(err), 200)}") from None
+            raise TypeError(
+                f"compare: map({key_of(e.path)!r}) raised {type(err).__name__}: "
+                f"{first_line(str(err), 200)}"
+            ) from None
         if key is None:
             out.append(Match(None, e, "unexpected", note="map= left it unmatched"))
         elif key in b_keys:
-            out.append(Match(None, e, "unexpected", note=f"map= sends it to {key!r} as well as {b_keys[key].text}"))
+            out.append(
+                Match(
+                    None,
+                    e,
+                    "unexpected",
+                    note=f"map= sends it to {key!r} as well as {b_keys[key].text}",
+                )
+            )
         else:
             b_keys[key] = e
     a_alias = {key_of(p): e for e in a.entries for p in e.aliases}
@@ -93,7 +120,14 @@ def match_sides(a: Side, b: Side, map: Any = None) -> list[Match]:
         if eb is None:
             owner = b_alias.get(key)
             if owner is not None:
-                out.append(Match(ea, None, "tied", note=f"tied to {owner.text} in b only (a separate array in a)"))
+                out.append(
+                    Match(
+                        ea,
+                        None,
+                        "tied",
+                        note=f"tied to {owner.text} in b only (a separate array in a)",
+                    )
+                )
             else:
                 out.append(Match(ea, None, "missing"))
             continue
@@ -103,7 +137,11 @@ def match_sides(a: Side, b: Side, map: Any = None) -> list[Match]:
             continue
         owner = a_alias.get(key)
         if owner is not None:
-            out.append(Match(None, eb, "tied", note=f"tied to {owner.text} in a only (a separate array in b)"))
+            out.append(
+                Match(
+                    None, eb, "tied", note=f"tied to {owner.text} in a only (a separate array in b)"
+                )
+            )
         else:
             out.append(Match(None, eb, "unexpected"))
     return out
@@ -112,7 +150,9 @@ def match_sides(a: Side, b: Side, map: Any = None) -> list[Match]:
 def _pair(ea: Entry, eb: Entry) -> Match:
     m = Match(ea, eb)
     keys = [e for e in (ea, eb) if e.kind == "prng_key"]
-    if len(keys) == 1:  # a key array beside its saved key data (a checkpoint holds uint32 data, not keys)
+    if (
+        len(keys) == 1
+    ):  # a key array beside its saved key data (a checkpoint holds uint32 data, not keys)
         other = eb if keys[0] is ea else ea
         if other.shape == keys[0].key_data_shape:
             m.note = "a PRNG key array beside its key data: the key data compared"
@@ -125,7 +165,13 @@ def _pair(ea: Entry, eb: Entry) -> Match:
         m.mismatch.append(f"dtype {ea.dtype} vs {eb.dtype}")
     if ea.type is not None and eb.type is not None and ea.type != eb.type:
         m.mismatch.append(f"type {ea.type} vs {eb.type}")
-    if (ea.sharding or eb.sharding) and ea.kind != "checkpoint" and eb.kind != "checkpoint" \
-            and ea.sharding != eb.sharding:
-        m.mismatch.append(f"sharding {ea.sharding or 'one device'} vs {eb.sharding or 'one device'}")
+    if (
+        (ea.sharding or eb.sharding)
+        and ea.kind != "checkpoint"
+        and eb.kind != "checkpoint"
+        and ea.sharding != eb.sharding
+    ):
+        m.mismatch.append(
+            f"sharding {ea.sharding or 'one device'} vs {eb.sharding or 'one device'}"
+        )
     return m

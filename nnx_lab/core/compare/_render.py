@@ -8,7 +8,18 @@ from typing import Any
 
 __all__ = ["html_table", "number", "text_table"]
 
-_COLUMNS = ("path", "status", "rel_change", "max_abs", "cosine", "frac_changed", "identical", "shape", "dtype", "note")
+_COLUMNS = (
+    "path",
+    "status",
+    "rel_change",
+    "max_abs",
+    "cosine",
+    "frac_changed",
+    "identical",
+    "shape",
+    "dtype",
+    "note",
+)
 
 
 def number(x: Any) -> str:
@@ -43,8 +54,18 @@ def _dtype(row: Any) -> str:
 def _cells(row: Any) -> list[str]:
     path = row.path if row.path_b is None else f"{row.path} <- {row.path_b}"
     note = "; ".join(t for t in (row.mismatch, row.note) if t)
-    return [("  " if row.layer is not None else "") + path, row.status, number(row.rel_change), number(row.max_abs),
-            number(row.cosine), number(row.frac_changed), number(row.identical), _shape(row), _dtype(row), note]
+    return [
+        ("  " if row.layer is not None else "") + path,
+        row.status,
+        number(row.rel_change),
+        number(row.max_abs),
+        number(row.cosine),
+        number(row.frac_changed),
+        number(row.identical),
+        _shape(row),
+        _dtype(row),
+        note,
+    ]
 
 
 def text_table(cmp: Any, max_rows: int | None = 50) -> str:
@@ -61,7 +82,9 @@ def text_table(cmp: Any, max_rows: int | None = 50) -> str:
 def _bar(x: float | None) -> str:
     if x is None or not math.isfinite(x):
         return ""
-    width = int(round(100 * min(1.0, x)))  # relative change of 1 (as large as a itself) fills the cell
+    width = int(
+        round(100 * min(1.0, x))
+    )  # relative change of 1 (as large as a itself) fills the cell
     return f'<div style="height:4px;background:#d62728;width:{width}%"></div>'
 
 
@@ -74,9 +97,14 @@ def html_table(cmp: Any, max_rows: int = 200) -> str:
         tds = [f"<td style='padding:1px 6px;white-space:pre'>{esc(c)}</td>" for c in cells]
         tds[2] = f"<td style='padding:1px 6px'>{esc(cells[2])}{_bar(r.rel_change)}</td>"
         body.append("<tr>" + "".join(tds) + "</tr>")
-    more = (f"<p>... {len(cmp.rows) - max_rows} more rows (Comparison.rows has them all)</p>"
-            if len(cmp.rows) > max_rows else "")
+    more = (
+        f"<p>... {len(cmp.rows) - max_rows} more rows (Comparison.rows has them all)</p>"
+        if len(cmp.rows) > max_rows
+        else ""
+    )
     title = f"{esc(cmp.a_type)} vs {esc(cmp.b_type)}: {esc(cmp.verdict)}"
-    return (f"<div class='nnx-lab-compare'><p style='font-family:monospace'>{title}</p>"
-            f"<table style='font-family:monospace;font-size:12px;border-collapse:collapse'>"
-            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}</div>")
+    return (
+        f"<div class='nnx-lab-compare'><p style='font-family:monospace'>{title}</p>"
+        f"<table style='font-family:monospace;font-size:12px;border-collapse:collapse'>"
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}</div>"
+    )

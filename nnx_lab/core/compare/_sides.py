@@ -4,7 +4,8 @@ checkpoint path, walked with the project's one graph walk (flax's graph API: ``c
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import jax
 import numpy as np
@@ -15,7 +16,9 @@ from ..graph import Path, path_text, split_pair, walk_graph
 
 __all__ = ["Entry", "Side", "resolve_side"]
 
-_LAYER_NAMES = ("layers",)  # flax's nnx.PARTITION_NAME convention, as the snapshot's stacked rows read it
+_LAYER_NAMES = (
+    "layers",
+)  # flax's nnx.PARTITION_NAME convention, as the snapshot's stacked rows read it
 _SHARDING_KEYS = ("out_sharding", "sharding_names", "sharding")
 
 
@@ -30,7 +33,9 @@ class Entry:
     sharding: str | None  # None: one device or unknown (never a mismatch)
     aliases: tuple[Path, ...]
     kind: str  # array, abstract, tracer, prng_key, non_numeric, deleted, checkpoint, error
-    value: Any = None  # the array (kind array / prng_key), or the checkpoint entry (kind checkpoint)
+    value: Any = (
+        None  # the array (kind array / prng_key), or the checkpoint entry (kind checkpoint)
+    )
     note: str | None = None
     metadata: Mapping | None = None
     key_data_shape: tuple[int, ...] | None = None  # a PRNG key array's key data (what Orbax saves)
@@ -62,40 +67,93 @@ def _sharding_text(value: Any) -> str | None:
 
 
 def _dtype_text(dtype: Any) -> str:
-    return str(np.dtype(dtype)) if not jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key) else str(dtype)
+    return (
+        str(np.dtype(dtype))
+        if not jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+        else str(dtype)
+    )
 
 
 def _numeric(dtype: Any) -> bool:
-    return jax.dtypes.issubdtype(dtype, np.number) and not jax.dtypes.issubdtype(dtype, np.complexfloating) \
+    return (
+        jax.dtypes.issubdtype(dtype, np.number)
+        and not jax.dtypes.issubdtype(dtype, np.complexfloating)
         or jax.dtypes.issubdtype(dtype, np.bool_)
+    )
 
 
-def _entry(path: Path, type_name: str | None, value: Any, aliases: tuple, metadata: Mapping | None) -> Entry:
+def _entry(
+    path: Path, type_name: str | None, value: Any, aliases: tuple, metadata: Mapping | None
+) -> Entry:
     common = dict(path=path, type=type_name, aliases=aliases, metadata=metadata)
     if isinstance(value, jax.core.Tracer):
-        return Entry(shape=None, dtype=None, sharding=None, kind="tracer",
-                     note="a value being traced by jax (inside jit/grad): no data to compare", **common)
+        return Entry(
+            shape=None,
+            dtype=None,
+            sharding=None,
+            kind="tracer",
+            note="a value being traced by jax (inside jit/grad): no data to compare",
+            **common,
+        )
     if isinstance(value, jax.ShapeDtypeStruct):
-        return Entry(shape=tuple(value.shape), dtype=_dtype_text(value.dtype), sharding=_sharding_text(value),
-                     kind="abstract", note="abstract (a shape without data)", **common)
+        return Entry(
+            shape=tuple(value.shape),
+            dtype=_dtype_text(value.dtype),
+            sharding=_sharding_text(value),
+            kind="abstract",
+            note="abstract (a shape without data)",
+            **common,
+        )
     if isinstance(value, (int, float, bool, np.generic)) and not isinstance(value, np.ndarray):
         value = np.asarray(value)
     if not isinstance(value, (jax.Array, np.ndarray)):
-        return Entry(shape=None, dtype=None, sharding=None, kind="non_numeric", value=value,
-                     note=f"{type(value).__name__}: not an array", **common)
+        return Entry(
+            shape=None,
+            dtype=None,
+            sharding=None,
+            kind="non_numeric",
+            value=value,
+            note=f"{type(value).__name__}: not an array",
+            **common,
+        )
     shape, dtype = tuple(value.shape), value.dtype
     if isinstance(value, jax.Array) and value.is_deleted():
-        return Entry(shape=shape, dtype=_dtype_text(dtype), sharding=None, kind="deleted",
-                     note="the buffer was deleted or donated", **common)
+        return Entry(
+            shape=shape,
+            dtype=_dtype_text(dtype),
+            sharding=None,
+            kind="deleted",
+            note="the buffer was deleted or donated",
+            **common,
+        )
     if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
-        return Entry(shape=shape, dtype=str(dtype), sharding=_sharding_text(value), kind="prng_key", value=value,
-                     note="a PRNG key array: compared bit for bit (its key data)",
-                     key_data_shape=tuple(jax.eval_shape(jax.random.key_data, value).shape), **common)
+        return Entry(
+            shape=shape,
+            dtype=str(dtype),
+            sharding=_sharding_text(value),
+            kind="prng_key",
+            value=value,
+            note="a PRNG key array: compared bit for bit (its key data)",
+            key_data_shape=tuple(jax.eval_shape(jax.random.key_data, value).shape),
+            **common,
+        )
     if not _numeric(dtype):
-        return Entry(shape=shape, dtype=str(dtype), sharding=_sharding_text(value), kind="non_numeric",
-                     note=f"dtype {dtype}: not compared", **common)
-    return Entry(shape=shape, dtype=_dtype_text(dtype), sharding=_sharding_text(value), kind="array", value=value,
-                 **common)
+        return Entry(
+            shape=shape,
+            dtype=str(dtype),
+            sharding=_sharding_text(value),
+            kind="non_numeric",
+            note=f"dtype {dtype}: not compared",
+            **common,
+        )
+    return Entry(
+        shape=shape,
+        dtype=_dtype_text(dtype),
+        sharding=_sharding_text(value),
+        kind="array",
+        value=value,
+        **common,
+    )
 
 
 def metadata_axis(entry: Entry) -> int | None:
@@ -106,7 +164,9 @@ def metadata_axis(entry: Entry) -> int | None:
         names = entry.metadata.get(key)
         if isinstance(names, (tuple, list)) and len(names) == len(entry.shape):
             for axis, name in enumerate(names):
-                if name in _LAYER_NAMES or (isinstance(name, (tuple, list)) and any(n in _LAYER_NAMES for n in name)):
+                if name in _LAYER_NAMES or (
+                    isinstance(name, (tuple, list)) and any(n in _LAYER_NAMES for n in name)
+                ):
                     return axis
     return None
 
@@ -119,7 +179,9 @@ def _checkpoint_side(label: str, path: Any) -> Side:
     for e in tree.entries:
         kind = "checkpoint" if e.note is None else "error" if e.unreadable else "non_numeric"
         try:
-            numeric = e.dtype is not None and _numeric(np.dtype(e.dtype) if e.dtype != "bfloat16" else jax.numpy.bfloat16)
+            numeric = e.dtype is not None and _numeric(
+                np.dtype(e.dtype) if e.dtype != "bfloat16" else jax.numpy.bfloat16
+            )
         except TypeError:
             numeric = False
         if kind == "error":
@@ -133,9 +195,21 @@ def _checkpoint_side(label: str, path: Any) -> Side:
 
 
 def _snapshot_side(label: str, snap: Any) -> Side:
-    entries = [Entry(r.path, r.type, r.shape, r.dtype, r.sharding, r.aliases, "abstract", None,
-                     "a snapshot holds descriptions, not values")
-               for r in snap.rows if r.layer_of is None]
+    entries = [
+        Entry(
+            r.path,
+            r.type,
+            r.shape,
+            r.dtype,
+            r.sharding,
+            r.aliases,
+            "abstract",
+            None,
+            "a snapshot holds descriptions, not values",
+        )
+        for r in snap.rows
+        if r.layer_of is None
+    ]
     return Side(label, f"Snapshot({snap.root_type})", entries)
 
 
@@ -145,24 +219,41 @@ def resolve_side(label: str, obj: Any) -> Side:
 
     if isinstance(obj, (str, bytes)) or hasattr(obj, "__fspath__"):
         if isinstance(obj, bytes):
-            raise TypeError(f"compare: {label} is bytes; give a checkpoint path as str or pathlib.Path")
+            raise TypeError(
+                f"compare: {label} is bytes; give a checkpoint path as str or pathlib.Path"
+            )
         return _checkpoint_side(label, obj)
     if isinstance(obj, Snapshot):
         return _snapshot_side(label, obj)
     if isinstance(obj, jax.core.Tracer):
-        raise TypeError(f"compare: {label} is a jax tracer (compare() was called inside jit/grad/vmap); "
-                        "call it outside the transformation")
-    accepted = isinstance(obj, (nnx.Module, nnx.Variable, Mapping)) or split_pair(obj) is not None \
+        raise TypeError(
+            f"compare: {label} is a jax tracer (compare() was called inside jit/grad/vmap); "
+            "call it outside the transformation"
+        )
+    accepted = (
+        isinstance(obj, (nnx.Module, nnx.Variable, Mapping))
+        or split_pair(obj) is not None
         or isinstance(obj, nnx.State)
+    )
     if not accepted:
-        raise TypeError(f"compare: {label} is {type(obj).__name__}, not an nnx.Module, an nnx.State, a (graphdef, "
-                        "state) pair, a Snapshot or a checkpoint path")
+        raise TypeError(
+            f"compare: {label} is {type(obj).__name__}, not an nnx.Module, an nnx.State, a (graphdef, "
+            "state) pair, a Snapshot or a checkpoint path"
+        )
     try:
         walk = walk_graph(obj)
     except (TypeError, ValueError) as e:
         raise TypeError(f"compare: {label} cannot be walked: {first_line(str(e), 200)}") from None
     # A type only where it is a Variable's: a bare array's ("Array") or a Linen collection's ("params")
     # name is no Variable type to disagree with.
-    entries = [_entry(leaf.path, leaf.type_name if leaf.param is not None and leaf.type_name != leaf.path[0] else None,
-                      leaf.value, leaf.aliases, leaf.metadata) for leaf in walk.leaves]
+    entries = [
+        _entry(
+            leaf.path,
+            leaf.type_name if leaf.param is not None and leaf.type_name != leaf.path[0] else None,
+            leaf.value,
+            leaf.aliases,
+            leaf.metadata,
+        )
+        for leaf in walk.leaves
+    ]
     return Side(label, walk.root_type, entries)

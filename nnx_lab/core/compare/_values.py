@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
 __all__ = ["FLOATS", "INTS", "Partials", "device_partials", "stream_partials"]
@@ -32,13 +32,17 @@ class Partials:
     __slots__ = ("floats", "ints", "size")
 
     def __init__(self, floats: Sequence[float], ints: Sequence[int], size: int):
-        self.floats, self.ints, self.size = [float(v) for v in floats], [int(v) for v in ints], int(size)
+        self.floats, self.ints, self.size = (
+            [float(v) for v in floats],
+            [int(v) for v in ints],
+            int(size),
+        )
 
     @classmethod
-    def empty(cls) -> "Partials":
+    def empty(cls) -> Partials:
         return cls([0.0, 0.0, 0.0, 0.0, 0.0], [0, 0, 0, 0], 0)
 
-    def add(self, other: "Partials") -> None:
+    def add(self, other: Partials) -> None:
         for i in range(4):
             self.floats[i] += other.floats[i]
         m, o = self.floats[4], other.floats[4]
@@ -57,9 +61,16 @@ class Partials:
         cosine = ab / math.sqrt(a_sq * b_sq) if a_sq > 0 and b_sq > 0 else None
         if cosine is not None and not math.isnan(cosine):
             cosine = max(-1.0, min(1.0, cosine))
-        return {"rel_change": rel, "max_abs": max_abs, "cosine": cosine,
-                "frac_changed": changed / self.size if self.size else 0.0, "identical": differ == 0,
-                "changed": changed, "nan_a": nan_a, "nan_b": nan_b}
+        return {
+            "rel_change": rel,
+            "max_abs": max_abs,
+            "cosine": cosine,
+            "frac_changed": changed / self.size if self.size else 0.0,
+            "identical": differ == 0,
+            "changed": changed,
+            "nan_a": nan_a,
+            "nan_b": nan_b,
+        }
 
 
 def _bits_differ(a, b):
@@ -101,11 +112,22 @@ def _pair(a, b, axis, tol):
     d = af - bf
     absd = jnp.abs(d)
     # NaN beside a number is changed (|d| <= tol is False); bit-identical elements never are
-    ops = (d * d, af * af, bf * bf, af * bf, absd, (~(absd <= tol) & differ).astype(jnp.int32),
-           differ.astype(jnp.int32), jnp.isnan(af).astype(jnp.int32), jnp.isnan(bf).astype(jnp.int32))
+    ops = (
+        d * d,
+        af * af,
+        bf * bf,
+        af * bf,
+        absd,
+        (~(absd <= tol) & differ).astype(jnp.int32),
+        differ.astype(jnp.int32),
+        jnp.isnan(af).astype(jnp.int32),
+        jnp.isnan(bf).astype(jnp.int32),
+    )
     init = tuple(jnp.zeros((), o.dtype) for o in ops)
     parts = lax.reduce(ops, init, _add_max, (2,))
-    floats = jnp.stack([p.sum(1) for p in parts[:4]] + [jnp.max(parts[4], axis=1, initial=0.0)], axis=1)
+    floats = jnp.stack(
+        [p.sum(1) for p in parts[:4]] + [jnp.max(parts[4], axis=1, initial=0.0)], axis=1
+    )
     ints = jnp.stack([p.sum(1, dtype=jnp.int32) for p in parts[5:]], axis=1)
     return floats, ints
 
@@ -138,7 +160,9 @@ def _group_key(x: jax.Array) -> tuple:
     return tuple(sorted(d.id for d in x.sharding.device_set))
 
 
-def device_partials(pairs: Sequence[tuple[Any, Any, int | None]], tol: float) -> list[list[Partials]]:
+def device_partials(
+    pairs: Sequence[tuple[Any, Any, int | None]], tol: float
+) -> list[list[Partials]]:
     """Per pair ``(a, b, layer_axis)``: its Partials (one, or one per layer)."""
     groups: dict[tuple, list[int]] = {}
     placed = []
@@ -148,7 +172,9 @@ def device_partials(pairs: Sequence[tuple[Any, Any, int | None]], tol: float) ->
         groups.setdefault(_group_key(pa), []).append(k)
     out: list[list[Partials]] = [[] for _ in pairs]
     launched = []
-    for members in groups.values():  # launched all before any fetch: the groups' devices work in parallel
+    for (
+        members
+    ) in groups.values():  # launched all before any fetch: the groups' devices work in parallel
         a_arrays = tuple(placed[k][0] for k in members)
         b_arrays = tuple(placed[k][1] for k in members)
         axes = tuple(placed[k][2] for k in members)
@@ -170,8 +196,15 @@ def _block(a, b, tol):
     return _pair(a, b, None, tol)
 
 
-def stream_partials(a_source: Any, b_source: Any, shape: tuple[int, ...], itemsize: int, chunk_bytes: int,
-                    tol: float, stored_chunk: tuple[int, ...] | None = None) -> Partials:
+def stream_partials(
+    a_source: Any,
+    b_source: Any,
+    shape: tuple[int, ...],
+    itemsize: int,
+    chunk_bytes: int,
+    tol: float,
+    stored_chunk: tuple[int, ...] | None = None,
+) -> Partials:
     """One pair where one side or both are checkpoint arrays: block by block, summed on the host.
 
     A source is ``("array", jax_array)`` or ``("checkpoint", tensorstore)``; blocks are read with
