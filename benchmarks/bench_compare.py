@@ -39,7 +39,8 @@ class Block(nnx.Module):
 
 class Stack(nnx.Module):
     def __init__(self, d, depth, rngs):
-        self.blocks = nnx.List([Block(d, rngs) for _ in range(depth)])
+        for i in range(depth):  # attributes, not nnx.List: Colab's flax 0.11 has none
+            setattr(self, f"block{i}", Block(d, rngs))
 
 
 def best(fn, repeat=3):
@@ -127,9 +128,9 @@ def streaming(mib):
     path = os.path.join(tempfile.mkdtemp(prefix="nnx_lab-bench-"), "ckpt")
     checkpointer = ocp.StandardCheckpointer()
     save_args = jax.tree.map(
-        lambda _: ocp.SaveArgs(chunk_byte_size=CHUNK_BYTES // 4), nnx.state(nnx.Dict(state))
+        lambda _: ocp.SaveArgs(chunk_byte_size=CHUNK_BYTES // 4), nnx.state(state)
     )
-    checkpointer.save(path, nnx.state(nnx.Dict(state)), save_args=save_args)
+    checkpointer.save(path, nnx.state(state), save_args=save_args)
     checkpointer.wait_until_finished()
     files = [os.path.join(r, f) for r, _, fs in os.walk(path) for f in fs]
     disk = sum(os.path.getsize(f) for f in files)
