@@ -1,30 +1,27 @@
-"""Compiles nnx_lab makes in the background (a viewer's program, the update ratio's) run at the
-lowest CPU priority, so that a cell's own jit compiling at the same moment gets the cores first;
-the user's thread keeps its priority, and what is compiled works."""
+"""Compiles nnx_lab makes in the background (a viewer's program, the update ratio's) wait while
+another thread (the user's cell) is inside XLA's compile, and start once it is done; compiles made
+for the user's own call (a first snapshot) never wait; what is compiled works."""
 
-import os
-import sys
 import threading
+import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nnx_lab.core.snapshot import _kernels, _programs
-from nnx_lab.core.snapshot._kernels import LOW_PRIORITY, compile_lowered, float_kernel, in_background
-
-linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own niceness is Linux's")
+from nnx_lab.core.snapshot import _kernels
+from nnx_lab.core.snapshot._kernels import compile_lowered, in_background, others_compiling
 
 
 class Recording:
-    """A lowered computation whose compile records the niceness of the thread that runs it."""
+    """A lowered computation whose compile records when it ran."""
 
     def __init__(self, lowered):
-        self.lowered, self.seen = lowered, []
+        self.lowered, self.at = lowered, []
 
     def compile(self, **kwargs):
-        self.seen.append((os.getpriority(os.PRIO_PROCESS, 0), threading.get_native_id()))
+        self.at.append(time.monotonic())
         return self.lowered.compile(**kwargs)
 
 
@@ -32,22 +29,66 @@ def lowered():
     return jax.jit(lambda x: x * 2).lower(jnp.ones(3))
 
 
-@linux
-def test_background_compile_runs_at_lowest_priority_and_works():
-    mine = os.getpriority(os.PRIO_PROCESS, 0)
-    rec = Recording(lowered())
-    with in_background():
-        compiled = compile_lowered(rec, ({},))
-    (nice, tid), = rec.seen
-    assert nice == max(LOW_PRIORITY, mine) and tid != threading.get_native_id()
-    assert os.getpriority(os.PRIO_PROCESS, 0) == mine  # the caller's thread is untouched
-    np.testing.assert_array_equal(compiled(jnp.ones(3)), [2, 2, 2])
+def backend_compile_and_load(started: threading.Event, release: threading.Event):
+    """Stands for jax's own frame of that name: a thread inside it is "compiling"."""
+    started.set()
+    release.wait(30)
 
 
-def test_a_compile_outside_the_background_stays_on_the_callers_thread():
-    rec = Recording(lowered())
-    compile_lowered(rec, ({},))
-    assert rec.seen[0][1] == threading.get_native_id()
+def test_a_background_compile_waits_for_the_users_compile():
+    started, release = threading.Event(), threading.Event()
+    user = threading.Thread(target=backend_compile_and_load, args=(started, release), name="user-cell")
+    user.start()
+    started.wait(10)
+    assert others_compiling()
+    rec, done = Recording(lowered()), []
+
+    def ours():
+        with in_background():
+            done.append(compile_lowered(rec, ({},)))
+
+    t = threading.Thread(target=ours, name="nnx_lab-program")
+    t.start()
+    time.sleep(0.3)
+    assert rec.at == []  # still waiting: the user's compile is running
+    ended = time.monotonic()
+    release.set()
+    user.join()
+    t.join(60)
+    assert rec.at and rec.at[0] >= ended
+    np.testing.assert_array_equal(done[0](jnp.ones(3)), [2, 2, 2])
+    assert not others_compiling()
+
+
+def test_the_users_own_compiles_never_wait(monkeypatch):
+    started, release = threading.Event(), threading.Event()
+    other = threading.Thread(target=backend_compile_and_load, args=(started, release))
+    other.start()
+    started.wait(10)
+    try:
+        rec = Recording(lowered())
+        compile_lowered(rec, ({},))  # not in_background: the caller waits for this compile
+        assert len(rec.at) == 1
+    finally:
+        release.set()
+        other.join()
+
+
+def test_the_wait_is_bounded(monkeypatch):
+    monkeypatch.setattr(_kernels, "YIELD_MAX_S", 0.2)
+    started, release = threading.Event(), threading.Event()
+    other = threading.Thread(target=backend_compile_and_load, args=(started, release))
+    other.start()
+    started.wait(10)
+    try:
+        rec = Recording(lowered())
+        start = time.monotonic()
+        with in_background():
+            compile_lowered(rec, ({},))
+        assert len(rec.at) == 1 and rec.at[0] - start < 10
+    finally:
+        release.set()
+        other.join()
 
 
 def test_a_failing_background_compile_raises_in_the_caller():
@@ -57,23 +98,3 @@ def test_a_failing_background_compile_raises_in_the_caller():
 
     with in_background(), pytest.raises(RuntimeError, match="XLA said no"):
         compile_lowered(Broken(), ({},))
-
-
-@linux
-def test_a_viewers_program_compiles_at_lowest_priority(monkeypatch):
-    seen = []
-    real = _kernels._compile_lowered
-
-    def spy(lowered, options):
-        seen.append((threading.current_thread().name, os.getpriority(os.PRIO_PROCESS, 0)))
-        return real(lowered, options)
-
-    monkeypatch.setattr(_kernels, "_compile_lowered", spy)
-    arrays = [jnp.arange(n, dtype=jnp.float32) + 0.5 for n in (7, 9, 11)]
-    key = ("test_compile_yield", tuple(a.shape for a in arrays))
-    assert _programs.program_for([float_kernel] * 3, arrays, background=True, eager=True, key=key) is None
-    for t in [t for t in threading.enumerate() if t.name == "nnx_lab-program"]:
-        t.join(120)
-    program = _programs.program_for([float_kernel] * 3, arrays, background=True, eager=True, key=key)
-    assert isinstance(program, _programs.Program)
-    assert seen and all(name == "nnx_lab-compile-low" and nice >= LOW_PRIORITY for name, nice in seen)

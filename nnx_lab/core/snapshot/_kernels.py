@@ -17,9 +17,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import os
 import sys
 import threading
+import time
 
 import jax
 import jax.numpy as jnp
@@ -229,19 +229,24 @@ def kernel_options(x) -> tuple[dict, ...]:
     return (SMALL_CPU_OPTIONS if x.size <= SMALL_ELEMENTS else CPU_OPTIONS, {})
 
 
-# Compiles nnx_lab makes in the background (a viewer's program, the update ratio's) yield the CPU to
-# the user's: the compile itself (XLA's, the GIL released) runs on a thread of its own at the lowest
-# priority, so a cell's own jit compiling at the same time gets the cores first. Only that thread:
-# one holding the GIL at low priority would make the user's Python wait for it. Linux only (a
-# thread's own niceness); elsewhere the compile runs as before.
-LOW_PRIORITY = 19
+# Compiles nnx_lab makes in the background (a viewer's program, the update ratio's) never start while
+# another thread of the process (the user's cell: a new jit's first call) is inside XLA's compile:
+# they wait for it to end (up to YIELD_MAX_S), so the user's compile has the cores to itself. They
+# are not run at a lower CPU priority: where training saturates the CPU (the CPU backend), such a
+# compile would starve and the viewer would wait for its program for the whole loop.
+YIELD_TO_USER_COMPILES = True
+YIELD_MAX_S = 120.0
+YIELD_POLL_S = 0.02
+_COMPILE_FRAMES = frozenset({"backend_compile_and_load", "backend_compile", "compile_or_get_cached"})
 _background = threading.local()
 _log = logging.getLogger("nnx_lab")
 
 
 @contextlib.contextmanager
 def in_background():
-    """Compiles (:func:`compile_lowered`) made inside run at the lowest CPU priority."""
+    """Background work: it starts (its lowering too) once no other thread is compiling, and
+    compiles (:func:`compile_lowered`) made inside wait again for the user's compiles first."""
+    _wait_for_others()
     before = getattr(_background, "on", False)
     _background.on = True
     try:
@@ -250,34 +255,43 @@ def in_background():
         _background.on = before
 
 
+def others_compiling() -> bool:
+    """Whether a thread other than this one and nnx_lab's own is inside jax's XLA compile now."""
+    me = threading.get_ident()
+    names = {t.ident: t.name for t in threading.enumerate()}
+    for ident, frame in sys._current_frames().items():
+        if ident == me or names.get(ident, "").startswith("nnx_lab"):
+            continue
+        depth = 0
+        while frame is not None and depth < 400:
+            if frame.f_code.co_name in _COMPILE_FRAMES:
+                return True
+            frame, depth = frame.f_back, depth + 1
+    return False
+
+
+def _wait_for_others() -> None:
+    if not YIELD_TO_USER_COMPILES:
+        return
+    deadline = time.monotonic() + YIELD_MAX_S
+    waited = False
+    while others_compiling() and time.monotonic() < deadline:
+        waited = True
+        time.sleep(YIELD_POLL_S)
+    if waited:
+        _log.debug("nnx_lab: a background compile waited for the user's compile to end")
+
+
 def _yielding(compile_it):
-    """``compile_it()`` on a thread at :data:`LOW_PRIORITY`, waited for here (its result or error)."""
-    if not sys.platform.startswith("linux") or not getattr(_background, "on", False):
-        return compile_it()
-    out: dict = {}
-
-    def run():
-        try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOW_PRIORITY)
-        except OSError as e:  # a sandbox refusing it: the compile runs at the usual priority
-            _log.debug("nnx_lab: cannot lower a compile thread's priority: %s", e)
-        try:
-            out["value"] = compile_it()
-        except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
-            out["error"] = e
-
-    # Not a daemon, as the callers' threads: the interpreter waits for a compile before it exits.
-    thread = threading.Thread(target=run, name="nnx_lab-compile-low")
-    thread.start()
-    thread.join()
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
+    """``compile_it()``, inside :func:`in_background` once no other thread is compiling."""
+    if getattr(_background, "on", False):
+        _wait_for_others()
+    return compile_it()
 
 
 def compile_lowered(lowered, options: tuple[dict, ...]):
-    """``lowered.compile`` with the first set of options the backend accepts (at the lowest CPU
-    priority inside :func:`in_background`)."""
+    """``lowered.compile`` with the first set of options the backend accepts (inside
+    :func:`in_background`: once the user's own compiles are done)."""
     return _yielding(lambda: _compile_lowered(lowered, options))
 
 

@@ -84,8 +84,8 @@ def _program(olds: tuple, layers: tuple) -> Any:
 
     def compile_it():  # given shapes only: the held arrays are never kept alive by a compile
         try:
-            lowered = jax.jit(lambda o, n: _diff_norms(o, n, layers)).lower(shapes, shapes)
             with in_background():  # the user's own compiles come first (see _kernels)
+                lowered = jax.jit(lambda o, n: _diff_norms(o, n, layers)).lower(shapes, shapes)
                 program = compile_program(lowered, OPTIONS, shapes)  # on disk when on one device, as a viewer's
         except Exception as e:  # noqa: BLE001 - said when the update is asked for
             program = e
