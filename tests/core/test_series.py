@@ -148,13 +148,23 @@ def test_a_tick_without_grads_keeps_the_last_ones_marked_stale(trained):
     np.testing.assert_array_equal(series.matrices[GRAD], first)
 
 
-def test_a_throttled_tick_lets_its_grads_go():
+def test_a_throttled_tick_keeps_only_the_last_steps_grads():
+    """A throttled tick keeps its gradients (the cell's end refresh shows them) until the next step
+    logs its own: at most one step's gradients are held."""
+    import gc
+    import weakref
+
     model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
     w = Watcher(model, max_rate=0.01)
     grads = nnx.grad(lambda m: m(jnp.ones((1, 2))).sum())(model)
     w.refresh(force=True)
     assert w.tick(grads=grads) is False  # throttled
-    assert w.series._grads is None
+    assert w.series._grads is grads
+    first = weakref.ref(compat.get_value(grads["kernel"]))
+    del grads
+    w.tick(grads=nnx.grad(lambda m: m(2 * jnp.ones((1, 2))).sum())(model))  # the next step's
+    gc.collect()
+    assert first() is None
 
 
 def test_watching_the_optimizer_alone_shows_its_state_as_rows_and_its_step(trained):

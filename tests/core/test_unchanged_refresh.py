@@ -110,6 +110,23 @@ def test_a_dropped_refresh_keeps_its_gradients(monkeypatch):
     assert grad_rows[kernel, MAX] == pytest.approx(float(np.max(get_value(grads["kernel"]))))
 
 
+def test_a_manual_loops_last_gradients_reach_the_cells_end_refresh():
+    """A tick() loop whose last tick was throttled: the cell's end refresh shows the last step's
+    gradients (kept by reference after that tick), not those of the loop's last refresh."""
+    model = linear()
+    opt = nnx.Optimizer(model, optax.sgd(0.1), wrt=nnx.Param)
+    w = Watcher(model, optimizer=opt, updates=False, max_rate=0.01)  # at most one refresh a 100 s
+    for step in range(1, 6):
+        grads = jax_grads(model, step)
+        opt.update(model, grads)
+        w.log(grads=grads)
+        w.tick()  # the first refreshes, the rest are throttled
+    w.refresh(force=True, wait=True)  # the cell's end
+    assert w.snapshot.series.steps[GRAD] == w.ticks == w.snapshot_step == 5
+    kernel = next(i for i, r in enumerate(w.snapshot.rows) if r.path[-1] == "kernel")
+    assert w.snapshot.series.matrices[GRAD][kernel, MAX] == 5.0
+
+
 def due(w):
     """The next tick refreshes (a test seam until the throttle's clock is injectable)."""
     w._last_attempt = float("-inf")

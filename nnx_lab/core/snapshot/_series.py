@@ -294,10 +294,6 @@ class SeriesStore:
         if updates is not None:
             self._given_updates, self._grads_step = updates, step
 
-    def drop(self) -> None:
-        """The step is over: gradients not taken by a refresh are let go."""
-        self._grads = self._given_updates = None
-
     def take(self, step: int, tick: bool = False) -> _Dispatch | None:
         """This refresh's series (None: nothing to add), taking what was logged. ``tick``: dispatched
         by a tick (its parameters are held for the update ratio); any other refresh (a loop's or

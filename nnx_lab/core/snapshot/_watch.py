@@ -61,6 +61,7 @@ class Watcher:
         self.stats = stats
         self.history = History(history)
         self.snapshot: Snapshot | None = None
+        self.snapshot_step = 0  # the step (ticks so far) at which the published snapshot was dispatched
         self.state = "waiting"  # waiting | live | error | missing (a followed name: no model now) | gone
         self.message = ""  # what the last refresh said (an error); replaced by the next one
         self.note = ""  # a standing remark (background refresh unavailable) that every status keeps
@@ -279,6 +280,7 @@ class Watcher:
         if kernel_cache_size() == self._compiled:  # a refresh that compiled says nothing of the next
             self._throttle.cost(self.cost_s + (self.device_s or 0.0))
         self.snapshot = snap
+        self.snapshot_step = step
         self.history.append(snap)
         self.refreshes += 1
         self.last_refresh = time.time()
@@ -340,12 +342,13 @@ class Watcher:
                 pass
         if last:  # the loop's end refresh follows at once and never defers: it takes this step's gradients
             return False
+        # What this step logged and its refresh did not take is kept (by reference) until the next
+        # step logs again: a manual tick() loop's last step's gradients reach the cell's end refresh.
         self._in_tick = True
         try:
             return self.refresh()
         finally:
             self._in_tick = False
-            self.series.drop()
 
     def track(self, iterable: Iterable[T]) -> Iterator[T]:
         """``for batch in watcher.track(batches): ...`` — ticks after each step, refreshes at the end."""
