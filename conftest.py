@@ -7,6 +7,7 @@ with a reason naming that flax, decided by nnx_lab.core.compat (the library's ow
   (``view_panel``'s needs ``nnx.view``);
 - a file that cannot even be imported on an older flax: ``pytest.skip(compat.missing(...), allow_module_level=True)``.
 """
+
 import functools
 import json
 
@@ -19,10 +20,15 @@ _DOCTEST_NAME_NEEDS = {"view_panel": "nnx.view"}  # a documented name -> the fla
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "needs_flax(feature): skipped when the installed flax lacks the feature "
-                                       "(a key of nnx_lab.core.compat's table)")
-    config.addinivalue_line("markers", "classic_notebook: drives the classic Notebook 6.5 (ipywidgets 7, as Colab) "
-                                       "in headless Chromium; runs on Colab's stack")
+    config.addinivalue_line(
+        "markers",
+        "needs_flax(feature): skipped when the installed flax lacks the feature (a key of nnx_lab.core.compat's table)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "classic_notebook: drives the classic Notebook 6.5 (ipywidgets 7, as Colab) "
+        "in headless Chromium; runs on Colab's stack",
+    )
 
 
 def _features(item) -> list[str]:
@@ -36,7 +42,7 @@ def _features(item) -> list[str]:
     return found
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _notebook_needs(path: str) -> str | None:
     with open(path, encoding="utf-8") as f:
         return json.load(f).get("metadata", {}).get("nnx_lab", {}).get("needs_flax")

@@ -52,8 +52,7 @@ class JsBuildHook(BuildHookInterface):
             missing = " and ".join(n for n, p in (("node", node), ("npm", npm)) if not p)
             self._require(have_bundles, bundles, f"{missing} not found on PATH")
             self.app.display_warning(
-                f"nnx_lab: {missing} not found; using the existing bundles in {static} "
-                "(they may be out of date)"
+                f"nnx_lab: {missing} not found; using the existing bundles in {static} (they may be out of date)"
             )
             return
 
@@ -68,14 +67,16 @@ class JsBuildHook(BuildHookInterface):
     def _npm(self, npm: str, args: list[str], cwd: Path) -> None:
         cmd = [npm, *args]
         self.app.display_info(f"nnx_lab: running {' '.join(['npm', *args])} in {cwd}")
-        env = {**os.environ, "npm_config_update_notifier": "false", "npm_config_fund": "false",
-               "npm_config_audit": "false"}
-        result = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
+        env = {
+            **os.environ,
+            "npm_config_update_notifier": "false",
+            "npm_config_fund": "false",
+            "npm_config_audit": "false",
+        }
+        result = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if result.returncode != 0:
             raise RuntimeError(
-                f"nnx_lab: `npm {' '.join(args)}` failed in {cwd} (exit {result.returncode}):\n"
-                f"{result.stdout[-4000:]}"
+                f"nnx_lab: `npm {' '.join(args)}` failed in {cwd} (exit {result.returncode}):\n{result.stdout[-4000:]}"
             )
 
     @staticmethod

@@ -31,11 +31,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from bench_live import loss_fn, train_step  # the same step: nnx.jit, value_and_grad, optimizer.update
 from flax import nnx
 
 import nnx_lab
 from nnx_lab.core.snapshot import _programs as stats_programs  # to wait for the statistics program
-from bench_live import loss_fn, train_step  # the same step: nnx.jit, value_and_grad, optimizer.update
 
 
 @nnx.jit
@@ -101,9 +101,14 @@ def run(mode: str, model, optimizer, batches, seconds: float) -> tuple[float, fl
     published = []  # when the model viewer published, during the loop
     if viewers:
         # Each published refresh updates the status (its count); the rows trait changes only with the structure.
-        viewers[0].observe(lambda change: published.append(time.perf_counter())
-                           if change["new"].get("refreshes") != change["old"].get("refreshes") else None,
-                           names="status")
+        viewers[0].observe(
+            lambda change: (
+                published.append(time.perf_counter())
+                if change["new"].get("refreshes") != change["old"].get("refreshes")
+                else None
+            ),
+            names="status",
+        )
     steps, loss = 0, None
     cpu = time.process_time()
     start = time.perf_counter()
@@ -161,8 +166,10 @@ def refresh_cpu(obj, n: int = 30) -> float:
 
 def bench(name: str, model_cls, shape, seconds: float, rounds: int) -> None:
     rng = np.random.default_rng(0)
-    batches = [(jnp.asarray(rng.normal(size=(64, *shape)), jnp.float32), jnp.asarray(rng.integers(0, 10, 64)))
-               for _ in range(4)]
+    batches = [
+        (jnp.asarray(rng.normal(size=(64, *shape)), jnp.float32), jnp.asarray(rng.integers(0, 10, 64)))
+        for _ in range(4)
+    ]
     model = model_cls(nnx.Rngs(0))
     optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
     for _ in range(5):
@@ -173,30 +180,41 @@ def bench(name: str, model_cls, shape, seconds: float, rounds: int) -> None:
     modes = ("plain", "viewer", "viewers", "plain+grads", "everything", "blocking")
     got = {m: [] for m in modes}
     for r in range(rounds):  # interleaved, so a noisy neighbour hits every mode alike; order rotated
-        for m in modes[r % len(modes):] + modes[:r % len(modes)]:
+        for m in modes[r % len(modes) :] + modes[: r % len(modes)]:
             got[m].append(run(m, model, optimizer, batches, seconds))
     # Each round's ratio against that round's plain run, then the median: the machine is shared and
     # its speed drifts between rounds more than within one.
     plain = statistics.median(s for s, *_ in got["plain"])
-    print(f"{name}: {plain:.1f} steps/s without a viewer ({rounds} interleaved rounds of {seconds:.0f} s, "
-          f"{jax.devices()[0].device_kind})")
-    for m, label in (("viewer", "viewer"), ("viewers", "model + optimizer viewers"),
-                     ("everything", "viewer with optimizer, grads, updates, loss (vs a plain loop whose step "
-                                    "also returns its gradients)"),
-                     ("blocking", "viewer, refresh waiting for the device (old)")):
+    print(
+        f"{name}: {plain:.1f} steps/s without a viewer ({rounds} interleaved rounds of {seconds:.0f} s, "
+        f"{jax.devices()[0].device_kind})"
+    )
+    for m, label in (
+        ("viewer", "viewer"),
+        ("viewers", "model + optimizer viewers"),
+        (
+            "everything",
+            "viewer with optimizer, grads, updates, loss (vs a plain loop whose step also returns its gradients)",
+        ),
+        ("blocking", "viewer, refresh waiting for the device (old)"),
+    ):
         base = got["plain+grads" if m == "everything" else "plain"]  # the same step without a viewer
         ratios = [s / p for (s, *_), (p, *_) in zip(got[m], base)]
         refreshes = statistics.median(r for _, r, _, _ in got[m])
         steady = statistics.median(r for _, _, r, _ in got[m])
-        print(f"  {label:<46} throughput ratio {statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})"
-              f"   refreshes/s {refreshes:.2f}   steady {steady:.2f}")
+        print(
+            f"  {label:<46} throughput ratio {statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})"
+            f"   refreshes/s {refreshes:.2f}   steady {steady:.2f}"
+        )
     # What the ratio should be, from what a refresh costs measured apart (the loop's noise left out).
     loop_cpu = statistics.median(c for *_, c in got["plain"])
     model_cost, opt_cost = refresh_cpu(model), refresh_cpu(optimizer)
     rate = statistics.median(r for _, r, _, _ in got["viewers"])
-    print(f"  one refresh's CPU: model {model_cost * 1e3:.2f} ms, optimizer {opt_cost * 1e3:.2f} ms; the plain loop "
-          f"uses {loop_cpu:.2f} CPU s/s; implied ratio: viewer {1 - rate * model_cost / loop_cpu:.3f}, "
-          f"model + optimizer {1 - rate * (model_cost + opt_cost) / loop_cpu:.3f}")
+    print(
+        f"  one refresh's CPU: model {model_cost * 1e3:.2f} ms, optimizer {opt_cost * 1e3:.2f} ms; the plain loop "
+        f"uses {loop_cpu:.2f} CPU s/s; implied ratio: viewer {1 - rate * model_cost / loop_cpu:.3f}, "
+        f"model + optimizer {1 - rate * (model_cost + opt_cost) / loop_cpu:.3f}"
+    )
 
 
 def main() -> None:

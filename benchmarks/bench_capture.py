@@ -18,10 +18,10 @@ from __future__ import annotations
 import jax
 import numpy as np
 from flax import nnx
+from timing import interleaved
 
 import nnx_lab
 from nnx_lab.core.capture import flatten_captured
-from timing import interleaved
 
 
 class Block(nnx.Module):
@@ -122,21 +122,30 @@ def main() -> None:
         jax.block_until_ready((outs, jax.tree.leaves(panel.captured)))
 
     flax_loop(), panel_tracked(), panel_untracked()  # compile
-    t = interleaved({"flax": flax_loop, "tracked": panel_tracked, "untracked": panel_untracked},
-                    rounds=3, repeats=3)
+    t = interleaved({"flax": flax_loop, "tracked": panel_tracked, "untracked": panel_untracked}, rounds=3, repeats=3)
     t_flax, t_tracked, t_untracked = t["flax"], t["tracked"], t["untracked"]
 
     print(f"model: 24 blocks x 512 wide, batch 256; {len(arrays)} captured arrays, {held / 2**20:.1f} MiB")
-    print(f"jitted forward captured / without sow:          {t_cap / t_plain:5.2f}x   "
-          f"({t_cap * 1e3:.1f} ms vs {t_plain * 1e3:.1f} ms)")
-    print(f"capture report / naive host copy + numpy:       {t_rep / t_naive:5.2f}x   "
-          f"({t_rep * 1e3:.1f} ms vs {t_naive * 1e3:.1f} ms)")
-    print(f"bytes fetched by the report / bytes captured:   {sum(fetched) / held:.2e}   "
-          f"({sum(fetched)} B in {len(fetched)} fetches vs {held} B)")
-    print(f"{steps}-step loop, panel.track / flax nnx.capture: {t_tracked / t_flax:5.2f}x   "
-          f"({t_tracked * 1e3:.0f} ms vs {t_flax * 1e3:.0f} ms)")
-    print(f"{steps}-step loop, panel without track / flax:     {t_untracked / t_flax:5.2f}x   "
-          f"({t_untracked * 1e3:.0f} ms: every call described)")
+    print(
+        f"jitted forward captured / without sow:          {t_cap / t_plain:5.2f}x   "
+        f"({t_cap * 1e3:.1f} ms vs {t_plain * 1e3:.1f} ms)"
+    )
+    print(
+        f"capture report / naive host copy + numpy:       {t_rep / t_naive:5.2f}x   "
+        f"({t_rep * 1e3:.1f} ms vs {t_naive * 1e3:.1f} ms)"
+    )
+    print(
+        f"bytes fetched by the report / bytes captured:   {sum(fetched) / held:.2e}   "
+        f"({sum(fetched)} B in {len(fetched)} fetches vs {held} B)"
+    )
+    print(
+        f"{steps}-step loop, panel.track / flax nnx.capture: {t_tracked / t_flax:5.2f}x   "
+        f"({t_tracked * 1e3:.0f} ms vs {t_flax * 1e3:.0f} ms)"
+    )
+    print(
+        f"{steps}-step loop, panel without track / flax:     {t_untracked / t_flax:5.2f}x   "
+        f"({t_untracked * 1e3:.0f} ms: every call described)"
+    )
 
 
 if __name__ == "__main__":

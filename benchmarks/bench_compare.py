@@ -100,9 +100,7 @@ def values(mib):
     ours = best(lambda: nnx_lab.compare(a, b))
     hand = best(lambda: jax.block_until_ready(by_hand(la, lb)))
     floor = best(lambda: jax.block_until_ready(read_once(la, lb)))
-    kernel = best(
-        lambda: jax.device_get(_values.device_partials([(x, y, None) for x, y in zip(la, lb)], 0.0))
-    )
+    kernel = best(lambda: jax.device_get(_values.device_partials([(x, y, None) for x, y in zip(la, lb)], 0.0)))
     gbs = nbytes / floor / 1e9
     print(
         f"values: {nbytes / 2**20:.0f} MiB read ({len(la)} pairs) on {jax.devices()[0].platform}: "
@@ -127,9 +125,7 @@ def streaming(mib):
     }
     path = os.path.join(tempfile.mkdtemp(prefix="nnx_lab-bench-"), "ckpt")
     checkpointer = ocp.StandardCheckpointer()
-    save_args = jax.tree.map(
-        lambda _: ocp.SaveArgs(chunk_byte_size=CHUNK_BYTES // 4), nnx.state(state)
-    )
+    save_args = jax.tree.map(lambda _: ocp.SaveArgs(chunk_byte_size=CHUNK_BYTES // 4), nnx.state(state))
     checkpointer.save(path, nnx.state(state), save_args=save_args)
     checkpointer.wait_until_finished()
     files = [os.path.join(r, f) for r, _, fs in os.walk(path) for f in fs]
@@ -164,12 +160,8 @@ def streaming(mib):
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--value-mib", type=float, default=256, help="MiB of each model compared by value"
-    )
-    parser.add_argument(
-        "--ckpt-mib", type=float, default=256, help="MiB of the main array of the checkpoint"
-    )
+    parser.add_argument("--value-mib", type=float, default=256, help="MiB of each model compared by value")
+    parser.add_argument("--ckpt-mib", type=float, default=256, help="MiB of the main array of the checkpoint")
     args = parser.parse_args()
     structure()
     values(args.value_mib)

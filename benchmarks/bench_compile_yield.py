@@ -29,8 +29,8 @@ os.environ["NNX_LAB_CACHE_DIR"] = "off"
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-
 import models  # noqa: E402
+
 from nnx_lab.core.snapshot import _kernels, _programs  # noqa: E402
 
 
@@ -61,8 +61,12 @@ def viewer_program(arrays: list, round_: int) -> threading.Thread:
     """Start a viewer program's compile over ``arrays``; its thread."""
     kernels = [_kernels.float_kernel] * len(arrays)
     before = set(threading.enumerate())
-    assert _programs.program_for(kernels, arrays, background=True, eager=True,
-                                 key=("bench_compile_yield", round_, time.perf_counter())) is None
+    assert (
+        _programs.program_for(
+            kernels, arrays, background=True, eager=True, key=("bench_compile_yield", round_, time.perf_counter())
+        )
+        is None
+    )
     (thread,) = [t for t in threading.enumerate() if t not in before and t.name == "nnx_lab-program"]
     return thread
 
@@ -75,8 +79,11 @@ def main() -> None:
     lowered, n_state = user_lowered()
     arrays = viewer_arrays(args.arrays)
     rounds = iter(range(1, 10**6))
-    print(f"user compile: the ViT training step ({n_state} arrays); viewer program: "
-          f"{args.arrays} arrays; {args.rounds} rounds, {jax.devices()[0].device_kind}", flush=True)
+    print(
+        f"user compile: the ViT training step ({n_state} arrays); viewer program: "
+        f"{args.arrays} arrays; {args.rounds} rounds, {jax.devices()[0].device_kind}",
+        flush=True,
+    )
     times: dict[str, list[float]] = {"alone": [], "beside ours": [], "not yielding": []}
     after: dict[str, list[float]] = {"beside ours": [], "not yielding": []}
     lowered.compile()  # warm: the first compile of a session pays for XLA's own start-up
@@ -88,7 +95,9 @@ def main() -> None:
             if label != "alone":
                 _kernels.YIELD_TO_USER_COMPILES = label == "beside ours"
 
-                def ask(box=box, key=len(times[label]) + 10 * r):
+                key = len(times[label]) + 10 * r
+
+                def ask(box=box, key=key):
                     while not _kernels.others_compiling():  # the user's compile has begun
                         time.sleep(0.002)
                     box["thread"] = viewer_program(arrays, key)
@@ -107,8 +116,9 @@ def main() -> None:
     alone = statistics.median(times["alone"])
     for label, got in times.items():
         m = statistics.median(got)
-        extra = (f"; the viewer's program ready {statistics.median(after[label]):.2f} s after it"
-                 if label in after else "")
+        extra = (
+            f"; the viewer's program ready {statistics.median(after[label]):.2f} s after it" if label in after else ""
+        )
         print(f"  {label:<13} user compile {m:6.2f} s  ({m / alone:4.2f}x alone){extra}")
 
 

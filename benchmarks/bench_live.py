@@ -125,9 +125,18 @@ def viewer_page_times(payload: dict) -> tuple[float, float, float, int, float] |
     await mod.default.render({model, el});
     </script></body></html>"""
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        browser = pw.chromium.launch(
+            executable_path="/usr/bin/chromium",
+            args=[
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
         page = browser.new_page()
         body = open(bundle, "rb").read()
         page.route("**/viewer.js", lambda route: route.fulfill(body=body, content_type="text/javascript"))
@@ -136,9 +145,12 @@ def viewer_page_times(payload: dict) -> tuple[float, float, float, int, float] |
         times, scroll = [], None
         for _ in range(3):
             page.goto("http://bench.local/index.html")
-            times.append(page.evaluate(
-                "() => new Promise(r => { const t = setInterval(() => { const el = document.getElementById('host');"
-                " if (el && el.dataset.firstPaintMs) { clearInterval(t); r(Number(el.dataset.firstPaintMs)); } }, 5); })"))
+            times.append(
+                page.evaluate(
+                    "() => new Promise(r => { const t = setInterval(() => { const el = document.getElementById('host');"
+                    " if (el && el.dataset.firstPaintMs) { clearInterval(t); r(Number(el.dataset.firstPaintMs)); } }, 5); })"
+                )
+            )
         scroll = page.evaluate(_SCROLL)
         browser.close()
     return statistics.median(times), scroll[0], scroll[1], int(scroll[2]), scroll[3]
@@ -146,8 +158,9 @@ def viewer_page_times(payload: dict) -> tuple[float, float, float, int, float] |
 
 def main() -> None:
     rng = np.random.default_rng(0)
-    batches = [(jnp.asarray(rng.normal(size=(128, 784)), jnp.float32), jnp.asarray(rng.integers(0, 10, 128)))
-               for _ in range(8)]
+    batches = [
+        (jnp.asarray(rng.normal(size=(128, 784)), jnp.float32), jnp.asarray(rng.integers(0, 10, 128))) for _ in range(8)
+    ]
     model, optimizer = make()
     for _ in range(20):  # compile and warm up
         train_step(model, optimizer, *batches[0])
@@ -167,8 +180,10 @@ def main() -> None:
     payload_bytes = len(json.dumps(payload, separators=(",", ":")).encode())
     paint = first_paint_ms(payload)
 
-    print(f"MLP 784-512-BN-Dropout-512-10, batch 128, Adam, nnx.jit; {steps} steps x3 interleaved; "
-          f"{jax.devices()[0].device_kind}")
+    print(
+        f"MLP 784-512-BN-Dropout-512-10, batch 128, Adam, nnx.jit; {steps} steps x3 interleaved; "
+        f"{jax.devices()[0].device_kind}"
+    )
     for mode in times:
         print(f"  {mode:7s} {rate[mode]:8.1f} steps/s")
     print(f"10 000-variable model ({len(snap)} rows): payload {payload_bytes / 1e3:.1f} KB")

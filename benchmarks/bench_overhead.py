@@ -47,11 +47,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from bench_async import CNN, MLP, train_step_grads
+from bench_live import train_step
 from flax import nnx
 
 import nnx_lab
-from bench_async import CNN, MLP, train_step_grads
-from bench_live import train_step
 
 
 def window(steps: int, step, viewers, batches, log: bool) -> tuple[float, float, int]:
@@ -101,8 +101,17 @@ def bootstrap_median(values: list[float], n: int = 4000) -> tuple[float, float]:
     return float(np.quantile(medians, 0.025)), float(np.quantile(medians, 0.975))
 
 
-def paired(setup: str, model, optimizer, batches, steps: int, pairs: int, updates: bool = True,
-           rate_seconds: float = 8.0, step_grads=None) -> dict:
+def paired(
+    setup: str,
+    model,
+    optimizer,
+    batches,
+    steps: int,
+    pairs: int,
+    updates: bool = True,
+    rate_seconds: float = 8.0,
+    step_grads=None,
+) -> dict:
     """``step_grads(*batch) -> (loss, grads)``: the "everything" step (default: bench_async's)."""
     if setup == "everything":
         viewers = [nnx_lab.watch(model, optimizer=optimizer, display=False, updates=updates)]
@@ -130,11 +139,14 @@ def paired(setup: str, model, optimizer, batches, steps: int, pairs: int, update
     return {"wall": wall_ratio, "cpu": cpu_ratio, "rate": statistics.median(rates), "continuous": continuous}
 
 
-def bench(name: str, model_cls, shape, seconds: float, pairs: int, setups: list[str], updates: bool,
-          rate_seconds: float) -> None:
+def bench(
+    name: str, model_cls, shape, seconds: float, pairs: int, setups: list[str], updates: bool, rate_seconds: float
+) -> None:
     rng = np.random.default_rng(0)
-    batches = [(jnp.asarray(rng.normal(size=(64, *shape)), jnp.float32), jnp.asarray(rng.integers(0, 10, 64)))
-               for _ in range(4)]
+    batches = [
+        (jnp.asarray(rng.normal(size=(64, *shape)), jnp.float32), jnp.asarray(rng.integers(0, 10, 64)))
+        for _ in range(4)
+    ]
     model = model_cls(nnx.Rngs(0))
     optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
     for _ in range(5):
@@ -146,18 +158,24 @@ def bench(name: str, model_cls, shape, seconds: float, pairs: int, setups: list[
         n += 1
     jax.block_until_ready(out)
     steps = max(5, round(n / (time.perf_counter() - start) * seconds))
-    print(f"{name}: windows of {steps} steps (~{seconds:.1f} s), {pairs} pairs per setup, "
-          f"{jax.devices()[0].device_kind}")
-    for setup, label in (("viewer", "viewer"), ("viewers", "model + optimizer viewers"),
-                         ("everything", "everything (optimizer, grads, updates, loss)")):
+    print(
+        f"{name}: windows of {steps} steps (~{seconds:.1f} s), {pairs} pairs per setup, {jax.devices()[0].device_kind}"
+    )
+    for setup, label in (
+        ("viewer", "viewer"),
+        ("viewers", "model + optimizer viewers"),
+        ("everything", "everything (optimizer, grads, updates, loss)"),
+    ):
         if setup not in setups:
             continue
         got = paired(setup, model, optimizer, batches, steps, pairs, updates, rate_seconds)
         lo, hi = bootstrap_median(got["wall"])
         clo, chi = bootstrap_median(got["cpu"])
-        print(f"  {label:<46} throughput ratio {statistics.median(got['wall']):.3f} (95% {lo:.3f}-{hi:.3f})"
-              f"   CPU-time ratio {statistics.median(got['cpu']):.3f} ({clo:.3f}-{chi:.3f})"
-              f"   refreshes/s {got['rate']:.2f} in windows, {got['continuous']:.2f} in a loop")
+        print(
+            f"  {label:<46} throughput ratio {statistics.median(got['wall']):.3f} (95% {lo:.3f}-{hi:.3f})"
+            f"   CPU-time ratio {statistics.median(got['cpu']):.3f} ({clo:.3f}-{chi:.3f})"
+            f"   refreshes/s {got['rate']:.2f} in windows, {got['continuous']:.2f} in a loop"
+        )
 
 
 def main() -> None:
@@ -167,8 +185,11 @@ def main() -> None:
     parser.add_argument("--rate-seconds", type=float, default=8.0, help="seconds of the continuous loop")
     parser.add_argument("--models", default="mlp,cnn")
     parser.add_argument("--setups", default="viewer,viewers,everything")
-    parser.add_argument("--no-updates", action="store_true",
-                        help="watch(..., updates=False): no update ratio (what holding and diffing the parameters costs)")
+    parser.add_argument(
+        "--no-updates",
+        action="store_true",
+        help="watch(..., updates=False): no update ratio (what holding and diffing the parameters costs)",
+    )
     parser.add_argument("--real-pairs", type=int, default=10, help="pairs per example architecture")
     args = parser.parse_args()
     models, setups = args.models.split(","), args.setups.split(",")
@@ -178,11 +199,27 @@ def main() -> None:
 
         real_checks.run(real, args.real_pairs, args.window, args.rate_seconds)
     if "mlp" in models:
-        bench("MLP 784-512-BN-512-10, batch 64, Adam", MLP, (784,), args.window, args.pairs, setups, not args.no_updates,
-              args.rate_seconds)
+        bench(
+            "MLP 784-512-BN-512-10, batch 64, Adam",
+            MLP,
+            (784,),
+            args.window,
+            args.pairs,
+            setups,
+            not args.no_updates,
+            args.rate_seconds,
+        )
     if "cnn" in models:
-        bench("MNIST tutorial CNN, batch 64, Adam", CNN, (28, 28, 1), args.window, args.pairs, setups,
-              not args.no_updates, args.rate_seconds)
+        bench(
+            "MNIST tutorial CNN, batch 64, Adam",
+            CNN,
+            (28, 28, 1),
+            args.window,
+            args.pairs,
+            setups,
+            not args.no_updates,
+            args.rate_seconds,
+        )
 
 
 if __name__ == "__main__":

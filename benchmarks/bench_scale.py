@@ -104,18 +104,32 @@ print("RESULT" + json.dumps(out))
 """
 
 
-def run(n: int, treescope_too: bool, tabulate_too: bool, timeout: float, payload_file: str, mode: str,
-        cache: str) -> dict | str:
+def run(
+    n: int, treescope_too: bool, tabulate_too: bool, timeout: float, payload_file: str, mode: str, cache: str
+) -> dict | str:
     env = dict(os.environ, NNX_LAB_CACHE_DIR=cache)
     try:
-        done = subprocess.run([sys.executable, "-c", CHILD, str(n), "1" if treescope_too else "0", payload_file,
-                               "1" if tabulate_too else "0", mode],
-                              capture_output=True, text=True, timeout=timeout, env=env)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                CHILD,
+                str(n),
+                "1" if treescope_too else "0",
+                payload_file,
+                "1" if tabulate_too else "0",
+                mode,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+        )
     except subprocess.TimeoutExpired:
         return f"did not finish in {timeout:.0f} s"
     for line in done.stdout.splitlines():
         if line.startswith("RESULT"):
-            return json.loads(line[len("RESULT"):])
+            return json.loads(line[len("RESULT") :])
     return "failed: " + (done.stderr.strip().splitlines() or ["?"])[-1]
 
 
@@ -128,11 +142,14 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,1000,10000,100000")
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--treescope-up-to", type=int, default=100000, help="run treescope up to this size")
-    parser.add_argument("--tabulate-up-to", type=int, default=10000,
-                        help="run nnx.tabulate up to this size (11 minutes at 10,000 here)")
+    parser.add_argument(
+        "--tabulate-up-to", type=int, default=10000, help="run nnx.tabulate up to this size (11 minutes at 10,000 here)"
+    )
     args = parser.parse_args()
-    print(f"{'Variables':>9}  {'rows':>8}  {'cold 1st':>9}  {'cold':>9}  {'programs':>8}  {'warm':>9}  {'per Var':>8}  {'first B':>7}  "
-          f"{'B/refresh':>9}  {'paint':>7}  {'scroll':>16}  {'treescope':>9}  {'ts/1st':>6}  {'ts/cold':>7}  {'tabulate':>9}  {'tab/cold':>8}")
+    print(
+        f"{'Variables':>9}  {'rows':>8}  {'cold 1st':>9}  {'cold':>9}  {'programs':>8}  {'warm':>9}  {'per Var':>8}  {'first B':>7}  "
+        f"{'B/refresh':>9}  {'paint':>7}  {'scroll':>16}  {'treescope':>9}  {'ts/1st':>6}  {'ts/cold':>7}  {'tabulate':>9}  {'tab/cold':>8}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         payload_file = os.path.join(tmp, "payload.json")
         for n in (int(s) for s in args.sizes.split(",")):
@@ -159,9 +176,12 @@ def main() -> None:
             ts_first = "" if ts is None else f"{ts / compiled:.2f}"
             tab_ratio = "" if tab is None else f"{tab / cold:.2f}"
             per_refresh = "—" if got["refresh_bytes"] is None else f"{got['refresh_bytes'] / v:.1f}"
-            print(f"{v:>9,}  {ms(got['rows_s']):>8}  {ms(compiled):>9}  {ms(cold):>9}  {got['program_compile_s']:>6.1f} s  {ms(warm):>9}  {warm / v * 1e6:>5.1f} us"
-                  f"  {got['payload_bytes'] / v:>7.0f}  {per_refresh:>9}  {ms(paint and paint / 1e3):>7}  {scroll:>16}  {ms(ts):>9}  "
-                  f"{ts_first:>6}  {ts_ratio:>7}  {ms(tab):>9}  {tab_ratio:>8}", flush=True)
+            print(
+                f"{v:>9,}  {ms(got['rows_s']):>8}  {ms(compiled):>9}  {ms(cold):>9}  {got['program_compile_s']:>6.1f} s  {ms(warm):>9}  {warm / v * 1e6:>5.1f} us"
+                f"  {got['payload_bytes'] / v:>7.0f}  {per_refresh:>9}  {ms(paint and paint / 1e3):>7}  {scroll:>16}  {ms(ts):>9}  "
+                f"{ts_first:>6}  {ts_ratio:>7}  {ms(tab):>9}  {tab_ratio:>8}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -77,8 +77,12 @@ def main() -> None:
     parser.add_argument("--arrays", type=int, default=1000)
     parser.add_argument("--devices", type=int, default=8)
     args = parser.parse_args()
-    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={args.devices}",
-               JAX_PLATFORMS="cpu", NNX_LAB_CACHE_DIR="off")
+    env = dict(
+        os.environ,
+        XLA_FLAGS=f"--xla_force_host_platform_device_count={args.devices}",
+        JAX_PLATFORMS="cpu",
+        NNX_LAB_CACHE_DIR="off",
+    )
     subprocess.run([sys.executable, "-c", SCRIPT, str(args.arrays)], env=env, check=True)
 
 

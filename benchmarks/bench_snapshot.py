@@ -76,14 +76,24 @@ def cold_pair(ours_first: bool) -> None:
 def cold_pairs(n: int) -> None:
     ratios = []
     for k in range(n):
-        out = subprocess.run([sys.executable, __file__, "--cold-child", str(k % 2)], capture_output=True,
-                             text=True, check=True).stdout.strip().splitlines()[-1]
+        out = (
+            subprocess.run(
+                [sys.executable, __file__, "--cold-child", str(k % 2)], capture_output=True, text=True, check=True
+            )
+            .stdout.strip()
+            .splitlines()[-1]
+        )
         got = json.loads(out)
         ratios.append(got["treescope"] / got["ours"])
-        print(f"  fresh process {k + 1}: nnx_lab {got['ours'] * 1e3:.0f} ms, treescope {got['treescope'] * 1e3:.0f} ms,"
-              f" {ratios[-1]:.2f}x ({'nnx_lab' if k % 2 == 0 else 'treescope'} first)", flush=True)
-    print(f"cold speed-up vs treescope, median of {n} fresh processes: {statistics.median(ratios):.2f}x "
-          f"(range {min(ratios):.2f}-{max(ratios):.2f}; target >= 3x)")
+        print(
+            f"  fresh process {k + 1}: nnx_lab {got['ours'] * 1e3:.0f} ms, treescope {got['treescope'] * 1e3:.0f} ms,"
+            f" {ratios[-1]:.2f}x ({'nnx_lab' if k % 2 == 0 else 'treescope'} first)",
+            flush=True,
+        )
+    print(
+        f"cold speed-up vs treescope, median of {n} fresh processes: {statistics.median(ratios):.2f}x "
+        f"(range {min(ratios):.2f}-{max(ratios):.2f}; target >= 3x)"
+    )
 
 
 def main() -> None:
@@ -101,16 +111,19 @@ def main() -> None:
     params = nnx.state(model, nnx.Param)
     n_vars = len(list(nnx.to_flat_state(nnx.state(model))))
     n_params = sum(x.size for x in jax.tree.leaves(params))
-    print(f"reference model: {n_vars} variables, {n_params / 1e6:.1f} M parameters, "
-          f"{jax.devices()[0].device_kind} x{jax.device_count()}")
+    print(
+        f"reference model: {n_vars} variables, {n_params / 1e6:.1f} M parameters, "
+        f"{jax.devices()[0].device_kind} x{jax.device_count()}"
+    )
 
     # Interleave cold runs so a noisy neighbour hits both sides alike.
     snap, cold_ours = timed(lambda: nnx_lab.snapshot(model))
     html, cold_treescope = timed(lambda: treescope.render_to_html(nnx.state(model)))
 
     # The floor reads every array a refresh reduces (every numeric Variable) once, in one program.
-    arrays = [row_array for row_array in jax.tree.leaves(nnx.state(model))
-              if jnp.issubdtype(row_array.dtype, jnp.number)]
+    arrays = [
+        row_array for row_array in jax.tree.leaves(nnx.state(model)) if jnp.issubdtype(row_array.dtype, jnp.number)
+    ]
     floor_fn = jax.jit(lambda xs: sum(jnp.sum(x, dtype=jnp.float32) for x in xs))
     jax.block_until_ready(floor_fn(arrays))
     _, warm_floor = timed(lambda: jax.block_until_ready(floor_fn(arrays)), repeat=15)
@@ -130,8 +143,9 @@ def main() -> None:
     stats_lib._call = lambda kernel, x: fallbacks.append(kernel) or real_call(kernel, x)
     _, warm_viewer = timed(lambda: watcher.refresh(force=True, wait=True), repeat=15)
     stats_lib._call = real_call
-    one_pass = sum(len(p.one_pass) for p in list(stats_programs._programs.values())
-                   if isinstance(p, stats_programs.Program))
+    one_pass = sum(
+        len(p.one_pass) for p in list(stats_programs._programs.values()) if isinstance(p, stats_programs.Program)
+    )
     _, warm_ours = timed(lambda: nnx_lab.snapshot(model), repeat=15)
     _, warm_floor2 = timed(lambda: jax.block_until_ready(floor_fn(arrays)), repeat=15)
     warm_floor = min(warm_floor, warm_floor2)
@@ -145,10 +159,14 @@ def main() -> None:
     print(f"{'snapshot() again / compiled sum':32s}{warm_ours * 1e3:12.1f}ms{warm_floor * 1e3:12.1f}ms")
     print(f"{'payload JSON / treescope HTML':32s}{payload / 1e3:12.1f}KB{html_bytes / 1e3:12.1f}KB")
     print(f"cold speed-up vs treescope: {cold_treescope / cold_ours:.2f}x (target >= 3x)")
-    print(f"viewer refresh vs bandwidth floor: {warm_viewer / warm_floor:.2f}x (target <= 4x); "
-          f"snapshot() again: {warm_ours / warm_floor:.2f}x")
-    print(f"viewer refresh: {one_pass} float arrays read in one pass each; "
-          f"per-array kernel calls in the 15 timed refreshes: {len(fallbacks)}")
+    print(
+        f"viewer refresh vs bandwidth floor: {warm_viewer / warm_floor:.2f}x (target <= 4x); "
+        f"snapshot() again: {warm_ours / warm_floor:.2f}x"
+    )
+    print(
+        f"viewer refresh: {one_pass} float arrays read in one pass each; "
+        f"per-array kernel calls in the 15 timed refreshes: {len(fallbacks)}"
+    )
     print(f"payload: {payload / 1e3:.1f} KB, {html_bytes / payload:.1f}x smaller than treescope (target <= 60 KB)")
     if args.cold_pairs:
         cold_pairs(args.cold_pairs)

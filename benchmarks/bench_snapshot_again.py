@@ -62,8 +62,10 @@ def main() -> None:
         again.append(timed(lambda: nnx_lab.snapshot(model)))
         refresh.append(timed(lambda: watcher.refresh(force=True)))
     a, r = statistics.median(again), statistics.median(refresh)
-    print(f"{args.blocks * 4:,} Variables: first snapshot {first:.2f} s; snapshot again {a * 1e3:.0f} ms, "
-          f"viewer refresh {r * 1e3:.0f} ms: {a / r:.2f}x (target <= 2x: {'met' if a <= 2 * r else 'NOT met'})")
+    print(
+        f"{args.blocks * 4:,} Variables: first snapshot {first:.2f} s; snapshot again {a * 1e3:.0f} ms, "
+        f"viewer refresh {r * 1e3:.0f} ms: {a / r:.2f}x (target <= 2x: {'met' if a <= 2 * r else 'NOT met'})"
+    )
 
 
 if __name__ == "__main__":

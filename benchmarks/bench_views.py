@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 
 from flax import nnx
+from timing import interleaved
 
 import nnx_lab
 from nnx_lab.widgets.views import ViewPanel
-from timing import interleaved
 
 
 class Block(nnx.Module):
@@ -37,14 +37,23 @@ def main() -> None:
     panel = ViewPanel(model, namespace={})
     instances = sum(len(c["instances"]) for c in panel.payload["classes"])
 
-    t = interleaved({"report": lambda: nnx_lab.view_report(model), "info": lambda: nnx.view_info(model),
-                     "refresh": panel.refresh, "view": lambda: nnx.view(model, deterministic=True)}, rounds=3)
+    t = interleaved(
+        {
+            "report": lambda: nnx_lab.view_report(model),
+            "info": lambda: nnx.view_info(model),
+            "refresh": panel.refresh,
+            "view": lambda: nnx.view(model, deterministic=True),
+        },
+        rounds=3,
+    )
     report, info, refresh, view = t["report"], t["info"], t["refresh"], t["view"]
     payload = len(json.dumps(panel.payload).encode())
 
     print(f"model: {depth} blocks (MultiHeadAttention, Dropout, BatchNorm): {instances} set_view instances")
     print(f"view_report / nnx.view_info:        {report / info:5.2f}x   ({report * 1e3:.1f} ms vs {info * 1e3:.1f} ms)")
-    print(f"panel refresh / nnx.view(...):      {refresh / view:5.2f}x   ({refresh * 1e3:.1f} ms vs {view * 1e3:.1f} ms)")
+    print(
+        f"panel refresh / nnx.view(...):      {refresh / view:5.2f}x   ({refresh * 1e3:.1f} ms vs {view * 1e3:.1f} ms)"
+    )
     print(f"payload: {payload / 1024:.0f} KB, {payload / instances:.0f} B per instance")
 
 

@@ -51,6 +51,7 @@ class Setup:
 
 # -- the diffusion U-Net ------------------------------------------------------------------------
 
+
 def _conv(cin, cout, k, rngs):
     pad = ((1, 1), (1, 1)) if k == 3 else "SAME"
     return nnx.Conv(in_features=cin, out_features=cout, kernel_size=(k, k), strides=(1, 1), padding=pad, rngs=rngs)
@@ -70,21 +71,22 @@ class ResBlock(nnx.Module):
 
 
 class UNet(nnx.Module):
-    def __init__(self, in_channels: int, out_channels: int, features: int, time_emb_dim: int = 128, *,
-                 rngs: nnx.Rngs):
+    def __init__(self, in_channels: int, out_channels: int, features: int, time_emb_dim: int = 128, *, rngs: nnx.Rngs):
         f, t = features, time_emb_dim
         self.time_emb_dim = t
         self.time_mlp = nnx.Sequential(nnx.Linear(t, t, rngs=rngs), nnx.gelu, nnx.Linear(t, t, rngs=rngs))
         self.time_proj = _List([nnx.Linear(t, f * m, rngs=rngs) for m in (1, 2, 4, 8)])
-        self.down_convs = _List([ResBlock(a, b, rngs) for a, b in ((in_channels, f), (f, 2 * f), (2 * f, 4 * f),
-                                                                    (4 * f, 8 * f))])
+        self.down_convs = _List(
+            [ResBlock(a, b, rngs) for a, b in ((in_channels, f), (f, 2 * f), (2 * f, 4 * f), (4 * f, 8 * f))]
+        )
         self.attention1 = nnx.MultiHeadAttention(num_heads=1, in_features=4 * f, decode=False, rngs=rngs)
         self.attention2 = nnx.MultiHeadAttention(num_heads=1, in_features=8 * f, decode=False, rngs=rngs)
         self.bridge_down = ResBlock(8 * f, 16 * f, rngs)
         self.bridge_attention = nnx.MultiHeadAttention(num_heads=1, in_features=16 * f, decode=False, rngs=rngs)
         self.bridge_up = ResBlock(16 * f, 16 * f, rngs)
-        self.up_convs = _List([ResBlock(a, b, rngs) for a, b in ((24 * f, 8 * f), (12 * f, 4 * f), (6 * f, 2 * f),
-                                                                  (3 * f, f))])
+        self.up_convs = _List(
+            [ResBlock(a, b, rngs) for a, b in ((24 * f, 8 * f), (12 * f, 4 * f), (6 * f, 2 * f), (3 * f, f))]
+        )
         self.final_norm = nnx.LayerNorm(f, rngs=rngs)
         self.final_conv = _conv(f, out_channels, 3, rngs)
 
@@ -143,10 +145,12 @@ def unet_forward(model, x, t):
 def make_unet(features: int = 16, batch: int = 32, image: int = 8, seed: int = 0) -> Setup:
     """The example's U-Net on 8x8 one-channel images (sklearn's digits; random here), its AdamW."""
     model = UNet(1, 1, features, rngs=nnx.Rngs(seed))
-    schedule = optax.join_schedules([optax.linear_schedule(0.0, 5e-4, 1000),
-                                     optax.cosine_decay_schedule(5e-4, 1000, alpha=0.01)], boundaries=[1000])
-    tx = optax.chain(optax.clip_by_global_norm(0.5), optax.adamw(schedule, b1=0.9, b2=0.999, eps=1e-8,
-                                                                  weight_decay=2e-5))
+    schedule = optax.join_schedules(
+        [optax.linear_schedule(0.0, 5e-4, 1000), optax.cosine_decay_schedule(5e-4, 1000, alpha=0.01)], boundaries=[1000]
+    )
+    tx = optax.chain(
+        optax.clip_by_global_norm(0.5), optax.adamw(schedule, b1=0.9, b2=0.999, eps=1e-8, weight_decay=2e-5)
+    )
     optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
     rng = np.random.default_rng(seed)
     rngs = nnx.Rngs(seed + 1)
@@ -157,6 +161,7 @@ def make_unet(features: int = 16, batch: int = 32, image: int = 8, seed: int = 0
 
 
 # -- miniGPT -------------------------------------------------------------------------------------
+
 
 def _sharded(spec: P, bias: bool = True) -> dict:
     """The example's ``kernel_metadata={'out_sharding': ...}`` (flax >= 0.12), or flax 0.11's spelling."""
@@ -171,13 +176,17 @@ def _sharded(spec: P, bias: bool = True) -> dict:
 class TransformerBlock(nnx.Module):
     def __init__(self, embed_dim: int, num_heads: int, ff_dim: int, *, rngs: nnx.Rngs, rate: float = 0.1):
         mha_spec = P(None, None, "model") if not _NEW_META else P(None, "model")
-        self.mha = nnx.MultiHeadAttention(num_heads=num_heads, in_features=embed_dim, decode=False, rngs=rngs,
-                                          **_sharded(mha_spec))
+        self.mha = nnx.MultiHeadAttention(
+            num_heads=num_heads, in_features=embed_dim, decode=False, rngs=rngs, **_sharded(mha_spec)
+        )
         self.dropout1 = nnx.Dropout(rate=rate, rngs=rngs)
         self.layer_norm1 = nnx.LayerNorm(epsilon=1e-6, num_features=embed_dim, rngs=rngs)
-        self.mlp = nnx.Sequential(nnx.Linear(embed_dim, ff_dim, rngs=rngs, **_sharded(P(None, "model"))), nnx.relu,
-                                  nnx.Linear(ff_dim, embed_dim, rngs=rngs, **_sharded(P(None, "model"))),
-                                  nnx.Dropout(rate=rate, rngs=rngs))
+        self.mlp = nnx.Sequential(
+            nnx.Linear(embed_dim, ff_dim, rngs=rngs, **_sharded(P(None, "model"))),
+            nnx.relu,
+            nnx.Linear(ff_dim, embed_dim, rngs=rngs, **_sharded(P(None, "model"))),
+            nnx.Dropout(rate=rate, rngs=rngs),
+        )
         self.layer_norm2 = nnx.LayerNorm(epsilon=1e-6, num_features=embed_dim, rngs=rngs)
 
     def __call__(self, inputs):
@@ -202,11 +211,23 @@ class TokenAndPositionEmbedding(nnx.Module):
 
 
 class MiniGPT(nnx.Module):
-    def __init__(self, maxlen: int, vocab_size: int, embed_dim: int, num_heads: int, feed_forward_dim: int,
-                 num_transformer_blocks: int, rngs: nnx.Rngs):
+    def __init__(
+        self,
+        maxlen: int,
+        vocab_size: int,
+        embed_dim: int,
+        num_heads: int,
+        feed_forward_dim: int,
+        num_transformer_blocks: int,
+        rngs: nnx.Rngs,
+    ):
         self.embedding_layer = TokenAndPositionEmbedding(maxlen, vocab_size, embed_dim, rngs=rngs)
-        self.transformer_blocks = nnx.Sequential(*[TransformerBlock(embed_dim, num_heads, feed_forward_dim, rngs=rngs)
-                                                   for _ in range(num_transformer_blocks)])
+        self.transformer_blocks = nnx.Sequential(
+            *[
+                TransformerBlock(embed_dim, num_heads, feed_forward_dim, rngs=rngs)
+                for _ in range(num_transformer_blocks)
+            ]
+        )
         self.output_layer = nnx.Linear(embed_dim, vocab_size, rngs=rngs, **_sharded(P(None, "model")))
 
     def __call__(self, inputs):
@@ -233,9 +254,17 @@ def minigpt_forward(model, inputs):
     return model(inputs)
 
 
-def make_minigpt(maxlen: int = 32, vocab_size: int = 1000, embed_dim: int = 64, num_heads: int = 4,
-                 feed_forward_dim: int = 64, blocks: int = 4, batch: int = 16, mesh_shape=(1, 2),
-                 seed: int = 0) -> Setup:
+def make_minigpt(
+    maxlen: int = 32,
+    vocab_size: int = 1000,
+    embed_dim: int = 64,
+    num_heads: int = 4,
+    feed_forward_dim: int = 64,
+    blocks: int = 4,
+    batch: int = 16,
+    mesh_shape=(1, 2),
+    seed: int = 0,
+) -> Setup:
     """The example's model and step under ``jax.make_mesh(mesh_shape, ('batch', 'model'))`` (default
     (1, 2): its kernels sharded over two devices); the data sharded over 'batch', as the example puts it."""
     mesh = jax.make_mesh(mesh_shape, ("batch", "model"))
@@ -258,11 +287,19 @@ def _use_mesh(mesh):
 
 # -- the ViT --------------------------------------------------------------------------------------
 
+
 class TransformerEncoder(nnx.Module):
     def __init__(self, hidden_size: int, num_heads: int, mlp_dim: int, dropout_rate: float, *, rngs: nnx.Rngs):
         self.norm1 = nnx.LayerNorm(hidden_size, rngs=rngs)
-        self.mha = nnx.MultiHeadAttention(num_heads=num_heads, in_features=hidden_size, dropout_rate=dropout_rate,
-                                          broadcast_dropout=False, decode=False, deterministic=False, rngs=rngs)
+        self.mha = nnx.MultiHeadAttention(
+            num_heads=num_heads,
+            in_features=hidden_size,
+            dropout_rate=dropout_rate,
+            broadcast_dropout=False,
+            decode=False,
+            deterministic=False,
+            rngs=rngs,
+        )
         self.norm2 = nnx.LayerNorm(hidden_size, rngs=rngs)
         self.mlp_up_proj = nnx.Linear(hidden_size, mlp_dim, rngs=rngs)
         self.mlp_down_proj = nnx.Linear(mlp_dim, hidden_size, rngs=rngs)
@@ -275,18 +312,37 @@ class TransformerEncoder(nnx.Module):
 
 
 class VisionTransformer(nnx.Module):
-    def __init__(self, num_classes: int = 10, in_channels: int = 3, img_size: int = 32, patch_size: int = 8,
-                 num_layers: int = 4, num_heads: int = 4, mlp_dim: int = 128, hidden_size: int = 64,
-                 dropout_rate: float = 0.1, *, rngs: nnx.Rngs):
+    def __init__(
+        self,
+        num_classes: int = 10,
+        in_channels: int = 3,
+        img_size: int = 32,
+        patch_size: int = 8,
+        num_layers: int = 4,
+        num_heads: int = 4,
+        mlp_dim: int = 128,
+        hidden_size: int = 64,
+        dropout_rate: float = 0.1,
+        *,
+        rngs: nnx.Rngs,
+    ):
         n_patches = (img_size // patch_size) ** 2
-        self.patch_embeddings = nnx.Conv(in_channels, hidden_size, kernel_size=(patch_size, patch_size),
-                                         strides=(patch_size, patch_size), padding="VALID", use_bias=True, rngs=rngs)
+        self.patch_embeddings = nnx.Conv(
+            in_channels,
+            hidden_size,
+            kernel_size=(patch_size, patch_size),
+            strides=(patch_size, patch_size),
+            padding="VALID",
+            use_bias=True,
+            rngs=rngs,
+        )
         init = jax.nn.initializers.truncated_normal(stddev=0.02)
         self.position_embeddings = nnx.Param(init(rngs.params(), (1, n_patches + 1, hidden_size), jnp.float32))
         self.dropout = nnx.Dropout(dropout_rate, rngs=rngs)
         self.cls_token = nnx.Param(jnp.zeros((1, 1, hidden_size), jnp.float32))
-        self.encoder = nnx.Sequential(*[TransformerEncoder(hidden_size, num_heads, mlp_dim, dropout_rate, rngs=rngs)
-                                        for _ in range(num_layers)])
+        self.encoder = nnx.Sequential(
+            *[TransformerEncoder(hidden_size, num_heads, mlp_dim, dropout_rate, rngs=rngs) for _ in range(num_layers)]
+        )
         self.final_norm = nnx.LayerNorm(hidden_size, rngs=rngs)
         self.classifier = nnx.Linear(hidden_size, num_classes, rngs=rngs)
 
@@ -316,15 +372,25 @@ def classifier_forward(model, images):
     return model(images)
 
 
-def make_vit(img_size: int = 32, patch_size: int = 8, num_layers: int = 4, hidden_size: int = 64,
-             num_heads: int = 4, mlp_dim: int = 128, batch: int = 32, seed: int = 0) -> Setup:
-    model = VisionTransformer(10, 3, img_size, patch_size, num_layers, num_heads, mlp_dim, hidden_size,
-                              rngs=nnx.Rngs(seed))
+def make_vit(
+    img_size: int = 32,
+    patch_size: int = 8,
+    num_layers: int = 4,
+    hidden_size: int = 64,
+    num_heads: int = 4,
+    mlp_dim: int = 128,
+    batch: int = 32,
+    seed: int = 0,
+) -> Setup:
+    model = VisionTransformer(
+        10, 3, img_size, patch_size, num_layers, num_heads, mlp_dim, hidden_size, rngs=nnx.Rngs(seed)
+    )
     optimizer = nnx.Optimizer(model, optax.sgd(1e-3, momentum=0.8, nesterov=True), wrt=nnx.Param)
     return _classifier_setup("ViT", model, optimizer, (img_size, img_size, 3), batch, seed)
 
 
 # -- the MNIST tutorial's CNN -----------------------------------------------------------------------
+
 
 class MnistCNN(nnx.Module):
     def __init__(self, *, rngs: nnx.Rngs):
@@ -353,8 +419,10 @@ def make_mnist(batch: int = 64, seed: int = 0) -> Setup:
 
 def _classifier_setup(name, model, optimizer, shape, batch, seed) -> Setup:
     rng = np.random.default_rng(seed)
-    batches = [(jnp.asarray(rng.normal(size=(batch, *shape)), jnp.float32),
-                jnp.asarray(rng.integers(0, 10, batch), jnp.int32)) for _ in range(4)]
+    batches = [
+        (jnp.asarray(rng.normal(size=(batch, *shape)), jnp.float32), jnp.asarray(rng.integers(0, 10, batch), jnp.int32))
+        for _ in range(4)
+    ]
     step = partial(classifier_step, model, optimizer)
     return Setup(name, model, optimizer, step, batches, classifier_forward, (batches[0][0],))
 

@@ -17,7 +17,6 @@ import sys
 import time
 
 import jax
-
 import models
 from bench_overhead import bootstrap_median, paired
 
@@ -44,8 +43,15 @@ def shell_checks(setup: models.Setup, train_steps: int, cells: int = 7) -> dict:
 
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "nnx_lab")
-    shell.user_ns.update(model=setup.model, optimizer=setup.optimizer, step=setup.step, batches=setup.batches,
-                         forward=setup.forward, inputs=setup.inputs, jax=jax)
+    shell.user_ns.update(
+        model=setup.model,
+        optimizer=setup.optimizer,
+        step=setup.step,
+        batches=setup.batches,
+        forward=setup.forward,
+        inputs=setup.inputs,
+        jax=jax,
+    )
 
     def cell(code: str) -> float:
         start = time.perf_counter()
@@ -64,10 +70,12 @@ def shell_checks(setup: models.Setup, train_steps: int, cells: int = 7) -> dict:
     cell(define)
     base = [cell(define) for _ in range(cells)]
     cell("import nnx_lab\nviewer = nnx_lab.watch(model, optimizer=optimizer, display=False)")
-    train = (f"for i in range({train_steps}):\n"
-             "    loss, grads = step(*batches[i % len(batches)])\n"
-             "    viewer.log(loss=loss, grads=grads)\n"
-             "    viewer.tick()\n")
+    train = (
+        f"for i in range({train_steps}):\n"
+        "    loss, grads = step(*batches[i % len(batches)])\n"
+        "    viewer.log(loss=loss, grads=grads)\n"
+        "    viewer.tick()\n"
+    )
     cell(train)  # compiles the viewer's programs with the gradients
     out["train_s"] = cell(train)
     snap = shell.user_ns["viewer"].last_snapshot
@@ -93,27 +101,46 @@ def bench_model(name: str, pairs: int, window_s: float, rate_seconds: float) -> 
         jax.block_until_ready(setup.step(*setup.batches[0]))
         compile_s = time.perf_counter() - start
         steps = steps_per_window(setup, window_s)
-        print(f"{setup.name}: {n_arrays} arrays on {len(jax.devices()) if setup.mesh is not None else 1} device(s), "
-              f"first step {compile_s:.1f} s, windows of {steps} steps, {pairs} pairs, {jax.devices()[0].device_kind}",
-              flush=True)
+        print(
+            f"{setup.name}: {n_arrays} arrays on {len(jax.devices()) if setup.mesh is not None else 1} device(s), "
+            f"first step {compile_s:.1f} s, windows of {steps} steps, {pairs} pairs, {jax.devices()[0].device_kind}",
+            flush=True,
+        )
         shell = shell_checks(setup, train_steps=max(10, steps * 3))
-        got = paired("everything", setup.model, setup.optimizer, setup.batches, steps, pairs,
-                     rate_seconds=rate_seconds, step_grads=setup.step)
+        got = paired(
+            "everything",
+            setup.model,
+            setup.optimizer,
+            setup.batches,
+            steps,
+            pairs,
+            rate_seconds=rate_seconds,
+            step_grads=setup.step,
+        )
     ratio = statistics.median(got["wall"])
     lo, hi = bootstrap_median(got["wall"])
-    print(f"  throughput ratio {ratio:.3f} (95% {lo:.3f}-{hi:.3f}), CPU-time ratio {statistics.median(got['cpu']):.3f}, "
-          f"refreshes/s {got['rate']:.2f} in windows, {got['continuous']:.2f} in a loop"
-          f"   >= {TARGETS['throughput']}: {met(ratio >= TARGETS['throughput'])}")
+    print(
+        f"  throughput ratio {ratio:.3f} (95% {lo:.3f}-{hi:.3f}), CPU-time ratio {statistics.median(got['cpu']):.3f}, "
+        f"refreshes/s {got['rate']:.2f} in windows, {got['continuous']:.2f} in a loop"
+        f"   >= {TARGETS['throughput']}: {met(ratio >= TARGETS['throughput'])}"
+    )
     ms = shell["after_cell_ms"]
-    print(f"  after-cell refresh {ms:.1f} ms (a defining cell: {shell['base_cell_ms']:.1f} ms without a viewer)"
-          f"   <= {TARGETS['after_cell_ms']:.0f} ms: {met(ms <= TARGETS['after_cell_ms'])}")
+    print(
+        f"  after-cell refresh {ms:.1f} ms (a defining cell: {shell['base_cell_ms']:.1f} ms without a viewer)"
+        f"   <= {TARGETS['after_cell_ms']:.0f} ms: {met(ms <= TARGETS['after_cell_ms'])}"
+    )
     fresh = shell["grad_step"] is not None and shell["grad_step"] >= shell["refreshed_at"]
-    print(f"  gradient column at step {shell['grad_step']} after {shell['ticks']} ticks; the statistics shown after the "
-          f"cell are of step {shell['refreshed_at']}   no older: {met(fresh)}   status: {shell['status']['message'] or 'ok'}")
+    print(
+        f"  gradient column at step {shell['grad_step']} after {shell['ticks']} ticks; the statistics shown after the "
+        f"cell are of step {shell['refreshed_at']}   no older: {met(fresh)}   status: {shell['status']['message'] or 'ok'}"
+    )
     cap = shell["capture_s"] / shell["first_call_s"]
-    print(f"  %%nnx_capture --methods of one forward {shell['capture_s']:.2f} s (again {shell['capture_again_s']:.2f} s)"
-          f" vs its first call {shell['first_call_s']:.2f} s: {cap:.2f}x   <= {TARGETS['capture_ratio']:.0f}x: "
-          f"{met(cap <= TARGETS['capture_ratio'])}", flush=True)
+    print(
+        f"  %%nnx_capture --methods of one forward {shell['capture_s']:.2f} s (again {shell['capture_again_s']:.2f} s)"
+        f" vs its first call {shell['first_call_s']:.2f} s: {cap:.2f}x   <= {TARGETS['capture_ratio']:.0f}x: "
+        f"{met(cap <= TARGETS['capture_ratio'])}",
+        flush=True,
+    )
 
 
 def run(names: list[str], pairs: int, window_s: float, rate_seconds: float) -> None:
@@ -121,8 +148,23 @@ def run(names: list[str], pairs: int, window_s: float, rate_seconds: float) -> N
     for name in here:
         bench_model(name, pairs, window_s, rate_seconds)
     if "minigpt" in names and "minigpt" not in here:  # 2 devices: a fresh process
-        env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") +
-                                          " --xla_force_host_platform_device_count=2").strip())
-        subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "bench_overhead.py"), "--models",
-                        "minigpt", "--real-pairs", str(pairs), "--window", str(window_s), "--rate-seconds",
-                        str(rate_seconds)], env=env, check=True)
+        env = dict(
+            os.environ,
+            XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip(),
+        )
+        subprocess.run(
+            [
+                sys.executable,
+                os.path.join(os.path.dirname(__file__), "bench_overhead.py"),
+                "--models",
+                "minigpt",
+                "--real-pairs",
+                str(pairs),
+                "--window",
+                str(window_s),
+                "--rate-seconds",
+                str(rate_seconds),
+            ],
+            env=env,
+            check=True,
+        )

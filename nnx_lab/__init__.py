@@ -35,14 +35,34 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["snapshot", "Snapshot", "Row", "watch", "StateViewer", "split_report", "view_report",
-           "capture_panel", "CapturePanel", "Capture", "capture_call", "capture_report", "CaptureReport",
-           "intermediate_grads", "view_panel", "mode_toggle", "ViewPanel", "summary", "Summary", "compare", "Comparison",
-           "load_ipython_extension", "unload_ipython_extension"]
+__all__ = [
+    "snapshot",
+    "Snapshot",
+    "Row",
+    "watch",
+    "StateViewer",
+    "split_report",
+    "view_report",
+    "capture_panel",
+    "CapturePanel",
+    "Capture",
+    "capture_call",
+    "capture_report",
+    "CaptureReport",
+    "intermediate_grads",
+    "view_panel",
+    "mode_toggle",
+    "ViewPanel",
+    "summary",
+    "Summary",
+    "compare",
+    "Comparison",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+]
 
 if TYPE_CHECKING:
-    from .core.capture import Capture, CaptureReport, capture_call, capture_report
-    from .core.capture import intermediate_grads
+    from .core.capture import Capture, CaptureReport, capture_call, capture_report, intermediate_grads
     from .core.compare import Comparison, compare
     from .core.snapshot import Row, Snapshot, snapshot
     from .core.split import split_report
@@ -56,15 +76,27 @@ if TYPE_CHECKING:
 # Where each public name lives, imported on first use: `import nnx_lab` and `%load_ext nnx_lab`
 # must not start a JAX backend.
 _LAZY = {
-    "snapshot": "core.snapshot", "Snapshot": "core.snapshot", "Row": "core.snapshot",
-    "split_report": "core.split", "view_report": "core.views",
-    "watch": "widgets.viewer", "StateViewer": "widgets.viewer",
-    "capture_panel": "widgets.capture", "CapturePanel": "widgets.capture",
-    "Capture": "core.capture", "capture_call": "core.capture", "capture_report": "core.capture",
-    "CaptureReport": "core.capture", "intermediate_grads": "core.capture",
-    "view_panel": "widgets.views", "mode_toggle": "widgets.views", "ViewPanel": "widgets.views",
-    "compare": "core.compare", "Comparison": "core.compare",
-    "summary": "core.summary", "Summary": "core.summary",
+    "snapshot": "core.snapshot",
+    "Snapshot": "core.snapshot",
+    "Row": "core.snapshot",
+    "split_report": "core.split",
+    "view_report": "core.views",
+    "watch": "widgets.viewer",
+    "StateViewer": "widgets.viewer",
+    "capture_panel": "widgets.capture",
+    "CapturePanel": "widgets.capture",
+    "Capture": "core.capture",
+    "capture_call": "core.capture",
+    "capture_report": "core.capture",
+    "CaptureReport": "core.capture",
+    "intermediate_grads": "core.capture",
+    "view_panel": "widgets.views",
+    "mode_toggle": "widgets.views",
+    "ViewPanel": "widgets.views",
+    "compare": "core.compare",
+    "Comparison": "core.compare",
+    "summary": "core.summary",
+    "Summary": "core.summary",
 }
 
 

@@ -1,10 +1,10 @@
 import os
 import tempfile
 
-import pytest
-from IPython.core.interactiveshell import InteractiveShell
-from flax import nnx
 import jax.numpy as jnp
+import pytest
+from flax import nnx
+from IPython.core.interactiveshell import InteractiveShell
 
 from nnx_lab.core import compat
 
@@ -41,6 +41,9 @@ def net():
 def ip():
     """An IPython shell with nnx_lab loaded (and unloaded afterwards)."""
     shell = InteractiveShell.instance()
+    names = set(shell.user_ns)
     shell.run_line_magic("load_ext", "nnx_lab")
     yield shell
     shell.run_line_magic("unload_ext", "nnx_lab")
+    for name in set(shell.user_ns) - names:  # one test's names never reach the next (one shell per session)
+        del shell.user_ns[name]

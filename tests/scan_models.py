@@ -36,4 +36,5 @@ class Scanned(nnx.Module):
         @nnx.scan(in_axes=(nnx.Carry, 0), out_axes=nnx.Carry)
         def step(x, block):
             return block(x)
+
         return step(x, self.blocks)

@@ -1,4 +1,5 @@
 """Installing nnx_lab on Google Colab changes none of Colab's own packages (ci/colab.txt)."""
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -7,9 +8,9 @@ import os
 import pathlib
 import subprocess
 import sys
-import tomllib
 
 import pytest
+import tomllib
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -30,13 +31,16 @@ def colab_pins() -> dict[str, str]:
 def test_every_dependency_range_admits_colabs_pin():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     pins = colab_pins()
-    refused = [f"{req} refuses Colab's {req.name}=={pins[canonicalize_name(req.name)]}"
-               for req in map(Requirement, project["dependencies"])
-               if canonicalize_name(req.name) in pins
-               and not req.specifier.contains(pins[canonicalize_name(req.name)], prereleases=True)]
+    refused = [
+        f"{req} refuses Colab's {req.name}=={pins[canonicalize_name(req.name)]}"
+        for req in map(Requirement, project["dependencies"])
+        if canonicalize_name(req.name) in pins
+        and not req.specifier.contains(pins[canonicalize_name(req.name)], prereleases=True)
+    ]
     assert not refused
     assert {"flax", "jax", "ipython", "ipywidgets", "anywidget", "traitlets"} <= {
-        canonicalize_name(Requirement(r).name) for r in project["dependencies"]}
+        canonicalize_name(Requirement(r).name) for r in project["dependencies"]
+    }
 
 
 def _on_colabs_stack() -> bool:
@@ -54,11 +58,17 @@ def test_pip_install_changes_no_pinned_package(tmp_path):
         pytest.skip(why)
     # What a Colab user types (no constraints file): pip's report lists what it would install.
     report = tmp_path / "report.json"
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--report", str(report),
-                           str(ROOT)], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--report", str(report), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
-    installs = {canonicalize_name(i["metadata"]["name"]): i["metadata"]["version"]
-                for i in json.loads(report.read_text())["install"]}
+    installs = {
+        canonicalize_name(i["metadata"]["name"]): i["metadata"]["version"]
+        for i in json.loads(report.read_text())["install"]
+    }
     changed = {n: f"{colab_pins()[n]} -> {v}" for n, v in installs.items() if n in colab_pins()}
     assert not changed, f"installing nnx_lab would change Colab's pinned packages: {changed}"
     assert "nnx-lab" in installs

@@ -7,9 +7,7 @@ import importlib.util
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location(
-    "check_docs_links", ROOT / "tools" / "check_docs_links.py"
-)
+_spec = importlib.util.spec_from_file_location("check_docs_links", ROOT / "tools" / "check_docs_links.py")
 check_docs_links = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(check_docs_links)
 
@@ -21,9 +19,7 @@ def _site(tmp_path: Path, links: str) -> Path:
         f'<h1 id="top">nnx_lab</h1><img src="viewer.png">{links}<a href="https://example.org/x#y">out</a>'
     )
     (tmp_path / "docs" / "viewer.png").write_bytes(b"png")
-    (tmp_path / "docs" / "guide" / "watch.html").write_text(
-        '<section id="use-it"><a name="old"></a></section>'
-    )
+    (tmp_path / "docs" / "guide" / "watch.html").write_text('<section id="use-it"><a name="old"></a></section>')
     return tmp_path
 
 
@@ -35,9 +31,7 @@ def test_a_site_whose_links_resolve_passes(tmp_path):
     )
     (site / "docs" / "guide" / "index.html").write_text("<p>guides</p>")
     broken, checked = check_docs_links.check(site)
-    assert (
-        broken == [] and checked == 6
-    )  # 5 in docs/index.html, 1 in the root page; https:// is not followed
+    assert broken == [] and checked == 6  # 5 in docs/index.html, 1 in the root page; https:// is not followed
     assert check_docs_links.main([str(site)]) == 0
 
 

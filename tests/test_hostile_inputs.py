@@ -93,8 +93,10 @@ def test_scalars_that_are_keys_or_raise_in_float_are_problems_not_tracebacks():
 
     store = ScalarStore()
     store.log(1, {"key": jax.random.key(0), "old_key": jax.random.PRNGKey(0), "x": Treacherous()})
-    assert store.problem == ("key: not a real number (dtype key<fry>); not recorded; old_key: not a scalar "
-                             "(shape (2,)); not recorded; x: not a float (RuntimeError); not recorded")
+    assert store.problem == (
+        "key: not a real number (dtype key<fry>); not recorded; old_key: not a scalar "
+        "(shape (2,)); not recorded; x: not a float (RuntimeError); not recorded"
+    )
 
 
 def test_a_million_scalar_names_make_a_short_problem():
@@ -120,8 +122,10 @@ def test_transposed_gradients_are_said_and_listed_not_left_blank(given):
     watcher.refresh(force=True)
     watcher.refresh(force=True)  # a refresh without gradients (a cell's end) keeps what the last ones said
     watcher.wait()
-    assert (f"{given}: 1 leaf at a Variable's path with another shape, listed as unmatched: kernel: "
-            "shape (4, 3) differs from kernel's (3, 4)") in watcher.status()["message"]
+    assert (
+        f"{given}: 1 leaf at a Variable's path with another shape, listed as unmatched: kernel: "
+        "shape (4, 3) differs from kernel's (3, 4)"
+    ) in watcher.status()["message"]
     assert [(u[0], u[1]) for u in watcher.snapshot.series.unmatched] == [(given, "kernel")]
 
 
@@ -131,14 +135,18 @@ def test_integer_gradients_say_why_their_norm_is_blank():
     watcher.series.log(1, grads=jax.tree.map(lambda x: x.astype(jnp.int32), nnx.state(model, nnx.Param)))
     watcher.refresh(force=True)
     watcher.wait()
-    assert ("grads: 2 leaves of integers, so no norm nor ratio (a gradient is a float array): bias (int32), "
-            "kernel (int32)") in watcher.status()["message"]
+    assert (
+        "grads: 2 leaves of integers, so no norm nor ratio (a gradient is a float array): bias (int32), kernel (int32)"
+    ) in watcher.status()["message"]
 
 
-@pytest.mark.parametrize("dtype, names", [
-    (jnp.int4, ("mean", "std", "min", "max", "zero_frac")),
-    (jnp.float8_e4m3fn, ("mean", "std", "min", "max", "norm", "abs_max", "nan_count", "inf_count", "zero_frac")),
-])
+@pytest.mark.parametrize(
+    "dtype, names",
+    [
+        (jnp.int4, ("mean", "std", "min", "max", "zero_frac")),
+        (jnp.float8_e4m3fn, ("mean", "std", "min", "max", "norm", "abs_max", "nan_count", "inf_count", "zero_frac")),
+    ],
+)
 def test_int4_and_float8_variables_get_statistics_in_snapshot_and_viewer(dtype, names):
     from nnx_lab import snapshot
 

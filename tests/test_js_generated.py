@@ -17,8 +17,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_js_constants_module_is_current():
-    result = subprocess.run([sys.executable, str(REPO / "tools" / "js_constants.py"), "--check"], cwd=REPO,
-                            capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(REPO), "PATH": ""})
+    result = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "js_constants.py"), "--check"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(REPO), "PATH": ""},
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -37,6 +43,11 @@ def test_static_table_writes_the_payload_numbers_as_the_browser_does():
 
 
 def test_format_rules_on_edge_values():
-    assert [render.format_number(x) for x in (1e-30, -1e30, float("nan"), float("inf"), 0.0)] == \
-        ["1e-30", "-1e+30", "NaN", "inf", "0"]
+    assert [render.format_number(x) for x in (1e-30, -1e30, float("nan"), float("inf"), 0.0)] == [
+        "1e-30",
+        "-1e+30",
+        "NaN",
+        "inf",
+        "0",
+    ]
     assert render.format_bytes(302_700_000) == "288.7 MiB" and render.format_bytes(1048575) == "1.0 MiB"

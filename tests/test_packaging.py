@@ -25,8 +25,12 @@ REPO = Path(__file__).resolve().parents[1]
 JS = REPO / "js"
 BUNDLE = "nnx_lab/static/viewer.js"
 # Every widget bundle and the root class its front end draws.
-BUNDLES = {BUNDLE: "nnx-lab-viewer", "nnx_lab/static/split.js": "nnx-lab-split-view",
-           "nnx_lab/static/views.js": "nnx-lab-views", "nnx_lab/static/capture.js": "nnx-lab-capture"}
+BUNDLES = {
+    BUNDLE: "nnx-lab-viewer",
+    "nnx_lab/static/split.js": "nnx-lab-split-view",
+    "nnx_lab/static/views.js": "nnx-lab-views",
+    "nnx_lab/static/capture.js": "nnx-lab-capture",
+}
 
 
 def _need_npm() -> str:
@@ -68,12 +72,23 @@ def test_wheel_contains_the_viewer_bundle(tmp_path):
 def test_js_unit_tests_pass(tmp_path):
     npm = _need_npm()
     fixtures = tmp_path / "fixtures"
-    made = subprocess.run([sys.executable, str(REPO / "tools" / "js_fixtures.py"), str(fixtures)], cwd=REPO,
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    made = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "js_fixtures.py"), str(fixtures)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
-    result = subprocess.run([npm, "test"], cwd=JS, capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "NO_COLOR": "1", "NNX_LAB_FIXTURES": str(fixtures)})
+    result = subprocess.run(
+        [npm, "test"],
+        cwd=JS,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NO_COLOR": "1", "NNX_LAB_FIXTURES": str(fixtures)},
+    )
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-6000:]
     assert re.search(r"^# fail 0$", out, re.M), out[-3000:]

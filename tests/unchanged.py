@@ -1,4 +1,4 @@
-""""The model is exactly as it was": its graph, its state's structure and every array's value.
+""" "The model is exactly as it was": its graph, its state's structure and every array's value.
 
 Tests that feed bad input (or interrupt a call) take ``before = frozen(model)`` first and
 ``assert_unchanged(model, before)`` afterwards. Importable from every test folder: pytest puts
@@ -27,5 +27,7 @@ def assert_unchanged(model, before):
     graphdef, state = frozen(model)
     assert graphdef == before[0]
     assert jax.tree.structure(state) == jax.tree.structure(before[1])
-    assert all(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
-               for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(before[1])))
+    assert all(
+        np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+        for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(before[1]))
+    )

@@ -21,8 +21,11 @@ class Wire:
     def stats(self) -> dict:
         """The statistics the browser shows: column name -> list (None: none)."""
         snap = self.viewer.snapshot
-        newer = [(c, b) for c, b in self.stats_messages()
-                 if c["structure"] == snap["structure"] and c["refresh"] > snap["refresh"]]
+        newer = [
+            (c, b)
+            for c, b in self.stats_messages()
+            if c["structure"] == snap["structure"] and c["refresh"] > snap["refresh"]
+        ]
         if not newer:
             return snap["stats"]
         content, (buffer, *_series) = newer[-1]  # a second buffer: the series (gradients, optimizer state)

@@ -67,9 +67,7 @@ def check(site: Path) -> tuple[list[str], int]:
                 broken.append(f"{where}: no such file")
             elif parts.fragment and target.suffix == ".html":
                 if unquote(parts.fragment) not in _parse(target, pages).ids:
-                    broken.append(
-                        f"{where}: no anchor #{parts.fragment} in {target.relative_to(site)}"
-                    )
+                    broken.append(f"{where}: no anchor #{parts.fragment} in {target.relative_to(site)}")
     return broken, checked
 
 

@@ -47,8 +47,11 @@ MARK = "NNX_LAB_GUIDES "  # the probe prints one JSON line per probe cell after 
 
 # Cells blanked in both runs: they install packages, download data sets or need libraries that are
 # not part of this environment (a guide's own dependency, not nnx_lab's).
-SKIP = re.compile(r"^\s*[!%]\s*pip\b|tensorflow_datasets|\btfds\b|^\s*import tensorflow\b|^\s*from datasets\b|"
-                  r"torchvision|^\s*import grain\b|^\s*from grain\b|\bwget\b|\bcurl\b", re.M)
+SKIP = re.compile(
+    r"^\s*[!%]\s*pip\b|tensorflow_datasets|\btfds\b|^\s*import tensorflow\b|^\s*from datasets\b|"
+    r"torchvision|^\s*import grain\b|^\s*from grain\b|\bwget\b|\bcurl\b",
+    re.M,
+)
 
 DEFAULT_DEVICES = {"flax_gspmd.ipynb": 8}
 
@@ -65,10 +68,10 @@ PRELUDE = (
 # The probe, run inside the kernel (this file is imported there: ``__import__('flax_guides')``).
 # --------------------------------------------------------------------------------------------
 
-_seen: dict[str, int] = {}       # user name -> id() of the object probed under that name
+_seen: dict[str, int] = {}  # user name -> id() of the object probed under that name
 _viewers: dict[str, object] = {}  # user name -> the viewer kept for it (one per name)
-_reported: set[int] = set()      # id() of viewers whose error status was already reported
-_last_error = [id(None)]         # id() of sys.last_value at the previous probe
+_reported: set[int] = set()  # id() of viewers whose error status was already reported
+_last_error = [id(None)]  # id() of sys.last_value at the previous probe
 
 
 def _kind(obj):
@@ -123,8 +126,9 @@ def probe(shell, capture: bool = True) -> None:
         status = dict(getattr(viewer, "status", {}) or {})
         if status.get("state") == "error" and id(viewer) not in _reported:
             _reported.add(id(viewer))
-            record["failures"].append({"name": name, "op": "watch refresh",
-                                       "error": first_line(status.get("message", status))})
+            record["failures"].append(
+                {"name": name, "op": "watch refresh", "error": first_line(status.get("message", status))}
+            )
 
     candidates = []
     for name, obj in list(ns.items()):
@@ -154,16 +158,25 @@ def probe(shell, capture: bool = True) -> None:
         before = _arrays(obj)
         keep = {k: ns[k] for k in ("_nl_g", "_nl_p", "_nl_r") if k in ns}
         body = "_nl_p = __import__('jax').tree.map(lambda x: x, _nl_p)\n_nl_r = __import__('jax').tree.map(lambda x: x, _nl_r)\n"
-        run(name, "%%nnx_split", lambda: shell.run_cell_magic(
-            "nnx_split", f"{name} {nnx_text}.Param ... --as _nl_g,_nl_p,_nl_r", body))
+        run(
+            name,
+            "%%nnx_split",
+            lambda: shell.run_cell_magic("nnx_split", f"{name} {nnx_text}.Param ... --as _nl_g,_nl_p,_nl_r", body),
+        )
         for k in ("_nl_g", "_nl_p", "_nl_r"):
             ns.pop(k, None)
         ns.update(keep)
         after = _arrays(obj)
-        if before is not None and (after is None or len(after) != len(before)
-                                   or any(a is not b for a, b in zip(before, after))):
-            record["failures"].append({"name": name, "op": "%%nnx_split",
-                                       "error": "the model's arrays changed after a body that leaves them as they were"})
+        if before is not None and (
+            after is None or len(after) != len(before) or any(a is not b for a, b in zip(before, after))
+        ):
+            record["failures"].append(
+                {
+                    "name": name,
+                    "op": "%%nnx_split",
+                    "error": "the model's arrays changed after a body that leaves them as they were",
+                }
+            )
 
         def watch():
             old = _viewers.pop(name, None)
@@ -197,9 +210,8 @@ def _module_calls(shell):
     on a clone would change those."""
     import ast
 
-    from flax.nnx import graph
-
     from flax import nnx
+    from flax.nnx import graph
 
     history = shell.user_ns.get("_ih") or []
     source = history[-2] if len(history) >= 2 else ""
@@ -250,12 +262,14 @@ def _capture_calls(shell, record, run) -> None:
         ns["_nl_m"] = clone
         record.setdefault("captured", [])
         try:
+
             def capture():
                 shell.run_cell_magic("nnx_capture", "_nl_m --as _nl_cap", body)
                 captured = ns.get("_nl_cap")
                 if not isinstance(captured, nnx.State):
                     raise RuntimeError(f"%%nnx_capture bound a {type(captured).__name__}, not an nnx.State")
                 record["captured"].append(f"{name}: {len(jax_leaves(captured))} arrays")
+
             run(name, "%%nnx_capture", capture)
         finally:
             for k in ("_nl_m", "_nl_out", "_nl_cap"):
@@ -309,6 +323,7 @@ def install(shell) -> None:
 # The driver: build both notebooks, execute them, compare.
 # --------------------------------------------------------------------------------------------
 
+
 def _blank_skipped(nb) -> list[int]:
     skipped = []
     for i, cell in enumerate(nb.cells):
@@ -337,7 +352,8 @@ def _instrument(nb):
 
     tools = str(Path(__file__).resolve().parent)
     setup = nbformat.v4.new_code_cell(
-        f"%load_ext nnx_lab\n__import__('sys').path.insert(0, {tools!r}); __import__('flax_guides').install(get_ipython())")
+        f"%load_ext nnx_lab\n__import__('sys').path.insert(0, {tools!r}); __import__('flax_guides').install(get_ipython())"
+    )
     setup.metadata["nnx_lab_guides"] = "setup"
     cells = [nb.cells[0], setup]  # the prelude first, as in the baseline
     origin = []  # for each original code cell: its index in the instrumented notebook
@@ -360,8 +376,14 @@ def _execute(nb, timeout: int, env: dict, cwd: str):
         if cell.cell_type == "code":
             cell.outputs = []
     # A cell past its timeout is interrupted and recorded as an error; the run goes on.
-    client = NotebookClient(nb, timeout=timeout, allow_errors=True, interrupt_on_timeout=True, kernel_name="python3",
-                            resources={"metadata": {"path": cwd}})
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        allow_errors=True,
+        interrupt_on_timeout=True,
+        kernel_name="python3",
+        resources={"metadata": {"path": cwd}},
+    )
     saved = dict(os.environ)
     os.environ.clear()
     os.environ.update(env)
@@ -404,7 +426,7 @@ def _probe_record(cell) -> dict:
         if out.output_type == "stream" and out.name == "stdout":
             for line in out.text.splitlines():
                 if line.startswith(MARK):
-                    return json.loads(line[len(MARK):])
+                    return json.loads(line[len(MARK) :])
     return {}
 
 
@@ -424,8 +446,15 @@ def run_guide(path: Path, timeout: int, devices: int | None, out_dir: Path | Non
     if devices:
         env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}".strip()
 
-    result = {"guide": path.name, "skipped_cells": skipped, "probe_cells": len(origin) + 1,
-              "failures": [], "refused": [], "changed": [], "baseline_errors": 0}
+    result = {
+        "guide": path.name,
+        "skipped_cells": skipped,
+        "probe_cells": len(origin) + 1,
+        "failures": [],
+        "refused": [],
+        "changed": [],
+        "baseline_errors": 0,
+    }
     with tempfile.TemporaryDirectory() as work:
         start = time.time()
         base = _execute(copy.deepcopy(nb), timeout, env, work)
@@ -450,7 +479,9 @@ def run_guide(path: Path, timeout: int, devices: int | None, out_dir: Path | Non
             entry = {"cell": n, "baseline": b_err or "ok", "nnx_lab": i_err or "ok"}
             (result["failures"] if kind == "failure" else result["changed"]).append({**entry, "op": "original cell"})
         elif b_text != i_text:
-            result["changed"].append({"cell": n, "op": "original output", "baseline": b_text[:200], "nnx_lab": i_text[:200]})
+            result["changed"].append(
+                {"cell": n, "op": "original output", "baseline": b_text[:200], "nnx_lab": i_text[:200]}
+            )
         probe_cell = inst.cells[at + 1]
         p_status, p_err, _ = _cell_result(probe_cell)
         record = _probe_record(probe_cell)
@@ -465,11 +496,15 @@ def run_guide(path: Path, timeout: int, devices: int | None, out_dir: Path | Non
 
 
 def summary(results: list[dict]) -> str:
-    lines = [f"{'guide':34} {'cells added':>11} {'probed':>6} {'guide errors':>12} {'nnx_lab failures':>16} "
-             f"{'refused':>7} {'outputs changed':>15}"]
+    lines = [
+        f"{'guide':34} {'cells added':>11} {'probed':>6} {'guide errors':>12} {'nnx_lab failures':>16} "
+        f"{'refused':>7} {'outputs changed':>15}"
+    ]
     for r in results:
-        lines.append(f"{r['guide']:34} {r['probe_cells']:>11} {len(r.get('probed', [])):>6} {r['baseline_errors']:>12} "
-                     f"{len(r['failures']):>16} {len(r['refused']):>7} {len(r['changed']):>15}")
+        lines.append(
+            f"{r['guide']:34} {r['probe_cells']:>11} {len(r.get('probed', [])):>6} {r['baseline_errors']:>12} "
+            f"{len(r['failures']):>16} {len(r['refused']):>7} {len(r['changed']):>15}"
+        )
     for r in results:
         for f in r["failures"]:
             what = f.get("error") or f"{f.get('baseline')} -> {f.get('nnx_lab')}"
@@ -477,7 +512,9 @@ def summary(results: list[dict]) -> str:
         for f in r["refused"]:
             lines.append(f"  refused {r['guide']} cell {f['cell']} {f['op']} {f['name']}: {f['error']}")
         for f in r["changed"]:
-            lines.append(f"  changed {r['guide']} cell {f['cell']} {f['op']}: {f.get('baseline')!r} -> {f.get('nnx_lab')!r}")
+            lines.append(
+                f"  changed {r['guide']} cell {f['cell']} {f['op']}: {f.get('baseline')!r} -> {f.get('nnx_lab')!r}"
+            )
     return "\n".join(lines)
 
 
@@ -495,9 +532,17 @@ def main(argv: list[str] | None = None) -> int:
         try:
             results.append(run_guide(path, args.timeout, args.devices, args.out))
         except Exception as e:  # noqa: BLE001 - the tool's own trouble with one guide; the others still run
-            results.append({"guide": path.name, "skipped_cells": [], "probe_cells": 0, "baseline_errors": 0,
-                            "failures": [{"cell": "-", "op": "run", "error": one_line(e)}],
-                            "refused": [], "changed": []})
+            results.append(
+                {
+                    "guide": path.name,
+                    "skipped_cells": [],
+                    "probe_cells": 0,
+                    "baseline_errors": 0,
+                    "failures": [{"cell": "-", "op": "run", "error": one_line(e)}],
+                    "refused": [],
+                    "changed": [],
+                }
+            )
         if args.json:
             args.json.write_text(json.dumps(results, indent=1))
     print(summary(results))

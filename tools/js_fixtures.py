@@ -30,26 +30,132 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # --- format.json: inputs and the strings Python writes for them --------------------------------
 
 NUMBERS = [
-    0.0, -0.0, 1.0, -1.0, 0.264, 1.665, -0.26401, 1.0001, 123.456, 1234.5, -1234.5, 2.5, 0.5,
-    9999.4, 9999.5, 9999.9, 12345.0, 99999.5, 123456.0, 1e5, -2.5e10, 0.001, 0.00099996, 0.0012346,
-    0.00012346, -3.5e-5, 1e-7, 1e-30, -1e-30, 1e30, -1e30, 1.7976931348623157e308, 5e-324,
-    2.2250738585072014e-308, 1 / 3, 2 / 3, -2 / 3, 0.1 + 0.2, 1.2345, 1.00005, 0.99995, 100.05,
-    3.14159265, 6.02214076e23, 1.602e-19, 65504.0, 3.4028234663852886e38, 1.1754943508222875e-38,
-    float("nan"), float("inf"), float("-inf"), 7, 12345678, -42,
+    0.0,
+    -0.0,
+    1.0,
+    -1.0,
+    0.264,
+    1.665,
+    -0.26401,
+    1.0001,
+    123.456,
+    1234.5,
+    -1234.5,
+    2.5,
+    0.5,
+    9999.4,
+    9999.5,
+    9999.9,
+    12345.0,
+    99999.5,
+    123456.0,
+    1e5,
+    -2.5e10,
+    0.001,
+    0.00099996,
+    0.0012346,
+    0.00012346,
+    -3.5e-5,
+    1e-7,
+    1e-30,
+    -1e-30,
+    1e30,
+    -1e30,
+    1.7976931348623157e308,
+    5e-324,
+    2.2250738585072014e-308,
+    1 / 3,
+    2 / 3,
+    -2 / 3,
+    0.1 + 0.2,
+    1.2345,
+    1.00005,
+    0.99995,
+    100.05,
+    3.14159265,
+    6.02214076e23,
+    1.602e-19,
+    65504.0,
+    3.4028234663852886e38,
+    1.1754943508222875e-38,
+    float("nan"),
+    float("inf"),
+    float("-inf"),
+    7,
+    12345678,
+    -42,
 ]
 BYTES = [
-    0, 1, 84, 1023, 1024, 1025, 1536, 1126, 1177, 1280, 10239, 10240, 1048063, 1048064, 1048575,
-    1048576, 1572864, 12.3 * 2**20, 302_700_000, 512 * 2**20, 2**30 - 1, 2**30, 5 * 2**40,
-    2**50, 3 * 2**50, 2**60, 2**63, -2048,
+    0,
+    1,
+    84,
+    1023,
+    1024,
+    1025,
+    1536,
+    1126,
+    1177,
+    1280,
+    10239,
+    10240,
+    1048063,
+    1048064,
+    1048575,
+    1048576,
+    1572864,
+    12.3 * 2**20,
+    302_700_000,
+    512 * 2**20,
+    2**30 - 1,
+    2**30,
+    5 * 2**40,
+    2**50,
+    3 * 2**50,
+    2**60,
+    2**63,
+    -2048,
 ]
 SHAPES = [[], [3], [2, 3], [512, 8, 64], [1, 1, 1, 1], [0], [65536, 4096]]
 PATHS = [
-    ["blocks", 0, "attn", "query", "kernel"], ["d", "<script>"], ["d", "<script>", "class"], [0, "w"],
-    ["a b"], ["layers", 1, "rngs", "count"], ["it's"], ['say "hi"'], ["both ' and \""], ["back\\slash"],
-    ["new\nline"], ["tab\t"], ["\x01ctl"], ["del\x7f"], ["nbsp\xa0"], ["café"], ["π", "θ"], ["_private"],
-    ["match"], ["case"], ["type"], ["_"], ["None"], ["True"], ["lambda"], ["1abc"], ["a-b"], [""],
-    ["日本語"], ["x²"], ["Ⅻ"], [-1], [12, 3], ["\u2028sep"], ["zero\u200bwidth"], ["emoji\U0001f600"],
-    ["\U0001d400"], ["soft\xad"], ["\ue000private"],
+    ["blocks", 0, "attn", "query", "kernel"],
+    ["d", "<script>"],
+    ["d", "<script>", "class"],
+    [0, "w"],
+    ["a b"],
+    ["layers", 1, "rngs", "count"],
+    ["it's"],
+    ['say "hi"'],
+    ["both ' and \""],
+    ["back\\slash"],
+    ["new\nline"],
+    ["tab\t"],
+    ["\x01ctl"],
+    ["del\x7f"],
+    ["nbsp\xa0"],
+    ["café"],
+    ["π", "θ"],
+    ["_private"],
+    ["match"],
+    ["case"],
+    ["type"],
+    ["_"],
+    ["None"],
+    ["True"],
+    ["lambda"],
+    ["1abc"],
+    ["a-b"],
+    [""],
+    ["日本語"],
+    ["x²"],
+    ["Ⅻ"],
+    [-1],
+    [12, 3],
+    ["\u2028sep"],
+    ["zero\u200bwidth"],
+    ["emoji\U0001f600"],
+    ["\U0001d400"],
+    ["soft\xad"],
+    ["\ue000private"],
 ]
 
 
@@ -76,6 +182,7 @@ def format_cases() -> dict:
 
 # --- payloads of real models ------------------------------------------------------------------
 
+
 def viewer_payloads() -> dict:
     from flax import nnx
 
@@ -85,8 +192,12 @@ def viewer_payloads() -> dict:
     viewer = StateViewer(model)
     out = {}
     try:
-        out["viewer_sequential"] = {"snapshot": viewer.snapshot, "status": viewer.status,
-                                    "sparkline_stat": viewer.sparkline_stat, "static": static_rows(viewer.last_snapshot)}
+        out["viewer_sequential"] = {
+            "snapshot": viewer.snapshot,
+            "status": viewer.status,
+            "sparkline_stat": viewer.sparkline_stat,
+            "static": static_rows(viewer.last_snapshot),
+        }
     finally:
         viewer.close()
     stacked = _stacked_model()
@@ -114,7 +225,7 @@ def series_payload() -> dict:
     opt.update(model, grads)
     viewer = StateViewer(model, optimizer=opt)
     sent = []
-    viewer.send = lambda msg, buffers=None: sent.append((msg, buffers))
+    viewer.send = lambda msg, buffers=None: sent.append((msg, buffers))  # noqa: B023 - used in this iteration
     try:
         viewer.watcher._last_attempt = float("-inf")
         viewer.tick(grads=grads)
@@ -124,9 +235,15 @@ def series_payload() -> dict:
         viewer.send_stats()
         msg, buffers = sent[-1]
         import numpy as np
+
         values = [None if v != v else v for v in np.frombuffer(buffers[1], np.float32).tolist()]
-        return {"snapshot": viewer.snapshot, "status": viewer.status, "sparkline_stat": viewer.sparkline_stat,
-                "stats_message": msg, "series_values": values}
+        return {
+            "snapshot": viewer.snapshot,
+            "status": viewer.status,
+            "sparkline_stat": viewer.sparkline_stat,
+            "stats_message": msg,
+            "series_values": values,
+        }
     finally:
         viewer.close()
 
@@ -161,7 +278,7 @@ def alert_payloads() -> dict:
         model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), nnx.BatchNorm(3, rngs=nnx.Rngs(0)))
         viewer = StateViewer(model)
         sent: list = []
-        viewer.send = lambda msg, buffers=None: sent.append((msg, buffers))
+        viewer.send = lambda msg, buffers=None: sent.append((msg, buffers))  # noqa: B023 - used in this iteration
         try:
             bias = model.layers[0].bias
             for step in viewer.track(range(40)):
@@ -180,10 +297,12 @@ def alert_payloads() -> dict:
             if case == "scalar":
                 viewer.send_scalars()
                 msg, (steps, values) = sent[-1]
-                payload["scalars"] = {"msg": msg, "steps": np.frombuffer(steps, np.float64).tolist(),
-                                      "values": [_number(v) for v in np.frombuffer(values, np.float64)],
-                                      "latest": {name: _number(viewer.watcher.scalars.latest(name)[1])
-                                                 for name in msg["names"]}}
+                payload["scalars"] = {
+                    "msg": msg,
+                    "steps": np.frombuffer(steps, np.float64).tolist(),
+                    "values": [_number(v) for v in np.frombuffer(values, np.float64)],
+                    "latest": {name: _number(viewer.watcher.scalars.latest(name)[1]) for name in msg["names"]},
+                }
             out[f"viewer_alert_{case}"] = payload
         finally:
             viewer.close()
@@ -198,8 +317,12 @@ def static_rows(snap: Any) -> dict:
 
     out = {}
     for row in snap.rows:
-        cells = {"type": row.type, "shape": render.format_shape(row.shape), "dtype": row.dtype or "",
-                 "bytes": render.format_bytes(row.nbytes)}
+        cells = {
+            "type": row.type,
+            "shape": render.format_shape(row.shape),
+            "dtype": row.dtype or "",
+            "bytes": render.format_bytes(row.nbytes),
+        }
         cells.update({name: render.format_stat((row.stats or {}).get(name)) for name in render.STAT_COLUMNS})
         out[row.path_text] = cells
     return {"rows": out, "nodes": [path_text(p) for p in snap.nodes], "summary": render.summary_line(snap)}
@@ -211,11 +334,14 @@ def split_payloads() -> dict:
     from nnx_lab.core.split import split_report
     from nnx_lab.widgets.split import SplitReportView
 
-    model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), nnx.BatchNorm(3, rngs=nnx.Rngs(0)),
-                           nnx.Dropout(0.1, rngs=nnx.Rngs(0)))
+    model = nnx.Sequential(
+        nnx.Linear(2, 3, rngs=nnx.Rngs(0)), nnx.BatchNorm(3, rngs=nnx.Rngs(0)), nnx.Dropout(0.1, rngs=nnx.Rngs(0))
+    )
     out = {}
-    for name, filters in (("split_shadowing", (nnx.Param, nnx.Variable, nnx.PathContains("nothing"))),
-                          ("split_partial", (nnx.Param, nnx.BatchStat))):
+    for name, filters in (
+        ("split_shadowing", (nnx.Param, nnx.Variable, nnx.PathContains("nothing"))),
+        ("split_partial", (nnx.Param, nnx.BatchStat)),
+    ):
         view = SplitReportView(split_report(model, *filters))
         out[name] = view.report
         view.close()
@@ -227,9 +353,15 @@ def _views_model():
 
     class Net(nnx.Module):
         def __init__(self, rngs):
-            self.layers = nnx.List([nnx.Linear(4, 4, rngs=rngs), nnx.Dropout(0.1, rngs=rngs),
-                                    nnx.Linear(4, 4, rngs=rngs), nnx.BatchNorm(4, rngs=rngs),
-                                    nnx.Dropout(0.2, rngs=rngs)])
+            self.layers = nnx.List(
+                [
+                    nnx.Linear(4, 4, rngs=rngs),
+                    nnx.Dropout(0.1, rngs=rngs),
+                    nnx.Linear(4, 4, rngs=rngs),
+                    nnx.BatchNorm(4, rngs=rngs),
+                    nnx.Dropout(0.2, rngs=rngs),
+                ]
+            )
             self.attn = nnx.MultiHeadAttention(2, 4, decode=False, rngs=rngs)
 
     return Net(nnx.Rngs(0))
@@ -295,18 +427,30 @@ def capture_payloads() -> dict:
     out = {}
     try:
         panel(x)
-        out["capture_call"] = {"controls": panel.controls, "status": panel.status, "report": panel.report,
-                               "text": panel.last_report.to_text()}
+        out["capture_call"] = {
+            "controls": panel.controls,
+            "status": panel.status,
+            "report": panel.report,
+            "text": panel.last_report.to_text(),
+        }
         panel.grads(lambda m, x: m(x).sum(), x)
-        out["capture_grads"] = {"controls": panel.controls, "status": panel.status, "report": panel.report,
-                                "text": panel.last_report.to_text()}
+        out["capture_grads"] = {
+            "controls": panel.controls,
+            "status": panel.status,
+            "report": panel.report,
+            "text": panel.last_report.to_text(),
+        }
     finally:
         panel.close()
     with Capture(model) as cap:
         model(x)
     view = CaptureReportView(cap.report(), target="Net", elapsed=0.0123)
-    out["capture_report_view"] = {"variant": view.variant, "controls": view.controls, "status": view.status,
-                                  "report": view.report}
+    out["capture_report_view"] = {
+        "variant": view.variant,
+        "controls": view.controls,
+        "status": view.status,
+        "report": view.report,
+    }
     view.close()
     return out
 
@@ -317,10 +461,12 @@ GROUPS: dict[str, tuple[Callable[[], dict], str | None]] = {
     "views": (views_payloads, "nnx.view"),
     "capture": (capture_payloads, "nnx.capture"),
 }
-NAMES = {"viewer": ["viewer_sequential", "viewer_series", "viewer_layers", "viewer_alert_scalar", "viewer_alert_variable"],
-         "split": ["split_shadowing", "split_partial"],
-         "views": ["views_mixed", "views_eval", "views_modes", "views_empty"],
-         "capture": ["capture_call", "capture_grads", "capture_report_view"]}
+NAMES = {
+    "viewer": ["viewer_sequential", "viewer_series", "viewer_layers", "viewer_alert_scalar", "viewer_alert_variable"],
+    "split": ["split_shadowing", "split_partial"],
+    "views": ["views_mixed", "views_eval", "views_modes", "views_empty"],
+    "capture": ["capture_call", "capture_grads", "capture_report_view"],
+}
 
 
 def write(out: Path) -> dict:
@@ -337,8 +483,9 @@ def write(out: Path) -> dict:
             manifest.update({name: str(e).splitlines()[0] for name in NAMES[group]})
             continue
         for name, payload in make().items():
-            (out / f"{name}.json").write_text(json.dumps(payload, allow_nan=False, ensure_ascii=False, indent=1),
-                                              encoding="utf-8")
+            (out / f"{name}.json").write_text(
+                json.dumps(payload, allow_nan=False, ensure_ascii=False, indent=1), encoding="utf-8"
+            )
             manifest[name] = None
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     return manifest
@@ -348,8 +495,10 @@ def main() -> int:
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "js" / "test" / "generated"
     manifest = write(out)
     skipped = {k: v for k, v in manifest.items() if v}
-    print(f"wrote {len(manifest) - len(skipped)} fixtures to {out}" +
-          "".join(f"\n  skipped {k}: {v}" for k, v in skipped.items()))
+    print(
+        f"wrote {len(manifest) - len(skipped)} fixtures to {out}"
+        + "".join(f"\n  skipped {k}: {v}" for k, v in skipped.items())
+    )
     return 0
 
 

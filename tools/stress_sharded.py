@@ -9,16 +9,23 @@ core/snapshot/_shards.py this aborted in its first repetition (XLA's CPU rendezv
 Prints ``OK <n> repetitions in <s> s <devices> devices``; a deadlock prints every thread's stack
 after 50 minutes and exits non-zero.
 """
-import faulthandler, sys, time
+
+import faulthandler
+import sys
+import time
+
 faulthandler.dump_traceback_later(3000, exit=True)
-import jax, jax.numpy as jnp, numpy as np
-from jax.sharding import AxisType
+import jax
+import jax.numpy as jnp
 from flax import nnx
+from jax.sharding import AxisType
+
 import nnx_lab
 
 
 def sharded(spec):
     return nnx.with_partitioning(nnx.initializers.lecun_normal(), spec)
+
 
 class Block(nnx.Module):
     def __init__(self, d, rngs):
@@ -30,6 +37,7 @@ class Block(nnx.Module):
     def __call__(self, x):
         x = x + self.attn(self.ln1(x))
         return x + self.down(jax.nn.relu(self.up(self.ln2(x))))
+
 
 class Transformer(nnx.Module):
     def __init__(self, blocks, d, rngs):
@@ -43,6 +51,7 @@ class Transformer(nnx.Module):
             x = block(x)
         return jnp.mean(x * x)
 
+
 ok = 0
 t0 = time.time()
 for rep in range(int(sys.argv[1])):
@@ -54,17 +63,20 @@ for rep in range(int(sys.argv[1])):
         viewer = nnx_lab.watch(model, display=False, max_rate=100.0)
         viewer._watcher._throttle.budget = 1.0
         viewer._watcher.start_background()
+
         @jax.jit
         def step(state):
             scale = sum(jnp.mean(p * p) for p in jax.tree.leaves(state))
             return jax.tree.map(lambda p: p - 1e-3 * scale * p, state), scale
+
         state = nnx.state(model)
-        for i in range(20):
+        for _ in range(20):
             state, loss = step(state)
             nnx.update(model, state)
             viewer.tick(loss=loss)
         viewer._watcher.stop_background()
-        viewer.refresh(); viewer._watcher.wait()
+        viewer.refresh()
+        viewer._watcher.wait()
         assert viewer.status["state"] == "live", viewer.status
         assert len(snap.rows) == 65
         ok += 1

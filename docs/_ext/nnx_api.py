@@ -76,18 +76,12 @@ class NnxMagics(_Generated):
             )
             parser = getattr(method, "parser", None)
             if parser is None:
-                raise ValueError(
-                    f"magic {magic} has no magic_arguments parser: its options cannot be documented"
-                )
-            out += [f".. _magic-{magic}:", ""] + _title(
-                " / ".join(f"``{k}``" for k in kinds[magic]), "~"
-            )
+                raise ValueError(f"magic {magic} has no magic_arguments parser: its options cannot be documented")
+            out += [f".. _magic-{magic}:", ""] + _title(" / ".join(f"``{k}``" for k in kinds[magic]), "~")
             out += [".. code-block:: text", ""]
             out += ["   " + line if line.strip() else "" for line in _help(parser)]
             out.append("")
-        out += [".. _magic-config:", ""] + _title(
-            "Configurable defaults (``%config NnxLabMagics``)", "~"
-        )
+        out += [".. _magic-config:", ""] + _title("Configurable defaults (``%config NnxLabMagics``)", "~")
         for name, trait in sorted(NnxLabMagics.class_traits(config=True).items()):
             out += [
                 f"``NnxLabMagics.{name}`` (default ``{trait.default_value!r}``)",

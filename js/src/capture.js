@@ -18,19 +18,32 @@ import { createToggles } from "./capture/toggles.js";
 /** The head line (target, calls, values, gradients, loss, time) of status `st` and report `prep`. */
 function headParts(doc, st, prep, toggles) {
   const sep = () => h(doc, "span", { class: "sep" }, "\u00B7");
-  const parts = [h(doc, "span", { class: "root" }, `${toggles ? "capture" : "%%nnx_capture"} \u00B7 ${st.target || "model"}`)];
+  const parts = [
+    h(doc, "span", { class: "root" }, `${toggles ? "capture" : "%%nnx_capture"} \u00B7 ${st.target || "model"}`),
+  ];
   const calls = st.calls || 0;
-  if (toggles) parts.push(sep(), h(doc, "span", { class: "dim nnx-capture-calls" }, `${fmtCount(calls)} call${calls === 1 ? "" : "s"}`));
+  if (toggles)
+    parts.push(
+      sep(),
+      h(doc, "span", { class: "dim nnx-capture-calls" }, `${fmtCount(calls)} call${calls === 1 ? "" : "s"}`),
+    );
   if (prep.called) {
     let n = prep.tree.R;
     for (const x of prep.gradOnly) n -= x;
-    parts.push(sep(), h(doc, "span", { class: "dim nnx-capture-count" }, `${fmtCount(n)} value${n === 1 ? "" : "s"} captured`));
+    parts.push(
+      sep(),
+      h(doc, "span", { class: "dim nnx-capture-count" }, `${fmtCount(n)} value${n === 1 ? "" : "s"} captured`),
+    );
     if (prep.grad) {
       const g = prep.grad.tree.R;
       parts.push(sep(), h(doc, "span", { class: "dim" }, `${fmtCount(g)} gradient${g === 1 ? "" : "s"}`));
     }
   }
-  if (typeof st.loss === "number") parts.push(sep(), h(doc, "span", { class: "loss", title: "loss of the last panel.grads call" }, `loss ${fmtNum(st.loss)}`));
+  if (typeof st.loss === "number")
+    parts.push(
+      sep(),
+      h(doc, "span", { class: "loss", title: "loss of the last panel.grads call" }, `loss ${fmtNum(st.loss)}`),
+    );
   if (typeof st.elapsed_ms === "number") {
     const what = toggles ? "how long the last call took" : "how long the cell body took";
     parts.push(sep(), h(doc, "span", { class: "dim", title: what }, fmtMs(st.elapsed_ms)));
@@ -59,7 +72,10 @@ function render({ model, el }) {
   const headRow = h(doc, "tr");
   const thead = h(doc, "thead", null, headRow);
   const { scroller, table, tbody, empty, spacers } = createWindowedTable(doc, {
-    tableClass: "nnx-capture-table", colgroup, thead });
+    tableClass: "nnx-capture-table",
+    colgroup,
+    thead,
+  });
   const style = h(doc, "style", null, captureCss());
   if (toggles) root.append(style, head, panel.controls, panel.pending, messages, scroller, status);
   else root.append(style, head, messages, scroller, status);
@@ -75,17 +91,32 @@ function render({ model, el }) {
 
   function fillColumns() {
     cols = visibleColumns(prep);
-    colgroup.replaceChildren(...cols.map((c) => h(doc, "col", { class: `k-${c.id}`, style: c.width ? `width:${c.width}px` : null })));
-    headRow.replaceChildren(...cols.map((c) => h(doc, "th", {
-      "data-col": c.id, scope: "col", title: c.title || null,
-      class: [c.num ? "num" : "", c.grad ? "grad" : ""].join(" ").trim() || null,
-    }, c.label)));
+    colgroup.replaceChildren(
+      ...cols.map((c) => h(doc, "col", { class: `k-${c.id}`, style: c.width ? `width:${c.width}px` : null })),
+    );
+    headRow.replaceChildren(
+      ...cols.map((c) =>
+        h(
+          doc,
+          "th",
+          {
+            "data-col": c.id,
+            scope: "col",
+            title: c.title || null,
+            class: [c.num ? "num" : "", c.grad ? "grad" : ""].join(" ").trim() || null,
+          },
+          c.label,
+        ),
+      ),
+    );
     table.style.minWidth = `${columnsWidth(cols)}px`;
     setColspan(spacers, cols.length);
   }
 
-  const rowFor = (id) => (id < prep.tree.N ? moduleRow(doc, prep, cols, !!expanded[id], id)
-    : valueRow(doc, prep, cols, inline, id - prep.tree.N));
+  const rowFor = (id) =>
+    id < prep.tree.N
+      ? moduleRow(doc, prep, cols, !!expanded[id], id)
+      : valueRow(doc, prep, cols, inline, id - prep.tree.N);
   const windowing = watchWindow(scroller, {
     viewportHeight: () => Math.max(0, (scroller.clientHeight || 420) - (thead.offsetHeight || 22)),
     count: () => items.length,

@@ -32,14 +32,19 @@ function render({ model, el }) {
   const headRow = h(doc, "tr");
   const thead = h(doc, "thead", null, headRow);
   const { scroller, table, empty, spacers } = createWindowedTable(doc, {
-    tableClass: "nnx-split-table", colgroup, thead });
+    tableClass: "nnx-split-table",
+    colgroup,
+    thead,
+  });
   root.append(h(doc, "style", null, splitCss()), filterStyle, head, codeBox, problems.el, showing, scroller);
   el.replaceChildren(root);
 
   function fillTable() {
     cols = columns(prep);
     filterStyle.replaceChildren(filterCss(prep.filters.length));
-    colgroup.replaceChildren(...cols.map((c) => h(doc, "col", { class: `k-${c.id}`, style: c.width ? `width:${c.width}px` : null })));
+    colgroup.replaceChildren(
+      ...cols.map((c) => h(doc, "col", { class: `k-${c.id}`, style: c.width ? `width:${c.width}px` : null })),
+    );
     headRow.replaceChildren(...cols.map((c) => headerCell(doc, prep, c, active)));
     table.style.minWidth = `${tableWidth(cols)}px`;
     setColspan(spacers, cols.length);

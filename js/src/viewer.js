@@ -72,8 +72,17 @@ function render({ model, el }) {
   });
   const heatmap = createHeatmap(doc);
   const root = h(doc, "div", { class: "nnx-lab-viewer" });
-  root.append(h(doc, "style", null, css()), h(doc, "div", { class: "nnx-head" }, title, devices), scalars, banner,
-    toolbar.el, seriesBar.el, heatmap.el, table.el, statusLine.el);
+  root.append(
+    h(doc, "style", null, css()),
+    h(doc, "div", { class: "nnx-head" }, title, devices),
+    scalars,
+    banner,
+    toolbar.el,
+    seriesBar.el,
+    heatmap.el,
+    table.el,
+    statusLine.el,
+  );
   el.replaceChildren(root);
 
   function relayout(opts = {}) {
@@ -88,8 +97,20 @@ function render({ model, el }) {
     const layout = rows.layout();
     items = layout.items;
     toolbar.setMatches(layout.matches);
-    table.update({ tree: rows.tree, items, sort, history, stat, expanded: rows.expanded, emptyText: layout.emptyText,
-                   hidden: hiddenColumns(snap), openRows: rows.openRows }, opts);
+    table.update(
+      {
+        tree: rows.tree,
+        items,
+        sort,
+        history,
+        stat,
+        expanded: rows.expanded,
+        emptyText: layout.emptyText,
+        hidden: hiddenColumns(snap),
+        openRows: rows.openRows,
+      },
+      opts,
+    );
     heatmap.draw({ tree: rows.tree, history, stat });
   }
 
@@ -100,7 +121,8 @@ function render({ model, el }) {
     drawn[key] = sig;
     fill();
   }
-  const drawChips = () => once("chips", [snap.totals, rows.typeFilter], () => fillChips(doc, toolbar.chips, snap, rows.typeFilter));
+  const drawChips = () =>
+    once("chips", [snap.totals, rows.typeFilter], () => fillChips(doc, toolbar.chips, snap, rows.typeFilter));
 
   const rowCount = (p) => (p.rows && p.rows.parent ? p.rows.parent.length : 0);
 

@@ -47,7 +47,9 @@ function render({ model, el }) {
     cleanups,
   });
   const list = createList(doc, st, {
-    onPick: setScope, views: isViews, selectedClasses: () => scopeClasses(st.prep, st.scope),
+    onPick: setScope,
+    views: isViews,
+    selectedClasses: () => scopeClasses(st.prep, st.scope),
   });
   const modeRow = codeRow(doc, "mode", h(doc, "span", { class: "lbl" }, "ran"), cleanups);
   modeRow.row.hidden = true;
@@ -61,7 +63,14 @@ function render({ model, el }) {
   });
 
   const root = h(doc, "div", { class: "nnx-lab-views", "data-variant": "views" });
-  root.append(h(doc, "style", null, viewsCss()), ...header.elements, modeRow.row, editor.form, requests.status, list.list);
+  root.append(
+    h(doc, "style", null, viewsCss()),
+    ...header.elements,
+    modeRow.row,
+    editor.form,
+    requests.status,
+    list.list,
+  );
   el.replaceChildren(root);
 
   function onPayload() {
@@ -79,7 +88,10 @@ function render({ model, el }) {
   const onMsg = (msg) => requests.onAck(msg);
   model.on("change:payload", onPayload);
   model.on("msg:custom", onMsg);
-  cleanups.push(() => model.off("change:payload", onPayload), () => model.off("msg:custom", onMsg));
+  cleanups.push(
+    () => model.off("change:payload", onPayload),
+    () => model.off("msg:custom", onMsg),
+  );
   onPayload();
 
   return () => {

@@ -14,7 +14,8 @@ function mount(report = forward(), extra = {}) {
   const doc = new FakeDocument();
   const el = doc.createElement("div");
   const model = new FakeModel({
-    controls: controls(), report,
+    controls: controls(),
+    report,
     status: { target: "Net", calls: 1, kind: "call", elapsed_ms: 3.5, message: "", level: "" },
     ...extra,
   });
@@ -68,8 +69,15 @@ test("user strings are text: an XSS sow key, class name and type name stay inert
   assert.ok(q("label.nnx-capture-module").some((l) => l.textContent.includes(EVIL_CLASS)));
   assert.ok(q("label.nnx-capture-toggle").some((l) => l.textContent === EVIL));
   // Nothing was parsed as HTML: every element was made by createElement(NS) with a known tag.
-  const tags = new Set(doc.calls.filter((c) => c[0] !== "createTextNode" && c[0] !== "textContent").map((c) => c.at(-1)));
-  for (const t of tags) assert.match(t, /^(div|span|style|label|input|details|summary|button|ul|li|table|colgroup|col|thead|tbody|tr|th|td|svg|path|line)$/, t);
+  const tags = new Set(
+    doc.calls.filter((c) => c[0] !== "createTextNode" && c[0] !== "textContent").map((c) => c.at(-1)),
+  );
+  for (const t of tags)
+    assert.match(
+      t,
+      /^(div|span|style|label|input|details|summary|button|ul|li|table|colgroup|col|thead|tbody|tr|th|td|svg|path|line)$/,
+      t,
+    );
   assert.equal(el.querySelectorAll("img").length + el.querySelectorAll("script").length, 0);
   cleanup();
 });
@@ -86,15 +94,21 @@ test("toggles send validated-by-Python messages: types, methods, modules, all/no
   click(input("data-module", "b0"));
   q("button.nnx-capture-none")[0].dispatch("click");
   q("button.nnx-capture-all")[0].dispatch("click");
-  assert.deepEqual(model.sent.map(({ id, ...m }) => m), [
-    { type: "type", name: "Perturbation", on: true },
-    { type: "methods", on: true },
-    { type: "module", path: "b0", on: false },
-    { type: "modules", on: false },
-    { type: "modules", on: true },
-  ]);
+  assert.deepEqual(
+    model.sent.map(({ id, ...m }) => m),
+    [
+      { type: "type", name: "Perturbation", on: true },
+      { type: "methods", on: true },
+      { type: "module", path: "b0", on: false },
+      { type: "modules", on: false },
+      { type: "modules", on: true },
+    ],
+  );
   const ids = model.sent.map((m) => m.id);
-  assert.ok(ids.every((id, i) => Number.isInteger(id) && (i === 0 || id > ids[i - 1])), String(ids));
+  assert.ok(
+    ids.every((id, i) => Number.isInteger(id) && (i === 0 || id > ids[i - 1])),
+    String(ids),
+  );
   cleanup();
 });
 
@@ -192,7 +206,9 @@ test("gradients sit next to forward values; a gradient without a forward value g
 
 test("the report variant (%%nnx_capture) draws the same table with gradients beside values, and no toggles", () => {
   const { q, paths, row, cleanup } = mount(withGrads(), {
-    variant: "report", controls: {}, status: { target: "model", elapsed_ms: 12, message: "", level: "" },
+    variant: "report",
+    controls: {},
+    status: { target: "model", elapsed_ms: 12, message: "", level: "" },
   });
   assert.deepEqual(paths(), [`['${EVIL}']`, "b0.act", "b0.pert", "head.p2"]);
   assert.equal(row("b0.pert").querySelector("td.c-gmean").textContent, "0.125");
@@ -214,15 +230,24 @@ test("before any call and with nothing captured: a note instead of rows; message
   m.cleanup();
 
   const nothing = forward();
-  nothing.snapshot = snap({ nodes: { parent: [], key: [], type: [] }, rows: { parent: [], key: [], type: [] }, stats: {} });
+  nothing.snapshot = snap({
+    nodes: { parent: [], key: [], type: [] },
+    rows: { parent: [], key: [], type: [] },
+    stats: {},
+  });
   nothing.hist.rows = [];
   nothing.messages = [`Net sowed nothing under Intermediate; it sowed ${EVIL}`];
-  m = mount(nothing, { status: { target: "Net", calls: 1, message: "keep at least one Variable type", level: "error" } });
+  m = mount(nothing, {
+    status: { target: "Net", calls: 1, message: "keep at least one Variable type", level: "error" },
+  });
   empty = m.q(".nnx-empty")[0];
   assert.equal(empty.textContent, "nothing captured");
   const msgs = m.q("ul.nnx-capture-messages")[0];
   assert.equal(msgs.hidden, false);
-  assert.deepEqual(msgs.children.map((li) => li.textContent), nothing.messages);
+  assert.deepEqual(
+    msgs.children.map((li) => li.textContent),
+    nothing.messages,
+  );
   const status = m.q(".nnx-capture-status")[0];
   assert.equal(status.getAttribute("data-level"), "error");
   assert.equal(status.textContent, "keep at least one Variable type");
@@ -234,7 +259,11 @@ test("many captured values: only a window of rows is in the DOM", () => {
   const big = forward();
   big.snapshot = snap({
     nodes: { parent: [], key: [], type: [] },
-    rows: { parent: new Array(n).fill(-1), key: Array.from({ length: n }, (_, i) => `v${i}`), type: new Array(n).fill(0) },
+    rows: {
+      parent: new Array(n).fill(-1),
+      key: Array.from({ length: n }, (_, i) => `v${i}`),
+      type: new Array(n).fill(0),
+    },
     stats: {},
   });
   big.hist.rows = Array.from({ length: n }, () => [0, 1, 1, 2, 3, 4]);

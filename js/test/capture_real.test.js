@@ -24,7 +24,10 @@ function mount(traits) {
 
 /** The first column of Python's text report: the path of every row it lists. */
 function pythonPaths(text) {
-  return text.split("\n").filter((l) => l && !/^(captured|gradients|path |!! )/.test(l)).map((l) => l.split(/\s{2,}/)[0]);
+  return text
+    .split("\n")
+    .filter((l) => l && !/^(captured|gradients|path |!! )/.test(l))
+    .map((l) => l.split(/\s{2,}/)[0]);
 }
 
 test("a real call: a row for each value Python's report lists, a toggle for each module and type", () => {

@@ -3,7 +3,15 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import {
-  histPath, histRow, histTitle, inlineGroups, moduleTree, modulesSummary, prepareReport, rowLabel, visibleColumns,
+  histPath,
+  histRow,
+  histTitle,
+  inlineGroups,
+  moduleTree,
+  modulesSummary,
+  prepareReport,
+  rowLabel,
+  visibleColumns,
   visibleItems,
 } from "../src/capture/data.js";
 import { EVIL, EVIL_CLASS, controls, forward, snap, withGrads } from "./capturefixtures.js";
@@ -55,10 +63,15 @@ test("a value sown once and perturbed under the same name shares its row with th
   const rep = forward();
   rep.snapshot = snap({
     nodes: { parent: [-1, 0], key: ["b0", "h"], type: ["Block", ""] },
-    rows: { parent: [1, 0], key: [0, "other"], type: [0, 0] }, stats: {},
+    rows: { parent: [1, 0], key: [0, "other"], type: [0, 0] },
+    stats: {},
   });
   rep.grads = {
-    snapshot: snap({ nodes: { parent: [-1], key: ["b0"], type: ["Block"] }, rows: { parent: [0], key: ["h"], type: [1] }, stats: {} }),
+    snapshot: snap({
+      nodes: { parent: [-1], key: ["b0"], type: ["Block"] },
+      rows: { parent: [0], key: ["h"], type: [1] },
+      stats: {},
+    }),
     hist: { bins: 4, rows: [null] },
   };
   let p = prepareReport(rep);
@@ -67,7 +80,8 @@ test("a value sown once and perturbed under the same name shares its row with th
   // Sown twice: which call's value the gradient belongs to is unclear, so it gets its own row.
   rep.snapshot.rows.parent.push(1);
   rep.snapshot.rows.key.push(1);
-  for (const c of ["type", "shape", "dtype", "nbytes", "sharding", "devices", "metadata", "status"]) rep.snapshot.rows[c].push(0);
+  for (const c of ["type", "shape", "dtype", "nbytes", "sharding", "devices", "metadata", "status"])
+    rep.snapshot.rows[c].push(0);
   for (const c of Object.keys(rep.snapshot.stats)) rep.snapshot.stats[c].push(0);
   p = prepareReport(rep);
   assert.deepEqual(Array.from(p.tree.rowPath), ["b0.h[0]", "b0.other", "b0.h[1]", "b0.h"]);
@@ -77,16 +91,32 @@ test("a value sown once and perturbed under the same name shares its row with th
 test("visibleColumns: gradient columns only with gradients, NaN/Inf only when there are some", () => {
   const ids = (r) => visibleColumns(prepareReport(r)).map((c) => c.id);
   assert.deepEqual(ids(forward()), ["path", "type", "shape", "dtype", "mean", "std", "min", "max", "hist"]);
-  assert.deepEqual(ids(withGrads()),
-    ["path", "type", "shape", "mean", "std", "hist", "gmean", "gstd", "gnorm", "gnonfinite", "ghist"]);
+  assert.deepEqual(ids(withGrads()), [
+    "path",
+    "type",
+    "shape",
+    "mean",
+    "std",
+    "hist",
+    "gmean",
+    "gstd",
+    "gnorm",
+    "gnonfinite",
+    "ghist",
+  ]);
 });
 
 /** Net{b0: Block{act: (x, y), linear: Linear{__call__: (z,)}}}, root sow (w,): what sown tuples look like. */
 function tuples() {
   const rep = forward();
   rep.snapshot = snap({
-    nodes: { parent: [-1, -1, 1, 1, 3], key: [EVIL, "b0", "act", "linear", "__call__"], type: ["", EVIL_CLASS, "", "Linear", ""] },
-    rows: { parent: [0, 2, 2, 4], key: [0, 0, 1, 0], type: [0, 0, 0, 0] }, stats: {},
+    nodes: {
+      parent: [-1, -1, 1, 1, 3],
+      key: [EVIL, "b0", "act", "linear", "__call__"],
+      type: ["", EVIL_CLASS, "", "Linear", ""],
+    },
+    rows: { parent: [0, 2, 2, 4], key: [0, 0, 1, 0], type: [0, 0, 0, 0] },
+    stats: {},
   });
   rep.hist.rows = [null, null, null, null];
   return rep;
@@ -98,16 +128,25 @@ test("a sown tuple's group is drawn inline: one row per value, labelled act[0], 
   const inline = inlineGroups(t);
   assert.deepEqual(Array.from(inline), [1, 0, 1, 0, 1]);
   const items = visibleItems(t, new Uint8Array(t.N).fill(1), inline);
-  const text = items.map((id) => (id < t.N ? `module ${t.nodePath[id]}` : `${t.rowPath[id - t.N]} as ${rowLabel(t, id - t.N, inline).label}@${rowLabel(t, id - t.N, inline).depth}`));
+  const text = items.map((id) =>
+    id < t.N
+      ? `module ${t.nodePath[id]}`
+      : `${t.rowPath[id - t.N]} as ${rowLabel(t, id - t.N, inline).label}@${rowLabel(t, id - t.N, inline).depth}`,
+  );
   assert.deepEqual(text, [
     `['${EVIL}'][0] as ['${EVIL}'][0]@0`,
-    "module b0", "b0.act[0] as act[0]@1", "b0.act[1] as act[1]@1",
-    "module b0.linear", "b0.linear.__call__[0] as __call__[0]@2",
+    "module b0",
+    "b0.act[0] as act[0]@1",
+    "b0.act[1] as act[1]@1",
+    "module b0.linear",
+    "b0.linear.__call__[0] as __call__[0]@2",
   ]);
   // Collapsing a module hides its values; an inline group cannot be collapsed away.
   const closed = new Uint8Array(t.N).fill(0);
-  assert.deepEqual(visibleItems(t, closed, inline).map((id) => (id < t.N ? t.nodePath[id] : t.rowPath[id - t.N])),
-    [`['${EVIL}'][0]`, "b0"]);
+  assert.deepEqual(
+    visibleItems(t, closed, inline).map((id) => (id < t.N ? t.nodePath[id] : t.rowPath[id - t.N])),
+    [`['${EVIL}'][0]`, "b0"],
+  );
 });
 
 test("moduleTree: depth, tri-state over each subtree, summary", () => {
@@ -123,6 +162,9 @@ test("moduleTree: depth, tri-state over each subtree, summary", () => {
   t = moduleTree(mods.map((m) => ({ ...m, on: false })));
   assert.equal(modulesSummary(t), "none of 4 modules");
   // A parent index that does not come first is treated as a root, not followed.
-  t = moduleTree([{ path: "a", parent: 1, on: true }, { path: "b", parent: 0, on: true }]);
+  t = moduleTree([
+    { path: "a", parent: 1, on: true },
+    { path: "b", parent: 0, on: true },
+  ]);
   assert.deepEqual(Array.from(t.parent), [-1, 0]);
 });

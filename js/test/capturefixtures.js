@@ -11,15 +11,42 @@ export function snap({ nodes, rows, stats, tables }) {
   const n = rows.parent.length;
   const fill = (v) => new Array(n).fill(v);
   return {
-    version: 1, root_type: "State",
+    version: 1,
+    root_type: "State",
     nodes,
-    rows: { shape: fill([2, 4]), dtype: fill(0), nbytes: fill(32), sharding: fill(-1), devices: fill(0),
-            metadata: fill(-1), status: fill(0), ...rows },
-    stats: { mean: fill(0.5), std: fill(1), min: fill(-1), max: fill(2), norm: fill(3), abs_max: fill(2),
-             nan_count: fill(0), inf_count: fill(0), zero_frac: fill(0), ...stats },
-    tables: { type: ["Intermediate", "Perturbation"], dtype: ["float32"], sharding: [], devices: ["cpu:0"],
-              metadata: [], status: ["ok"], ...tables },
-    totals: {}, devices: { platform: "cpu", count: 1, devices: [] },
+    rows: {
+      shape: fill([2, 4]),
+      dtype: fill(0),
+      nbytes: fill(32),
+      sharding: fill(-1),
+      devices: fill(0),
+      metadata: fill(-1),
+      status: fill(0),
+      ...rows,
+    },
+    stats: {
+      mean: fill(0.5),
+      std: fill(1),
+      min: fill(-1),
+      max: fill(2),
+      norm: fill(3),
+      abs_max: fill(2),
+      nan_count: fill(0),
+      inf_count: fill(0),
+      zero_frac: fill(0),
+      ...stats,
+    },
+    tables: {
+      type: ["Intermediate", "Perturbation"],
+      dtype: ["float32"],
+      sharding: [],
+      devices: ["cpu:0"],
+      metadata: [],
+      status: ["ok"],
+      ...tables,
+    },
+    totals: {},
+    devices: { platform: "cpu", count: 1, devices: [] },
   };
 }
 

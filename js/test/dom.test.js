@@ -50,7 +50,12 @@ test("panels keep user strings as text", () => {
   const snap = tricky();
   snap.root_type = EVIL;
   snap.totals = { [EVIL]: { count: 1, size: 1, bytes: 4 }, all: { count: 1, size: 1, bytes: 4 } };
-  snap.devices = { platform: EVIL, device_kind: EVIL, count: 1, devices: [{ id: 0, platform: EVIL, kind: EVIL, bytes_in_use: 10, peak_bytes_in_use: 20, bytes_limit: 100 }] };
+  snap.devices = {
+    platform: EVIL,
+    device_kind: EVIL,
+    count: 1,
+    devices: [{ id: 0, platform: EVIL, kind: EVIL, bytes_in_use: 10, peak_bytes_in_use: 20, bytes_limit: 100 }],
+  };
   const title = h(doc, "div");
   fillTitle(doc, title, snap);
   assert.ok(title.textContent.startsWith(EVIL));
@@ -85,26 +90,60 @@ test("status line: gone and error show their message", () => {
   const doc = new FakeDocument();
   const slots = { state: h(doc, "span"), msg: h(doc, "span"), info: h(doc, "span"), button: h(doc, "button") };
   const line = h(doc, "div");
-  fillStatus(doc, line, slots, { state: "gone", message: "", last_refresh: null, cost_ms: null, refreshes: 3, interval_s: 1 });
+  fillStatus(doc, line, slots, {
+    state: "gone",
+    message: "",
+    last_refresh: null,
+    cost_ms: null,
+    refreshes: 3,
+    interval_s: 1,
+  });
   assert.equal(line.getAttribute("data-state"), "gone");
   assert.equal(slots.msg.textContent, "model is gone (garbage-collected)");
   assert.equal(slots.button.disabled, true);
-  fillStatus(doc, line, slots, { state: "error", message: EVIL, last_refresh: 1700000000, cost_ms: 3.21, refreshes: 1, interval_s: 1 });
+  fillStatus(doc, line, slots, {
+    state: "error",
+    message: EVIL,
+    last_refresh: 1700000000,
+    cost_ms: 3.21,
+    refreshes: 1,
+    interval_s: 1,
+  });
   assert.equal(slots.msg.textContent, EVIL);
   assert.match(slots.info.textContent, /^last refresh \d\d:\d\d:\d\d · refresh cost 3.2 ms · 1 refresh$/);
-  fillStatus(doc, line, slots, { state: "live", message: "", last_refresh: null, cost_ms: 4, device_ms: 12.5, refreshes: 2, interval_s: 0.8 });
+  fillStatus(doc, line, slots, {
+    state: "live",
+    message: "",
+    last_refresh: null,
+    cost_ms: 4,
+    device_ms: 12.5,
+    refreshes: 2,
+    interval_s: 0.8,
+  });
   assert.equal(slots.info.textContent, "refresh cost 4 ms host + 13 ms device · 2 refreshes · every 800 ms");
-  fillStatus(doc, line, slots, { state: "live", message: "", last_refresh: null, cost_ms: null, refreshes: 0, interval_s: 0.5 });
+  fillStatus(doc, line, slots, {
+    state: "live",
+    message: "",
+    last_refresh: null,
+    cost_ms: null,
+    refreshes: 0,
+    interval_s: 0.5,
+  });
   assert.equal(slots.msg.hidden, true);
   assert.equal(slots.info.textContent, "0 refreshes · every 500 ms");
 });
 
 test("patch() updates in place, keeping unchanged elements", () => {
   const doc = new FakeDocument();
-  const make = (a, b, cls, extra) => h(doc, "tr", { class: cls, "data-path": "x" },
-    h(doc, "td", { class: "c-path" }, h(doc, "span", { class: "tog" }, a), "key"),
-    h(doc, "td", { class: "c-mean", title: b }, b),
-    ...(extra ? [h(doc, "td", null, extra)] : []));
+  const make = (a, b, cls, extra) =>
+    h(
+      doc,
+      "tr",
+      { class: cls, "data-path": "x" },
+      h(doc, "td", { class: "c-path" }, h(doc, "span", { class: "tog" }, a), "key"),
+      h(doc, "td", { class: "c-mean", title: b }, b),
+      ...(extra ? [h(doc, "td", null, extra)] : []),
+    );
   const old = make("\u25B8", "1", "nnx-module");
   const tog = old.childNodes[0].childNodes[0];
   const mean = old.childNodes[1];

@@ -48,19 +48,32 @@ export class Element extends Node {
     this.listeners = {};
     this.dataset = {};
     const el = this;
-    this.style = new Proxy({}, {
-      set(t, k, v) {
-        t[k] = v;
-        return true;
+    this.style = new Proxy(
+      {},
+      {
+        set(t, k, v) {
+          t[k] = v;
+          return true;
+        },
+        get(t, k) {
+          if (k === "setProperty")
+            return (n, v) => {
+              t[n] = v;
+            };
+          return t[k] ?? "";
+        },
       },
-      get(t, k) {
-        if (k === "setProperty") return (n, v) => { t[n] = v; };
-        return t[k] ?? "";
-      },
-    });
+    );
     this.classList = {
       add: (...c) => el.setAttribute("class", [...new Set([...el.classes(), ...c])].join(" ")),
-      remove: (...c) => el.setAttribute("class", el.classes().filter((x) => !c.includes(x)).join(" ")),
+      remove: (...c) =>
+        el.setAttribute(
+          "class",
+          el
+            .classes()
+            .filter((x) => !c.includes(x))
+            .join(" "),
+        ),
       contains: (c) => el.classes().includes(c),
       toggle: (c, force) => {
         const on = force === undefined ? !el.classes().includes(c) : Boolean(force);
@@ -75,10 +88,18 @@ export class Element extends Node {
   classes() {
     return (this.getAttribute("class") || "").split(/\s+/).filter(Boolean);
   }
-  set innerHTML(v) { html(); }
-  get innerHTML() { return html(); }
-  set outerHTML(v) { html(); }
-  insertAdjacentHTML() { html(); }
+  set innerHTML(v) {
+    html();
+  }
+  get innerHTML() {
+    return html();
+  }
+  set outerHTML(v) {
+    html();
+  }
+  insertAdjacentHTML() {
+    html();
+  }
   setAttribute(k, v) {
     this.attributes.set(k, String(v));
     if (k.startsWith("data-")) this.dataset[k.slice(5).replace(/-([a-z])/g, (_, c) => c.toUpperCase())] = String(v);
@@ -190,15 +211,27 @@ export class FakeModel {
     this.sent = [];
     this.saves = 0;
   }
-  get(k) { return this.traits[k]; }
+  get(k) {
+    return this.traits[k];
+  }
   set(k, v) {
     const old = this.traits[k];
     this.traits[k] = v;
     if (old !== v) this.emit(`change:${k}`, this, v);
   }
-  save_changes() { this.saves += 1; }
-  on(n, cb) { (this.handlers[n] ??= []).push(cb); }
-  off(n, cb) { this.handlers[n] = (this.handlers[n] || []).filter((f) => f !== cb); }
-  emit(n, ...a) { for (const cb of this.handlers[n] || []) cb(...a); }
-  send(msg) { this.sent.push(msg); }
+  save_changes() {
+    this.saves += 1;
+  }
+  on(n, cb) {
+    (this.handlers[n] ??= []).push(cb);
+  }
+  off(n, cb) {
+    this.handlers[n] = (this.handlers[n] || []).filter((f) => f !== cb);
+  }
+  emit(n, ...a) {
+    for (const cb of this.handlers[n] || []) cb(...a);
+  }
+  send(msg) {
+    this.sent.push(msg);
+  }
 }

@@ -37,14 +37,32 @@ export function tricky() {
     note: [null, null, null, null, null, "abstract: no data", null],
   };
   const stats = {
-    mean: [0.5, -1, 2, null, 3, null, 7], std: [1, 1, 1, 1, 1, null, 0],
-    min: [0, 0, 0, 0, 0, null, 7], max: [1, 1, 1, 1, 1, null, 7],
-    norm: [4, 1, 9, 2, 3, null, 7], abs_max: [1, 1, 1, 1, 1, null, 7],
-    nan_count: [0, 0, 2, 0, 0, null, 0], inf_count: [0, 0, 1, 5, 0, null, 0], zero_frac: [0, 0, 0, 0, 0, null, 0],
+    mean: [0.5, -1, 2, null, 3, null, 7],
+    std: [1, 1, 1, 1, 1, null, 0],
+    min: [0, 0, 0, 0, 0, null, 7],
+    max: [1, 1, 1, 1, 1, null, 7],
+    norm: [4, 1, 9, 2, 3, null, 7],
+    abs_max: [1, 1, 1, 1, 1, null, 7],
+    nan_count: [0, 0, 2, 0, 0, null, 0],
+    inf_count: [0, 0, 1, 5, 0, null, 0],
+    zero_frac: [0, 0, 0, 0, 0, null, 0],
   };
   return {
-    version: 1, root_type: "Net", refresh: 3, structure: 9, nodes, rows, stats,
-    tables: { type: ["Param", "Custom", "Variable"], dtype: ["float32", "int32"], sharding: ["PartitionSpec('data',)"], devices: ["cpu:0"], metadata: [], status: ["ok", "abstract"] },
+    version: 1,
+    root_type: "Net",
+    refresh: 3,
+    structure: 9,
+    nodes,
+    rows,
+    stats,
+    tables: {
+      type: ["Param", "Custom", "Variable"],
+      dtype: ["float32", "int32"],
+      sharding: ["PartitionSpec('data',)"],
+      devices: ["cpu:0"],
+      metadata: [],
+      status: ["ok", "abstract"],
+    },
     totals: {},
     devices: {},
   };

@@ -1,7 +1,18 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import {
-  fmtNum, fmtBytes, fmtShape, fmtCount, fmtNonfinite, fmtMs, fmtClock, pathText, keyText, pyRepr, isIdentifier, shapeSize,
+  fmtNum,
+  fmtBytes,
+  fmtShape,
+  fmtCount,
+  fmtNonfinite,
+  fmtMs,
+  fmtClock,
+  pathText,
+  keyText,
+  pyRepr,
+  isIdentifier,
+  shapeSize,
 } from "../src/shared/format.js";
 
 test("fmtNum: 4 significant digits, trimmed", () => {

@@ -14,7 +14,9 @@ function read(name) {
 }
 
 if (!existsSync(path.join(FIXTURES, "manifest.json"))) {
-  throw new Error(`no generated fixtures in ${FIXTURES}: run python tools/js_fixtures.py (from the repository root) first`);
+  throw new Error(
+    `no generated fixtures in ${FIXTURES}: run python tools/js_fixtures.py (from the repository root) first`,
+  );
 }
 const manifest = read("manifest");
 
@@ -23,7 +25,8 @@ const manifest = read("manifest");
  * `skipReason(name)` says why: a flax too old for the feature).
  */
 export function fixture(name) {
-  if (!(name in manifest)) throw new Error(`unknown fixture ${name}; tools/js_fixtures.py makes ${Object.keys(manifest).join(", ")}`);
+  if (!(name in manifest))
+    throw new Error(`unknown fixture ${name}; tools/js_fixtures.py makes ${Object.keys(manifest).join(", ")}`);
   return manifest[name] ? null : read(name);
 }
 

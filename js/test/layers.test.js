@@ -20,7 +20,12 @@ const paths = (tree, items) => items.map((id) => itemPath(tree, id));
 
 test("layer rows: paths as Python writes them, one level under their Variable, not counted twice", () => {
   const t = buildTree(stacked());
-  assert.deepEqual(t.rowPath.slice(0, 4), ["blocks.bias", "blocks.bias[layer 0]", "blocks.bias[layer 1]", "blocks.bias[layer 2]"]);
+  assert.deepEqual(t.rowPath.slice(0, 4), [
+    "blocks.bias",
+    "blocks.bias[layer 0]",
+    "blocks.bias[layer 1]",
+    "blocks.bias[layer 2]",
+  ]);
   for (const p of t.rowPath) assert.ok(p in stackedStatic().rows, p); // the same text as the saved table
   assert.deepEqual([...t.layerKids.keys()], [0, 4]);
   assert.equal(t.rowDepth[1], t.rowDepth[0] + 1);
@@ -32,26 +37,53 @@ test("layer rows: paths as Python writes them, one level under their Variable, n
 test("closed groups list the Variable alone; an open one lists its layers after it", () => {
   const t = buildTree(stacked());
   const open = new Uint8Array(t.R);
-  assert.deepEqual(paths(t, flatten(t, all(t), t.kids, null, open)),
-    ["blocks", "blocks.bias", "blocks.kernel", "head", "head.bias", "head.kernel"]);
+  assert.deepEqual(paths(t, flatten(t, all(t), t.kids, null, open)), [
+    "blocks",
+    "blocks.bias",
+    "blocks.kernel",
+    "head",
+    "head.bias",
+    "head.kernel",
+  ]);
   open[4] = 1;
-  assert.deepEqual(paths(t, flatten(t, all(t), t.kids, null, open)), ["blocks", "blocks.bias", "blocks.kernel",
-    "blocks.kernel[layer 0]", "blocks.kernel[layer 1]", "blocks.kernel[layer 2]", "head", "head.bias", "head.kernel"]);
+  assert.deepEqual(paths(t, flatten(t, all(t), t.kids, null, open)), [
+    "blocks",
+    "blocks.bias",
+    "blocks.kernel",
+    "blocks.kernel[layer 0]",
+    "blocks.kernel[layer 1]",
+    "blocks.kernel[layer 2]",
+    "head",
+    "head.bias",
+    "head.kernel",
+  ]);
 });
 
 test("a filter matching a layer keeps its Variable listed", () => {
   const t = buildTree(stacked());
   const open = new Uint8Array(t.R).fill(1);
   const match = filterRows(t, "layer 1");
-  assert.deepEqual(paths(t, flatten(t, all(t), t.kids, match, open)),
-    ["blocks", "blocks.bias", "blocks.bias[layer 1]", "blocks.kernel", "blocks.kernel[layer 1]"]);
+  assert.deepEqual(paths(t, flatten(t, all(t), t.kids, match, open)), [
+    "blocks",
+    "blocks.bias",
+    "blocks.bias[layer 1]",
+    "blocks.kernel",
+    "blocks.kernel[layer 1]",
+  ]);
 });
 
 test("malformed layer links are ignored", () => {
   const rowPath = ["a", "b", "c", "d"];
   const lower = rowPath.map((p) => p.toLowerCase());
   const depth = new Int32Array(4);
-  const { rowLayerOf, layerKids } = layerLinks({ layer_of: [null, 0, 1, 9], layer: [null, 0, 0, 0] }, 4, 2, rowPath, lower, depth);
+  const { rowLayerOf, layerKids } = layerLinks(
+    { layer_of: [null, 0, 1, 9], layer: [null, 0, 0, 0] },
+    4,
+    2,
+    rowPath,
+    lower,
+    depth,
+  );
   assert.deepEqual([...rowLayerOf], [-1, 0, -1, -1]); // a layer of a layer, an index out of range: plain rows
   assert.deepEqual([...layerKids.get(0)], [3]);
   assert.equal(rowPath[1], "a[layer 0]");
@@ -141,12 +173,19 @@ test("viewer: a group row with its layers closed, a click opens them, its button
 
 test("capture report: a stacked value's layers are always listed under it, labelled by layer", async () => {
   const { prepareReport, visibleItems, inlineGroups, rowLabel } = await import("../src/capture/data.js");
-  const prep = prepareReport({ snapshot: stacked(), hist: { bins: 4, rows: [] }, messages: [], types: ["Intermediate"] });
+  const prep = prepareReport({
+    snapshot: stacked(),
+    hist: { bins: 4, rows: [] },
+    messages: [],
+    types: ["Intermediate"],
+  });
   const t = prep.tree;
   const inline = inlineGroups(t);
   const items = visibleItems(t, new Uint8Array(t.N).fill(1), inline);
-  assert.deepEqual(paths(t, items).filter((p) => p.startsWith("blocks.kernel")),
-    ["blocks.kernel", "blocks.kernel[layer 0]", "blocks.kernel[layer 1]", "blocks.kernel[layer 2]"]);
+  assert.deepEqual(
+    paths(t, items).filter((p) => p.startsWith("blocks.kernel")),
+    ["blocks.kernel", "blocks.kernel[layer 0]", "blocks.kernel[layer 1]", "blocks.kernel[layer 2]"],
+  );
   const kernel = t.rowPath.indexOf("blocks.kernel");
   assert.deepEqual(rowLabel(t, kernel + 2, inline), { label: "layer 1", depth: rowLabel(t, kernel, inline).depth + 1 });
 });

@@ -62,7 +62,10 @@ test("history reply replaces the rings, then newer refreshes are re-appended", (
   const flat = new Float32Array(6 * L).map((_, k) => Math.floor(k / L) * 100 + (k % L));
   flat[5 * L] = NaN;
   // A reply covering refreshes up to 5: refresh 6 must follow it.
-  const ok = h.onHistory({ type: "history", stat: "norm", structure: 1, rows: 6, length: L, refresh: 5 }, new DataView(flat.buffer));
+  const ok = h.onHistory(
+    { type: "history", stat: "norm", structure: 1, rows: 6, length: L, refresh: 5 },
+    new DataView(flat.buffer),
+  );
   assert.equal(ok, true);
   assert.deepEqual(arr(h.series(0)), [0, 1, 2, 60]);
   assert.deepEqual(arr(h.series(5)), [null, 501, 502, 65]);
@@ -75,7 +78,10 @@ test("history reply newer than the latest snapshot swallows that snapshot", () =
   const h = new History("norm", 100);
   h.onSnapshot(snap(1));
   const flat = new Float32Array(6 * 2).fill(1);
-  assert.equal(h.onHistory({ type: "history", stat: "norm", structure: 1, rows: 6, length: 2, refresh: 2 }, flat), true);
+  assert.equal(
+    h.onHistory({ type: "history", stat: "norm", structure: 1, rows: 6, length: 2, refresh: 2 }, flat),
+    true,
+  );
   h.onSnapshot(snap(2)); // already in the reply
   assert.equal(h.series(0).length, 2);
   h.onSnapshot(snap(3));

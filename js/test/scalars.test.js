@@ -30,7 +30,9 @@ function mount(name) {
   const doc = new FakeDocument();
   const el = doc.createElement("div");
   const model = new FakeModel({
-    snapshot: payload.snapshot, alert: payload.alert, sparkline_stat: "norm",
+    snapshot: payload.snapshot,
+    alert: payload.alert,
+    sparkline_stat: "norm",
     status: { state: "live", message: "", last_refresh: 1700000000, cost_ms: 1, refreshes: 3, interval_s: 1 },
   });
   const cleanup = widget.render({ model, el });
@@ -40,8 +42,14 @@ function mount(name) {
 test("a scalars message becomes one curve per name with its last value and step", () => {
   const { msg, buffers } = scalarsMessage();
   const curves = parseScalars(msg, buffers);
-  assert.deepEqual(curves.map((c) => c.name), ["loss", "lr"]);
-  assert.deepEqual(curves.map((c) => c.values.length), msg.counts);
+  assert.deepEqual(
+    curves.map((c) => c.name),
+    ["loss", "lr"],
+  );
+  assert.deepEqual(
+    curves.map((c) => c.values.length),
+    msg.counts,
+  );
   const loss = curves[0];
   assert.equal(loss.steps[0], 1);
   assert.equal(loss.steps.at(-1), 40);
@@ -108,7 +116,10 @@ test("in the widget: curves arrive by message, the banner names the step, clear 
   const { msg, buffers } = scalarsMessage();
   model.emit("msg:custom", msg, buffers);
   await tick();
-  assert.deepEqual(q(".nnx-scalar").map((e) => e.getAttribute("data-name")), ["loss", "lr"]);
+  assert.deepEqual(
+    q(".nnx-scalar").map((e) => e.getAttribute("data-name")),
+    ["loss", "lr"],
+  );
   banner.querySelector("button.nnx-banner-clear").dispatch("click");
   assert.deepEqual(model.sent.at(-1), { type: "clear_alert" });
   model.set("alert", {});

@@ -26,7 +26,11 @@ test("series are read from the trait and from the stats message's second buffer 
   const p = fixture("viewer_series");
   const R = p.snapshot.rows.parent.length;
   const fromTrait = readSeries(p.snapshot.series, p.snapshot.series.values, R);
-  const fromMsg = readSeries(p.stats_message.series, Float32Array.from(p.series_values, (v) => v ?? NaN), R);
+  const fromMsg = readSeries(
+    p.stats_message.series,
+    Float32Array.from(p.series_values, (v) => v ?? NaN),
+    R,
+  );
   assert.deepEqual(fromTrait.names, ["grad", "mu", "nu"]);
   for (const name of fromTrait.names) {
     for (const stat of ["mean", "norm", "nan_count"]) {
@@ -55,7 +59,9 @@ test("the viewer shows gradient columns, the optimizer step, unmatched leaves, a
   const kernel = () => row("layers[0].kernel");
   const R = p.snapshot.rows.parent.length;
   const series = readSeries(p.snapshot.series, p.snapshot.series.values, R);
-  const r = p.snapshot.rows.key.findIndex((k, i) => k === "kernel" && p.snapshot.nodes.key[p.snapshot.rows.parent[i]] === 0);
+  const r = p.snapshot.rows.key.findIndex(
+    (k, i) => k === "kernel" && p.snapshot.nodes.key[p.snapshot.rows.parent[i]] === 0,
+  );
   assert.ok(r >= 0);
   assert.equal(q("th[data-col=g_norm]").length, 1);
   assert.equal(q("table")[0].classList.contains("hide-g_norm"), false);
@@ -64,7 +70,10 @@ test("the viewer shows gradient columns, the optimizer step, unmatched leaves, a
   assert.ok(q(".nnx-unmatched")[0].textContent.includes("[0].count"));
   const paramMean = kernel().querySelector("td.c-mean").textContent;
   const select = q("select.nnx-group")[0];
-  assert.deepEqual(select.querySelectorAll("option").map((o) => o.getAttribute("value")), ["", "grad", "mu", "nu"]);
+  assert.deepEqual(
+    select.querySelectorAll("option").map((o) => o.getAttribute("value")),
+    ["", "grad", "mu", "nu"],
+  );
   select.value = "mu";
   select.dispatch("change");
   await tick(20);
@@ -79,8 +88,19 @@ nodeTest("an update series gives the ‖Δθ‖/‖θ‖ column, its staleness a
   const R = 2;
   // [series, stats + ratio, rows]: update norm 0.01, 0.02; ratio 1e-3, 2e-3
   const values = [null, null, 0.01, 0.02, 1e-3, 2e-3];
-  const series = readSeries({ names: ["update"], stats, steps: { update: 7 }, stale: ["update"], unmatched: [],
-    problems: ["update: unavailable (donated): <b>x</b>"], opt_step: null }, values, R);
+  const series = readSeries(
+    {
+      names: ["update"],
+      stats,
+      steps: { update: 7 },
+      stale: ["update"],
+      unmatched: [],
+      problems: ["update: unavailable (donated): <b>x</b>"],
+      opt_step: null,
+    },
+    values,
+    R,
+  );
   const shown = displayed({ stats: { norm: [10, 10] }, seriesData: series }, "");
   assert.deepEqual(shown.stats.u_ratio, [1e-3, 2e-3]);
   assert.equal(shown.stats.g_norm, undefined);

@@ -35,11 +35,17 @@ test("header, code, problems, one column per filter with taken and shadowed mark
   assert.equal(q("button.nnx-split-copy")[0].textContent, "copy");
   const problems = q("ul.nnx-split-problems")[0];
   assert.equal(problems.hidden, false);
-  assert.deepEqual(problems.children.map((li) => li.textContent), shadowing().problems);
+  assert.deepEqual(
+    problems.children.map((li) => li.textContent),
+    shadowing().problems,
+  );
 
   const filters = q("th.nnx-split-filter");
   assert.equal(filters.length, 3);
-  assert.deepEqual(filters.map((th) => th.getAttribute("data-filter")), ["0", "1", "2"]);
+  assert.deepEqual(
+    filters.map((th) => th.getAttribute("data-filter")),
+    ["0", "1", "2"],
+  );
   assert.equal(filters[0].querySelector(".nm").textContent, "param");
   assert.equal(filters[0].querySelector(".lb").textContent, "nnx.Param");
   assert.equal(filters[0].querySelector(".ct").textContent, "4 \u00B7 60 B");
@@ -182,7 +188,15 @@ test("copy: the clipboard when there is one, else the text is selected", async (
   const had = Object.getOwnPropertyDescriptor(globalThis, "navigator");
   const written = [];
   Object.defineProperty(globalThis, "navigator", {
-    value: { clipboard: { writeText: async (t) => { written.push(t); } } }, configurable: true, writable: true,
+    value: {
+      clipboard: {
+        writeText: async (t) => {
+          written.push(t);
+        },
+      },
+    },
+    configurable: true,
+    writable: true,
   });
   try {
     btn.dispatch("click");

@@ -2,7 +2,17 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import {
-  REST, columns, filterTitle, hasRemainder, markOf, prepare, rowKind, showingText, tableWidth, toggleActive, visibleRows,
+  REST,
+  columns,
+  filterTitle,
+  hasRemainder,
+  markOf,
+  prepare,
+  rowKind,
+  showingText,
+  tableWidth,
+  toggleActive,
+  visibleRows,
 } from "../src/split/data.js";
 import { FILTER_COLORS, filterColor } from "../src/shared/colors.js";
 import { filterCss } from "../src/split/styles.js";
@@ -11,7 +21,14 @@ import { partial, shadowing } from "./splitfixtures.js";
 test("prepare counts taken and shadowed per filter, and the remainder", () => {
   const p = prepare(shadowing());
   assert.equal(p.n, 8);
-  assert.deepEqual(p.filters.map((f) => [f.name, f.taken, f.shadowed]), [["param", 4, 0], ["variable", 4, 4], ["nothing", 0, 0]]);
+  assert.deepEqual(
+    p.filters.map((f) => [f.name, f.taken, f.shadowed]),
+    [
+      ["param", 4, 0],
+      ["variable", 4, 4],
+      ["nothing", 0, 0],
+    ],
+  );
   assert.deepEqual(p.rest, { count: 0, bytes: 0 });
   assert.equal(hasRemainder(p), false);
   const q = prepare(partial());
@@ -22,9 +39,15 @@ test("prepare counts taken and shadowed per filter, and the remainder", () => {
 test("user names (names[1:]) head the filter columns", () => {
   const rep = shadowing();
   rep.names = ["gd", "params", "rest", "none"];
-  assert.deepEqual(prepare(rep).filters.map((f) => f.name), ["params", "rest", "none"]);
+  assert.deepEqual(
+    prepare(rep).filters.map((f) => f.name),
+    ["params", "rest", "none"],
+  );
   delete rep.names;
-  assert.deepEqual(prepare(rep).filters.map((f) => f.name), ["param", "variable", "nothing"]);
+  assert.deepEqual(
+    prepare(rep).filters.map((f) => f.name),
+    ["param", "variable", "nothing"],
+  );
 });
 
 test("prepare survives missing and malformed fields", () => {
@@ -54,9 +77,15 @@ test("marks: filled where a filter took the Variable, hollow where it matched bu
 
 test("row kinds: shadowed, remainder, plain", () => {
   const p = prepare(shadowing());
-  assert.deepEqual(p.rows.path.map((_, r) => rowKind(p, r)), ["shadowed", "shadowed", "shadowed", "", "shadowed", "", "", ""]);
+  assert.deepEqual(
+    p.rows.path.map((_, r) => rowKind(p, r)),
+    ["shadowed", "shadowed", "shadowed", "", "shadowed", "", "", ""],
+  );
   const q = prepare(partial());
-  assert.deepEqual(q.rows.path.map((_, r) => rowKind(q, r)), ["", "", "", "", "", "", "remainder", "remainder"]);
+  assert.deepEqual(
+    q.rows.path.map((_, r) => rowKind(q, r)),
+    ["", "", "", "", "", "", "remainder", "remainder"],
+  );
 });
 
 test("columns: the Variable's, one per filter, the remainder only when there is one", () => {
@@ -82,7 +111,10 @@ test("header toggle and the rows each filter shows", () => {
   assert.deepEqual(visibleRows(p, 2), []);
   assert.deepEqual(visibleRows(prepare(partial()), REST), [6, 7]);
   assert.match(showingText(p, null, 8), /^8 Variables/);
-  assert.match(showingText(p, 1, 8), /^variable: 4 taken \+ 4 matched but taken by an earlier filter \(8 of 8 Variables\)/);
+  assert.match(
+    showingText(p, 1, 8),
+    /^variable: 4 taken \+ 4 matched but taken by an earlier filter \(8 of 8 Variables\)/,
+  );
   assert.match(showingText(prepare(partial()), REST, 2), /^remainder: 2 of 8 Variables/);
   assert.match(filterTitle(p.filters[0]), /filter 1: nnx.Param\nstate: param\ntook 4 Variables \(Param 4\)/);
 });

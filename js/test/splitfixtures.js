@@ -20,7 +20,15 @@ export function big(n) {
   return {
     root_type: "Big",
     filters: [
-      { label: "nnx.Param", name: "param", count: Math.ceil(n / 2), size: 0, bytes: 0, types: {}, shadowing: Math.ceil(n / 2) },
+      {
+        label: "nnx.Param",
+        name: "param",
+        count: Math.ceil(n / 2),
+        size: 0,
+        bytes: 0,
+        types: {},
+        shadowing: Math.ceil(n / 2),
+      },
       { label: "nnx.Variable", name: "variable", count: Math.floor(n / 2), size: 0, bytes: 0, types: {}, shadowing: 0 },
     ],
     rows: {
@@ -33,7 +41,9 @@ export function big(n) {
       matched_by: idx.map((i) => (i % 2 ? [1] : [0, 1])),
       aliases: idx.map(() => []),
     },
-    problems: idx.filter((i) => i % 2 === 0).map((i) => `layers[${i}].w went to nnx.Param; also matched by nnx.Variable`),
+    problems: idx
+      .filter((i) => i % 2 === 0)
+      .map((i) => `layers[${i}].w went to nnx.Param; also matched by nnx.Variable`),
     code: "graphdef, param, variable = nnx.split(model, nnx.Param, nnx.Variable)",
     names: ["graphdef", "param", "variable"],
   };

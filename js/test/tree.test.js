@@ -1,8 +1,17 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import {
-  buildTree, flatten, defaultExpanded, remapExpanded, filterRows, sortKids, itemPath, itemDepth, ancestors,
-  rowSortValue, modulesWithMatches,
+  buildTree,
+  flatten,
+  defaultExpanded,
+  remapExpanded,
+  filterRows,
+  sortKids,
+  itemPath,
+  itemDepth,
+  ancestors,
+  rowSortValue,
+  modulesWithMatches,
 } from "../src/shared/tree.js";
 import { sequential, tricky } from "./fixtures.js";
 
@@ -13,7 +22,12 @@ test("paths and depths from parent links", () => {
   const t = buildTree(sequential());
   assert.deepEqual(t.nodePath, ["layers", "layers[0]", "layers[1]"]);
   assert.deepEqual(t.rowPath, [
-    "layers[0].bias", "layers[0].kernel", "layers[1].bias", "layers[1].mean", "layers[1].scale", "layers[1].var",
+    "layers[0].bias",
+    "layers[0].kernel",
+    "layers[1].bias",
+    "layers[1].mean",
+    "layers[1].scale",
+    "layers[1].var",
   ]);
   assert.deepEqual([...t.nodeDepth], [0, 1, 1]);
   assert.deepEqual([...t.rowDepth], [2, 2, 2, 2, 2, 2]);
@@ -24,7 +38,13 @@ test("paths and depths from parent links", () => {
 test("tricky keys: dict keys quoted, root Variable, empty module", () => {
   const t = buildTree(tricky());
   assert.deepEqual(t.rowPath, [
-    "blocks[0].w", "blocks[0].attn.q", "blocks[1].w", "blocks[1].attn.q", "d['<script>']", "d['a b']", "step",
+    "blocks[0].w",
+    "blocks[0].attn.q",
+    "blocks[1].w",
+    "blocks[1].attn.q",
+    "d['<script>']",
+    "d['a b']",
+    "step",
   ]);
   assert.deepEqual(t.rowType, ["Param", "Param", "Param", "Param", "Custom", "Custom", "Variable"]);
 });
@@ -46,9 +66,20 @@ test("child order follows the rows; empty modules last", () => {
   const t = buildTree(tricky());
   const items = flatten(t, all(t));
   assert.deepEqual(paths(t, items), [
-    "blocks", "blocks[0]", "blocks[0].w", "blocks[0].attn", "blocks[0].attn.q",
-    "blocks[1]", "blocks[1].w", "blocks[1].attn", "blocks[1].attn.q",
-    "d", "d['<script>']", "d['a b']", "step", "empty",
+    "blocks",
+    "blocks[0]",
+    "blocks[0].w",
+    "blocks[0].attn",
+    "blocks[0].attn.q",
+    "blocks[1]",
+    "blocks[1].w",
+    "blocks[1].attn",
+    "blocks[1].attn.q",
+    "d",
+    "d['<script>']",
+    "d['a b']",
+    "step",
+    "empty",
   ]);
 });
 
@@ -60,7 +91,14 @@ test("flatten with expand/collapse", () => {
   assert.deepEqual(paths(t, flatten(t, e)), ["blocks", "blocks[0]", "blocks[1]", "d", "step", "empty"]);
   e[3] = 1; // blocks[1]
   assert.deepEqual(paths(t, flatten(t, e)), [
-    "blocks", "blocks[0]", "blocks[1]", "blocks[1].w", "blocks[1].attn", "d", "step", "empty",
+    "blocks",
+    "blocks[0]",
+    "blocks[1]",
+    "blocks[1].w",
+    "blocks[1].attn",
+    "d",
+    "step",
+    "empty",
   ]);
   e[0] = 0; // collapsing a parent hides its open children too
   assert.deepEqual(paths(t, flatten(t, e)), ["blocks", "d", "step", "empty"]);
@@ -79,9 +117,14 @@ test("expansion carries over a structure change by module path", () => {
   const snap = tricky();
   snap.structure = 10;
   // Drop blocks[0] entirely: nodes shift.
-  snap.nodes = { parent: [-1, 0, 1, -1, -1], key: ["blocks", 1, "attn", "d", "empty"], type: ["List", "Block", "Attention", "Dict", "Dropout"] };
+  snap.nodes = {
+    parent: [-1, 0, 1, -1, -1],
+    key: ["blocks", 1, "attn", "d", "empty"],
+    type: ["List", "Block", "Attention", "Dict", "Dropout"],
+  };
   snap.rows = { ...snap.rows, parent: [1, 2, 3, 3, -1], key: ["w", "q", "<script>", "a b", "step"] };
-  for (const k of ["type", "shape", "dtype", "nbytes", "sharding", "devices", "metadata", "status", "note"]) snap.rows[k] = snap.rows[k].slice(2);
+  for (const k of ["type", "shape", "dtype", "nbytes", "sharding", "devices", "metadata", "status", "note"])
+    snap.rows[k] = snap.rows[k].slice(2);
   for (const k of Object.keys(snap.stats)) snap.stats[k] = snap.stats[k].slice(2);
   const b = buildTree(snap, a);
   assert.notEqual(b.shape, a.shape);
@@ -106,7 +149,13 @@ test("filter: case-insensitive substring, ancestors kept", () => {
   assert.deepEqual([...m], [0, 1, 0, 1, 0, 0, 0]);
   assert.deepEqual([...modulesWithMatches(t, m)], [1, 1, 1, 1, 1, 0, 0]);
   assert.deepEqual(paths(t, flatten(t, all(t), t.kids, m)), [
-    "blocks", "blocks[0]", "blocks[0].attn", "blocks[0].attn.q", "blocks[1]", "blocks[1].attn", "blocks[1].attn.q",
+    "blocks",
+    "blocks[0]",
+    "blocks[0].attn",
+    "blocks[0].attn.q",
+    "blocks[1]",
+    "blocks[1].attn",
+    "blocks[1].attn.q",
   ]);
   assert.deepEqual(paths(t, flatten(t, all(t), t.kids, filterRows(t, "<SCRIPT"))), ["d", "d['<script>']"]);
   assert.deepEqual(paths(t, flatten(t, all(t), t.kids, filterRows(t, "nothing"))), []);
@@ -115,7 +164,11 @@ test("filter: case-insensitive substring, ancestors kept", () => {
 
 test("filter by type, alone and with text", () => {
   const t = buildTree(tricky());
-  assert.deepEqual(paths(t, flatten(t, all(t), t.kids, filterRows(t, "", "Custom"))), ["d", "d['<script>']", "d['a b']"]);
+  assert.deepEqual(paths(t, flatten(t, all(t), t.kids, filterRows(t, "", "Custom"))), [
+    "d",
+    "d['<script>']",
+    "d['a b']",
+  ]);
   assert.deepEqual(paths(t, flatten(t, all(t), t.kids, filterRows(t, "a b", "Custom"))), ["d", "d['a b']"]);
   assert.deepEqual(paths(t, flatten(t, all(t), t.kids, filterRows(t, "", "Variable"))), ["step"]);
 });
@@ -124,13 +177,27 @@ test("sort: Variables within a module, nulls last both ways", () => {
   const t = buildTree(sequential());
   const asc = sortKids(t, "norm", "asc");
   assert.deepEqual(paths(t, flatten(t, all(t), asc)), [
-    "layers", "layers[0]", "layers[0].bias", "layers[0].kernel",
-    "layers[1]", "layers[1].bias", "layers[1].mean", "layers[1].scale", "layers[1].var",
+    "layers",
+    "layers[0]",
+    "layers[0].bias",
+    "layers[0].kernel",
+    "layers[1]",
+    "layers[1].bias",
+    "layers[1].mean",
+    "layers[1].scale",
+    "layers[1].var",
   ]);
   const desc = sortKids(t, "norm", "desc");
   assert.deepEqual(paths(t, flatten(t, all(t), desc)), [
-    "layers", "layers[0]", "layers[0].kernel", "layers[0].bias",
-    "layers[1]", "layers[1].scale", "layers[1].var", "layers[1].bias", "layers[1].mean",
+    "layers",
+    "layers[0]",
+    "layers[0].kernel",
+    "layers[0].bias",
+    "layers[1]",
+    "layers[1].scale",
+    "layers[1].var",
+    "layers[1].bias",
+    "layers[1].mean",
   ]);
   const u = buildTree(tricky());
   const m = sortKids(u, "mean", "desc");
@@ -141,17 +208,26 @@ test("sort: Variables within a module, nulls last both ways", () => {
   assert.deepEqual(ma.slice(ma.indexOf("d"), ma.indexOf("d") + 3), ["d", "d['<script>']", "d['a b']"]);
   // Root: Variables first, then modules in their order.
   assert.deepEqual(u.kids[0].length, 4);
-  assert.deepEqual(m[0].map((id) => itemPath(u, id)), ["step", "blocks", "d", "empty"]);
+  assert.deepEqual(
+    m[0].map((id) => itemPath(u, id)),
+    ["step", "blocks", "d", "empty"],
+  );
 });
 
 test("sort by bytes orders modules by their aggregate too", () => {
   const u = buildTree(tricky());
   const k = sortKids(u, "bytes", "desc");
-  assert.deepEqual(k[0].map((id) => itemPath(u, id)), ["blocks", "d", "step", "empty"]);
+  assert.deepEqual(
+    k[0].map((id) => itemPath(u, id)),
+    ["blocks", "d", "step", "empty"],
+  );
   const blocks = k[1].map((id) => itemPath(u, id));
   assert.deepEqual(blocks, ["blocks[1]", "blocks[0]"]); // 136 > 80
   const a = sortKids(u, "bytes", "asc");
-  assert.deepEqual(a[0].map((id) => itemPath(u, id)), ["empty", "step", "d", "blocks"]);
+  assert.deepEqual(
+    a[0].map((id) => itemPath(u, id)),
+    ["empty", "step", "d", "blocks"],
+  );
 });
 
 test("sort off returns the payload order", () => {

@@ -32,8 +32,15 @@ test("renders rows, modules, header cells and asks for history and scalars once"
   const { el, model, q, paths, row, cleanup } = mount(sequential());
   assert.equal(el.children[0].getAttribute("class"), "nnx-lab-viewer");
   assert.deepEqual(paths(), [
-    "layers", "layers[0]", "layers[0].bias", "layers[0].kernel",
-    "layers[1]", "layers[1].bias", "layers[1].mean", "layers[1].scale", "layers[1].var",
+    "layers",
+    "layers[0]",
+    "layers[0].bias",
+    "layers[0].kernel",
+    "layers[1]",
+    "layers[1].bias",
+    "layers[1].mean",
+    "layers[1].scale",
+    "layers[1].var",
   ]);
   assert.equal(q("tr.nnx-row").length, 6);
   assert.equal(q("tr.nnx-module").length, 3);
@@ -49,7 +56,22 @@ test("renders rows, modules, header cells and asks for history and scalars once"
   assert.equal(cell("norm"), "1.665");
   assert.equal(cell("nonfinite"), "");
   assert.equal(cell("status"), "");
-  for (const c of ["path", "type", "shape", "dtype", "bytes", "place", "mean", "std", "min", "max", "norm", "nonfinite", "spark", "status"]) {
+  for (const c of [
+    "path",
+    "type",
+    "shape",
+    "dtype",
+    "bytes",
+    "place",
+    "mean",
+    "std",
+    "min",
+    "max",
+    "norm",
+    "nonfinite",
+    "spark",
+    "status",
+  ]) {
     assert.equal(q(`th[data-col=${c}]`).length, 1, c);
     assert.equal(kernel.querySelectorAll(`td.c-${c}`).length, 1, c);
   }
@@ -112,14 +134,26 @@ test("filter box and type chips", async () => {
   input.value = "ATTN.Q";
   input.dispatch("input");
   await tick();
-  assert.deepEqual(paths(), ["blocks", "blocks[0]", "blocks[0].attn", "blocks[0].attn.q", "blocks[1]", "blocks[1].attn", "blocks[1].attn.q"]);
+  assert.deepEqual(paths(), [
+    "blocks",
+    "blocks[0]",
+    "blocks[0].attn",
+    "blocks[0].attn.q",
+    "blocks[1]",
+    "blocks[1].attn",
+    "blocks[1].attn.q",
+  ]);
   input.value = "";
   input.dispatch("input");
   await tick();
   assert.equal(paths().length, 14);
   cleanup();
   const snap = tricky();
-  snap.totals = { Param: { count: 4, size: 1, bytes: 1 }, Custom: { count: 2, size: 1, bytes: 1 }, all: { count: 6, size: 1, bytes: 1 } };
+  snap.totals = {
+    Param: { count: 4, size: 1, bytes: 1 },
+    Custom: { count: 2, size: 1, bytes: 1 },
+    all: { count: 6, size: 1, bytes: 1 },
+  };
   const w = mount(snap);
   w.q(".nnx-type-chip[data-type=Custom]")[0].dispatch("click");
   await tick();
@@ -158,7 +192,9 @@ test("refreshes append to the sparkline, history replies replace it, structure c
   assert.equal(spark().querySelectorAll("path").length, 1);
   const L = 5;
   const buf = new Float32Array(6 * L).fill(1);
-  model.emit("msg:custom", { type: "history", stat: "norm", structure: 1, rows: 6, length: L, refresh: 2 }, [new DataView(buf.buffer)]);
+  model.emit("msg:custom", { type: "history", stat: "norm", structure: 1, rows: 6, length: L, refresh: 2 }, [
+    new DataView(buf.buffer),
+  ]);
   await tick();
   assert.equal(spark().getAttribute("title"), "norm: 1 (5 refreshes)");
   assert.equal(model.sent.length, 3); // stats, history and scalars, on first render
@@ -199,7 +235,14 @@ test("NaN banner, status states, empty snapshot", async () => {
   const status = q(".nnx-status")[0];
   assert.equal(status.getAttribute("data-state"), "gone");
   assert.ok(status.textContent.includes("model is gone (garbage-collected)"));
-  model.set("status", { state: "error", message: "boom", last_refresh: null, cost_ms: null, refreshes: 3, interval_s: 1 });
+  model.set("status", {
+    state: "error",
+    message: "boom",
+    last_refresh: null,
+    cost_ms: null,
+    refreshes: 3,
+    interval_s: 1,
+  });
   assert.ok(status.textContent.includes("boom"));
   cleanup();
 });
@@ -207,13 +250,22 @@ test("NaN banner, status states, empty snapshot", async () => {
 test("only a window of a 10 000-Variable model is in the DOM", async () => {
   const n = 10000;
   const snap = {
-    version: 1, root_type: "Big", refresh: 1, structure: 1,
+    version: 1,
+    root_type: "Big",
+    refresh: 1,
+    structure: 1,
     nodes: { parent: [-1], key: ["layers"], type: ["List"] },
     rows: {
-      parent: new Array(n).fill(0), key: Array.from({ length: n }, (_, i) => i),
-      type: new Array(n).fill(0), dtype: new Array(n).fill(0), sharding: new Array(n).fill(-1),
-      devices: new Array(n).fill(-1), metadata: new Array(n).fill(-1), status: new Array(n).fill(0),
-      shape: new Array(n).fill([4]), nbytes: new Array(n).fill(16),
+      parent: new Array(n).fill(0),
+      key: Array.from({ length: n }, (_, i) => i),
+      type: new Array(n).fill(0),
+      dtype: new Array(n).fill(0),
+      sharding: new Array(n).fill(-1),
+      devices: new Array(n).fill(-1),
+      metadata: new Array(n).fill(-1),
+      status: new Array(n).fill(0),
+      shape: new Array(n).fill([4]),
+      nbytes: new Array(n).fill(16),
     },
     stats: { norm: Array.from({ length: n }, (_, i) => i) },
     tables: { type: ["Param"], dtype: ["float32"], sharding: [], devices: [], metadata: [], status: ["ok"] },
@@ -268,7 +320,7 @@ test("a row placed against its sharding annotation is marked, with both in the c
   const { row, el, cleanup } = mount(snap);
   const place = row("layers[0].kernel").querySelector("td.c-place");
   assert.ok(place.getAttribute("class").split(" ").includes("bad"));
-  assert.equal(place.textContent, "\u2260 P('data',) @ mesh(data=2)");  // the mark first: seen in a narrow column
+  assert.equal(place.textContent, "\u2260 P('data',) @ mesh(data=2)"); // the mark first: seen in a narrow column
   const title = place.getAttribute("title");
   assert.ok(title.includes(`logical: ('embed', '${EVIL}')`) && title.includes("\u2260 placed P('data',)"));
   assert.ok(!row("layers[0].bias").querySelector("td.c-place").getAttribute("class").includes("bad"));
@@ -281,13 +333,17 @@ test("a stats message updates the numbers and the sparkline without new rows; a 
   const R = 6;
   const names = ["mean", "std", "min", "max", "norm", "abs_max", "nan_count", "inf_count", "zero_frac"];
   const buf = new Float32Array(names.length * R).fill(NaN);
-  const put = (name, r, v) => { buf[names.indexOf(name) * R + r] = v; };
+  const put = (name, r, v) => {
+    buf[names.indexOf(name) * R + r] = v;
+  };
   for (let r = 0; r < R; r++) put("nan_count", r, 0);
   put("mean", 1, 0.25);
   put("norm", 1, 3);
   const kernel = row("layers[0].kernel");
-  const send = (extra, b = buf) => model.emit("msg:custom", { type: "stats", refresh: 2, structure: 1, rows: R, names, exact: {}, ...extra },
-    [new DataView(b.buffer)]);
+  const send = (extra, b = buf) =>
+    model.emit("msg:custom", { type: "stats", refresh: 2, structure: 1, rows: R, names, exact: {}, ...extra }, [
+      new DataView(b.buffer),
+    ]);
   send({ exact: { 1: [1e300, null, null, null, 3, null, 0, 0, null] } });
   await tick();
   assert.equal(row("layers[0].kernel"), kernel); // the same row element: only the numbers changed

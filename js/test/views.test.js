@@ -23,12 +23,22 @@ test("header, mixed warning, listing grouped by class with each instance's mode 
   assert.equal(one("button[data-mode=train]").textContent, "train");
   assert.equal(one("button[data-mode=eval]").getAttribute("aria-pressed"), "false");
 
-  assert.deepEqual(q("section.nnx-views-class").map((s) => s.getAttribute("data-class")), ["MultiHeadAttention", "Dropout", "BatchNorm"]);
+  assert.deepEqual(
+    q("section.nnx-views-class").map((s) => s.getAttribute("data-class")),
+    ["MultiHeadAttention", "Dropout", "BatchNorm"],
+  );
   const head = group("MultiHeadAttention").querySelector("div.nnx-views-class-head");
   assert.equal(head.querySelector(".n").textContent, "1 instance");
-  assert.equal(head.querySelector(".sig").textContent,
-    "set_view(deterministic: bool | None = None, decode: bool | None = None, batch_size: int | Shape | None = None, max_length: int | None = None)");
-  assert.deepEqual(group("Dropout").querySelectorAll("tr.nnx-views-instance").map((t) => t.getAttribute("data-path")), ["layers[1]", "layers[4]"]);
+  assert.equal(
+    head.querySelector(".sig").textContent,
+    "set_view(deterministic: bool | None = None, decode: bool | None = None, batch_size: int | Shape | None = None, max_length: int | None = None)",
+  );
+  assert.deepEqual(
+    group("Dropout")
+      .querySelectorAll("tr.nnx-views-instance")
+      .map((t) => t.getAttribute("data-path")),
+    ["layers[1]", "layers[4]"],
+  );
   const bn = row("layers[3]");
   assert.equal(bn.querySelector(".nnx-views-imode").textContent, "eval");
   assert.equal(bn.querySelector("td[data-arg=use_running_average]").textContent, "True");
@@ -52,11 +62,21 @@ test("scope chooser and controls: the union of arguments, one control per kind, 
   assert.equal(select.value, "all");
   assert.equal(one(".nnx-views-scope-info").textContent, "3 classes, 4 instances");
   assert.equal(one("select.nnx-views-scope").querySelectorAll("option").length, 8);
-  const names = one(".nnx-views-controls").querySelectorAll(".nnx-views-arg").map((d) => d.getAttribute("data-name"));
+  const names = one(".nnx-views-controls")
+    .querySelectorAll(".nnx-views-arg")
+    .map((d) => d.getAttribute("data-name"));
   assert.deepEqual(names, ["deterministic", "decode", "batch_size", "max_length", "use_running_average"]);
   const det = control("deterministic");
-  assert.deepEqual(det.querySelectorAll("button").map((b) => [b.getAttribute("data-value"), b.textContent, b.getAttribute("aria-pressed")]),
-    [["unset", "unset", "true"], ["true", "True", "false"], ["false", "False", "false"]]);
+  assert.deepEqual(
+    det
+      .querySelectorAll("button")
+      .map((b) => [b.getAttribute("data-value"), b.textContent, b.getAttribute("aria-pressed")]),
+    [
+      ["unset", "unset", "true"],
+      ["true", "True", "false"],
+      ["false", "False", "false"],
+    ],
+  );
   const detRow = q(".nnx-views-arg").find((d) => d.getAttribute("data-name") === "deterministic");
   assert.equal(detRow.querySelector(".cls").textContent, "MultiHeadAttention, Dropout");
   assert.equal(detRow.querySelector(".help").textContent, mha.args[0].doc); // the first class's text
@@ -70,21 +90,30 @@ test("scope chooser and controls: the union of arguments, one control per kind, 
   group("BatchNorm").querySelector("div.nnx-views-class-head").querySelector(".name").dispatch("click");
   assert.equal(select.value, "c:2");
   assert.equal(group("BatchNorm").getAttribute("aria-selected"), "true");
-  assert.deepEqual(q(".nnx-views-arg").map((d) => d.getAttribute("data-name")), ["use_running_average"]);
+  assert.deepEqual(
+    q(".nnx-views-arg").map((d) => d.getAttribute("data-name")),
+    ["use_running_average"],
+  );
   assert.equal(one(".nnx-views-controls").querySelectorAll(".cls").length, 0);
   // an instance row click selects that instance; again: back to all modules
   row("attn").querySelector("td.c-path").dispatch("click");
   assert.equal(select.value, "i:0:0");
   assert.equal(row("attn").getAttribute("aria-selected"), "true");
   assert.equal(group("BatchNorm").getAttribute("aria-selected"), null);
-  assert.deepEqual(q(".nnx-views-arg").map((d) => d.getAttribute("data-name")), ["deterministic", "decode", "batch_size", "max_length"]);
+  assert.deepEqual(
+    q(".nnx-views-arg").map((d) => d.getAttribute("data-name")),
+    ["deterministic", "decode", "batch_size", "max_length"],
+  );
   row("attn").dispatch("click");
   assert.equal(select.value, "all");
   assert.equal(row("attn").getAttribute("aria-selected"), null);
   // the select itself
   select.value = "c:1";
   select.dispatch("change");
-  assert.deepEqual(q(".nnx-views-arg").map((d) => d.getAttribute("data-name")), ["deterministic"]);
+  assert.deepEqual(
+    q(".nnx-views-arg").map((d) => d.getAttribute("data-name")),
+    ["deterministic"],
+  );
   assert.equal(one(".nnx-views-scope-info").textContent, "2 instances");
   cleanup();
 });
@@ -96,7 +125,12 @@ test("keyboard: class headers and instance rows are focusable; Enter or Space pi
   assert.equal(head.getAttribute("tabindex"), "0");
   assert.equal(row("attn").getAttribute("tabindex"), "0");
   let prevented = false;
-  row("attn").dispatch("keydown", { key: "Enter", preventDefault() { prevented = true; } });
+  row("attn").dispatch("keydown", {
+    key: "Enter",
+    preventDefault() {
+      prevented = true;
+    },
+  });
   assert.equal(select.value, "i:0:0");
   assert.ok(prevented); // Space would otherwise scroll the page
   row("attn").dispatch("keydown", { key: "a" });
@@ -124,10 +158,16 @@ test("tri-state + create view sends the right message; pending until the ack, th
   group("Dropout").querySelector("div.nnx-views-class-head").dispatch("click");
   control("deterministic").querySelector("button[data-value=true]").dispatch("click");
   assert.equal(control("deterministic").querySelector("button[data-value=true]").getAttribute("aria-pressed"), "true");
-  assert.equal(control("deterministic").querySelector("button[data-value=unset]").getAttribute("aria-pressed"), "false");
+  assert.equal(
+    control("deterministic").querySelector("button[data-value=unset]").getAttribute("aria-pressed"),
+    "false",
+  );
   assert.ok(!disabled(create) && !disabled(apply));
   assert.equal(viewCode.textContent, "model_view = nnx.view(model, only=nnx.Dropout, deterministic=True)");
-  assert.equal(one(".nnx-views-code[data-action=apply]").textContent, "model.set_attributes(nnx.Dropout, deterministic=True)");
+  assert.equal(
+    one(".nnx-views-code[data-action=apply]").textContent,
+    "model.set_attributes(nnx.Dropout, deterministic=True)",
+  );
   const name = one("input.nnx-views-name");
   assert.equal(name.value, "model_view");
   name.value = "ev";
@@ -138,7 +178,13 @@ test("tri-state + create view sends the right message; pending until the ack, th
   assert.equal(model.sent.length, 1);
   const msg = model.sent[0];
   assert.ok(Number.isInteger(msg.id));
-  assert.deepEqual(msg, { type: "view", only: { class: "Dropout" }, values: { deterministic: true }, name: "ev", id: msg.id });
+  assert.deepEqual(msg, {
+    type: "view",
+    only: { class: "Dropout" },
+    values: { deterministic: true },
+    name: "ev",
+    id: msg.id,
+  });
   assert.equal(create.querySelector(".nnx-views-pending").textContent, "pending\u2026");
   assert.equal(create.getAttribute("data-state"), "pending");
   const status = one(".nnx-views-status");
@@ -152,7 +198,12 @@ test("tri-state + create view sends the right message; pending until the ack, th
   assert.ok(status.textContent.includes("pending \u2014 applies at the next step"), status.textContent);
   assert.equal(create.querySelector(".nnx-views-pending").textContent, "pending\u2026");
   assert.equal(create.getAttribute("data-state"), "queued");
-  ack(msg.id, "done", "bound ev: a view of model (1 module changed)", "ev = nnx.view(model, only=nnx.Dropout, deterministic=True)  # ran");
+  ack(
+    msg.id,
+    "done",
+    "bound ev: a view of model (1 module changed)",
+    "ev = nnx.view(model, only=nnx.Dropout, deterministic=True)  # ran",
+  );
   assert.equal(create.querySelector(".nnx-views-pending").textContent, "");
   assert.equal(create.getAttribute("data-state"), null);
   assert.equal(create.textContent, "create view");
@@ -174,15 +225,19 @@ test("apply: int and literal inputs, bad input disables the buttons with a messa
   const ml = control("max_length");
   ml.value = "12.5";
   ml.dispatch("input");
-  const err = q(".nnx-views-arg").find((d) => d.getAttribute("data-name") === "max_length").querySelector(".nnx-views-err");
+  const err = q(".nnx-views-arg")
+    .find((d) => d.getAttribute("data-name") === "max_length")
+    .querySelector(".nnx-views-err");
   assert.equal(err.textContent, "not an integer or None");
   assert.equal(ml.getAttribute("aria-invalid"), "true");
   assert.ok(disabled(apply) && disabled(one("button.nnx-views-create")));
   ml.value = "None"; // int | None: None is a value, sent as null
   ml.dispatch("input");
   assert.equal(err.textContent, "");
-  assert.equal(one(".nnx-views-code[data-action=apply]").textContent,
-    "model.set_attributes(lambda path, node: path == ('attn',), max_length=None)");
+  assert.equal(
+    one(".nnx-views-code[data-action=apply]").textContent,
+    "model.set_attributes(lambda path, node: path == ('attn',), max_length=None)",
+  );
   ml.value = "64";
   ml.dispatch("input");
   assert.equal(err.textContent, "");
@@ -191,11 +246,18 @@ test("apply: int and literal inputs, bad input disables the buttons with a messa
   bs.value = " (2, 3) ";
   bs.dispatch("input");
   assert.ok(!disabled(apply));
-  assert.equal(one(".nnx-views-code[data-action=apply]").textContent,
-    "model.set_attributes(lambda path, node: path == ('attn',), batch_size=(2, 3), max_length=64)");
+  assert.equal(
+    one(".nnx-views-code[data-action=apply]").textContent,
+    "model.set_attributes(lambda path, node: path == ('attn',), batch_size=(2, 3), max_length=64)",
+  );
   apply.dispatch("click");
   const msg = model.sent.at(-1);
-  assert.deepEqual(msg, { type: "apply", only: { path: ["attn"] }, values: { batch_size: "(2, 3)", max_length: 64 }, id: msg.id });
+  assert.deepEqual(msg, {
+    type: "apply",
+    only: { path: ["attn"] },
+    values: { batch_size: "(2, 3)", max_length: 64 },
+    id: msg.id,
+  });
   ack(msg.id, "error", "MultiHeadAttention.set_view: batch_size must be an int");
   const status = one(".nnx-views-status");
   assert.equal(status.getAttribute("data-state"), "error");
@@ -260,8 +322,10 @@ test("a new payload keeps the scope, the typed values and the name; the default 
   assert.equal(control("max_length"), ml); // same element: focus and caret survive a refresh
   assert.equal(one("input.nnx-views-name").value, "model_view2");
   assert.equal(row("attn").getAttribute("aria-selected"), "true");
-  assert.equal(one(".nnx-views-code[data-action=apply]").textContent,
-    "model.set_attributes(lambda path, node: path == ('attn',), max_length=32)");
+  assert.equal(
+    one(".nnx-views-code[data-action=apply]").textContent,
+    "model.set_attributes(lambda path, node: path == ('attn',), max_length=32)",
+  );
   const name = one("input.nnx-views-name");
   name.value = "mine";
   name.dispatch("input");
@@ -292,8 +356,14 @@ test("a panel made with only=: 'all modules' means its filter; a deleted model: 
   p.base_only = "nnx.Dropout";
   const { model, one, control, cleanup } = mount(p);
   control("deterministic").querySelector("button[data-value=false]").dispatch("click");
-  assert.equal(one(".nnx-views-code[data-action=view]").textContent, "model_view = nnx.view(model, only=nnx.Dropout, deterministic=False)");
-  assert.equal(one(".nnx-views-code[data-action=apply]").textContent, "model.set_attributes(nnx.Dropout, deterministic=False)");
+  assert.equal(
+    one(".nnx-views-code[data-action=view]").textContent,
+    "model_view = nnx.view(model, only=nnx.Dropout, deterministic=False)",
+  );
+  assert.equal(
+    one(".nnx-views-code[data-action=apply]").textContent,
+    "model.set_attributes(nnx.Dropout, deterministic=False)",
+  );
   one("button.nnx-views-apply").dispatch("click");
   assert.equal(model.sent.at(-1).only, null); // the kernel applies its own filter
   model.set("payload", { ...p, mode: "none", message: "the model is gone (deleted or garbage-collected)", gone: true });

@@ -26,7 +26,10 @@ test("a 3 000-instance model lists 50 rows and a show-more button", () => {
   model.set("payload", many(3000)); // a refresh keeps what was listed and selected
   assert.equal(q("tr.nnx-views-instance").length, 550);
   assert.equal(row("layers[549]").getAttribute("aria-selected"), "true");
-  assert.equal(group("Dropout").querySelector("button.nnx-views-more").textContent, "show 500 more (550 of 3000 listed)");
+  assert.equal(
+    group("Dropout").querySelector("button.nnx-views-more").textContent,
+    "show 500 more (550 of 3000 listed)",
+  );
   cleanup();
 });
 
@@ -57,8 +60,15 @@ test("user strings stay text (XSS): class, path, doc, annotation, values, root, 
   assert.equal(help.textContent, `${SCRIPT} doc`);
   assert.equal(control("use_running_average").querySelectorAll("button").length, 3);
   control("use_running_average").querySelector("button[data-value=true]").dispatch("click");
-  assert.equal(one(".nnx-views-code[data-action=apply]").textContent, `${SCRIPT}.set_attributes(nnx.${IMG}, use_running_average=True)`);
-  assert.ok(one("select.nnx-views-scope").querySelectorAll("option").some((o) => o.textContent === `${IMG} (1)`));
+  assert.equal(
+    one(".nnx-views-code[data-action=apply]").textContent,
+    `${SCRIPT}.set_attributes(nnx.${IMG}, use_running_average=True)`,
+  );
+  assert.ok(
+    one("select.nnx-views-scope")
+      .querySelectorAll("option")
+      .some((o) => o.textContent === `${IMG} (1)`),
+  );
   for (const tag of ["script", "img"]) {
     assert.ok(!doc.calls.some((x) => x[0] === "createElement" && x[1] === tag), tag);
   }
@@ -77,7 +87,10 @@ test("cleanup stops listening to the model", () => {
 
 test("without subshells (Colab, ipykernel < 7) a pending click says it waits for the running cell", () => {
   const note = "waiting for the running cell to end (this kernel reads clicks only between cells)";
-  for (const [busyNote, expected] of [[note, note], ["", "waiting for the kernel"]]) {
+  for (const [busyNote, expected] of [
+    [note, note],
+    ["", "waiting for the kernel"],
+  ]) {
     const doc = new FakeDocument();
     const el = doc.createElement("div");
     const model = new FakeModel({ payload: evalMode(), busy_note: busyNote });

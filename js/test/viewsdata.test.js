@@ -3,8 +3,22 @@
 import nodeTest from "node:test";
 import assert from "node:assert/strict";
 import {
-  ALL, applyCode, collectValues, helpText, keepScope, nameError, onlyJson, onlyText,
-  parseInput, prepare, pyValue, scopeArgs, scopeFromValue, scopeOptions, scopeValue, viewCode,
+  ALL,
+  applyCode,
+  collectValues,
+  helpText,
+  keepScope,
+  nameError,
+  onlyJson,
+  onlyText,
+  parseInput,
+  prepare,
+  pyValue,
+  scopeArgs,
+  scopeFromValue,
+  scopeOptions,
+  scopeValue,
+  viewCode,
 } from "../src/views/data.js";
 import { Requests } from "../src/shared/requests.js";
 import { many, mixed as realMixed } from "./viewsfixtures.js";
@@ -26,13 +40,22 @@ test("prepare defaults every field and numbers classes and instances", () => {
   const p = prepare(mixed());
   assert.equal(p.variant, "views");
   assert.equal(p.count, 4);
-  assert.deepEqual(p.classes.map((c) => c.name), ["Dropout", "BatchNorm", "MultiHeadAttention"]);
+  assert.deepEqual(
+    p.classes.map((c) => c.name),
+    ["Dropout", "BatchNorm", "MultiHeadAttention"],
+  );
   assert.equal(p.classes[2].instances[0].keyId, '["attn"]');
   assert.equal(p.classes[0].instances[1].ii, 1);
   const e = prepare(undefined);
-  assert.deepEqual([e.variant, e.mode, e.target, e.defaultName, e.count, e.classes.length],
-    ["views", "none", "model", "model_view", 0, 0]);
-  const odd = prepare({ variant: "modes", mode: "sideways", classes: [{ class: "X", args: [{ name: "a", kind: "weird" }], instances: [{ mode: "bogus" }] }] });
+  assert.deepEqual(
+    [e.variant, e.mode, e.target, e.defaultName, e.count, e.classes.length],
+    ["views", "none", "model", "model_view", 0, 0],
+  );
+  const odd = prepare({
+    variant: "modes",
+    mode: "sideways",
+    classes: [{ class: "X", args: [{ name: "a", kind: "weird" }], instances: [{ mode: "bogus" }] }],
+  });
   assert.equal(odd.variant, "modes");
   assert.equal(odd.mode, "none");
   assert.equal(odd.classes[0].args[0].kind, "literal");
@@ -43,24 +66,59 @@ test("prepare defaults every field and numbers classes and instances", () => {
 test("scope: union of arguments, each once, naming the classes that take it", () => {
   const p = prepare(mixed());
   const all = scopeArgs(p, ALL);
-  assert.deepEqual(all.map((a) => a.name), ["deterministic", "use_running_average", "decode", "batch_size", "max_length"]);
+  assert.deepEqual(
+    all.map((a) => a.name),
+    ["deterministic", "use_running_average", "decode", "batch_size", "max_length"],
+  );
   assert.deepEqual(all[0].classes, ["Dropout", "MultiHeadAttention"]);
   assert.equal(all[0].doc, mixed().classes[0].args[0].doc); // the first class's text
-  assert.deepEqual(scopeArgs(p, dropout).map((a) => a.name), ["deterministic"]);
+  assert.deepEqual(
+    scopeArgs(p, dropout).map((a) => a.name),
+    ["deterministic"],
+  );
   const attn = scopeFromValue(p, "i:2:0");
   assert.deepEqual(attn, { type: "path", key: ["attn"], keyId: '["attn"]' });
-  assert.deepEqual(scopeArgs(p, attn).map((a) => [a.name, a.kind]),
-    [["deterministic", "tri_bool"], ["decode", "tri_bool"], ["batch_size", "literal"], ["max_length", "int"]]);
+  assert.deepEqual(
+    scopeArgs(p, attn).map((a) => [a.name, a.kind]),
+    [
+      ["deterministic", "tri_bool"],
+      ["decode", "tri_bool"],
+      ["batch_size", "literal"],
+      ["max_length", "int"],
+    ],
+  );
   assert.deepEqual(scopeArgs(p, { type: "class", name: "Gone" }), []);
 });
 
 test("scope: kinds several classes disagree on become the general one", () => {
-  const p = prepare({ classes: [
-    { class: "A", args: [{ name: "x", kind: "bool" }, { name: "n", kind: "int" }], instances: [] },
-    { class: "B", args: [{ name: "x", kind: "tri_bool", doc: "from B" }, { name: "n", kind: "literal" }], instances: [] },
-  ] });
+  const p = prepare({
+    classes: [
+      {
+        class: "A",
+        args: [
+          { name: "x", kind: "bool" },
+          { name: "n", kind: "int" },
+        ],
+        instances: [],
+      },
+      {
+        class: "B",
+        args: [
+          { name: "x", kind: "tri_bool", doc: "from B" },
+          { name: "n", kind: "literal" },
+        ],
+        instances: [],
+      },
+    ],
+  });
   const args = scopeArgs(p, ALL);
-  assert.deepEqual(args.map((a) => [a.name, a.kind]), [["x", "tri_bool"], ["n", "literal"]]);
+  assert.deepEqual(
+    args.map((a) => [a.name, a.kind]),
+    [
+      ["x", "tri_bool"],
+      ["n", "literal"],
+    ],
+  );
   assert.equal(args[0].doc, "from B"); // A had none
 });
 
@@ -85,10 +143,23 @@ test("scope values round-trip, survive a new payload, and fall back to all modul
 test("scope options: all, classes, instances capped (the selected one always listed)", () => {
   const p = prepare(mixed());
   const opts = scopeOptions(p);
-  assert.deepEqual(opts.map((o) => o.label), [
-    "all modules (4 instances)", "Dropout (2)", "BatchNorm (1)", "MultiHeadAttention (1)",
-    "layers[1] (Dropout)", "layers[4] (Dropout)", "layers[3] (BatchNorm)", "attn (MultiHeadAttention)"]);
-  assert.deepEqual(opts.map((o) => o.group), ["", "classes", "classes", "classes", "instances", "instances", "instances", "instances"]);
+  assert.deepEqual(
+    opts.map((o) => o.label),
+    [
+      "all modules (4 instances)",
+      "Dropout (2)",
+      "BatchNorm (1)",
+      "MultiHeadAttention (1)",
+      "layers[1] (Dropout)",
+      "layers[4] (Dropout)",
+      "layers[3] (BatchNorm)",
+      "attn (MultiHeadAttention)",
+    ],
+  );
+  assert.deepEqual(
+    opts.map((o) => o.group),
+    ["", "classes", "classes", "classes", "instances", "instances", "instances", "instances"],
+  );
   const big = prepare(many(5000));
   assert.equal(scopeOptions(big).length, 1 + 1 + 300);
   const far = scopeFromValue(big, "i:0:4321");
@@ -134,7 +205,14 @@ test("parseInput: tri-state, integers, literals", () => {
 test("collectValues: only the arguments in scope, unset ones absent, errors by name", () => {
   const p = prepare(mixed());
   const args = scopeArgs(p, ALL);
-  const raw = { deterministic: "true", use_running_average: "unset", decode: "false", batch_size: "", max_length: "x", gone: "true" };
+  const raw = {
+    deterministic: "true",
+    use_running_average: "unset",
+    decode: "false",
+    batch_size: "",
+    max_length: "x",
+    gone: "true",
+  };
   const r = collectValues(args, raw);
   assert.deepEqual(r.values, { deterministic: true, decode: false });
   assert.deepEqual(r.errors, { max_length: "not an integer or None" });
@@ -148,18 +226,32 @@ test("collectValues: only the arguments in scope, unset ones absent, errors by n
 test("code lines: nnx.view and set_attributes, only= omitted for all modules", () => {
   const p = prepare(mixed());
   const args = scopeArgs(p, ALL);
-  assert.equal(viewCode(p, dropout, args, { deterministic: true }, "model_view"),
-    "model_view = nnx.view(model, only=nnx.Dropout, deterministic=True)");
-  assert.equal(applyCode(p, dropout, args, { deterministic: true }), "model.set_attributes(nnx.Dropout, deterministic=True)");
-  assert.equal(viewCode(p, ALL, args, { use_running_average: false, deterministic: true }, "ev"),
-    "ev = nnx.view(model, deterministic=True, use_running_average=False)"); // argument order, not click order
+  assert.equal(
+    viewCode(p, dropout, args, { deterministic: true }, "model_view"),
+    "model_view = nnx.view(model, only=nnx.Dropout, deterministic=True)",
+  );
+  assert.equal(
+    applyCode(p, dropout, args, { deterministic: true }),
+    "model.set_attributes(nnx.Dropout, deterministic=True)",
+  );
+  assert.equal(
+    viewCode(p, ALL, args, { use_running_average: false, deterministic: true }, "ev"),
+    "ev = nnx.view(model, deterministic=True, use_running_average=False)",
+  ); // argument order, not click order
   assert.equal(applyCode(p, ALL, args, {}), "model.set_attributes()");
   const attn = scopeFromValue(p, "i:2:0");
-  assert.equal(viewCode(p, attn, scopeArgs(p, attn), { decode: true, batch_size: "(2, 3)", max_length: 64 }, ""),
-    "model_view = nnx.view(model, only=lambda path, node: path == ('attn',), decode=True, batch_size=(2, 3), max_length=64)");
-  assert.equal(applyCode(p, attn, scopeArgs(p, attn), { max_length: 64 }),
-    "model.set_attributes(lambda path, node: path == ('attn',), max_length=64)");
-  assert.deepEqual([pyValue(true), pyValue(false), pyValue(3), pyValue("'a'"), pyValue(null)], ["True", "False", "3", "'a'", "None"]);
+  assert.equal(
+    viewCode(p, attn, scopeArgs(p, attn), { decode: true, batch_size: "(2, 3)", max_length: 64 }, ""),
+    "model_view = nnx.view(model, only=lambda path, node: path == ('attn',), decode=True, batch_size=(2, 3), max_length=64)",
+  );
+  assert.equal(
+    applyCode(p, attn, scopeArgs(p, attn), { max_length: 64 }),
+    "model.set_attributes(lambda path, node: path == ('attn',), max_length=64)",
+  );
+  assert.deepEqual(
+    [pyValue(true), pyValue(false), pyValue(3), pyValue("'a'"), pyValue(null)],
+    ["True", "False", "3", "'a'", "None"],
+  );
 });
 
 test("help text: the doc, else annotation = default", () => {

@@ -2,23 +2,53 @@
 import { fixture } from "./generated.js";
 
 const DROPOUT_ARGS = [
-  { name: "deterministic", annotation: "bool | None", default: "None", kind: "tri_bool",
-    doc: "if True, disables dropout and masking. If False, enables it." },
+  {
+    name: "deterministic",
+    annotation: "bool | None",
+    default: "None",
+    kind: "tri_bool",
+    doc: "if True, disables dropout and masking. If False, enables it.",
+  },
 ];
 const BN_ARGS = [
-  { name: "use_running_average", annotation: "bool | None", default: "None", kind: "tri_bool",
-    doc: "if True, the stored batch statistics will be used instead of computing the batch statistics on the input." },
+  {
+    name: "use_running_average",
+    annotation: "bool | None",
+    default: "None",
+    kind: "tri_bool",
+    doc: "if True, the stored batch statistics will be used instead of computing the batch statistics on the input.",
+  },
 ];
 const MHA_ARGS = [
-  { name: "deterministic", annotation: "bool | None", default: "None", kind: "tri_bool",
-    doc: "if True, the module is set to deterministic mode." },
-  { name: "decode", annotation: "bool | None", default: "None", kind: "tri_bool", doc: "if True, the module is set to decode mode." },
-  { name: "batch_size", annotation: "int | Shape | None", default: "None", kind: "literal", doc: "the batch size to use for the cache." },
+  {
+    name: "deterministic",
+    annotation: "bool | None",
+    default: "None",
+    kind: "tri_bool",
+    doc: "if True, the module is set to deterministic mode.",
+  },
+  {
+    name: "decode",
+    annotation: "bool | None",
+    default: "None",
+    kind: "tri_bool",
+    doc: "if True, the module is set to decode mode.",
+  },
+  {
+    name: "batch_size",
+    annotation: "int | Shape | None",
+    default: "None",
+    kind: "literal",
+    doc: "the batch size to use for the cache.",
+  },
   { name: "max_length", annotation: "int | None", default: "None", kind: "int", nullable: true, doc: "" },
 ];
 
 const inst = (path, key, mode, values) => ({
-  path, key, mode, values,
+  path,
+  key,
+  mode,
+  values,
   only: `lambda path, node: path == (${key.map((k) => (typeof k === "string" ? `'${k}'` : String(k))).join(", ")}${key.length === 1 ? "," : ""})`,
 });
 
@@ -45,8 +75,14 @@ export function many(n) {
   const instances = [];
   for (let k = 0; k < n; k++) instances.push(inst(`layers[${k}]`, ["layers", k], "train", { deterministic: "False" }));
   return {
-    variant: "views", root: "Deep", target: "deep", default_name: "deep_view", mode: "train",
-    summary: `Deep: train (${n} of ${n} modules with set_view have a mode)`, disagreeing: [], message: "",
+    variant: "views",
+    root: "Deep",
+    target: "deep",
+    default_name: "deep_view",
+    mode: "train",
+    summary: `Deep: train (${n} of ${n} modules with set_view have a mode)`,
+    disagreeing: [],
+    message: "",
     classes: [{ class: "Dropout", only: "nnx.Dropout", args: structuredClone(DROPOUT_ARGS), instances }],
   };
 }

@@ -23,7 +23,7 @@ import threading
 from typing import Any, Callable
 
 _lock = threading.Lock()
-_queue: "collections.deque[Callable[[], None]]" = collections.deque()
+_queue: collections.deque[Callable[[], None]] = collections.deque()
 _subshell: dict[str, Any] = {}  # "id": the nnx_lab subshell of this kernel, once made
 
 
@@ -76,7 +76,9 @@ def busy_note(routing: str | None) -> str:
     >>> busy_note("no subshells")
     'waiting for the running cell to end (this kernel reads clicks only between cells)'
     """
-    return "" if routing is None else "waiting for the running cell to end (this kernel reads clicks only between cells)"
+    return (
+        "" if routing is None else "waiting for the running cell to end (this kernel reads clicks only between cells)"
+    )
 
 
 def route_while_busy(widget: Any) -> str | None:

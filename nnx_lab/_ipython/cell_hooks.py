@@ -12,7 +12,7 @@ from typing import Any
 
 logger = logging.getLogger("nnx_lab")
 
-_widgets: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_widgets: weakref.WeakSet[Any] = weakref.WeakSet()
 _cell = {"n": 0, "running": False}
 
 

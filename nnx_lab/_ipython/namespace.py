@@ -15,6 +15,8 @@ def user_namespace(what: str) -> dict[str, Any]:
     else:
         shell = get_ipython()
     if shell is None:
-        raise RuntimeError(f"{what} follows a name in IPython's namespace, and no IPython shell is running; "
-                           "pass the model itself: watch(model)")
+        raise RuntimeError(
+            f"{what} follows a name in IPython's namespace, and no IPython shell is running; "
+            "pass the model itself: watch(model)"
+        )
     return shell.user_ns

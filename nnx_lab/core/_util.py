@@ -31,8 +31,7 @@ from typing import Any, Callable, Mapping
 ECHO_CHARS = 200
 
 # Names IPython keeps in the user namespace itself; rebinding one breaks the shell.
-_IPYTHON_NAMES = frozenset({"get_ipython", "In", "Out", "exit", "quit", "_", "__", "___", "_dh", "_ih", "_oh",
-                            "_sh"})
+_IPYTHON_NAMES = frozenset({"get_ipython", "In", "Out", "exit", "quit", "_", "__", "___", "_dh", "_ih", "_oh", "_sh"})
 
 
 def clip(text: str, limit: int = ECHO_CHARS) -> str:
@@ -140,8 +139,8 @@ def message_id(content: Any) -> Any:
 
 
 #: bounds of the numeric options (inclusive), shared by the Python API and the magics
-MAX_RATE = 100.0    # refreshes per second: more says nothing a person can see
-MAX_BINS = 1024     # histogram bins per array: more is a large message for a 200-pixel cell
+MAX_RATE = 100.0  # refreshes per second: more says nothing a person can see
+MAX_BINS = 1024  # histogram bins per array: more is a large message for a 200-pixel cell
 MAX_ROWS = 1_000_000
 
 
@@ -149,8 +148,9 @@ def _number_text(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
-def check_number(value: Any, what: str, low: float, high: float, *, integer: bool = False,
-                 low_open: bool = False) -> Any:
+def check_number(
+    value: Any, what: str, low: float, high: float, *, integer: bool = False, low_open: bool = False
+) -> Any:
     """``value`` if it is a finite number in [low, high] (``(low, high]`` with ``low_open``); else ValueError.
 
     NaN, infinities and booleans are refused: a NaN rate stops a throttle and is not valid JSON.
@@ -175,8 +175,14 @@ def check_number(value: Any, what: str, low: float, high: float, *, integer: boo
     return value
 
 
-def check_name(name: Any, *, what: str = "--as", namespace: Mapping[str, Any] | None = None,
-               target: Any = None, target_text: str | None = None) -> str:
+def check_name(
+    name: Any,
+    *,
+    what: str = "--as",
+    namespace: Mapping[str, Any] | None = None,
+    target: Any = None,
+    target_text: str | None = None,
+) -> str:
     """``name`` if nnx_lab may bind it in the user namespace; otherwise ValueError saying why.
 
     Refused: non-identifiers, keywords, builtins, IPython's own names (``In``, ``Out``, ``_``,
@@ -253,8 +259,9 @@ def exiting() -> bool:
     return _exiting
 
 
-def start_thread(target: Callable[..., None], name: str, *, stop: Callable[[], None] | None = None,
-                 **kwargs: Any) -> threading.Thread:
+def start_thread(
+    target: Callable[..., None], name: str, *, stop: Callable[[], None] | None = None, **kwargs: Any
+) -> threading.Thread:
     """Start a daemon thread that interpreter exit waits for (up to :data:`EXIT_WAIT_S` in all),
     calling ``stop()`` first if given. A daemon thread still inside jax's C++ when Python finalizes is
     torn down there and aborts or crashes the process ("terminate called after throwing...",
@@ -309,8 +316,10 @@ def _join_at_exit() -> None:
             break
         if note_at <= now:
             note_at = deadline
-            log.warning("exit waits for nnx_lab threads still working (a compile, a result on its way): %s",
-                        ", ".join(sorted(t.name for t, _ in threads)))
+            log.warning(
+                "exit waits for nnx_lab threads still working (a compile, a result on its way): %s",
+                ", ".join(sorted(t.name for t, _ in threads)),
+            )
         for thread, stop in threads:
             if stop is not None and thread not in asked:
                 asked.add(thread)
@@ -321,8 +330,11 @@ def _join_at_exit() -> None:
         for thread, _ in threads:
             thread.join(max(0.0, min(note_at, deadline) - time.monotonic()))
     if threads:
-        log.warning("exiting while nnx_lab threads still work after %.0f s: %s (the process may abort)",
-                    EXIT_WAIT_S, ", ".join(sorted(t.name for t, _ in threads)))
+        log.warning(
+            "exiting while nnx_lab threads still work after %.0f s: %s (the process may abort)",
+            EXIT_WAIT_S,
+            ", ".join(sorted(t.name for t, _ in threads)),
+        )
 
 
 # threading._register_atexit (CPython 3.9+) runs before threads are joined and before atexit's

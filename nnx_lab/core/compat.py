@@ -12,6 +12,7 @@ True
 >>> upgrade_line("gpu")
 'pip install -U "jax[cuda12]" flax'
 """
+
 from __future__ import annotations
 
 import functools
@@ -26,10 +27,10 @@ FLAX_VERSION: str = flax.__version__
 
 #: flax API -> the first flax release that has it (from flax's git tags).
 _NEEDS = {
-    "nnx.view": "0.12.4",       # nnx.view / nnx.view_info / Module.set_view (flax commit 4f5a64c)
+    "nnx.view": "0.12.4",  # nnx.view / nnx.view_info / Module.set_view (flax commit 4f5a64c)
     "nnx.view_info": "0.12.4",
-    "nnx.capture": "0.12.6",    # nnx.capture and Module.__captures__ (flax commit 0e92624)
-    "nnx.List": "0.12.0",       # nnx.List / nnx.Dict containers
+    "nnx.capture": "0.12.6",  # nnx.capture and Module.__captures__ (flax commit 0e92624)
+    "nnx.List": "0.12.0",  # nnx.List / nnx.Dict containers
 }
 #: set_view arguments flax's Module.train() / eval() set (False for train, True for eval).
 MODE_ARGS = ("deterministic", "use_running_average")
@@ -77,8 +78,10 @@ class NeedsNewerFlax(RuntimeError):
 
     def __init__(self, what: str, feature: str, backend: str | None = None):
         self.feature, self.needed = feature, _NEEDS[feature]
-        super().__init__(f"{what} needs flax>={self.needed} ({feature}); installed flax {FLAX_VERSION}. "
-                         f"Upgrade with: {upgrade_line(backend)} (then restart the runtime)")
+        super().__init__(
+            f"{what} needs flax>={self.needed} ({feature}); installed flax {FLAX_VERSION}. "
+            f"Upgrade with: {upgrade_line(backend)} (then restart the runtime)"
+        )
 
     def _render_traceback_(self) -> list[str]:  # IPython's hook for exceptions that print themselves
         return [f"{type(self).__name__}: {self}"]
@@ -127,7 +130,7 @@ def iter_modules(module: Any) -> Iterator[tuple[tuple, Any]]:
 def spec_text(spec: Any) -> str:
     """A PartitionSpec as newer jax prints it, ``P('data', None)`` (jax 0.7 says ``PartitionSpec(...)``)."""
     text = str(spec)
-    return "P" + text[len("PartitionSpec"):] if text.startswith("PartitionSpec(") else text
+    return "P" + text[len("PartitionSpec") :] if text.startswith("PartitionSpec(") else text
 
 
 class _Annotated:
@@ -178,6 +181,7 @@ def tolinen_module(obj: Any) -> Any:
         return None
     if not isinstance(obj, ToLinen):
         return None
+
     def build() -> Any:
         kwargs = dict(obj.kwargs or {})
         if not getattr(obj, "skip_rng", False):
@@ -200,17 +204,19 @@ def set_view(module: Any) -> Any:
     return _mode_stand_in(present) if present else None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _mode_stand_in(names: tuple[str, ...]) -> Any:
     def set_view(self, **kwargs):  # only its signature is read
         raise NotImplementedError
 
     import inspect
 
-    params = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation="bool | None")
-              for n in names]
+    params = [
+        inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation="bool | None") for n in names
+    ]
     set_view.__signature__ = inspect.Signature(
-        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD), *params])
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD), *params]
+    )
     set_view.__doc__ = "Set by model.train() (False) and model.eval() (True)."
     return set_view
 

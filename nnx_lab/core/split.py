@@ -27,10 +27,10 @@ from typing import Any, Sequence
 from flax import nnx
 from flax.nnx import filterlib
 
-from ._util import ECHO_CHARS, check_name, clip, first_line, safe_repr
 from . import render
-from .snapshot import Row, snapshot
+from ._util import ECHO_CHARS, check_name, clip, first_line, safe_repr
 from .graph import Path, path_text
+from .snapshot import Row, snapshot
 
 
 class SplitError(ValueError):
@@ -106,21 +106,35 @@ class SplitReport:
                 groups.setdefault((r.taken_by, later), []).append(r.row.path_text)
         for (first, later), paths in groups.items():
             shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
-            lines.append(f"{len(paths)} Variable{'s' if len(paths) > 1 else ''} matched by "
-                         f"{self.filters[later].label} went to the earlier {self.filters[first].label} ({shown})")
+            lines.append(
+                f"{len(paths)} Variable{'s' if len(paths) > 1 else ''} matched by "
+                f"{self.filters[later].label} went to the earlier {self.filters[first].label} ({shown})"
+            )
         if self.remainder:
             shown = ", ".join(r.row.path_text for r in self.remainder[:5])
             more = f" and {len(self.remainder) - 5} more" if len(self.remainder) > 5 else ""
-            lines.append(f"not exhaustive: {len(self.remainder)} Variables matched no filter ({shown}{more}); "
-                         "add `...` as the last filter to collect them")
+            lines.append(
+                f"not exhaustive: {len(self.remainder)} Variables matched no filter ({shown}{more}); "
+                "add `...` as the last filter to collect them"
+            )
         return lines
 
     def to_dict(self) -> dict:
         """Plain JSON-able data for the report widget."""
         return {
             "root_type": self.root_type,
-            "filters": [{"label": f.label, "name": f.name, "count": f.count, "size": f.size, "bytes": f.bytes,
-                         "types": f.types, "shadowing": f.shadowing} for f in self.filters],
+            "filters": [
+                {
+                    "label": f.label,
+                    "name": f.name,
+                    "count": f.count,
+                    "size": f.size,
+                    "bytes": f.bytes,
+                    "types": f.types,
+                    "shadowing": f.shadowing,
+                }
+                for f in self.filters
+            ],
             "rows": {
                 "path": [r.row.path_text for r in self.rows],
                 "type": [r.row.type for r in self.rows],
@@ -183,16 +197,20 @@ def split_report(obj: Any, *filters: Any, labels: Sequence[str] | None = None) -
     predicates = []
     for i, f in enumerate(filters):
         if (f is ... or f is True) and i != len(filters) - 1:
-            raise SplitError(f"`{labels[i]}` matches everything, so it can only be the last filter "
-                             f"(it is filter {i + 1} of {len(filters)})")
+            raise SplitError(
+                f"`{labels[i]}` matches everything, so it can only be the last filter "
+                f"(it is filter {i + 1} of {len(filters)})"
+            )
         try:
             predicates.append(filterlib.to_predicate(f))
         except Exception:
             # flax's own message may be about its own formatting (an int filter: "Invalid format
             # specifier"), so say what a filter is instead.
-            raise SplitError(f"filter {i + 1} ({labels[i]}) is not an NNX filter ({type(f).__name__}): a filter is a "
-                             "Variable type, a path string, a function (path, value) -> bool, a tuple of filters, "
-                             "nnx.All/Any/Not/PathContains/..., or ... / True last") from None
+            raise SplitError(
+                f"filter {i + 1} ({labels[i]}) is not an NNX filter ({type(f).__name__}): a filter is a "
+                "Variable type, a path string, a function (path, value) -> bool, a tuple of filters, "
+                "nnx.All/Any/Not/PathContains/..., or ... / True last"
+            ) from None
     snap = snapshot(obj, stats=False)
     variables = list(nnx.to_flat_state(nnx.state(obj)))
     rows_of = _rows_by_variable(snap.rows, variables)
@@ -212,8 +230,9 @@ def split_report(obj: Any, *filters: Any, labels: Sequence[str] | None = None) -
                 if predicate(path, variable):
                     matched.append(i)
             except Exception as e:
-                raise SplitError(f"filter {i + 1} ({labels[i]}) raised {type(e).__name__} on "
-                                 f"{path_text(path)}: {first_line(str(e))}") from None
+                raise SplitError(
+                    f"filter {i + 1} ({labels[i]}) raised {type(e).__name__} on {path_text(path)}: {first_line(str(e))}"
+                ) from None
         first = matched[0] if matched else None
         if first is not None:
             taken[first].append(path)
@@ -227,9 +246,19 @@ def split_report(obj: Any, *filters: Any, labels: Sequence[str] | None = None) -
         for p in taken[i]:
             kind = rows_of[p][0].type
             types[kind] = types.get(kind, 0) + 1
-        results.append(FilterResult(i, labels[i], names[i], tuple(taken[i]), len(taken[i]),
-                                    sum(r.size or 0 for r in took), sum(r.nbytes or 0 for r in took),
-                                    types, shadowing[i]))
+        results.append(
+            FilterResult(
+                i,
+                labels[i],
+                names[i],
+                tuple(taken[i]),
+                len(taken[i]),
+                sum(r.size or 0 for r in took),
+                sum(r.nbytes or 0 for r in took),
+                types,
+                shadowing[i],
+            )
+        )
     return SplitReport(snap.root_type, tuple(results), tuple(rows), len(variables))
 
 
@@ -250,9 +279,23 @@ def _rows_by_variable(rows: Sequence[Row], variables: list) -> dict[Path, list[R
             out[path] = under[path]
         else:
             kind = type(leaf).__name__
-            out[path] = [Row(path=path, type=kind, shape=None, dtype=None, size=0, nbytes=0, sharding=None,
-                             devices=None, metadata=None, aliases=(), status="non_numeric", stats=None,
-                             note="no array")]
+            out[path] = [
+                Row(
+                    path=path,
+                    type=kind,
+                    shape=None,
+                    dtype=None,
+                    size=0,
+                    nbytes=0,
+                    sharding=None,
+                    devices=None,
+                    metadata=None,
+                    aliases=(),
+                    status="non_numeric",
+                    stats=None,
+                    note="no array",
+                )
+            ]
     return out
 
 

@@ -83,15 +83,27 @@ class NnxLabMagics(Magics):
     >>> magics.shell.configurables.remove(magics)
     """
 
-    max_rows = _BoundedInt(DEFAULT_MAX_ROWS, 1, MAX_ROWS, integer=True,
-                           help=f"%nnx_snapshot: rows shown in the table when --max-rows is not given, "
-                                f"1..{MAX_ROWS}").tag(config=True)
-    rate = _BoundedFloat(DEFAULT_RATE, 0, MAX_RATE, low_open=True,
-                         help=f"%nnx_watch: most refreshes per second when --rate is not given, "
-                              f"in (0, {MAX_RATE:g}]").tag(config=True)
-    bins = _BoundedInt(DEFAULT_BINS, 1, MAX_BINS, integer=True,
-                       help=f"%%nnx_capture: histogram bins per captured array when --bins is not given, "
-                            f"1..{MAX_BINS}").tag(config=True)
+    max_rows = _BoundedInt(
+        DEFAULT_MAX_ROWS,
+        1,
+        MAX_ROWS,
+        integer=True,
+        help=f"%nnx_snapshot: rows shown in the table when --max-rows is not given, 1..{MAX_ROWS}",
+    ).tag(config=True)
+    rate = _BoundedFloat(
+        DEFAULT_RATE,
+        0,
+        MAX_RATE,
+        low_open=True,
+        help=f"%nnx_watch: most refreshes per second when --rate is not given, in (0, {MAX_RATE:g}]",
+    ).tag(config=True)
+    bins = _BoundedInt(
+        DEFAULT_BINS,
+        1,
+        MAX_BINS,
+        integer=True,
+        help=f"%%nnx_capture: histogram bins per captured array when --bins is not given, 1..{MAX_BINS}",
+    ).tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any):
         self._loading = True  # the config read while constructing: a bad value warns, the default stays
@@ -125,8 +137,9 @@ class NnxLabMagics(Magics):
                 if key not in _warned:
                     _warned.add(key)
                     message = str(e) if isinstance(e, TraitError) else f"NnxLabMagics.{name}: {e}"
-                    logging.getLogger("nnx_lab").warning("%s: refused, the default %r stays",
-                                                         message, traits[name].default_value)
+                    logging.getLogger("nnx_lab").warning(
+                        "%s: refused, the default %r stays", message, traits[name].default_value
+                    )
 
     # Each magic is a function of its family's module (with its arguments and help), made a method here.
     nnx_snapshot = line_magic(nnx_snapshot)

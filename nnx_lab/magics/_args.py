@@ -28,8 +28,8 @@ from ..core._util import check_number, clip, first_line, is_python_name, looks_l
 
 #: the numeric options' defaults; ``%config NnxLabMagics.<name> = ...`` changes them per shell
 DEFAULT_MAX_ROWS = 200  # %nnx_snapshot --max-rows
-DEFAULT_RATE = 2.0      # %nnx_watch --rate (refreshes per second)
-DEFAULT_BINS = 16       # %%nnx_capture --bins
+DEFAULT_RATE = 2.0  # %nnx_watch --rate (refreshes per second)
+DEFAULT_BINS = 16  # %%nnx_capture --bins
 
 
 def split_expressions(text: str) -> list[str]:
@@ -135,8 +135,10 @@ def parse_only(text: str | None, model: Any, namespace: dict) -> Any:
     except Exception as e:
         if isinstance(e, (NameError, SyntaxError)) and looks_like_path(stripped):
             return stripped
-        raise UsageError(f"--only {clip(repr(stripped))} is not a module path of TARGET, and as an expression "
-                         f"it raised {one_line(e)}") from None
+        raise UsageError(
+            f"--only {clip(repr(stripped))} is not a module path of TARGET, and as an expression "
+            f"it raised {one_line(e)}"
+        ) from None
 
 
 def run_body(shell: Any, body: str) -> None:
@@ -203,8 +205,14 @@ def _ends_with_semicolon(source: str) -> bool:
     except (tokenize.TokenError, SyntaxError):
         return False
     for token in reversed(tokens):
-        if token.type in (tokenize.ENDMARKER, tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT,
-                          tokenize.DEDENT, tokenize.INDENT):
+        if token.type in (
+            tokenize.ENDMARKER,
+            tokenize.NL,
+            tokenize.NEWLINE,
+            tokenize.COMMENT,
+            tokenize.DEDENT,
+            tokenize.INDENT,
+        ):
             continue
         return token.type == tokenize.OP and token.string == ";"
     return False

@@ -19,21 +19,42 @@ from ._args import DEFAULT_BINS, check_name, check_option, evaluate_target, pars
 
 @magic_arguments()
 @argument("target", help="a Python expression naming the nnx.Module whose calls are captured")
-@argument("--types", default=None, metavar="T1,T2",
-          help="Variable types to collect: Intermediate (default), Perturbation, nnx.X or your own")
+@argument(
+    "--types",
+    default=None,
+    metavar="T1,T2",
+    help="Variable types to collect: Intermediate (default), Perturbation, nnx.X or your own",
+)
 @argument("--methods", action="store_true", help="also record every method's and __call__'s output")
-@argument("--only", default=None, metavar="FILTER",
-          help="a module path (blocks[0], blocks/0: that module and below) or an NNX filter "
-               "expression (nnx.Linear, nnx.PathContains('attn'), a function of (path, module))")
+@argument(
+    "--only",
+    default=None,
+    metavar="FILTER",
+    help="a module path (blocks[0], blocks/0: that module and below) or an NNX filter "
+    "expression (nnx.Linear, nnx.PathContains('attn'), a function of (path, module))",
+)
 @argument("--as", dest="name", default="captured", help="bind the captured State to this name (default captured)")
-@argument("--grads", default=None, metavar="LOSS_FN",
-          help="name of a function LOSS_FN(model, *args) -> scalar: each call LOSS_FN(TARGET, ...) in "
-               "the body also takes the gradient at every perturb() point, bound to NAME_grads")
-@argument("--bins", type=int, default=None,
-          help=f"histogram bins per captured array, 1..{MAX_BINS} (default {DEFAULT_BINS}; %%config NnxLabMagics.bins)")
-@argument("--layers", action="append", default=None, metavar="PREFIX=AXIS",
-          help="values sown inside nnx.scan/nnx.vmap over layers under PREFIX are stacked on AXIS, e.g. "
-               "blocks=0: one row per layer (repeatable)")
+@argument(
+    "--grads",
+    default=None,
+    metavar="LOSS_FN",
+    help="name of a function LOSS_FN(model, *args) -> scalar: each call LOSS_FN(TARGET, ...) in "
+    "the body also takes the gradient at every perturb() point, bound to NAME_grads",
+)
+@argument(
+    "--bins",
+    type=int,
+    default=None,
+    help=f"histogram bins per captured array, 1..{MAX_BINS} (default {DEFAULT_BINS}; %%config NnxLabMagics.bins)",
+)
+@argument(
+    "--layers",
+    action="append",
+    default=None,
+    metavar="PREFIX=AXIS",
+    help="values sown inside nnx.scan/nnx.vmap over layers under PREFIX are stacked on AXIS, e.g. "
+    "blocks=0: one row per layer (repeatable)",
+)
 def nnx_capture(self: Any, line: str, cell: str) -> None:
     """Run the cell with every call of TARGET captured: what its modules sow, with statistics.
 
@@ -86,8 +107,15 @@ class LossSpy:
         self.calls += 1
         cap = self.capture
         try:
-            result = intermediate_grads(self.model, self.fn, *args[1:], types=cap.types,
-                                        methods=cap.method_type or False, only=cap.only, **kwargs)
+            result = intermediate_grads(
+                self.model,
+                self.fn,
+                *args[1:],
+                types=cap.types,
+                methods=cap.method_type or False,
+                only=cap.only,
+                **kwargs,
+            )
         except NoPerturbations as e:
             self.note = f"--grads {self.name}: {first_line(str(e))}, so there are no gradients"
             return self.fn(*args, **kwargs)
@@ -214,10 +242,17 @@ def _report(capture: Any, spy: LossSpy | None, args: Any, bins: int) -> Any:
     from ..core.snapshot import LayerError
 
     def report_with(layers):
-        return capture_report(capture.captured, grads=_grads(spy), types=capture.types, seen_types=capture.seen_types,
-                              matched=None if args.only is None else capture.matched, bins=bins,
-                              only_text=None if args.only is None else f"--only {args.only}",
-                              inside_own=capture.inside_own, layers=layers)
+        return capture_report(
+            capture.captured,
+            grads=_grads(spy),
+            types=capture.types,
+            seen_types=capture.seen_types,
+            matched=None if args.only is None else capture.matched,
+            bins=bins,
+            only_text=None if args.only is None else f"--only {args.only}",
+            inside_own=capture.inside_own,
+            layers=layers,
+        )
 
     try:
         report = report_with(args.layers)
@@ -230,10 +265,17 @@ def _report(capture: Any, spy: LossSpy | None, args: Any, bins: int) -> Any:
     if copied and not jax_leaves(capture.captured):
         # jax.jit(lambda m, x: m(x))(model, x): the Module went in as a pytree and was rebuilt inside
         # the trace; what its methods recorded stayed on that copy.
-        report = dataclasses.replace(report, messages=(*report.messages, (
-            f"{copied} method call{'s' if copied != 1 else ''} ran on copies of the model inside a jax transform "
-            "(a Module passed to jax.jit as a pytree is rebuilt there) and what they recorded stayed there: "
-            "use nnx.jit, or capture the eager call")))
+        report = dataclasses.replace(
+            report,
+            messages=(
+                *report.messages,
+                (
+                    f"{copied} method call{'s' if copied != 1 else ''} ran on copies of the model inside a jax transform "
+                    "(a Module passed to jax.jit as a pytree is rebuilt there) and what they recorded stayed there: "
+                    "use nnx.jit, or capture the eager call"
+                ),
+            ),
+        )
     return report
 
 

@@ -19,9 +19,7 @@ from ._args import check_name, check_option, evaluate_target, parse_line
     "checkpoint path as a string literal ('ckpt/step_10')",
 )
 @argument("b", help="the same kinds as A: compared against A (b loads into a?)")
-@argument(
-    "--tol", type=float, default=0.0, help="an element is changed when |a-b| > TOL (default 0)"
-)
+@argument("--tol", type=float, default=0.0, help="an element is changed when |a-b| > TOL (default 0)")
 @argument("--as", dest="name", default=None, help="also bind the Comparison to this name")
 @argument(
     "--layers",
@@ -49,9 +47,7 @@ def nnx_compare(self: Any, line: str) -> None:
     args = parse_line(nnx_compare, line)
     tol = check_option(args.tol, "--tol", 0, 1e30)
     max_rows = (
-        self.max_rows
-        if args.max_rows is None
-        else check_option(args.max_rows, "--max-rows", 1, MAX_ROWS, integer=True)
+        self.max_rows if args.max_rows is None else check_option(args.max_rows, "--max-rows", 1, MAX_ROWS, integer=True)
     )
     a = evaluate_target(self.shell, args.a, "A")
     b = evaluate_target(self.shell, args.b, "B")
@@ -65,6 +61,4 @@ def nnx_compare(self: Any, line: str) -> None:
         raise UsageError(first_line(str(e))) from None
     if name:
         self.shell.user_ns[name] = cmp
-    display(
-        {"text/plain": cmp.to_text(max_rows=max_rows), "text/html": cmp._repr_html_()}, raw=True
-    )
+    display({"text/plain": cmp.to_text(max_rows=max_rows), "text/html": cmp._repr_html_()}, raw=True)

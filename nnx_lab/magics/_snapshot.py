@@ -17,11 +17,20 @@ from ._args import DEFAULT_MAX_ROWS, DEFAULT_RATE, check_name, check_option, eva
 @argument("target", nargs="+", help="a Python expression: an nnx.Module, nnx.State, or nested dict of Variables")
 @argument("--no-stats", action="store_true", help="describe only; run nothing on the device")
 @argument("--as", dest="name", default=None, help="also bind the Snapshot to this name")
-@argument("--layers", action="append", default=None, metavar="PREFIX=AXIS",
-          help="the layer axis of the stacked Variables under PREFIX (nnx.vmap/nnx.scan blocks), e.g. blocks=0: "
-               "one row per layer (repeatable)")
-@argument("--max-rows", type=int, default=None,
-          help=f"rows shown in the table, 1..{MAX_ROWS} (default {DEFAULT_MAX_ROWS}; %%config NnxLabMagics.max_rows)")
+@argument(
+    "--layers",
+    action="append",
+    default=None,
+    metavar="PREFIX=AXIS",
+    help="the layer axis of the stacked Variables under PREFIX (nnx.vmap/nnx.scan blocks), e.g. blocks=0: "
+    "one row per layer (repeatable)",
+)
+@argument(
+    "--max-rows",
+    type=int,
+    default=None,
+    help=f"rows shown in the table, 1..{MAX_ROWS} (default {DEFAULT_MAX_ROWS}; %%config NnxLabMagics.max_rows)",
+)
 def nnx_snapshot(self: Any, line: str) -> None:
     """Show every Variable of TARGET with its shape, dtype, bytes, sharding and statistics.
 
@@ -32,8 +41,9 @@ def nnx_snapshot(self: Any, line: str) -> None:
         %nnx_snapshot nnx.state(model, nnx.BatchStat) --no-stats
     """
     args = parse_line(nnx_snapshot, line)
-    max_rows = self.max_rows if args.max_rows is None else check_option(args.max_rows, "--max-rows", 1, MAX_ROWS,
-                                                                        integer=True)
+    max_rows = (
+        self.max_rows if args.max_rows is None else check_option(args.max_rows, "--max-rows", 1, MAX_ROWS, integer=True)
+    )
     target = " ".join(args.target)
     obj = evaluate_target(self.shell, target)
     name = check_name(args.name, shell=self.shell, target_text=target) if args.name else None
@@ -46,26 +56,45 @@ def nnx_snapshot(self: Any, line: str) -> None:
         raise UsageError(first_line(str(e))) from None
     if name:
         self.shell.user_ns[name] = snap
-    display({"text/plain": snap.to_text(max_rows=max_rows),
-             "text/html": html_table(snap, max_rows=max_rows)}, raw=True)
+    display({"text/plain": snap.to_text(max_rows=max_rows), "text/html": html_table(snap, max_rows=max_rows)}, raw=True)
 
 
 @magic_arguments()
-@argument("target", nargs="+", help="a model's name, followed at every refresh (model, trainer.model); or a Python "
-          "expression, evaluated once and held by weak reference")
-@argument("--rate", type=float, default=None,
-          help=f"most refreshes per second, at most {MAX_RATE:g} (default {DEFAULT_RATE:g}; %%config NnxLabMagics.rate)")
+@argument(
+    "target",
+    nargs="+",
+    help="a model's name, followed at every refresh (model, trainer.model); or a Python "
+    "expression, evaluated once and held by weak reference",
+)
+@argument(
+    "--rate",
+    type=float,
+    default=None,
+    help=f"most refreshes per second, at most {MAX_RATE:g} (default {DEFAULT_RATE:g}; %%config NnxLabMagics.rate)",
+)
 @argument("--background", action="store_true", help="also refresh from a background thread")
 @argument("--no-stats", action="store_true", help="descriptions only; run nothing on the device")
 @argument("--as", dest="name", default=None, help="bind the viewer to this name (for viewer.track / tick)")
-@argument("--pin", action="store_true",
-          help="watch the object TARGET names now (by weak reference) instead of following the name")
-@argument("--layers", action="append", default=None, metavar="PREFIX=AXIS",
-          help="the layer axis of the stacked Variables under PREFIX (nnx.vmap/nnx.scan blocks), e.g. blocks=0: "
-               "one row per layer (repeatable)")
-@argument("--optimizer", default=None, metavar="NAME",
-          help="an nnx.Optimizer of TARGET: its state (Adam's mu, nu...) beside each parameter and its step count; "
-               "followed by name like TARGET (not with --pin)")
+@argument(
+    "--pin",
+    action="store_true",
+    help="watch the object TARGET names now (by weak reference) instead of following the name",
+)
+@argument(
+    "--layers",
+    action="append",
+    default=None,
+    metavar="PREFIX=AXIS",
+    help="the layer axis of the stacked Variables under PREFIX (nnx.vmap/nnx.scan blocks), e.g. blocks=0: "
+    "one row per layer (repeatable)",
+)
+@argument(
+    "--optimizer",
+    default=None,
+    metavar="NAME",
+    help="an nnx.Optimizer of TARGET: its state (Adam's mu, nu...) beside each parameter and its step count; "
+    "followed by name like TARGET (not with --pin)",
+)
 def nnx_watch(self: Any, line: str) -> None:
     """Show a live viewer of TARGET that refreshes after every cell while it trains.
 
@@ -96,8 +125,11 @@ def nnx_watch(self: Any, line: str) -> None:
     target = " ".join(args.target)
     obj = evaluate_target(self.shell, target)
     name = check_name(args.name, shell=self.shell, target_text=target) if args.name else None
-    rate = self.rate if args.rate is None else check_option(args.rate, "--rate (refreshes per second)", 0, MAX_RATE,
-                                                            low_open=True)
+    rate = (
+        self.rate
+        if args.rate is None
+        else check_option(args.rate, "--rate (refreshes per second)", 0, MAX_RATE, low_open=True)
+    )
     from ..core._util import a_kind, is_dotted_name
     from ..core.snapshot import LayerError, NameTarget, parse_layer_option, watch_target
     from ..widgets.viewer import StateViewer
@@ -110,8 +142,10 @@ def nnx_watch(self: Any, line: str) -> None:
     if args.optimizer is not None:
         optimizer = evaluate_target(self.shell, args.optimizer, "--optimizer")
         if not hasattr(optimizer, "opt_state"):
-            raise UsageError(f"--optimizer {clip(args.optimizer.strip())} is {a_kind(type(optimizer).__name__)}, "
-                             "not an nnx.Optimizer (something with .opt_state)")
+            raise UsageError(
+                f"--optimizer {clip(args.optimizer.strip())} is {a_kind(type(optimizer).__name__)}, "
+                "not an nnx.Optimizer (something with .opt_state)"
+            )
         if follow and is_dotted_name(args.optimizer.strip()):  # rebound with the model: followed too
             evaluated, optimizer = optimizer, NameTarget(args.optimizer, self.shell.user_ns)
             held.enter_context(optimizer.held(evaluated))
@@ -121,8 +155,14 @@ def nnx_watch(self: Any, line: str) -> None:
                 watch_target(obj)  # the name must hold a model now: a TypeError at once, not a status
                 evaluated, obj = obj, NameTarget(target, self.shell.user_ns)
                 held.enter_context(obj.held(evaluated))
-            viewer = StateViewer(obj, max_rate=rate, background=args.background, stats=not args.no_stats,
-                                 layers=parse_layer_option(args.layers), optimizer=optimizer)
+            viewer = StateViewer(
+                obj,
+                max_rate=rate,
+                background=args.background,
+                stats=not args.no_stats,
+                layers=parse_layer_option(args.layers),
+                optimizer=optimizer,
+            )
         except (TypeError, LayerError) as e:
             raise UsageError(first_line(str(e))) from None
         if name:

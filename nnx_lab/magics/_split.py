@@ -13,12 +13,24 @@ from ._args import check_name, evaluate_target, parse_line, run_body
 
 @magic_arguments()
 @argument("target", help="a Python expression: the nnx.Module (or nnx.State) to split")
-@argument("filters", nargs="*", help="NNX filters, as Python expressions: nnx.Param, 'params', "
-          "nnx.PathContains('lora'), ..., a function (path, value) -> bool; none means `...`")
-@argument("--as", dest="names", default=None,
-          help="comma-separated names for the graphdef and each State, e.g. graphdef,params,rest")
-@argument("--merge-into", dest="merge_into", default=None,
-          help="(cell) build a new model with nnx.merge and bind it to this name instead of updating TARGET")
+@argument(
+    "filters",
+    nargs="*",
+    help="NNX filters, as Python expressions: nnx.Param, 'params', "
+    "nnx.PathContains('lora'), ..., a function (path, value) -> bool; none means `...`",
+)
+@argument(
+    "--as",
+    dest="names",
+    default=None,
+    help="comma-separated names for the graphdef and each State, e.g. graphdef,params,rest",
+)
+@argument(
+    "--merge-into",
+    dest="merge_into",
+    default=None,
+    help="(cell) build a new model with nnx.merge and bind it to this name instead of updating TARGET",
+)
 @argument("--overwrite", action="store_true", help="(cell) let --merge-into replace a name that is not a Module")
 @argument("--no-update", dest="no_update", action="store_true", help="(cell) do not merge back at all")
 def nnx_split(self: Any, line: str, cell: str | None = None) -> None:
@@ -62,8 +74,10 @@ def nnx_split(self: Any, line: str, cell: str | None = None) -> None:
         check_name(args.merge_into, "--merge-into", shell=shell)
         existing = shell.user_ns.get(args.merge_into)
         if existing is not None and not isinstance(existing, nnx.Module) and not args.overwrite:
-            raise UsageError(f"--merge-into {args.merge_into}: that name holds a {type(existing).__name__}, "
-                             "not a Module; add --overwrite to replace it")
+            raise UsageError(
+                f"--merge-into {args.merge_into}: that name holds a {type(existing).__name__}, "
+                "not a Module; add --overwrite to replace it"
+            )
     split.display()
     graphdef, *states = split.split()
     states = [detach(state) for state in states]
@@ -102,8 +116,10 @@ class Split:
         self.target_text = args.target
         self.target = evaluate_target(shell, args.target)
         if not splittable(self.target):
-            raise UsageError(f"TARGET {clip(repr(args.target))} is a {type(self.target).__name__}: nnx.split takes "
-                             "an nnx.Module, nnx.State, nnx.Optimizer, nnx.Rngs or a dict/list of Variables or arrays")
+            raise UsageError(
+                f"TARGET {clip(repr(args.target))} is a {type(self.target).__name__}: nnx.split takes "
+                "an nnx.Module, nnx.State, nnx.Optimizer, nnx.Rngs or a dict/list of Variables or arrays"
+            )
         self.filter_texts = list(args.filters)
         self.filters = []
         for i, text in enumerate(self.filter_texts):
@@ -211,14 +227,17 @@ def check_round_trip(before: dict[str, dict], after: dict[str, Any]) -> None:
                 continue
             new_sig = _signature(value)
             if new_sig != old_sig:
-                problems.append(f"`{name}` {path_text(path)} changed from {old_sig[0]} {old_sig[1]} "
-                                f"to {new_sig[0]} {new_sig[1]}")
+                problems.append(
+                    f"`{name}` {path_text(path)} changed from {old_sig[0]} {old_sig[1]} to {new_sig[0]} {new_sig[1]}"
+                )
     if problems:
         shown = "; ".join(problems[:6]) + (f"; and {len(problems) - 6} more" if len(problems) > 6 else "")
         if any("was deleted" in p for p in problems):
             # The arrays are shared with the model (only Variables were detached): say so plainly.
-            raise UsageError(f"cannot merge back: {shown}; the model shares those buffers, so they are "
-                             "deleted in the model too (do not donate split States)")
+            raise UsageError(
+                f"cannot merge back: {shown}; the model shares those buffers, so they are "
+                "deleted in the model too (do not donate split States)"
+            )
         raise UsageError(f"cannot merge back, the model is unchanged: {shown}")
 
 

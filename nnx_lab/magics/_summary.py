@@ -32,17 +32,13 @@ def parse_arg(shell: Any, text: str) -> Any:
             raise UsageError(
                 f"ARG {clip(repr(text))}: {dtype_name!r} is not a dtype (float32, bfloat16, int32, ...)"
             ) from None
-        return jax.ShapeDtypeStruct(
-            tuple(int(d) for d in dims.replace(" ", "").split(",") if d), dtype
-        )
+        return jax.ShapeDtypeStruct(tuple(int(d) for d in dims.replace(" ", "").split(",") if d), dtype)
     if text.startswith("("):
         try:
             value = ast.literal_eval(text)
         except (ValueError, SyntaxError):
             value = None
-        if isinstance(value, tuple) and all(
-            isinstance(d, int) and not isinstance(d, bool) for d in value
-        ):
+        if isinstance(value, tuple) and all(isinstance(d, int) and not isinstance(d, bool) for d in value):
             if any(d < 0 for d in value):
                 raise UsageError(f"ARG {clip(repr(text))}: a shape's sizes are non-negative")
             return jax.ShapeDtypeStruct(value, jnp.float32)
@@ -89,9 +85,7 @@ def nnx_summary(self: Any, line: str) -> None:
     args = parse_line(nnx_summary, line)
     model = evaluate_target(self.shell, args.model, what="MODEL")
     values = [parse_arg(self.shell, text) for text in args.args]
-    depth = (
-        None if args.depth is None else check_option(args.depth, "--depth", 0, 1_000, integer=True)
-    )
+    depth = None if args.depth is None else check_option(args.depth, "--depth", 0, 1_000, integer=True)
     name = check_name(args.name, shell=self.shell, target_text=args.model) if args.name else None
     from ..core._util import first_line
     from ..core.summary import SummaryError, summary

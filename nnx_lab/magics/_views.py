@@ -24,7 +24,9 @@ def module_target(shell: Any, text: str) -> Any:
 
 @magic_arguments()
 @argument("target", help="a Python expression naming an nnx.Module")
-@argument("mode", nargs="?", choices=("train", "eval"), help="switch the whole model in place (model.train() / model.eval())")
+@argument(
+    "mode", nargs="?", choices=("train", "eval"), help="switch the whole model in place (model.train() / model.eval())"
+)
 def nnx_mode(self: Any, line: str) -> None:
     """Show the train/eval mode of every submodule, or switch it in place.
 
@@ -52,11 +54,16 @@ def nnx_mode(self: Any, line: str) -> None:
 
 @magic_arguments()
 @argument("target", help="a Python expression naming an nnx.Module")
-@argument("--as", dest="name", default=None,
-          help="the name 'create view' binds nnx.view(...) to (default: TARGET_view)")
-@argument("--only", default=None, metavar="FILTER",
-          help="list only some modules: a module path (blocks[0], blocks/0: that module and below) or an "
-               "NNX filter expression (nnx.Dropout, nnx.PathContains('decoder'), a function of (path, module))")
+@argument(
+    "--as", dest="name", default=None, help="the name 'create view' binds nnx.view(...) to (default: TARGET_view)"
+)
+@argument(
+    "--only",
+    default=None,
+    metavar="FILTER",
+    help="list only some modules: a module path (blocks[0], blocks/0: that module and below) or an "
+    "NNX filter expression (nnx.Dropout, nnx.PathContains('decoder'), a function of (path, module))",
+)
 @argument("--modes", action="store_true", help="only the train/eval switch and each instance's mode")
 def nnx_view(self: Any, line: str) -> None:
     """Show the set_view options of every submodule as controls.
@@ -88,9 +95,15 @@ def nnx_view(self: Any, line: str) -> None:
 
     try:
         only_code = None if only is ... or is_module_path(only) else args.only.strip()  # a path: spelled as a filter
-        panel = ViewPanel(model, variant="modes" if args.modes else "views", only=only,
-                          only_code=only_code, target=args.target.strip(), name=name,
-                          namespace=self.shell.user_ns)
+        panel = ViewPanel(
+            model,
+            variant="modes" if args.modes else "views",
+            only=only,
+            only_code=only_code,
+            target=args.target.strip(),
+            name=name,
+            namespace=self.shell.user_ns,
+        )
     except Exception as e:  # a filter that raises or is not a filter; else the panel's own error
         cause = f"--only {clip(repr(args.only))}: " if args.only is not None else f"{args.target.strip()}: "
         raise UsageError(cause + one_line(e)) from None

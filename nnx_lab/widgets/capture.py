@@ -72,8 +72,18 @@ class CapturePanel(Widget):
     busy_note = traitlets.Unicode("").tag(sync=True)  # busy_queue.busy_note: empty where clicks are read mid-cell
     _queue_while_busy = True  # a click while a cell runs: acked "queued", applied at the next call
 
-    def __init__(self, model: Any, *, types: Any = core.DEFAULT_TYPES, methods: bool = False,
-                 max_rate: float = 2.0, budget: float = 0.02, namespace: dict | None = None, layers: Any = None, **kwargs: Any):
+    def __init__(
+        self,
+        model: Any,
+        *,
+        types: Any = core.DEFAULT_TYPES,
+        methods: bool = False,
+        max_rate: float = 2.0,
+        budget: float = 0.02,
+        namespace: dict | None = None,
+        layers: Any = None,
+        **kwargs: Any,
+    ):
         compat.require("nnx.capture", "the capture panel")
         if not isinstance(model, nnx.Module):
             raise TypeError(f"capture_panel needs an nnx.Module, got {type(model).__name__}")
@@ -93,9 +103,12 @@ class CapturePanel(Widget):
         self._last_toggles: tuple | None = None  # the toggles of the last call
         self._answered: Any = None  # id of the last browser message answered
         self._descriptions = Descriptions(
-            throttle, show=lambda report, modules, elapsed, loss: self._show(
-                report, modules, elapsed=elapsed, loss=None if loss is None else as_float(loss)),
-            fail=lambda text: self._set_status(text, level="error"))
+            throttle,
+            show=lambda report, modules, elapsed, loss: self._show(
+                report, modules, elapsed=elapsed, loss=None if loss is None else as_float(loss)
+            ),
+            fail=lambda text: self._set_status(text, level="error"),
+        )
         self._looping = 0  # track() loops running
         self._cell: Any = None  # the notebook cell of the last call
         self._calls = 0
@@ -157,12 +170,19 @@ class CapturePanel(Widget):
         matched = None if only is None else tuple(sorted(only.paths, key=path_text))
 
         def describe() -> core.PendingCaptureReport:
-            return self._layers.describe(lambda spec: core.PendingCaptureReport(
-                result.forward, grads=result.grads, types=options["types"], seen_types=seen, matched=matched,
-                layers=spec), layers)
+            return self._layers.describe(
+                lambda spec: core.PendingCaptureReport(
+                    result.forward,
+                    grads=result.grads,
+                    types=options["types"],
+                    seen_types=seen,
+                    matched=matched,
+                    layers=spec,
+                ),
+                layers,
+            )
 
-        self._deliver(result.forward, result.grads, describe, modules, seen=seen, elapsed=elapsed,
-                      loss=result.loss)
+        self._deliver(result.forward, result.grads, describe, modules, seen=seen, elapsed=elapsed, loss=result.loss)
         return result
 
     def track(self, iterable: Iterable[T]) -> Iterator[T]:
@@ -193,8 +213,11 @@ class CapturePanel(Widget):
             return
         # The call count is current at once (the report follows when its numbers arrive).
         self._set_status(self.status.get("message", ""), level=self.status.get("level", ""))
-        when_ready(describing[0], lambda: descriptions.describing is describing and descriptions.show_described(),
-                   "nnx_lab-capture-publish")
+        when_ready(
+            describing[0],
+            lambda: descriptions.describing is describing and descriptions.show_described(),
+            "nnx_lab-capture-publish",
+        )
 
     def close(self) -> None:
         """Close the widget and let go of the captured arrays (the model is the caller's)."""
@@ -313,11 +336,19 @@ class CapturePanel(Widget):
     def _set_status(self, message: str = "", *, level: str = "", **extra: Any) -> None:
         status = {k: v for k, v in self.status.items() if k in ("kind", "elapsed_ms", "loss")}
         status.update(extra)
-        self.status = {"target": self._target, "calls": self._calls, **status,
-                       "message": message, "level": level}
+        self.status = {"target": self._target, "calls": self._calls, **status, "message": message, "level": level}
 
-    def _deliver(self, captured: nnx.State, grads: nnx.State | None, describe: Callable[[], core.CaptureReport],
-                 modules: Modules, *, seen: Iterable[type], elapsed: float, loss: Any = None) -> None:
+    def _deliver(
+        self,
+        captured: nnx.State,
+        grads: nnx.State | None,
+        describe: Callable[[], core.CaptureReport],
+        modules: Modules,
+        *,
+        seen: Iterable[type],
+        elapsed: float,
+        loss: Any = None,
+    ) -> None:
         """A call's values: kept at once, described and shown now, or later inside a throttled loop."""
         self._calls += 1
         self._captured, self._grads = captured, grads
@@ -333,8 +364,7 @@ class CapturePanel(Widget):
             return
         self._descriptions.step()  # in a loop nothing waits for the device
 
-    def _show(self, report: core.CaptureReport, modules: Modules, *, elapsed: float,
-              loss: float | None = None) -> None:
+    def _show(self, report: core.CaptureReport, modules: Modules, *, elapsed: float, loss: float | None = None) -> None:
         self._last_report = report
         self.report = report.to_dict(classes=dict(modules))
         self._set_status(kind="grads" if loss is not None else "call", elapsed_ms=round(elapsed * 1000, 1), loss=loss)
@@ -359,12 +389,21 @@ class CapturePanel(Widget):
         if self._captured is None:
             return f"CapturePanel · {target} · collects {what} · no call yet"
         n = len(list(nnx.to_flat_state(self._captured)))
-        return f"CapturePanel · {target} · collects {what} · {self._calls} call{'s' * (self._calls != 1)} · {n} captured"
+        return (
+            f"CapturePanel · {target} · collects {what} · {self._calls} call{'s' * (self._calls != 1)} · {n} captured"
+        )
 
 
-def capture_panel(model: Any, *, types: Any = core.DEFAULT_TYPES, methods: bool = False,
-                  max_rate: float = 2.0, budget: float = 0.02, display: bool = True,
-                  layers: dict | None = None) -> CapturePanel:
+def capture_panel(
+    model: Any,
+    *,
+    types: Any = core.DEFAULT_TYPES,
+    methods: bool = False,
+    max_rate: float = 2.0,
+    budget: float = 0.02,
+    display: bool = True,
+    layers: dict | None = None,
+) -> CapturePanel:
     """Show capture toggles for ``model`` and return the panel; ``panel(x)`` calls the model under them.
 
     Args:
@@ -393,8 +432,13 @@ def capture_panel(model: Any, *, types: Any = core.DEFAULT_TYPES, methods: bool 
     >>> panel.status["calls"], panel.captured["layers"][0]["__call__"].get_value()[0].shape
     (1, (1, 3))
     """
-    panel = CapturePanel(model, types=types, methods=methods, max_rate=max_rate, budget=budget,
-                         namespace=caller_namespace(1, types), layers=layers)
+    panel = CapturePanel(
+        model,
+        types=types,
+        methods=methods,
+        max_rate=max_rate,
+        budget=budget,
+        namespace=caller_namespace(1, types),
+        layers=layers,
+    )
     return panel.show() if display else panel
-
-

@@ -30,8 +30,15 @@ class CaptureReportView(Widget):
     status = traitlets.Dict().tag(sync=True)
     report = traitlets.Dict().tag(sync=True)
 
-    def __init__(self, report: CaptureReport, *, target: str = "model", classes: dict[Path, str] | None = None,
-                 elapsed: float | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        report: CaptureReport,
+        *,
+        target: str = "model",
+        classes: dict[Path, str] | None = None,
+        elapsed: float | None = None,
+        **kwargs: Any,
+    ):
         status: dict[str, Any] = {"target": target, "message": "", "level": ""}
         if elapsed is not None:
             status["elapsed_ms"] = round(elapsed * 1000, 1)

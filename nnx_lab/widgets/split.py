@@ -20,14 +20,17 @@ class SplitReportView(Widget):
     _esm = STATIC / "split.js"
     report = traitlets.Dict().tag(sync=True)
 
-    def __init__(self, report: SplitReport, *, target: str = "model", names: Sequence[str] | None = None,
-                 **kwargs: Any):
+    def __init__(
+        self, report: SplitReport, *, target: str = "model", names: Sequence[str] | None = None, **kwargs: Any
+    ):
         self._report = report
         self._target = target
         names = list(names) if names else ["graphdef", *(f.name for f in report.filters)]
         if len(names) != len(report.filters) + 1:
-            raise ValueError(f"nnx.split with {len(report.filters)} filters returns {len(report.filters) + 1} "
-                             f"values (graphdef first), but {len(names)} names were given: {names}")
+            raise ValueError(
+                f"nnx.split with {len(report.filters)} filters returns {len(report.filters) + 1} "
+                f"values (graphdef first), but {len(names)} names were given: {names}"
+            )
         super().__init__(**kwargs)
         self._names = names
         self.report = {**report.to_dict(), "code": report.code(target, names), "names": names}

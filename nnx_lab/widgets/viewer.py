@@ -12,8 +12,17 @@ from .._ipython import busy_queue
 from .._ipython.namespace import user_namespace
 from ..core._util import start_thread
 from ..core.render import html_table, summary_line
-from ..core.snapshot import (HISTORY_STATS, PRECISION, STAT_NAMES, NameTarget, Watcher, round_significant,
-                             series_buffer, series_meta, threads_see_jax_config)
+from ..core.snapshot import (
+    HISTORY_STATS,
+    PRECISION,
+    STAT_NAMES,
+    NameTarget,
+    Watcher,
+    round_significant,
+    series_buffer,
+    series_meta,
+    threads_see_jax_config,
+)
 from ._base import STATIC, Widget, background_unsupported, command
 
 T = TypeVar("T")
@@ -42,15 +51,34 @@ class StateViewer(Widget):
     alert = traitlets.Dict().tag(sync=True)
     _scalars_sent = -1  # the ScalarStore version last sent to the browser
 
-    def __init__(self, obj: Any, *, max_rate: float = 2.0, background: bool = False,
-                 stats: bool = True, history: int = 100, rows_first: bool | None = None, optimizer: Any = None,
-                 updates: bool = True, layers: dict | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        obj: Any,
+        *,
+        max_rate: float = 2.0,
+        background: bool = False,
+        stats: bool = True,
+        history: int = 100,
+        rows_first: bool | None = None,
+        optimizer: Any = None,
+        updates: bool = True,
+        layers: dict | None = None,
+        **kwargs: Any,
+    ):
         if isinstance(obj, str):  # a name in the notebook, looked up at every refresh
             obj = NameTarget(obj, user_namespace(f"watch({obj!r})"))
         if isinstance(optimizer, str):  # the optimizer's name, followed too (a functional loop rebinds both)
             optimizer = NameTarget(optimizer, user_namespace(f"watch(optimizer={optimizer!r})"))
-        self._watcher = Watcher(obj, max_rate=max_rate, stats=stats, history=history,
-                                between_steps=busy_queue.drain, optimizer=optimizer, updates=updates, layers=layers)
+        self._watcher = Watcher(
+            obj,
+            max_rate=max_rate,
+            stats=stats,
+            history=history,
+            between_steps=busy_queue.drain,
+            optimizer=optimizer,
+            updates=updates,
+            layers=layers,
+        )
         self._sent_refresh: int | None = None  # the refresh whose statistics the browser has
         self._sent_rows: tuple | None = None  # (description, failed rows, structure id) of the snapshot trait
         super().__init__(**kwargs)
@@ -159,7 +187,7 @@ class StateViewer(Widget):
     # float32 buffer in a "stats" message (after display: Colab drops buffers in a widget's initial
     # state). A view asks for the latest statistics when it renders.
 
-    def show(self) -> "StateViewer":
+    def show(self) -> StateViewer:
         with self._static_lock:  # the first statistics' thread checks the flag under this lock
             rows_only = not self._watcher.refreshes  # what the display below may hold: the rows alone
             super().show()
@@ -181,16 +209,23 @@ class StateViewer(Widget):
         snap = watcher.snapshot
         if snap is not None and self._sent_refresh != watcher.refreshes:
             sent, structure = self._sent_rows, watcher.history.structure
-            if (sent is None or sent[0] is not snap.description or sent[1] != snap.status_key()
-                    or sent[2] != structure or not self.snapshot):
+            if (
+                sent is None
+                or sent[0] is not snap.description
+                or sent[1] != snap.status_key()
+                or sent[2] != structure
+                or not self.snapshot
+            ):
                 payload = snap.to_dict()
                 payload["refresh"] = watcher.refreshes
                 payload["structure"] = watcher.history.structure
                 series = self._series(snap)
                 if series is not None:
                     meta, buffer = series
-                    payload["series"] = {**meta, "values": [None if v != v else v for v in
-                                                            np.frombuffer(buffer, np.float32).tolist()]}
+                    payload["series"] = {
+                        **meta,
+                        "values": [None if v != v else v for v in np.frombuffer(buffer, np.float32).tolist()],
+                    }
                 self.snapshot = payload
                 self._sent_rows = (snap.description, snap.status_key(), structure)
             else:
@@ -210,8 +245,14 @@ class StateViewer(Widget):
         if snap is None:
             return
         buffer, exact = snap.stats_buffer()
-        msg = {"type": "stats", "refresh": self._watcher.refreshes, "structure": self._watcher.history.structure,
-               "rows": len(snap), "names": list(STAT_NAMES), "exact": exact}
+        msg = {
+            "type": "stats",
+            "refresh": self._watcher.refreshes,
+            "structure": self._watcher.history.structure,
+            "rows": len(snap),
+            "names": list(STAT_NAMES),
+            "exact": exact,
+        }
         buffers = [buffer]
         series = self._series(snap)
         if series is not None:  # gradients, optimizer state: a second buffer (float32[series, stats + ratio, rows])
@@ -264,10 +305,13 @@ class StateViewer(Widget):
             return
         step_buffer = np.concatenate(steps).astype(np.float64)
         # Rounded as the payload's statistics are (float64: a huge loss stays finite, 1/3 is 0.3333).
-        value_buffer = np.array([float(f"{v:.{PRECISION}g}")
-                                 for v in round_significant(np.concatenate(values), PRECISION).tolist()])
-        self.send({"type": "scalars", "names": names, "counts": counts, "version": store.version},
-                  buffers=[step_buffer.tobytes(), value_buffer.tobytes()])
+        value_buffer = np.array(
+            [float(f"{v:.{PRECISION}g}") for v in round_significant(np.concatenate(values), PRECISION).tolist()]
+        )
+        self.send(
+            {"type": "scalars", "names": names, "counts": counts, "version": store.version},
+            buffers=[step_buffer.tobytes(), value_buffer.tobytes()],
+        )
 
     def send_history(self, stat: str) -> None:
         """Send one statistic's history as a float32 buffer (after display: Colab-safe)."""
@@ -276,8 +320,14 @@ class StateViewer(Widget):
         history = self._watcher.history
         series = history.series(stat)
         self.send(
-            {"type": "history", "stat": stat, "structure": history.structure, "rows": int(series.shape[0]),
-             "length": int(series.shape[1]), "refresh": self._watcher.refreshes},
+            {
+                "type": "history",
+                "stat": stat,
+                "structure": history.structure,
+                "rows": int(series.shape[0]),
+                "length": int(series.shape[1]),
+                "refresh": self._watcher.refreshes,
+            },
             buffers=[series.tobytes()],
         )
 
@@ -294,9 +344,19 @@ class StateViewer(Widget):
         return f"StateViewer · {summary_line(snap)}" if snap is not None else "StateViewer"
 
 
-def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: bool = True,
-          history: int = 100, display: bool = True, optimizer: Any = None, updates: bool = True,
-          layers: dict | None = None, rows_first: bool | None = None) -> StateViewer:
+def watch(
+    obj: Any,
+    *,
+    max_rate: float = 2.0,
+    background: bool = False,
+    stats: bool = True,
+    history: int = 100,
+    display: bool = True,
+    optimizer: Any = None,
+    updates: bool = True,
+    layers: dict | None = None,
+    rows_first: bool | None = None,
+) -> StateViewer:
     """Show a live viewer of ``obj`` and return it; refreshes after every cell, on
     ``viewer.tick()`` / ``viewer.track(...)``, and optionally from a background thread.
 
@@ -354,7 +414,15 @@ def watch(obj: Any, *, max_rate: float = 2.0, background: bool = False, stats: b
     >>> viewer.status["state"], viewer.watcher.scalars.latest("loss")
     ('live', (3, 0.3333333333333333))
     """
-    viewer = StateViewer(obj, max_rate=max_rate, background=background, stats=stats, history=history,
-                         optimizer=optimizer, updates=updates, layers=layers,
-                         rows_first=rows_first if display else False)
+    viewer = StateViewer(
+        obj,
+        max_rate=max_rate,
+        background=background,
+        stats=stats,
+        history=history,
+        optimizer=optimizer,
+        updates=updates,
+        layers=layers,
+        rows_first=rows_first if display else False,
+    )
     return viewer.show() if display else viewer

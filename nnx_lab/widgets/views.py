@@ -9,8 +9,8 @@ import traitlets
 
 from .._ipython import busy_queue, cell_hooks
 from ..core import compat
-from ..core._util import check_name, clip, first_line, json_key, message_id, one_line, safe_repr
 from ..core import views as core
+from ..core._util import check_name, clip, first_line, json_key, message_id, one_line, safe_repr
 from ..core.render import pre_html
 from ._base import STATIC, Widget, command
 
@@ -42,9 +42,18 @@ class ViewPanel(Widget):
     _queue_while_busy = True
     _queued_ack = {"code": "", "text": "queued: applies at the next tick()/track() step, or when the cell ends"}
 
-    def __init__(self, model: Any, *, variant: str = "views", only: Any = ..., only_code: str | None = None,
-                 target: str | None = None, name: str | None = None,
-                 namespace: Mapping[str, Any] | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        model: Any,
+        *,
+        variant: str = "views",
+        only: Any = ...,
+        only_code: str | None = None,
+        target: str | None = None,
+        name: str | None = None,
+        namespace: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ):
         from flax import nnx
 
         if not isinstance(model, nnx.Module):
@@ -82,8 +91,9 @@ class ViewPanel(Widget):
         except core.ViewError as e:
             self.payload = {**self.payload, "message": first_line(str(e)), "mode": "none", "gone": True}
             return
-        self.payload = _payload(report, self._variant, self._target, self._default_name,
-                                self._namespace, self._base(self._model()))
+        self.payload = _payload(
+            report, self._variant, self._target, self._default_name, self._namespace, self._base(self._model())
+        )
 
     def _base(self, model: Any) -> core.Scope:
         """What "all modules" means here (the panel's ``only=``), read from the model as it is now."""
@@ -95,8 +105,9 @@ class ViewPanel(Widget):
 
         ``only`` is ``None`` (the panel's modules), ``{"class": NAME}`` or ``{"path": (...)}``.
         """
-        return self._run({"type": "view", "name": name or self._default_name, "only": only,
-                          "values": values}, from_text=False)[0]
+        return self._run(
+            {"type": "view", "name": name or self._default_name, "only": only, "values": values}, from_text=False
+        )[0]
 
     def apply(self, only: Any = None, **values: Any) -> str:
         """``model.set_attributes(only, **values)`` in place, all or nothing; returns the line."""
@@ -160,9 +171,14 @@ class ViewPanel(Widget):
         if not isinstance(raw, Mapping):
             raise core.ViewError(f"values must be a mapping of set_view options, not {type(raw).__name__}")
         values = core.coerce_values(model, report, scope, raw, from_text=from_text)
-        note = "" if core.UNNAMED not in (scope.code or "") else (
-            f" ({core.UNNAMED} is the only= filter given to the panel, which has no Python text: "
-            "pass only_code= to name it)")
+        note = (
+            ""
+            if core.UNNAMED not in (scope.code or "")
+            else (
+                f" ({core.UNNAMED} is the only= filter given to the panel, which has no Python text: "
+                "pass only_code= to name it)"
+            )
+        )
         if kind == "apply":
             core.apply_in_place(model, scope, values)
             return model, core.apply_code(self._target, scope, values), f"set in place on {scope.label}{note}"
@@ -189,8 +205,15 @@ class ViewPanel(Widget):
         return f"ViewPanel({self._variant}) · {self.payload.get('summary', '')}"
 
 
-def view_panel(model: Any, *, only: Any = ..., only_code: str | None = None, name: str | None = None,
-               target: str | None = None, display: bool = True) -> ViewPanel:
+def view_panel(
+    model: Any,
+    *,
+    only: Any = ...,
+    only_code: str | None = None,
+    name: str | None = None,
+    target: str | None = None,
+    display: bool = True,
+) -> ViewPanel:
     """Controls for every submodule's ``set_view`` options: create ``nnx.view`` models or set in place.
 
     ``only`` limits the panel to some modules: an NNX filter (a class, ``nnx.PathContains(...)``,
@@ -247,8 +270,15 @@ def mode_toggle(model: Any, *, target: str | None = None, display: bool = True) 
 
 # -- helpers ------------------------------------------------------------------------------
 
-def _payload(report: core.ViewReport, variant: str, target: str, default_name: str,
-             namespace: Mapping[str, Any] | None, base: core.Scope) -> dict:
+
+def _payload(
+    report: core.ViewReport,
+    variant: str,
+    target: str,
+    default_name: str,
+    namespace: Mapping[str, Any] | None,
+    base: core.Scope,
+) -> dict:
     classes: dict[type, dict] = {}
     for m in report.modules:
         if variant == "views" and not m.has_set_view:
@@ -256,18 +286,40 @@ def _payload(report: core.ViewReport, variant: str, target: str, default_name: s
         group = classes.get(m.cls)
         if group is None:
             group = classes[m.cls] = {
-                "class": m.class_name, "only": core.class_scope(m.cls, namespace, base).code,
-                "args": [{"name": a.name, "annotation": a.annotation, "default": safe_repr(a.default, 200),
-                          "doc": a.doc, "kind": a.kind, "nullable": "None" in (a.types or ())}
-                         for a in m.args],
-                "instances": []}
-        group["instances"].append({
-            "path": m.path_text, "key": list(json_key(k) for k in m.path), "only": core.path_code(m.path),
-            "mode": m.mode, "values": {a.name: safe_repr(a.current, 200) for a in m.args if a.has_current}})
+                "class": m.class_name,
+                "only": core.class_scope(m.cls, namespace, base).code,
+                "args": [
+                    {
+                        "name": a.name,
+                        "annotation": a.annotation,
+                        "default": safe_repr(a.default, 200),
+                        "doc": a.doc,
+                        "kind": a.kind,
+                        "nullable": "None" in (a.types or ()),
+                    }
+                    for a in m.args
+                ],
+                "instances": [],
+            }
+        group["instances"].append(
+            {
+                "path": m.path_text,
+                "key": list(json_key(k) for k in m.path),
+                "only": core.path_code(m.path),
+                "mode": m.mode,
+                "values": {a.name: safe_repr(a.current, 200) for a in m.args if a.has_current},
+            }
+        )
     return {
-        "variant": variant, "root": report.root_type, "target": target, "default_name": default_name,
-        "mode": report.mode, "summary": report.summary(), "disagreeing": list(report.disagreeing),
-        "message": "" if report.modules else report.summary(), "base_only": base.code or "",
+        "variant": variant,
+        "root": report.root_type,
+        "target": target,
+        "default_name": default_name,
+        "mode": report.mode,
+        "summary": report.summary(),
+        "disagreeing": list(report.disagreeing),
+        "message": "" if report.modules else report.summary(),
+        "base_only": base.code or "",
         "classes": list(classes.values()),
     }
 

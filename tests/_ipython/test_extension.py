@@ -19,15 +19,26 @@ def test_import_and_load_ext_do_not_import_jax():
     assert proc.returncode == 0 and proc.stdout.strip() == "clean", proc.stderr
 
 
-
-MAGICS = {("line", "nnx_snapshot"), ("line", "nnx_watch"), ("line", "nnx_split"), ("cell", "nnx_split"),
-          ("line", "nnx_mode"), ("line", "nnx_view"), ("cell", "nnx_capture"),
-          ("line", "nnx_compare"), ("line", "nnx_summary")}
+MAGICS = {
+    ("line", "nnx_snapshot"),
+    ("line", "nnx_watch"),
+    ("line", "nnx_split"),
+    ("cell", "nnx_split"),
+    ("line", "nnx_mode"),
+    ("line", "nnx_view"),
+    ("cell", "nnx_capture"),
+    ("line", "nnx_compare"),
+    ("line", "nnx_summary"),
+}
 
 
 def ours(shell):
-    return {(kind, name) for kind, table in shell.magics_manager.magics.items() for name, fn in table.items()
-            if type(getattr(fn, "__self__", None)).__module__ == "nnx_lab.magics"}
+    return {
+        (kind, name)
+        for kind, table in shell.magics_manager.magics.items()
+        for name, fn in table.items()
+        if type(getattr(fn, "__self__", None)).__module__ == "nnx_lab.magics"
+    }
 
 
 def test_reload_leaves_one_copy_and_unload_removes_all(ip):
@@ -42,8 +53,10 @@ def test_reload_leaves_one_copy_and_unload_removes_all(ip):
 
 
 def test_the_ipython_package_does_not_import_jax():
-    code = ("import sys, nnx_lab._ipython, nnx_lab._ipython.extension, nnx_lab._ipython.cell_hooks, "
-            "nnx_lab._ipython.busy_queue\nassert 'jax' not in sys.modules\nprint('clean')\n")
+    code = (
+        "import sys, nnx_lab._ipython, nnx_lab._ipython.extension, nnx_lab._ipython.cell_hooks, "
+        "nnx_lab._ipython.busy_queue\nassert 'jax' not in sys.modules\nprint('clean')\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "clean", proc.stderr
 

@@ -29,7 +29,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -44,14 +43,22 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO_ROOT / "test-artifacts" / "browser"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
 ]
 VIEWPORT = {"width": 1400, "height": 1000}
 
 SERVER_START_TIMEOUT_S = 60
 PAGE_LOAD_TIMEOUT_S = 60
-KERNEL_READY_TIMEOUT_S = 180  # a first kernel in a fresh venv on a loaded 2-core machine (compiling .pyc, importing jax)
+KERNEL_READY_TIMEOUT_S = (
+    180  # a first kernel in a fresh venv on a loaded 2-core machine (compiling .pyc, importing jax)
+)
 RUN_ALL_TIMEOUT_S = 180
 
 # Settings every page gets: no news/update toast over the screenshots, and no network attempts.
@@ -102,7 +109,7 @@ def _descendants(pid: int) -> list[int]:
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             text = stat.read_text()
-            ppid = int(text[text.rindex(")") + 2:].split()[1])
+            ppid = int(text[text.rindex(")") + 2 :].split()[1])
             children.setdefault(ppid, []).append(int(stat.parent.name))
         except (OSError, ValueError, IndexError):
             continue
@@ -140,8 +147,9 @@ class JupyterServer:
         return f"{self.base_url}{path}?token={self.token}"
 
     def api(self, path: str, method: str = "GET", timeout: float = 10):
-        req = urllib.request.Request(self.base_url + path, method=method,
-                                     headers={"Authorization": f"token {self.token}"})
+        req = urllib.request.Request(
+            self.base_url + path, method=method, headers={"Authorization": f"token {self.token}"}
+        )
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             body = resp.read()
         return json.loads(body) if body else None
@@ -225,28 +233,53 @@ def jupyter_server(tmp_path_factory):
         # User-level dirs go to tmp so no personal config, kernelspec or settings leaks in; the
         # environment's own dirs (sys.prefix/share/jupyter: python3 kernelspec, ipywidgets and
         # anywidget labextensions; sys.prefix/etc/jupyter: server extensions) stay on the path.
-        JUPYTER_CONFIG_DIR=str(dirs["config"]), JUPYTER_DATA_DIR=str(dirs["data"]),
-        JUPYTER_RUNTIME_DIR=str(dirs["runtime"]), IPYTHONDIR=str(dirs["ipython"]),
-        JUPYTER_PLATFORM_DIRS="0", PYTHONUNBUFFERED="1",
+        JUPYTER_CONFIG_DIR=str(dirs["config"]),
+        JUPYTER_DATA_DIR=str(dirs["data"]),
+        JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
+        IPYTHONDIR=str(dirs["ipython"]),
+        JUPYTER_PLATFORM_DIRS="0",
+        PYTHONUNBUFFERED="1",
     )
     server_env.pop("JUPYTER_PATH", None)
     cmd = [
-        sys.executable, "-m", "jupyter", "lab", "--no-browser",
-        "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={dirs['root']}",
-        f"--LabApp.user_settings_dir={dirs['settings']}", f"--LabApp.workspaces_dir={dirs['workspaces']}",
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={dirs['root']}",
+        f"--LabApp.user_settings_dir={dirs['settings']}",
+        f"--LabApp.workspaces_dir={dirs['workspaces']}",
         f"--JupyterNotebookApp.user_settings_dir={dirs['settings']}",
         f"--JupyterNotebookApp.workspaces_dir={dirs['workspaces']}",
-        "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
     log_path = base / "server.log"
     log = open(log_path, "wb")
-    proc = subprocess.Popen(cmd, cwd=dirs["root"], env=server_env, stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
-    server = JupyterServer(base_url=f"http://127.0.0.1:{port}", token=token, root_dir=dirs["root"],
-                           settings_dir=dirs["settings"], log_path=log_path, proc=proc)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=dirs["root"],
+        env=server_env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    server = JupyterServer(
+        base_url=f"http://127.0.0.1:{port}",
+        token=token,
+        root_dir=dirs["root"],
+        settings_dir=dirs["settings"],
+        log_path=log_path,
+        proc=proc,
+    )
     for plugin_id, values in _BASE_SETTINGS.items():
         server.write_setting(plugin_id, values)
     try:
@@ -259,8 +292,9 @@ def jupyter_server(tmp_path_factory):
                 break
             except (urllib.error.URLError, OSError, ValueError):
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"jupyter lab did not answer /api/status in "
-                                       f"{SERVER_START_TIMEOUT_S} s:\n{server.log_tail()}") from None
+                    raise RuntimeError(
+                        f"jupyter lab did not answer /api/status in {SERVER_START_TIMEOUT_S} s:\n{server.log_tail()}"
+                    ) from None
                 time.sleep(0.25)
         yield server
     finally:
@@ -367,10 +401,17 @@ def _wait_for_kernel_idle(page, server: JupyterServer, path: str, timeout_s: flo
         sess = server.session(path)
         kernel = (sess or {}).get("kernel") or {}
         indicators = page.evaluate(_JS_INDICATORS)
-        state = {"kernel": kernel.get("execution_state"), "connections": kernel.get("connections"),
-                 "indicators": indicators}
-        ok = (state["kernel"] == "idle" and (state["connections"] or 0) >= 1
-              and bool(indicators) and all(s == "idle" for s in indicators))
+        state = {
+            "kernel": kernel.get("execution_state"),
+            "connections": kernel.get("connections"),
+            "indicators": indicators,
+        }
+        ok = (
+            state["kernel"] == "idle"
+            and (state["connections"] or 0) >= 1
+            and bool(indicators)
+            and all(s == "idle" for s in indicators)
+        )
         streak = streak + 1 if ok else 0
         if streak >= 2:
             return
@@ -393,7 +434,8 @@ def _open_notebook(page, server: JupyterServer, notebook_path, ui: str = "lab", 
         url = server.url(f"/notebooks/{quoted}")
     page.goto(url, wait_until="domcontentloaded", timeout=PAGE_LOAD_TIMEOUT_S * 1000)
     page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(
-        state="visible", timeout=PAGE_LOAD_TIMEOUT_S * 1000)
+        state="visible", timeout=PAGE_LOAD_TIMEOUT_S * 1000
+    )
     _wait_for_kernel_idle(page, server, path)
     return path
 
@@ -418,8 +460,9 @@ def _run_all_cells(page, timeout_s: float = RUN_ALL_TIMEOUT_S) -> list[str]:
     shows [*] and the kernel is idle. Raises, with the error outputs, unless every code cell ran."""
     page.evaluate(_JS_WATCH_RUN)
     page.locator(".lm-MenuBar-item").filter(has_text=re.compile(r"^\s*Run\s*$")).click()
-    item = page.locator('.lm-Menu-item[data-command="runmenu:run-all"], '
-                        '.lm-Menu-item[data-command="notebook:run-all-cells"]').first
+    item = page.locator(
+        '.lm-Menu-item[data-command="runmenu:run-all"], .lm-Menu-item[data-command="notebook:run-all-cells"]'
+    ).first
     item.wait_for(state="visible")
     if "lm-mod-disabled" in (item.get_attribute("class") or ""):
         raise AssertionError("Run All Cells is disabled: is the notebook the current widget?")

@@ -69,13 +69,16 @@ def run_new_cell(page, source: str) -> None:
         """() => { const p = Array.from(document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt'));
                    const mine = p[window.__nnxCell];
                    return mine && /^\\[\\d+\\]:?$/.test(mine.textContent.trim()) && !p.some(e => e.textContent.includes('*')); }""",
-        timeout=60_000)
+        timeout=60_000,
+    )
 
 
 def wait_rows(page, predicate_js: str, timeout: int = 30_000):
     page.wait_for_function(
         f"""() => {{ const rows = Array.from(document.querySelectorAll('.nnx-lab-capture tr.nnx-capture-row'))
-                     .map(r => r.dataset.path); return ({predicate_js})(rows); }}""", timeout=timeout)
+                     .map(r => r.dataset.path); return ({predicate_js})(rows); }}""",
+        timeout=timeout,
+    )
 
 
 def assert_inert(page, root, page_events):
@@ -84,8 +87,9 @@ def assert_inert(page, root, page_events):
     assert not page_events.script_dialogs, page_events.dialogs
 
 
-def test_capture_panel_toggles_rows_histograms_and_grads(page, page_events, jupyter_server, open_notebook,
-                                                        run_all_cells, screenshot, tmp_path):
+def test_capture_panel_toggles_rows_histograms_and_grads(
+    page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path
+):
     nb = write_notebook(tmp_path / "capture.ipynb", *SETUP)
     open_notebook(page, jupyter_server, nb, ui="lab")
     run_all_cells(page)
@@ -118,9 +122,14 @@ def test_capture_panel_toggles_rows_histograms_and_grads(page, page_events, jupy
     root.locator("details.nnx-capture-modules > summary").click()
     toggles = root.evaluate(_JS_TOGGLES)
     assert toggles == {
-        "type:Intermediate": [True, False], "type:Perturbation": [False, False], "methods": [False, False],
-        "module:": [True, False], "module:b0": [True, False], "module:b0.linear": [True, False],
-        "module:head": [True, False]}, toggles
+        "type:Intermediate": [True, False],
+        "type:Perturbation": [False, False],
+        "methods": [False, False],
+        "module:": [True, False],
+        "module:b0": [True, False],
+        "module:b0.linear": [True, False],
+        "module:head": [True, False],
+    }, toggles
     assert root.locator("label.nnx-capture-module").filter(has_text=EVIL_CLASS).count() == 1
     screenshot(page, "capture-lab-first-call", scroll_to=root)
     assert_inert(page, root, page_events)
@@ -132,16 +141,19 @@ def test_capture_panel_toggles_rows_histograms_and_grads(page, page_events, jupy
     # "waiting for the kernel" from the click until Python answers both; then "changed"
     page.wait_for_function(
         "() => document.querySelector('.nnx-lab-capture .nnx-capture-pending').dataset.state === 'changed'",
-        timeout=15_000)
+        timeout=15_000,
+    )
     assert "next call" in root.locator(".nnx-capture-pending").inner_text()
     # Python's answer to the head click: the root's checkbox says "some of it" (head is off).
     page.wait_for_function(
-        "() => document.querySelector('.nnx-lab-capture input[data-module=\"\"]').indeterminate", timeout=15_000)
+        "() => document.querySelector('.nnx-lab-capture input[data-module=\"\"]').indeterminate", timeout=15_000
+    )
     assert "3 of 4 modules" in root.locator("details.nnx-capture-modules > summary").inner_text()
     run_new_cell(page, "y = panel(x)")
     wait_rows(page, "rows => rows.includes('b0.linear.__call__[0]')")
-    assert sorted(row_paths(root)) == sorted([evil_row, "__call__[0]", "b0.__call__[0]", "b0.act[0]",
-                                              "b0.linear.__call__[0]"])
+    assert sorted(row_paths(root)) == sorted(
+        [evil_row, "__call__[0]", "b0.__call__[0]", "b0.act[0]", "b0.linear.__call__[0]"]
+    )
     assert root.locator(".nnx-capture-hist").count() == 5
     assert root.locator(".nnx-capture-pending").is_hidden()
     screenshot(page, "capture-lab-method-outputs", scroll_to=root)
@@ -149,7 +161,8 @@ def test_capture_panel_toggles_rows_histograms_and_grads(page, page_events, jupy
     # A toggle Python refuses (the last type) is undone on screen, with the reason.
     root.locator('input[data-type="Intermediate"]').uncheck()
     page.wait_for_function(
-        "() => document.querySelector('.nnx-lab-capture input[data-type=\"Intermediate\"]').checked", timeout=15_000)
+        "() => document.querySelector('.nnx-lab-capture input[data-type=\"Intermediate\"]').checked", timeout=15_000
+    )
     status = root.locator(".nnx-capture-status")
     assert "keep at least one Variable type" in status.inner_text()
     assert status.get_attribute("data-level") == "error"
@@ -172,43 +185,57 @@ def test_capture_panel_dark_theme(page, jupyter_server, open_notebook, run_all_c
     open_in_dark_theme(page, jupyter_server, open_notebook, nb)
     run_all_cells(page)
     root = capture_panel(page)
-    assert_readable(root, ('tr.nnx-capture-row[data-path="b0.act[0]"] .c-path', 'th[data-col="path"]',
-                          ".nnx-capture-head .root", "label.nnx-capture-toggle .nm", "ul.nnx-capture-messages > li"))
+    assert_readable(
+        root,
+        (
+            'tr.nnx-capture-row[data-path="b0.act[0]"] .c-path',
+            'th[data-col="path"]',
+            ".nnx-capture-head .root",
+            "label.nnx-capture-toggle .nm",
+            "ul.nnx-capture-messages > li",
+        ),
+    )
     screenshot(page, "capture-lab-dark", scroll_to=root)
 
 
 def test_panels_say_when_the_model_is_gone(page, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path):
     """`del model` frees it while a capture panel and a mode toggle are on screen; both say so."""
-    nb = write_notebook(tmp_path / "gone.ipynb", *SETUP, "toggle = nnx_lab.mode_toggle(model)",
-                        "import gc\ndel model\ngc.collect()")
+    nb = write_notebook(
+        tmp_path / "gone.ipynb", *SETUP, "toggle = nnx_lab.mode_toggle(model)", "import gc\ndel model\ngc.collect()"
+    )
     open_notebook(page, jupyter_server, nb, ui="lab")
     run_all_cells(page)
     root = capture_panel(page)
     status = root.locator(".nnx-capture-status")
-    page.wait_for_function("(el) => el.textContent.includes('the model is gone')", arg=status.element_handle(),
-                           timeout=15_000)
+    page.wait_for_function(
+        "(el) => el.textContent.includes('the model is gone')", arg=status.element_handle(), timeout=15_000
+    )
     assert status.get_attribute("data-level") == "error"
     assert len(row_paths(root)) == 2  # the last values captured stay on screen
     toggle = page.locator('.jp-OutputArea-output .nnx-lab-views[data-variant="modes"]').first
     message = toggle.locator(".nnx-views-message")
-    page.wait_for_function("(el) => el.textContent.includes('the model is gone')", arg=message.element_handle(),
-                           timeout=15_000)
+    page.wait_for_function(
+        "(el) => el.textContent.includes('the model is gone')", arg=message.element_handle(), timeout=15_000
+    )
     assert toggle.locator('button[data-mode="eval"]').get_attribute("disabled") is not None
     screenshot(page, "panels-lab-gone", scroll_to=root)
 
 
-def test_a_toggle_clicked_during_a_loop_is_queued_and_applies_at_the_next_call(page, page_events, jupyter_server,
-                                                                                open_notebook, run_all_cells,
-                                                                                screenshot, tmp_path):
+def test_a_toggle_clicked_during_a_loop_is_queued_and_applies_at_the_next_call(
+    page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path
+):
     nb = write_notebook(tmp_path / "capture-busy.ipynb", *SETUP, "import time")
     open_notebook(page, jupyter_server, nb, ui="lab")
     run_all_cells(page)
     root = capture_panel(page)
     prompt = start_busy_loop(
-        page, "seen = []; print('STARTED', flush=True)\n"
-              "for step in range(120):\n    time.sleep(0.05)\n    panel(x)\n"
-              "    seen.append(any('__call__' in str(p) for p, _ in nnx.to_flat_state(panel.captured)))\n"
-              "print('SEEN', seen.index(True) if True in seen else None, len(seen))", "seen = []")
+        page,
+        "seen = []; print('STARTED', flush=True)\n"
+        "for step in range(120):\n    time.sleep(0.05)\n    panel(x)\n"
+        "    seen.append(any('__call__' in str(p) for p, _ in nnx.to_flat_state(panel.captured)))\n"
+        "print('SEEN', seen.index(True) if True in seen else None, len(seen))",
+        "seen = []",
+    )
     page.wait_for_timeout(300)
     pending = root.locator(".nnx-capture-pending")
     # every state the line passes through (queued lasts until the loop's next call: milliseconds)

@@ -23,20 +23,20 @@ import urllib.request
 import nbformat
 import pytest
 
-from .conftest import CHROMIUM_ARGS, VIEWPORT, JupyterServer
+from .conftest import VIEWPORT, JupyterServer
 
 pytestmark = [
     pytest.mark.classic_notebook,
-    pytest.mark.skipif(int(importlib.metadata.version("notebook").split(".")[0]) >= 7,
-                       reason="the classic Notebook 6.5 (ipywidgets 7 front end) runs on Colab's stack: "
-                              "pip install -r ci/colab.txt"),
+    pytest.mark.skipif(
+        int(importlib.metadata.version("notebook").split(".")[0]) >= 7,
+        reason="the classic Notebook 6.5 (ipywidgets 7 front end) runs on Colab's stack: pip install -r ci/colab.txt",
+    ),
 ]
 
 CELLS = [
     "import time\nimport jax.numpy as jnp\nfrom flax import nnx\nimport nnx_lab\n%load_ext nnx_lab\n"
     "from nnx_lab.core import compat",
-    "model = nnx.Sequential(nnx.Linear(4, 8, rngs=nnx.Rngs(0)), nnx.Dropout(0.5, rngs=nnx.Rngs(0)))\n"
-    "model.train()",
+    "model = nnx.Sequential(nnx.Linear(4, 8, rngs=nnx.Rngs(0)), nnx.Dropout(0.5, rngs=nnx.Rngs(0)))\nmodel.train()",
     "viewer = nnx_lab.watch(model)",
     "for step in viewer.track(range(60)):\n"
     "    compat.set_value(model.layers[0].bias, jnp.full((8,), float(step)))\n"
@@ -60,21 +60,48 @@ def classic_server(tmp_path_factory):
     for d in dirs.values():
         d.mkdir()
     token, port = secrets.token_hex(16), _free_port()
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(dirs["config"]), JUPYTER_DATA_DIR=str(dirs["data"]),
-               JUPYTER_RUNTIME_DIR=str(dirs["runtime"]), IPYTHONDIR=str(dirs["ipython"]),
-               JUPYTER_PLATFORM_DIRS="0", PYTHONUNBUFFERED="1")
+    env = dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=str(dirs["config"]),
+        JUPYTER_DATA_DIR=str(dirs["data"]),
+        JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
+        IPYTHONDIR=str(dirs["ipython"]),
+        JUPYTER_PLATFORM_DIRS="0",
+        PYTHONUNBUFFERED="1",
+    )
     env.pop("JUPYTER_PATH", None)
-    cmd = [sys.executable, "-m", "notebook", "--no-browser", "--NotebookApp.ip=127.0.0.1",
-           f"--NotebookApp.port={port}", "--NotebookApp.port_retries=0", f"--NotebookApp.token={token}",
-           f"--NotebookApp.notebook_dir={dirs['root']}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "notebook",
+        "--no-browser",
+        "--NotebookApp.ip=127.0.0.1",
+        f"--NotebookApp.port={port}",
+        "--NotebookApp.port_retries=0",
+        f"--NotebookApp.token={token}",
+        f"--NotebookApp.notebook_dir={dirs['root']}",
+    ]
     if os.geteuid() == 0:
         cmd.append("--allow-root")
     log_path = base / "server.log"
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, cwd=dirs["root"], env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-        server = JupyterServer(base_url=f"http://127.0.0.1:{port}", token=token, root_dir=dirs["root"],
-                               settings_dir=dirs["config"], log_path=log_path, proc=proc)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=dirs["root"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        server = JupyterServer(
+            base_url=f"http://127.0.0.1:{port}",
+            token=token,
+            root_dir=dirs["root"],
+            settings_dir=dirs["config"],
+            log_path=log_path,
+            proc=proc,
+        )
         try:
             deadline = time.monotonic() + 60
             while True:
@@ -105,24 +132,31 @@ def classic_page(browser, page_events):
 
 def _open(page, server, path):
     page.goto(server.url(f"/notebooks/{path}"), wait_until="domcontentloaded")
-    page.wait_for_function("() => window.Jupyter && Jupyter.notebook && Jupyter.notebook.kernel"
-                           " && Jupyter.notebook.kernel.is_connected()", timeout=60_000)
+    page.wait_for_function(
+        "() => window.Jupyter && Jupyter.notebook && Jupyter.notebook.kernel && Jupyter.notebook.kernel.is_connected()",
+        timeout=60_000,
+    )
 
 
 def _run_cell(page, index: int, timeout_ms: int = 60_000) -> None:
     page.evaluate(f"() => Jupyter.notebook.execute_cells([{index}])")
-    page.wait_for_function(f"() => {{ const c = Jupyter.notebook.get_cell({index});"
-                           f" return c.input_prompt_number !== '*' && c.input_prompt_number != null; }}",
-                           timeout=timeout_ms)
+    page.wait_for_function(
+        f"() => {{ const c = Jupyter.notebook.get_cell({index});"
+        f" return c.input_prompt_number !== '*' && c.input_prompt_number != null; }}",
+        timeout=timeout_ms,
+    )
 
 
 def _kernel_eval(page, expression: str) -> str:
     """The repr of `expression`, run in the notebook's kernel (not through a cell)."""
-    return page.evaluate("""(expr) => new Promise((resolve) => {
+    return page.evaluate(
+        """(expr) => new Promise((resolve) => {
         Jupyter.notebook.kernel.execute('', {shell: {reply: (m) =>
             resolve(m.content.user_expressions.r.data['text/plain'])}},
             {silent: false, store_history: false, user_expressions: {r: expr}});
-    })""", expression)
+    })""",
+        expression,
+    )
 
 
 def test_widgets_in_the_classic_notebook_then_saved_static(classic_server, classic_page, page_events):
@@ -174,8 +208,12 @@ def test_widgets_in_the_classic_notebook_then_saved_static(classic_server, class
     page.evaluate("() => Jupyter.notebook.save_notebook()")
     page.wait_for_function("() => !Jupyter.notebook.dirty", timeout=30_000)
     saved = nbformat.read(classic_server.root_dir / path, as_version=4)
-    widget_outputs = [o for c in saved.cells for o in c.get("outputs", [])
-                      if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    widget_outputs = [
+        o
+        for c in saved.cells
+        for o in c.get("outputs", [])
+        if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+    ]
     assert len(widget_outputs) == 3 and all(o["data"].get("text/html") for o in widget_outputs)
     # No widget front end: the two nbextensions fail to load (as where no widget manager runs).
     page.route("**/nbextensions/jupyter-js-widgets/**", lambda route: route.abort())

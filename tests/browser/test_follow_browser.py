@@ -23,7 +23,8 @@ STATUS = ".nnx-lab-viewer .nnx-status"
 
 def wait_for_status(page, text: str) -> None:
     page.wait_for_function(
-        f"() => (document.querySelector({STATUS!r}) || {{}}).textContent?.includes({text!r})", timeout=30_000)
+        f"() => (document.querySelector({STATUS!r}) || {{}}).textContent?.includes({text!r})", timeout=30_000
+    )
 
 
 def run_new_cell(page, source: str) -> None:
@@ -35,8 +36,9 @@ def run_new_cell(page, source: str) -> None:
     page.keyboard.press("Shift+Enter")
 
 
-def test_viewer_follows_a_rebound_name(page, page_events, jupyter_server, open_notebook, run_all_cells,
-                                       screenshot, tmp_path):
+def test_viewer_follows_a_rebound_name(
+    page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path
+):
     nb = write_notebook(tmp_path / "follow.ipynb", *SETUP)
     open_notebook(page, jupyter_server, nb, ui="lab")
     run_all_cells(page)
@@ -55,7 +57,9 @@ def test_viewer_follows_a_rebound_name(page, page_events, jupyter_server, open_n
     wait_for_status(page, "live")
     page.wait_for_function(
         "() => document.querySelector('.nnx-lab-viewer .nnx-row[data-path=\"kernel\"] .c-shape')"
-        "?.textContent === '(2, 5)'", timeout=30_000)
+        "?.textContent === '(2, 5)'",
+        timeout=30_000,
+    )
     assert root.locator('.nnx-row[data-path="bias"] .c-mean').inner_text() == "0"
     assert "following `model`" in root.locator(".nnx-status").inner_text()
     assert not page_events.script_dialogs, page_events.dialogs

@@ -18,8 +18,9 @@ SETUP = (
 )
 
 
-def test_layers_group_rows_and_heatmap(page, page_events, jupyter_server, open_notebook, run_all_cells,
-                                       screenshot, tmp_path):
+def test_layers_group_rows_and_heatmap(
+    page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path
+):
     nb = write_notebook(tmp_path / "layers.ipynb", *SETUP)
     open_notebook(page, jupyter_server, nb, ui="lab")
     run_all_cells(page)
@@ -55,13 +56,15 @@ def test_layers_group_rows_and_heatmap(page, page_events, jupyter_server, open_n
     page.keyboard.insert_text(cell)
     page.keyboard.press("Shift+Enter")
     page.wait_for_function(
-        f"() => document.querySelectorAll('.nnx-heatmap rect').length >= {before + 5}", timeout=60_000)
+        f"() => document.querySelectorAll('.nnx-heatmap rect').length >= {before + 5}", timeout=60_000
+    )
     assert layer.is_visible()  # the group stays open across refreshes
     rect = heatmap.locator("rect").last
     rect.hover()
     readout = heatmap.locator(".hm-readout")
-    page.wait_for_function("() => document.querySelector('.nnx-heatmap .hm-readout').textContent.length > 0",
-                           timeout=5_000)
+    page.wait_for_function(
+        "() => document.querySelector('.nnx-heatmap .hm-readout').textContent.length > 0", timeout=5_000
+    )
     assert readout.inner_text().startswith("layer 4 · latest refresh · norm ")
     screenshot(page, "viewer-layers-heatmap", scroll_to=root)
     heatmap.locator("button.hm-close").click()

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import nbformat
-import pytest
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "notebooks" / "01_quickstart.ipynb"
 HEADERS = ("path", "type", "shape", "dtype", "bytes", "mean")
@@ -50,8 +49,9 @@ def variables_table(page) -> list[list[str]]:
     for table in tables:
         if table and all(h in table[0] for h in HEADERS):
             return table
-    raise AssertionError(f"no .nnx-lab-snapshot table with headers {HEADERS}; headers seen: "
-                         f"{[t[0] for t in tables if t]}")
+    raise AssertionError(
+        f"no .nnx-lab-snapshot table with headers {HEADERS}; headers seen: {[t[0] for t in tables if t]}"
+    )
 
 
 def output_text(page) -> str:
@@ -122,8 +122,9 @@ def test_quickstart_in_jupyterlab(page, page_events, jupyter_server, open_notebo
     assert not page_events.script_dialogs, page_events.dialogs
 
 
-def test_snapshot_html_escapes_user_strings(page, page_events, jupyter_server, open_notebook, run_all_cells,
-                                            screenshot, tmp_path):
+def test_snapshot_html_escapes_user_strings(
+    page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path
+):
     nb = write_notebook(
         tmp_path / "xss.ipynb",
         "import sys\nfrom flax import nnx\nimport jax.numpy as jnp\nimport nnx_lab\nprint(sys.prefix)",
@@ -156,8 +157,9 @@ def test_snapshot_html_escapes_user_strings(page, page_events, jupyter_server, o
 
 def test_harness_sees_injected_script(page, page_events, jupyter_server, open_notebook, run_all_cells, tmp_path):
     """Positive control for the XSS test: unescaped HTML in an output does run here, and is seen."""
-    nb = write_notebook(tmp_path / "control.ipynb",
-                        "from IPython.display import HTML\nHTML('<img src=x onerror=\"alert(3)\">')")
+    nb = write_notebook(
+        tmp_path / "control.ipynb", "from IPython.display import HTML\nHTML('<img src=x onerror=\"alert(3)\">')"
+    )
     open_notebook(page, jupyter_server, nb, ui="lab")
     run_all_cells(page)
     page.locator(".jp-OutputArea img[onerror]").wait_for(state="attached")

@@ -19,16 +19,20 @@ SETUP = (
 )
 
 
-def test_gradient_columns_optimizer_step_and_the_statistics_switch(page, page_events, jupyter_server, open_notebook,
-                                                                   run_all_cells, screenshot, tmp_path):
+def test_gradient_columns_optimizer_step_and_the_statistics_switch(
+    page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path
+):
     nb = write_notebook(tmp_path / "series.ipynb", *SETUP)
     open_notebook(page, jupyter_server, nb, ui="lab")
     run_all_cells(page)
     root = viewer(page)
     assert "layers[0].kernel" in row_paths(root)
-    page.wait_for_function("() => (document.querySelector('.nnx-lab-viewer .nnx-series-line') || {}).textContent"
-                           " && document.querySelector('.nnx-lab-viewer .nnx-series-line').textContent"
-                           ".includes('optimizer step 5')", timeout=30_000)
+    page.wait_for_function(
+        "() => (document.querySelector('.nnx-lab-viewer .nnx-series-line') || {}).textContent"
+        " && document.querySelector('.nnx-lab-viewer .nnx-series-line').textContent"
+        ".includes('optimizer step 5')",
+        timeout=30_000,
+    )
     kernel = root.locator('.nnx-row[data-path="layers[0].kernel"]')
     assert root.locator('th[data-col="g_norm"]').is_visible()
     assert float(kernel.locator(".c-g_norm").inner_text()) > 0
@@ -39,24 +43,35 @@ def test_gradient_columns_optimizer_step_and_the_statistics_switch(page, page_ev
     assert "optimizer state: [0].count (mean 5, max 5" in unmatched.inner_text()
     param_mean = kernel.locator(".c-mean").inner_text()
     root.locator("select.nnx-group").select_option("mu")
-    page.wait_for_function("(before) => document.querySelector("
-                           "'.nnx-lab-viewer .nnx-row[data-path=\"layers[0].kernel\"] .c-mean').textContent !== before",
-                           arg=param_mean, timeout=15_000)
+    page.wait_for_function(
+        "(before) => document.querySelector("
+        "'.nnx-lab-viewer .nnx-row[data-path=\"layers[0].kernel\"] .c-mean').textContent !== before",
+        arg=param_mean,
+        timeout=15_000,
+    )
     screenshot(page, "viewer-lab-series", scroll_to=root)
     assert not page_events.script_dialogs, page_events.dialogs
 
 
 def test_a_table_wider_than_the_output_scrolls_sideways_with_the_path_column_held(
-        page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path):
+    page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path
+):
     # gradients and the update ratio beside the statistics: wider than JupyterLab's output at its default width
-    nb = write_notebook(tmp_path / "wide.ipynb", SETUP[0], SETUP[1],
-                        SETUP[2].replace("viewer.log(grads=grads)", "viewer.log(grads=grads, updates=grads)"))
+    nb = write_notebook(
+        tmp_path / "wide.ipynb",
+        SETUP[0],
+        SETUP[1],
+        SETUP[2].replace("viewer.log(grads=grads)", "viewer.log(grads=grads, updates=grads)"),
+    )
     open_notebook(page, jupyter_server, nb, ui="lab")
     run_all_cells(page)
     root = viewer(page)
-    page.wait_for_function("() => document.querySelector('.nnx-lab-viewer th[data-col=\"u_ratio\"]')"
-                           " && getComputedStyle(document.querySelector('.nnx-lab-viewer th[data-col=\"u_ratio\"]'))"
-                           ".display !== 'none'", timeout=30_000)
+    page.wait_for_function(
+        "() => document.querySelector('.nnx-lab-viewer th[data-col=\"u_ratio\"]')"
+        " && getComputedStyle(document.querySelector('.nnx-lab-viewer th[data-col=\"u_ratio\"]'))"
+        ".display !== 'none'",
+        timeout=30_000,
+    )
     scroller = root.locator(".nnx-scroll")
     size = scroller.evaluate("(el) => ({scroll: el.scrollWidth, client: el.clientWidth})")
     assert size["scroll"] > size["client"], size  # (if it fitted, nothing would be cut off either)

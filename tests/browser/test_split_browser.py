@@ -90,8 +90,9 @@ def assert_report_rendered(root, labels: list[str] | None = None):
     return report
 
 
-def test_split_report_in_jupyterlab(page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot,
-                                    tmp_path):
+def test_split_report_in_jupyterlab(
+    page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path
+):
     nb = write_notebook(tmp_path / "split.ipynb", *SETUP)
     open_notebook(page, jupyter_server, nb, ui="lab")
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=jupyter_server.base_url)
@@ -128,8 +129,9 @@ def test_split_report_in_jupyterlab(page, page_events, jupyter_server, open_note
     assert not page_events.page_errors, page_events.page_errors
 
 
-def test_nnx_split_magic_shows_the_same_widget(page, page_events, jupyter_server, open_notebook, run_all_cells,
-                                              screenshot, tmp_path):
+def test_nnx_split_magic_shows_the_same_widget(
+    page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path
+):
     nb = write_notebook(
         tmp_path / "split_magic.ipynb",
         SETUP[0] + "\n%load_ext nnx_lab",
@@ -143,7 +145,8 @@ def test_nnx_split_magic_shows_the_same_widget(page, page_events, jupyter_server
     # The magic passes the filters' source text as labels, so the line reads as the user typed it.
     assert_report_rendered(root, labels=["nnx.Param", "nnx.Variable", "nnx.PathContains('nothing')"])
     assert root.locator(".nnx-split-code code").inner_text() == (
-        "graphdef, param, variable, nothing = nnx.split(model, nnx.Param, nnx.Variable, nnx.PathContains('nothing'))")
+        "graphdef, param, variable, nothing = nnx.split(model, nnx.Param, nnx.Variable, nnx.PathContains('nothing'))"
+    )
     assert page.locator(".jp-OutputArea-output").get_by_text("bound: GraphDef 5 2").count() == 1
     assert f"d['{EVIL_KEY}']" in root.inner_text()
     assert root.locator("img, script, [onerror]").count() == 0
@@ -156,13 +159,22 @@ def test_split_report_dark_theme(page, jupyter_server, open_notebook, run_all_ce
     open_in_dark_theme(page, jupyter_server, open_notebook, nb)
     run_all_cells(page)
     root = split_view(page)
-    assert_readable(root, ('tr.nnx-split-row[data-path="bn.mean"] .c-path', 'th[data-col="path"]',
-                          ".nnx-split-code code", "ul.nnx-split-problems > li", ".nnx-split-head .root"))
+    assert_readable(
+        root,
+        (
+            'tr.nnx-split-row[data-path="bn.mean"] .c-path',
+            'th[data-col="path"]',
+            ".nnx-split-code code",
+            "ul.nnx-split-problems > li",
+            ".nnx-split-head .root",
+        ),
+    )
     screenshot(page, "split-lab-dark", scroll_to=root)
 
 
-def test_split_report_remainder_and_a_large_model(page, page_events, jupyter_server, open_notebook, run_all_cells,
-                                                  screenshot, tmp_path):
+def test_split_report_remainder_and_a_large_model(
+    page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path
+):
     nb = write_notebook(
         tmp_path / "split_more.ipynb",
         SETUP[0],
@@ -191,7 +203,8 @@ def test_split_report_remainder_and_a_large_model(page, page_events, jupyter_ser
     problems = root.locator("ul.nnx-split-problems > li").all_inner_texts()
     assert any("add `...`" in p for p in problems), problems
     assert root.locator(".nnx-split-code code").inner_text() == (
-        "graphdef, param, batch_stat = nnx.split(partial, nnx.Param, nnx.BatchStat)")
+        "graphdef, param, batch_stat = nnx.split(partial, nnx.Param, nnx.BatchStat)"
+    )
     screenshot(page, "split-lab-remainder", scroll_to=root)
     root.locator("th.nnx-split-rest").click()
     assert sorted(row_paths(root)) == rest
@@ -205,9 +218,13 @@ def test_split_report_remainder_and_a_large_model(page, page_events, jupyter_ser
     page.wait_for_function(
         """() => { const v = document.querySelectorAll('.nnx-lab-split-view')[1];
                    return Array.from(v.querySelectorAll('tr.nnx-split-row')).some(r => r.dataset.path === 'ps[4999]'); }""",
-        timeout=5_000)
+        timeout=5_000,
+    )
     assert big.locator("tr.nnx-split-row").count() < 100
     last = big.locator('tr.nnx-split-row[data-path="ps[4999]"]')
     assert last.is_visible()
     screenshot(page, "split-lab-10k-scrolled", scroll_to=big)
-    assert not page_events.script_dialogs and not page_events.page_errors, (page_events.dialogs, page_events.page_errors)
+    assert not page_events.script_dialogs and not page_events.page_errors, (
+        page_events.dialogs,
+        page_events.page_errors,
+    )

@@ -28,8 +28,11 @@ def test_views_and_modes_tutorial(page, page_events, jupyter_server, open_notebo
     variants = panels.evaluate_all("els => els.map(e => e.dataset.variant)")
     assert "views" in variants and "modes" in variants, variants
     first = panels.first
-    assert sorted(first.locator(".nnx-views-class").evaluate_all("els => els.map(e => e.dataset.class)")) == \
-        ["BatchNorm", "Dropout", "MultiHeadAttention"]
+    assert sorted(first.locator(".nnx-views-class").evaluate_all("els => els.map(e => e.dataset.class)")) == [
+        "BatchNorm",
+        "Dropout",
+        "MultiHeadAttention",
+    ]
     assert "gone" not in first.inner_text()  # the training section's model has a name of its own
     screenshot(page, f"tutorial-03-view-panel-{ui}", scroll_to=first)
 
@@ -38,8 +41,11 @@ def test_views_and_modes_tutorial(page, page_events, jupyter_server, open_notebo
     for mode, deterministic in (("eval", "True"), ("train", "False")):
         toggle.locator(f'button[data-mode="{mode}"]').click()
         toggle.locator('.nnx-views-status[data-state="done"]').wait_for(timeout=30_000)
-        page.wait_for_function("([el, m]) => el.getAttribute('data-mode') === m",
-                               arg=[toggle.locator(".nnx-views-mode").first.element_handle(), mode], timeout=10_000)
+        page.wait_for_function(
+            "([el, m]) => el.getAttribute('data-mode') === m",
+            arg=[toggle.locator(".nnx-views-mode").first.element_handle(), mode],
+            timeout=10_000,
+        )
         assert run_cell(page, "print('DROP', learner.drop.deterministic)", "DROP") == f"DROP {deterministic}"
     assert not page_events.script_dialogs
 
@@ -51,7 +57,8 @@ def test_capturing_tutorial(page, page_events, jupyter_server, open_notebook, ru
     run_all_cells(page)
     # %%nnx_capture's reports: the panel's table without toggles; the --grads one has gradient columns
     reports = page.locator(".jp-OutputArea-output .nnx-lab-capture").filter(
-        has=page.locator(".nnx-capture-head", has_text="%%nnx_capture"))
+        has=page.locator(".nnx-capture-head", has_text="%%nnx_capture")
+    )
     with_grads = reports.filter(has=page.locator("th.grad")).first
     with_grads.locator("tr.nnx-capture-row td.c-gnorm").first.wait_for(state="visible", timeout=30_000)
     assert with_grads.locator("tr.nnx-capture-module").count() > 0  # a tree: module rows above the values
@@ -59,16 +66,23 @@ def test_capturing_tutorial(page, page_events, jupyter_server, open_notebook, ru
     assert reports.locator("input").count() == 0
     screenshot(page, f"tutorial-04-magic-report-{ui}", scroll_to=with_grads)
     # the panel widget
-    panel = page.locator(".jp-OutputArea-output .nnx-lab-capture").filter(
-        has=page.locator("input.nnx-capture-methods")).filter(has=page.locator("tr.nnx-capture-row")).first
+    panel = (
+        page.locator(".jp-OutputArea-output .nnx-lab-capture")
+        .filter(has=page.locator("input.nnx-capture-methods"))
+        .filter(has=page.locator("tr.nnx-capture-row"))
+        .first
+    )
     panel.locator("tr.nnx-capture-row").first.wait_for(state="visible", timeout=30_000)
     assert panel.locator(".nnx-capture-hist").count() > 0
     screenshot(page, f"tutorial-04-capture-panel-{ui}", scroll_to=panel)
     # the training loop's panel (panel.track): its last step reached the page when the loop ended
     training = page.locator(".jp-OutputArea-output .nnx-lab-capture").filter(
-        has=page.locator(".nnx-capture-calls", has_text="200 calls"))
+        has=page.locator(".nnx-capture-calls", has_text="200 calls")
+    )
     training.locator("tr.nnx-capture-row").first.wait_for(state="visible", timeout=30_000)
-    assert sorted(training.locator("tr.nnx-capture-row").evaluate_all("els => els.map(e => e.dataset.path)")) == \
-        ["blocks[0].act[0]", "blocks[1].act[0]"]
+    assert sorted(training.locator("tr.nnx-capture-row").evaluate_all("els => els.map(e => e.dataset.path)")) == [
+        "blocks[0].act[0]",
+        "blocks[1].act[0]",
+    ]
     screenshot(page, f"tutorial-04-training-panel-{ui}", scroll_to=training)
     assert not page_events.script_dialogs

@@ -45,8 +45,9 @@ def run_new_cell_sampling(page, source: str) -> list:
     page.keyboard.insert_text(source)
     page.keyboard.press("Shift+Enter")
     page.wait_for_function("() => window.__samples.some(s => s[0])", timeout=15_000)
-    page.wait_for_function("() => window.__samples.length > 20 && !window.__samples.slice(-3).some(s => s[0])",
-                           timeout=60_000)
+    page.wait_for_function(
+        "() => window.__samples.length > 20 && !window.__samples.slice(-3).some(s => s[0])", timeout=60_000
+    )
     return page.evaluate("() => { clearInterval(window.__recorder); return window.__samples; }")
 
 
@@ -58,8 +59,9 @@ def row_paths(root) -> list[str]:
     return pages.row_paths(root, ".nnx-row")
 
 
-def test_viewer_rows_sort_filter_expand_and_live_updates(page, page_events, jupyter_server, open_notebook,
-                                                         run_all_cells, screenshot, tmp_path):
+def test_viewer_rows_sort_filter_expand_and_live_updates(
+    page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path
+):
     nb = write_notebook(tmp_path / "viewer.ipynb", *SETUP)
     open_notebook(page, jupyter_server, nb, ui="lab")
     run_all_cells(page)
@@ -100,9 +102,12 @@ def test_viewer_rows_sort_filter_expand_and_live_updates(page, page_events, jupy
     assert "blocks[0].bn.mean" in row_paths(root)
 
     # A training loop in the next cell: the numbers change while that cell is still running.
-    samples = run_new_cell_sampling(page, "for step in viewer.track(range(80)):\n"
-                                          "    model.large.set_value(model.large.get_value() + 1.0)\n"
-                                          "    time.sleep(0.05)")
+    samples = run_new_cell_sampling(
+        page,
+        "for step in viewer.track(range(80)):\n"
+        "    model.large.set_value(model.large.get_value() + 1.0)\n"
+        "    time.sleep(0.05)",
+    )
     while_busy = {text for busy, text in samples if busy and text}
     assert len(while_busy) >= 3, f"the viewer did not update during the loop: {sorted(while_busy)}"
     assert samples[-1][1] == "81", samples[-5:]
@@ -120,13 +125,15 @@ def test_viewer_says_when_the_model_is_gone(page, jupyter_server, open_notebook,
     root = viewer(page)
     page.wait_for_function(
         "() => document.querySelector('.nnx-lab-viewer .nnx-status').textContent.toLowerCase().includes('gone')",
-        timeout=15_000)
+        timeout=15_000,
+    )
     assert "small" in row_paths(root)  # the last numbers stay on screen
     screenshot(page, "viewer-lab-gone", scroll_to=root)
 
 
-def test_viewer_shows_user_strings_as_text(page, page_events, jupyter_server, open_notebook, run_all_cells,
-                                           screenshot, tmp_path):
+def test_viewer_shows_user_strings_as_text(
+    page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path
+):
     nb = write_notebook(
         tmp_path / "viewer_xss.ipynb",
         "from flax import nnx\nimport jax.numpy as jnp\nimport nnx_lab",
@@ -175,33 +182,38 @@ def test_background_thread_updates_reach_the_browser(page, jupyter_server, open_
     run_all_cells(page)
     root = viewer(page)
     assert "unavailable" not in root.locator(".nnx-status").inner_text()
-    samples = run_new_cell_sampling(page, "for step in range(60):\n"
-                                          "    model.large.set_value(model.large.get_value() + 1.0)\n"
-                                          "    time.sleep(0.05)")
+    samples = run_new_cell_sampling(
+        page, "for step in range(60):\n    model.large.set_value(model.large.get_value() + 1.0)\n    time.sleep(0.05)"
+    )
     while_busy = {text for busy, text in samples if busy and text}
     assert len(while_busy) >= 3, f"no background updates arrived during the cell: {sorted(while_busy)}"
 
 
-def test_scalar_curves_in_the_header_and_a_nan_banner_naming_the_step(page, page_events, jupyter_server, open_notebook,
-                                                                     run_all_cells, screenshot, tmp_path):
+def test_scalar_curves_in_the_header_and_a_nan_banner_naming_the_step(
+    page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path
+):
     """viewer.log(loss=...) in a loop draws a curve in the header with its last value and step; a NaN
     seen at the 9th step stays in the banner, with the step, after the values are finite again."""
-    loop = ("for step in viewer.track(range(30)):\n"
-            "    viewer.log(loss=jnp.float32(1.0 / (step + 1)), lr=1e-3)\n"
-            "    if step == 9:\n"
-            "        model.small.set_value(model.small.get_value() * jnp.nan)\n"
-            "        viewer.refresh()  # seen after 9 steps\n"
-            "    if step == 19:\n"
-            "        model.small.set_value(jnp.ones(3))")
+    loop = (
+        "for step in viewer.track(range(30)):\n"
+        "    viewer.log(loss=jnp.float32(1.0 / (step + 1)), lr=1e-3)\n"
+        "    if step == 9:\n"
+        "        model.small.set_value(model.small.get_value() * jnp.nan)\n"
+        "        viewer.refresh()  # seen after 9 steps\n"
+        "    if step == 19:\n"
+        "        model.small.set_value(jnp.ones(3))"
+    )
     nb = write_notebook(tmp_path / "viewer_scalars.ipynb", *SETUP, loop)
     open_notebook(page, jupyter_server, nb, ui="lab")
     run_all_cells(page)
     root = viewer(page)
     loss = root.locator('.nnx-scalars .nnx-scalar[data-name="loss"]')
     loss.wait_for(state="visible", timeout=15_000)
-    page.wait_for_function("() => document.querySelector("
-                           "'.nnx-lab-viewer .nnx-scalar[data-name=\"loss\"] .nnx-scalar-step').textContent === 'step 30'",
-                           timeout=15_000)
+    page.wait_for_function(
+        "() => document.querySelector("
+        "'.nnx-lab-viewer .nnx-scalar[data-name=\"loss\"] .nnx-scalar-step').textContent === 'step 30'",
+        timeout=15_000,
+    )
     assert loss.locator(".nnx-scalar-value").inner_text() == "0.03333"
     assert loss.locator("svg path").get_attribute("d").count("L") >= 10  # a curve, not a dot
     assert root.locator('.nnx-scalar[data-name="lr"] .nnx-scalar-value').inner_text() == "0.001"

@@ -73,8 +73,9 @@ def run_cell(page, source: str, marker: str) -> str:
     return next(line for line in out.inner_text().splitlines() if line.startswith(marker))
 
 
-def test_view_panel_changes_the_kernels_model(page, page_events, jupyter_server, open_notebook, run_all_cells,
-                                              screenshot, tmp_path):
+def test_view_panel_changes_the_kernels_model(
+    page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path
+):
     nb = write_notebook(tmp_path / "views.ipynb", *SETUP)
     open_notebook(page, jupyter_server, nb, ui="lab")
     run_all_cells(page)
@@ -85,8 +86,14 @@ def test_view_panel_changes_the_kernels_model(page, page_events, jupyter_server,
     # eval in place, read back from the kernel
     root.locator('button[data-mode="eval"]').click()
     wait_status(page, root, "done")
-    assert run_cell(page, "print('DET', model.drop.deterministic, model.bn.use_running_average, "
-                          "model.attn.deterministic)", "DET") == "DET True True True"
+    assert (
+        run_cell(
+            page,
+            "print('DET', model.drop.deterministic, model.bn.use_running_average, model.attn.deterministic)",
+            "DET",
+        )
+        == "DET True True True"
+    )
     root.locator('button[data-mode="train"]').click()
     wait_status(page, root, "done")
 
@@ -98,9 +105,15 @@ def test_view_panel_changes_the_kernels_model(page, page_events, jupyter_server,
     assert "ev = nnx.view(model, only=nnx.Dropout, deterministic=True)" in preview
     root.locator("button.nnx-views-create").click()
     wait_status(page, root, "done")
-    assert run_cell(page, "print('VIEW', ev.drop.deterministic, model.drop.deterministic, "
-                          "ev.linear.kernel is model.linear.kernel, ev.bn.use_running_average)",
-                    "VIEW") == "VIEW True False True False"
+    assert (
+        run_cell(
+            page,
+            "print('VIEW', ev.drop.deterministic, model.drop.deterministic, "
+            "ev.linear.kernel is model.linear.kernel, ev.bn.use_running_average)",
+            "VIEW",
+        )
+        == "VIEW True False True False"
+    )
 
     # apply in place to one instance: the model becomes mixed, and the panel says so
     root.locator("select.nnx-views-scope").select_option(label="bn (BatchNorm)")
@@ -111,8 +124,9 @@ def test_view_panel_changes_the_kernels_model(page, page_events, jupyter_server,
     mixed.wait_for(state="visible", timeout=15_000)
     assert "bn" in mixed.inner_text()
     assert root.locator(".nnx-views-mode").first.inner_text().strip() == "mixed"
-    assert run_cell(page, "print('BN', model.bn.use_running_average, model.drop.deterministic)",
-                    "BN") == "BN True False"
+    assert (
+        run_cell(page, "print('BN', model.bn.use_running_average, model.drop.deterministic)", "BN") == "BN True False"
+    )
     screenshot(page, "views-lab-mixed", scroll_to=root)
 
     # a value no module in scope takes is refused with a one-line message, nothing changed
@@ -124,8 +138,10 @@ def test_view_panel_changes_the_kernels_model(page, page_events, jupyter_server,
     root.locator("button.nnx-views-apply").click()
     text = wait_status(page, root, "error")
     assert "is not a Python literal" in text, text
-    assert run_cell(page, "print('ATTN', model.attn.decode, getattr(model.attn, 'max_length', 'absent'))",
-                    "ATTN") == "ATTN False absent"
+    assert (
+        run_cell(page, "print('ATTN', model.attn.decode, getattr(model.attn, 'max_length', 'absent'))", "ATTN")
+        == "ATTN False absent"
+    )
 
     # user strings are text: the evil class name and key show literally, no element, no dialog
     assert root.get_by_text(EVIL).count() >= 1
@@ -133,22 +149,27 @@ def test_view_panel_changes_the_kernels_model(page, page_events, jupyter_server,
     assert not page_events.script_dialogs, page_events.dialogs
 
 
-def test_a_click_during_a_running_cell_applies_between_steps(page, jupyter_server, open_notebook, run_all_cells,
-                                                             screenshot, tmp_path):
+def test_a_click_during_a_running_cell_applies_between_steps(
+    page, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path
+):
     nb = write_notebook(tmp_path / "busy.ipynb", *SETUP[:2], "toggle = nnx_lab.mode_toggle(model)")
     open_notebook(page, jupyter_server, nb, ui="lab")
     run_all_cells(page)
     root = panel(page, "modes")
-    prompt = start_busy_loop(page, "seen = []; print('STARTED', flush=True)\n"
-                                   "for step in toggle.track(range(120)):\n    time.sleep(0.05)\n"
-                                   "    seen.append(model.drop.deterministic)\n"
-                                   "print('SEEN', seen.index(True) if True in seen else None, len(seen))",
-                             "toggle.track")
+    prompt = start_busy_loop(
+        page,
+        "seen = []; print('STARTED', flush=True)\n"
+        "for step in toggle.track(range(120)):\n    time.sleep(0.05)\n"
+        "    seen.append(model.drop.deterministic)\n"
+        "print('SEEN', seen.index(True) if True in seen else None, len(seen))",
+        "toggle.track",
+    )
     page.wait_for_timeout(300)
     root.locator('button[data-mode="eval"]').click()
     # queued while the cell still runs, then done before it ends
     root.locator('.nnx-views-status[data-state="queued"], .nnx-views-status[data-state="done"]').wait_for(
-        timeout=10_000)
+        timeout=10_000
+    )
     busy = "*" in prompt.inner_text()
     assert busy, "the loop ended before the click was answered"
     out = page.locator(".jp-OutputArea-output").filter(has_text="SEEN").last

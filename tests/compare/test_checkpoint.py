@@ -118,9 +118,7 @@ def test_missing_and_corrupt_files_are_rows(tmp_path):
         os.remove(os.path.join(data, name))
     snap = nnx_lab.snapshot(path)
     assert {r.status for r in snap.rows} == {"error"}
-    assert all(
-        r.note.startswith("missing or corrupt data:") and "\n" not in r.note for r in snap.rows
-    )
+    assert all(r.note.startswith("missing or corrupt data:") and "\n" not in r.note for r in snap.rows)
     cmp = nnx_lab.compare(Net(), path)
     assert cmp.counts == {"error": 8} and "8 unreadable arrays" in cmp.verdict
     with open(os.path.join(path, "manifest.ocdbt"), "wb") as f:
@@ -169,9 +167,7 @@ print(before, peak[0] - before, snap.rows[0]["stats"]["mean"], cmp.identical)
 """
 
 
-@pytest.mark.skipif(
-    not os.path.exists("/proc/self/status"), reason="reads the resident size from Linux's /proc"
-)
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the resident size from Linux's /proc")
 def test_host_memory_stays_bounded_on_a_checkpoint_bigger_than_the_bound(tmp_path):
     # one 96 MiB array stored in 1 MiB chunks, streamed in 4 MiB blocks: at most 3 blocks (12 MiB)
     # per stream, two streams for compare(path, path)

@@ -45,9 +45,7 @@ def test_values_against_numpy():
     cmp = compare(a, b)
     row = cmp["lin.kernel"]
     assert row.status == "changed" and row.identical is False
-    np.testing.assert_allclose(
-        row.rel_change, np.linalg.norm(changed - k) / np.linalg.norm(k), rtol=1e-5
-    )
+    np.testing.assert_allclose(row.rel_change, np.linalg.norm(changed - k) / np.linalg.norm(k), rtol=1e-5)
     np.testing.assert_allclose(row.max_abs, 0.5, rtol=1e-6)
     cos = (k * changed).sum() / np.linalg.norm(k) / np.linalg.norm(changed)
     np.testing.assert_allclose(row.cosine, cos, rtol=1e-5)
@@ -71,19 +69,13 @@ def test_structure_mismatches_and_verdict():
     status = {r.path: r.status for r in cmp.rows}
     assert status["out.kernel"] == status["out.bias"] == "missing"
     assert status["extra"] == "unexpected"
-    assert (
-        status["lin.kernel"] == "shape"
-        and "shape (3, 4) in a, (3, 5) in b" in cmp["lin.kernel"].note
-    )
+    assert status["lin.kernel"] == "shape" and "shape (3, 4) in a, (3, 5) in b" in cmp["lin.kernel"].note
     assert cmp.verdict.startswith("b loads into a: 2 missing, 1 unexpected, 6 shape mismatches")
     assert not cmp.loadable
     same = Net()
     same.bn.mean = nnx.Param(same.bn.mean[...].astype(jnp.bfloat16))
     row = compare(Net(), same)["bn.mean"]
-    assert (
-        row.mismatch == "dtype float32 vs bfloat16; type BatchStat vs Param"
-        and row.status == "equal"
-    )
+    assert row.mismatch == "dtype float32 vs bfloat16; type BatchStat vs Param" and row.status == "equal"
     assert "1 dtype mismatch, 1 type mismatch" in compare(Net(), same).verdict
 
 
@@ -98,9 +90,7 @@ def test_tied_weights_on_one_side_only():
     assert {r.path: r.status for r in cmp.rows}["enc.kernel"] == "tied"
     assert "tied to dec.kernel in a only" in cmp["enc.kernel"].note
     assert "2 tied weights on one side only" in cmp.verdict
-    assert compare(
-        Tied(True), nnx.state(Tied(True))
-    ).identical  # nnx.state keeps a shared Variable once
+    assert compare(Tied(True), nnx.state(Tied(True))).identical  # nnx.state keeps a shared Variable once
 
 
 def test_map_renames_linen_paths():

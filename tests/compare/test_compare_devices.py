@@ -38,13 +38,7 @@ print("groups", groups, cmp.verdict)
 
 
 def test_sharded_and_placed_arrays():
-    env = dict(
-        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=300
-    )
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
+    done = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.startswith(
-        "groups 2 "
-    )  # the mesh's 4 devices, and device 5 (b's v follows a's)
+    assert done.stdout.startswith("groups 2 ")  # the mesh's 4 devices, and device 5 (b's v follows a's)

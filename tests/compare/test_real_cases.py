@@ -49,12 +49,9 @@ def test_fine_tuning_50_steps_moves_only_the_unfrozen_layers():
     cmp = nnx_lab.compare(before, model)
     moved = [r.path for r in cmp.changed()]
     assert sorted(moved) == ["drop.rngs.count", "head.bias", "head.kernel"]  # Dropout drew 50 keys
-    assert [
-        r.path
-        for r in nnx_lab.compare(
-            nnx.state(before, nnx.Param), nnx.state(model, nnx.Param)
-        ).changed()
-    ][:2] in (["head.kernel", "head.bias"], ["head.bias", "head.kernel"])
+    assert [r.path for r in nnx_lab.compare(nnx.state(before, nnx.Param), nnx.state(model, nnx.Param)).changed()][
+        :2
+    ] in (["head.kernel", "head.bias"], ["head.bias", "head.kernel"])
     assert cmp["embed.kernel"].identical and cmp["hidden.kernel"].identical
     assert cmp["head.kernel"].frac_changed == 1.0 and 0 < cmp["head.kernel"].rel_change < 10
     modules = {m.path: m for m in cmp.modules}
@@ -119,14 +116,10 @@ def test_a_model_against_its_view_or_its_set_attributes_self_is_identical():
     assert nnx_lab.compare(model, other).identical
 
 
-@pytest.mark.parametrize(
-    "tol, status", [(0.0, "changed"), (2.0**-8, "equal")]
-)  # bfloat16: 8 significant bits
+@pytest.mark.parametrize("tol, status", [(0.0, "changed"), (2.0**-8, "equal")])  # bfloat16: 8 significant bits
 def test_a_bfloat16_round_trip_is_equal_within_tol(tol, status):
     model = MLP(nnx.Rngs(0))
-    low = jax.tree.map(
-        lambda p: p.astype(jnp.bfloat16).astype(jnp.float32), nnx.state(model, nnx.Param)
-    )
+    low = jax.tree.map(lambda p: p.astype(jnp.bfloat16).astype(jnp.float32), nnx.state(model, nnx.Param))
     scale = max(float(jnp.abs(v).max()) for v in jax.tree.leaves(nnx.state(model, nnx.Param)))
     cmp = nnx_lab.compare(nnx.state(model, nnx.Param), low, tol=tol * scale if tol else 0.0)
     assert cmp["hidden.kernel"].status == status

@@ -13,8 +13,7 @@ import pytest
 from flax import nnx
 
 from nnx_lab.core import compat
-from nnx_lab.core.snapshot import PendingSnapshot
-from nnx_lab.core.snapshot import Watcher
+from nnx_lab.core.snapshot import PendingSnapshot, Watcher
 
 
 class Holder(nnx.Module):
@@ -57,7 +56,7 @@ def test_a_tick_dispatches_behind_queued_steps_and_does_not_wait_for_them(model)
     watcher.wait()
     assert watcher.refreshes == 2
     want = np.asarray(last, np.float64)
-    assert watcher.snapshot["w"].stats["norm"] == pytest.approx(np.sqrt((want ** 2).sum()), rel=1e-5)
+    assert watcher.snapshot["w"].stats["norm"] == pytest.approx(np.sqrt((want**2).sum()), rel=1e-5)
 
 
 def test_ticks_publish_once_the_numbers_arrive_and_count_only_host_time(model):
@@ -105,7 +104,7 @@ def test_refreshes_ride_a_deep_queue_side_by_side_and_the_newest_arrived_is_show
     watcher.wait()
     assert watcher.refreshes == 2 and not watcher._in_flight  # the two older ones were not worth showing
     want = np.asarray(last, np.float64)
-    assert watcher.snapshot["w"].stats["norm"] == pytest.approx(np.sqrt((want ** 2).sum()), rel=1e-5)
+    assert watcher.snapshot["w"].stats["norm"] == pytest.approx(np.sqrt((want**2).sum()), rel=1e-5)
 
 
 def test_a_refresh_in_flight_keeps_no_array_alive(model):
@@ -146,7 +145,7 @@ def test_the_end_of_a_loop_is_published_by_a_thread_without_waiting(model):
     assert not last.is_ready(), "the end of the loop waited for the device"
     assert published.wait(60)
     want = np.asarray(last, np.float64)
-    assert watcher.snapshot["w"].stats["norm"] == pytest.approx(np.sqrt((want ** 2).sum()), rel=1e-5)
+    assert watcher.snapshot["w"].stats["norm"] == pytest.approx(np.sqrt((want**2).sum()), rel=1e-5)
 
 
 @pytest.mark.needs_flax("nnx.capture")
@@ -182,7 +181,7 @@ def test_reading_right_after_a_loop_sees_its_end_where_a_thread_publishes(model,
     for _ in viewer.track(range(5)):
         last = queue_steps(model, 1)
     want = np.asarray(last, np.float64)
-    assert viewer.last_snapshot["w"].stats["norm"] == pytest.approx(np.sqrt((want ** 2).sum()), rel=1e-5)
+    assert viewer.last_snapshot["w"].stats["norm"] == pytest.approx(np.sqrt((want**2).sum()), rel=1e-5)
     if not compat.has("nnx.capture"):
         return
 

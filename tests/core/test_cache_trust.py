@@ -10,11 +10,10 @@ import stat
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_executables import COUNT_COMPILES, PROGRAM_SESSION, SESSION, session
 
 from nnx_lab.core.snapshot import _cache_store, _executables, compute_stats
 from nnx_lab.core.snapshot._kernels import float_kernel, int_kernel
-
-from test_executables import COUNT_COMPILES, PROGRAM_SESSION, SESSION, session
 
 
 class Planted:
@@ -38,8 +37,9 @@ def fresh(monkeypatch, cache):
     monkeypatch.setattr(_executables, "_loaded", {})
     compiles = []
     real = _executables.compile_lowered
-    monkeypatch.setattr(_executables, "compile_lowered",
-                        lambda lowered, options: compiles.append(1) or real(lowered, options))
+    monkeypatch.setattr(
+        _executables, "compile_lowered", lambda lowered, options: compiles.append(1) or real(lowered, options)
+    )
     return compiles
 
 
@@ -233,6 +233,8 @@ def test_a_failing_cache_never_breaks_a_snapshot(tmp_path, monkeypatch, caplog):
                 _executables.prepare_executable(float_kernel, 0, x, ("test-broken", name))
                 [s] = compute_stats([jnp.linspace(0.0, 4.0, 101 + len(name))])
             assert np.isclose(s["mean"], 2.0)
-            assert any("disk on fire" in (r.exc_text or "") or (r.exc_info and "disk on fire" in str(r.exc_info[1]))
-                       for r in caplog.records), name
+            assert any(
+                "disk on fire" in (r.exc_text or "") or (r.exc_info and "disk on fire" in str(r.exc_info[1]))
+                for r in caplog.records
+            ), name
             caplog.clear()

@@ -13,13 +13,22 @@ import numpy as np
 import pytest
 from flax import linen as nn
 from flax import nnx
-
-from nnx_lab.core.capture import (Capture, CaptureReport, capture_call, capture_report, flatten_captured,
-                                  patched_classes, resolve_types)
-from nnx_lab.core.capture import GradResult, NoPerturbations, intermediate_grads
-from nnx_lab.core.graph import path_text
 from unchanged import assert_unchanged, frozen
+
 from nnx_lab.core import compat
+from nnx_lab.core.capture import (
+    Capture,
+    CaptureReport,
+    GradResult,
+    NoPerturbations,
+    capture_call,
+    capture_report,
+    flatten_captured,
+    intermediate_grads,
+    patched_classes,
+    resolve_types,
+)
+from nnx_lab.core.graph import path_text
 
 if compat.missing("nnx.capture"):  # below, module-level code uses that flax's API
     pytest.skip(compat.missing("nnx.capture"), allow_module_level=True)
@@ -122,15 +131,18 @@ def test_resolve_types_accepts_classes_names_and_lists():
     assert resolve_types(None) == (nnx.Intermediate,)
 
 
-@pytest.mark.parametrize("spec, error, message", [
-    ("Linear", TypeError, "'Linear' is a type, not an nnx.Variable type"),
-    (nnx.Linear, TypeError, "Linear is not an nnx.Variable type"),
-    (42, TypeError, "42 is an int, not an nnx.Variable type"),
-    ("np", TypeError, "'np' is a module, not an nnx.Variable type"),
-    ("Nope", ValueError, "unknown Variable type 'Nope'"),
-    ("Intermediate,,", ValueError, "empty name"),
-    ([], ValueError, "no Variable type given"),
-])
+@pytest.mark.parametrize(
+    "spec, error, message",
+    [
+        ("Linear", TypeError, "'Linear' is a type, not an nnx.Variable type"),
+        (nnx.Linear, TypeError, "Linear is not an nnx.Variable type"),
+        (42, TypeError, "42 is an int, not an nnx.Variable type"),
+        ("np", TypeError, "'np' is a module, not an nnx.Variable type"),
+        ("Nope", ValueError, "unknown Variable type 'Nope'"),
+        ("Intermediate,,", ValueError, "empty name"),
+        ([], ValueError, "no Variable type given"),
+    ],
+)
 def test_resolve_types_rejects_with_one_line(spec, error, message):
     with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")) as info:
         resolve_types(spec, {"np": np})
@@ -170,13 +182,24 @@ def test_method_outputs_and_other_instances_untouched(net):
             other.blocks[0].act(X)  # patched Block.act
             assert Block.helper(1.0) == 2.0
     assert paths(cap.captured) == [
-        "__call__", "blocks[0].__call__", "blocks[0].act", "blocks[0].drop.__call__", "blocks[0].h",
-        "blocks[0].linear.__call__", "blocks[1].__call__", "blocks[1].act", "blocks[1].drop.__call__",
-        "blocks[1].h", "blocks[1].linear.__call__", "head.__call__"]
+        "__call__",
+        "blocks[0].__call__",
+        "blocks[0].act",
+        "blocks[0].drop.__call__",
+        "blocks[0].h",
+        "blocks[0].linear.__call__",
+        "blocks[1].__call__",
+        "blocks[1].act",
+        "blocks[1].drop.__call__",
+        "blocks[1].h",
+        "blocks[1].linear.__call__",
+        "head.__call__",
+    ]
     assert cap.captured["__call__"].get_value()[0].shape == (2, 2)
     assert sorted(k for k in vars(other.blocks[0]) if not k.startswith("_pytree__")) == ["drop", "linear"]
     assert sorted(k for k in vars(other.head) if not k.startswith("_pytree__")) == sorted(
-        k for k in vars(net.head) if not k.startswith("_pytree__"))
+        k for k in vars(net.head) if not k.startswith("_pytree__")
+    )
     assert_disarmed(net, dicts)
 
 
@@ -224,15 +247,27 @@ def test_method_outputs_do_not_bring_in_unchosen_sows(net):
     assert cap.report().messages == ("also sown but not chosen: Perturbation",)
 
 
-@pytest.mark.parametrize("only, expected_paths, matched", [
-    ("blocks[1]", ["blocks[1].__call__", "blocks[1].act", "blocks[1].drop.__call__", "blocks[1].h",
-                   "blocks[1].linear.__call__"], 3),
-    ("blocks/1/linear", ["blocks[1].linear.__call__"], 1),
-    (("blocks", 0, "drop"), ["blocks[0].drop.__call__"], 1),
-    (nnx.Linear, ["blocks[0].linear.__call__", "blocks[1].linear.__call__", "head.__call__"], 3),
-    (nnx.PathContains("drop"), ["blocks[0].drop.__call__", "blocks[1].drop.__call__"], 2),
-    (lambda path, m: path == ("head",), ["head.__call__"], 1),
-])
+@pytest.mark.parametrize(
+    "only, expected_paths, matched",
+    [
+        (
+            "blocks[1]",
+            [
+                "blocks[1].__call__",
+                "blocks[1].act",
+                "blocks[1].drop.__call__",
+                "blocks[1].h",
+                "blocks[1].linear.__call__",
+            ],
+            3,
+        ),
+        ("blocks/1/linear", ["blocks[1].linear.__call__"], 1),
+        (("blocks", 0, "drop"), ["blocks[0].drop.__call__"], 1),
+        (nnx.Linear, ["blocks[0].linear.__call__", "blocks[1].linear.__call__", "head.__call__"], 3),
+        (nnx.PathContains("drop"), ["blocks[0].drop.__call__", "blocks[1].drop.__call__"], 2),
+        (lambda path, m: path == ("head",), ["head.__call__"], 1),
+    ],
+)
 def test_only_limits_capture_and_leaves_the_rest_alone(net, only, expected_paths, matched):
     dicts = class_dicts()
     with warnings.catch_warnings():
@@ -254,17 +289,22 @@ def test_only_matching_nothing_is_reported(net):
     assert report.messages == ("the `only` filter matched no module, so nothing was captured",)
 
 
-@pytest.mark.parametrize("kwargs, error", [
-    (dict(only=42), "only=42 is not an NNX filter or a module path"),
-    (dict(methods="yes"), "methods='yes': expected True/False or an nnx.Variable type"),
-    (dict(types="Linear"), "'Linear' is a type, not an nnx.Variable type"),
-    (dict(init=[1]), "init must be an nnx.State, got list"),
-    (dict(only=lambda path, module: 1 / 0), "raised ZeroDivisionError: division by zero on the module at "),
-    (dict(only=lambda path, module: jnp.ones(3)), "returned an ArrayImpl for the module at .*, not True or False"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        (dict(only=42), "only=42 is not an NNX filter or a module path"),
+        (dict(methods="yes"), "methods='yes': expected True/False or an nnx.Variable type"),
+        (dict(types="Linear"), "'Linear' is a type, not an nnx.Variable type"),
+        (dict(init=[1]), "init must be an nnx.State, got list"),
+        (dict(only=lambda path, module: 1 / 0), "raised ZeroDivisionError: division by zero on the module at "),
+        (dict(only=lambda path, module: jnp.ones(3)), "returned an ArrayImpl for the module at .*, not True or False"),
+    ],
+)
 def test_bad_arguments_raise_before_anything_is_armed(net, kwargs, error):
     before = frozen(net)
-    with pytest.raises(TypeError, match=error.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.").replace(r"\.*", ".*")):
+    with pytest.raises(
+        TypeError, match=error.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.").replace(r"\.*", ".*")
+    ):
         Capture(net, **kwargs)
     assert_unchanged(net, before)
 
@@ -296,9 +336,15 @@ def test_failing_body_leaves_model_and_classes_as_before(net, error):
             net.blocks[0](X)  # sows something first
             raise error
     assert_disarmed(net, dicts)
-    assert paths(cap.captured) == ["blocks[0].__call__", "blocks[0].act", "blocks[0].double",
-                                   "blocks[0].drop.__call__", "blocks[0].h", "blocks[0].hp",
-                                   "blocks[0].linear.__call__"]
+    assert paths(cap.captured) == [
+        "blocks[0].__call__",
+        "blocks[0].act",
+        "blocks[0].double",
+        "blocks[0].drop.__call__",
+        "blocks[0].h",
+        "blocks[0].hp",
+        "blocks[0].linear.__call__",
+    ]
     assert_unchanged(net, before)
 
 
@@ -347,7 +393,7 @@ def test_exception_in_a_method_while_patched(net):
     def bad(model, x):
         model.blocks[0].linear(jnp.ones((2, 5)))  # wrong shape: raises inside a patched method
 
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 - whatever the shape error is, the model is disarmed
         capture_call(net, bad, net, X, methods=True)
     assert_disarmed(net, dicts)
 
@@ -397,8 +443,10 @@ def test_values_traced_by_jax_jit_of_a_closure_are_named_not_hidden():
     with Capture(model) as cap:
         jax.jit(lambda x: model(x))(X)  # the model is closed over: what it sows are tracers
     messages = cap.report().messages
-    assert any(m.startswith("2 values (blocks[0].h[0], …) sown under a jax transformation") and "nnx.jit" in m
-               for m in messages), messages
+    assert any(
+        m.startswith("2 values (blocks[0].h[0], …) sown under a jax transformation") and "nnx.jit" in m
+        for m in messages
+    ), messages
 
 
 def test_two_models_do_not_interfere():
@@ -445,7 +493,9 @@ def test_armed_model_state_still_works_with_jax_tree_functions(net):
     assert len(jax.tree.leaves(state)) >= len(jax.tree.leaves(nnx.state(net)))
     assert "blocks[0].h" in paths(cap.captured)
     leaves = jax.tree.leaves(cap.captured)
-    assert leaves and not any(isinstance(v, jax.core.Tracer) for v in leaves)  # values from inside nnx.grad are concrete
+    assert leaves and not any(
+        isinstance(v, jax.core.Tracer) for v in leaves
+    )  # values from inside nnx.grad are concrete
     assert len(cap.captured["blocks"][0]["h"].get_value()) == 1  # from the call under nnx.grad
     assert jax.tree.structure(grads) == jax.tree.structure(nnx.state(net, nnx.Param))
 
@@ -490,6 +540,7 @@ def test_linen_sow_through_tonnx_is_captured():
 def test_tonnx_called_with_mutable_keeps_its_updates_under_capture():
     """A ToNNX call given `mutable` (Linen batch statistics in training) updates the model exactly
     as it does without a capture."""
+
     class LinenBN(nn.Module):
         @nn.compact
         def __call__(self, x):
@@ -514,6 +565,7 @@ def test_tonnx_called_with_mutable_true_captures_what_linen_sowed():
     """flax's bridge guide: `model(x, mutable=True)` (so Linen's sow runs) under a capture collects
     what Linen sowed in that call (nothing before), and the model gets the attribute it gets
     without a capture; a second call captures only its own value, not the one already stored."""
+
     class LinenSow(nn.Module):
         @nn.compact
         def __call__(self, x):
@@ -562,7 +614,7 @@ class Scaled(nnx.Module):
     def __call__(self, x):
         h = self.perturb("h", self.linear(x))
         self.sow(nnx.Intermediate, "h", h)
-        return self.drop(h ** 2)
+        return self.drop(h**2)
 
 
 def test_intermediate_grads_match_the_analytic_gradient():
@@ -573,7 +625,7 @@ def test_intermediate_grads_match_the_analytic_gradient():
     h = model.linear(X)
     assert np.allclose(result.grads["h"].get_value(), 2 * h)  # d/dh sum(h**2)
     assert np.allclose(result.forward["h"].get_value()[0], h)
-    assert np.isclose(result.loss, (h ** 2).sum())
+    assert np.isclose(result.loss, (h**2).sum())
     assert type(result.grads["h"]) is nnx.Perturbation
 
 
@@ -669,11 +721,15 @@ def test_report_messages_name_what_was_sown(net):
         net(X)
     assert cap.report().messages == (
         "nothing was sown under BatchStat; sown instead: Intermediate, MyInterm, Perturbation "
-        "(choose those types to capture them)",)
+        "(choose those types to capture them)",
+    )
     plain = nnx.Linear(3, 2, rngs=nnx.Rngs(0))
     _, captured = capture_call(plain, plain, X)
-    assert capture_report(captured).messages[0].startswith(
-        "nothing was sown under Intermediate: no module called sow() or perturb()")
+    assert (
+        capture_report(captured)
+        .messages[0]
+        .startswith("nothing was sown under Intermediate: no module called sow() or perturb()")
+    )
 
 
 def test_report_with_gradients_and_escaped_html():
@@ -681,7 +737,7 @@ def test_report_with_gradients_and_escaped_html():
         def __call__(self, x):
             x = self.perturb("<img src=x onerror=alert(1)>", x)
             self.sow(nnx.Intermediate, "<script>alert(1)</script>", x)
-            return (x ** 2).sum()
+            return (x**2).sum()
 
     result = intermediate_grads(Evil(), lambda m, x: m(x), X)
     report = capture_report(result.forward, grads=result.grads)
@@ -698,10 +754,12 @@ def test_report_with_gradients_and_escaped_html():
 
 
 def test_flatten_handles_custom_reductions():
-    state = nnx.State({
-        "total": nnx.Intermediate(jnp.ones(3)),  # a custom reduce_fn: one array, no tuple
-        "pair": nnx.Intermediate({"a": jnp.ones(1), "b": (jnp.ones(2), None)}),
-    })
+    state = nnx.State(
+        {
+            "total": nnx.Intermediate(jnp.ones(3)),  # a custom reduce_fn: one array, no tuple
+            "pair": nnx.Intermediate({"a": jnp.ones(1), "b": (jnp.ones(2), None)}),
+        }
+    )
     flat = flatten_captured(state)
     assert paths(flat) == ["pair.a", "pair.b[0]", "pair.b[1]", "total"]
     report = capture_report(state)
@@ -771,8 +829,11 @@ def test_rnn_with_methods_is_one_line_upstream_limit_and_model_unchanged():
     assert "flax's own nnx.capture fails the same way there (an upstream limit)" in message
     graphdef, state = frozen(rnn)  # as before, but the RNN's own rng count: the call drew it before failing
     assert graphdef == before[0] and jax.tree.structure(state) == jax.tree.structure(before[1])
-    assert all(np.array_equal(a, b) for (p, a), (_, b) in zip(nnx.to_flat_state(state), nnx.to_flat_state(before[1]))
-               if p != ("rngs", "count"))
+    assert all(
+        np.array_equal(a, b)
+        for (p, a), (_, b) in zip(nnx.to_flat_state(state), nnx.to_flat_state(before[1]))
+        if p != ("rngs", "count")
+    )
     assert patched_classes() == {}
     with Capture(rnn) as cap:  # without methods nothing is sown in the scan: fine
         rnn(xs)
@@ -804,8 +865,12 @@ class Guide(nnx.Module):
 
 
 def _entries(state):
-    return {path_text(p): [np.asarray(a) for a in v.get_value()] if isinstance(v.get_value(), tuple)
-            else [np.asarray(v.get_value())] for p, v in nnx.to_flat_state(state)}
+    return {
+        path_text(p): [np.asarray(a) for a in v.get_value()]
+        if isinstance(v.get_value(), tuple)
+        else [np.asarray(v.get_value())]
+        for p, v in nnx.to_flat_state(state)
+    }
 
 
 def test_method_and_sow_of_one_name_match_flaxs_entries():
@@ -865,8 +930,9 @@ def test_flaxs_own_capture_inside_takes_over_and_returns_what_flax_returns():
     assert got == {("features",): (nnx.Intermediate, 4), ("negated",): (MyInterm, 4)}
     assert cap.inside_own == 3
     report = cap.report()
-    assert report.messages[0] == ("3 calls ran inside your own nnx.capture: what they sowed went to that "
-                                  "capture's result, not here")
+    assert report.messages[0] == (
+        "3 calls ran inside your own nnx.capture: what they sowed went to that capture's result, not here"
+    )
     assert report.messages[0] in report.to_text() and report.messages[0] in report.to_dict()["messages"]
     assert_disarmed(model, class_dicts())
     assert_unchanged(model, before)
@@ -877,8 +943,7 @@ def test_flaxs_own_capture_inside_gets_only_what_flax_gives_it_and_ours_records_
     x, y = jax.random.normal(jax.random.key(1), (2, 8))
     _, alone = nnx.capture(model, nnx.Intermediate)(x, y)
     # flax's own nesting: the outer capture keeps nothing of a call made inside an inner one
-    _, flax_outer, _ = nnx.capture(lambda m: nnx.capture(m, nnx.Intermediate)(x, y),
-                                   nnx.Intermediate, MyInterm)(model)
+    _, flax_outer, _ = nnx.capture(lambda m: nnx.capture(m, nnx.Intermediate)(x, y), nnx.Intermediate, MyInterm)(model)
     assert paths(flax_outer) == []
     with Capture(model, types=(nnx.Intermediate, MyInterm), methods=True) as cap:
         _, inside = nnx.capture(model, nnx.Intermediate)(x, y)
@@ -886,8 +951,9 @@ def test_flaxs_own_capture_inside_gets_only_what_flax_gives_it_and_ours_records_
     assert all(np.allclose(a, b) for a, b in zip(_entries(inside)["features"], _entries(alone)["features"]))
     assert paths(cap.captured) == [] and cap.inside_own == 1  # nor MyInterm, nor method outputs
     report = cap.report()
-    assert report.messages == ("1 call ran inside your own nnx.capture: what it sowed went to that "
-                               "capture's result, not here",)  # not "no module called sow()"
+    assert report.messages == (
+        "1 call ran inside your own nnx.capture: what it sowed went to that capture's result, not here",
+    )  # not "no module called sow()"
     assert "__captures__" not in vars(model) and patched_classes() == {}
 
 
@@ -944,3 +1010,12 @@ def test_reading_captures_during_a_capture_shows_what_flax_shows():
     assert "_Seen" not in shown["ours"] and "_MethodOutputs" not in shown["ours"]
     assert shown["ours"] == shown["flax"] == shown["ours_dense"]
     assert not hasattr(model, "__captures__")
+
+
+def test_methods_capture_after_nnx_tabulate():
+    """flax's tabulate leaves nnx.Module's own methods (sow, train...) copied onto the classes it
+    patched; a method capture must not wrap them (a wrapped sow recursed until RecursionError)."""
+    model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
+    nnx.tabulate(model, jnp.ones((1, 2)))
+    y, captured = capture_call(model, model, jnp.ones((1, 2)), methods=True)
+    assert y.shape == (1, 3) and captured

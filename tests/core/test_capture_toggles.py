@@ -30,8 +30,14 @@ def net():
 
 def test_module_tree_lists_parents_first_in_key_order(net):
     assert [(".".join(map(str, p)), cls) for p, cls in module_tree(net)] == [
-        ("", "Net"), ("blocks", "List"), ("blocks.0", "Block"), ("blocks.0.linear", "Linear"),
-        ("blocks.1", "Block"), ("blocks.1.linear", "Linear"), ("head", "Linear")]
+        ("", "Net"),
+        ("blocks", "List"),
+        ("blocks.0", "Block"),
+        ("blocks.0.linear", "Linear"),
+        ("blocks.1", "Block"),
+        ("blocks.1.linear", "Linear"),
+        ("head", "Linear"),
+    ]
 
 
 def test_options_name_only_the_ticked_modules_when_some_are_unticked(net):

@@ -21,10 +21,8 @@ from flax.nnx import graph as nnx_graph
 
 import nnx_lab
 from nnx_lab.core import compat
-from nnx_lab.core.graph import CyclicGraph, SharedNode, TooDeep, flatten, path_text, walk_graph
-from nnx_lab.core.graph import _walk
-from nnx_lab.core.snapshot import snapshot
-from nnx_lab.core.snapshot import _structure
+from nnx_lab.core.graph import CyclicGraph, SharedNode, TooDeep, _walk, flatten, path_text, walk_graph
+from nnx_lab.core.snapshot import _structure, snapshot
 from nnx_lab.core.snapshot._structure import StructureCache
 
 _data = getattr(nnx, "data", lambda value: value)  # flax 0.12 wants containers of modules marked as data
@@ -88,20 +86,33 @@ def _through_nnx_list():
     return m
 
 
-CYCLIC = {"self": _self, "child-holds-parent": _child_holds_parent, "mutual": _mutual,
-          "shared-points-back": _shared_points_back, "dict": _through_dict, "list": _through_list,
-          "nnx.List": _through_nnx_list}
+CYCLIC = {
+    "self": _self,
+    "child-holds-parent": _child_holds_parent,
+    "mutual": _mutual,
+    "shared-points-back": _shared_points_back,
+    "dict": _through_dict,
+    "list": _through_list,
+    "nnx.List": _through_nnx_list,
+}
 
 # The rows each one has: every Variable once, at flax's first path; the cycle as the alias flax's
 # find_duplicates names (the model itself reached again through the back reference).
 EXPECTED = {
     "self": {"l.bias": ["me.l.bias"], "l.kernel": ["me.l.kernel"]},
     "child-holds-parent": {"l.bias": ["l.parent.l.bias"], "l.kernel": ["l.parent.l.kernel"]},
-    "mutual": {"l.bias": ["other.other.l.bias"], "l.kernel": ["other.other.l.kernel"],
-               "other.l.bias": ["other.other.other.l.bias"], "other.l.kernel": ["other.other.other.l.kernel"]},
-    "shared-points-back": {"l.bias": ["s1.back.l.bias"], "l.kernel": ["s1.back.l.kernel"],
-                           "s1.l.bias": ["s1.back.s1.l.bias", "s2.l.bias"],
-                           "s1.l.kernel": ["s1.back.s1.l.kernel", "s2.l.kernel"]},
+    "mutual": {
+        "l.bias": ["other.other.l.bias"],
+        "l.kernel": ["other.other.l.kernel"],
+        "other.l.bias": ["other.other.other.l.bias"],
+        "other.l.kernel": ["other.other.other.l.kernel"],
+    },
+    "shared-points-back": {
+        "l.bias": ["s1.back.l.bias"],
+        "l.kernel": ["s1.back.l.kernel"],
+        "s1.l.bias": ["s1.back.s1.l.bias", "s2.l.bias"],
+        "s1.l.kernel": ["s1.back.s1.l.kernel", "s2.l.kernel"],
+    },
 }
 
 
@@ -182,6 +193,7 @@ def test_flatten_refuses_a_cycle_and_leaves_the_thread_intact(name):
 
 def test_flatten_is_jax_for_shared_and_plain_graphs():
     health = healthy()
+
     class Tied(nnx.Module):
         def __init__(self):
             self.embed = nnx.Embed(5, 3, rngs=nnx.Rngs(0))
@@ -275,8 +287,10 @@ def test_split_magic_on_a_cyclic_model(ip):
     health.check()
 
 
-@pytest.mark.parametrize("name, back", [("self", "me"), ("child-holds-parent", "l.parent"),
-                                        ("mutual", "other.other"), ("shared-points-back", "s1.back")])
+@pytest.mark.parametrize(
+    "name, back",
+    [("self", "me"), ("child-holds-parent", "l.parent"), ("mutual", "other.other"), ("shared-points-back", "s1.back")],
+)
 def test_view_report_lists_each_module_once_and_names_the_cycle(name, back):
     health = healthy()
     model = CYCLIC[name]()
@@ -305,6 +319,7 @@ def test_capture_of_a_cyclic_model(name):
 
 # --------------------------------------------------------------------------- errors in the middle of a walk
 
+
 def _raise_on_call(k: int, exc: type, original):
     calls = [0]
 
@@ -323,6 +338,7 @@ def _iter_graph_raising(k: int, exc: type, original):
             if i == k:
                 raise exc("injected")
             yield item
+
     return patched
 
 
@@ -382,6 +398,7 @@ def test_ctrl_c_during_jax_flattening_is_held_until_it_returns():
 
 def test_a_predicate_error_is_raised_after_jax_returns():
     health = healthy()
+
     def is_leaf(x):
         if isinstance(x, nnx.Variable):
             raise ValueError("from the predicate")

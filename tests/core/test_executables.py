@@ -31,7 +31,7 @@ def session(cache, code=SESSION):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     line = [l for l in done.stdout.splitlines() if l.startswith("RESULT")][-1]
-    return json.loads(line[len("RESULT"):])
+    return json.loads(line[len("RESULT") :])
 
 
 def test_a_later_session_loads_the_kernels_and_gets_the_same_numbers(tmp_path):
@@ -80,7 +80,9 @@ real = _executables.compile_lowered
 _executables.compile_lowered = lambda lowered, options: compiles.append(1) or real(lowered, options)
 """
 
-PROGRAM_SESSION = COUNT_COMPILES + r"""
+PROGRAM_SESSION = (
+    COUNT_COMPILES
+    + r"""
 import json, time
 import jax.numpy as jnp
 from flax import nnx
@@ -103,6 +105,7 @@ w.refresh(force=True, wait=True)
 print("RESULT" + json.dumps({"programs": _programs.programs_compiled(), "compiles_before": before,
                              "stats": w.snapshot.stat_matrix.tolist()}))
 """
+)
 
 
 def test_a_later_session_loads_a_viewers_program_instead_of_compiling_it(tmp_path):
@@ -114,7 +117,9 @@ def test_a_later_session_loads_a_viewers_program_instead_of_compiling_it(tmp_pat
     np.testing.assert_array_equal(np.asarray(second["stats"], float), np.asarray(first["stats"], float))
 
 
-UPDATE_SESSION = COUNT_COMPILES + r"""
+UPDATE_SESSION = (
+    COUNT_COMPILES
+    + r"""
 import json, time
 import jax, jax.numpy as jnp
 from flax import nnx
@@ -148,6 +153,7 @@ while (_programs.programs_compiled() == 0 or _programs.compiling()) and time.tim
     time.sleep(0.05)
 print("RESULT" + json.dumps({"compiles": len(compiles), "update": got}))
 """
+)
 
 
 def test_a_later_session_loads_the_update_ratios_program_too(tmp_path):

@@ -30,8 +30,9 @@ def attempt(request):
 
 def run(code: str, **env_vars: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **env_vars)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_exit_waits_for_a_thread_still_working(tmp_path):
@@ -72,7 +73,8 @@ def test_exit_stops_a_background_refresher_and_waits_for_it():
 def test_a_script_ending_right_after_a_loop_exits_cleanly(tmp_path):
     # Its own kernel cache: every run ends while the update ratio's program compiles (on jax 0.7.2,
     # seconds for these 100 arrays); a program kept on disk by an earlier run would load at once.
-    got = run("""
+    got = run(
+        """
         from flax import nnx
         import nnx_lab
         model = nnx.Sequential(*[nnx.Linear(64, 64, rngs=nnx.Rngs(i)) for i in range(50)])
@@ -85,7 +87,9 @@ def test_a_script_ending_right_after_a_loop_exits_cleanly(tmp_path):
 
         for _ in viewer.track(range(5)):
             step(model)
-    """, NNX_LAB_CACHE_DIR=str(tmp_path / "kernels"))
+    """,
+        NNX_LAB_CACHE_DIR=str(tmp_path / "kernels"),
+    )
     assert got.returncode == 0, got.stderr
     assert "terminate called" not in got.stderr
     assert "may abort" not in got.stderr  # the exit did not give up on a thread

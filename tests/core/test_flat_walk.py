@@ -59,6 +59,7 @@ def stacked():
     @nnx.vmap(in_axes=0, out_axes=0)
     def make(key):
         return nnx.Linear(3, 3, rngs=nnx.Rngs(key))
+
     return make(jax.random.split(jax.random.key(0), 4))
 
 

@@ -25,7 +25,7 @@ def expected(model, snap):
     state = nnx.state(model)
     flat = {tuple(path): np.asarray(var[...]) for path, var in nnx.to_flat_state(state)}
     arrays = [flat[row.path].astype(np.float64) for row in snap.rows]
-    return np.array([[a.mean(), np.sqrt((a ** 2).sum()), a.max()] for a in arrays])
+    return np.array([[a.mean(), np.sqrt((a**2).sum()), a.max()] for a in arrays])
 
 
 def assert_current(watcher, model):
@@ -41,7 +41,7 @@ def test_follows_a_model_rebound_by_nnx_merge_each_step():
     watcher.refresh(force=True)
     counts = [watcher.refreshes]
     for step in range(4):
-        state = jax.tree.map(lambda x: x * 1.5 + step, state)
+        state = jax.tree.map(lambda x: x * 1.5 + step, state)  # noqa: B023 - called at once
         ns["model"] = nnx.merge(graphdef, state)  # a new model object each step
         watcher.refresh(force=True)
         assert watcher.state == "live", watcher.status()
@@ -60,9 +60,11 @@ def train_step_fn(graphdef):
         def loss(params):
             model = nnx.merge(graphdef, params)
             return ((model(x) - y) ** 2).mean()
+
         grads = jax.grad(loss)(state)
         updates, opt_state = tx.update(grads, opt_state, state)
         return optax.apply_updates(state, updates), opt_state
+
     return tx, train_step
 
 
@@ -97,6 +99,7 @@ def test_follows_model_opt_state_returned_by_a_jitted_step():
     def train_step(model, opt_state, x, y):
         state, opt_state = step_state(nnx.state(model), opt_state, x, y)
         return nnx.merge(graphdef, state), opt_state
+
     ns = {"model": model}
     opt_state = tx.init(nnx.state(model))
     del model
@@ -149,6 +152,7 @@ def test_a_rebound_model_of_another_structure_shows_its_rows():
 def test_dotted_names_and_what_they_say_when_missing():
     class Trainer:
         pass
+
     trainer = Trainer()
     ns = {"trainer": trainer}
     target = NameTarget("trainer.model", ns)
@@ -183,7 +187,7 @@ def test_following_a_name_keeps_no_model_alive():
     graphdef, state = nnx.split(ns["model"])
     watcher = Watcher(NameTarget("model", ns))
     for step in range(3):
-        ns["model"] = nnx.merge(graphdef, jax.tree.map(lambda x: x + step, state))
+        ns["model"] = nnx.merge(graphdef, jax.tree.map(lambda x: x + step, state))  # noqa: B023 - called at once
         watcher.refresh(force=True)
     del state
     last = weakref.ref(ns["model"])
@@ -197,6 +201,7 @@ def test_following_a_name_keeps_no_model_alive():
 
 
 # -- (graphdef, state, ...) pairs --------------------------------------------------------------------
+
 
 def test_snapshot_of_a_split_pair_shows_the_state_under_the_model_class():
     model = mlp()
@@ -245,6 +250,7 @@ def test_a_name_bound_to_a_pair_follows_the_functional_loop():
 def hold_in_flight(monkeypatch, watcher):
     """Dispatch a refresh whose numbers have not arrived (as on a busy device): it stays in flight."""
     from nnx_lab.core.snapshot import PendingSnapshot
+
     with monkeypatch.context() as m:
         m.setattr(PendingSnapshot, "ready", lambda self: False)
         watcher.refresh(force=True, wait=False)

@@ -123,6 +123,7 @@ def _own_split(model):  # filters_guide.ipynb: a hand-written split that raises 
         for path, value in nnx.to_flat_state(nnx.state(node)):
             if not any(nnx.filterlib.to_predicate(f)(path, value) for f in filters):
                 raise ValueError(f"No filter matched {path = } {value = }")
+
     return lambda m: split(m, nnx.Param, Count, nnx.RngState)
 
 
@@ -150,8 +151,11 @@ def _vmap_prefix(model):  # randomness.ipynb: in_axes from nnx.prefix, computed 
 
 
 @pytest.mark.needs_flax("nnx.capture")
-@pytest.mark.parametrize("prepare", [_split_by_type, _vmap_state_axes, _vmap_prefix, _own_split],
-                         ids=["split", "state_axes", "prefix", "own_split"])
+@pytest.mark.parametrize(
+    "prepare",
+    [_split_by_type, _vmap_state_axes, _vmap_prefix, _own_split],
+    ids=["split", "state_axes", "prefix", "own_split"],
+)
 def test_capture_around_a_call_that_needs_the_graph_as_it_was_is_one_line(ip, prepare):
     """Under %%nnx_capture, these calls meet the `__captures__` entries every armed module holds
     (flax's own nnx.capture fails the same way); the magic says so in one line instead of a raw

@@ -15,7 +15,8 @@ from nnx_lab.core.snapshot import GRAD, STAT_NAMES, Watcher
 
 pytestmark = pytest.mark.skipif(
     compat.HIJAX_VARIABLE is None or not hasattr(nnx, "var_defaults"),
-    reason=f"flax {compat.FLAX_VERSION} has no hijax Variables (nnx.var_defaults(hijax=True) came in flax 0.12)")
+    reason=f"flax {compat.FLAX_VERSION} has no hijax Variables (nnx.var_defaults(hijax=True) came in flax 0.12)",
+)
 
 NORM = STAT_NAMES.index("norm")
 MEAN = STAT_NAMES.index("mean")
@@ -97,5 +98,6 @@ def test_optimizer_state_and_gradients_are_read_like_any_variables(hijax_model):
     assert np.isnan(series.matrices["mu"][rows["seen"]]).all()  # a batch statistic has no Adam state
     # The rows are the trained values: the model's hijax Variables are read afresh at each refresh.
     i = rows["linear.kernel"]
-    assert snap.stat_matrix[i, MEAN] == pytest.approx(float(np.mean(np.asarray(model.linear.kernel[...], np.float64))),
-                                                      rel=1e-5, abs=1e-7)
+    assert snap.stat_matrix[i, MEAN] == pytest.approx(
+        float(np.mean(np.asarray(model.linear.kernel[...], np.float64))), rel=1e-5, abs=1e-7
+    )

@@ -1,11 +1,11 @@
 """snapshot() accepts every kind of NNX object a user holds, and walks it with flax's graph API."""
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
-import flax.linen as nn
 
 import nnx_lab
 from nnx_lab.core import compat

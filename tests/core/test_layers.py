@@ -45,8 +45,12 @@ def vmapped(n=3, annotate=False, metadata=True):
 
 
 def scanned(n=4, annotate=False):
-    make = nnx.scan(lambda key: Block(nnx.Rngs(key), annotate), in_axes=0, out_axes=0,
-                    transform_metadata={nnx.PARTITION_NAME: "layers"})
+    make = nnx.scan(
+        lambda key: Block(nnx.Rngs(key), annotate),
+        in_axes=0,
+        out_axes=0,
+        transform_metadata={nnx.PARTITION_NAME: "layers"},
+    )
     with _mesh() if annotate else contextlib.nullcontext():
         return Model(make(jax.random.split(jax.random.key(1), n)))
 
@@ -63,7 +67,9 @@ def randomize(model):
     for _, v in nnx.iter_graph(model):
         if isinstance(v, nnx.Param):
             x = np.asarray(compat.get_value(v))
-            compat.set_value(v, jnp.asarray(RNG.normal(size=x.shape).astype(x.dtype) * (1 + np.arange(x.size).reshape(x.shape) % 5)))
+            compat.set_value(
+                v, jnp.asarray(RNG.normal(size=x.shape).astype(x.dtype) * (1 + np.arange(x.size).reshape(x.shape) % 5))
+            )
     return model
 
 
@@ -133,6 +139,7 @@ def test_a_layer_axis_other_than_the_first():
     class Wide(nnx.Module):
         def __init__(self):
             self.w = nnx.Param(jnp.asarray(RNG.normal(size=(2, 5, 3)).astype(np.float32)))
+
     model = Wide()
     snap = snapshot(model, layers={"w": -1})
     assert_layers_equal_numpy(snap, "w", np.asarray(compat.get_value(model.w)), 2)
@@ -145,18 +152,26 @@ def test_nan_in_one_layer_is_counted_in_that_layer_only():
     k[1, 0, 0], k[1, 2, 3] = np.nan, np.inf
     compat.set_value(model.blocks.lin.kernel, jnp.asarray(k))
     snap = snapshot(model, layers={"blocks": 0})
-    counts = [(snap[f"blocks.lin.kernel[layer {i}]"].stats["nan_count"],
-               snap[f"blocks.lin.kernel[layer {i}]"].stats["inf_count"]) for i in range(3)]
+    counts = [
+        (
+            snap[f"blocks.lin.kernel[layer {i}]"].stats["nan_count"],
+            snap[f"blocks.lin.kernel[layer {i}]"].stats["inf_count"],
+        )
+        for i in range(3)
+    ]
     assert counts == [(0, 0), (1, 1), (0, 0)]
     finite = k[1][np.isfinite(k[1])]
     assert snap["blocks.lin.kernel[layer 1]"].stats["mean"] == pytest.approx(finite.mean(), rel=1e-5)
     assert snap.first_nonfinite.path_text == "blocks.lin.kernel"
 
 
-@pytest.mark.parametrize("layers, message", [
-    ({"blockz": 0}, "no Variable under 'blockz'"),
-    ({"blocks": 3}, "no axis 3"),
-])
+@pytest.mark.parametrize(
+    "layers, message",
+    [
+        ({"blockz": 0}, "no Variable under 'blockz'"),
+        ({"blocks": 3}, "no axis 3"),
+    ],
+)
 def test_a_declaration_that_does_not_fit_is_one_line_before_anything_runs(layers, message):
     model = vmapped(metadata=False)
     before = jax.tree.map(np.asarray, nnx.state(model))
@@ -199,9 +214,14 @@ def test_the_structure_cache_reuses_the_layer_rows_and_sees_new_numbers():
 def test_a_viewer_refreshes_layers_in_one_program_launch(monkeypatch):
     counts = {"kernel": 0, "program": 0}
     real_call, real_launch = stats_lib._call, programs.Program.launch
-    monkeypatch.setattr(stats_lib, "_call", lambda k, x: (counts.__setitem__("kernel", counts["kernel"] + 1), real_call(k, x))[1])
-    monkeypatch.setattr(programs.Program, "launch",
-                        lambda self, *a: (counts.__setitem__("program", counts["program"] + 1), real_launch(self, *a))[1])
+    monkeypatch.setattr(
+        stats_lib, "_call", lambda k, x: (counts.__setitem__("kernel", counts["kernel"] + 1), real_call(k, x))[1]
+    )
+    monkeypatch.setattr(
+        programs.Program,
+        "launch",
+        lambda self, *a: (counts.__setitem__("program", counts["program"] + 1), real_launch(self, *a))[1],
+    )
     model = randomize(vmapped(n=5, metadata=False))
     watcher = Watcher(model, max_rate=100.0, layers={"blocks": 0})
     deadline = time.monotonic() + 120

@@ -120,8 +120,15 @@ def test_the_logical_annotation_shows_beside_the_placement_and_disagreement_is_s
     assert meshes["rows"]["wrong"]["payload"] == [None, wrong[4]]
     # Logical names mapped to mesh axes by the Variable's sharding_rules, as flax maps them.
     assert meshes["rows"]["ruled"]["kernel"][1:] == [
-        "P(None, 'model') @ mesh(data=2, model=4)", "cpu:0-7", "('embed', 'mlp')", None]
-    assert meshes["rows"]["logical"]["kernel"][3:] == ["('embed', 'mlp')", "annotated P('embed', 'mlp') but on one device"]
+        "P(None, 'model') @ mesh(data=2, model=4)",
+        "cpu:0-7",
+        "('embed', 'mlp')",
+        None,
+    ]
+    assert meshes["rows"]["logical"]["kernel"][3:] == [
+        "('embed', 'mlp')",
+        "annotated P('embed', 'mlp') but on one device",
+    ]
 
 
 class FakeAccelerator:
@@ -144,10 +151,14 @@ def test_device_memory_in_use_peak_and_limit_per_device():
 
     summary = devices.device_summary([FakeAccelerator(1), FakeAccelerator(0)])
     assert [(d["id"], d["bytes_in_use"], d["peak_bytes_in_use"], d["bytes_limit"]) for d in summary["devices"]] == [
-        (0, 1 << 30, 3 << 30, 80 << 30), (1, 2 << 30, 3 << 30, 80 << 30)]
+        (0, 1 << 30, 3 << 30, 80 << 30),
+        (1, 2 << 30, 3 << 30, 80 << 30),
+    ]
     snap = nnx_lab.snapshot({"w": jnp.ones(3)})
     snap.device_summary = summary
-    assert "memory: gpu:0 1.0 GiB (peak 3.0 GiB) of 80.0 GiB; gpu:1 2.0 GiB (peak 3.0 GiB) of 80.0 GiB" in snap.to_text()
+    assert (
+        "memory: gpu:0 1.0 GiB (peak 3.0 GiB) of 80.0 GiB; gpu:1 2.0 GiB (peak 3.0 GiB) of 80.0 GiB" in snap.to_text()
+    )
     assert "<b>H100</b>" not in snap._repr_html_() and "gpu:1 2.0 GiB" in snap._repr_html_()
     assert snap.to_dict()["devices"]["devices"][1]["bytes_limit"] == 80 << 30  # the viewer's memory strip
     cpu = devices.device_summary()

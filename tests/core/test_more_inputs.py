@@ -39,7 +39,19 @@ def rows(obj):
 def ip(ip):
     ip.user_ns.update(nnx=nnx, jax=jax, jnp=jnp)
     yield ip
-    for name in ("model", "graphdef", "param", "rest", "state", "opt", "opt_state", "rngs", "variables", "params", "batch_stats"):
+    for name in (
+        "model",
+        "graphdef",
+        "param",
+        "rest",
+        "state",
+        "opt",
+        "opt_state",
+        "rngs",
+        "variables",
+        "params",
+        "batch_stats",
+    ):
         ip.user_ns.pop(name, None)
 
 
@@ -78,7 +90,7 @@ def test_metadata_repr_raising_in_the_magics(ip, capsys):
 
 def test_optimizer_rngs_and_linen_dicts_are_split_like_nnx_split(ip):
     model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
-    opt = ip.user_ns["opt"] = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+    ip.user_ns["opt"] = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
     ip.run_line_magic("nnx_split", "opt nnx.OptState ...")
     assert len(list(nnx.to_flat_state(ip.user_ns["opt_state"]))) == 6
     ip.user_ns["rngs"] = nnx.Rngs(0, dropout=1)
@@ -103,7 +115,9 @@ def test_a_module_shared_through_plain_containers_keeps_its_aliases():
     m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
     snap = snapshot({"a": {"b": m}, "c": m})
     assert [(r.path, r.aliases) for r in snap.rows] == [
-        (("a", "b", "bias"), (("c", "bias"),)), (("a", "b", "kernel"), (("c", "kernel"),))]
+        (("a", "b", "bias"), (("c", "bias"),)),
+        (("a", "b", "kernel"), (("c", "kernel"),)),
+    ]
     assert snap.totals["all"]["count"] == 2
     listed = snapshot([m, m])
     assert [r.aliases for r in listed.rows] == [((1, "bias"),), ((1, "kernel"),)]
@@ -149,7 +163,9 @@ def test_tolinen_shows_the_wrapped_modules_variables_and_linen_collections_are_t
     snap = snapshot(tl)
     assert snap.root_type == "ToLinen(Linear)"
     assert {r.path: (r.type, r.status, r.shape) for r in snap.rows} == {
-        ("bias",): ("Param", "abstract", (3,)), ("kernel",): ("Param", "abstract", (2, 3))}
+        ("bias",): ("Param", "abstract", (3,)),
+        ("kernel",): ("Param", "abstract", (2, 3)),
+    }
 
     class Net(nn.Module):
         @nn.compact

@@ -63,10 +63,18 @@ def free_port() -> int:
 def two_processes():
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
     port = str(free_port())
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(i), port], env=env, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(i), port],
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for i in range(2)
+    ]
     outs = [p.communicate(timeout=300) for p in procs]
-    for p, (out, err) in zip(procs, outs):
+    for p, (_out, err) in zip(procs, outs):
         assert p.returncode == 0, err[-3000:]
     # (IPython 7 writes a terminal title escape to stdout first: the line is found by its marker.)
     return [json.loads(out.rsplit("RESULT ", 1)[1]) for out, _ in outs]

@@ -34,9 +34,17 @@ class Model(nnx.Module):
 def numpy_stats(x) -> dict:
     x = np.asarray(x).astype(np.float64)
     f = x[np.isfinite(x)]
-    return {"mean": f.mean(), "std": f.std(), "min": f.min(), "max": f.max(), "norm": np.sqrt((f ** 2).sum()),
-            "abs_max": np.abs(f).max(), "nan_count": int(np.isnan(x).sum()), "inf_count": int(np.isinf(x).sum()),
-            "zero_frac": float((x == 0).mean())}
+    return {
+        "mean": f.mean(),
+        "std": f.std(),
+        "min": f.min(),
+        "max": f.max(),
+        "norm": np.sqrt((f**2).sum()),
+        "abs_max": np.abs(f).max(),
+        "nan_count": int(np.isnan(x).sum()),
+        "inf_count": int(np.isinf(x).sum()),
+        "zero_frac": float((x == 0).mean()),
+    }
 
 
 def assert_numpy(snap, name, value, rel=2e-5):
@@ -85,7 +93,7 @@ def test_a_warm_refresh_runs_no_per_array_kernel_and_equals_numpy(kernel_calls):
     assert snap["steps"].stats["max"] == int(np.asarray(compat.get_value(model.steps)).max())
 
 
-@pytest.mark.parametrize("factor", [2.0 ** 40, 2.0 ** -40])
+@pytest.mark.parametrize("factor", [2.0**40, 2.0**-40])
 def test_a_magnitude_jump_is_described_by_the_exact_kernel_then_guessed_again(kernel_calls, factor):
     model = with_program(Model())
     set_value(model.w, np.asarray(compat.get_value(model.w)) * factor)
@@ -124,8 +132,11 @@ def test_nan_appearing_is_counted_by_the_masked_kernel(kernel_calls):
     assert (snap["w"].stats["nan_count"], snap["w"].stats["inf_count"]) == (2, 1)
 
 
-MAGNITUDES = {"float32": (np.float32, [4e-21, 1e-37, 1e30, 1e38]),
-              "bfloat16": (jnp.bfloat16, [4e-21, 1e-37, 1e30, 1e38]), "float16": (np.float16, [2e-4, 1.0, 3e4])}
+MAGNITUDES = {
+    "float32": (np.float32, [4e-21, 1e-37, 1e30, 1e38]),
+    "bfloat16": (jnp.bfloat16, [4e-21, 1e-37, 1e30, 1e38]),
+    "float16": (np.float16, [2e-4, 1.0, 3e4]),
+}
 
 
 @pytest.mark.parametrize("dtype", MAGNITUDES)
@@ -167,7 +178,7 @@ def test_one_reduction_reads_the_array():
     assert re.search(r"= stablehlo\.reduce", over_data[0]) and ":5 = " in over_data[0]  # five results
     compiled = lowered.compile(compiler_options=programs.COMPILER_OPTIONS[0]).as_text()
     assert len(re.findall(r"\breduce\(", compiled)) == 2
-    entry = compiled[compiled.index("ENTRY"):]
+    entry = compiled[compiled.index("ENTRY") :]
     assert len(re.findall(r"= f32\[512,2048\]", entry)) == 1  # the parameter alone: no copy of the data
 
 
@@ -198,7 +209,10 @@ print(json.dumps(out))
 
 
 def test_float64_with_x64_on_is_read_once_and_exact():
-    import json, os, subprocess, sys
+    import json
+    import os
+    import subprocess
+    import sys
 
     env = dict(os.environ, JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu")
     proc = subprocess.run([sys.executable, "-c", X64_SCRIPT], env=env, capture_output=True, text=True, timeout=300)
@@ -237,7 +251,10 @@ def test_a_program_of_sharded_arrays_beside_one_of_single_device_arrays_compiles
     """Sharded arrays are reduced shard by shard (core/snapshot/_shards.py): their shards, side by
     side over the 4 devices, make one program (exact kernels, no collective); the single-device
     arrays' program, beside it, reads them in one pass. Both compile and agree with numpy."""
-    import json, os, subprocess, sys
+    import json
+    import os
+    import subprocess
+    import sys
 
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
     proc = subprocess.run([sys.executable, "-c", SHARDED_SCRIPT], env=env, capture_output=True, text=True, timeout=300)
@@ -257,7 +274,7 @@ def test_a_scalar_or_filled_array_changing_every_step_needs_no_second_round(kern
             self.fill = nnx.Param(jnp.zeros((40,), jnp.float32))
 
     model = with_program(Filled())
-    for value in (3.0, 199.0, -2.0 ** -100, 1e4):  # (a jump whose sums overflow: the masked kernel)
+    for value in (3.0, 199.0, -(2.0**-100), 1e4):  # (a jump whose sums overflow: the masked kernel)
         set_value(model.lr, np.float32(value / 7))
         set_value(model.fill, np.full((40,), value, np.float32))
         kernel_calls.clear()

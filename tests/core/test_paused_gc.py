@@ -20,6 +20,7 @@ def gc_restored():
 def test_snapshot_runs_without_the_collector_and_restores_it(gc_restored, monkeypatch):
     seen = []
     from nnx_lab.core.snapshot import _structure
+
     real = _structure.walk_graph
     monkeypatch.setattr(_structure, "walk_graph", lambda obj: (seen.append(gc.isenabled()), real(obj))[1])
     gc.enable()

@@ -6,12 +6,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from unchanged import assert_unchanged, frozen
 
 from nnx_lab.core import compat
-from nnx_lab.core.snapshot import ScalarStore, Watcher, snapshot
-from nnx_lab.core.snapshot import _scalars
-
-from unchanged import assert_unchanged, frozen
+from nnx_lab.core.snapshot import ScalarStore, Watcher, _scalars, snapshot
 
 
 class Holder(nnx.Module):
@@ -29,7 +27,7 @@ def slow_step(w):
 
 @jax.jit
 def loss_of(w):
-    return jnp.mean(w ** 2)
+    return jnp.mean(w**2)
 
 
 @pytest.fixture
@@ -91,14 +89,17 @@ def test_log_records_for_the_step_the_next_tick_ends_the_latest_value_wins():
     assert watcher.ticks == 6 and watcher.scalars.latest("loss") == (6, 7.0)
 
 
-@pytest.mark.parametrize("value, problem", [
-    (jnp.ones(3), "loss: not a scalar (shape (3,)); not recorded"),
-    (np.zeros((2, 2)), "loss: not a scalar (shape (2, 2)); not recorded"),
-    ("0.5", "loss: not a number (str); not recorded"),
-    (jnp.complex64(1j), "loss: not a real number (dtype complex64); not recorded"),
-    ([1.0], "loss: not a number (list); not recorded"),
-    (10 ** 400, "loss: not a float (OverflowError); not recorded"),
-])
+@pytest.mark.parametrize(
+    "value, problem",
+    [
+        (jnp.ones(3), "loss: not a scalar (shape (3,)); not recorded"),
+        (np.zeros((2, 2)), "loss: not a scalar (shape (2, 2)); not recorded"),
+        ("0.5", "loss: not a number (str); not recorded"),
+        (jnp.complex64(1j), "loss: not a real number (dtype complex64); not recorded"),
+        ([1.0], "loss: not a number (list); not recorded"),
+        (10**400, "loss: not a float (OverflowError); not recorded"),
+    ],
+)
 def test_bad_scalars_are_a_status_never_an_exception(value, problem):
     model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
     before = frozen(model)
@@ -198,7 +199,13 @@ def test_nan_alert_names_the_step_and_path_and_stays_until_cleared():
     watcher.refresh(force=True)
     alert = watcher.alert.to_dict()
     assert {k: alert[k] for k in ("step", "where", "source", "nan", "inf", "now_variables")} == {
-        "step": 7, "where": "layers[1].kernel", "source": "variable", "nan": 0, "inf": 1, "now_variables": 0}
+        "step": 7,
+        "where": "layers[1].kernel",
+        "source": "variable",
+        "nan": 0,
+        "inf": 1,
+        "now_variables": 0,
+    }
     assert watcher.alert.text() == f"first Inf at step 7 (refresh {alert['refresh']}) in layers[1].kernel; now clean"
     watcher.clear_alert()
     assert watcher.alert.to_dict() == {}

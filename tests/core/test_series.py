@@ -18,8 +18,11 @@ MAX = STAT_NAMES.index("max")
 
 class MLP(nnx.Module):
     def __init__(self, rngs):
-        self.layers = nnx.List([nnx.Linear(3, 4, rngs=rngs), nnx.Linear(4, 2, rngs=rngs)]) \
-            if hasattr(nnx, "List") else [nnx.Linear(3, 4, rngs=rngs), nnx.Linear(4, 2, rngs=rngs)]
+        self.layers = (
+            nnx.List([nnx.Linear(3, 4, rngs=rngs), nnx.Linear(4, 2, rngs=rngs)])
+            if hasattr(nnx, "List")
+            else [nnx.Linear(3, 4, rngs=rngs), nnx.Linear(4, 2, rngs=rngs)]
+        )
         self.bn = nnx.BatchNorm(2, rngs=rngs)
 
     def __call__(self, x):
@@ -80,8 +83,9 @@ def test_grad_norms_and_ratios_equal_numpy_of_the_same_arrays(trained):
     for i, path in enumerate(snap.paths):
         if path in g:
             assert series.matrices[GRAD][i, NORM] == pytest.approx(norm(g[path]), rel=1e-5)
-            assert series.matrices[GRAD][i, MEAN] == pytest.approx(float(np.mean(np.asarray(g[path], np.float64))),
-                                                                   rel=1e-4, abs=1e-7)
+            assert series.matrices[GRAD][i, MEAN] == pytest.approx(
+                float(np.mean(np.asarray(g[path], np.float64))), rel=1e-4, abs=1e-7
+            )
             theta = np.asarray(compat.get_value(getattr_path(model, path)))
             assert ratio[i] == pytest.approx(norm(g[path]) / norm(theta), rel=1e-5)
         else:  # BatchNorm's statistics have no gradient
@@ -116,8 +120,11 @@ def test_optimizer_state_is_aligned_by_path_with_its_step_and_unmatched_leaves_l
 
 def test_a_chain_names_each_state_and_lists_what_matches_nothing():
     model = MLP(nnx.Rngs(1))
-    tx = optax.chain(optax.clip_by_global_norm(1.0), optax.sgd(1e-2, momentum=0.9),
-                     optax.scale_by_schedule(optax.linear_schedule(1.0, 0.0, 10)))
+    tx = optax.chain(
+        optax.clip_by_global_norm(1.0),
+        optax.sgd(1e-2, momentum=0.9),
+        optax.scale_by_schedule(optax.linear_schedule(1.0, 0.0, 10)),
+    )
     opt = nnx.Optimizer(model, tx, wrt=nnx.Param)
     train_step(model, opt)
     series = published(Watcher(model, optimizer=opt)).series
@@ -174,12 +181,15 @@ def test_watching_the_optimizer_alone_shows_its_state_as_rows_and_its_step(train
     assert snap.series.opt_step == 2 and snap.series.names == ()
 
 
-@pytest.mark.parametrize("bad, says", [
-    ("tracer", "a tracer"),
-    ("deleted", "deleted"),
-    ("text", "not an array (str)"),
-    ("mismatch", "no leaf matches"),
-])
+@pytest.mark.parametrize(
+    "bad, says",
+    [
+        ("tracer", "a tracer"),
+        ("deleted", "deleted"),
+        ("text", "not an array (str)"),
+        ("mismatch", "no leaf matches"),
+    ],
+)
 def test_bad_grads_become_a_status_never_a_crash_and_the_model_is_unchanged(trained, bad, says):
     model, opt = trained
     w = Watcher(model, max_rate=100.0)
@@ -266,6 +276,7 @@ class Stacked(nnx.Module):
         @nnx.scan(in_axes=(0, nnx.Carry), out_axes=nnx.Carry)
         def run(block, x):
             return jnp.tanh(block(x))
+
         return self.head(run(self.blocks, x))
 
 

@@ -263,8 +263,9 @@ STRESS = MODEL + textwrap.dedent("""
 
 def _run(script: str, devices: int, timeout: int) -> object:
     env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}", JAX_PLATFORMS="cpu")
-    proc = subprocess.run([sys.executable, "-c", script, str(timeout - 20)], env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(timeout - 20)], env=env, capture_output=True, text=True, timeout=timeout
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(proc.stdout.rsplit("RESULT ", 1)[1])
 

@@ -43,6 +43,7 @@ def test_structures_are_held_weakly_and_few():
     assert len(_snapshot._recent) <= _snapshot.RECENT_STRUCTURES
     del models, m
     import gc
+
     gc.collect()
     keep = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
     nnx_lab.snapshot(keep)  # entries of models that are gone are dropped

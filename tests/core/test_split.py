@@ -46,17 +46,20 @@ def test_filter_that_takes_nothing_and_remainder_with_fix(model):
     assert problems[-1].endswith("add `...` as the last filter to collect them")
 
 
-@pytest.mark.parametrize("filters, counts", [
-    ((Lora, ...), [1, 8]),                                   # a user Variable subclass
-    (("params", ...), [0, 9]),                               # a tag string (WithTag): nothing here is tagged
-    (((nnx.BatchStat, Lora), ...), [3, 6]),                  # a tuple is Any
-    ((nnx.All(nnx.Param, nnx.PathContains("dense")), ...), [2, 7]),
-    ((nnx.Any(nnx.PathContains("bn"), nnx.OfType(Lora)), ...), [5, 4]),
-    ((nnx.Not(nnx.Param), ...), [4, 5]),
-    ((lambda path, value: path[-1] == "kernel", True), [1, 8]),
-    ((None, ...), [0, 9]),
-    ((False, ...), [0, 9]),
-])
+@pytest.mark.parametrize(
+    "filters, counts",
+    [
+        ((Lora, ...), [1, 8]),  # a user Variable subclass
+        (("params", ...), [0, 9]),  # a tag string (WithTag): nothing here is tagged
+        (((nnx.BatchStat, Lora), ...), [3, 6]),  # a tuple is Any
+        ((nnx.All(nnx.Param, nnx.PathContains("dense")), ...), [2, 7]),
+        ((nnx.Any(nnx.PathContains("bn"), nnx.OfType(Lora)), ...), [5, 4]),
+        ((nnx.Not(nnx.Param), ...), [4, 5]),
+        ((lambda path, value: path[-1] == "kernel", True), [1, 8]),
+        ((None, ...), [0, 9]),
+        ((False, ...), [0, 9]),
+    ],
+)
 def test_every_filter_kind(model, filters, counts):
     report = nnx_lab.split_report(model, *filters)
     assert [f.count for f in report.filters] == counts

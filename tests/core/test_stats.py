@@ -11,19 +11,24 @@ from flax import nnx
 
 import nnx_lab
 from nnx_lab.core import compat
-from nnx_lab.core.snapshot import _stats as stats_lib
 from nnx_lab.core.snapshot import _executables as executables
 from nnx_lab.core.snapshot import _kernels as stats_kernels
 from nnx_lab.core.snapshot import _programs as stats_programs
+from nnx_lab.core.snapshot import _stats as stats_lib
 
 
 def numpy_stats(x: np.ndarray) -> dict:
     x = x.astype(np.float64)
     finite = x[np.isfinite(x)]
     return {
-        "mean": finite.mean(), "std": finite.std(), "min": finite.min(), "max": finite.max(),
-        "norm": np.sqrt((finite ** 2).sum()), "abs_max": np.abs(finite).max(),
-        "nan_count": int(np.isnan(x).sum()), "inf_count": int(np.isinf(x).sum()),
+        "mean": finite.mean(),
+        "std": finite.std(),
+        "min": finite.min(),
+        "max": finite.max(),
+        "norm": np.sqrt((finite**2).sum()),
+        "abs_max": np.abs(finite).max(),
+        "nan_count": int(np.isnan(x).sum()),
+        "inf_count": int(np.isinf(x).sum()),
         "zero_frac": float((x == 0).mean()),
     }
 
@@ -68,8 +73,14 @@ def test_integer_bool_complex_subsets():
     gi, gb, gc = stats_lib.compute_stats([jnp.asarray(i), jnp.asarray(b), jnp.asarray(c)])
     assert_close(gi, {k: v for k, v in numpy_stats(i).items() if k in ("mean", "std", "min", "max", "zero_frac")})
     assert_close(gb, {"mean": b.mean(), "zero_frac": 1 - b.mean()})
-    assert_close(gc, {k: v for k, v in numpy_stats(np.abs(c)).items()
-                      if k in ("norm", "abs_max", "nan_count", "inf_count", "zero_frac")})
+    assert_close(
+        gc,
+        {
+            k: v
+            for k, v in numpy_stats(np.abs(c)).items()
+            if k in ("norm", "abs_max", "nan_count", "inf_count", "zero_frac")
+        },
+    )
 
 
 def test_no_implicit_device_to_host_transfer(net):
@@ -119,6 +130,7 @@ def test_compiles_once_per_distinct_spec_and_reuses():
 def test_the_masked_kernel_is_compiled_only_for_arrays_with_nan_or_inf():
     shape = (29, 7)  # a spec no other test uses
     clean = jnp.asarray(RNG.normal(size=shape).astype(np.float32))
+
     def masked_compiles():  # through jax.jit, or loaded/compiled for the disk cache
         kernel = stats_kernels.float_masked
         return kernel._cache_size() + sum(spec[0] == id(kernel) for spec in list(executables._loaded))
@@ -199,8 +211,9 @@ def test_nan_and_inf_beside_huge_and_tiny_values():
     [got] = stats_lib.compute_stats([jnp.asarray(x)])
     want = numpy_stats(x)
     assert got["mean"] == pytest.approx(want["mean"], abs=1e-7 * 3e38)  # float32 rounding of a sum of +-3e38
-    assert_close({k: v for k, v in got.items() if k != "mean"}, {k: v for k, v in want.items() if k != "mean"},
-                 rtol=1e-6, atol=0)
+    assert_close(
+        {k: v for k, v in got.items() if k != "mean"}, {k: v for k, v in want.items() if k != "mean"}, rtol=1e-6, atol=0
+    )
     assert got["norm"] == pytest.approx(np.sqrt(2) * 3e38, rel=1e-6)  # beyond float32's range: exact
 
 
@@ -234,7 +247,10 @@ print(json.dumps(out))
 
 
 def test_float64_and_int64_with_x64_on():
-    import json, os, subprocess, sys
+    import json
+    import os
+    import subprocess
+    import sys
 
     env = dict(os.environ, JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu")
     proc = subprocess.run([sys.executable, "-c", X64_SCRIPT], env=env, capture_output=True, text=True, timeout=300)

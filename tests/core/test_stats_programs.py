@@ -12,11 +12,10 @@ import pytest
 from flax import nnx
 
 from nnx_lab.core import compat
-from nnx_lab.core.snapshot import _stats as stats_lib
+from nnx_lab.core.snapshot import PendingSnapshot, Watcher, snapshot
 from nnx_lab.core.snapshot import _programs as programs
-from nnx_lab.core.snapshot import PendingSnapshot, snapshot
+from nnx_lab.core.snapshot import _stats as stats_lib
 from nnx_lab.core.snapshot._kernels import kernel_and_names
-from nnx_lab.core.snapshot import Watcher
 
 RNG = np.random.default_rng(7)
 
@@ -86,7 +85,10 @@ def test_a_viewer_refreshes_with_one_launch_and_the_numbers_of_the_per_array_ker
         for name, v in a.stats.items():
             assert b.stats[name] == pytest.approx(v, rel=1e-5, abs=1e-6), (a.path, name)
     ints = watcher.snapshot["count"].stats
-    assert (ints["min"], ints["max"]) == (int(compat.get_value(model.count).min()), int(compat.get_value(model.count).max()))
+    assert (ints["min"], ints["max"]) == (
+        int(compat.get_value(model.count).min()),
+        int(compat.get_value(model.count).max()),
+    )
     assert isinstance(ints["min"], int)
     assert watcher.snapshot["flag"].stats["mean"] == pytest.approx(2 / 3)
 

@@ -14,7 +14,6 @@ from nnx_lab.core.snapshot import PendingSnapshot, Watcher, snapshot
 from nnx_lab.core.snapshot._structure import StructureCache
 
 
-
 class Tied(nnx.Module):
     def __init__(self, rngs):
         self.embed = nnx.Embed(5, 3, rngs=rngs)
@@ -71,10 +70,21 @@ def test_two_variables_holding_one_array_stay_apart_after_they_diverge():
     assert snap["bias"].stats["mean"] == 5.0 and snap["extra"].stats["mean"] == 1.0
 
 
-@pytest.mark.parametrize("change", [
-    "add_variable", "remove_variable", "replace_module", "rename_attribute", "shape", "dtype",
-    "metadata", "swap_blocks", "variable_type", "add_empty_module",
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        "add_variable",
+        "remove_variable",
+        "replace_module",
+        "rename_attribute",
+        "shape",
+        "dtype",
+        "metadata",
+        "swap_blocks",
+        "variable_type",
+        "add_empty_module",
+    ],
+)
 def test_every_structure_change_is_seen(net, change):
     cache = StructureCache()
     _same_as_a_walk(cache, net)
@@ -174,6 +184,7 @@ def test_watcher_reuses_the_structure_and_drops_it_with_the_model():
     assert w._structure.hits >= 2
     del net
     import gc
+
     gc.collect()
     assert w._structure.plan is None and w.state == "gone"
 

@@ -70,7 +70,8 @@ def test_update_ratio_equals_numpy_of_the_two_steps():
         old, new = after[k - 1][name], after[k][name]
         assert series.matrices[UPDATE][i, NORM] == pytest.approx(norm(new - old), rel=1e-4)
         assert series.ratio(UPDATE, w.snapshot.stat_matrix[:, NORM])[i] == pytest.approx(
-            norm(new - old) / norm(old), rel=1e-4)
+            norm(new - old) / norm(old), rel=1e-4
+        )
     assert np.isnan(series.matrices[UPDATE][rows["n"]]).all()  # an integer Variable has none
 
 
@@ -148,7 +149,8 @@ def test_the_tick_after_a_refresh_launches_the_update_without_waiting_for_the_de
     w.wait()
     series = w.snapshot.series
     assert series.ratio(UPDATE, w.snapshot.stat_matrix[:, NORM])[0] == pytest.approx(
-        norm(np.asarray(g, np.float64) - old) / norm(old), rel=1e-4)
+        norm(np.asarray(g, np.float64) - old) / norm(old), rel=1e-4
+    )
 
 
 def test_a_stacked_variables_layers_get_their_own_update_ratio():
@@ -168,7 +170,8 @@ def test_a_stacked_variables_layers_get_their_own_update_ratio():
         i = paths.index(f"w[layer {layer}]")
         assert series.matrices[UPDATE][i, NORM] == pytest.approx(norm(new[layer] - old[layer]), rel=1e-4)
         assert series.ratio(UPDATE, w.snapshot.stat_matrix[:, NORM])[i] == pytest.approx(
-            norm(new[layer] - old[layer]) / norm(old[layer]), rel=1e-4)
+            norm(new[layer] - old[layer]) / norm(old[layer]), rel=1e-4
+        )
 
 
 def test_only_parameters_are_held_not_batch_statistics_or_optimizer_state():

@@ -108,14 +108,19 @@ def test_nnx_mode_magic_summarises_and_switches(ip, net, capsys):
     ip.run_line_magic("nnx_mode", "net train")
     assert net.drop.deterministic is False
     ip.run_line_magic("nnx_mode", "net")
-    assert capsys.readouterr().out.splitlines()[0] == "Net: train (4 of 5 modules with set_view are set to train or eval)"
+    assert (
+        capsys.readouterr().out.splitlines()[0] == "Net: train (4 of 5 modules with set_view are set to train or eval)"
+    )
 
 
-@pytest.mark.parametrize("line, message", [
-    ("missing", "name 'missing' is not defined"),
-    ("net sideways", "argument mode: invalid choice: 'sideways'"),
-    ("{} eval", "TARGET '{}' is a dict, not an nnx.Module"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("missing", "name 'missing' is not defined"),
+        ("net sideways", "argument mode: invalid choice: 'sideways'"),
+        ("{} eval", "TARGET '{}' is a dict, not an nnx.Module"),
+    ],
+)
 def test_nnx_mode_bad_input_changes_nothing(ip, net, line, message):
     ip.user_ns["net"] = net
     net.train()
@@ -146,8 +151,9 @@ class Picky(nnx.Module):
 
 
 def modes_of(model):
-    return {m.path_text: {a.name: a.current for a in m.args if a.has_current}
-            for m in nnx_lab.view_report(model).modules}
+    return {
+        m.path_text: {a.name: a.current for a in m.args if a.has_current} for m in nnx_lab.view_report(model).modules
+    }
 
 
 def test_a_fresh_multi_head_attention_does_not_make_a_model_mixed(net):
@@ -212,8 +218,10 @@ def test_apply_in_place_by_path_and_the_line_that_does_it(net):
     scope = core.scope_for(report, {"path": ["bn"]})
     core.apply_in_place(net, scope, {"use_running_average": True})
     assert net.bn.use_running_average is True and net.drop.deterministic is False
-    assert core.apply_code("net", scope, {"use_running_average": True}) == \
-        "net.set_attributes(lambda path, node: path == ('bn',), use_running_average=True)"
+    assert (
+        core.apply_code("net", scope, {"use_running_average": True})
+        == "net.set_attributes(lambda path, node: path == ('bn',), use_running_average=True)"
+    )
     # the line shown is the line that ran: it does the same thing when the user runs it
     fresh = Net(nnx.Rngs(0))
     fresh.train()
@@ -237,17 +245,25 @@ def test_view_code_names_classes_so_the_line_runs(net):
     assert core.make_view(holder, unbound, {"deterministic": True}).layers[0].deterministic is True
 
 
-@pytest.mark.parametrize("values, message", [
-    ({}, "choose at least one value to set"),
-    ({"nonsense": True}, "no module in all modules takes 'nonsense' in set_view (they take: batch_size, beams, decode, "
-                         "deterministic, max_length, temperature, use_running_average, verbose)"),
-    ({"deterministic": "yes"}, "deterministic takes True/False/None, not str 'yes'"),
-    ({"verbose": None}, "verbose takes True/False, not NoneType None"),
-    ({"max_length": True}, "max_length takes an int or None, not bool True"),
-    ({"max_length": "12a"}, "max_length takes an int or None, not '12a'"),
-    ({"batch_size": "__import__('os').system('x')"}, "batch_size: \"__import__('os').system('x')\" is not a "
-                                                    "Python literal"),
-])
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({}, "choose at least one value to set"),
+        (
+            {"nonsense": True},
+            "no module in all modules takes 'nonsense' in set_view (they take: batch_size, beams, decode, "
+            "deterministic, max_length, temperature, use_running_average, verbose)",
+        ),
+        ({"deterministic": "yes"}, "deterministic takes True/False/None, not str 'yes'"),
+        ({"verbose": None}, "verbose takes True/False, not NoneType None"),
+        ({"max_length": True}, "max_length takes an int or None, not bool True"),
+        ({"max_length": "12a"}, "max_length takes an int or None, not '12a'"),
+        (
+            {"batch_size": "__import__('os').system('x')"},
+            "batch_size: \"__import__('os').system('x')\" is not a Python literal",
+        ),
+    ],
+)
 def test_browser_values_are_checked_and_never_evaluated(net, values, message):
     report = nnx_lab.view_report(net)
     with pytest.raises(core.ViewError, match=re.escape(message)):
@@ -256,8 +272,13 @@ def test_browser_values_are_checked_and_never_evaluated(net, values, message):
 
 def test_browser_text_becomes_literals_and_ints(net):
     report = nnx_lab.view_report(net)
-    got = core.coerce_values(net, report, core.scope_for(report, None),
-                             {"batch_size": " (2, 3) ", "max_length": "16", "decode": True}, from_text=True)
+    got = core.coerce_values(
+        net,
+        report,
+        core.scope_for(report, None),
+        {"batch_size": " (2, 3) ", "max_length": "16", "decode": True},
+        from_text=True,
+    )
     assert got == {"batch_size": (2, 3), "max_length": 16, "decode": True}
 
 
@@ -265,9 +286,11 @@ def test_keys_outside_the_scope_are_refused(net):
     report = nnx_lab.view_report(net)
     with pytest.raises(core.ViewError, match=r"no module in class Dropout takes 'use_running_average'"):
         core.coerce_values(net, report, core.scope_for(report, {"class": "Dropout"}), {"use_running_average": True})
-    for spec, message in [({"class": "Linear"}, "no single class named 'Linear'"),
-                          ({"path": ["nowhere"]}, "no module with set_view at path ['nowhere']"),
-                          ("drop", "a scope is None")]:
+    for spec, message in [
+        ({"class": "Linear"}, "no single class named 'Linear'"),
+        ({"path": ["nowhere"]}, "no module with set_view at path ['nowhere']"),
+        ("drop", "a scope is None"),
+    ]:
         with pytest.raises(core.ViewError, match=re.escape(message)):
             core.scope_for(report, spec)
 
@@ -313,18 +336,24 @@ def filter_a(path, node):
     return True
 
 
-@pytest.mark.parametrize("only, code", [
-    (nnx.Dropout, "nnx.Dropout"),
-    ((nnx.Dropout, nnx.BatchNorm), "(nnx.Dropout, nnx.BatchNorm)"),
-    ([nnx.Dropout], "(nnx.Dropout,)"),
-    (nnx.PathContains("mha", exact=False), "nnx.PathContains('mha', exact=False)"),
-    (nnx.All(nnx.Dropout, nnx.Not(nnx.PathContains(0))), "nnx.All(nnx.Dropout, nnx.Not(nnx.PathContains(0, exact=True)))"),
-    (nnx.Any(nnx.OfType(nnx.BatchNorm), nnx.WithTag("x")), "nnx.Any(nnx.BatchNorm, nnx.WithTag('x'))"),
-    (nnx.Everything(), "nnx.Everything()"),
-    (filter_a, "filter_a"),  # a function bound to a name: that name
-    (lambda path, node: True, None),  # no Python text reaches it
-    (nnx.All(nnx.Dropout, lambda path, node: True), None),
-])
+@pytest.mark.parametrize(
+    "only, code",
+    [
+        (nnx.Dropout, "nnx.Dropout"),
+        ((nnx.Dropout, nnx.BatchNorm), "(nnx.Dropout, nnx.BatchNorm)"),
+        ([nnx.Dropout], "(nnx.Dropout,)"),
+        (nnx.PathContains("mha", exact=False), "nnx.PathContains('mha', exact=False)"),
+        (
+            nnx.All(nnx.Dropout, nnx.Not(nnx.PathContains(0))),
+            "nnx.All(nnx.Dropout, nnx.Not(nnx.PathContains(0, exact=True)))",
+        ),
+        (nnx.Any(nnx.OfType(nnx.BatchNorm), nnx.WithTag("x")), "nnx.Any(nnx.BatchNorm, nnx.WithTag('x'))"),
+        (nnx.Everything(), "nnx.Everything()"),
+        (filter_a, "filter_a"),  # a function bound to a name: that name
+        (lambda path, node: True, None),  # no Python text reaches it
+        (nnx.All(nnx.Dropout, lambda path, node: True), None),
+    ],
+)
 def test_filter_code_spells_filters_as_python(only, code):
     assert core.filter_code(only, {"filter_a": filter_a}) == code
     if code is not None:
@@ -336,8 +365,11 @@ def test_only_a_module_path_is_that_module_and_below(only):
     model = nnx.Sequential(nnx.Dropout(0.5), nnx.Sequential(nnx.Dropout(0.5), EncDec()))
     report = nnx_lab.view_report(model, only=only)
     assert [m.path_text for m in report.modules] == [
-        "layers[1].layers[0]", "layers[1].layers[1].dec.layers[0]", "layers[1].layers[1].enc.layers[0]",
-        "layers[1].layers[1].enc.layers[1]"]
+        "layers[1].layers[0]",
+        "layers[1].layers[1].dec.layers[0]",
+        "layers[1].layers[1].enc.layers[0]",
+        "layers[1].layers[1].enc.layers[1]",
+    ]
     base = core.base_scope(model, only)
     assert base.code == "lambda path, node: path[:2] == ('layers', 1)"
     model.train()
@@ -347,24 +379,40 @@ def test_only_a_module_path_is_that_module_and_below(only):
 
 def test_a_filter_matching_nothing_says_so():
     model = EncDec()
-    assert nnx_lab.view_report(model, only="enc/nowhere").summary() == \
-        "EncDec: only='enc/nowhere' matched no module with set_view"
-    assert nnx_lab.view_report(model, only=nnx.BatchNorm).summary() == \
-        "EncDec: only=nnx.BatchNorm matched no module with set_view"
+    assert (
+        nnx_lab.view_report(model, only="enc/nowhere").summary()
+        == "EncDec: only='enc/nowhere' matched no module with set_view"
+    )
+    assert (
+        nnx_lab.view_report(model, only=nnx.BatchNorm).summary()
+        == "EncDec: only=nnx.BatchNorm matched no module with set_view"
+    )
 
 
 class Annotated(nnx.Module):
     def __init__(self):
         self.a = self.b = self.c = self.d = self.t = self.s = None
 
-    def set_view(self, a: Optional[bool] = None, b: typing.Optional[int] = None, c: Union[bool, None] = None,
-                 d: Union[int, str, None] = None, t: float | None = None, s: "typing.Union[str, tuple[int, int]]" = "x"):
+    def set_view(
+        self,
+        a: Optional[bool] = None,
+        b: typing.Optional[int] = None,
+        c: Union[bool, None] = None,
+        d: Union[int, str, None] = None,
+        t: float | None = None,
+        s: "typing.Union[str, tuple[int, int]]" = "x",
+    ):
         pass
 
 
 class AnnotatedText(nnx.Module):
-    def set_view(self, a: "Optional[bool]" = None, b: "typing.Optional[int]" = None, c: "Union[bool, None]" = None,
-                 d: "t.Union[int, str, None]" = None):
+    def set_view(
+        self,
+        a: "Optional[bool]" = None,
+        b: "typing.Optional[int]" = None,
+        c: "Union[bool, None]" = None,
+        d: "t.Union[int, str, None]" = None,
+    ):
         pass
 
 
@@ -372,19 +420,26 @@ class AnnotatedText(nnx.Module):
 def test_optional_and_union_annotations_are_normalised(cls):
     args = {a.name: a for a in nnx_lab.view_report(nnx.Sequential(cls())).modules[0].args}
     assert [(a.annotation, a.kind) for a in list(args.values())[:4]] == [
-        ("bool | None", "tri_bool"), ("int | None", "int"), ("bool | None", "tri_bool"), ("int | str | None", "literal")]
+        ("bool | None", "tri_bool"),
+        ("int | None", "int"),
+        ("bool | None", "tri_bool"),
+        ("int | str | None", "literal"),
+    ]
     if cls is Annotated:
         assert (args["t"].annotation, args["s"].annotation) == ("float | None", "str | tuple[int, int]")
 
 
-@pytest.mark.parametrize("values, message", [
-    ({"t": "'hot'"}, "t takes a float or None, not str 'hot'"),
-    ({"t": "True"}, "t takes a float or None, not bool True"),
-    ({"s": "3"}, "s takes a str or a tuple, not int 3"),
-    ({"d": "2.5"}, "d takes an int or a str or None, not float 2.5"),
-    ({"b": "'3'"}, "b takes an int or None, not str '3'"),
-    ({"b": "1.5"}, "b takes an int or None, not float 1.5"),
-])
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"t": "'hot'"}, "t takes a float or None, not str 'hot'"),
+        ({"t": "True"}, "t takes a float or None, not bool True"),
+        ({"s": "3"}, "s takes a str or a tuple, not int 3"),
+        ({"d": "2.5"}, "d takes an int or a str or None, not float 2.5"),
+        ({"b": "'3'"}, "b takes an int or None, not str '3'"),
+        ({"b": "1.5"}, "b takes an int or None, not float 1.5"),
+    ],
+)
 def test_literal_values_must_match_simple_annotations(values, message):
     model = nnx.Sequential(Annotated())
     before = frozen(model)
@@ -398,13 +453,15 @@ def test_values_that_match_are_kept_and_complex_annotations_stay_permissive(net)
     model = nnx.Sequential(Annotated())
     report = nnx_lab.view_report(model)
     scope = core.scope_for(report, None)
-    got = core.coerce_values(model, report, scope, {"t": "3", "s": "(1, 2)", "d": "'x'", "b": "None", "a": None},
-                             from_text=True)
+    got = core.coerce_values(
+        model, report, scope, {"t": "3", "s": "(1, 2)", "d": "'x'", "b": "None", "a": None}, from_text=True
+    )
     assert got == {"t": 3, "s": (1, 2), "d": "x", "b": None, "a": None}  # an int is a float here
     report = nnx_lab.view_report(net)
     # int | Shape | None: Shape is not checked, so set_view decides
-    assert core.coerce_values(net, report, core.scope_for(report, None), {"batch_size": "'any'"},
-                              from_text=True) == {"batch_size": "any"}
+    assert core.coerce_values(net, report, core.scope_for(report, None), {"batch_size": "'any'"}, from_text=True) == {
+        "batch_size": "any"
+    }
 
 
 def test_an_int_or_none_argument_takes_none_from_the_browser(net):
@@ -426,14 +483,18 @@ def test_an_int_or_none_argument_takes_none_from_the_browser(net):
 def test_the_summary_counts_only_modules_set_to_train_or_eval(net):
     net.drop.deterministic = False  # attn and plain stay None: decided at call time
     assert nnx_lab.view_report(net).summary() == (
-        "Net: train (2 of 5 modules with set_view are set to train or eval); decided at call time: attn, plain")
+        "Net: train (2 of 5 modules with set_view are set to train or eval); decided at call time: attn, plain"
+    )
 
 
 def test_a_mode_switch_on_a_model_without_a_mode_is_an_error(ip):
     model = nnx.Sequential(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), Documented())
     before = frozen(model)
-    with pytest.raises(core.ViewError, match=r"^Sequential: no submodule has a train/eval argument "
-                                             r"\(deterministic, use_running_average, training\), so model.eval\(\) would change nothing$"):
+    with pytest.raises(
+        core.ViewError,
+        match=r"^Sequential: no submodule has a train/eval argument "
+        r"\(deterministic, use_running_average, training\), so model.eval\(\) would change nothing$",
+    ):
         core.set_mode(model, "eval")
     ip.user_ns["lin"] = model
     with pytest.raises(UsageError, match="no submodule has a train/eval argument"):

@@ -1,7 +1,6 @@
 """The mode report and view panels on modules flax's view guide writes, and on hostile ones."""
 
 import re
-import warnings
 
 import pytest
 from flax import nnx
@@ -46,11 +45,14 @@ class ReprAnnotation(nnx.Module):
 
 
 @needs_view
-@pytest.mark.parametrize("cls, shown", [
-    (Getter, "<getter raised RuntimeError: getter broke>"),
-    (ReprValue, "<repr failed: RuntimeError>"),
-    (ReprAnnotation, "opt: <repr failed: RuntimeError>"),
-])
+@pytest.mark.parametrize(
+    "cls, shown",
+    [
+        (Getter, "<getter raised RuntimeError: getter broke>"),
+        (ReprValue, "<repr failed: RuntimeError>"),
+        (ReprAnnotation, "opt: <repr failed: RuntimeError>"),
+    ],
+)
 def test_raising_getters_and_reprs_are_shown_not_raised(ip, cls, shown):
     model = nnx.Sequential(cls(), nnx.Dropout(0.1))
     before = frozen(model)

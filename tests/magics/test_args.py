@@ -125,7 +125,12 @@ def test_run_cell_body_statements_then_expression_within_a_context(ip):
 
 def test_split_expressions_keeps_brackets_and_strings_whole():
     assert split_expressions("m nnx.All(nnx.Param, nnx.PathContains('a b')) ... --as g,p,r") == [
-        "m", "nnx.All(nnx.Param, nnx.PathContains('a b'))", "...", "--as", "g,p,r"]
+        "m",
+        "nnx.All(nnx.Param, nnx.PathContains('a b'))",
+        "...",
+        "--as",
+        "g,p,r",
+    ]
     assert split_expressions('d["x y"] """a b""" [1, 2]') == ['d["x y"]', '"""a b"""', "[1, 2]"]
     for bad in ("f(x", "'open"):
         with pytest.raises(UsageError, match="unbalanced"):
@@ -145,6 +150,8 @@ def test_parse_only_reads_a_path_a_filter_or_a_path_that_matches_nothing():
     assert parse_only("blocks.7.attn", model, namespace) == "blocks.7.attn"
     # Anything else that fails is refused, naming the error.
     for text, error in [("1/0", "ZeroDivisionError"), ("nnx.Nope", "AttributeError"), ("f(x)", "NameError")]:
-        with pytest.raises(UsageError, match=f"--only '{re.escape(text)}' is not a module path of TARGET, and as an "
-                                             f"expression it raised {error}"):
+        with pytest.raises(
+            UsageError,
+            match=f"--only '{re.escape(text)}' is not a module path of TARGET, and as an expression it raised {error}",
+        ):
             parse_only(text, model, namespace)

@@ -1,17 +1,17 @@
 """%%nnx_capture: what it binds and shows, --grads, and every bad input leaving the model (and namespace) as it was."""
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
 from IPython.core.error import UsageError
-
-from nnx_lab.magics import _capture as capture_magic
-from nnx_lab.core.capture import CaptureReport, patched_classes
 from scan_models import Scanned
-from unchanged import assert_unchanged as _assert_unchanged, frozen
+from unchanged import assert_unchanged as _assert_unchanged
+from unchanged import frozen
+
+from nnx_lab.core.capture import CaptureReport, patched_classes
+from nnx_lab.magics import _capture as capture_magic
 
 pytestmark = pytest.mark.needs_flax("nnx.capture")
 
@@ -28,7 +28,7 @@ class Block(nnx.Module):
         h = self.perturb("h", self.linear(x))
         self.sow(nnx.Intermediate, "h", h)
         self.sow(MyInterm, "mine", -h)
-        return h ** 2
+        return h**2
 
 
 class Model(nnx.Module):
@@ -93,8 +93,12 @@ def test_binds_captured_and_shows_the_report(ip, capsys):
 
 def test_methods_only_as_and_types_from_the_namespace(ip, shown):
     cell(ip, "model --methods --only blocks[1] --as acts --types Intermediate,MyInterm")
-    assert paths(ip.user_ns["acts"]) == ["blocks[1].__call__", "blocks[1].h", "blocks[1].linear.__call__",
-                                         "blocks[1].mine"]
+    assert paths(ip.user_ns["acts"]) == [
+        "blocks[1].__call__",
+        "blocks[1].h",
+        "blocks[1].linear.__call__",
+        "blocks[1].mine",
+    ]
     assert "captured" not in ip.user_ns
     [report] = shown
     assert isinstance(report, CaptureReport) and report.matched == (("blocks", 1, "linear"), ("blocks", 1))
@@ -109,8 +113,9 @@ def test_methods_only_as_and_types_from_the_namespace(ip, shown):
 def test_jitted_function_and_submodule_calls_are_captured(ip, shown):
     cell(ip, "model", "y = forward(model, x)\nz = model.blocks[1](x)")
     assert len(ip.user_ns["captured"]["blocks"][1]["h"].get_value()) == 2
-    assert np.allclose(ip.user_ns["captured"]["blocks"][0]["h"].get_value()[0], ip.user_ns["model"].blocks[0].linear(
-        ip.user_ns["x"]))
+    assert np.allclose(
+        ip.user_ns["captured"]["blocks"][0]["h"].get_value()[0], ip.user_ns["model"].blocks[0].linear(ip.user_ns["x"])
+    )
     ip.user_ns.pop("z")
 
 
@@ -164,8 +169,9 @@ def test_grads_flag_explains_missing_gradients(ip, shown):
     ip.run_cell("def loss_fn(model, x):\n    return model(x).sum()")
     cell(ip, "model --grads loss_fn", "y = model(x)")
     assert ip.user_ns["captured_grads"] is None
-    assert shown[-1].messages[-1] == ("--grads loss_fn: the body never called loss_fn(model, ...), "
-                                      "so there are no gradients")
+    assert shown[-1].messages[-1] == (
+        "--grads loss_fn: the body never called loss_fn(model, ...), so there are no gradients"
+    )
     ip.user_ns["plain"] = nnx.Linear(3, 3, rngs=nnx.Rngs(0))
     cell(ip, "plain --grads loss_fn", "loss = loss_fn(plain, x)")
     assert ip.user_ns["captured_grads"] is None and ip.user_ns["loss"].shape == ()
@@ -173,30 +179,40 @@ def test_grads_flag_explains_missing_gradients(ip, shown):
     ip.user_ns.pop("plain")
 
 
-@pytest.mark.parametrize("line, message", [
-    ("", "the following arguments are required: target"),
-    ("missing_model", "TARGET 'missing_model': name 'missing_model' is not defined"),
-    ("x", "TARGET 'x' is an ArrayImpl, not an nnx.Module"),
-    ("nnx.state(model)", "TARGET 'nnx.state(model)' is a State, not an nnx.Module"),
-    ("model --types Linear", "--types: 'Linear' is a type, not an nnx.Variable type"),
-    ("model --types nnx.Linear", "--types: 'nnx.Linear' is a type, not an nnx.Variable type"),
-    ("model --types Nope", "--types: unknown Variable type 'Nope'"),
-    ("model --types x", "--types: 'x' is an ArrayImpl, not an nnx.Variable type"),
-    ("model --only 1/0", "--only '1/0' is not a module path of TARGET, and as an expression it raised ZeroDivisionError"),
-    ("model --only 42", "only=42 is not an NNX filter or a module path"),
-    ("model --only (lambda p, m: 1 / 0)", "--only (lambda p, m: 1 / 0) raised ZeroDivisionError: division by zero "
-                                          "on the module at "),
-    ("model --only (lambda p, m: jnp.ones(3))", "--only (lambda p, m: jnp.ones(3)) returned an ArrayImpl for the "
-                                                "module at "),
-    ("model --only (lambda p, m: None)", "not True or False; nothing was armed"),
-    ("model --only jnp.ones(3)", "is not an NNX filter or a module path"),
-    ("model --as class", "--as 'class' is a Python keyword"),
-    ("model --as model", "--as 'model' would replace TARGET itself"),
-    ("model --grads nowhere", "--grads nowhere: no such name in the namespace"),
-    ("model --grads x", "--grads x is an ArrayImpl, not a function"),
-    ("model --grads 'f(x)'", "--grads takes the name of a loss function"),
-    ("model --bins 0", "--bins must be an integer in [1, 1024]"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("", "the following arguments are required: target"),
+        ("missing_model", "TARGET 'missing_model': name 'missing_model' is not defined"),
+        ("x", "TARGET 'x' is an ArrayImpl, not an nnx.Module"),
+        ("nnx.state(model)", "TARGET 'nnx.state(model)' is a State, not an nnx.Module"),
+        ("model --types Linear", "--types: 'Linear' is a type, not an nnx.Variable type"),
+        ("model --types nnx.Linear", "--types: 'nnx.Linear' is a type, not an nnx.Variable type"),
+        ("model --types Nope", "--types: unknown Variable type 'Nope'"),
+        ("model --types x", "--types: 'x' is an ArrayImpl, not an nnx.Variable type"),
+        (
+            "model --only 1/0",
+            "--only '1/0' is not a module path of TARGET, and as an expression it raised ZeroDivisionError",
+        ),
+        ("model --only 42", "only=42 is not an NNX filter or a module path"),
+        (
+            "model --only (lambda p, m: 1 / 0)",
+            "--only (lambda p, m: 1 / 0) raised ZeroDivisionError: division by zero on the module at ",
+        ),
+        (
+            "model --only (lambda p, m: jnp.ones(3))",
+            "--only (lambda p, m: jnp.ones(3)) returned an ArrayImpl for the module at ",
+        ),
+        ("model --only (lambda p, m: None)", "not True or False; nothing was armed"),
+        ("model --only jnp.ones(3)", "is not an NNX filter or a module path"),
+        ("model --as class", "--as 'class' is a Python keyword"),
+        ("model --as model", "--as 'model' would replace TARGET itself"),
+        ("model --grads nowhere", "--grads nowhere: no such name in the namespace"),
+        ("model --grads x", "--grads x is an ArrayImpl, not a function"),
+        ("model --grads 'f(x)'", "--grads takes the name of a loss function"),
+        ("model --bins 0", "--bins must be an integer in [1, 1024]"),
+    ],
+)
 def test_bad_input_is_one_line_and_changes_nothing(ip, line, message):
     model = ip.user_ns["model"]
     before = frozen(model)
@@ -220,8 +236,10 @@ def test_only_matching_nothing_warns_and_still_runs(ip, shown):
 def test_nothing_sown_under_the_chosen_types_names_what_was(ip, capsys):
     cell(ip, "model --types BatchStat")
     out = capsys.readouterr().out
-    assert ("nothing was sown under BatchStat; sown instead: Perturbation, Intermediate, MyInterm "
-            "(choose those types to capture them)") in out
+    assert (
+        "nothing was sown under BatchStat; sown instead: Perturbation, Intermediate, MyInterm "
+        "(choose those types to capture them)"
+    ) in out
     assert paths(ip.user_ns["captured"]) == []
 
 
@@ -247,7 +265,8 @@ def test_xss_sow_names_are_escaped(ip, shown):
         "    def __call__(self, x):\n"
         "        self.sow(nnx.Intermediate, '<img src=x onerror=alert(1)>', x)\n"
         "        return x\n"
-        "evil = Evil()")
+        "evil = Evil()"
+    )
     cell(ip, "evil", "y = evil(x)")
     html = shown[-1].to_html()
     assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
@@ -289,8 +308,10 @@ def test_flaxs_own_capture_in_the_body_takes_over_and_the_report_says_so(ip, sho
     assert np.allclose(ip.user_ns["intms"]["blocks"][1]["h"].get_value()[0], alone["blocks"][1]["h"].get_value()[0])
     assert paths(ip.user_ns["captured"]) == []
     text = shown[-1].to_text()
-    assert text.startswith("captured 0 arrays (Intermediate)\n!! 1 call ran inside your own nnx.capture: "
-                           "what it sowed went to that capture's result, not here")
+    assert text.startswith(
+        "captured 0 arrays (Intermediate)\n!! 1 call ran inside your own nnx.capture: "
+        "what it sowed went to that capture's result, not here"
+    )
     assert "no module called" not in text
     assert_unchanged(model, before)
     ip.user_ns.pop("intms")
@@ -316,7 +337,8 @@ def test_flaxs_guide_vmap_over_a_broadcast_model_with_its_own_capture_inside(ip,
         "        inner = lambda m, x: nnx.capture(m, nnx.Intermediate)(x)\n"
         "        return nnx.vmap(inner, in_axes=(None, 0))(self.foo, x)\n"
         "host, xs = Host(), jnp.ones((3, 4))\n"
-        "expected_y, expected = host(xs)\n").raise_error()
+        "expected_y, expected = host(xs)\n"
+    ).raise_error()
     try:
         cell(ip, "host", "y, intms = host(xs)")
         assert np.allclose(ip.user_ns["y"], ip.user_ns["expected_y"])
@@ -335,15 +357,19 @@ def test_grads_messages_agree_with_what_was_found(ip, shown):
         "        return self.perturb('x', x) ** 2\n"
         "perturbs = OnlyPerturbs()\n"
         "def loss_fn(model, x):\n"
-        "    return model(x).sum()")
+        "    return model(x).sum()"
+    )
     try:
         cell(ip, "perturbs --grads loss_fn", "loss = loss_fn(perturbs, x)")
         report = shown[-1]
         assert len(report.grads_snapshot.rows) == 1 and "gradients at 1 perturbation" in report.to_text()
-        assert not any("perturb()" in m and "no module called" in m and "sow() or perturb()" in m
-                       for m in report.messages)
-        assert report.messages[0] == ("nothing was sown under Intermediate: no module called sow() during the "
-                                      "capture; the perturb() points are the gradients")
+        assert not any(
+            "perturb()" in m and "no module called" in m and "sow() or perturb()" in m for m in report.messages
+        )
+        assert report.messages[0] == (
+            "nothing was sown under Intermediate: no module called sow() during the "
+            "capture; the perturb() points are the gradients"
+        )
     finally:
         for name in ("OnlyPerturbs", "perturbs"):
             ip.user_ns.pop(name, None)

@@ -78,13 +78,16 @@ def test_config_bins_is_the_capture_reports_default(ip, reset, monkeypatch):
     ip.user_ns.pop("tap")
 
 
-@pytest.mark.parametrize("line, message", [
-    ("NnxLabMagics.max_rows = 0", "NnxLabMagics.max_rows must be an integer in [1, 1000000], got 0"),
-    ("NnxLabMagics.rate = 0", "NnxLabMagics.rate must be a number in (0, 100], got 0"),  # as written
-    ("NnxLabMagics.rate = float('nan')", "NnxLabMagics.rate must be a number in (0, 100], got nan"),
-    ("NnxLabMagics.bins = 2000", "NnxLabMagics.bins must be an integer in [1, 1024], got 2000"),
-    ("NnxLabMagics.max_rows = True", "NnxLabMagics.max_rows must be an integer in [1, 1000000], got True"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("NnxLabMagics.max_rows = 0", "NnxLabMagics.max_rows must be an integer in [1, 1000000], got 0"),
+        ("NnxLabMagics.rate = 0", "NnxLabMagics.rate must be a number in (0, 100], got 0"),  # as written
+        ("NnxLabMagics.rate = float('nan')", "NnxLabMagics.rate must be a number in (0, 100], got nan"),
+        ("NnxLabMagics.bins = 2000", "NnxLabMagics.bins must be an integer in [1, 1024], got 2000"),
+        ("NnxLabMagics.max_rows = True", "NnxLabMagics.max_rows must be an integer in [1, 1000000], got True"),
+    ],
+)
 def test_a_bad_value_is_refused_and_the_default_stays(ip, reset, capsys, caplog, line, message):
     before = (magics(ip).max_rows, magics(ip).rate, magics(ip).bins)
     ip.run_line_magic("config", line)

@@ -25,14 +25,16 @@ def shell():
     shell.run_line_magic("unload_ext", "nnx_lab")
 
 
-@pytest.mark.parametrize("name, value, message", [
-    ("max_rows", -5, "NnxLabMagics.max_rows must be an integer in [1, 1000000], got -5"),
-    ("rate", "fast", "NnxLabMagics.rate must be a number in (0, 100], got 'fast'"),
-    ("rate", True, "NnxLabMagics.rate must be a number in (0, 100], got True"),
-    ("bins", 2.5, "NnxLabMagics.bins must be an integer in [1, 1024], got 2.5"),
-])
-def test_a_bad_configured_value_warns_once_and_the_magics_load_with_the_default(shell, caplog, name, value,
-                                                                                message):
+@pytest.mark.parametrize(
+    "name, value, message",
+    [
+        ("max_rows", -5, "NnxLabMagics.max_rows must be an integer in [1, 1000000], got -5"),
+        ("rate", "fast", "NnxLabMagics.rate must be a number in (0, 100], got 'fast'"),
+        ("rate", True, "NnxLabMagics.rate must be a number in (0, 100], got True"),
+        ("bins", 2.5, "NnxLabMagics.bins must be an integer in [1, 1024], got 2.5"),
+    ],
+)
+def test_a_bad_configured_value_warns_once_and_the_magics_load_with_the_default(shell, caplog, name, value, message):
     shell.config.NnxLabMagics[name] = value
     shell.config.NnxLabMagics["bins" if name != "bins" else "max_rows"] = 7  # a good one beside it is kept
     with caplog.at_level(logging.WARNING, logger="nnx_lab"):

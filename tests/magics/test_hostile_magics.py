@@ -53,8 +53,10 @@ def test_a_layer_axis_that_is_not_an_integer_is_one_usage_error(ip, axis):
 def test_a_pinned_model_rebound_by_a_loop_says_which_name_holds_the_new_one(ip):
     import gc
 
-    ip.run_cell("from flax import nnx\nmodel = nnx.Linear(2, 3, rngs=nnx.Rngs(0))\n"
-                "import nnx_lab\nviewer = nnx_lab.watch(model)")
+    ip.run_cell(
+        "from flax import nnx\nmodel = nnx.Linear(2, 3, rngs=nnx.Rngs(0))\n"
+        "import nnx_lab\nviewer = nnx_lab.watch(model)"
+    )
     viewer = ip.user_ns.pop("viewer")
     try:
         ip.run_cell("for step in range(2):\n    model = nnx.Linear(2, 3, rngs=nnx.Rngs(step))")  # a loop rebinding it
@@ -62,8 +64,10 @@ def test_a_pinned_model_rebound_by_a_loop_says_which_name_holds_the_new_one(ip):
         viewer.watcher.refresh(force=True)
         status = viewer.watcher.status()
         assert status["state"] == "gone"
-        assert status["message"] == ("the model was garbage-collected; `model` now holds another Linear (a loop "
-                                     "rebinding it?): nnx_lab.watch('model') follows the name")
+        assert status["message"] == (
+            "the model was garbage-collected; `model` now holds another Linear (a loop "
+            "rebinding it?): nnx_lab.watch('model') follows the name"
+        )
     finally:
         viewer.close()
         ip.user_ns.pop("model", None)
@@ -80,9 +84,6 @@ class RNNCell(nnx.Module):  # flax's randomness guide
 
         x = jax.nn.relu(self.drop(self.linear(jnp.concatenate([carry, x], axis=-1))))
         return x, x
-
-
-
 
 
 @pytest.mark.needs_flax("nnx.capture")
@@ -124,8 +125,10 @@ def test_capture_methods_around_jax_jit_of_a_module_says_where_the_values_went(i
     ip.user_ns.update(linear=nnx.Linear(2, 3, rngs=nnx.Rngs(0)), x=jnp.ones((1, 2)), jax=jax, nnx=nnx)
     ip.run_cell_magic("nnx_capture", "linear --methods", "y = jax.jit(lambda m, x: m(x))(linear, x)")
     (report,) = reports
-    assert any(m.startswith("1 method call ran on copies of the model inside a jax transform") and "nnx.jit" in m
-               for m in report.messages)
+    assert any(
+        m.startswith("1 method call ran on copies of the model inside a jax transform") and "nnx.jit" in m
+        for m in report.messages
+    )
     ip.run_cell_magic("nnx_capture", "linear --methods", "y = nnx.jit(lambda m, x: m(x))(linear, x)")
     assert not any("copies of the model" in m for m in reports[-1].messages)  # nnx.jit brings them back
     for name in ("linear", "x", "y"):

@@ -29,8 +29,9 @@ BAD = [
 
 @pytest.fixture
 def ip(ip):
-    ip.user_ns.update(nnx=nnx, model=nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)),
-                                                    nnx.Dropout(0.5, rngs=nnx.Rngs(0))))
+    ip.user_ns.update(
+        nnx=nnx, model=nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), nnx.Dropout(0.5, rngs=nnx.Rngs(0)))
+    )
     yield ip
     ip.user_ns.pop("model", None)
 
@@ -51,9 +52,13 @@ MAGICS = [
 NEEDS_FLAX = {"nnx_view": "nnx.view"}  # what an older flax (Colab's) answers with one line instead
 
 
-@pytest.mark.parametrize("magic, line", [
-    pytest.param(m, line, marks=[pytest.mark.needs_flax(NEEDS_FLAX[m])] if m in NEEDS_FLAX else [])
-    for m, line in MAGICS])
+@pytest.mark.parametrize(
+    "magic, line",
+    [
+        pytest.param(m, line, marks=[pytest.mark.needs_flax(NEEDS_FLAX[m])] if m in NEEDS_FLAX else [])
+        for m, line in MAGICS
+    ],
+)
 @pytest.mark.parametrize("name, reason", BAD)
 def test_line_magics_refuse_names_that_break_the_shell(ip, magic, line, name, reason):
     with pytest.raises(UsageError, match=reason) as e:
@@ -90,8 +95,9 @@ def test_create_view_refuses_them(name, reason):
     panel = nnx_lab.ViewPanel(model, namespace=namespace)
     acks = []
     panel.send = lambda content, buffers=None: acks.append(content)
-    panel._on_message(panel, {"type": "view", "id": 1, "only": None, "values": {"deterministic": True},
-                              "name": name}, [])
+    panel._on_message(
+        panel, {"type": "view", "id": 1, "only": None, "values": {"deterministic": True}, "name": name}, []
+    )
     ack = acks[-1]
     assert ack["state"] == "error" and reason in ack["text"] and "\n" not in ack["text"]
     assert namespace == {"__builtins__": builtins, "model": model}

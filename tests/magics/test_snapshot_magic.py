@@ -1,8 +1,8 @@
 """%nnx_snapshot and %nnx_watch: what they display and bind, TARGET expressions, bad input."""
 
 import pytest
-from IPython.core.error import UsageError
 from flax import nnx
+from IPython.core.error import UsageError
 
 
 def test_snapshot_magic_displays_and_binds(ip, capsys):
@@ -13,13 +13,16 @@ def test_snapshot_magic_displays_and_binds(ip, capsys):
     assert "Linear: 2 variables" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("line, message", [
-    ("", "the following arguments are required: target"),
-    ("missing_model", "TARGET 'missing_model': name 'missing_model' is not defined"),
-    ("1/0", "TARGET '1/0' raised ZeroDivisionError"),
-    ("42", "expected an nnx.Module"),
-    ("model --as class", "--as 'class' is a Python keyword"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("", "the following arguments are required: target"),
+        ("missing_model", "TARGET 'missing_model': name 'missing_model' is not defined"),
+        ("1/0", "TARGET '1/0' raised ZeroDivisionError"),
+        ("42", "expected an nnx.Module"),
+        ("model --as class", "--as 'class' is a Python keyword"),
+    ],
+)
 def test_bad_input_is_a_one_line_usage_error(ip, line, message):
     ip.user_ns["model"] = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
     before = nnx.state(ip.user_ns["model"])
@@ -32,8 +35,10 @@ def test_bad_input_is_a_one_line_usage_error(ip, line, message):
 def jax_equal(a, b):
     import jax
     import numpy as np
+
     return jax.tree.structure(a) == jax.tree.structure(b) and all(
-        np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+        np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b))
+    )
 
 
 def test_target_expressions_keep_their_quotes_and_spaces(ip):
@@ -65,11 +70,14 @@ def test_layers_option_gives_one_row_per_layer(ip):
 
 
 @pytest.mark.parametrize("magic", ["nnx_snapshot", "nnx_watch"])
-@pytest.mark.parametrize("option, message", [
-    ("--layers blocks", "'blocks' is not PREFIX=AXIS"),
-    ("--layers blockz=0", "no Variable under 'blockz'"),
-    ("--layers blocks=4", r"blocks.bias has shape \(3, 2\), no axis 4"),
-])
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        ("--layers blocks", "'blocks' is not PREFIX=AXIS"),
+        ("--layers blockz=0", "no Variable under 'blockz'"),
+        ("--layers blocks=4", r"blocks.bias has shape \(3, 2\), no axis 4"),
+    ],
+)
 def test_a_bad_layers_option_is_a_one_line_usage_error(ip, magic, option, message):
     ip.user_ns["model"] = _stack()
     before = nnx.state(ip.user_ns["model"])

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from flax import nnx
 from IPython.core.error import UsageError
+from unchanged import assert_unchanged, frozen
 
 from nnx_lab.core import compat
-from unchanged import assert_unchanged, frozen
 
 
 @pytest.fixture
@@ -48,10 +48,12 @@ def test_cell_updates_the_model_in_place(ip):
 
 
 def test_cell_jitted_function_of_states(ip):
-    body = ("@jax.jit\n"
-            "def scale(params, factor):\n"
-            "    return jax.tree.map(lambda p: p * factor, params)\n"
-            "param = scale(param, 2.0)")
+    body = (
+        "@jax.jit\n"
+        "def scale(params, factor):\n"
+        "    return jax.tree.map(lambda p: p * factor, params)\n"
+        "param = scale(param, 2.0)"
+    )
     before = np.asarray(compat.get_value(ip.user_ns["model"].layers[0].kernel))
     cell(ip, "model nnx.Param ...", body)
     assert np.allclose(np.asarray(compat.get_value(ip.user_ns["model"].layers[0].kernel)), before * 2)
@@ -63,7 +65,9 @@ def test_cell_merge_into_a_new_model_leaves_target(ip):
     cell(ip, "model nnx.Param ... --merge-into half", "param = jax.tree.map(lambda p: p * 0.5, param)")
     assert_unchanged(model, before)
     half = ip.user_ns["half"]
-    assert np.allclose(np.asarray(compat.get_value(half.layers[0].kernel)), np.asarray(compat.get_value(model.layers[0].kernel)) * 0.5)
+    assert np.allclose(
+        np.asarray(compat.get_value(half.layers[0].kernel)), np.asarray(compat.get_value(model.layers[0].kernel)) * 0.5
+    )
 
 
 def test_cell_no_update(ip):
@@ -73,24 +77,59 @@ def test_cell_no_update(ip):
     assert_unchanged(model, before)
 
 
-@pytest.mark.parametrize("line, body, message", [
-    ("missing nnx.Param ...", "pass", "TARGET 'missing': name 'missing' is not defined"),
-    ("42 nnx.Param ...", "pass", "TARGET '42' is a int: nnx.split takes an nnx.Module, nnx.State, nnx.Optimizer, nnx.Rngs or a dict/list of Variables or arrays"),
-    ("model nnx.Nope ...", "pass", "filter 1 `nnx.Nope` raised AttributeError"),
-    ("model (lambda p, v: 1 / 0) ...", "pass", "filter 1 ((lambda p, v: 1 / 0)) raised ZeroDivisionError on layers[0].bias"),
-    ("model ... nnx.Param", "pass", "`...` matches everything, so it can only be the last filter (it is filter 1 of 2)"),
-    ("model nnx.Param ... --as g,p", "pass", "--as gives 2 names for 3 results"),
-    ("model nnx.Param ... --as g,p,class", "pass", "--as 'class' is a Python keyword"),
-    ("model nnx.Param ... --as g,p,9x", "pass", "--as '9x' is not a valid Python name"),
-    ("model nnx.Param", "pass", "not exhaustive: 2 Variables matched no filter (layers[1].mean, layers[1].var)"),
-    ("model nnx.Param ...", "param = 1 / 0", "the cell body raised ZeroDivisionError: division by zero (cell line 1); the model is unchanged"),
-    ("model nnx.Param ...", "param = [1, 2]", "cannot merge back, the model is unchanged: `param` is now a list, not an nnx.State"),
-    ("model nnx.Param ...", "param = jax.tree.map(lambda p: p[..., :1], param)", "`param` layers[0].kernel changed from (2, 3) float32 to (2, 1) float32"),
-    ("model nnx.Param ...", "param = jax.tree.map(lambda p: p.astype(jnp.int32), param)", "changed from (3,) float32 to (3,) int32"),
-    ("model nnx.Param ...", "del param['layers'][0]", "`param` lost layers[0].bias, layers[0].kernel"),
-    ("model nnx.Param ... --merge-into text", "pass", "--merge-into text: that name holds a str, not a Module; add --overwrite"),
-    ("model nnx.Param ... --merge-into x --no-update", "pass", "choose one of --merge-into NAME and --no-update"),
-])
+@pytest.mark.parametrize(
+    "line, body, message",
+    [
+        ("missing nnx.Param ...", "pass", "TARGET 'missing': name 'missing' is not defined"),
+        (
+            "42 nnx.Param ...",
+            "pass",
+            "TARGET '42' is a int: nnx.split takes an nnx.Module, nnx.State, nnx.Optimizer, nnx.Rngs or a dict/list of Variables or arrays",
+        ),
+        ("model nnx.Nope ...", "pass", "filter 1 `nnx.Nope` raised AttributeError"),
+        (
+            "model (lambda p, v: 1 / 0) ...",
+            "pass",
+            "filter 1 ((lambda p, v: 1 / 0)) raised ZeroDivisionError on layers[0].bias",
+        ),
+        (
+            "model ... nnx.Param",
+            "pass",
+            "`...` matches everything, so it can only be the last filter (it is filter 1 of 2)",
+        ),
+        ("model nnx.Param ... --as g,p", "pass", "--as gives 2 names for 3 results"),
+        ("model nnx.Param ... --as g,p,class", "pass", "--as 'class' is a Python keyword"),
+        ("model nnx.Param ... --as g,p,9x", "pass", "--as '9x' is not a valid Python name"),
+        ("model nnx.Param", "pass", "not exhaustive: 2 Variables matched no filter (layers[1].mean, layers[1].var)"),
+        (
+            "model nnx.Param ...",
+            "param = 1 / 0",
+            "the cell body raised ZeroDivisionError: division by zero (cell line 1); the model is unchanged",
+        ),
+        (
+            "model nnx.Param ...",
+            "param = [1, 2]",
+            "cannot merge back, the model is unchanged: `param` is now a list, not an nnx.State",
+        ),
+        (
+            "model nnx.Param ...",
+            "param = jax.tree.map(lambda p: p[..., :1], param)",
+            "`param` layers[0].kernel changed from (2, 3) float32 to (2, 1) float32",
+        ),
+        (
+            "model nnx.Param ...",
+            "param = jax.tree.map(lambda p: p.astype(jnp.int32), param)",
+            "changed from (3,) float32 to (3,) int32",
+        ),
+        ("model nnx.Param ...", "del param['layers'][0]", "`param` lost layers[0].bias, layers[0].kernel"),
+        (
+            "model nnx.Param ... --merge-into text",
+            "pass",
+            "--merge-into text: that name holds a str, not a Module; add --overwrite",
+        ),
+        ("model nnx.Param ... --merge-into x --no-update", "pass", "choose one of --merge-into NAME and --no-update"),
+    ],
+)
 def test_bad_input_is_one_line_and_model_unchanged(ip, line, body, message):
     ip.user_ns["text"] = "keep me"
     model = ip.user_ns["model"]
@@ -123,8 +162,10 @@ def test_in_place_edit_then_raise_leaves_model_unchanged(ip):
     """split hands out the model's own Variables; the body must get detached ones."""
     model = ip.user_ns["model"]
     before = frozen(model)
-    body = ("from nnx_lab.core import compat\n"
-            "compat.set_value(param['layers'][0]['kernel'], compat.get_value(param['layers'][0]['kernel']) * 0)\nraise ValueError('late')")
+    body = (
+        "from nnx_lab.core import compat\n"
+        "compat.set_value(param['layers'][0]['kernel'], compat.get_value(param['layers'][0]['kernel']) * 0)\nraise ValueError('late')"
+    )
     with pytest.raises(UsageError, match="the cell body raised ValueError: late"):
         cell(ip, "model nnx.Param ...", body)
     assert_unchanged(model, before)
@@ -132,8 +173,10 @@ def test_in_place_edit_then_raise_leaves_model_unchanged(ip):
 
 def test_donated_buffer_in_body_is_refused(ip):
     model = ip.user_ns["model"]
-    body = ("from nnx_lab.core import compat\n"
-            "jax.jit(lambda x: x + 1, donate_argnums=0)(compat.get_value(param['layers'][0]['bias']))")
+    body = (
+        "from nnx_lab.core import compat\n"
+        "jax.jit(lambda x: x + 1, donate_argnums=0)(compat.get_value(param['layers'][0]['bias']))"
+    )
     kernel_before = np.asarray(compat.get_value(model.layers[0].kernel))
     try:
         cell(ip, "model nnx.Param ...", body)

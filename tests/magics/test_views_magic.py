@@ -5,7 +5,6 @@ import re
 import pytest
 from flax import nnx
 from IPython.core.error import UsageError
-
 from view_models import make, modes
 
 pytestmark = pytest.mark.needs_flax("nnx.view")
@@ -33,16 +32,22 @@ def test_nnx_view_magic(ip, monkeypatch):
     assert ip.user_ns["ev"].layers[0].drop.deterministic is True
 
 
-@pytest.mark.parametrize("line, message", [
-    ("", "the following arguments are required: target"),
-    ("missing", "name 'missing' is not defined"),
-    ("{}", "TARGET '{}' is a dict, not an nnx.Module"),
-    ("net --as 2x", "--as '2x' is not a valid Python name"),
-    ("net --only nnx.Nope", "--only 'nnx.Nope' is not a module path of TARGET, and as an expression it raised "
-                            "AttributeError: Module flax.nnx has no attribute 'Nope'"),
-    ("net --only (lambda p, n: 1/0)", "--only '(lambda p, n: 1/0)': ZeroDivisionError: division by zero"),
-    ("net --only nnx.Dropout --modes", "--modes shows them all"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("", "the following arguments are required: target"),
+        ("missing", "name 'missing' is not defined"),
+        ("{}", "TARGET '{}' is a dict, not an nnx.Module"),
+        ("net --as 2x", "--as '2x' is not a valid Python name"),
+        (
+            "net --only nnx.Nope",
+            "--only 'nnx.Nope' is not a module path of TARGET, and as an expression it raised "
+            "AttributeError: Module flax.nnx has no attribute 'Nope'",
+        ),
+        ("net --only (lambda p, n: 1/0)", "--only '(lambda p, n: 1/0)': ZeroDivisionError: division by zero"),
+        ("net --only nnx.Dropout --modes", "--modes shows them all"),
+    ],
+)
 def test_nnx_view_bad_input(ip, line, message):
     ip.user_ns.update(net=make(), nnx=nnx)
     before = modes(ip.user_ns["net"])

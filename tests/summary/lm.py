@@ -43,15 +43,9 @@ class Layer(nnx.Module):
         self.norm1 = nnx.RMSNorm(dim, rngs=rngs)
         self.attn = Attention(dim, heads, kv_heads, rngs)
         self.norm2 = nnx.RMSNorm(dim, rngs=rngs)
-        self.gate = nnx.Linear(
-            dim, hidden, use_bias=False, kernel_init=_init((None, "model")), rngs=rngs
-        )
-        self.up = nnx.Linear(
-            dim, hidden, use_bias=False, kernel_init=_init((None, "model")), rngs=rngs
-        )
-        self.down = nnx.Linear(
-            hidden, dim, use_bias=False, kernel_init=_init(("model", None)), rngs=rngs
-        )
+        self.gate = nnx.Linear(dim, hidden, use_bias=False, kernel_init=_init((None, "model")), rngs=rngs)
+        self.up = nnx.Linear(dim, hidden, use_bias=False, kernel_init=_init((None, "model")), rngs=rngs)
+        self.down = nnx.Linear(hidden, dim, use_bias=False, kernel_init=_init(("model", None)), rngs=rngs)
 
     def __call__(self, x):
         x = x + self.attn(self.norm1(x))

@@ -114,16 +114,10 @@ def reference_flops(model, x) -> dict:
     """Each module call lowered alone and costed by XLA, as tabulate does: path -> flops (per call; the
     last call's for a module called more than once). Marks ``model``'s modules: use a throwaway model."""
     rows = {}
-    modules = list(
-        nnx.iter_modules(model) if hasattr(nnx, "iter_modules") else model.iter_modules()
-    )
+    modules = list(nnx.iter_modules(model) if hasattr(nnx, "iter_modules") else model.iter_modules())
     for path, m in modules:
-        m._ref_path = "/".join(
-            map(str, path)
-        )  # static: survives nnx.scan's split/merge, as tabulate's id does
-    originals = {
-        type(m): vars(type(m))["__call__"] for _, m in modules if "__call__" in vars(type(m))
-    }
+        m._ref_path = "/".join(map(str, path))  # static: survives nnx.scan's split/merge, as tabulate's id does
+    originals = {type(m): vars(type(m))["__call__"] for _, m in modules if "__call__" in vars(type(m))}
 
     def wrap(fn):
         def wrapper(self, *args, **kwargs):

@@ -85,9 +85,7 @@ def _bits(model):
     return [
         (
             jax.tree_util.keystr(p),
-            np.asarray(
-                jax.random.key_data(v) if jnp.issubdtype(v.dtype, jax.dtypes.prng_key) else v
-            ).tobytes(),
+            np.asarray(jax.random.key_data(v) if jnp.issubdtype(v.dtype, jax.dtypes.prng_key) else v).tobytes(),
         )
         for p, v in leaves
     ]
@@ -101,9 +99,7 @@ def test_model_unchanged_bit_for_bit():
     assert _bits(model) == before
     assert not hasattr(model.lin, "_nnx_lab_summary_site")
     assert "Intermediate" not in str(nnx.state(model))
-    assert nnx.Linear.__call__.__name__ == "__call__" and not hasattr(
-        nnx.Linear.__call__, "__nnx_lab_wrapped__"
-    )
+    assert nnx.Linear.__call__.__name__ == "__call__" and not hasattr(nnx.Linear.__call__, "__nnx_lab_wrapped__")
 
 
 def test_abstract_model_and_inputs():
@@ -119,9 +115,7 @@ def test_rows_and_display():
     s = summary(model, x)
     assert [r.path for r in s.rows][:3] == ["", "ln1", "attn"] and s["attn.query"].depth == 2
     assert s["up"].params_own == {"Param": [4224, 4224 * 4]}
-    assert s.rows[0].params_total["Param"][0] == sum(
-        r.params_own.get("Param", [0])[0] for r in s.rows
-    )
+    assert s.rows[0].params_total["Param"][0] == sum(r.params_own.get("Param", [0])[0] for r in s.rows)
     assert s["up"].outputs == "float32[2,6,128]" and s["up"].output_bytes == 2 * 6 * 128 * 4
     assert s.memory is None or s.memory["peak"] > 0
     text = str(s)
@@ -157,13 +151,9 @@ class Broken(nnx.Module):
 
 def test_errors_are_one_line():
     model = Broken(nnx.Rngs(0))
-    with pytest.raises(
-        SummaryError, match=r"^b \(Linear.__call__\) raised .*; its inputs: \(float32\[2,8\],\)"
-    ):
+    with pytest.raises(SummaryError, match=r"^b \(Linear.__call__\) raised .*; its inputs: \(float32\[2,8\],\)"):
         summary(model, jnp.ones((2, 4)))
-    assert nnx.Linear.__call__.__name__ == "__call__" and not hasattr(
-        nnx.Linear.__call__, "__nnx_lab_wrapped__"
-    )
+    assert nnx.Linear.__call__.__name__ == "__call__" and not hasattr(nnx.Linear.__call__, "__nnx_lab_wrapped__")
     with pytest.raises(SummaryError, match="Broken.__call__\\(x\\): too many positional arguments"):
         summary(model, jnp.ones((2, 4)), jnp.ones(3))
     with pytest.raises(SummaryError, match="^argument 1 is object, not an array"):
@@ -181,15 +171,11 @@ def test_to_pandas_or_one_line_import_error():
     try:
         import pandas  # noqa: F401
     except ImportError:
-        with pytest.raises(
-            ImportError, match="^Summary.to_pandas needs pandas: pip install pandas$"
-        ):
+        with pytest.raises(ImportError, match="^Summary.to_pandas needs pandas: pip install pandas$"):
             s.to_pandas()
     else:
         frame = s.to_pandas()
-        assert list(frame["path"]) == [r.path for r in s.rows] and list(frame["flops"]) == [
-            r.flops for r in s.rows
-        ]
+        assert list(frame["path"]) == [r.path for r in s.rows] and list(frame["flops"]) == [r.flops for r in s.rows]
 
 
 def test_vmapped_stack_declared_with_layers_and_scanned_children_totals():
@@ -210,6 +196,4 @@ def test_vmapped_stack_declared_with_layers_and_scanned_children_totals():
     assert s["ens"].flops == 3 * s["ens[layer 0]"].flops == 3 * (2 * 2 * 4 * 4 + 2 * 4)
     assert s["ens"].output_bytes == 3 * s["ens[layer 1]"].output_bytes == 3 * 2 * 4 * 4
     scanned = summary(*zoo.model("scanned"), memory=False)
-    assert (
-        scanned["blocks.ln1"].output_bytes == 3 * 2 * 5 * 16 * 4
-    )  # three layers' outputs, as its FLOPs
+    assert scanned["blocks.ln1"].output_bytes == 3 * 2 * 5 * 16 * 4  # three layers' outputs, as its FLOPs

@@ -40,9 +40,7 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_abstract_70b_under_a_mesh():
-    env = dict(
-        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu"
-    )
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
     proc = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(ROOT)],
         capture_output=True,
@@ -62,9 +60,7 @@ def test_abstract_70b_under_a_mesh():
         out
     )  # trace and costs; with the one compile for memory (1.6-1.9 s here)
     assert out["rss"] < 8 * 2**30  # nothing of the 256 GiB allocated
-    assert out["peak"] is None or out["peak"] > 32 * 2**30, (
-        out
-    )  # per device: 64 GiB of parameters on each
+    assert out["peak"] is None or out["peak"] > 32 * 2**30, out  # per device: 64 GiB of parameters on each
 
 
 EXPLICIT = textwrap.dedent("""
@@ -90,12 +86,8 @@ def test_sharding_per_row_under_explicit_axes():
         import pytest
 
         pytest.skip("jax.set_mesh (Explicit axes as the context mesh) needs a newer jax")
-    env = dict(
-        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", EXPLICIT], capture_output=True, text=True, env=env, timeout=300
-    )
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, "-c", EXPLICIT], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.splitlines() == [
         " | (float32[4,4]@P('data', None),) | float32[4,2]@P('data', None)",

@@ -25,10 +25,7 @@ def test_namespace_arg_and_shapes_agree(ip, capsys):
     ip.run_line_magic("nnx_summary", "model x --as s --no-memory")
     ip.run_line_magic("nnx_summary", "model float32[3,4] --as s2 --depth 0")
     s, s2 = ip.user_ns["s"], ip.user_ns["s2"]
-    assert (
-        isinstance(s, Summary)
-        and s.flops == s2.flops == 2 * 3 * 4 * 8 + 3 * 8 + 3 * 8 + 2 * 3 * 8 * 2 + 3 * 2
-    )
+    assert isinstance(s, Summary) and s.flops == s2.flops == 2 * 3 * 4 * 8 + 3 * 8 + 3 * 8 + 2 * 3 * 8 * 2 + 3 * 2
     assert [r.path for r in s.rows] == ["", "layers[0]", "layers[2]"] and len(s2.rows) == 1
     assert "layers[0]" in capsys.readouterr().out
     ip.run_line_magic("nnx_summary", "model (3, 4) --as s --grad --no-memory")

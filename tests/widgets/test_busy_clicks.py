@@ -13,8 +13,10 @@ jupyter_client = pytest.importorskip("jupyter_client.manager")
 
 #: ipykernel 7 reads a comm's messages in a subshell while a cell runs; before (Colab's 6.17), never.
 SUBSHELLS = int(importlib.metadata.version("ipykernel").split(".")[0]) >= 7
-needs_subshells = pytest.mark.skipif(not SUBSHELLS, reason="ipykernel < 7 has no subshells (Colab): clicks wait "
-                                                           "for the cell to end, see test_..._without_subshells")
+needs_subshells = pytest.mark.skipif(
+    not SUBSHELLS,
+    reason="ipykernel < 7 has no subshells (Colab): clicks wait for the cell to end, see test_..._without_subshells",
+)
 
 SETUP = """
 import time
@@ -102,12 +104,16 @@ def test_a_click_during_a_tracked_loop_applies_between_steps(kernel, frontend):
     kc, _, comm_id, _ = kernel
     subshell_id = frontend_subshell(kc) if frontend == "subshell" else None
     seen, acks, clicked, ended = click_during_loop(
-        kc, "model.train(); seen = []; print('STARTED', flush=True)\n"
-            "for step in panel.track(range(60)):\n"
-            "    time.sleep(0.05)\n"
-            "    seen.append(model.layers[1].deterministic)\n"
-            "print('SEEN', seen.index(True) if True in seen else None, len(seen))",
-        comm_id, {"type": "mode", "id": 11, "mode": "eval"}, subshell_id)
+        kc,
+        "model.train(); seen = []; print('STARTED', flush=True)\n"
+        "for step in panel.track(range(60)):\n"
+        "    time.sleep(0.05)\n"
+        "    seen.append(model.layers[1].deterministic)\n"
+        "print('SEEN', seen.index(True) if True in seen else None, len(seen))",
+        comm_id,
+        {"type": "mode", "id": 11, "mode": "eval"},
+        subshell_id,
+    )
     states = [(a["id"], a["state"]) for _, a in acks]
     assert states == [(11, "queued"), (11, "done")]
     assert acks[0][0] - clicked < 2.0 and acks[1][0] < ended  # acknowledged while the cell still ran
@@ -117,8 +123,9 @@ def test_a_click_during_a_tracked_loop_applies_between_steps(kernel, frontend):
 
 def test_a_click_during_an_untracked_cell_applies_when_it_ends(kernel):
     kc, _, comm_id, _ = kernel
-    kc.execute("model.train(); print('STARTED', flush=True)\ntime.sleep(1.5)\n"
-               "print('DURING', model.layers[1].deterministic)")
+    kc.execute(
+        "model.train(); print('STARTED', flush=True)\ntime.sleep(1.5)\nprint('DURING', model.layers[1].deterministic)"
+    )
     acks = []
     wait_for_stream(kc, "STARTED", acks)  # the cell is busy now
     click(kc, comm_id, {"type": "mode", "id": 12, "mode": "eval"})
@@ -126,19 +133,23 @@ def test_a_click_during_an_untracked_cell_applies_when_it_ends(kernel):
     kc.execute("print('AFTER', model.layers[1].deterministic)")
     assert wait_for_stream(kc, "AFTER", acks) == "AFTER True"
     # With subshells the click is acknowledged as queued at once; without, only when the cell ends.
-    assert [(a["id"], a["state"]) for _, a in acks] == [(12, "queued"), (12, "done")][0 if SUBSHELLS else 1:]
+    assert [(a["id"], a["state"]) for _, a in acks] == [(12, "queued"), (12, "done")][0 if SUBSHELLS else 1 :]
 
 
 @pytest.mark.skipif(SUBSHELLS, reason="ipykernel 7 reads clicks during a cell (tested above)")
 def test_a_click_during_a_tracked_loop_waits_for_the_cell_without_subshells(kernel):
     kc, _, comm_id, _ = kernel
     seen, acks, clicked, ended = click_during_loop(
-        kc, "model.train(); seen = []; print('STARTED', flush=True)\n"
-            "for step in panel.track(range(30)):\n"
-            "    time.sleep(0.05)\n"
-            "    seen.append(model.layers[1].deterministic)\n"
-            "print('SEEN', True in seen, len(seen))",
-        comm_id, {"type": "mode", "id": 13, "mode": "eval"}, None)
+        kc,
+        "model.train(); seen = []; print('STARTED', flush=True)\n"
+        "for step in panel.track(range(30)):\n"
+        "    time.sleep(0.05)\n"
+        "    seen.append(model.layers[1].deterministic)\n"
+        "print('SEEN', True in seen, len(seen))",
+        comm_id,
+        {"type": "mode", "id": 13, "mode": "eval"},
+        None,
+    )
     assert seen == "SEEN False 30"  # never applied under the running loop
     kc.execute("print('AFTER', model.layers[1].deterministic)")
     assert wait_for_stream(kc, "AFTER", acks) == "AFTER True"  # applied when the cell ended
@@ -153,13 +164,18 @@ def test_a_capture_toggle_during_a_loop_applies_at_the_next_call(kernel, fronten
     subshell_id = frontend_subshell(kc) if frontend == "subshell" else None
     updates = []
     seen, acks, clicked, ended = click_during_loop(
-        kc, "cap.methods = False; seen = []; print('STARTED', flush=True)\n"
-            "for step in range(60):\n"
-            "    time.sleep(0.05)\n"
-            "    cap(jnp.ones((1, 2)))\n"
-            "    seen.append(any('__call__' in str(p) for p, _ in nnx.to_flat_state(cap.captured)))\n"
-            "print('SEEN', seen.index(True) if True in seen else None, len(seen), all(seen[seen.index(True):]))",
-        comm_id, {"type": "methods", "on": True, "id": 21}, subshell_id, updates)
+        kc,
+        "cap.methods = False; seen = []; print('STARTED', flush=True)\n"
+        "for step in range(60):\n"
+        "    time.sleep(0.05)\n"
+        "    cap(jnp.ones((1, 2)))\n"
+        "    seen.append(any('__call__' in str(p) for p, _ in nnx.to_flat_state(cap.captured)))\n"
+        "print('SEEN', seen.index(True) if True in seen else None, len(seen), all(seen[seen.index(True):]))",
+        comm_id,
+        {"type": "methods", "on": True, "id": 21},
+        subshell_id,
+        updates,
+    )
     assert [(a["id"], a["state"]) for _, a in acks] == [(21, "queued")]
     assert acks[0][0] - clicked < 2.0
     answered = [t for t, state in updates if state.get("controls", {}).get("answered") == 21]

@@ -12,13 +12,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from unchanged import assert_unchanged, frozen
 
 import nnx_lab
 from nnx_lab.core import capture as core
 from nnx_lab.core.capture import NoPerturbations
 from nnx_lab.core.graph import path_text
 from nnx_lab.widgets.capture import STATIC, CapturePanel, capture_panel
-from unchanged import assert_unchanged, frozen
 
 pytestmark = pytest.mark.needs_flax("nnx.capture")
 
@@ -163,8 +163,14 @@ def test_method_outputs_toggle_adds_rows_on_the_next_call(model):
     assert panel.controls["pending"] is True  # shown until the next call
     panel(X)
     assert panel.controls["pending"] is False
-    assert paths(panel.captured) == [f"[{EVIL!r}]", "__call__", "b0.__call__", "b0.act", "b0.linear.__call__",
-                                     "head.__call__"]
+    assert paths(panel.captured) == [
+        f"[{EVIL!r}]",
+        "__call__",
+        "b0.__call__",
+        "b0.act",
+        "b0.linear.__call__",
+        "head.__call__",
+    ]
     np.testing.assert_allclose(panel.captured["__call__"].get_value()[0], model(X), rtol=1e-6)
     send(panel, {"type": "methods", "on": False})
     panel(X)
@@ -185,7 +191,11 @@ def test_module_checkboxes_cascade_and_become_only(model):
     panel = capture_panel(model, display=False)
     modules = panel.controls["modules"]
     assert [(m["path"], m["parent"], m["cls"]) for m in modules] == [
-        ("", -1, "Net"), ("b0", 0, "Block"), ("b0.linear", 1, "Linear"), ("head", 0, "Linear")]
+        ("", -1, "Net"),
+        ("b0", 0, "Block"),
+        ("b0.linear", 1, "Linear"),
+        ("head", 0, "Linear"),
+    ]
     assert all(m["on"] for m in modules)
 
     send(panel, {"type": "module", "path": "b0", "on": False})  # b0 and everything under it
@@ -254,16 +264,19 @@ def test_grads_follow_the_module_toggles(model):
 # -- the browser's messages are validated ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("content, error", [
-    ({"type": "type", "name": "Nope", "on": True}, "unknown Variable type 'Nope'"),
-    ({"type": "type", "name": "Intermediate", "on": False}, "keep at least one Variable type"),
-    ({"type": "type", "name": "Perturbation", "on": "yes"}, "'on' must be true or false"),
-    ({"type": "methods", "on": 1}, "'on' must be true or false"),
-    ({"type": "module", "path": "nowhere", "on": False}, "no submodule at 'nowhere'"),
-    ({"type": "module", "path": ["b0"], "on": False}, "no submodule at ['b0']"),
-    ({"type": "eval", "code": "1/0"}, "unknown message"),
-    ("not a dict", "message must be an object, not str"),
-])
+@pytest.mark.parametrize(
+    "content, error",
+    [
+        ({"type": "type", "name": "Nope", "on": True}, "unknown Variable type 'Nope'"),
+        ({"type": "type", "name": "Intermediate", "on": False}, "keep at least one Variable type"),
+        ({"type": "type", "name": "Perturbation", "on": "yes"}, "'on' must be true or false"),
+        ({"type": "methods", "on": 1}, "'on' must be true or false"),
+        ({"type": "module", "path": "nowhere", "on": False}, "no submodule at 'nowhere'"),
+        ({"type": "module", "path": ["b0"], "on": False}, "no submodule at ['b0']"),
+        ({"type": "eval", "code": "1/0"}, "unknown message"),
+        ("not a dict", "message must be an object, not str"),
+    ],
+)
 def test_bad_messages_change_nothing_and_are_answered(model, content, error):
     panel = capture_panel(model, display=False)
     before = dict(panel.controls)

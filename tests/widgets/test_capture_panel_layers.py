@@ -3,13 +3,12 @@ layer in the panel, as in %%nnx_capture and watch(layers=...)."""
 
 from __future__ import annotations
 
-
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scan_models import Scanned
 
 from nnx_lab import capture_panel
-from scan_models import Scanned
 
 pytestmark = pytest.mark.needs_flax("nnx.capture")
 X = jnp.arange(6.0).reshape(2, 3) / 6
@@ -63,10 +62,13 @@ def test_a_declaration_in_a_loop_gives_layer_rows_to_the_last_description():
     assert report.snapshot["blocks.y[0][layer 3]"].stats["mean"] == pytest.approx(stacked[3].mean(), rel=1e-5)
 
 
-@pytest.mark.parametrize("layers, message", [
-    ({"blocks": "0"}, "the layer axis is an int"),
-    (["blocks"], "layers= takes a dict of path prefix -> layer axis"),
-])
+@pytest.mark.parametrize(
+    "layers, message",
+    [
+        ({"blocks": "0"}, "the layer axis is an int"),
+        (["blocks"], "layers= takes a dict of path prefix -> layer axis"),
+    ],
+)
 def test_a_malformed_declaration_is_a_one_line_type_error(layers, message):
     with pytest.raises(TypeError, match=message) as e:
         capture_panel(Scanned(), display=False, layers=layers)

@@ -8,6 +8,7 @@
   panel says so on screen.
 - Display updates from threads may not arrive there: background refresh says when it falls back.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,7 +41,8 @@ def model():
 
 
 def _capture_report_view():
-    from nnx_lab.core.capture import capture_call, capture_report as report
+    from nnx_lab.core.capture import capture_call
+    from nnx_lab.core.capture import capture_report as report
 
     m = model()
     _, captured = capture_call(m, lambda: m(jnp.ones((1, 2))), methods=True)
@@ -104,8 +106,13 @@ def test_every_display_carries_the_static_fallback(name):
 @pytest.mark.parametrize("notebook", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
 def test_saved_tutorials_show_the_fallback_where_widget_state_is_not_kept(notebook):
     nb = json.loads(notebook.read_text())
-    widget_outputs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])
-                      if WIDGET_VIEW in o.get("data", {})]
+    widget_outputs = [
+        o
+        for c in nb["cells"]
+        if c["cell_type"] == "code"
+        for o in c.get("outputs", [])
+        if WIDGET_VIEW in o.get("data", {})
+    ]
     assert all(o["data"].get("text/html") for o in widget_outputs)
 
 

@@ -4,10 +4,10 @@ import json
 
 import pytest
 from flax import nnx
+from unchanged import assert_unchanged, frozen
 
 import nnx_lab
 from nnx_lab.core import compat
-from unchanged import assert_unchanged, frozen
 
 
 def model():
@@ -21,7 +21,7 @@ def sent(widget):
 
 
 HOSTILE = [
-    {"type": "apply", "id": 1, "only": None, "values": {"x" * 1_000_000: True}},      # a 1 MB option name
+    {"type": "apply", "id": 1, "only": None, "values": {"x" * 1_000_000: True}},  # a 1 MB option name
     {"type": "apply", "id": 2, "only": {"path": [f"p{i}" for i in range(100_000)]}, "values": {}},
     {"type": "apply", "id": 3, "only": None, "values": {f"o{i}": True for i in range(10_000)}},
     {"type": "view", "id": 4, "only": None, "values": {"deterministic": True}, "name": "n" * 100_000},
@@ -48,19 +48,21 @@ def test_view_panel_errors_quote_user_text_briefly():
     m = model()
     panel = nnx_lab.ViewPanel(m, namespace={})
     acks = sent(panel)
-    panel._on_message(panel, {"type": "apply", "id": "x" * 1000, "only": None,
-                              "values": {"o" * 20_000: True}}, [])
+    panel._on_message(panel, {"type": "apply", "id": "x" * 1000, "only": None, "values": {"o" * 20_000: True}}, [])
     ack = acks[-1]
     assert ack["state"] == "error" and ack["id"] is None and len(ack["text"]) <= 300
 
 
 @pytest.mark.skipif(not compat.has("nnx.capture"), reason=f"needs flax>={compat.needed('nnx.capture')}")
-@pytest.mark.parametrize("content", [
-    {"type": "modules", "id": 1, "on": True, "paths": [f"p{i}" for i in range(100_000)]},
-    {"type": "type", "id": 2, "on": True, "name": "T" * 1_000_000},
-    {"type": "module", "id": 3, "on": True, "path": "p" * 20_000},
-    ["not", "an", "object"],
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        {"type": "modules", "id": 1, "on": True, "paths": [f"p{i}" for i in range(100_000)]},
+        {"type": "type", "id": 2, "on": True, "name": "T" * 1_000_000},
+        {"type": "module", "id": 3, "on": True, "path": "p" * 20_000},
+        ["not", "an", "object"],
+    ],
+)
 def test_capture_panel_status_stays_short(content):
     m = model()
     panel = nnx_lab.capture_panel(m, display=False)

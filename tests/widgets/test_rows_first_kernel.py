@@ -43,17 +43,21 @@ def outputs(kc, cell, timeout=120):
             elif display_id in shown:
                 shown[display_id] = content["data"]
                 updated.append(display_id)
-        if kind == "status" and content["execution_state"] == "idle" and msg["parent_header"].get("msg_type") == "execute_request":
+        if (
+            kind == "status"
+            and content["execution_state"] == "idle"
+            and msg["parent_header"].get("msg_type") == "execute_request"
+        ):
             idle_at = time.time()
     return shown, updated, rows_first
 
 
 def check(shown, rows_first):
     assert rows_first is True  # this kernel takes widget messages from threads
-    (display_id, data), = [(k, v) for k, v in shown.items() if "text/html" in v]
+    ((display_id, data),) = [(k, v) for k, v in shown.items() if "text/html" in v]
     assert display_id is not None  # shown with a display id, so it can be updated
     assert "application/vnd.jupyter.widget-view+json" in data
-    assert "<th style=\"text-align:right\">norm</th>" in data["text/html"]  # the saved copy has the statistics
+    assert '<th style="text-align:right">norm</th>' in data["text/html"]  # the saved copy has the statistics
     assert data["text/plain"].startswith("StateViewer · Sequential")
 
 
@@ -93,4 +97,4 @@ def test_by_default_a_big_model_shows_rows_first_and_a_small_one_with_its_statis
         km.shutdown_kernel(now=True)
     assert both is True  # the big one went rows first, the small one did not
     small = [v for v in shown.values() if "text/html" in v and v["text/plain"].startswith("StateViewer · Linear")]
-    assert small and "<th style=\"text-align:right\">norm</th>" in small[0]["text/html"]  # shown with its numbers
+    assert small and '<th style="text-align:right">norm</th>' in small[0]["text/html"]  # shown with its numbers

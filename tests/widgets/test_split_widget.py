@@ -38,9 +38,13 @@ def test_trait_is_the_report_plus_code_and_names(model):
     assert json.loads(json.dumps(data)) == data  # plain JSON, as the front end gets it
     assert {k: v for k, v in data.items() if k not in ("code", "names")} == report.to_dict()
     assert data["names"] == ["graphdef", "param", "variable", "nothing"]
-    assert data["code"] == report.code("model") == (
-        "graphdef, param, variable, nothing = nnx.split(model, nnx.Param, nnx.Variable, "
-        f"{report.filters[2].label})")
+    assert (
+        data["code"]
+        == report.code("model")
+        == (
+            f"graphdef, param, variable, nothing = nnx.split(model, nnx.Param, nnx.Variable, {report.filters[2].label})"
+        )
+    )
     rows = data["rows"]
     by_path = dict(zip(rows["path"], zip(rows["taken_by"], rows["matched_by"], rows["aliases"])))
     assert by_path["linear.kernel"] == (0, [0, 1], ["shared"])  # taken by Param, shadowed by Variable

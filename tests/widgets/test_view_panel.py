@@ -4,9 +4,9 @@ import gc
 
 import pytest
 from flax import nnx
+from view_models import make, modes
 
 import nnx_lab
-from view_models import make, modes
 from nnx_lab._ipython import busy_queue as inbox
 
 pytestmark = pytest.mark.needs_flax("nnx.view")
@@ -35,24 +35,41 @@ class Panel:
 def test_payload_groups_instances_by_class_with_current_values():
     model = make()
     payload = Panel(model).widget.payload
-    assert (payload["variant"], payload["root"], payload["target"], payload["default_name"]) == \
-        ("views", "Sequential", "model", "model_view")
+    assert (payload["variant"], payload["root"], payload["target"], payload["default_name"]) == (
+        "views",
+        "Sequential",
+        "model",
+        "model_view",
+    )
     assert [c["class"] for c in payload["classes"]] == ["BatchNorm", "Dropout"]
     dropout = payload["classes"][1]
     assert dropout["only"] == "nnx.Dropout"
-    assert dropout["args"] == [{"name": "deterministic", "annotation": "bool | None", "default": "None",
-                                "doc": "if True, disables dropout masking.", "kind": "tri_bool"}] or \
-        dropout["args"][0]["name"] == "deterministic"
+    assert (
+        dropout["args"]
+        == [
+            {
+                "name": "deterministic",
+                "annotation": "bool | None",
+                "default": "None",
+                "doc": "if True, disables dropout masking.",
+                "kind": "tri_bool",
+            }
+        ]
+        or dropout["args"][0]["name"] == "deterministic"
+    )
     assert [(i["path"], i["key"], i["mode"], i["values"]) for i in dropout["instances"]] == [
         ("layers[0].drop", ["layers", 0, "drop"], "train", {"deterministic": "False"}),
-        ("layers[1].drop", ["layers", 1, "drop"], "train", {"deterministic": "False"})]
+        ("layers[1].drop", ["layers", 1, "drop"], "train", {"deterministic": "False"}),
+    ]
 
 
 def test_create_view_binds_a_view_sharing_arrays_and_shows_the_line():
     model = make()
     panel = Panel(model)
     ack = panel.click(type="view", name="eval_model", only={"class": "Dropout"}, values={"deterministic": True})
-    assert ack["state"] == "done" and ack["code"] == "eval_model = nnx.view(model, only=nnx.Dropout, deterministic=True)"
+    assert (
+        ack["state"] == "done" and ack["code"] == "eval_model = nnx.view(model, only=nnx.Dropout, deterministic=True)"
+    )
     view = panel.ns["eval_model"]
     assert view.layers[0].drop.deterministic is True and model.layers[0].drop.deterministic is False
     assert view.layers[1].linear.kernel is model.layers[1].linear.kernel  # the same arrays
@@ -63,8 +80,13 @@ def test_apply_in_place_for_one_instance_then_mixed_mode_is_reported():
     model = make()
     panel = Panel(model)
     ack = panel.click(type="apply", only={"path": ["layers", 1, "bn"]}, values={"use_running_average": True})
-    assert ack == {"type": "ack", "id": 1, "state": "done", "text": "set in place on layers[1].bn",
-                   "code": "model.set_attributes(lambda path, node: path == ('layers', 1, 'bn'), use_running_average=True)"}
+    assert ack == {
+        "type": "ack",
+        "id": 1,
+        "state": "done",
+        "text": "set in place on layers[1].bn",
+        "code": "model.set_attributes(lambda path, node: path == ('layers', 1, 'bn'), use_running_average=True)",
+    }
     assert model.layers[1].bn.use_running_average is True and model.layers[0].bn.use_running_average is False
     payload = panel.widget.payload
     assert payload["mode"] == "mixed" and payload["disagreeing"] == ["layers[1].bn"]
@@ -79,15 +101,24 @@ def test_train_eval_switch_in_place():
     assert nnx_lab.view_report(model).mode == "train"
 
 
-@pytest.mark.parametrize("content, message", [
-    (dict(type="apply", only=None, values={"nonsense": True}), "no module in all modules takes 'nonsense'"),
-    (dict(type="apply", only=None, values={"deterministic": "True"}), "deterministic takes True/False/None, not str"),
-    (dict(type="apply", only={"class": "Linear"}, values={"deterministic": True}), "no single class named 'Linear'"),
-    (dict(type="apply", only=None, values="deterministic"), "values must be a mapping"),
-    (dict(type="view", name="class", only=None, values={"deterministic": True}), "'class' is a Python keyword"),
-    (dict(type="view", name="x y", only=None, values={"deterministic": True}), "'x y' is not a valid Python name"),
-    (dict(type="mode", mode="<script>"), "mode is 'train' or 'eval', not '<script>'"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (dict(type="apply", only=None, values={"nonsense": True}), "no module in all modules takes 'nonsense'"),
+        (
+            dict(type="apply", only=None, values={"deterministic": "True"}),
+            "deterministic takes True/False/None, not str",
+        ),
+        (
+            dict(type="apply", only={"class": "Linear"}, values={"deterministic": True}),
+            "no single class named 'Linear'",
+        ),
+        (dict(type="apply", only=None, values="deterministic"), "values must be a mapping"),
+        (dict(type="view", name="class", only=None, values={"deterministic": True}), "'class' is a Python keyword"),
+        (dict(type="view", name="x y", only=None, values={"deterministic": True}), "'x y' is not a valid Python name"),
+        (dict(type="mode", mode="<script>"), "mode is 'train' or 'eval', not '<script>'"),
+    ],
+)
 def test_bad_requests_are_one_line_errors_and_change_nothing(content, message):
     model = make()
     panel = Panel(model)
@@ -126,8 +157,11 @@ def test_not_a_module_and_a_filter_that_raises():
 
 
 def test_user_strings_are_text_in_the_static_fallback():
-    evil = type(EVIL, (nnx.Module,), {"set_view": lambda self, deterministic: None,
-                                      "__init__": lambda self: setattr(self, "deterministic", False)})
+    evil = type(
+        EVIL,
+        (nnx.Module,),
+        {"set_view": lambda self, deterministic: None, "__init__": lambda self: setattr(self, "deterministic", False)},
+    )
     model = nnx.Dict({EVIL: evil()})
     panel = nnx_lab.ViewPanel(model, namespace={})
     bundle = panel._repr_mimebundle_()
@@ -154,15 +188,22 @@ def test_requests_from_another_thread_are_queued_until_a_step():
 
     model = make()
     panel = Panel(model)
-    thread = threading.Thread(target=panel.widget._on_message,
-                              args=(panel.widget, {"type": "mode", "id": 7, "mode": "eval"}, []))
+    thread = threading.Thread(
+        target=panel.widget._on_message, args=(panel.widget, {"type": "mode", "id": 7, "mode": "eval"}, [])
+    )
     thread.start()
     thread.join()
     assert panel.acks[-1]["state"] == "queued" and inbox.pending() == 1
     assert model.layers[0].drop.deterministic is False  # nothing touched off the main thread
     steps = list(panel.widget.track(range(3)))
     assert steps == [0, 1, 2] and inbox.pending() == 0
-    assert panel.acks[-1] == {"type": "ack", "id": 7, "state": "done", "text": "model is now eval", "code": "model.eval()"}
+    assert panel.acks[-1] == {
+        "type": "ack",
+        "id": 7,
+        "state": "done",
+        "text": "model is now eval",
+        "code": "model.eval()",
+    }
     assert model.layers[0].drop.deterministic is True
 
 
@@ -195,8 +236,10 @@ def test_panels_follow_cells_without_load_ext():
     live.unregister_hooks(shell)  # a kernel where nnx_lab was only imported
     try:
         shell.user_ns["model"] = make()
-        shell.run_cell("import nnx_lab\ntoggle = nnx_lab.mode_toggle(model, display=False)\n"
-                       "panel = nnx_lab.capture_panel(model, display=False)")
+        shell.run_cell(
+            "import nnx_lab\ntoggle = nnx_lab.mode_toggle(model, display=False)\n"
+            "panel = nnx_lab.capture_panel(model, display=False)"
+        )
         toggle, panel = shell.user_ns["toggle"], shell.user_ns["panel"]
         assert toggle.payload["mode"] == "train"
         shell.run_cell("model.eval()")
@@ -227,21 +270,31 @@ def test_a_class_click_stays_inside_the_panels_only():
     dropout = next(c for c in panel.widget.payload["classes"] if c["class"] == "Dropout")
     assert dropout["only"] == "nnx.All(nnx.PathContains('enc', exact=True), nnx.Dropout)"  # the browser's line too
     ack = panel.click(type="apply", only={"class": "Dropout"}, values={"deterministic": True})
-    assert ack["code"] == "model.set_attributes(nnx.All(nnx.PathContains('enc', exact=True), nnx.Dropout), deterministic=True)"
+    assert (
+        ack["code"]
+        == "model.set_attributes(nnx.All(nnx.PathContains('enc', exact=True), nnx.Dropout), deterministic=True)"
+    )
     assert model.enc.layers[0].deterministic is True and model.dec.layers[0].deterministic is False
     ack = panel.click(type="view", name="v", only={"class": "Dropout"}, values={"deterministic": False})
-    assert ack["code"] == "v = nnx.view(model, only=nnx.All(nnx.PathContains('enc', exact=True), nnx.Dropout), deterministic=False)"
+    assert (
+        ack["code"]
+        == "v = nnx.view(model, only=nnx.All(nnx.PathContains('enc', exact=True), nnx.Dropout), deterministic=False)"
+    )
 
 
 def test_the_panels_only_is_shown_as_python_or_honestly_as_unnamed():
     model = EncDec()
     assert Panel(model, only=(nnx.Dropout, nnx.BatchNorm)).widget.payload["base_only"] == "(nnx.Dropout, nnx.BatchNorm)"
-    assert Panel(model, only=nnx.PathContains("enc")).widget.payload["base_only"] == "nnx.PathContains('enc', exact=True)"
+    assert (
+        Panel(model, only=nnx.PathContains("enc")).widget.payload["base_only"] == "nnx.PathContains('enc', exact=True)"
+    )
     unnamed = Panel(model, only=lambda path, node: "enc" in path)
     assert unnamed.widget.payload["base_only"] == "<your filter>"
     ack = unnamed.click(type="apply", only=None, values={"deterministic": True})
     assert ack["state"] == "done" and ack["code"] == "model.set_attributes(<your filter>, deterministic=True)"
-    assert "<your filter> is the only= filter given to the panel, which has no Python text: pass only_code=" in ack["text"]
+    assert (
+        "<your filter> is the only= filter given to the panel, which has no Python text: pass only_code=" in ack["text"]
+    )
     named = nnx_lab.view_panel(model, only=lambda path, node: "enc" in path, only_code="enc_only", display=False)
     assert named.payload["base_only"] == "enc_only"
 
@@ -251,12 +304,15 @@ def test_a_module_path_as_only():
     for only in ("layers[1]", "layers/1", ("layers", 1)):
         panel = Panel(model, only=only)
         assert [i["path"] for c in panel.widget.payload["classes"] for i in c["instances"]] == [
-            "layers[1].bn", "layers[1].drop"]
+            "layers[1].bn",
+            "layers[1].drop",
+        ]
         assert panel.widget.payload["base_only"] == "lambda path, node: path[:2] == ('layers', 1)"
     ack = panel.click(type="apply", only={"class": "Dropout"}, values={"deterministic": True})
     assert model.layers[1].drop.deterministic is True and model.layers[0].drop.deterministic is False
-    assert ack["code"] == ("model.set_attributes(nnx.All(lambda path, node: path[:2] == ('layers', 1), nnx.Dropout), "
-                           "deterministic=True)")
+    assert ack["code"] == (
+        "model.set_attributes(nnx.All(lambda path, node: path[:2] == ('layers', 1), nnx.Dropout), deterministic=True)"
+    )
     nowhere = Panel(model, only="layers[5]")
     assert nowhere.widget.payload["message"] == "Sequential: only='layers[5]' matched no module with set_view"
 
@@ -266,8 +322,13 @@ def test_create_view_refuses_the_name_of_the_panels_model():
     panel = Panel(model)
     before = frozen(model)
     ack = panel.click(type="view", name="model", only=None, values={"deterministic": True})
-    assert ack == {"type": "ack", "id": 1, "state": "error", "code": "",
-                   "text": "view name 'model' holds the model itself; choose another name"}
+    assert ack == {
+        "type": "ack",
+        "id": 1,
+        "state": "error",
+        "code": "",
+        "text": "view name 'model' holds the model itself; choose another name",
+    }
     assert panel.ns["model"] is model and panel.widget.payload.get("gone") is not True
     assert_unchanged(model, before)
 

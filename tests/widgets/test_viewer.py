@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from flax import nnx
 from IPython.core.error import UsageError
+from viewer_wire import Wire
 
 import nnx_lab
 from nnx_lab._ipython import cell_hooks as live
 from nnx_lab.core import compat
 from nnx_lab.core.snapshot import Watcher
-from viewer_wire import Wire
 
 
 def small_model():
@@ -65,10 +65,13 @@ class FakeClock:
         return self.now
 
 
-@pytest.mark.parametrize("refresh_cost, expected_interval", [
-    (0.0001, 1 / 20),  # cheap refreshes: max_rate (20/s) is the limit
-    (0.005, 0.005 / 0.02),  # dear refreshes: at most 2% of the time goes to refreshing
-])
+@pytest.mark.parametrize(
+    "refresh_cost, expected_interval",
+    [
+        (0.0001, 1 / 20),  # cheap refreshes: max_rate (20/s) is the limit
+        (0.005, 0.005 / 0.02),  # dear refreshes: at most 2% of the time goes to refreshing
+    ],
+)
 def test_tick_respects_rate_and_cost_budget(monkeypatch, refresh_cost, expected_interval):
     import nnx_lab.core.snapshot._watch as watch_module
 
@@ -96,6 +99,7 @@ def test_tick_respects_rate_and_cost_budget(monkeypatch, refresh_cost, expected_
     # The throttle alone: no one-launch program, whose compile (real seconds, on a thread) would
     # skip refreshes of this fake-clock loop (tests/core/test_stats_programs.py covers that).
     from nnx_lab.core.snapshot import _stats
+
     monkeypatch.setattr(_stats, "program_for", lambda *a, **k: None)
     # updates=False: the update ratio's launch (real CPU time, counted) would blur the fake costs.
     watcher = Watcher(model, max_rate=20.0, updates=False)
@@ -209,8 +213,9 @@ def test_saved_notebook_fallback_is_stable_text_and_escaped_html():
     viewer = nnx_lab.watch(model, display=False)
     data, _ = viewer._repr_mimebundle_()
     dev = viewer.last_snapshot.device_summary
-    assert data["text/plain"] == (f"StateViewer · Sequential: 6 variables, 32 elements, 128 B "
-                                  f"on {dev['count']}× {dev['device_kind']}")
+    assert data["text/plain"] == (
+        f"StateViewer · Sequential: 6 variables, 32 elements, 128 B on {dev['count']}× {dev['device_kind']}"
+    )
     assert not re.search(r"0x[0-9a-f]+|\d\d:\d\d", data["text/plain"])
     assert 'class="nnx-lab-snapshot"' in data["text/html"]
     assert "application/vnd.jupyter.widget-view+json" in data
@@ -231,10 +236,13 @@ def test_background_thread_refreshes_while_main_thread_works():
     assert watcher.refreshes >= 5
 
 
-
 def hooks(shell):
-    return [fn for event in ("pre_run_cell", "post_run_cell")
-            for fn in shell.events.callbacks[event] if live._is_ours(fn, event)]
+    return [
+        fn
+        for event in ("pre_run_cell", "post_run_cell")
+        for fn in shell.events.callbacks[event]
+        if live._is_ours(fn, event)
+    ]
 
 
 def test_one_hook_per_event_through_reload_and_none_after_unload(ip):
@@ -300,20 +308,25 @@ def test_cells_refresh_viewers_and_nnx_watch_binds(ip):
     wire = Wire(viewer)
     viewer.last_snapshot  # displayed: its first statistics come from a thread
     before = viewer.status["refreshes"]
-    ip.run_cell("from nnx_lab.core import compat\n"
-                "compat.set_value(model.layers[0].bias, compat.get_value(model.layers[0].bias) + 3)")
+    ip.run_cell(
+        "from nnx_lab.core import compat\n"
+        "compat.set_value(model.layers[0].bias, compat.get_value(model.layers[0].bias) + 3)"
+    )
     viewer.last_snapshot  # the cell's refresh is published from a thread when its numbers arrive
     assert viewer.status["refreshes"] == before + 1
     bias = list(viewer.snapshot["rows"]["key"]).index("bias")
     assert wire.stats()["mean"][bias] == 3.0
 
 
-@pytest.mark.parametrize("line, message", [
-    ("missing", "name 'missing' is not defined"),
-    ("42", "expected an nnx.Module"),
-    ("model --rate 0", "--rate (refreshes per second) must be a number in (0, 100]"),
-    ("model --as 1x", "is not a valid Python name"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("missing", "name 'missing' is not defined"),
+        ("42", "expected an nnx.Module"),
+        ("model --rate 0", "--rate (refreshes per second) must be a number in (0, 100]"),
+        ("model --as 1x", "is not a valid Python name"),
+    ],
+)
 def test_nnx_watch_bad_input(ip, line, message):
     ip.user_ns["model"] = small_model()
     with pytest.raises(UsageError, match=re.escape(message)):
@@ -358,10 +371,10 @@ def test_numbers_float32_cannot_carry_travel_exactly():
     buffer, exact = snap.stats_buffer()
     assert exact == {} and len(buffer) == 9 * 4
     m = snap.stat_matrix.copy()
-    m[0, 0], m[0, 6] = 1e300, 2 ** 30 + 1  # beyond float32's range; a count float32 would round
+    m[0, 0], m[0, 6] = 1e300, 2**30 + 1  # beyond float32's range; a count float32 would round
     snap.__dict__["stat_matrix"] = m
     _, exact = snap.stats_buffer()
-    assert exact[0][0] == 1e300 and exact[0][6] == 2 ** 30 + 1
+    assert exact[0][0] == 1e300 and exact[0][6] == 2**30 + 1
 
 
 def test_where_threads_may_publish_the_rows_show_before_the_statistics(monkeypatch):

@@ -8,13 +8,15 @@ import numpy as np
 import pytest
 from flax import nnx
 from IPython.core.error import UsageError
-
-import nnx_lab
 from viewer_wire import Wire
 
-SETUP = ("import jax\nfrom flax import nnx\n"
-         "model = nnx.Sequential(nnx.Linear(3, 4, rngs=nnx.Rngs(0)), nnx.BatchNorm(4, rngs=nnx.Rngs(0)))\n"
-         "graphdef, state = nnx.split(model)\n")
+import nnx_lab
+
+SETUP = (
+    "import jax\nfrom flax import nnx\n"
+    "model = nnx.Sequential(nnx.Linear(3, 4, rngs=nnx.Rngs(0)), nnx.BatchNorm(4, rngs=nnx.Rngs(0)))\n"
+    "graphdef, state = nnx.split(model)\n"
+)
 STEP = "state = jax.tree.map(lambda x: x * 2 + 1, state)\nmodel = nnx.merge(graphdef, state)\n"
 
 
@@ -32,12 +34,15 @@ def row_texts(payload):
             parts.append(nodes["key"][parent])
             parent = nodes["parent"][parent]
         return ".".join(str(k) for k in reversed(parts))
+
     return [text(p, k) for p, k in zip(rows["parent"], rows["key"])]
 
 
 def numpy_means(model):
-    return {".".join(str(k) for k in path): float(np.asarray(var[...]).mean())
-            for path, var in nnx.to_flat_state(nnx.state(model))}
+    return {
+        ".".join(str(k) for k in path): float(np.asarray(var[...]).mean())
+        for path, var in nnx.to_flat_state(nnx.state(model))
+    }
 
 
 def run(ip, code):
@@ -90,10 +95,15 @@ def test_watch_a_name_keeps_no_model_alive(ip):
 
 def test_watch_a_name_outside_ipython_is_a_one_line_error(monkeypatch):
     import IPython
+
     monkeypatch.setattr(IPython, "get_ipython", lambda: None)
-    with pytest.raises(RuntimeError, match=re.escape(
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape(
             "watch('model') follows a name in IPython's namespace, and no IPython shell is running; "
-            "pass the model itself: watch(model)")):
+            "pass the model itself: watch(model)"
+        ),
+    ):
         nnx_lab.watch("model", display=False)
 
 
@@ -128,8 +138,7 @@ def test_nnx_watch_pin_holds_the_object_and_says_gone(ip):
 
 
 def test_nnx_watch_follows_dotted_names_and_pins_expressions(ip):
-    run(ip, SETUP + "class Trainer: pass\ntrainer = Trainer(); trainer.model = model\n"
-                    "heads = {'a': model}\n")
+    run(ip, SETUP + "class Trainer: pass\ntrainer = Trainer(); trainer.model = model\nheads = {'a': model}\n")
     ip.run_line_magic("nnx_watch", "trainer.model --as v1")
     ip.run_line_magic("nnx_watch", "heads['a'] --as v2")
     assert ip.user_ns["v1"].status["message"] == "following `trainer.model`"
@@ -154,10 +163,13 @@ def test_nnx_watch_a_name_bound_to_a_split_pair(ip):
     assert means["layers.0.bias"] == pytest.approx(5.0)
 
 
-@pytest.mark.parametrize("line, message", [
-    ("model", "expected an nnx.Module"),  # a name followed must hold a model when the viewer is made
-    ("nosuch", "name 'nosuch' is not defined"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("model", "expected an nnx.Module"),  # a name followed must hold a model when the viewer is made
+        ("nosuch", "name 'nosuch' is not defined"),
+    ],
+)
 def test_nnx_watch_a_name_that_holds_no_model_now_is_a_usage_error(ip, line, message):
     ip.user_ns["model"] = 42
     with pytest.raises(UsageError, match=re.escape(message)):

@@ -38,7 +38,7 @@ def mu_norms(optimizer):
     out = {}
     for path, leaf in zip(*leaf_paths(optimizer.opt_state)):
         if "mu" in path:
-            out[path[path.index("mu") + 1:]] = float(np.sqrt((np.asarray(leaf, np.float64) ** 2).sum()))
+            out[path[path.index("mu") + 1 :]] = float(np.sqrt((np.asarray(leaf, np.float64) ** 2).sum()))
     return out
 
 
@@ -70,8 +70,9 @@ def test_a_followed_optimizer_name_rebound_to_something_else_is_a_status_then_re
     run(ip, "saved = optimizer; optimizer = 3")
     viewer.last_snapshot
     assert viewer.status["state"] == "live"  # the model's rows go on refreshing
-    assert viewer.status["message"] == ("following `model` and its optimizer `optimizer`; "
-                                        "optimizer: `optimizer` is an int, not an nnx.Optimizer")
+    assert viewer.status["message"] == (
+        "following `model` and its optimizer `optimizer`; optimizer: `optimizer` is an int, not an nnx.Optimizer"
+    )
     run(ip, "del optimizer")
     viewer.last_snapshot
     assert viewer.status["message"].endswith("optimizer: `optimizer` is not defined")
@@ -91,14 +92,18 @@ def test_nnx_watch_pin_pins_the_optimizer_too(ip):
         assert shown[path] == pytest.approx(norm, abs=1e-6)
 
 
-@pytest.mark.parametrize("line, message", [
-    ("model --optimizer nosuch --as viewer", "--optimizer 'nosuch': name 'nosuch' is not defined"),
-    ("model --optimizer model --as viewer", "--optimizer model is a Sequential, not an nnx.Optimizer"),
-    ("model --optimizer optimizer.tx --as viewer", "--optimizer optimizer.tx is a GradientTransformation"),
-    ("model --pin --optimizer 3 --as viewer", "--optimizer 3 is an int, not an nnx.Optimizer"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("model --optimizer nosuch --as viewer", "--optimizer 'nosuch': name 'nosuch' is not defined"),
+        ("model --optimizer model --as viewer", "--optimizer model is a Sequential, not an nnx.Optimizer"),
+        ("model --optimizer optimizer.tx --as viewer", "--optimizer optimizer.tx is a GradientTransformation"),
+        ("model --pin --optimizer 3 --as viewer", "--optimizer 3 is an int, not an nnx.Optimizer"),
+    ],
+)
 def test_nnx_watch_optimizer_that_is_missing_or_no_optimizer_is_one_line_and_changes_nothing(
-        ip, monkeypatch, line, message):
+    ip, monkeypatch, line, message
+):
     run(ip, SETUP)
     shown = []
     monkeypatch.setattr(ip.display_pub, "publish", lambda *a, **k: shown.append(a))  # nothing displayed either

@@ -20,7 +20,7 @@ def decode(message):
     steps, values = np.frombuffer(steps, np.float64), np.frombuffer(values, np.float64)
     out, at = {}, 0
     for name, n in zip(msg["names"], msg["counts"]):
-        out[name] = (steps[at:at + n].tolist(), values[at:at + n].tolist())
+        out[name] = (steps[at : at + n].tolist(), values[at : at + n].tolist())
         at += n
     return out
 
@@ -72,7 +72,12 @@ def test_the_alert_trait_names_the_first_step_and_survives_clean_refreshes_until
     viewer.watcher.wait()
     assert viewer.watcher.refreshes >= 3
     assert {k: viewer.alert[k] for k in ("step", "where", "source", "nan", "now_variables")} == {
-        "step": 14, "where": "bias", "source": "variable", "nan": 1, "now_variables": 0}
+        "step": 14,
+        "where": "bias",
+        "source": "variable",
+        "nan": 1,
+        "now_variables": 0,
+    }
     # The NaN came in a statistics-only refresh (the rows were sent once, before it): the alert reads the columns.
     assert viewer.snapshot["refresh"] < viewer.alert["refresh"]
     assert [m for m, _ in sent if m["type"] == "stats" and m["refresh"] == viewer.alert["refresh"]]

@@ -5,10 +5,10 @@ import numpy as np
 import optax
 import pytest
 from flax import nnx
+from viewer_wire import Wire
 
 import nnx_lab
 from nnx_lab.core.snapshot import GRAD, STAT_NAMES, leaf_paths
-from viewer_wire import Wire
 
 NORM = STAT_NAMES.index("norm")
 
@@ -21,6 +21,7 @@ def setup():
         grads = nnx.grad(lambda m: (m(jnp.ones((5, 3))) ** 2).mean())(model)
         opt.update(model, grads)
         return grads
+
     return model, opt, step
 
 
@@ -91,4 +92,3 @@ def test_optimizer_keyword_refuses_a_non_optimizer():
     with pytest.raises(TypeError, match="nnx.Optimizer"):
         nnx_lab.watch(model, optimizer=optax.adam(1e-3), display=False)
     assert GRAD == "grad"
-

@@ -35,6 +35,7 @@ def test_a_viewer_keeps_refreshing_while_the_program_for_new_series_compiles(mon
     def slow_compile(*args, **kwargs):  # every program compiled from now on takes until `release`
         release.wait(120)
         return compile_program(*args, **kwargs)
+
     monkeypatch.setattr(_programs, "_compile", slow_compile)
 
     def step():
@@ -56,7 +57,8 @@ def test_a_viewer_keeps_refreshing_while_the_program_for_new_series_compiles(mon
             assert _programs.compiling()
             # parameters and optimizer state of this step; the gradients of the first, said stale
             assert [r.stats["norm"] for r in snap.rows] == pytest.approx(
-                [np.sqrt((np.asarray(v, np.float64) ** 2).sum()) for v in snap_values(model)], rel=1e-5)
+                [np.sqrt((np.asarray(v, np.float64) ** 2).sum()) for v in snap_values(model)], rel=1e-5
+            )
             assert snap.series.steps["mu"] == watcher.ticks and snap.series.opt_step == watcher.ticks
             assert snap.series.steps["grad"] == first.series.steps["grad"] and "grad" in snap.series.stale
             assert any("while the statistics program that adds them compiles" in p for p in snap.series.problems)

@@ -55,7 +55,7 @@ def test_the_static_copy_has_the_series_columns_of_the_live_viewer():
     for header in ("‖grad‖", "‖g‖/‖θ‖", "‖Δθ‖/‖θ‖", "‖mu‖", "‖nu‖"):
         assert f">{html.escape(header)}</th>" in page
     series = snap.series
-    mu = {p[p.index("mu") + 1:]: leaf for p, leaf in zip(*leaf_paths(opt.opt_state)) if "mu" in p}
+    mu = {p[p.index("mu") + 1 :]: leaf for p, leaf in zip(*leaf_paths(opt.opt_state)) if "mu" in p}
     grad_col, ratio_col, mu_col = (html_cells(page, h) for h in ("‖grad‖", "‖g‖/‖θ‖", "‖mu‖"))
     for i, row in enumerate(snap.rows):
         grad_norm = series.matrices["grad"][i, list(series.stats_dict("grad", i)).index("norm")]

@@ -93,7 +93,10 @@ export function mergeRows(snap, tree, gsnap, gtree, extra) {
     intern[t] = new Map(tables[t].map((v, i) => [v, i]));
   }
   const reIntern = (t, idx) => {
-    const v = gsnap.tables && gsnap.tables[t] && idx !== null && idx !== undefined && idx >= 0 ? gsnap.tables[t][idx] : undefined;
+    const v =
+      gsnap.tables && gsnap.tables[t] && idx !== null && idx !== undefined && idx >= 0
+        ? gsnap.tables[t][idx]
+        : undefined;
     if (v === undefined) return -1;
     if (!intern[t].has(v)) {
       intern[t].set(v, tables[t].length);
@@ -111,7 +114,7 @@ export function mergeRows(snap, tree, gsnap, gtree, extra) {
     out.parent.push(mapNode(gtree.rowParent[k]));
     out.key.push(gtree.rowKey[k]);
     for (const t of TABLES) out[t].push(reIntern(t, grows[t] ? grows[t][k] : -1));
-    for (const c of ROW_COLS) out[c].push(grows[c] ? grows[c][k] ?? null : null);
+    for (const c of ROW_COLS) out[c].push(grows[c] ? (grows[c][k] ?? null) : null);
     for (const c of LAYER_COLS) if (out[c]) out[c].push(null);
     for (const c of Object.keys(stats)) stats[c].push(null);
   }
@@ -184,7 +187,9 @@ export function visibleItems(tree, expanded, inline) {
   const open = expanded.slice();
   for (let i = 0; i < tree.N; i++) if (inline[i]) open[i] = 1;
   // A stacked value's layers (sown inside nnx.scan over layers) are always listed under it.
-  return flatten(tree, open, tree.kids, null, new Uint8Array(tree.R).fill(1)).filter((id) => id >= tree.N || !inline[id]);
+  return flatten(tree, open, tree.kids, null, new Uint8Array(tree.R).fill(1)).filter(
+    (id) => id >= tree.N || !inline[id],
+  );
 }
 
 /** A value row's label and depth, with its inline group's key in front: "act[0]" at act's depth. */
@@ -193,7 +198,8 @@ export function rowLabel(tree, r, inline) {
   if (tree.rowLayer && tree.rowLayer[r] >= 0) {
     return { label: `layer ${tree.rowLayer[r]}`, depth: rowLabel(tree, tree.rowLayerOf[r], inline).depth + 1 };
   }
-  if (p >= 0 && inline[p]) return { label: keyText(tree.nodeKey[p], true) + keyText(tree.rowKey[r], false), depth: tree.rowDepth[r] - 1 };
+  if (p >= 0 && inline[p])
+    return { label: keyText(tree.nodeKey[p], true) + keyText(tree.rowKey[r], false), depth: tree.rowDepth[r] - 1 };
   if (p < 0 && tree.rowKey[r] === "") return { label: "(root)", depth: 0 };
   return { label: keyText(tree.rowKey[r], true), depth: tree.rowDepth[r] };
 }
@@ -211,8 +217,20 @@ export const CAPTURE_COLUMNS = [
   { id: "min", label: "min", width: 74, num: true },
   { id: "max", label: "max", width: 74, num: true },
   { id: "nonfinite", label: "NaN/Inf", width: 78, num: true },
-  { id: "hist", label: "histogram", width: 88, title: "distribution of the values (finite ones), computed on the device" },
-  { id: "gmean", label: "\u2207 mean", width: 74, num: true, grad: true, title: "mean of the gradient of the loss with respect to this value" },
+  {
+    id: "hist",
+    label: "histogram",
+    width: 88,
+    title: "distribution of the values (finite ones), computed on the device",
+  },
+  {
+    id: "gmean",
+    label: "\u2207 mean",
+    width: 74,
+    num: true,
+    grad: true,
+    title: "mean of the gradient of the loss with respect to this value",
+  },
   { id: "gstd", label: "\u2207 std", width: 74, num: true, grad: true, title: "std of the gradient" },
   { id: "gnorm", label: "\u2207 norm", width: 74, num: true, grad: true, title: "L2 norm of the gradient" },
   { id: "gnonfinite", label: "\u2207 NaN/Inf", width: 80, num: true, grad: true },
@@ -287,7 +305,9 @@ export function histTitle(hist, label = "values") {
     lines.push(`range ${fmtNum(hist.lo)} \u2026 ${fmtNum(hist.hi)}`);
     if (n > 0 && hist.hi > hist.lo) {
       const step = (hist.hi - hist.lo) / n;
-      lines.push(`fullest bin ${fmtNum(hist.lo + best * step)} \u2026 ${fmtNum(hist.lo + (best + 1) * step)}: ${fmtCount(hist.counts[best])}`);
+      lines.push(
+        `fullest bin ${fmtNum(hist.lo + best * step)} \u2026 ${fmtNum(hist.lo + (best + 1) * step)}: ${fmtCount(hist.counts[best])}`,
+      );
     }
   }
   return lines.join("\n");

@@ -22,10 +22,22 @@ function histCell(doc, cls, hist, label) {
   const d = histPath(hist.counts, HIST_W, HIST_H);
   const title = histTitle(hist, label);
   td.setAttribute("title", title);
-  td.appendChild(s(doc, "svg", {
-    class: "nnx-capture-hist", width: HIST_W, height: HIST_H, viewBox: `0 0 ${HIST_W} ${HIST_H}`,
-    role: "img", "aria-label": title.split("\n")[0],
-  }, s(doc, "line", { x1: 0, y1: HIST_H + 0.5, x2: HIST_W, y2: HIST_H + 0.5 }), d ? s(doc, "path", { d }) : null));
+  td.appendChild(
+    s(
+      doc,
+      "svg",
+      {
+        class: "nnx-capture-hist",
+        width: HIST_W,
+        height: HIST_H,
+        viewBox: `0 0 ${HIST_W} ${HIST_H}`,
+        role: "img",
+        "aria-label": title.split("\n")[0],
+      },
+      s(doc, "line", { x1: 0, y1: HIST_H + 0.5, x2: HIST_W, y2: HIST_H + 0.5 }),
+      d ? s(doc, "path", { d }) : null,
+    ),
+  );
   return td;
 }
 
@@ -42,21 +54,41 @@ function statCells(doc, t, r, grad) {
   for (const c of STAT_COLUMNS) out[c] = cell(grad ? `g${c}` : c, st(c));
   if (state && state !== "ok") {
     const note = rows.note ? rows.note[r] : null;
-    out.mean = h(doc, "td", { class: `c-${grad ? "g" : ""}mean${grad ? " grad" : ""}`, title: note ? `${state}: ${note}` : state },
-      h(doc, "span", { class: "st" }, state));
+    out.mean = h(
+      doc,
+      "td",
+      { class: `c-${grad ? "g" : ""}mean${grad ? " grad" : ""}`, title: note ? `${state}: ${note}` : state },
+      h(doc, "span", { class: "st" }, state),
+    );
   }
-  out.nonfinite = h(doc, "td", { class: `c-${grad ? "g" : ""}nonfinite num${grad ? " grad" : ""}${nf ? " bad" : ""}` }, nf);
+  out.nonfinite = h(
+    doc,
+    "td",
+    { class: `c-${grad ? "g" : ""}nonfinite num${grad ? " grad" : ""}${nf ? " bad" : ""}` },
+    nf,
+  );
   return out;
 }
 
 function gradCells(doc, g, k) {
   if (k < 0) {
     const blank = (id) => h(doc, "td", { class: `c-${id} grad`, title: "no gradient: this value was not perturbed" });
-    return { gmean: blank("gmean"), gstd: blank("gstd"), gnorm: blank("gnorm"), gnonfinite: blank("gnonfinite"), ghist: blank("ghist") };
+    return {
+      gmean: blank("gmean"),
+      gstd: blank("gstd"),
+      gnorm: blank("gnorm"),
+      gnonfinite: blank("gnonfinite"),
+      ghist: blank("ghist"),
+    };
   }
   const c = statCells(doc, g.tree, k, true);
-  return { gmean: c.mean, gstd: c.std, gnorm: c.norm, gnonfinite: c.nonfinite,
-           ghist: histCell(doc, "c-ghist grad", g.hist[k], "gradient values") };
+  return {
+    gmean: c.mean,
+    gstd: c.std,
+    gnorm: c.norm,
+    gnonfinite: c.nonfinite,
+    ghist: histCell(doc, "c-ghist grad", g.hist[k], "gradient values"),
+  };
 }
 
 function describeCells(doc, t, r) {
@@ -65,10 +97,18 @@ function describeCells(doc, t, r) {
   const dtype = tableText(snap.tables, "dtype", rows.dtype ? rows.dtype[r] : null);
   const type = t.rowType[r];
   return {
-    type: h(doc, "td", { class: "c-type", title: type },
-      h(doc, "span", { class: "chip" },
+    type: h(
+      doc,
+      "td",
+      { class: "c-type", title: type },
+      h(
+        doc,
+        "span",
+        { class: "chip" },
         h(doc, "span", { class: "nnx-dot", style: `background:${typeColor(type)}` }),
-        h(doc, "span", { class: "t" }, type))),
+        h(doc, "span", { class: "t" }, type),
+      ),
+    ),
     shape: h(doc, "td", { class: "c-shape num", title: dtype || null }, fmtShape(rows.shape ? rows.shape[r] : null)),
     dtype: h(doc, "td", { class: "c-dtype" }, dtype),
   };
@@ -99,14 +139,25 @@ export function valueRow(doc, prep, cols, inline, r) {
 /** Module node `i` of the report `prep`, open or closed. */
 export function moduleRow(doc, prep, cols, open, i) {
   const t = prep.tree;
-  const tr = h(doc, "tr", { class: "nnx-capture-module", "data-path": t.nodePath[i], "data-id": i, "aria-expanded": open ? "true" : "false" });
-  const path = h(doc, "td", { class: "c-path", title: t.nodePath[i], style: `padding-left:${6 + t.nodeDepth[i] * INDENT}px` },
-    h(doc, "span", { class: "tog" }, open ? "\u25BE" : "\u25B8"), keyText(t.nodeKey[i], true));
+  const tr = h(doc, "tr", {
+    class: "nnx-capture-module",
+    "data-path": t.nodePath[i],
+    "data-id": i,
+    "aria-expanded": open ? "true" : "false",
+  });
+  const path = h(
+    doc,
+    "td",
+    { class: "c-path", title: t.nodePath[i], style: `padding-left:${6 + t.nodeDepth[i] * INDENT}px` },
+    h(doc, "span", { class: "tog" }, open ? "\u25BE" : "\u25B8"),
+    keyText(t.nodeKey[i], true),
+  );
   if (t.nodeType[i]) path.appendChild(h(doc, "span", { class: "cls" }, t.nodeType[i]));
   const n = t.nodeCount[i];
   tr.appendChild(path);
   for (const c of cols.slice(1)) {
-    if (c.id === "shape") tr.appendChild(h(doc, "td", { class: "c-shape num" }, `${fmtCount(n)} value${n === 1 ? "" : "s"}`));
+    if (c.id === "shape")
+      tr.appendChild(h(doc, "td", { class: "c-shape num" }, `${fmtCount(n)} value${n === 1 ? "" : "s"}`));
     else tr.appendChild(h(doc, "td", { class: `c-${c.id}${c.grad ? " grad" : ""}` }));
   }
   return tr;

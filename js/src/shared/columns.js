@@ -1,6 +1,13 @@
 // Table columns: id (cell class c-<id>, header data-col), header label, width (px; null = the
 // rest), numeric alignment, sortable.
-import { HISTORY_STATS, NONFINITE_LABEL, SERIES_COLUMNS, SERIES_LABELS, STAT_COLUMNS, STAT_LABELS } from "./constants.js";
+import {
+  HISTORY_STATS,
+  NONFINITE_LABEL,
+  SERIES_COLUMNS,
+  SERIES_LABELS,
+  STAT_COLUMNS,
+  STAT_LABELS,
+} from "./constants.js";
 
 // Statistic columns and labels come from Python (render.STAT_COLUMNS, STAT_LABELS), widths from here.
 const STAT_WIDTHS = { mean: 74, std: 70, min: 74, max: 74, norm: 70 };
@@ -18,7 +25,13 @@ export const COLUMNS = [
   { id: "bytes", label: "bytes", width: 66, num: true },
   { id: "place", label: "placement", width: 100, title: "sharding if any, else devices" },
   ...STAT_COLUMNS.map((id) => ({ id, label: STAT_LABELS[id], width: STAT_WIDTHS[id] ?? 74, num: true })),
-  ...SERIES_COLUMNS.map((id) => ({ id, label: SERIES_LABELS[id][0], width: 70, num: true, title: SERIES_LABELS[id][1] })),
+  ...SERIES_COLUMNS.map((id) => ({
+    id,
+    label: SERIES_LABELS[id][0],
+    width: 70,
+    num: true,
+    title: SERIES_LABELS[id][1],
+  })),
   { id: "nonfinite", label: NONFINITE_LABEL, width: 84, num: true },
   { id: "spark", label: "trend", width: 56, sortable: false, title: "the chosen statistic over the last refreshes" },
   { id: "status", label: "status", width: 96 },

@@ -22,14 +22,15 @@ export function fmtNum(x) {
   if (x === -Infinity) return "-inf";
   if (x === 0) return "0";
   const sign = x < 0 ? "-" : "";
-  const [m, exp] = Math.abs(x).toExponential(DIGITS - 1).split("e");
+  const [m, exp] = Math.abs(x)
+    .toExponential(DIGITS - 1)
+    .split("e");
   const e = Number(exp);
   if (e >= -3 && e < DIGITS) {
     // The rounded digits, placed: exact, no second rounding.
     const digits = m.replace(".", "");
-    const text = e >= 0
-      ? `${digits.slice(0, e + 1)}.${digits.slice(e + 1) || "0"}`
-      : `0.${"0".repeat(-e - 1)}${digits}`;
+    const text =
+      e >= 0 ? `${digits.slice(0, e + 1)}.${digits.slice(e + 1) || "0"}` : `0.${"0".repeat(-e - 1)}${digits}`;
     return sign + trimZeros(text);
   }
   return `${sign}${trimZeros(m)}e${e >= 0 ? "+" : "-"}${Math.abs(e)}`;
@@ -134,7 +135,12 @@ export function pyRepr(s) {
     else if (ch === "\t") out += "\\t";
     else if (ch !== " " && UNPRINTABLE.test(ch)) {
       const hex = c.toString(16);
-      out += c < 0x100 ? "\\x" + hex.padStart(2, "0") : c < 0x10000 ? "\\u" + hex.padStart(4, "0") : "\\U" + hex.padStart(8, "0");
+      out +=
+        c < 0x100
+          ? "\\x" + hex.padStart(2, "0")
+          : c < 0x10000
+            ? "\\u" + hex.padStart(4, "0")
+            : "\\U" + hex.padStart(8, "0");
     } else out += ch;
   }
   return q + out + q;

@@ -170,7 +170,10 @@ export function withStats(snap, msg, buffer) {
   });
   for (const [row, values] of Object.entries(msg.exact || {})) {
     const r = Number(row);
-    if (r >= 0 && r < R) msg.names.forEach((name, j) => { stats[name][r] = values[j] ?? null; });
+    if (r >= 0 && r < R)
+      msg.names.forEach((name, j) => {
+        stats[name][r] = values[j] ?? null;
+      });
   }
   return { ...snap, stats, refresh: msg.refresh };
 }

@@ -18,7 +18,8 @@ const WARN = "var(--jp-warn-color1, var(--vscode-editorWarning-foreground, #f57c
 const STRIPE = "rgba(127,127,127,0.06)";
 const HOVER = "rgba(127,127,127,0.16)";
 const FONT = "var(--jp-ui-font-family, var(--vscode-font-family, system-ui, -apple-system, 'Segoe UI', sans-serif))";
-const MONO = "var(--jp-code-font-family, var(--vscode-editor-font-family, ui-monospace, SFMono-Regular, Menlo, Consolas, monospace))";
+const MONO =
+  "var(--jp-code-font-family, var(--vscode-editor-font-family, ui-monospace, SFMono-Regular, Menlo, Consolas, monospace))";
 
 /** The theme colours and fonts above, for other widgets' styles (the split report). */
 export const THEME = { FG, MUTED, FAINT, BG, BG2, BORDER, ACCENT, ERROR, OK, WARN, STRIPE, HOVER, FONT, MONO };
@@ -36,7 +37,9 @@ ${R} ${controls.join(`,${R} `)}{font:inherit;font-size:12px;color:inherit}`;
 
 export function css() {
   const R = ".nnx-lab-viewer";
-  const colW = COLUMNS.filter((c) => c.width).map((c) => `${R} col.k-${c.id}{width:${c.width}px}`).join("\n");
+  const colW = COLUMNS.filter((c) => c.width)
+    .map((c) => `${R} col.k-${c.id}{width:${c.width}px}`)
+    .join("\n");
   return `
 ${R}{color:${FG};background:${BG};font-family:${FONT};font-size:12px;line-height:1.45;
   border:1px solid ${BORDER};border-radius:4px;padding:6px 8px;box-sizing:border-box;
@@ -99,8 +102,11 @@ ${R} .nnx-scroll.scrolled-x tr.nnx-row td.c-path,${R} .nnx-scroll.scrolled-x th[
 ${R} table.nnx-table{border-collapse:separate;border-spacing:0;table-layout:fixed;width:100%;
   min-width:${TABLE_MIN_WIDTH}px}
 ${colW}
-${COLUMNS.map((c) => `${R} table.hide-${c.id} col.k-${c.id},${R} table.hide-${c.id} .c-${c.id},`
-  + `${R} table.hide-${c.id} th[data-col="${c.id}"]{display:none}`).join("\n")}
+${COLUMNS.map(
+  (c) =>
+    `${R} table.hide-${c.id} col.k-${c.id},${R} table.hide-${c.id} .c-${c.id},` +
+    `${R} table.hide-${c.id} th[data-col="${c.id}"]{display:none}`,
+).join("\n")}
 ${R} th{position:sticky;top:0;z-index:2;background:${BG2};color:${FG};font-weight:600;
   text-align:left;height:22px;padding:0 6px;border-bottom:1px solid ${BORDER};white-space:nowrap;
   overflow:hidden;text-overflow:ellipsis;user-select:none}

@@ -91,10 +91,13 @@ export function watchWindow(scroller, { viewportHeight, count, draw }) {
     if (!raf) raf = requestAnimationFrame(run);
   }
   scroller.addEventListener("scroll", schedule, { passive: true });
-  const ro = typeof ResizeObserver !== "undefined" ? new ResizeObserver(() => {
-    drawn = "";
-    schedule();
-  }) : null;
+  const ro =
+    typeof ResizeObserver !== "undefined"
+      ? new ResizeObserver(() => {
+          drawn = "";
+          schedule();
+        })
+      : null;
   if (ro) ro.observe(scroller);
   return {
     refresh(now = false) {
@@ -114,11 +117,13 @@ export function watchWindow(scroller, { viewportHeight, count, draw }) {
 function groupCells(doc, tr, pathTd, n, open) {
   tr.classList.add("nnx-group");
   tr.setAttribute("aria-expanded", open ? "true" : "false");
-  pathTd.append(h(doc, "span", { class: "cls" }, `${n} layers`),
-    h(doc, "button", { class: "nnx-heat", type: "button", title: `heatmap: ${n} layers \u00d7 refreshes` }, "\u25A6"));
+  pathTd.append(
+    h(doc, "span", { class: "cls" }, `${n} layers`),
+    h(doc, "button", { class: "nnx-heat", type: "button", title: `heatmap: ${n} layers \u00d7 refreshes` }, "\u25A6"),
+  );
 }
 
-const SPARK_W = 44;  // fits the 56 px trend column with its padding
+const SPARK_W = 44; // fits the 56 px trend column with its padding
 const SPARK_H = 14;
 const INDENT = 14;
 
@@ -150,7 +155,11 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
   }
   const thead = h(doc, "thead", null, headRow);
   const { scroller, table, tbody, empty, spacers } = createWindowedTable(doc, {
-    tableClass: "nnx-table", colgroup, thead, colspan: COLUMNS.length });
+    tableClass: "nnx-table",
+    colgroup,
+    thead,
+    colspan: COLUMNS.length,
+  });
 
   const side = sideScroll(doc, scroller); // wider than the output: sideways, the path column held
 
@@ -168,7 +177,10 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
     const depth = t.nodeDepth[id];
     const tr = h(doc, "tr", { class: "nnx-module", "data-path": t.nodePath[id], "data-id": id });
     tr.setAttribute("aria-expanded", expanded ? "true" : "false");
-    const path = h(doc, "td", { class: "c-path", colspan: 2, title: t.nodePath[id], style: `padding-left:${6 + depth * INDENT}px` },
+    const path = h(
+      doc,
+      "td",
+      { class: "c-path", colspan: 2, title: t.nodePath[id], style: `padding-left:${6 + depth * INDENT}px` },
       h(doc, "span", { class: "tog" }, expanded ? "\u25BE" : "\u25B8"),
       keyText(t.nodeKey[id], true),
     );
@@ -176,8 +188,12 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
     const count = t.nodeCount[id];
     tr.append(
       path,
-      h(doc, "td", { class: "c-shape num", title: `${fmtCount(t.nodeSize[id])} elements` },
-        `${fmtCount(count)} var${count === 1 ? "" : "s"}`),
+      h(
+        doc,
+        "td",
+        { class: "c-shape num", title: `${fmtCount(t.nodeSize[id])} elements` },
+        `${fmtCount(count)} var${count === 1 ? "" : "s"}`,
+      ),
       h(doc, "td", { class: "c-dtype" }),
       h(doc, "td", { class: "c-bytes num", title: `${fmtCount(t.nodeBytes[id])} bytes` }, fmtBytes(t.nodeBytes[id])),
       h(doc, "td", { class: "c-place" }),
@@ -206,10 +222,17 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
         break;
       }
     }
-    td.setAttribute("title", `${state.stat}: ${fmtNum(last)} (${values.length} refresh${values.length === 1 ? "" : "es"})`);
+    td.setAttribute(
+      "title",
+      `${state.stat}: ${fmtNum(last)} (${values.length} refresh${values.length === 1 ? "" : "es"})`,
+    );
     td.appendChild(
-      s(doc, "svg", { width: SPARK_W, height: SPARK_H, viewBox: `0 0 ${SPARK_W} ${SPARK_H}`, "aria-hidden": "true" },
-        s(doc, "path", { d })),
+      s(
+        doc,
+        "svg",
+        { width: SPARK_W, height: SPARK_H, viewBox: `0 0 ${SPARK_W} ${SPARK_H}`, "aria-hidden": "true" },
+        s(doc, "path", { d }),
+      ),
     );
     return td;
   }
@@ -238,16 +261,32 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
     if (layer >= 0) key = `layer ${layer}`;
     const stacked = isStacked(t, r);
     const open = stacked && !!(state.openRows && state.openRows[r]);
-    const pathTd = h(doc, "td", { class: "c-path", title, style: `padding-left:${6 + depth * INDENT + (stacked ? 0 : 14)}px` },
-      stacked ? h(doc, "span", { class: "tog" }, open ? "\u25BE" : "\u25B8") : null, key);
+    const pathTd = h(
+      doc,
+      "td",
+      { class: "c-path", title, style: `padding-left:${6 + depth * INDENT + (stacked ? 0 : 14)}px` },
+      stacked ? h(doc, "span", { class: "tog" }, open ? "\u25BE" : "\u25B8") : null,
+      key,
+    );
     if (stacked) groupCells(doc, tr, pathTd, t.layerKids.get(r).length, open);
-    if (aliases && aliases.length) pathTd.appendChild(h(doc, "span", { class: "alias" }, `+${aliases.length} alias${aliases.length === 1 ? "" : "es"}`));
+    if (aliases && aliases.length)
+      pathTd.appendChild(
+        h(doc, "span", { class: "alias" }, `+${aliases.length} alias${aliases.length === 1 ? "" : "es"}`),
+      );
 
     const type = t.rowType[r];
-    const typeTd = h(doc, "td", { class: "c-type", title: type },
-      h(doc, "span", { class: "chip" },
+    const typeTd = h(
+      doc,
+      "td",
+      { class: "c-type", title: type },
+      h(
+        doc,
+        "span",
+        { class: "chip" },
         h(doc, "span", { class: "nnx-dot", style: `background:${typeColor(type)}` }),
-        h(doc, "span", { class: "t" }, type)));
+        h(doc, "span", { class: "t" }, type),
+      ),
+    );
 
     const dtype = tableText(tables, "dtype", at("dtype"));
     const sharding = tableText(tables, "sharding", at("sharding"));
@@ -255,8 +294,14 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
     const logical = tableText(tables, "logical", at("logical"));
     const mismatch = at("mismatch");
     const place = sharding || devices;
-    const placeTitle = [sharding && `sharding: ${sharding}`, devices && `devices: ${devices}`,
-      logical && `logical: ${logical}`, mismatch && `\u2260 ${mismatch}`].filter(Boolean).join("\n");
+    const placeTitle = [
+      sharding && `sharding: ${sharding}`,
+      devices && `devices: ${devices}`,
+      logical && `logical: ${logical}`,
+      mismatch && `\u2260 ${mismatch}`,
+    ]
+      .filter(Boolean)
+      .join("\n");
     const nbytes = at("nbytes");
 
     tr.append(
@@ -264,9 +309,19 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
       typeTd,
       h(doc, "td", { class: "c-shape num" }, fmtShape(at("shape"))),
       h(doc, "td", { class: "c-dtype" }, dtype),
-      h(doc, "td", { class: "c-bytes num", title: nbytes === null || nbytes === undefined ? null : `${fmtCount(nbytes)} bytes` }, fmtBytes(nbytes)),
-      h(doc, "td", { class: `c-place${mismatch ? " bad" : ""}`, title: placeTitle || null },
-        mismatch ? h(doc, "span", { class: "mismatch" }, "\u2260 ") : null, place),
+      h(
+        doc,
+        "td",
+        { class: "c-bytes num", title: nbytes === null || nbytes === undefined ? null : `${fmtCount(nbytes)} bytes` },
+        fmtBytes(nbytes),
+      ),
+      h(
+        doc,
+        "td",
+        { class: `c-place${mismatch ? " bad" : ""}`, title: placeTitle || null },
+        mismatch ? h(doc, "span", { class: "mismatch" }, "\u2260 ") : null,
+        place,
+      ),
     );
     for (const c of STAT_COLUMNS) {
       const v = st(c);

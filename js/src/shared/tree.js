@@ -123,8 +123,22 @@ function buildShape(snap) {
   for (let i = 0; i < N; i++) place(i);
 
   return {
-    N, R, nodeParent, nodeKey, nodeType, nodePath, nodeDepth,
-    rowParent, rowKey, rowPath, rowPathLower, rowDepth, kids, rowLayerOf, rowLayer, layerKids,
+    N,
+    R,
+    nodeParent,
+    nodeKey,
+    nodeType,
+    nodePath,
+    nodeDepth,
+    rowParent,
+    rowKey,
+    rowPath,
+    rowPathLower,
+    rowDepth,
+    kids,
+    rowLayerOf,
+    rowLayer,
+    layerKids,
   };
 }
 
@@ -138,8 +152,12 @@ export function buildTree(snap, prev = null) {
   const R = snap.rows && snap.rows.parent ? snap.rows.parent.length : 0;
   const N = snap.nodes && snap.nodes.parent ? snap.nodes.parent.length : 0;
   if (
-    prev && prev.structure !== undefined && prev.structure !== null &&
-    prev.structure === snap.structure && prev.R === R && prev.N === N
+    prev &&
+    prev.structure !== undefined &&
+    prev.structure !== null &&
+    prev.structure === snap.structure &&
+    prev.R === R &&
+    prev.N === N
   ) {
     shape = prev.shape;
   } else {
@@ -183,7 +201,10 @@ export function buildTree(snap, prev = null) {
     structure: snap.structure,
     snap,
     rowType,
-    nodeCount, nodeBytes, nodeSize, nodeNonfinite,
+    nodeCount,
+    nodeBytes,
+    nodeSize,
+    nodeNonfinite,
   };
 }
 

@@ -151,8 +151,14 @@ export function showingText(prep, active, shown) {
 
 /** The title (tooltip) of filter `f`'s column header. */
 export function filterTitle(f) {
-  const types = Object.entries(f.types).map(([t, k]) => `${t} ${k}`).join(", ");
-  const lines = [`filter ${f.index + 1}: ${f.label}`, `state: ${f.name}`, `took ${f.count} Variable${f.count === 1 ? "" : "s"}${types ? ` (${types})` : ""}`];
+  const types = Object.entries(f.types)
+    .map(([t, k]) => `${t} ${k}`)
+    .join(", ");
+  const lines = [
+    `filter ${f.index + 1}: ${f.label}`,
+    `state: ${f.name}`,
+    `took ${f.count} Variable${f.count === 1 ? "" : "s"}${types ? ` (${types})` : ""}`,
+  ];
   if (f.shadowed) lines.push(`matched ${f.shadowed} more that an earlier filter took (hollow marks)`);
   if (f.shadowing) lines.push(`${f.shadowing} of those it took also match a later filter`);
   lines.push("click: show only the Variables this filter matched");

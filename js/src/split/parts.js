@@ -37,22 +37,40 @@ export function headerCell(doc, prep, c, active) {
   }
   if (c.kind === "filter") {
     const f = c.filter;
-    return h(doc, "th", {
-      class: `nnx-split-filter f-${f.index}`, "data-filter": f.index, "data-col": c.id, scope: "col",
-      title: filterTitle(f), "aria-pressed": active === f.index ? "true" : "false", role: "button",
-    },
-    h(doc, "div", { class: "nm" }, f.name),
-    h(doc, "div", { class: "lb" }, f.label),
-    h(doc, "div", { class: "ct" }, `${fmtCount(f.count)} \u00B7 ${fmtBytes(f.bytes)}`));
+    return h(
+      doc,
+      "th",
+      {
+        class: `nnx-split-filter f-${f.index}`,
+        "data-filter": f.index,
+        "data-col": c.id,
+        scope: "col",
+        title: filterTitle(f),
+        "aria-pressed": active === f.index ? "true" : "false",
+        role: "button",
+      },
+      h(doc, "div", { class: "nm" }, f.name),
+      h(doc, "div", { class: "lb" }, f.label),
+      h(doc, "div", { class: "ct" }, `${fmtCount(f.count)} \u00B7 ${fmtBytes(f.bytes)}`),
+    );
   }
-  return h(doc, "th", {
-    class: "nnx-split-rest", "data-filter": REST, "data-col": REST, scope: "col", role: "button",
-    title: "Variables no filter matched: nnx.split raises for them (add `...` as the last filter to collect them)\nclick: show only these",
-    "aria-pressed": active === REST ? "true" : "false",
-  },
-  h(doc, "div", { class: "nm" }, "remainder"),
-  h(doc, "div", { class: "lb" }, "no filter"),
-  h(doc, "div", { class: "ct" }, `${fmtCount(prep.rest.count)} \u00B7 ${fmtBytes(prep.rest.bytes)}`));
+  return h(
+    doc,
+    "th",
+    {
+      class: "nnx-split-rest",
+      "data-filter": REST,
+      "data-col": REST,
+      scope: "col",
+      role: "button",
+      title:
+        "Variables no filter matched: nnx.split raises for them (add `...` as the last filter to collect them)\nclick: show only these",
+      "aria-pressed": active === REST ? "true" : "false",
+    },
+    h(doc, "div", { class: "nm" }, "remainder"),
+    h(doc, "div", { class: "lb" }, "no filter"),
+    h(doc, "div", { class: "ct" }, `${fmtCount(prep.rest.count)} \u00B7 ${fmtBytes(prep.rest.bytes)}`),
+  );
 }
 
 /** Row `r`: path (and aliases), type, shape, dtype, bytes, and a mark under each filter of `cols`. */
@@ -70,13 +88,26 @@ export function rowEl(doc, prep, cols, r) {
   const nbytes = rows.nbytes[r];
   tr.append(
     pathTd,
-    h(doc, "td", { class: "c-type", title: type },
-      h(doc, "span", { class: "chip" },
+    h(
+      doc,
+      "td",
+      { class: "c-type", title: type },
+      h(
+        doc,
+        "span",
+        { class: "chip" },
         h(doc, "span", { class: "nnx-dot", style: `background:${typeColor(type)}` }),
-        h(doc, "span", { class: "t" }, type))),
+        h(doc, "span", { class: "t" }, type),
+      ),
+    ),
     h(doc, "td", { class: "c-shape num" }, fmtShape(rows.shape[r])),
     h(doc, "td", { class: "c-dtype", title: rows.dtype[r] ?? null }, rows.dtype[r] ?? ""),
-    h(doc, "td", { class: "c-bytes num", title: nbytes === null ? null : `${fmtCount(nbytes)} bytes` }, fmtBytes(nbytes)),
+    h(
+      doc,
+      "td",
+      { class: "c-bytes num", title: nbytes === null ? null : `${fmtCount(nbytes)} bytes` },
+      fmtBytes(nbytes),
+    ),
   );
   for (const c of cols) {
     if (c.kind === "filter") {
@@ -87,15 +118,18 @@ export function rowEl(doc, prep, cols, r) {
         td.appendChild(h(doc, "span", { class: "nnx-mark taken", title: `taken by ${f.name} (${f.label})` }));
       } else if (mark === "shadowed") {
         const by = prep.filters[rows.taken_by[r]];
-        td.appendChild(h(doc, "span", {
-          class: "nnx-mark shadowed",
-          title: `matched by ${f.label} too, but ${by ? `${by.name} (${by.label})` : "an earlier filter"} took it first`,
-        }));
+        td.appendChild(
+          h(doc, "span", {
+            class: "nnx-mark shadowed",
+            title: `matched by ${f.label} too, but ${by ? `${by.name} (${by.label})` : "an earlier filter"} took it first`,
+          }),
+        );
       }
       tr.appendChild(td);
     } else if (c.kind === "rest") {
       const td = h(doc, "td", { class: "c-rest" });
-      if (kind === "remainder") td.appendChild(h(doc, "span", { class: "nnx-mark rest", title: "no filter matched this Variable" }));
+      if (kind === "remainder")
+        td.appendChild(h(doc, "span", { class: "nnx-mark rest", title: "no filter matched this Variable" }));
       tr.appendChild(td);
     }
   }
@@ -114,8 +148,12 @@ export function createProblems(doc) {
     const lis = lines.slice(0, shown).map((line) => h(doc, "li", null, line));
     if (shown < lines.length) {
       const left = lines.length - shown;
-      const more = h(doc, "button", { type: "button" },
-        `${fmtCount(left)} more\u2026${left > PROBLEMS_STEP ? ` (show ${PROBLEMS_STEP})` : ""}`);
+      const more = h(
+        doc,
+        "button",
+        { type: "button" },
+        `${fmtCount(left)} more\u2026${left > PROBLEMS_STEP ? ` (show ${PROBLEMS_STEP})` : ""}`,
+      );
       more.addEventListener("click", () => {
         shownMax += PROBLEMS_STEP;
         draw();

@@ -7,7 +7,13 @@ import { h, s, setText } from "../shared/dom.js";
 import { fmtNum } from "../shared/format.js";
 
 // viridis at five stops (perceptually even, readable by colour-blind people)
-const STOPS = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
+const STOPS = [
+  [68, 1, 84],
+  [59, 82, 139],
+  [33, 145, 140],
+  [94, 201, 98],
+  [253, 231, 37],
+];
 const MISSING = "#d9d9d9";
 const WIDTH = 560; // px of refreshes at most (fits a notebook output beside the layer labels)
 const HEIGHT = 288; // px of layers at most
@@ -71,8 +77,15 @@ export function createHeatmap(doc, { onClose } = {}) {
   const close = h(doc, "button", { class: "hm-close", type: "button", title: "close the heatmap" }, "\u00d7");
   const plot = h(doc, "div", { class: "hm-plot" });
   const readout = h(doc, "div", { class: "hm-readout" });
-  const el = h(doc, "div", { class: "nnx-heatmap", hidden: true },
-    h(doc, "style", null, CSS), h(doc, "div", { class: "hm-head" }, title, info, close), plot, readout);
+  const el = h(
+    doc,
+    "div",
+    { class: "nnx-heatmap", hidden: true },
+    h(doc, "style", null, CSS),
+    h(doc, "div", { class: "hm-head" }, title, info, close),
+    plot,
+    readout,
+  );
   let path = null; // the stacked Variable shown (by path: it survives a structure change)
   let grid = null;
   let stat = "";
@@ -116,8 +129,11 @@ export function createHeatmap(doc, { onClose } = {}) {
       stat = name;
       grid = heatGrid(tree, history, r);
       setText(title, path);
-      setText(info, `${name} \u00b7 ${grid.L} layers \u00d7 ${grid.T} refresh${grid.T === 1 ? "" : "es"} \u00b7 ` +
-        `${fmtNum(grid.lo)} \u2026 ${fmtNum(grid.hi)}`);
+      setText(
+        info,
+        `${name} \u00b7 ${grid.L} layers \u00d7 ${grid.T} refresh${grid.T === 1 ? "" : "es"} \u00b7 ` +
+          `${fmtNum(grid.lo)} \u2026 ${fmtNum(grid.hi)}`,
+      );
       plot.replaceChildren(drawGrid(doc, grid, name));
     },
   };
@@ -136,17 +152,30 @@ function drawGrid(doc, grid, stat) {
   const left = 52;
   const width = left + Math.max(1, T) * w;
   const height = Math.max(1, L) * ch + 2;
-  const svg = s(doc, "svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img",
-    "aria-label": `${stat} per layer and refresh` });
+  const svg = s(doc, "svg", {
+    width,
+    height,
+    viewBox: `0 0 ${width} ${height}`,
+    role: "img",
+    "aria-label": `${stat} per layer and refresh`,
+  });
   const every = Math.max(1, Math.ceil(12 / ch)); // a label every few layers when the cells are thin
   for (let l = 0; l < L; l++) {
     if (l % every === 0) {
-      svg.appendChild(s(doc, "text", { x: left - 4, y: l * ch + ch / 2 + 3, "text-anchor": "end" }, `layer ${grid.layers[l]}`));
+      svg.appendChild(
+        s(doc, "text", { x: left - 4, y: l * ch + ch / 2 + 3, "text-anchor": "end" }, `layer ${grid.layers[l]}`),
+      );
     }
     for (let t = 0; t < T; t++) {
       const v = values[l * T + t];
-      svg.appendChild(s(doc, "rect", { x: left + t * w, y: l * ch, width: w, height: ch, fill: heatColor(v, lo, hi),
-        "data-l": l, "data-t": t }, s(doc, "title", null, cellText(grid, l, t, stat))));
+      svg.appendChild(
+        s(
+          doc,
+          "rect",
+          { x: left + t * w, y: l * ch, width: w, height: ch, fill: heatColor(v, lo, hi), "data-l": l, "data-t": t },
+          s(doc, "title", null, cellText(grid, l, t, stat)),
+        ),
+      );
     }
   }
   return svg;

@@ -29,7 +29,8 @@ export function fillDevices(doc, el, devices) {
   if (!devices || typeof devices !== "object") return;
   const kind = devices.device_kind || "";
   const head = [devices.platform, kind && `${kind} \u00D7 ${fmtCount(devices.count ?? (devices.devices || []).length)}`]
-    .filter(Boolean).join(" \u00B7 ");
+    .filter(Boolean)
+    .join(" \u00B7 ");
   if (head) el.appendChild(h(doc, "span", { class: "nnx-dev-head" }, head));
   for (const d of devices.devices || []) {
     const use = d.bytes_in_use;
@@ -42,13 +43,19 @@ export function fillDevices(doc, el, devices) {
     if (peak !== null && peak !== undefined) parts.push(`peak ${fmtBytes(peak)}`);
     if (limit !== null && limit !== undefined) parts.push(`of ${fmtBytes(limit)}`);
     const name = `${d.platform || devices.platform || "dev"}:${d.id ?? ""}`;
-    const item = h(doc, "span", { class: "nnx-dev", "data-device": String(d.id ?? ""), title: `${name} ${d.kind || ""}`.trim() },
-      h(doc, "span", { class: "nnx-muted" }, name), parts.join(" / "));
+    const item = h(
+      doc,
+      "span",
+      { class: "nnx-dev", "data-device": String(d.id ?? ""), title: `${name} ${d.kind || ""}`.trim() },
+      h(doc, "span", { class: "nnx-muted" }, name),
+      parts.join(" / "),
+    );
     if (limit) {
       const bar = h(doc, "span", { class: "nnx-bar" });
       const pct = (x) => `${Math.max(0, Math.min(100, (100 * x) / limit)).toFixed(1)}%`;
       if (use !== null && use !== undefined) bar.appendChild(h(doc, "span", { style: `width:${pct(use)}` }));
-      if (peak !== null && peak !== undefined) bar.appendChild(h(doc, "span", { class: "peak", style: `width:${pct(peak)}` }));
+      if (peak !== null && peak !== undefined)
+        bar.appendChild(h(doc, "span", { class: "peak", style: `width:${pct(peak)}` }));
       item.appendChild(bar);
     }
     el.appendChild(item);
@@ -75,13 +82,18 @@ export function firstNonfinite(snap) {
 /** The alert's one line, as Python's NonfiniteAlert.text(): "first NaN at step 1,234 (refresh 17) in <where>; now clean". */
 export function alertParts(alert) {
   const kind = alert.nan && !alert.inf ? "NaN" : alert.inf && !alert.nan ? "Inf" : "NaN/Inf";
-  const when = alert.step ? `step ${fmtStep(alert.step)} (refresh ${fmtStep(alert.refresh)})` : `refresh ${fmtStep(alert.refresh)}`;
+  const when = alert.step
+    ? `step ${fmtStep(alert.step)} (refresh ${fmtStep(alert.refresh)})`
+    : `refresh ${fmtStep(alert.refresh)}`;
   const now = [];
   const k = alert.now_variables || 0;
   if (k) now.push(`${k} variable${k === 1 ? "" : "s"}`);
   for (const name of alert.now_scalars || []) now.push(String(name));
-  return { head: `first ${kind} at ${when} in `, where: String(alert.where ?? ""),
-           tail: `; ${now.length ? `now in ${now.join(", ")}` : "now clean"}` };
+  return {
+    head: `first ${kind} at ${when} in `,
+    where: String(alert.where ?? ""),
+    tail: `; ${now.length ? `now in ${now.join(", ")}` : "now clean"}`,
+  };
 }
 
 function rowOfPath(tree, path) {
@@ -120,13 +132,21 @@ export function fillBanner(doc, el, snap, tree, alert = null) {
   el.setAttribute("data-sig", sig);
   if (row >= 0) el.setAttribute("data-row", String(row));
   else el.removeAttribute("data-row");
-  el.setAttribute("data-state", alerted ? (alert.now_variables || (alert.now_scalars || []).length ? "bad" : "clean") : "bad");
+  el.setAttribute(
+    "data-state",
+    alerted ? (alert.now_variables || (alert.now_scalars || []).length ? "bad" : "clean") : "bad",
+  );
   if (alerted) {
     const { head, where, tail } = alertParts(alert);
     el.replaceChildren(
       h(doc, "span", { class: "icon" }, "\u26A0"),
       h(doc, "span", { class: "nnx-banner-text" }, head, h(doc, "code", null, where), tail),
-      h(doc, "button", { class: "nnx-tool nnx-banner-clear", type: "button", title: "dismiss until the next NaN/Inf" }, "clear"),
+      h(
+        doc,
+        "button",
+        { class: "nnx-tool nnx-banner-clear", type: "button", title: "dismiss until the next NaN/Inf" },
+        "clear",
+      ),
     );
   } else {
     const more = bad.count > 1 ? ` (+${bad.count - 1} more variable${bad.count === 2 ? "" : "s"})` : "";
@@ -149,16 +169,20 @@ export function fillChips(doc, el, snap, active) {
     if (name === "all") continue;
     const t = totals[name] || {};
     el.appendChild(
-      h(doc, "button", {
-        class: "nnx-type-chip",
-        type: "button",
-        "data-type": name,
-        "aria-pressed": active === name ? "true" : "false",
-        title: `${name}: ${fmtCount(t.count)} variables, ${fmtCount(t.size)} elements, ${fmtCount(t.bytes)} bytes (click to filter)`,
-      },
-      h(doc, "span", { class: "nnx-dot", style: `background:${typeColor(name)}` }),
-      h(doc, "span", null, name),
-      h(doc, "span", { class: "n" }, `${fmtCount(t.count)} \u00B7 ${fmtBytes(t.bytes ?? 0)}`)),
+      h(
+        doc,
+        "button",
+        {
+          class: "nnx-type-chip",
+          type: "button",
+          "data-type": name,
+          "aria-pressed": active === name ? "true" : "false",
+          title: `${name}: ${fmtCount(t.count)} variables, ${fmtCount(t.size)} elements, ${fmtCount(t.bytes)} bytes (click to filter)`,
+        },
+        h(doc, "span", { class: "nnx-dot", style: `background:${typeColor(name)}` }),
+        h(doc, "span", null, name),
+        h(doc, "span", { class: "n" }, `${fmtCount(t.count)} \u00B7 ${fmtBytes(t.bytes ?? 0)}`),
+      ),
     );
   }
 }
@@ -185,7 +209,8 @@ export function fillStatus(doc, el, slots, status) {
     const device = st.device_ms !== null && st.device_ms !== undefined ? ` + ${fmtMs(st.device_ms)} device` : "";
     bits.push(`refresh cost ${fmtMs(st.cost_ms)}${device ? " host" + device : ""}`);
   }
-  if (st.refreshes !== null && st.refreshes !== undefined) bits.push(`${fmtCount(st.refreshes)} refresh${st.refreshes === 1 ? "" : "es"}`);
+  if (st.refreshes !== null && st.refreshes !== undefined)
+    bits.push(`${fmtCount(st.refreshes)} refresh${st.refreshes === 1 ? "" : "es"}`);
   if (state === "live" && st.interval_s) bits.push(`every ${fmtMs(st.interval_s * 1000)}`);
   slots.info.replaceChildren(bits.join(" \u00B7 "));
   slots.button.disabled = state === "gone";

@@ -2,9 +2,7 @@
 // is on: all open unless the user closes one), the filter (path text and Variable type) and the
 // sort. Pure state over shared/tree.js; no DOM.
 
-import {
-  ancestors, buildTree, defaultExpanded, filterRows, flatten, remapExpanded, sortKids,
-} from "../shared/tree.js";
+import { ancestors, buildTree, defaultExpanded, filterRows, flatten, remapExpanded, sortKids } from "../shared/tree.js";
 import { nextSort } from "../shared/columns.js";
 import { isStacked, remapOpenRows } from "../shared/layers.js";
 

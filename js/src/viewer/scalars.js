@@ -53,15 +53,31 @@ function curveItem(doc, { name, steps, values }) {
       marks.push(s(doc, "line", { class: "bad", x1: x, x2: x, y1: 0, y2: CURVE_H }));
     }
   }
-  const svg = s(doc, "svg", { class: "nnx-scalar-spark", width: CURVE_W, height: CURVE_H,
-                              viewBox: `0 0 ${CURVE_W} ${CURVE_H}`, "aria-hidden": "true" },
-    s(doc, "path", { d: sparkPath(values, CURVE_W, CURVE_H, PAD) }), ...marks);
-  const span = n ? `steps ${fmtStep(steps[0])}\u2013${fmtStep(lastStep)}, ${n} point${n === 1 ? "" : "s"}` : "no values";
-  return h(doc, "div", { class: "nnx-scalar", "data-name": name, title: `${name}: ${span}` },
+  const svg = s(
+    doc,
+    "svg",
+    {
+      class: "nnx-scalar-spark",
+      width: CURVE_W,
+      height: CURVE_H,
+      viewBox: `0 0 ${CURVE_W} ${CURVE_H}`,
+      "aria-hidden": "true",
+    },
+    s(doc, "path", { d: sparkPath(values, CURVE_W, CURVE_H, PAD) }),
+    ...marks,
+  );
+  const span = n
+    ? `steps ${fmtStep(steps[0])}\u2013${fmtStep(lastStep)}, ${n} point${n === 1 ? "" : "s"}`
+    : "no values";
+  return h(
+    doc,
+    "div",
+    { class: "nnx-scalar", "data-name": name, title: `${name}: ${span}` },
     h(doc, "span", { class: "nnx-scalar-name" }, name),
     svg,
     h(doc, "span", { class: Number.isFinite(last) ? "nnx-scalar-value" : "nnx-scalar-value bad" }, fmtNum(last)),
-    h(doc, "span", { class: "nnx-scalar-step" }, lastStep === null ? "" : `step ${fmtStep(lastStep)}`));
+    h(doc, "span", { class: "nnx-scalar-step" }, lastStep === null ? "" : `step ${fmtStep(lastStep)}`),
+  );
 }
 
 /** Draw `curves` (parseScalars' output) into `el`; hidden when there are none. */

@@ -30,12 +30,20 @@ export function readSeries(meta, values, R) {
   const ratio = {};
   meta.names.forEach((name, k) => {
     stats[name] = {};
-    meta.stats.forEach((stat, j) => { stats[name][stat] = col(k, j); });
+    meta.stats.forEach((stat, j) => {
+      stats[name][stat] = col(k, j);
+    });
     ratio[name] = col(k, meta.stats.length);
   });
   return {
-    names: meta.names, stats, ratio, steps: meta.steps || {}, stale: new Set(meta.stale || []),
-    optStep: meta.opt_step ?? null, unmatched: meta.unmatched || [], unmatchedTotal: meta.unmatched_total || 0,
+    names: meta.names,
+    stats,
+    ratio,
+    steps: meta.steps || {},
+    stale: new Set(meta.stale || []),
+    optStep: meta.opt_step ?? null,
+    unmatched: meta.unmatched || [],
+    unmatchedTotal: meta.unmatched_total || 0,
     problems: meta.problems || [],
   };
 }
@@ -60,8 +68,11 @@ export function displayed(snap, group) {
 
 /** The "statistics of" switch and the series line; `onGroup(name)` on a choice (PARAMS: the parameters). */
 export function createSeriesBar(doc, { onGroup }) {
-  const select = h(doc, "select", { class: "nnx-tool nnx-group", "aria-label": "statistics of",
-    title: "show the statistics of the parameters or of one series (gradient, optimizer state)" });
+  const select = h(doc, "select", {
+    class: "nnx-tool nnx-group",
+    "aria-label": "statistics of",
+    title: "show the statistics of the parameters or of one series (gradient, optimizer state)",
+  });
   const label = h(doc, "label", { class: "nnx-muted" }, "statistics of ", select);
   const line = h(doc, "span", { class: "nnx-series-line" });
   const details = h(doc, "details", { class: "nnx-unmatched", hidden: true });
@@ -79,8 +90,10 @@ export function createSeriesBar(doc, { onGroup }) {
       const sig = series.names.join("\u0000");
       if (sig !== names) {
         names = sig;
-        select.replaceChildren(h(doc, "option", { value: PARAMS }, "parameters"),
-          ...series.names.map((n) => h(doc, "option", { value: n }, n)));
+        select.replaceChildren(
+          h(doc, "option", { value: PARAMS }, "parameters"),
+          ...series.names.map((n) => h(doc, "option", { value: n }, n)),
+        );
       }
       select.value = group && series.stats[group] ? group : PARAMS;
       label.hidden = series.names.length === 0;
@@ -104,10 +117,24 @@ function fillUnmatched(doc, el, series) {
   const more = total > list.length ? ` (first ${list.length})` : "";
   el.replaceChildren(
     h(doc, "summary", null, `${total} lea${total === 1 ? "f" : "ves"} matched to no Variable${more}`),
-    h(doc, "ul", null, ...list.map((u) => {
-      const nums = Object.entries(u.stats || {}).map(([k, v]) => `${k} ${fmtNum(v)}`).join(", ");
-      return h(doc, "li", null, `${u.series}: `, h(doc, "code", null, u.path),
-        u.what ? ` \u2014 ${u.what}` : "", nums ? ` (${nums})` : "");
-    })),
+    h(
+      doc,
+      "ul",
+      null,
+      ...list.map((u) => {
+        const nums = Object.entries(u.stats || {})
+          .map(([k, v]) => `${k} ${fmtNum(v)}`)
+          .join(", ");
+        return h(
+          doc,
+          "li",
+          null,
+          `${u.series}: `,
+          h(doc, "code", null, u.path),
+          u.what ? ` \u2014 ${u.what}` : "",
+          nums ? ` (${nums})` : "",
+        );
+      }),
+    ),
   );
 }

@@ -12,17 +12,52 @@ import { fillStatus } from "./panels.js";
  */
 export function createToolbar(doc, { onQuery, onChip, onStat, onExpand }) {
   const filter = h(doc, "input", {
-    class: "nnx-filter", type: "search", placeholder: "filter paths\u2026", spellcheck: "false",
+    class: "nnx-filter",
+    type: "search",
+    placeholder: "filter paths\u2026",
+    spellcheck: "false",
     "aria-label": "filter variables by path",
   });
   const matches = h(doc, "span", { class: "nnx-matches" });
   const chips = h(doc, "div", { class: "nnx-chips" });
-  const statSelect = h(doc, "select", { class: "nnx-tool nnx-stat", title: "statistic shown in the history sparklines", "aria-label": "sparkline statistic" },
-    ...STAT_CHOICES.map((c) => h(doc, "option", { value: c }, STAT_LABELS[c] ?? c)));
-  const expandAll = h(doc, "button", { class: "nnx-tool nnx-expand-all", type: "button", title: "expand all modules" }, "expand all");
-  const collapseAll = h(doc, "button", { class: "nnx-tool nnx-collapse-all", type: "button", title: "collapse all modules" }, "collapse all");
-  const el = h(doc, "div", { class: "nnx-bar-row" }, filter, matches, chips,
-    h(doc, "div", { class: "nnx-tools" }, h(doc, "label", { class: "nnx-muted" }, "trend ", statSelect), expandAll, collapseAll));
+  const statSelect = h(
+    doc,
+    "select",
+    {
+      class: "nnx-tool nnx-stat",
+      title: "statistic shown in the history sparklines",
+      "aria-label": "sparkline statistic",
+    },
+    ...STAT_CHOICES.map((c) => h(doc, "option", { value: c }, STAT_LABELS[c] ?? c)),
+  );
+  const expandAll = h(
+    doc,
+    "button",
+    { class: "nnx-tool nnx-expand-all", type: "button", title: "expand all modules" },
+    "expand all",
+  );
+  const collapseAll = h(
+    doc,
+    "button",
+    { class: "nnx-tool nnx-collapse-all", type: "button", title: "collapse all modules" },
+    "collapse all",
+  );
+  const el = h(
+    doc,
+    "div",
+    { class: "nnx-bar-row" },
+    filter,
+    matches,
+    chips,
+    h(
+      doc,
+      "div",
+      { class: "nnx-tools" },
+      h(doc, "label", { class: "nnx-muted" }, "trend ", statSelect),
+      expandAll,
+      collapseAll,
+    ),
+  );
 
   filter.addEventListener("input", () => onQuery(filter.value));
   // Keep notebook shortcuts (a, b, dd, arrows...) from firing while typing.
@@ -37,7 +72,9 @@ export function createToolbar(doc, { onQuery, onChip, onStat, onExpand }) {
 
   const statOptions = new Set(STAT_CHOICES);
   return {
-    el, filter, chips,
+    el,
+    filter,
+    chips,
     /** "n of m" Variables matching, or nothing without a filter. */
     setMatches(text) {
       matches.replaceChildren(...(text ? [text] : []));

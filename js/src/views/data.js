@@ -44,7 +44,9 @@ export function prepare(payload) {
   const classes = list(p.classes).map((c, ci) => {
     const o = obj(c);
     const name = str(o.class);
-    const args = list(o.args).map(prepArg).filter((a) => a.name);
+    const args = list(o.args)
+      .map(prepArg)
+      .filter((a) => a.name);
     const instances = list(o.instances).map((i, ii) => {
       const io = obj(i);
       const key = list(io.key);
@@ -148,7 +150,8 @@ export function scopeOptions(prep, scope = ALL, cap = 300) {
   }
   if (scope.type === "path" && !selectedShown) {
     const i = findInstance(prep, scope.keyId);
-    if (i) out.push({ value: `i:${i.ci}:${i.ii}`, label: `${i.path} (${prep.classes[i.ci].name})`, group: "instances" });
+    if (i)
+      out.push({ value: `i:${i.ci}:${i.ii}`, label: `${i.path} (${prep.classes[i.ci].name})`, group: "instances" });
   }
   return out;
 }
@@ -288,7 +291,8 @@ export function pyValue(value) {
 }
 
 function kwargs(args, values) {
-  return args.filter((a) => Object.prototype.hasOwnProperty.call(values, a.name))
+  return args
+    .filter((a) => Object.prototype.hasOwnProperty.call(values, a.name))
     .map((a) => `${a.name}=${pyValue(values[a.name])}`);
 }
 

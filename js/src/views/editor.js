@@ -5,8 +5,16 @@
 import { copyButton } from "../shared/copy.js";
 import { h, setFlag, setText } from "../shared/dom.js";
 import {
-  applyCode, collectValues, nameError, scopeArgs, scopeClasses, scopeFromValue, scopeLabel, scopeOptions,
-  scopeValue, viewCode,
+  applyCode,
+  collectValues,
+  nameError,
+  scopeArgs,
+  scopeClasses,
+  scopeFromValue,
+  scopeLabel,
+  scopeOptions,
+  scopeValue,
+  viewCode,
 } from "./data.js";
 import { argumentRows } from "./form.js";
 import { plural } from "./list.js";
@@ -16,8 +24,13 @@ export function codeRow(doc, action, lead, cleanups) {
   const code = h(doc, "code", { class: "nnx-views-code", "data-action": action });
   const copy = copyButton(doc, code, "nnx-views-copy");
   cleanups.push(copy.destroy);
-  const row = h(doc, "div", { class: "nnx-views-action", "data-action": action },
-    lead, h(doc, "div", { class: "nnx-views-codebox" }, code, copy.button));
+  const row = h(
+    doc,
+    "div",
+    { class: "nnx-views-action", "data-action": action },
+    lead,
+    h(doc, "div", { class: "nnx-views-codebox" }, code, copy.button),
+  );
   return { row, code, copy: copy.button };
 }
 
@@ -29,8 +42,14 @@ export function showCode(code, text, done, idle) {
   code.setAttribute("title", done ? "ran in the kernel" : "what the button runs");
 }
 
-const actBtn = (doc, cls, label, title) => h(doc, "button", { class: `act ${cls}`, type: "button", title },
-  label, h(doc, "span", { class: "nnx-views-pending" }));
+const actBtn = (doc, cls, label, title) =>
+  h(
+    doc,
+    "button",
+    { class: `act ${cls}`, type: "button", title },
+    label,
+    h(doc, "span", { class: "nnx-views-pending" }),
+  );
 
 /**
  * The form over the panel's state `st` ({prep, scope, raw, name, ran}). Callbacks: `onScope(scope)`
@@ -41,19 +60,37 @@ export function createEditor(doc, st, { onScope, onCreate, onApply, cleanups }) 
   const scopeInfo = h(doc, "span", { class: "dim nnx-views-scope-info" });
   const controls = h(doc, "div", { class: "nnx-views-controls" });
   const nameInput = h(doc, "input", {
-    class: "nnx-views-name", type: "text", spellcheck: "false", autocomplete: "off", "aria-label": "name of the view",
+    class: "nnx-views-name",
+    type: "text",
+    spellcheck: "false",
+    autocomplete: "off",
+    "aria-label": "name of the view",
   });
   const nameErr = h(doc, "span", { class: "nnx-views-err" });
-  const createBtn = actBtn(doc, "nnx-views-create", "create view", "bind nnx.view(...) to the name above: the model is not changed");
-  const applyBtn = actBtn(doc, "nnx-views-apply", "apply in place", "set these attributes on the model itself (set_attributes)");
+  const createBtn = actBtn(
+    doc,
+    "nnx-views-create",
+    "create view",
+    "bind nnx.view(...) to the name above: the model is not changed",
+  );
+  const applyBtn = actBtn(
+    doc,
+    "nnx-views-apply",
+    "apply in place",
+    "set these attributes on the model itself (set_attributes)",
+  );
   const viewRow = codeRow(doc, "view", createBtn, cleanups);
   const applyRow = codeRow(doc, "apply", applyBtn, cleanups);
-  const form = h(doc, "div", { class: "nnx-views-form" },
+  const form = h(
+    doc,
+    "div",
+    { class: "nnx-views-form" },
     h(doc, "div", { class: "nnx-views-row" }, h(doc, "span", { class: "lbl" }, "only"), select, scopeInfo),
     controls,
     h(doc, "div", { class: "nnx-views-row" }, h(doc, "span", { class: "lbl" }, "name"), nameInput, nameErr),
     viewRow.row,
-    applyRow.row);
+    applyRow.row,
+  );
 
   let args = []; // the arguments of the current scope, as scopeArgs gives them
   let argsKey = null; // args as JSON: the controls are rebuilt only when it changes
@@ -105,16 +142,29 @@ export function createEditor(doc, st, { onScope, onCreate, onApply, cleanups }) 
     const bad = nameError(nm);
     setText(nameErr, bad);
     setFlag(nameInput, "aria-invalid", Boolean(bad));
-    const why = Object.keys(errors).length ? "fix the values marked in red" : count === 0 ? "set at least one value above" : "";
+    const why = Object.keys(errors).length
+      ? "fix the values marked in red"
+      : count === 0
+        ? "set at least one value above"
+        : "";
     setFlag(createBtn, "disabled", Boolean(why || bad));
     setFlag(applyBtn, "disabled", Boolean(why));
     createBtn.setAttribute("title", why || bad || `bind the view to ${nm}: the model is not changed`);
-    applyBtn.setAttribute("title", why || `set ${Object.keys(values).join(", ")} on ${scopeLabel(prep, scope)} of the model itself`);
+    applyBtn.setAttribute(
+      "title",
+      why || `set ${Object.keys(values).join(", ")} on ${scopeLabel(prep, scope)} of the model itself`,
+    );
     showCode(viewRow.code, ran.view || viewCode(prep, scope, args, values, nm), Boolean(ran.view), count === 0);
     showCode(applyRow.code, ran.apply || applyCode(prep, scope, args, values), Boolean(ran.apply), count === 0);
     const k = scopeClasses(prep, scope).reduce((s, c) => s + c.instances.length, 0);
-    setText(scopeInfo, scope.type === "all" ? `${plural(prep.classes.length, "class", "classes")}, ${plural(k, "instance")}`
-      : scope.type === "class" ? plural(k, "instance") : "one instance");
+    setText(
+      scopeInfo,
+      scope.type === "all"
+        ? `${plural(prep.classes.length, "class", "classes")}, ${plural(k, "instance")}`
+        : scope.type === "class"
+          ? plural(k, "instance")
+          : "one instance",
+    );
   }
 
   const enabled = (b) => b.getAttribute("disabled") === null;
@@ -132,7 +182,10 @@ export function createEditor(doc, st, { onScope, onCreate, onApply, cleanups }) 
   });
 
   return {
-    form, createBtn, applyBtn, fillPreview,
+    form,
+    createBtn,
+    applyBtn,
+    fillPreview,
     /** A new scope (the chooser lists an instance past its cap once chosen). */
     showScope() {
       fillScope();

@@ -12,14 +12,38 @@ export function createHeader(doc, onMode) {
   const rootName = h(doc, "span", { class: "root" });
   const badge = h(doc, "span", { class: "nnx-views-badge nnx-views-mode" });
   const countEl = h(doc, "span", { class: "dim nnx-views-count" });
-  const modeBtn = (mode) => h(doc, "button", {
-    type: "button", "data-mode": mode, "aria-pressed": "false", title: `model.${mode}() in place`,
-  }, mode, h(doc, "span", { class: "nnx-views-pending" }));
+  const modeBtn = (mode) =>
+    h(
+      doc,
+      "button",
+      {
+        type: "button",
+        "data-mode": mode,
+        "aria-pressed": "false",
+        title: `model.${mode}() in place`,
+      },
+      mode,
+      h(doc, "span", { class: "nnx-views-pending" }),
+    );
   const trainBtn = modeBtn("train");
   const evalBtn = modeBtn("eval");
-  const modeSwitch = h(doc, "span", { class: "nnx-views-switch", role: "group", "aria-label": "mode" }, trainBtn, evalBtn);
-  const head = h(doc, "div", { class: "nnx-views-head" },
-    rootName, h(doc, "span", { class: "sep" }, "\u00B7"), badge, countEl, modeSwitch);
+  const modeSwitch = h(
+    doc,
+    "span",
+    { class: "nnx-views-switch", role: "group", "aria-label": "mode" },
+    trainBtn,
+    evalBtn,
+  );
+  const head = h(
+    doc,
+    "div",
+    { class: "nnx-views-head" },
+    rootName,
+    h(doc, "span", { class: "sep" }, "\u00B7"),
+    badge,
+    countEl,
+    modeSwitch,
+  );
   const mixed = h(doc, "div", { class: "nnx-views-mixed", role: "alert", hidden: true });
   const message = h(doc, "div", { class: "nnx-views-message", hidden: true });
 
@@ -38,8 +62,10 @@ export function createHeader(doc, onMode) {
     const nothing = prep.mode === "none";
     for (const b of [trainBtn, evalBtn]) {
       setFlag(b, "disabled", nothing);
-      b.setAttribute("title", nothing ? "no submodule has a train/eval argument"
-        : `${prep.target}.${b.getAttribute("data-mode")}() in place`);
+      b.setAttribute(
+        "title",
+        nothing ? "no submodule has a train/eval argument" : `${prep.target}.${b.getAttribute("data-mode")}() in place`,
+      );
     }
   }
 
@@ -59,7 +85,9 @@ export function createHeader(doc, onMode) {
   }
 
   return {
-    elements: [head, mixed, message], trainBtn, evalBtn,
+    elements: [head, mixed, message],
+    trainBtn,
+    evalBtn,
     fill(prep) {
       fillHead(prep);
       fillMixed(prep);
@@ -76,12 +104,15 @@ function mixedText(doc, prep) {
   for (const c of prep.classes) {
     for (const i of c.instances) {
       modeOf.set(i.path, i.mode);
-      if ((i.mode === "train" || i.mode === "eval") && !odd.has(i.path)) counts.set(i.mode, (counts.get(i.mode) || 0) + 1);
+      if ((i.mode === "train" || i.mode === "eval") && !odd.has(i.path))
+        counts.set(i.mode, (counts.get(i.mode) || 0) + 1);
     }
   }
   const common = [...counts.entries()].sort((a, b) => b[1] - a[1])[0];
   const paths = prep.disagreeing;
-  const parts = [common ? `Mixed modes: most modules are ${common[0]}; not like them: ` : "Mixed modes; not like the rest: "];
+  const parts = [
+    common ? `Mixed modes: most modules are ${common[0]}; not like them: ` : "Mixed modes; not like the rest: ",
+  ];
   paths.slice(0, MIXED_SHOWN).forEach((p, k) => {
     if (k) parts.push(", ");
     parts.push(h(doc, "code", null, p));

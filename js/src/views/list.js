@@ -14,23 +14,48 @@ export const plural = (n, word, many = `${word}s`) => `${fmtCount(n)} ${n === 1 
 
 /** One instance's row: path, mode badge, a cell per argument of its class. */
 export function instanceRow(doc, c, i, { odd, views }) {
-  const tr = h(doc, "tr", {
-    class: `nnx-views-instance${odd ? " odd-one" : ""}`, "data-path": i.path, "data-row": `${c.ci}:${i.ii}`,
-    title: views ? `${i.path}: click (or Enter) to change only this instance` : i.path,
-    tabindex: views ? "0" : null,
-  },
-  h(doc, "td", { class: "c-path" }, i.path),
-  h(doc, "td", { class: "c-mode" }, h(doc, "span", {
-    class: "nnx-views-badge nnx-views-imode", "data-mode": i.mode || "",
-    title: i.mode ? `mode: ${i.mode}` : "no train/eval argument",
-  }, i.mode || "\u2013")));
+  const tr = h(
+    doc,
+    "tr",
+    {
+      class: `nnx-views-instance${odd ? " odd-one" : ""}`,
+      "data-path": i.path,
+      "data-row": `${c.ci}:${i.ii}`,
+      title: views ? `${i.path}: click (or Enter) to change only this instance` : i.path,
+      tabindex: views ? "0" : null,
+    },
+    h(doc, "td", { class: "c-path" }, i.path),
+    h(
+      doc,
+      "td",
+      { class: "c-mode" },
+      h(
+        doc,
+        "span",
+        {
+          class: "nnx-views-badge nnx-views-imode",
+          "data-mode": i.mode || "",
+          title: i.mode ? `mode: ${i.mode}` : "no train/eval argument",
+        },
+        i.mode || "\u2013",
+      ),
+    ),
+  );
   for (const a of c.args) {
     const has = hasOwn(i.values, a.name);
     const v = has ? String(i.values[a.name]) : "";
-    tr.appendChild(h(doc, "td", {
-      class: has ? "c-val" : "c-val missing", "data-arg": a.name,
-      title: has ? `${a.name} = ${v}` : `no attribute ${a.name}`,
-    }, has ? v : "\u2014"));
+    tr.appendChild(
+      h(
+        doc,
+        "td",
+        {
+          class: has ? "c-val" : "c-val missing",
+          "data-arg": a.name,
+          title: has ? `${a.name} = ${v}` : `no attribute ${a.name}`,
+        },
+        has ? v : "\u2014",
+      ),
+    );
   }
   return tr;
 }
@@ -42,29 +67,65 @@ export function instanceRow(doc, c, i, { odd, views }) {
 export function classSection(doc, c, { limit, disagreeing, views }) {
   const k = c.instances.length;
   const n = Math.min(k, limit);
-  const sig = c.args.map((a) => (a.annotation ? `${a.name}: ${a.annotation} = ${a.default}` : `${a.name} = ${a.default}`));
-  const headEl = h(doc, "div", {
-    class: "nnx-views-class-head", role: views ? "button" : null, tabindex: views ? "0" : null,
-    title: views ? `click to change every ${c.name} (only=${c.only})` : null,
-  },
-  h(doc, "span", { class: "name" }, c.name),
-  h(doc, "span", { class: "n" }, plural(k, "instance")),
-  h(doc, "span", { class: "sig" }, sig.length ? `set_view(${sig.join(", ")})` : "set_view() takes no arguments"));
-  const headRow = h(doc, "tr", null, h(doc, "th", { scope: "col" }, "path"), h(doc, "th", { scope: "col" }, "mode"),
-    ...c.args.map((a) => h(doc, "th", { scope: "col", title: helpText(a) }, a.name)));
+  const sig = c.args.map((a) =>
+    a.annotation ? `${a.name}: ${a.annotation} = ${a.default}` : `${a.name} = ${a.default}`,
+  );
+  const headEl = h(
+    doc,
+    "div",
+    {
+      class: "nnx-views-class-head",
+      role: views ? "button" : null,
+      tabindex: views ? "0" : null,
+      title: views ? `click to change every ${c.name} (only=${c.only})` : null,
+    },
+    h(doc, "span", { class: "name" }, c.name),
+    h(doc, "span", { class: "n" }, plural(k, "instance")),
+    h(doc, "span", { class: "sig" }, sig.length ? `set_view(${sig.join(", ")})` : "set_view() takes no arguments"),
+  );
+  const headRow = h(
+    doc,
+    "tr",
+    null,
+    h(doc, "th", { scope: "col" }, "path"),
+    h(doc, "th", { scope: "col" }, "mode"),
+    ...c.args.map((a) => h(doc, "th", { scope: "col", title: helpText(a) }, a.name)),
+  );
   const tbody = h(doc, "tbody");
   for (let r = 0; r < n; r++) {
     tbody.appendChild(instanceRow(doc, c, c.instances[r], { odd: disagreeing.has(c.instances[r].path), views }));
   }
-  const sec = h(doc, "section", { class: "nnx-views-class", "data-class": c.name, "data-ci": c.ci },
-    headEl, h(doc, "table", { class: "nnx-views-table" },
-      h(doc, "colgroup", null, h(doc, "col", { class: "k-path" }), h(doc, "col", { class: "k-mode" }),
-        ...c.args.map(() => h(doc, "col"))),
-      h(doc, "thead", null, headRow), tbody));
+  const sec = h(
+    doc,
+    "section",
+    { class: "nnx-views-class", "data-class": c.name, "data-ci": c.ci },
+    headEl,
+    h(
+      doc,
+      "table",
+      { class: "nnx-views-table" },
+      h(
+        doc,
+        "colgroup",
+        null,
+        h(doc, "col", { class: "k-path" }),
+        h(doc, "col", { class: "k-mode" }),
+        ...c.args.map(() => h(doc, "col")),
+      ),
+      h(doc, "thead", null, headRow),
+      tbody,
+    ),
+  );
   if (n < k) {
     const more = Math.min(MORE_STEP, k - n);
-    sec.appendChild(h(doc, "button", { class: "nnx-views-more", type: "button", "data-ci": c.ci },
-      `show ${fmtCount(more)} more (${fmtCount(n)} of ${fmtCount(k)} listed)`));
+    sec.appendChild(
+      h(
+        doc,
+        "button",
+        { class: "nnx-views-more", type: "button", "data-ci": c.ci },
+        `show ${fmtCount(more)} more (${fmtCount(n)} of ${fmtCount(k)} listed)`,
+      ),
+    );
   }
   return sec;
 }
@@ -92,9 +153,12 @@ export function createList(doc, st, { onPick, views, selectedClasses }) {
   const list = h(doc, "div", { class: "nnx-views-list" });
   const shown = new Map(); // class name -> instance rows listed
 
-  const section = (c) => classSection(doc, c, {
-    limit: shown.get(c.name) || PER_CLASS, disagreeing: new Set(st.prep.disagreeing), views: views(),
-  });
+  const section = (c) =>
+    classSection(doc, c, {
+      limit: shown.get(c.name) || PER_CLASS,
+      disagreeing: new Set(st.prep.disagreeing),
+      views: views(),
+    });
   const mark = () => markSelection(list, st.prep, st.scope, selectedClasses(), views());
 
   function showMore(button) {
@@ -115,7 +179,9 @@ export function createList(doc, st, { onPick, views, selectedClasses }) {
       const [ci, ii] = tr.getAttribute("data-row").split(":").map(Number);
       const inst = prep.classes[ci] && prep.classes[ci].instances[ii];
       if (!inst) return undefined;
-      return scope.type === "path" && scope.keyId === inst.keyId ? ALL : { type: "path", key: inst.key, keyId: inst.keyId };
+      return scope.type === "path" && scope.keyId === inst.keyId
+        ? ALL
+        : { type: "path", key: inst.key, keyId: inst.keyId };
     }
     const headEl = target.closest("div.nnx-views-class-head");
     if (!headEl) return null;
@@ -150,7 +216,8 @@ export function createList(doc, st, { onPick, views, selectedClasses }) {
   });
 
   return {
-    list, mark,
+    list,
+    mark,
     fill() {
       list.hidden = st.prep.classes.length === 0;
       list.replaceChildren(...st.prep.classes.map(section));

@@ -56,7 +56,10 @@ export function createRequests(doc, model, st, buttons, onAnswered) {
     const full = requests.start(msg, control);
     model.send(full);
     const req = requests.open.get(full.id);
-    status.setAttribute("title", "sent; a kernel busy with a cell reads it when the cell ends, or at the next tick()/track() step");
+    status.setAttribute(
+      "title",
+      "sent; a kernel busy with a cell reads it when the cell ends, or at the next tick()/track() step",
+    );
     setStatus("pending", `${describe(req)}: ${PENDING} ${model.get("busy_note") || "waiting for the kernel"}`); // busy_note: no subshells
     fillSwitch();
     return full;

@@ -27,7 +27,26 @@ from ._report import CaptureReport, PendingCaptureReport, capture_report, flatte
 from ._toggles import CaptureToggles, Modules, Ticked, module_tree
 from ._types import DEFAULT_TYPES, caller_namespace, resolve_types, type_names
 
-__all__ = ["DEFAULT_TYPES", "Capture", "CaptureReport", "CaptureToggles", "CapturesInGraph", "GradResult", "Modules",
-           "NoPerturbations", "PendingCaptureReport", "SownInScan", "Ticked", "caller_namespace", "capture_call",
-           "capture_report", "check_model", "flatten_captured", "intermediate_grads", "module_tree",
-           "patched_classes", "resolve_types", "type_names"]
+__all__ = [
+    "DEFAULT_TYPES",
+    "Capture",
+    "CaptureReport",
+    "CaptureToggles",
+    "CapturesInGraph",
+    "GradResult",
+    "Modules",
+    "NoPerturbations",
+    "PendingCaptureReport",
+    "SownInScan",
+    "Ticked",
+    "caller_namespace",
+    "capture_call",
+    "capture_report",
+    "check_model",
+    "flatten_captured",
+    "intermediate_grads",
+    "module_tree",
+    "patched_classes",
+    "resolve_types",
+    "type_names",
+]

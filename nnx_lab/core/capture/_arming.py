@@ -29,7 +29,7 @@ CALLS = threading.local()
 _SOW_CODES = frozenset({nnx.Module.sow.__code__, nnx.Module.perturb.__code__})
 _ACTIVE: list[Any] = []  # the Captures armed now, innermost last
 _ACTIVE_LOCK = threading.RLock()
-_SOWN_BY_CLASS: "weakref.WeakKeyDictionary[type, list[type]]" = weakref.WeakKeyDictionary()
+_SOWN_BY_CLASS: weakref.WeakKeyDictionary[type, list[type]] = weakref.WeakKeyDictionary()
 
 
 class _SeenMeta(type(nnx.Variable)):

@@ -44,8 +44,21 @@ from .. import compat
 from .._util import a_kind
 from ..graph import Path, path_text, select_modules, selector, sigint_deferred
 from ..snapshot import DEFAULT_BINS
-from ._arming import (ATTR, MARKERS, LinenIntermediates, MethodOutputs, Seen, armed_entries, concat, forget_aside,
-                      install_slots, register, remove_slots, sown_by_classes, unregister)
+from ._arming import (
+    ATTR,
+    MARKERS,
+    LinenIntermediates,
+    MethodOutputs,
+    Seen,
+    armed_entries,
+    concat,
+    forget_aside,
+    install_slots,
+    register,
+    remove_slots,
+    sown_by_classes,
+    unregister,
+)
 from ._errors import CapturesInGraph, SownInScan, graph_refused, sown_in_scan
 from ._linen import tonnx_class
 from ._methods import patch, public_methods, unpatch
@@ -116,8 +129,15 @@ class Capture:
     ((<class 'flax.nnx.variablelib.Intermediate'>,), 0)
     """
 
-    def __init__(self, model: nnx.Module, *, types: Any = DEFAULT_TYPES, methods: bool | type = False,
-                 only: Any = ..., init: nnx.State | None = None):
+    def __init__(
+        self,
+        model: nnx.Module,
+        *,
+        types: Any = DEFAULT_TYPES,
+        methods: bool | type = False,
+        only: Any = ...,
+        init: nnx.State | None = None,
+    ):
         compat.require("nnx.capture", "capture")
         check_model(model)
         self.model = model
@@ -150,7 +170,7 @@ class Capture:
 
     # -- arming
 
-    def __enter__(self) -> "Capture":
+    def __enter__(self) -> Capture:
         if self._state != "new":
             raise RuntimeError("a Capture can be entered only once; make a new one")
         self._state = "armed"
@@ -206,13 +226,15 @@ class Capture:
                 f"a module sowed{' (or had its method output recorded)' if self.method_type else ''} inside a jax "
                 "scan (nnx.RNN's cell, nnx.scan): the scan's carry changed structure and jax refused it; flax's own "
                 "nnx.capture fails the same way there (an upstream limit)"
-                + ("; capture without methods" if self.method_type else "")) from None
+                + ("; capture without methods" if self.method_type else "")
+            ) from None
         what = graph_refused(exc) if exc is not None else None
         if what:
             raise CapturesInGraph(
                 f"the model was refused while armed for capture: every armed module holds flax's `__captures__` "
                 f"entries in its graph, and {what}; flax's own nnx.capture fails the same way here (an upstream "
-                "limit)") from None
+                "limit)"
+            ) from None
         return False
 
     def _disarm(self) -> None:
@@ -225,12 +247,12 @@ class Capture:
             self._patched = []
             flat: list[tuple[Path, nnx.Variable]] = []
             try:
-                for path, module, sel, stash in self._armed:
+                for path, module, sel, _stash in self._armed:
                     entries = armed_entries(module)
                     if sel:
                         flat += self._collect(path, entries)
             finally:
-                for path, module, sel, stash in self._armed:
+                for _path, module, _sel, stash in self._armed:
                     forget_aside(module)  # a flax capture that raised left its tuple: dropped
                     if ATTR in vars(module):
                         delattr(module, ATTR)
@@ -296,15 +318,23 @@ class Capture:
         """The :class:`CaptureReport` of what this capture collected (after exit)."""
         return self.pending_report(grads=grads, bins=bins).finish()
 
-    def pending_report(self, *, grads: nnx.State | None = None, bins: int = DEFAULT_BINS,
-                       layers: Any = None) -> PendingCaptureReport:
+    def pending_report(
+        self, *, grads: nnx.State | None = None, bins: int = DEFAULT_BINS, layers: Any = None
+    ) -> PendingCaptureReport:
         """The report, its statistics dispatched behind the call's device work and not waited for
         (``layers``: as :func:`capture_report`'s)."""
         if self.captured is None:
             raise RuntimeError("nothing captured yet: use the Capture in a `with` block first")
-        return PendingCaptureReport(self.captured, grads=grads, types=self.types, seen_types=self.seen_types,
-                                    matched=None if _selects_all(self.only) else self.matched, bins=bins,
-                                    inside_own=self.inside_own, layers=layers)
+        return PendingCaptureReport(
+            self.captured,
+            grads=grads,
+            types=self.types,
+            seen_types=self.seen_types,
+            matched=None if _selects_all(self.only) else self.matched,
+            bins=bins,
+            inside_own=self.inside_own,
+            layers=layers,
+        )
 
 
 def _armable(module: Any) -> bool:
@@ -341,8 +371,15 @@ def _group_by_module(init: Any) -> dict[Path, list[_InitVar]]:
 # --------------------------------------------------------------------------- one-call helpers
 
 
-def capture_call(model: nnx.Module, fn: Callable, *args: Any, types: Any = DEFAULT_TYPES,
-                 methods: bool | type = False, only: Any = ..., **kwargs: Any) -> tuple[Any, nnx.State]:
+def capture_call(
+    model: nnx.Module,
+    fn: Callable,
+    *args: Any,
+    types: Any = DEFAULT_TYPES,
+    methods: bool | type = False,
+    only: Any = ...,
+    **kwargs: Any,
+) -> tuple[Any, nnx.State]:
     """``fn(*args, **kwargs)`` with ``model`` captured: ``(result, captured State)``.
 
     Args:

@@ -31,8 +31,9 @@ def graph_refused(exc: BaseException) -> str | None:
         # the user's own code over the model's state (filters_guide's hand-written split) named them
         return f"code over the model's state met them ({type(exc).__name__}: {text.strip().splitlines()[0][:120]})"
     frames = [f.name for f in traceback.extract_tb(exc.__traceback__)]
-    if "flatten_axes" in frames[-4:] and ((isinstance(exc, ValueError) and ATTR in text)
-                                          or (isinstance(exc, AttributeError) and "GetAttrKey" in text)):
+    if "flatten_axes" in frames[-4:] and (
+        (isinstance(exc, ValueError) and ATTR in text) or (isinstance(exc, AttributeError) and "GetAttrKey" in text)
+    ):
         # jax matching in_axes (made by nnx.prefix before the capture) against the model's state;
         # jax's own message about the mismatch can itself fail (AttributeError on a GetAttrKey).
         return "vmap's in_axes (from nnx.prefix, made before the capture) do not cover them"

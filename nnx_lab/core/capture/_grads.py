@@ -12,6 +12,7 @@ from flax import nnx
 from ._capture import Capture, check_model
 from ._types import DEFAULT_TYPES, resolve_types, type_names
 
+
 @dataclasses.dataclass(frozen=True)
 class GradResult:
     """What :func:`intermediate_grads` returns: the loss, the forward captures, the gradients
@@ -36,8 +37,15 @@ def _split_types(types: tuple[type, ...]) -> tuple[tuple[type, ...], tuple[type,
     return forward or DEFAULT_TYPES, perturb or (nnx.Perturbation,)
 
 
-def intermediate_grads(model: nnx.Module, loss_fn: Callable, *args: Any, types: Any = DEFAULT_TYPES,
-                       methods: bool | type = False, only: Any = ..., **kwargs: Any) -> GradResult:
+def intermediate_grads(
+    model: nnx.Module,
+    loss_fn: Callable,
+    *args: Any,
+    types: Any = DEFAULT_TYPES,
+    methods: bool | type = False,
+    only: Any = ...,
+    **kwargs: Any,
+) -> GradResult:
     """The gradient of ``loss_fn(model, *args, **kwargs)`` (a scalar) at every ``perturb`` point.
 
     flax's four-step recipe (``Module.perturb``): (1) find the perturbation points and their
@@ -88,8 +96,9 @@ def intermediate_grads(model: nnx.Module, loss_fn: Callable, *args: Any, types: 
         raise TypeError(f"the loss function must return a scalar; it returned {what}")
     if not list(nnx.to_flat_state(shapes)):
         others = ", ".join(t.__name__ for t in seen) or "nothing"
-        raise NoPerturbations(f"no module called perturb() under {', '.join(type_names(perturb_types))} "
-                              f"(sown during the loss: {others})")
+        raise NoPerturbations(
+            f"no module called perturb() under {', '.join(type_names(perturb_types))} (sown during the loss: {others})"
+        )
     zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
     seen = list(seen)
 

@@ -53,7 +53,9 @@ def call_tonnx(module: Any, original: Callable, args: tuple, kwargs: dict, captu
     kind = _linen_intermediate_type()
     if not capture_linen or kwargs.get("mutable") is not None:
         # The caller's own `mutable` collections (batch statistics) are updated as without capture.
-        prior = {key: _linen_values(value, kind) for key, value in saved.items() if key != ATTR} if capture_linen else {}
+        prior = (
+            {key: _linen_values(value, kind) for key, value in saved.items() if key != ATTR} if capture_linen else {}
+        )
         try:
             result = original(module, *args, **kwargs)
             after = dict(vars(module))
@@ -119,5 +121,5 @@ def _appended(found: Any, prior: Any) -> Any:
     if isinstance(found, tuple) and isinstance(prior, tuple):
         if len(found) < len(prior):  # not appended to: the call replaced the value
             return found
-        return found[len(prior):] or _MISSING
+        return found[len(prior) :] or _MISSING
     return _MISSING if found is prior else found

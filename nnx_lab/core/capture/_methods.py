@@ -12,7 +12,6 @@ from flax import nnx
 from ._arming import CALLS, LinenIntermediates, MethodOutputs, active_captures, armed_entries, held_by_own_capture
 from ._linen import call_tonnx, is_tonnx_class, mutable_sows
 
-
 # Method outputs need the methods of the module *classes* wrapped, as flax's _add_capturing does.
 # Ours differ: only plain functions are wrapped (not staticmethods, nested classes or jitted
 # callables stored on the class), methods inherited from Module subclasses are wrapped too, only
@@ -24,13 +23,24 @@ _PATCH_LOCK = threading.RLock()
 _PATCHES: dict[tuple[type, str], list] = {}  # (class, name) -> [original, wrapper, count]
 
 
+def _flax_own(name: str, attr: object) -> bool:
+    """Whether ``attr`` is nnx.Module's own method (``sow``, ``train``...) copied onto a subclass:
+    flax's ``nnx.tabulate`` leaves them there when it restores the methods it wrapped; wrapping
+    ``sow`` would make a method output's own ``sow`` call recurse."""
+    return any(vars(base).get(name) is attr for base in nnx.Module.__mro__)
+
+
 def public_methods(cls: type) -> list[tuple[type, str]]:
     found = []
     for klass in cls.__mro__:
         if klass is nnx.Module or not (isinstance(klass, type) and issubclass(klass, nnx.Module)):
             continue
         for name, attr in vars(klass).items():
-            if inspect.isfunction(attr) and (name == "__call__" or not name.startswith("_")):
+            if (
+                inspect.isfunction(attr)
+                and (name == "__call__" or not name.startswith("_"))
+                and not _flax_own(name, attr)
+            ):
                 found.append((klass, name))
     return found
 
@@ -53,8 +63,11 @@ def _make_wrapper(cls: type, name: str, original: Callable) -> Callable:
             active.add(key)
         try:
             if linen and entries:
-                capture_linen = (not in_own and any(type(v) is LinenIntermediates for v in entries)
-                                 and (kwargs.get("mutable") is None or mutable_sows(kwargs["mutable"])))
+                capture_linen = (
+                    not in_own
+                    and any(type(v) is LinenIntermediates for v in entries)
+                    and (kwargs.get("mutable") is None or mutable_sows(kwargs["mutable"]))
+                )
                 result = call_tonnx(self, original, args, kwargs, capture_linen)
             else:
                 result = original(self, *args, **kwargs)

@@ -13,7 +13,15 @@ from flax import nnx
 from .. import compat, render
 from .._util import MAX_BINS, check_number
 from ..graph import Path
-from ..snapshot import DEFAULT_BINS, LayerError, PendingSnapshot, Snapshot, histograms_dispatch, histograms_fetch, is_ready
+from ..snapshot import (
+    DEFAULT_BINS,
+    LayerError,
+    PendingSnapshot,
+    Snapshot,
+    histograms_dispatch,
+    histograms_fetch,
+    is_ready,
+)
 from ._arming import MARKERS
 from ._types import DEFAULT_TYPES, resolve_types, type_names
 
@@ -62,11 +70,17 @@ class _PendingTable:
 
     def __init__(self, captured: nnx.State, bins: int, layers: Any = None, strict: bool = True):
         self.state = flatten_captured(captured)
-        by_path = {tuple(p): (compat.get_value(v) if isinstance(v, nnx.Variable) else v)
-                   for p, v in nnx.to_flat_state(self.state)}
+        by_path = {
+            tuple(p): (compat.get_value(v) if isinstance(v, nnx.Variable) else v)
+            for p, v in nnx.to_flat_state(self.state)
+        }
         self.paths = list(by_path)
-        live = [by_path[p] if isinstance(by_path[p], (jax.Array, np.ndarray)) and not isinstance(by_path[p], jax.core.Tracer)
-                else None for p in self.paths]
+        live = [
+            by_path[p]
+            if isinstance(by_path[p], (jax.Array, np.ndarray)) and not isinstance(by_path[p], jax.core.Tracer)
+            else None
+            for p in self.paths
+        ]
         self.hists = histograms_dispatch(live, bins)
         try:
             self.snapshot = PendingSnapshot(self.state, layers=layers)
@@ -129,15 +143,22 @@ class CaptureReport:
         snap = self.snapshot.to_dict()
         grads = None
         if self.grads_snapshot is not None:
-            grads = {"snapshot": self.grads_snapshot.to_dict(),
-                     "hist": {"bins": self.bins, "rows": list(self.grads_hist or ())}}
+            grads = {
+                "snapshot": self.grads_snapshot.to_dict(),
+                "hist": {"bins": self.bins, "rows": list(self.grads_hist or ())},
+            }
         if classes is not None:
             for part in (snap, grads["snapshot"] if grads else None):
                 if part is not None:
                     _name_modules(part, classes)
-        return {"snapshot": snap, "hist": hist, "grads": grads,
-                "messages": list(self.messages), "types": type_names(self.types),
-                "seen": type_names(self.seen_types)}
+        return {
+            "snapshot": snap,
+            "hist": hist,
+            "grads": grads,
+            "messages": list(self.messages),
+            "types": type_names(self.types),
+            "seen": type_names(self.seen_types),
+        }
 
     def to_text(self, max_rows: int | None = 50) -> str:
         return render.capture_text(self, max_rows)
@@ -155,10 +176,18 @@ class CaptureReport:
         return {"text/plain": self.to_text(), "text/html": self.to_html()}
 
 
-def capture_report(captured: nnx.State, *, grads: nnx.State | None = None, types: Any = DEFAULT_TYPES,
-                   seen_types: Sequence[type] = (), matched: Sequence[Path] | None = None,
-                   bins: int = DEFAULT_BINS, only_text: str | None = None, inside_own: int = 0,
-                   layers: dict | None = None) -> CaptureReport:
+def capture_report(
+    captured: nnx.State,
+    *,
+    grads: nnx.State | None = None,
+    types: Any = DEFAULT_TYPES,
+    seen_types: Sequence[type] = (),
+    matched: Sequence[Path] | None = None,
+    bins: int = DEFAULT_BINS,
+    only_text: str | None = None,
+    inside_own: int = 0,
+    layers: dict | None = None,
+) -> CaptureReport:
     """Describe captured values (and gradients): statistics and a histogram per array, computed on
     the device; only the numbers come to the host. ``matched``: the module paths an ``only``
     filter selected (None when there was no filter; ``only_text`` names that filter in the
@@ -194,8 +223,17 @@ def capture_report(captured: nnx.State, *, grads: nnx.State | None = None, types
     __call__[0]            Intermediate  (1, 3)  float32  -0.5281  0.5781  -1.346  -0.119  ...
     layers[0].__call__[0]  Intermediate  (1, 3)  float32  -0.5281  0.5781  -1.346  -0.119  ...
     """
-    return PendingCaptureReport(captured, grads=grads, types=types, seen_types=seen_types, matched=matched,
-                                bins=bins, only_text=only_text, inside_own=inside_own, layers=layers).finish()
+    return PendingCaptureReport(
+        captured,
+        grads=grads,
+        types=types,
+        seen_types=seen_types,
+        matched=matched,
+        bins=bins,
+        only_text=only_text,
+        inside_own=inside_own,
+        layers=layers,
+    ).finish()
 
 
 class PendingCaptureReport:
@@ -203,14 +241,25 @@ class PendingCaptureReport:
     kernels queue behind the call that produced the values), finished once :meth:`ready`.
     ``host_s``: the host thread's CPU time spent on it."""
 
-    def __init__(self, captured: nnx.State, *, grads: nnx.State | None = None, types: Any = DEFAULT_TYPES,
-                 seen_types: Sequence[type] = (), matched: Sequence[Path] | None = None,
-                 bins: int = DEFAULT_BINS, only_text: str | None = None, inside_own: int = 0,
-                 layers: dict | None = None):
+    def __init__(
+        self,
+        captured: nnx.State,
+        *,
+        grads: nnx.State | None = None,
+        types: Any = DEFAULT_TYPES,
+        seen_types: Sequence[type] = (),
+        matched: Sequence[Path] | None = None,
+        bins: int = DEFAULT_BINS,
+        only_text: str | None = None,
+        inside_own: int = 0,
+        layers: dict | None = None,
+    ):
         start = time.thread_time()
         if not isinstance(captured, nnx.State):
-            raise TypeError(f"capture_report needs the nnx.State a capture collected (Capture.captured), "
-                            f"got {type(captured).__name__}")
+            raise TypeError(
+                f"capture_report needs the nnx.State a capture collected (Capture.captured), "
+                f"got {type(captured).__name__}"
+            )
         self._inside_own = check_number(inside_own, "inside_own", 0, float("inf"), integer=True)
         self._types = resolve_types(types)
         check_number(bins, "bins", 1, MAX_BINS, integer=True)
@@ -235,20 +284,35 @@ class PendingCaptureReport:
         table = self._table.finish()
         start = time.thread_time()
         grads_table = self._grads_table.finish() if self._grads_table is not None else None
-        messages = _messages(table, grads_table, self._types, self._seen, self._matched, self._only_text,
-                             self._inside_own)
+        messages = _messages(
+            table, grads_table, self._types, self._seen, self._matched, self._only_text, self._inside_own
+        )
         report = CaptureReport(
-            captured=self._captured, grads=self._grads, types=self._types, seen_types=self._seen,
-            matched=self._matched, messages=tuple(messages),
-            snapshot=table.snapshot, hist=table.hist,
+            captured=self._captured,
+            grads=self._grads,
+            types=self._types,
+            seen_types=self._seen,
+            matched=self._matched,
+            messages=tuple(messages),
+            snapshot=table.snapshot,
+            hist=table.hist,
             grads_snapshot=grads_table.snapshot if grads_table else None,
-            grads_hist=grads_table.hist if grads_table else None, bins=self._bins)
+            grads_hist=grads_table.hist if grads_table else None,
+            bins=self._bins,
+        )
         self.host_s += time.thread_time() - start
         return report
 
 
-def _messages(table: Table, grads: Table | None, types: tuple[type, ...], seen: tuple[type, ...],
-              matched: Sequence[Path] | None, only_text: str, inside_own: int = 0) -> list[str]:
+def _messages(
+    table: Table,
+    grads: Table | None,
+    types: tuple[type, ...],
+    seen: tuple[type, ...],
+    matched: Sequence[Path] | None,
+    only_text: str,
+    inside_own: int = 0,
+) -> list[str]:
     chosen = ", ".join(type_names(types))
     shown = set(types) | ({r.type for r in grads.snapshot.rows} if grads is not None else set())
     others = [t for t in seen if t not in MARKERS and t not in types and t.__name__ not in shown]
@@ -261,23 +325,31 @@ def _messages(table: Table, grads: Table | None, types: tuple[type, ...], seen: 
         pass  # the note says where the values went
     elif not table.snapshot.rows:
         if others:
-            messages.append(f"nothing was sown under {chosen}; sown instead: {', '.join(type_names(others))} "
-                            "(choose those types to capture them)")
+            messages.append(
+                f"nothing was sown under {chosen}; sown instead: {', '.join(type_names(others))} "
+                "(choose those types to capture them)"
+            )
         elif grads is not None and grads.snapshot.rows:
             # perturb() was called (its gradients are below): only sow() was not.
-            messages.append(f"nothing was sown under {chosen}: no module called sow() during the capture; "
-                            "the perturb() points are the gradients")
+            messages.append(
+                f"nothing was sown under {chosen}: no module called sow() during the capture; "
+                "the perturb() points are the gradients"
+            )
         else:
-            messages.append(f"nothing was sown under {chosen}: no module called sow() or perturb() "
-                            "during the capture (record method outputs instead?)")
+            messages.append(
+                f"nothing was sown under {chosen}: no module called sow() or perturb() "
+                "during the capture (record method outputs instead?)"
+            )
     elif others:
         messages.append(f"also sown but not chosen: {', '.join(type_names(others))}")
     traced = [r for r in table.snapshot.rows if r.status == "tracer"]
     if traced:
         where = traced[0].path_text + (", …" if len(traced) > 1 else "")
-        messages.append(f"{render.count_noun(len(traced), 'value')} ({where}) sown under a jax transformation of "
-                        "a function that closes over the model: tracers, not values. Pass the model to an "
-                        "nnx.jit function instead (or call it outside the transformation)")
+        messages.append(
+            f"{render.count_noun(len(traced), 'value')} ({where}) sown under a jax transformation of "
+            "a function that closes over the model: tracers, not values. Pass the model to an "
+            "nnx.jit function instead (or call it outside the transformation)"
+        )
     if grads is not None and not grads.snapshot.rows:
         messages.append("no gradients: no module called perturb()")
     return messages
@@ -290,8 +362,10 @@ def inside_own_note(calls: int) -> str:
     "1 call ran inside your own nnx.capture: what it sowed went to that capture's result, not here"
     """
     whose = "it" if calls == 1 else "they"
-    return (f"{render.count_noun(calls, 'call')} ran inside your own nnx.capture: what {whose} sowed went to that "
-            "capture's result, not here")
+    return (
+        f"{render.count_noun(calls, 'call')} ran inside your own nnx.capture: what {whose} sowed went to that "
+        "capture's result, not here"
+    )
 
 
 def _name_modules(snap: dict, classes: dict[Path, str]) -> None:

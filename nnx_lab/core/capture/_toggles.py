@@ -78,9 +78,16 @@ class CaptureToggles:
         return {
             "types": [{"name": key, "on": key in self._on, "title": qualname(t)} for key, t in self._types.items()],
             "methods": self.methods,
-            "modules": [{"path": path_text(p), "key": json_key(p[-1]) if p else "",
-                         "parent": index.get(p[:-1], -1) if p else -1, "cls": cls, "on": p not in self._off}
-                        for p, cls in modules],
+            "modules": [
+                {
+                    "path": path_text(p),
+                    "key": json_key(p[-1]) if p else "",
+                    "parent": index.get(p[:-1], -1) if p else -1,
+                    "cls": cls,
+                    "on": p not in self._off,
+                }
+                for p, cls in modules
+            ],
         }
 
     # -- changing ----------------------------------------------------------------------------
@@ -135,9 +142,10 @@ class CaptureToggles:
             else:
                 unknown.append(p)
         if unknown:
-            raise ValueError(f"no submodule at {', '.join(repr(u) for u in unknown)}; "
-                             f"the model's submodules are: {_listing(known)}")
-        ticked = {p for p, _ in modules if any(p[:len(c)] == c for c in chosen)}
+            raise ValueError(
+                f"no submodule at {', '.join(repr(u) for u in unknown)}; the model's submodules are: {_listing(known)}"
+            )
+        ticked = {p for p, _ in modules if any(p[: len(c)] == c for c in chosen)}
         self._off = {p for p, _ in modules if p not in ticked}
 
     def apply_message(self, content: Any, modules: Modules) -> None:
@@ -164,7 +172,7 @@ class CaptureToggles:
             if not isinstance(path, str) or path not in paths:
                 raise ValueError(f"no submodule at {path!r}")
             below = paths[path]
-            subtree = {p for p in paths.values() if p[:len(below)] == below}
+            subtree = {p for p in paths.values() if p[: len(below)] == below}
             self._off = self._off - subtree if on else self._off | subtree
 
 

@@ -9,7 +9,6 @@ from flax import nnx
 
 from .._util import a_kind
 
-
 #: What a capture collects unless told otherwise.
 DEFAULT_TYPES: tuple[type[nnx.Variable], ...] = (nnx.Intermediate,)
 
@@ -67,8 +66,8 @@ def _resolve_one(item: Any, namespace: dict) -> type[nnx.Variable]:
     name = item
     obj: Any = _MISSING
     for prefix in ("flax.nnx.", "nnx."):
-        if name.startswith(prefix) and isinstance(getattr(nnx, name[len(prefix):], None), type):
-            obj = getattr(nnx, name[len(prefix):])
+        if name.startswith(prefix) and isinstance(getattr(nnx, name[len(prefix) :], None), type):
+            obj = getattr(nnx, name[len(prefix) :])
     if obj is _MISSING and name.isidentifier() and isinstance(getattr(nnx, name, None), type):
         obj = getattr(nnx, name)
     if obj is _MISSING:
@@ -85,8 +84,10 @@ def _resolve_one(item: Any, namespace: dict) -> type[nnx.Variable]:
         except ValueError:
             pass
     if obj is _MISSING:
-        raise ValueError(f"unknown Variable type {name!r}: not in flax.nnx, not a registered collection "
-                         "name, not defined in this namespace")
+        raise ValueError(
+            f"unknown Variable type {name!r}: not in flax.nnx, not a registered collection "
+            "name, not defined in this namespace"
+        )
     if isinstance(obj, type) and issubclass(obj, nnx.Variable):
         return obj
     kind = "type" if isinstance(obj, type) else type(obj).__name__

@@ -46,9 +46,7 @@ class CheckpointEntry:
     sharding: str | None
     note: str | None = None  # why the entry cannot be read (then shape/dtype may be None)
     unreadable: bool = False  # its metadata is gone or corrupt (not merely "not an array")
-    chunk_shape: tuple[int, ...] | None = (
-        None  # the stored (zarr) chunk: the unit tensorstore decodes
-    )
+    chunk_shape: tuple[int, ...] | None = None  # the stored (zarr) chunk: the unit tensorstore decodes
 
     @property
     def size(self) -> int | None:
@@ -98,16 +96,12 @@ def _key_of(k: Any) -> Any:
 
 def _entry(keys: tuple, meta: Any) -> CheckpointEntry:
     path = tuple(_key_of(k) for k in keys)
-    if (
-        len(path) > 1 and path[-1] == "value"
-    ):  # nnx.state's Variable state: {'kernel': {'value': array}}
+    if len(path) > 1 and path[-1] == "value":  # nnx.state's Variable state: {'kernel': {'value': array}}
         path = path[:-1]
     name = getattr(meta, "name", None)
     shape = getattr(meta, "shape", None)
     if name is None or shape is None:  # a scalar saved as a number, a string...: no array to read
-        return CheckpointEntry(
-            path, str(name), None, None, None, f"not an array: {first_line(repr(meta), 120)}"
-        )
+        return CheckpointEntry(path, str(name), None, None, None, f"not an array: {first_line(repr(meta), 120)}")
     dtype = getattr(meta, "dtype", None)
     sharding = getattr(meta, "sharding", None)
     chunk = getattr(getattr(meta, "storage", None), "chunk_shape", None)
@@ -137,14 +131,10 @@ def read_tree(path: Any) -> CheckpointTree:
             f"or an Orbax checkpoint directory; got the path {directory!r}, which is not a directory"
         )
     if not os.path.exists(os.path.join(directory, "_METADATA")):
-        raise CheckpointError(
-            f"no checkpoint at {directory!r}: no _METADATA file (not an Orbax PyTree checkpoint)"
-        )
+        raise CheckpointError(f"no checkpoint at {directory!r}: no _METADATA file (not an Orbax PyTree checkpoint)")
 
     info = _metadata_flags(directory)
-    if info.get(
-        "paths"
-    ):  # the usual case: each array's zarr metadata opened by tensorstore, all at once
+    if info.get("paths"):  # the usual case: each array's zarr metadata opened by tensorstore, all at once
         entries = _opened_entries(directory, info)
     else:  # no tree in _METADATA (another layout): Orbax's own metadata reader
         entries = _orbax_entries(directory)
@@ -178,15 +168,12 @@ def _orbax_entries(directory: str) -> list[CheckpointEntry]:
     try:
         with _quiet_absl():
             meta = ocp.StandardCheckpointer().metadata(directory)
-        meta = getattr(
-            meta, "item_metadata", meta
-        )  # orbax >= 0.11: StepMetadata(item_metadata=TreeMetadata)
+        meta = getattr(meta, "item_metadata", meta)  # orbax >= 0.11: StepMetadata(item_metadata=TreeMetadata)
         flat, _ = jax.tree_util.tree_flatten_with_path(getattr(meta, "tree", meta))
     except Exception as e:  # noqa: BLE001 - boundary: any orbax failure is the user's file, said in one line
         _log.info("nnx_lab: orbax could not read the metadata of %s", directory, exc_info=True)
         raise CheckpointError(
-            f"cannot read the checkpoint's metadata at {directory!r}: "
-            f"{type(e).__name__}: {first_line(str(e), 200)}"
+            f"cannot read the checkpoint's metadata at {directory!r}: {type(e).__name__}: {first_line(str(e), 200)}"
         ) from None
     return [_entry(keys, m) for keys, m in flat]
 

@@ -209,9 +209,7 @@ def checkpoint_rows(
     rows = []
     for entry in tree.entries:
         if entry.note is not None:
-            rows.append(
-                _row(entry, "error" if entry.unreadable else "non_numeric", None, entry.note)
-            )
+            rows.append(_row(entry, "error" if entry.unreadable else "non_numeric", None, entry.note))
         elif not stats:
             rows.append(_row(entry, "abstract", None, "not read (stats=False)"))
         elif not _numeric(entry.dtype):
@@ -227,9 +225,7 @@ def checkpoint_rows(
                     )
                 )
             except Exception as e:  # noqa: BLE001 - boundary: a missing or corrupt array is its row's status
-                _log.info(
-                    "nnx_lab: reading %s from %s failed", entry.name, tree.directory, exc_info=True
-                )
+                _log.info("nnx_lab: reading %s from %s failed", entry.name, tree.directory, exc_info=True)
                 rows.append(
                     _row(
                         entry,

@@ -31,13 +31,9 @@ def open_array(tree: CheckpointTree, entry: CheckpointEntry) -> Any:
     """The tensorstore of one array (opening reads only its zarr metadata)."""
     import tensorstore as ts
 
-    arr = ts.open(
-        spec(tree.directory, entry.name, tree.use_ocdbt, tree.use_zarr3), read=True
-    ).result()
+    arr = ts.open(spec(tree.directory, entry.name, tree.use_ocdbt, tree.use_zarr3), read=True).result()
     if tuple(arr.shape) != entry.shape:
-        raise ValueError(
-            f"the stored array has shape {tuple(arr.shape)}, its metadata says {entry.shape}"
-        )
+        raise ValueError(f"the stored array has shape {tuple(arr.shape)}, its metadata says {entry.shape}")
     return arr
 
 
@@ -55,9 +51,7 @@ def blocks(
     [(slice(0, 3, None),), (slice(3, 6, None),), (slice(6, 8, None),)]
     """
     if stored is not None and len(stored) == len(shape) and shape and all(c > 0 for c in stored):
-        yield from _stored_blocks(
-            shape, itemsize, chunk_bytes, tuple(min(c, n) for c, n in zip(stored, shape))
-        )
+        yield from _stored_blocks(shape, itemsize, chunk_bytes, tuple(min(c, n) for c, n in zip(stored, shape)))
         return
     if not shape:
         yield ()
@@ -74,9 +68,7 @@ def blocks(
             yield (*lead, slice(start, min(start + step, shape[k - 1])))
 
 
-def _stored_blocks(
-    shape: tuple[int, ...], itemsize: int, chunk_bytes: int, chunk: tuple[int, ...]
-) -> Iterator[tuple]:
+def _stored_blocks(shape: tuple[int, ...], itemsize: int, chunk_bytes: int, chunk: tuple[int, ...]) -> Iterator[tuple]:
     """Whole stored chunks: grouped along axis 0 when a chunk spans every other axis, else one by one."""
     if all(c >= n for c, n in zip(chunk[1:], shape[1:])):
         row = math.prod(shape[1:]) * itemsize

@@ -99,8 +99,7 @@ def _layer_axes(side: Side, layers: Any) -> dict[str, int]:
                 axes.pop(key_of(e.path), None)
             elif not -len(e.shape) <= axis < len(e.shape):
                 raise ValueError(
-                    f"compare: layers={{{quote_repr(prefix)}: {axis}}}: {e.text} has shape {e.shape}, "
-                    f"no axis {axis}"
+                    f"compare: layers={{{quote_repr(prefix)}: {axis}}}: {e.text} has shape {e.shape}, no axis {axis}"
                 )
             else:
                 axes[key_of(e.path)] = axis % len(e.shape)
@@ -111,12 +110,7 @@ def _under(e: Entry, prefix: str | tuple) -> bool:
     if isinstance(prefix, tuple):
         return e.path[: len(prefix)] == prefix
     text = e.text
-    return (
-        not prefix
-        or text == prefix
-        or text.startswith(prefix + ".")
-        or text.startswith(prefix + "[")
-    )
+    return not prefix or text == prefix or text.startswith(prefix + ".") or text.startswith(prefix + "[")
 
 
 def _source(side: Side, e: Entry) -> tuple[str, Any]:
@@ -145,12 +139,7 @@ def compute(
 ) -> tuple[list[CompareRow], list[ModuleRow], dict]:
     from ..checkpoint import CHUNK_BYTES
 
-    if (
-        isinstance(tol, bool)
-        or not isinstance(tol, (int, float))
-        or not math.isfinite(tol)
-        or tol < 0
-    ):
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol) or tol < 0:
         raise TypeError(f"compare: tol= is a finite number >= 0, not {quote_repr(tol)}")
     chunk_bytes = CHUNK_BYTES if chunk_bytes is None else int(chunk_bytes)
     start = time.perf_counter()
@@ -168,18 +157,13 @@ def compute(
             streamed.append(k)
         else:
             device.append(k)
-    pairs = [
-        (matches[k].a.value, matches[k].b.value, axes.get(key_of(matches[k].a.path)))
-        for k in device
-    ]
+    pairs = [(matches[k].a.value, matches[k].b.value, axes.get(key_of(matches[k].a.path))) for k in device]
     for k, parts in zip(device, device_partials(pairs, tol) if pairs else []):
         results[k] = parts
     for k in streamed:
         m = matches[k]
         try:
-            stored = (
-                m.a if m.a.kind == "checkpoint" else m.b
-            )  # its shape: a PRNG key's is that of its key data
+            stored = m.a if m.a.kind == "checkpoint" else m.b  # its shape: a PRNG key's is that of its key data
             itemsize = max(_itemsize(e.dtype) for e in (m.a, m.b) if e.kind != "prng_key")
             results[k] = [
                 stream_partials(
@@ -202,9 +186,7 @@ def compute(
     for k, m in enumerate(matches):
         parts = results.get(k)
         axis = axes.get(key_of(m.a.path)) if m.a is not None and parts else None
-        if (
-            axis is not None and k in streamed
-        ):  # a checkpoint's array is streamed whole: no layer rows
+        if axis is not None and k in streamed:  # a checkpoint's array is streamed whole: no layer rows
             axis, m.note = (
                 None,
                 "layer rows need both arrays on a device (a checkpoint's are streamed whole)",
@@ -290,12 +272,8 @@ def _rows(m: Match, parts: list[Partials] | None, axis: int | None) -> list[Comp
 def _valued(base: dict, p: Partials, prng: bool, note: str | None, **layer: Any) -> CompareRow:
     metrics = p.metrics()
     status, why = _value_status(metrics, prng)
-    values = (
-        {} if prng else {k: metrics[k] for k in ("rel_change", "max_abs", "cosine", "frac_changed")}
-    )
-    return CompareRow(
-        status=status, identical=metrics["identical"], note=why or note, **values, **base, **layer
-    )
+    values = {} if prng else {k: metrics[k] for k in ("rel_change", "max_abs", "cosine", "frac_changed")}
+    return CompareRow(status=status, identical=metrics["identical"], note=why or note, **values, **base, **layer)
 
 
 def _modules(totals: list[tuple[Path, Partials]]) -> list[ModuleRow]:

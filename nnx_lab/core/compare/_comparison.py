@@ -24,14 +24,8 @@ def verdict(rows: Sequence[CompareRow]) -> str:
         f"b loads into a: {count['missing']} missing, {count['unexpected']} unexpected, "
         f"{_plural(count['shape'], 'shape mismatch', 'shape mismatches')}"
     )
-    kinds = collections.Counter(
-        part.split(" ")[0] for r in top if r.mismatch for part in r.mismatch.split("; ")
-    )
-    extra = [
-        _plural(kinds[k], f"{k} mismatch", f"{k} mismatches")
-        for k in ("dtype", "type", "sharding")
-        if kinds[k]
-    ]
+    kinds = collections.Counter(part.split(" ")[0] for r in top if r.mismatch for part in r.mismatch.split("; "))
+    extra = [_plural(kinds[k], f"{k} mismatch", f"{k} mismatches") for k in ("dtype", "type", "sharding") if kinds[k]]
     if count["tied"]:
         extra.append(_plural(count["tied"], "tied weight", "tied weights") + " on one side only")
     if count["error"]:

@@ -36,22 +36,16 @@ def renamer(map: Any) -> Callable[[str], str | None]:
         def call(key: str) -> str | None:
             out = map(key)
             if out is not None and not isinstance(out, str):
-                raise TypeError(
-                    f"compare: map({key!r}) returned {type(out).__name__}; it must return a str or None"
-                )
+                raise TypeError(f"compare: map({key!r}) returned {type(out).__name__}; it must return a str or None")
             return out
 
         return call
     if not isinstance(map, Mapping):
-        raise TypeError(
-            f"compare: map= is a dict of renames or a function of the path text, not {type(map).__name__}"
-        )
+        raise TypeError(f"compare: map= is a dict of renames or a function of the path text, not {type(map).__name__}")
     rules = []
     for old, new in map.items():
         if not isinstance(old, str) or not isinstance(new, str):
-            raise TypeError(
-                f"compare: map= renames str to str; got {quote_repr(old)}: {quote_repr(new)}"
-            )
+            raise TypeError(f"compare: map= renames str to str; got {quote_repr(old)}: {quote_repr(new)}")
         rules.append(
             (
                 tuple(p for p in old.replace(".", "/").split("/") if p),
@@ -76,12 +70,8 @@ class Match:
 
     a: Entry | None
     b: Entry | None
-    status: str | None = (
-        None  # missing, unexpected, shape, tied: a structural status; None: compare values
-    )
-    mismatch: list[str] = dataclasses.field(
-        default_factory=list
-    )  # dtype / type / sharding differences
+    status: str | None = None  # missing, unexpected, shape, tied: a structural status; None: compare values
+    mismatch: list[str] = dataclasses.field(default_factory=list)  # dtype / type / sharding differences
     note: str | None = None
 
 
@@ -97,8 +87,7 @@ def match_sides(a: Side, b: Side, map: Any = None) -> list[Match]:
             raise
         except Exception as err:  # noqa: BLE001 - the user's map function: said in one line
             raise TypeError(
-                f"compare: map({key_of(e.path)!r}) raised {type(err).__name__}: "
-                f"{first_line(str(err), 200)}"
+                f"compare: map({key_of(e.path)!r}) raised {type(err).__name__}: {first_line(str(err), 200)}"
             ) from None
         if key is None:
             out.append(Match(None, e, "unexpected", note="map= left it unmatched"))
@@ -137,11 +126,7 @@ def match_sides(a: Side, b: Side, map: Any = None) -> list[Match]:
             continue
         owner = a_alias.get(key)
         if owner is not None:
-            out.append(
-                Match(
-                    None, eb, "tied", note=f"tied to {owner.text} in a only (a separate array in b)"
-                )
-            )
+            out.append(Match(None, eb, "tied", note=f"tied to {owner.text} in a only (a separate array in b)"))
         else:
             out.append(Match(None, eb, "unexpected"))
     return out
@@ -150,9 +135,7 @@ def match_sides(a: Side, b: Side, map: Any = None) -> list[Match]:
 def _pair(ea: Entry, eb: Entry) -> Match:
     m = Match(ea, eb)
     keys = [e for e in (ea, eb) if e.kind == "prng_key"]
-    if (
-        len(keys) == 1
-    ):  # a key array beside its saved key data (a checkpoint holds uint32 data, not keys)
+    if len(keys) == 1:  # a key array beside its saved key data (a checkpoint holds uint32 data, not keys)
         other = eb if keys[0] is ea else ea
         if other.shape == keys[0].key_data_shape:
             m.note = "a PRNG key array beside its key data: the key data compared"
@@ -171,7 +154,5 @@ def _pair(ea: Entry, eb: Entry) -> Match:
         and eb.kind != "checkpoint"
         and ea.sharding != eb.sharding
     ):
-        m.mismatch.append(
-            f"sharding {ea.sharding or 'one device'} vs {eb.sharding or 'one device'}"
-        )
+        m.mismatch.append(f"sharding {ea.sharding or 'one device'} vs {eb.sharding or 'one device'}")
     return m

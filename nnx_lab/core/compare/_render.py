@@ -82,9 +82,7 @@ def text_table(cmp: Any, max_rows: int | None = 50) -> str:
 def _bar(x: float | None) -> str:
     if x is None or not math.isfinite(x):
         return ""
-    width = int(
-        round(100 * min(1.0, x))
-    )  # relative change of 1 (as large as a itself) fills the cell
+    width = int(round(100 * min(1.0, x)))  # relative change of 1 (as large as a itself) fills the cell
     return f'<div style="height:4px;background:#d62728;width:{width}%"></div>'
 
 

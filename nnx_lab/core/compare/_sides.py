@@ -16,9 +16,7 @@ from ..graph import Path, path_text, split_pair, walk_graph
 
 __all__ = ["Entry", "Side", "resolve_side"]
 
-_LAYER_NAMES = (
-    "layers",
-)  # flax's nnx.PARTITION_NAME convention, as the snapshot's stacked rows read it
+_LAYER_NAMES = ("layers",)  # flax's nnx.PARTITION_NAME convention, as the snapshot's stacked rows read it
 _SHARDING_KEYS = ("out_sharding", "sharding_names", "sharding")
 
 
@@ -33,9 +31,7 @@ class Entry:
     sharding: str | None  # None: one device or unknown (never a mismatch)
     aliases: tuple[Path, ...]
     kind: str  # array, abstract, tracer, prng_key, non_numeric, deleted, checkpoint, error
-    value: Any = (
-        None  # the array (kind array / prng_key), or the checkpoint entry (kind checkpoint)
-    )
+    value: Any = None  # the array (kind array / prng_key), or the checkpoint entry (kind checkpoint)
     note: str | None = None
     metadata: Mapping | None = None
     key_data_shape: tuple[int, ...] | None = None  # a PRNG key array's key data (what Orbax saves)
@@ -67,11 +63,7 @@ def _sharding_text(value: Any) -> str | None:
 
 
 def _dtype_text(dtype: Any) -> str:
-    return (
-        str(np.dtype(dtype))
-        if not jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
-        else str(dtype)
-    )
+    return str(np.dtype(dtype)) if not jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key) else str(dtype)
 
 
 def _numeric(dtype: Any) -> bool:
@@ -82,9 +74,7 @@ def _numeric(dtype: Any) -> bool:
     )
 
 
-def _entry(
-    path: Path, type_name: str | None, value: Any, aliases: tuple, metadata: Mapping | None
-) -> Entry:
+def _entry(path: Path, type_name: str | None, value: Any, aliases: tuple, metadata: Mapping | None) -> Entry:
     common = dict(path=path, type=type_name, aliases=aliases, metadata=metadata)
     if isinstance(value, jax.core.Tracer):
         return Entry(
@@ -164,9 +154,7 @@ def metadata_axis(entry: Entry) -> int | None:
         names = entry.metadata.get(key)
         if isinstance(names, (tuple, list)) and len(names) == len(entry.shape):
             for axis, name in enumerate(names):
-                if name in _LAYER_NAMES or (
-                    isinstance(name, (tuple, list)) and any(n in _LAYER_NAMES for n in name)
-                ):
+                if name in _LAYER_NAMES or (isinstance(name, (tuple, list)) and any(n in _LAYER_NAMES for n in name)):
                     return axis
     return None
 
@@ -219,9 +207,7 @@ def resolve_side(label: str, obj: Any) -> Side:
 
     if isinstance(obj, (str, bytes)) or hasattr(obj, "__fspath__"):
         if isinstance(obj, bytes):
-            raise TypeError(
-                f"compare: {label} is bytes; give a checkpoint path as str or pathlib.Path"
-            )
+            raise TypeError(f"compare: {label} is bytes; give a checkpoint path as str or pathlib.Path")
         return _checkpoint_side(label, obj)
     if isinstance(obj, Snapshot):
         return _snapshot_side(label, obj)

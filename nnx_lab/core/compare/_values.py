@@ -125,9 +125,7 @@ def _pair(a, b, axis, tol):
     )
     init = tuple(jnp.zeros((), o.dtype) for o in ops)
     parts = lax.reduce(ops, init, _add_max, (2,))
-    floats = jnp.stack(
-        [p.sum(1) for p in parts[:4]] + [jnp.max(parts[4], axis=1, initial=0.0)], axis=1
-    )
+    floats = jnp.stack([p.sum(1) for p in parts[:4]] + [jnp.max(parts[4], axis=1, initial=0.0)], axis=1)
     ints = jnp.stack([p.sum(1, dtype=jnp.int32) for p in parts[5:]], axis=1)
     return floats, ints
 
@@ -160,9 +158,7 @@ def _group_key(x: jax.Array) -> tuple:
     return tuple(sorted(d.id for d in x.sharding.device_set))
 
 
-def device_partials(
-    pairs: Sequence[tuple[Any, Any, int | None]], tol: float
-) -> list[list[Partials]]:
+def device_partials(pairs: Sequence[tuple[Any, Any, int | None]], tol: float) -> list[list[Partials]]:
     """Per pair ``(a, b, layer_axis)``: its Partials (one, or one per layer)."""
     groups: dict[tuple, list[int]] = {}
     placed = []
@@ -172,9 +168,7 @@ def device_partials(
         groups.setdefault(_group_key(pa), []).append(k)
     out: list[list[Partials]] = [[] for _ in pairs]
     launched = []
-    for (
-        members
-    ) in groups.values():  # launched all before any fetch: the groups' devices work in parallel
+    for members in groups.values():  # launched all before any fetch: the groups' devices work in parallel
         a_arrays = tuple(placed[k][0] for k in members)
         b_arrays = tuple(placed[k][1] for k in members)
         axes = tuple(placed[k][2] for k in members)

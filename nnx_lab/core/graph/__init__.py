@@ -8,13 +8,47 @@ text, and module paths and selection (``only=``) shared by captures, view report
 """
 
 from ._flatten import CyclicGraph, SharedNode, TooDeep, flatten, sigint_deferred
-from ._modules import (OnlyError, PathSelector, is_module_path, module_paths_text, path_roots, select_modules,
-                       selector)
+from ._modules import OnlyError, PathSelector, is_module_path, module_paths_text, path_roots, select_modules, selector
 from ._pair import SplitPair, graphdef_type_name, split_pair
-from ._walk import (LINEN_COLLECTIONS, GraphWalk, Leaf, Path, aliases_at, check_inspectable, is_variable, path_key,
-                    path_text, shared_prefixes, walk_graph)
+from ._walk import (
+    LINEN_COLLECTIONS,
+    GraphWalk,
+    Leaf,
+    Path,
+    aliases_at,
+    check_inspectable,
+    is_variable,
+    path_key,
+    path_text,
+    shared_prefixes,
+    walk_graph,
+)
 
-__all__ = ["CyclicGraph", "LINEN_COLLECTIONS", "GraphWalk", "Leaf", "OnlyError", "Path", "PathSelector", "SharedNode",
-           "SplitPair", "TooDeep", "aliases_at", "check_inspectable", "flatten", "graphdef_type_name",
-           "is_module_path", "is_variable", "module_paths_text", "path_key", "path_roots", "path_text",
-           "select_modules", "selector", "shared_prefixes", "sigint_deferred", "split_pair", "walk_graph"]
+__all__ = [
+    "CyclicGraph",
+    "LINEN_COLLECTIONS",
+    "GraphWalk",
+    "Leaf",
+    "OnlyError",
+    "Path",
+    "PathSelector",
+    "SharedNode",
+    "SplitPair",
+    "TooDeep",
+    "aliases_at",
+    "check_inspectable",
+    "flatten",
+    "graphdef_type_name",
+    "is_module_path",
+    "is_variable",
+    "module_paths_text",
+    "path_key",
+    "path_roots",
+    "path_text",
+    "select_modules",
+    "selector",
+    "shared_prefixes",
+    "sigint_deferred",
+    "split_pair",
+    "walk_graph",
+]

@@ -56,8 +56,19 @@ class TooDeep(ValueError):
 
 # Types whose instances are never part of a cycle: jax's leaves, and tuples (immutable: a cycle
 # through one passes through a mutable container, which is tracked).
-_UNTRACKED = (tuple, jax.Array, np.ndarray, np.generic, jax.ShapeDtypeStruct, int, float, complex, str, bytes,
-              type(None))
+_UNTRACKED = (
+    tuple,
+    jax.Array,
+    np.ndarray,
+    np.generic,
+    jax.ShapeDtypeStruct,
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    type(None),
+)
 _tracked: dict[type, bool] = {}
 
 
@@ -97,8 +108,9 @@ def _max_depth() -> int:
     return max(0, (sys.getrecursionlimit() - frames) // 4)
 
 
-def flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None, *, with_path: bool = False,
-            shared: bool = True) -> tuple[list, Any]:
+def flatten(
+    tree: Any, is_leaf: Callable[[Any], bool] | None = None, *, with_path: bool = False, shared: bool = True
+) -> tuple[list, Any]:
     """``jax.tree_util.tree_flatten(tree, is_leaf)`` (``tree_flatten_with_path`` with ``with_path``):
     the same leaves and treedef, or :class:`CyclicGraph` where ``tree`` holds a reference cycle
     (:class:`TooDeep` where it is nested too deep for jax's recursion from here).
@@ -136,9 +148,14 @@ def flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None, *, with_pat
             elif not shared:
                 found.append((SharedNode, f"a node of {type(tree).__name__} is reached by two paths"))
                 return True
-            elif path[:len(before)] == before:
-                found.append((CyclicGraph, f"{type(tree).__name__} references itself (a reference cycle): "
-                                           "jax's pytree flattening cannot walk it"))
+            elif path[: len(before)] == before:
+                found.append(
+                    (
+                        CyclicGraph,
+                        f"{type(tree).__name__} references itself (a reference cycle): "
+                        "jax's pytree flattening cannot walk it",
+                    )
+                )
                 return True
             last[id(x)] = path
             return False

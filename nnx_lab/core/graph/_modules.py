@@ -89,8 +89,9 @@ def selector(only: Any) -> PathSelector | Callable[[Path, Any], bool]:
         except Exception as e:
             raise OnlyError(only, f"raised {one_line(e)} on the module at {where}") from None
         if not isinstance(answer, (bool, np.bool_)):
-            raise OnlyError(only, f"returned {a_kind(type(answer).__name__)} for the module at {where}, "
-                                  "not True or False")
+            raise OnlyError(
+                only, f"returned {a_kind(type(answer).__name__)} for the module at {where}, not True or False"
+            )
         return bool(answer)
 
     return select

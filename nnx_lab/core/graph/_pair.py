@@ -41,8 +41,12 @@ class SplitPair:
 
 def split_pair(obj: Any) -> SplitPair | None:
     """The ``(graphdef, state, ...)`` tuple ``nnx.split`` returns, or None for anything else."""
-    if (type(obj) is tuple and len(obj) >= 2 and isinstance(obj[0], nnx.GraphDef)
-            and all(isinstance(s, Mapping) for s in obj[1:])):
+    if (
+        type(obj) is tuple
+        and len(obj) >= 2
+        and isinstance(obj[0], nnx.GraphDef)
+        and all(isinstance(s, Mapping) for s in obj[1:])
+    ):
         return SplitPair(obj[0], obj[1:])
     return None
 

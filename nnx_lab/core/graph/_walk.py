@@ -36,8 +36,9 @@ from ._pair import split_pair
 Path = tuple[Hashable, ...]
 
 #: Linen's own collection names: a variables dict with these at the top is Linen's (``model.init``)
-LINEN_COLLECTIONS = frozenset({"params", "batch_stats", "cache", "intermediates", "losses", "constants",
-                               "perturbations", "spectral", "stats"})
+LINEN_COLLECTIONS = frozenset(
+    {"params", "batch_stats", "cache", "intermediates", "losses", "constants", "perturbations", "spectral", "stats"}
+)
 _SCALARS = (int, float, complex)
 
 
@@ -124,8 +125,12 @@ def _is_param(t: type) -> bool:
     return got
 
 
-_KEY_FIELD = {jax.tree_util.SequenceKey: "idx", jax.tree_util.DictKey: "key", jax.tree_util.GetAttrKey: "name",
-              jax.tree_util.FlattenedIndexKey: "key"}
+_KEY_FIELD = {
+    jax.tree_util.SequenceKey: "idx",
+    jax.tree_util.DictKey: "key",
+    jax.tree_util.GetAttrKey: "name",
+    jax.tree_util.FlattenedIndexKey: "key",
+}
 
 
 def path_key(k: Any) -> Hashable:
@@ -184,8 +189,12 @@ def walk_graph(obj: Any) -> GraphWalk:
     for path, value in visited:
         if isinstance(value, nnx.Variable):
             leaves.extend(_variable_leaves(path, value, aliases_at(path, shared)))
-        elif isinstance(value, _SCALARS) and not isinstance(value, bool) and path \
-                and data.get(path[:-1], {}).get(path[-1]) is True:  # a number marked nnx.data
+        elif (
+            isinstance(value, _SCALARS)
+            and not isinstance(value, bool)
+            and path
+            and data.get(path[:-1], {}).get(path[-1]) is True
+        ):  # a number marked nnx.data
             leaves.append(Leaf(path, type(value).__name__, value, {}, aliases_at(path, shared)))
         elif _is_array_leaf(value):
             leaves.append(Leaf(path, _leaf_type_name(value), value, {}, aliases_at(path, shared)))
@@ -201,8 +210,9 @@ def walk_graph(obj: Any) -> GraphWalk:
     nodes = {p: t for p, t in nodes.items() if p not in plain or p in holding}
     root_type = nodes.pop((), type(obj).__name__)
     if _linen_collection(obj, leaves):  # the collection is what a Linen user calls the type
-        leaves = [dataclasses.replace(leaf, type_name=str(leaf.path[0]), param=leaf.path[0] == "params")
-                  for leaf in leaves]
+        leaves = [
+            dataclasses.replace(leaf, type_name=str(leaf.path[0]), param=leaf.path[0] == "params") for leaf in leaves
+        ]
     return GraphWalk(leaves, nodes, root_type)
 
 
@@ -238,13 +248,13 @@ def _flat_walk(obj: Any) -> GraphWalk | None:
         reached.add(id(var))
         path = tuple(map(path_key, keys))
         parent = path[:-1]
-        while open_ and path[:len(open_[-1])] != open_[-1]:
+        while open_ and path[: len(open_[-1])] != open_[-1]:
             done = open_.pop()
             nodes[done] = type(objects[done]).__name__
         if parent not in objects:  # the first leaf under some container: step down to it
             for i in range(1, len(path)):
                 if path[:i] not in objects:
-                    child = _child(objects[path[:i - 1]], path[i - 1])
+                    child = _child(objects[path[: i - 1]], path[i - 1])
                     if child is None:
                         return None
                     objects[path[:i]] = child
@@ -339,7 +349,7 @@ def aliases_at(path: Path, shared: list[tuple[Path, list[Path]]]) -> tuple[Path,
     found: list[Path] = []
     for canonical, others in shared:
         if path[: len(canonical)] == canonical:
-            suffix = path[len(canonical):]
+            suffix = path[len(canonical) :]
             found.extend(other + suffix for other in others)
     return tuple(found)
 

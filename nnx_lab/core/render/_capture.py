@@ -39,8 +39,7 @@ def capture_html(report: Any, max_rows: int = 200) -> str:
     """HTML of ``report`` (a CaptureReport), every user string escaped, at most ``max_rows`` rows
     per table."""
     esc = html.escape
-    parts = ['<div class="nnx-lab-capture">',
-             f"<div><b>{esc(capture_text(report).splitlines()[0])}</b></div>"]
+    parts = ['<div class="nnx-lab-capture">', f"<div><b>{esc(capture_text(report).splitlines()[0])}</b></div>"]
     for m in report.messages:
         parts.append(f'<div class="nnx-lab-warn" style="color:#b45309">{esc(m)}</div>')
     if report.snapshot.rows:
@@ -77,14 +76,20 @@ def _html_rows(snap: Any, hists: Sequence, max_rows: int) -> str:
     esc = html.escape
     numeric = {"mean", "std", "min", "max"}
     align = [ALIGN_RIGHT if c in numeric else ALIGN_LEFT for c in _COLUMNS]
-    parts = ['<div style="max-height:420px;overflow:auto">'
-             '<table style="border-collapse:separate;border-spacing:10px 1px;font-size:12px;white-space:nowrap"><tr>'
-             + "".join(f"<th{a}>{esc(c)}</th>" for a, c in zip(align, _COLUMNS)) + "</tr>"]
+    parts = [
+        '<div style="max-height:420px;overflow:auto">'
+        '<table style="border-collapse:separate;border-spacing:10px 1px;font-size:12px;white-space:nowrap"><tr>'
+        + "".join(f"<th{a}>{esc(c)}</th>" for a, c in zip(align, _COLUMNS))
+        + "</tr>"
+    ]
     for row, hist in zip(snap.rows[:max_rows], hists):
         cells = _cells(row, hist)
         title = f' title="{esc(f"{hist[0]:.4g} … {hist[1]:.4g}")}"' if hist else ""
-        parts.append("<tr>" + "".join(f"<td{a}>{esc(c)}</td>" for a, c in zip(align[:-1], cells[:-1]))
-                     + f'<td style="text-align:left;font-family:monospace"{title}>{esc(cells[-1])}</td></tr>')
+        parts.append(
+            "<tr>"
+            + "".join(f"<td{a}>{esc(c)}</td>" for a, c in zip(align[:-1], cells[:-1]))
+            + f'<td style="text-align:left;font-family:monospace"{title}>{esc(cells[-1])}</td></tr>'
+        )
     parts.append("</table></div>")
     if len(snap.rows) > max_rows:
         parts.append(f"<div>… {len(snap.rows) - max_rows} more rows</div>")

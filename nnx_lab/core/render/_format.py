@@ -34,9 +34,11 @@ SERIES_COLUMNS = ("g_norm", "g_ratio", "u_ratio")
 SERIES_LABELS = {
     "g_norm": ("\u2016grad\u2016", "norm of the gradient given to tick(grads=...) or log(grads=...)"),
     "g_ratio": ("\u2016g\u2016/\u2016\u03b8\u2016", "gradient norm over the parameter's norm"),
-    "u_ratio": ("\u2016\u0394\u03b8\u2016/\u2016\u03b8\u2016",
-                "update over parameter norm, \u2016\u03b8\u209c \u2212 \u03b8\u209c\u208b\u2081\u2016 / "
-                "\u2016\u03b8\u209c\u208b\u2081\u2016 (about 1e-3 when the learning rate is healthy)"),
+    "u_ratio": (
+        "\u2016\u0394\u03b8\u2016/\u2016\u03b8\u2016",
+        "update over parameter norm, \u2016\u03b8\u209c \u2212 \u03b8\u209c\u208b\u2081\u2016 / "
+        "\u2016\u03b8\u209c\u208b\u2081\u2016 (about 1e-3 when the learning rate is healthy)",
+    ),
 }
 #: One colour per filter column of a split report, readable on light and dark backgrounds.
 FILTER_COLORS = ("#1e88e5", "#43a047", "#fb8c00", "#8e24aa", "#00897b", "#e53935", "#6d4c41", "#3949ab")

@@ -14,8 +14,20 @@ from typing import Any
 import numpy as np
 
 from ..graph import path_text
-from ._format import (ALIGN_LEFT, ALIGN_RIGHT, NONFINITE_LABEL, SERIES_LABELS, STAT_COLUMNS, STAT_LABELS, format_bytes,
-                      format_count, format_number, format_shape, format_stat, nonfinite_text)
+from ._format import (
+    ALIGN_LEFT,
+    ALIGN_RIGHT,
+    NONFINITE_LABEL,
+    SERIES_LABELS,
+    STAT_COLUMNS,
+    STAT_LABELS,
+    format_bytes,
+    format_count,
+    format_number,
+    format_shape,
+    format_stat,
+    nonfinite_text,
+)
 
 _GRAD, _UPDATE = "grad", "update"  # the series names of core.snapshot._series (GRAD, UPDATE)
 _UNMATCHED_SHOWN = 20
@@ -38,11 +50,17 @@ def summary_line(snap: Any) -> str:
     if any(r.devices and r.devices != "host" and r.status != "abstract" for r in snap.rows):
         where = f"on {dev['count']}× {dev['device_kind']}"
     else:
-        where = ("on the host" if any(r.devices == "host" for r in snap.rows) else
-                 "(abstract: no arrays yet)" if any(r.status == "abstract" for r in snap.rows) else
-                 "(no arrays on any device)")
-    return (f"{snap.root_type}: {total['count']} variables, {format_count(total['size'])} elements, "
-            f"{format_bytes(total['bytes'])} {where}")
+        where = (
+            "on the host"
+            if any(r.devices == "host" for r in snap.rows)
+            else "(abstract: no arrays yet)"
+            if any(r.status == "abstract" for r in snap.rows)
+            else "(no arrays on any device)"
+        )
+    return (
+        f"{snap.root_type}: {total['count']} variables, {format_count(total['size'])} elements, "
+        f"{format_bytes(total['bytes'])} {where}"
+    )
 
 
 def memory_line(snap: Any) -> str | None:
@@ -79,8 +97,11 @@ def nonfinite_banner(snap: Any) -> str | None:
 
 def _series(snap: Any) -> Any:
     series = getattr(snap, "series", None)
-    return series if series is not None and series.names and all(
-        m.shape[0] == len(snap.rows) for m in series.matrices.values()) else None
+    return (
+        series
+        if series is not None and series.names and all(m.shape[0] == len(snap.rows) for m in series.matrices.values())
+        else None
+    )
 
 
 def _series_columns(snap: Any) -> list[tuple[str, callable]]:
@@ -100,10 +121,13 @@ def _series_columns(snap: Any) -> list[tuple[str, callable]]:
     def norms(name: str) -> np.ndarray:
         values = (series.stats_dict(name, i)["norm"] for i in range(len(rows)))
         return np.array([np.nan if v is None else v for v in values], float)
+
     cols = []
     if _GRAD in series.names:
-        cols += [column(SERIES_LABELS["g_norm"][0], norms(_GRAD)),
-                 column(SERIES_LABELS["g_ratio"][0], series.ratio(_GRAD, param_norm))]
+        cols += [
+            column(SERIES_LABELS["g_norm"][0], norms(_GRAD)),
+            column(SERIES_LABELS["g_ratio"][0], series.ratio(_GRAD, param_norm)),
+        ]
     if _UPDATE in series.names:
         cols.append(column(SERIES_LABELS["u_ratio"][0], series.ratio(_UPDATE, param_norm)))
     cols += [column(f"\u2016{name}\u2016", norms(name)) for name in series.names if name not in (_GRAD, _UPDATE)]
@@ -129,9 +153,12 @@ def series_lines(snap: Any) -> list[str]:
         total = len(unmatched) + series.unmatched_more
         lines.append(f"{total} lea{'f' if total == 1 else 'ves'} matched to no Variable:")
         for name, text, what, stats in unmatched[:_UNMATCHED_SHOWN]:
-            numbers = ", ".join(f"{k} {format_number(stats[k])}" for k in ("mean", "max", "norm")
-                                if stats and stats.get(k) is not None)
-            lines.append(f"  {name}: {text}" + (f" \u2014 {what}" if what else "") + (f" ({numbers})" if numbers else ""))
+            numbers = ", ".join(
+                f"{k} {format_number(stats[k])}" for k in ("mean", "max", "norm") if stats and stats.get(k) is not None
+            )
+            lines.append(
+                f"  {name}: {text}" + (f" \u2014 {what}" if what else "") + (f" ({numbers})" if numbers else "")
+            )
         if total > _UNMATCHED_SHOWN:
             lines.append(f"  \u2026 {total - _UNMATCHED_SHOWN} more")
     return lines
@@ -178,9 +205,14 @@ def text_table(snap: Any, max_rows: int | None = 50) -> str:
         lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
     if len(shown) < len(snap.rows):
         lines.append(f"… {len(snap.rows) - len(shown)} more rows")
-    lines.append("totals: " + "; ".join(
-        f"{name} {t['count']} ({format_count(t['size'])}, {format_bytes(t['bytes'])})"
-        for name, t in snap.totals.items() if name != "all"))
+    lines.append(
+        "totals: "
+        + "; ".join(
+            f"{name} {t['count']} ({format_count(t['size'])}, {format_bytes(t['bytes'])})"
+            for name, t in snap.totals.items()
+            if name != "all"
+        )
+    )
     return "\n".join(lines)
 
 
@@ -191,8 +223,11 @@ def html_table(snap: Any, max_rows: int = 200, series: bool = False) -> str:
     compiled, and a printed table must not depend on when that was.)"""
     esc = html.escape
     cols = _columns(snap, series)
-    numeric = {"bytes", *(STAT_LABELS[name] for name in STAT_COLUMNS),
-               *(name for name, _ in cols if name.startswith("\u2016"))}  # the series' norms and ratios
+    numeric = {
+        "bytes",
+        *(STAT_LABELS[name] for name in STAT_COLUMNS),
+        *(name for name, _ in cols if name.startswith("\u2016")),
+    }  # the series' norms and ratios
     table = '<table style="border-collapse:collapse;font-size:12px;white-space:nowrap">'
     parts = ['<div class="nnx-lab-snapshot">', f"<div><b>{esc(summary_line(snap))}</b></div>"]
     memory = memory_line(snap)
@@ -201,23 +236,33 @@ def html_table(snap: Any, max_rows: int = 200, series: bool = False) -> str:
     banner = nonfinite_banner(snap)
     if banner:
         parts.append(f'<div class="nnx-lab-warn" style="color:#d32f2f;font-weight:bold">{esc(banner)}</div>')
-    parts.append(table + f"<tr><th{ALIGN_LEFT}>type</th><th{ALIGN_RIGHT}>count</th><th{ALIGN_RIGHT}>elements</th>"
-                 f"<th{ALIGN_RIGHT}>bytes</th></tr>")
+    parts.append(
+        table + f"<tr><th{ALIGN_LEFT}>type</th><th{ALIGN_RIGHT}>count</th><th{ALIGN_RIGHT}>elements</th>"
+        f"<th{ALIGN_RIGHT}>bytes</th></tr>"
+    )
     for name, t in snap.totals.items():
         label = "total" if name == "all" else name
-        parts.append(f"<tr><td{ALIGN_LEFT}>{esc(label)}</td><td{ALIGN_RIGHT}>{t['count']}</td>"
-                     f"<td{ALIGN_RIGHT}>{format_count(t['size'])}</td><td{ALIGN_RIGHT}>{format_bytes(t['bytes'])}</td></tr>")
+        parts.append(
+            f"<tr><td{ALIGN_LEFT}>{esc(label)}</td><td{ALIGN_RIGHT}>{t['count']}</td>"
+            f"<td{ALIGN_RIGHT}>{format_count(t['size'])}</td><td{ALIGN_RIGHT}>{format_bytes(t['bytes'])}</td></tr>"
+        )
     parts.append("</table>")
     align = [(ALIGN_RIGHT if name in numeric else ALIGN_LEFT) for name, _ in cols]
-    parts.append('<div style="max-height:420px;overflow:auto">' + table + "<tr>"
-                 + "".join(f"<th{a}>{esc(n)}</th>" for a, (n, _) in zip(align, cols)) + "</tr>")
+    parts.append(
+        '<div style="max-height:420px;overflow:auto">'
+        + table
+        + "<tr>"
+        + "".join(f"<th{a}>{esc(n)}</th>" for a, (n, _) in zip(align, cols))
+        + "</tr>"
+    )
     for row in snap.rows[:max_rows]:
-        parts.append("<tr>" + "".join(
-            f"<td{a}>{esc(fn(row))}</td>" for a, (_, fn) in zip(align, cols)) + "</tr>")
+        parts.append("<tr>" + "".join(f"<td{a}>{esc(fn(row))}</td>" for a, (_, fn) in zip(align, cols)) + "</tr>")
     parts.append("</table></div>")
     if len(snap.rows) > max_rows:
         parts.append(f"<div>… {len(snap.rows) - max_rows} more rows</div>")
     if series:
-        parts += [f'<div class="nnx-lab-series" style="white-space:pre">{esc(line)}</div>' for line in series_lines(snap)]
+        parts += [
+            f'<div class="nnx-lab-series" style="white-space:pre">{esc(line)}</div>' for line in series_lines(snap)
+        ]
     parts.append("</div>")
     return "".join(parts)

@@ -22,8 +22,10 @@ def split_text(report: Any, names: Sequence[str] | None = None) -> str:
     lines = [f"split of {report.root_type}: {n} Variable{'' if n == 1 else 's'} into {len(report.filters)} filters"]
     for f, name in zip(report.filters, bound):
         types = ", ".join(f"{t} {n}" for t, n in f.types.items())
-        lines.append(f"  [{f.index + 1}] {f.label} -> {name}: {f.count} Variable{'' if f.count == 1 else 's'}, "
-                     f"{format_bytes(f.bytes)}{f' ({types})' if types else ''}")
+        lines.append(
+            f"  [{f.index + 1}] {f.label} -> {name}: {f.count} Variable{'' if f.count == 1 else 's'}, "
+            f"{format_bytes(f.bytes)}{f' ({types})' if types else ''}"
+        )
     lines += [f"  ! {p}" for p in report.problems()]
     return "\n".join(lines)
 
@@ -37,18 +39,22 @@ def split_html(report: Any, target: str = "model", names: Sequence[str] | None =
     for line in report.problems():
         parts.append(f'<div class="nnx-lab-warn" style="color:#d32f2f">{esc(line)}</div>')
     table = '<table style="border-collapse:collapse;font-size:12px;white-space:nowrap">'
-    head = "".join(f"<th{ALIGN_LEFT}>{esc(n)}</th>" for n in ("path", "type", "shape", "dtype")) + f"<th{ALIGN_RIGHT}>bytes</th>"
+    head = (
+        "".join(f"<th{ALIGN_LEFT}>{esc(n)}</th>" for n in ("path", "type", "shape", "dtype"))
+        + f"<th{ALIGN_RIGHT}>bytes</th>"
+    )
     for f in report.filters:
         color = FILTER_COLORS[f.index % len(FILTER_COLORS)]
-        head += (f'<th style="text-align:center;color:{color}" title="{esc(f.label)}">'
-                 f"{esc(f.name)}<br>{f.count}</th>")
+        head += f'<th style="text-align:center;color:{color}" title="{esc(f.label)}">{esc(f.name)}<br>{f.count}</th>'
     if not report.exhaustive:
         head += '<th style="text-align:center;color:#d32f2f">remainder</th>'
     parts.append('<div style="max-height:420px;overflow:auto">' + table + f"<tr>{head}</tr>")
     for r in report.rows[:max_rows]:
         row = r.row
-        cells = "".join(f"<td{ALIGN_LEFT}>{esc(v)}</td>"
-                        for v in (path_cell(row), row.type, format_shape(row.shape), row.dtype or ""))
+        cells = "".join(
+            f"<td{ALIGN_LEFT}>{esc(v)}</td>"
+            for v in (path_cell(row), row.type, format_shape(row.shape), row.dtype or "")
+        )
         cells += f"<td{ALIGN_RIGHT}>{format_bytes(row.nbytes)}</td>"
         for f in report.filters:
             color = FILTER_COLORS[f.index % len(FILTER_COLORS)]

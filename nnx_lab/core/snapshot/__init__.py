@@ -26,22 +26,69 @@ from ._devices import device_summary
 from ._histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch
 from ._history import HISTORY_STATS, History
 from ._layers import LAYER_NAMES, LayerError, LayerKey, parse_layer_option, parse_layers, stacked_modules
-from ._snapshot import PRECISION, STATUSES, PendingSnapshot, Row, Snapshot, round_significant, snapshot
+from ._scalars import MAX_POINTS, ScalarStore
 from ._series import GRAD, UPDATE, SeriesColumns, SeriesStore, leaf_paths
 from ._series_wire import series_buffer, series_meta
-from ._scalars import MAX_POINTS, ScalarStore
-from ._stats import (STAT_NAMES, Deferred, StatsError, compute_stats, is_numeric_dtype, is_ready, kernel_cache_size,
-                     threads_see_jax_config)
+from ._snapshot import PRECISION, STATUSES, PendingSnapshot, Row, Snapshot, round_significant, snapshot
+from ._stats import (
+    STAT_NAMES,
+    Deferred,
+    StatsError,
+    compute_stats,
+    is_numeric_dtype,
+    is_ready,
+    kernel_cache_size,
+    threads_see_jax_config,
+)
 from ._target import NameTarget, ObjectTarget, PairTarget, Target, watch_target
 from ._throttle import Throttle
 from ._watch import MAX_IN_FLIGHT, Watcher
 
 __all__ = [
-    "DEFAULT_BINS", "GRAD", "HISTORY_STATS", "LAYER_NAMES", "LayerError", "LayerKey", "MAX_IN_FLIGHT", "MAX_POINTS",
-    "PRECISION", "STATUSES", "STAT_NAMES", "UPDATE", "Deferred", "History", "NameTarget", "NonfiniteAlert",
-    "ObjectTarget", "PairTarget", "PendingSnapshot", "Row", "ScalarStore", "SeriesColumns", "SeriesStore", "Snapshot",
-    "StatsError", "Target", "Throttle", "Watcher", "compute_stats", "device_summary", "histograms_dispatch",
-    "histograms_fetch", "is_numeric_dtype", "is_ready", "kernel_cache_size", "leaf_paths", "parse_layer_option",
-    "parse_layers", "round_significant", "series_buffer", "series_meta", "snapshot", "sparkline", "stacked_modules",
-    "threads_see_jax_config", "watch_target",
+    "DEFAULT_BINS",
+    "GRAD",
+    "HISTORY_STATS",
+    "LAYER_NAMES",
+    "LayerError",
+    "LayerKey",
+    "MAX_IN_FLIGHT",
+    "MAX_POINTS",
+    "PRECISION",
+    "STATUSES",
+    "STAT_NAMES",
+    "UPDATE",
+    "Deferred",
+    "History",
+    "NameTarget",
+    "NonfiniteAlert",
+    "ObjectTarget",
+    "PairTarget",
+    "PendingSnapshot",
+    "Row",
+    "ScalarStore",
+    "SeriesColumns",
+    "SeriesStore",
+    "Snapshot",
+    "StatsError",
+    "Target",
+    "Throttle",
+    "Watcher",
+    "compute_stats",
+    "device_summary",
+    "histograms_dispatch",
+    "histograms_fetch",
+    "is_numeric_dtype",
+    "is_ready",
+    "kernel_cache_size",
+    "leaf_paths",
+    "parse_layer_option",
+    "parse_layers",
+    "round_significant",
+    "series_buffer",
+    "series_meta",
+    "snapshot",
+    "sparkline",
+    "stacked_modules",
+    "threads_see_jax_config",
+    "watch_target",
 ]

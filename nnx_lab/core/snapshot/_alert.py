@@ -40,8 +40,15 @@ class NonfiniteAlert:
         self.now_variables = 0  # rows holding NaN/Inf in the latest snapshot
         self.now_scalars: list[str] = []  # scalars whose latest value is NaN/Inf
 
-    def observe(self, snap: Any, *, refresh: int, step: int,
-                scalar: tuple[int, str, float] | None = None, scalars_now: Iterable[str] = ()) -> bool:
+    def observe(
+        self,
+        snap: Any,
+        *,
+        refresh: int,
+        step: int,
+        scalar: tuple[int, str, float] | None = None,
+        scalars_now: Iterable[str] = (),
+    ) -> bool:
         """Take in a published snapshot (dispatched after ``step`` ticks) and the earliest non-finite
         ``scalar`` (step, name, value) read with it; True when the alert or its "now" changed."""
         before = self.to_dict()
@@ -53,12 +60,32 @@ class NonfiniteAlert:
             candidates = []
             if scalar is not None:  # a loss computed during a step comes before the update it drove
                 s_step, name, value = scalar
-                candidates.append((s_step, 0, {"where": name, "source": "scalar", "nan": int(math.isnan(value)),
-                                               "inf": int(math.isinf(value))}))
+                candidates.append(
+                    (
+                        s_step,
+                        0,
+                        {
+                            "where": name,
+                            "source": "scalar",
+                            "nan": int(math.isnan(value)),
+                            "inf": int(math.isinf(value)),
+                        },
+                    )
+                )
             if bad.size:
                 i = int(bad[0])
-                candidates.append((step, 1, {"where": path_text(snap.paths[i]), "source": "variable",
-                                             "nan": int(counts[i, 0]), "inf": int(counts[i, 1])}))
+                candidates.append(
+                    (
+                        step,
+                        1,
+                        {
+                            "where": path_text(snap.paths[i]),
+                            "source": "variable",
+                            "nan": int(counts[i, 0]),
+                            "inf": int(counts[i, 1]),
+                        },
+                    )
+                )
             candidates.extend(_series_candidates(snap, step))
             if candidates:
                 first_step, _, where = min(candidates, key=lambda c: c[:2])
@@ -99,7 +126,16 @@ def _series_candidates(snap: Any, step: int) -> list:
         bad = np.flatnonzero(counts.sum(axis=1) > 0)
         if bad.size:
             i = int(bad[0])
-            out.append((series.steps.get(name, step), 0.5, {"where": f"{name} of {path_text(snap.paths[i])}",
-                                                            "source": name, "nan": int(counts[i, 0]),
-                                                            "inf": int(counts[i, 1])}))
+            out.append(
+                (
+                    series.steps.get(name, step),
+                    0.5,
+                    {
+                        "where": f"{name} of {path_text(snap.paths[i])}",
+                        "source": name,
+                        "nan": int(counts[i, 0]),
+                        "inf": int(counts[i, 1]),
+                    },
+                )
+            )
     return out

@@ -59,7 +59,7 @@ class Refused(Exception):
     """The directory or its key cannot be trusted: the cache is off for it."""
 
 
-def open_store(root: Path) -> "Store | None":
+def open_store(root: Path) -> Store | None:
     """The store in ``root`` (created 0700 where missing), or None when it is refused: said once."""
     try:
         if not hasattr(os, "geteuid"):
@@ -78,8 +78,12 @@ def _say_once(root: Path, reason: str) -> None:
         if (str(root), reason) in _said:
             return
         _said.add((str(root), reason))
-    logger.warning("nnx_lab: the compiled-kernel cache in %s is off: %s (fix it, or set NNX_LAB_CACHE_DIR "
-                   "to a directory of your own, or to 'off')", _quote(str(root)), reason)
+    logger.warning(
+        "nnx_lab: the compiled-kernel cache in %s is off: %s (fix it, or set NNX_LAB_CACHE_DIR "
+        "to a directory of your own, or to 'off')",
+        _quote(str(root)),
+        reason,
+    )
 
 
 def _quote(text: str, limit: int = 200) -> str:
@@ -128,8 +132,10 @@ def _read_or_make_key(root: Path) -> bytes:
             if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
                 raise Refused(f"its key {KEY_FILE} is not a file of this user's")
             if st.st_mode & 0o077:
-                raise Refused(f"its key {KEY_FILE} is readable or writable by others "
-                              f"(mode {oct(st.st_mode & 0o777)}; delete it and a new one is made)")
+                raise Refused(
+                    f"its key {KEY_FILE} is readable or writable by others "
+                    f"(mode {oct(st.st_mode & 0o777)}; delete it and a new one is made)"
+                )
             key = f.read(_KEY_BYTES + 1)
         if len(key) != _KEY_BYTES:
             raise Refused(f"its key {KEY_FILE} is damaged (delete it and a new one is made)")
@@ -189,8 +195,11 @@ class Store:
                 return None
             data = f.read(MAX_ENTRY_BYTES + 1)
             if not self._authentic(name, data):
-                logger.debug("nnx_lab cache: %s ignored: it fails authentication (not written by "
-                             "this cache with this key, or damaged)", path)
+                logger.debug(
+                    "nnx_lab cache: %s ignored: it fails authentication (not written by "
+                    "this cache with this key, or damaged)",
+                    path,
+                )
                 return None
             try:
                 os.utime(f.fileno())  # recently used: kept when the oldest are removed
@@ -201,7 +210,7 @@ class Store:
     def _authentic(self, name: str, data: bytes) -> bool:
         if len(data) < _HEADER or not data.startswith(MAGIC) or data[len(MAGIC)] != VERSION:
             return False
-        return hmac.compare_digest(data[len(MAGIC) + 1:_HEADER], self._tag(name, data[_HEADER:]))
+        return hmac.compare_digest(data[len(MAGIC) + 1 : _HEADER], self._tag(name, data[_HEADER:]))
 
     def write(self, name: str, payload: bytes) -> bool:
         """Keep ``payload`` as entry ``name``, then prune beyond :data:`MAX_FILES`. False (debug
@@ -243,7 +252,7 @@ class Store:
             if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid():
                 present.append((st.st_mtime, name))
         present.sort()
-        drop = present[:max(0, len(present) - MAX_FILES)]
+        drop = present[: max(0, len(present) - MAX_FILES)]
         for _, name in drop:
             try:
                 os.unlink(self.root / name)
@@ -251,7 +260,7 @@ class Store:
                 pass
         manifest.seek(0)
         manifest.truncate()
-        kept = [_MANIFEST_HEADER] + [name for _, name in present[len(drop):]]
+        kept = [_MANIFEST_HEADER] + [name for _, name in present[len(drop) :]]
         manifest.write("".join(f"{line}\n" for line in kept).encode())
         manifest.flush()
 

@@ -10,10 +10,10 @@ from typing import Any, Mapping
 import jax
 import numpy as np
 
-from ._devices import annotation_check, placement
 from .._util import safe_repr
-from ._kernels import is_numeric_dtype
 from ..graph import Leaf, Path, path_text
+from ._devices import annotation_check, placement
+from ._kernels import is_numeric_dtype
 
 #: Sharding names that mark a layer axis in flax's metadata (the usual ``nnx.PARTITION_NAME``; see ``_layers``).
 LAYER_NAMES = ("layers",)
@@ -95,8 +95,16 @@ def describe_leaf(leaf: Leaf) -> Row:
         return Row(**common, **_shape_fields(value), sharding=sharding, devices=devs, status=status)
     if isinstance(value, (np.ndarray, np.generic, int, float, complex)) and is_numeric_dtype(np.asarray(value).dtype):
         return Row(**common, **_shape_fields(np.asarray(value)), sharding=None, devices="host", status="ok")
-    return Row(**common, shape=None, dtype=type(value).__name__, size=None, nbytes=None,
-               sharding=None, devices=None, status="non_numeric")
+    return Row(
+        **common,
+        shape=None,
+        dtype=type(value).__name__,
+        size=None,
+        nbytes=None,
+        sharding=None,
+        devices=None,
+        status="non_numeric",
+    )
 
 
 _dtypes: dict = {}  # dtype -> (text, itemsize, status of a live array of it)

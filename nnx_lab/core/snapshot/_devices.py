@@ -154,8 +154,10 @@ def annotation_check(value: Any, metadata: dict) -> tuple[str | None, str | None
     sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
     unknown = [a for dim in _dims(expected, ndim, None) for a in (dim or ()) if a not in sizes]
     if unknown:
-        return text, (f"annotated {compat.spec_text(expected)}: the mesh has no axis {', '.join(unknown)}"
-                      " (no logical axis rules set?)")
+        return text, (
+            f"annotated {compat.spec_text(expected)}: the mesh has no axis {', '.join(unknown)}"
+            " (no logical axis rules set?)"
+        )
     if _dims(expected, ndim, sizes) != _dims(sharding.spec, ndim, sizes):
         return text, f"placed {compat.spec_text(sharding.spec)} but annotated {compat.spec_text(expected)}"
     return text, None
@@ -179,22 +181,23 @@ def device_summary(devices: Iterable[Any] | None = None) -> dict:
     ``devices`` defaults to the default backend's local devices. CPU backends report
     no memory statistics; the memory entries are then ``None``.
     """
-    devices = sorted(devices if devices is not None else jax.local_devices(),
-                     key=lambda d: (d.platform, d.id))
+    devices = sorted(devices if devices is not None else jax.local_devices(), key=lambda d: (d.platform, d.id))
     entries = []
     for d in devices:
         try:
             mem = d.memory_stats() or {}
         except Exception:  # some backends raise instead of returning None
             mem = {}
-        entries.append({
-            "id": d.id,
-            "platform": d.platform,
-            "kind": d.device_kind,
-            "bytes_in_use": mem.get("bytes_in_use"),
-            "peak_bytes_in_use": mem.get("peak_bytes_in_use"),
-            "bytes_limit": mem.get("bytes_limit"),
-        })
+        entries.append(
+            {
+                "id": d.id,
+                "platform": d.platform,
+                "kind": d.device_kind,
+                "bytes_in_use": mem.get("bytes_in_use"),
+                "peak_bytes_in_use": mem.get("peak_bytes_in_use"),
+                "bytes_limit": mem.get("bytes_limit"),
+            }
+        )
     platforms = sorted({e["platform"] for e in entries})
     kinds = sorted({e["kind"] for e in entries})
     return {

@@ -94,8 +94,10 @@ def prepare_executable(kernel: Any, kernel_id: Any, x: Any, spec: Any) -> bool:
         name = f"kernel-{_key(kernel_id, x)}.xla"
         base = kernel_id if isinstance(kernel_id, int) else kernel_id[1]  # ("vmap", kernel, axis): same results
         # The trees jax would give: one array in; the kernel's results out (a layer axis adds a dimension, not a leaf).
-        trees = (jax.tree_util.tree_structure(((x,), {})),
-                 jax.tree_util.tree_structure((0,) * result_count(KERNELS[base])))
+        trees = (
+            jax.tree_util.tree_structure(((x,), {})),
+            jax.tree_util.tree_structure((0,) * result_count(KERNELS[base])),
+        )
     except Exception:  # noqa: BLE001 - an unknown kernel id: not kept on disk
         logger.debug("nnx_lab cache: no entry for kernel %r", kernel_id, exc_info=True)
         return False
@@ -117,7 +119,8 @@ def compile_program(lowered: Any, options: tuple[dict, ...], specs: Any) -> Any:
     ``ShapeDtypeStruct``s, all live on one and the same device, in one process)."""
     sharding = getattr(specs[0], "sharding", None) if specs else None
     single = isinstance(sharding, jax.sharding.SingleDeviceSharding) and all(
-        getattr(s, "sharding", None) == sharding for s in specs)
+        getattr(s, "sharding", None) == sharding for s in specs
+    )
     opened = _open() if single and jax.process_count() == 1 else None
     if opened is None:
         return compile_lowered(lowered, options)
@@ -125,9 +128,20 @@ def compile_program(lowered: Any, options: tuple[dict, ...], specs: Any) -> Any:
     try:
         trees = (lowered.in_tree, lowered.out_tree)  # the call's own: never read from the file
         device = next(iter(sharding.device_set))
-        parts = (lowered.as_text(), repr(options), repr(trees), jax.__version__, getattr(jax.lib, "__version__", ""),
-                 device.platform, device.device_kind, device.id, getattr(device.client, "platform_version", ""),
-                 os.environ.get("XLA_FLAGS", ""), bool(jax.config.jax_enable_x64), _cache_store.VERSION)
+        parts = (
+            lowered.as_text(),
+            repr(options),
+            repr(trees),
+            jax.__version__,
+            getattr(jax.lib, "__version__", ""),
+            device.platform,
+            device.device_kind,
+            device.id,
+            getattr(device.client, "platform_version", ""),
+            os.environ.get("XLA_FLAGS", ""),
+            bool(jax.config.jax_enable_x64),
+            _cache_store.VERSION,
+        )
         name = f"program-{hashlib.sha256(repr(parts).encode()).hexdigest()[:32]}.xla"
     except Exception:  # noqa: BLE001 - compiled as without the cache
         logger.debug("nnx_lab cache: no entry for a program", exc_info=True)
@@ -162,10 +176,23 @@ def _key(kernel_id: Any, x: Any) -> str:
         with open(kernels_file(), "rb") as f:
             _source_hash = hashlib.sha256(f.read()).hexdigest()
     device = next(iter(x.sharding.device_set))
-    parts = (_source_hash, kernel_id, jax.__version__, getattr(jax.lib, "__version__", ""),
-             device.platform, device.device_kind, device.id, getattr(device.client, "platform_version", ""),
-             os.environ.get("XLA_FLAGS", ""), bool(jax.config.jax_enable_x64), tuple(x.shape), str(x.dtype),
-             getattr(x, "weak_type", False), repr(kernel_options(x)), _cache_store.VERSION)
+    parts = (
+        _source_hash,
+        kernel_id,
+        jax.__version__,
+        getattr(jax.lib, "__version__", ""),
+        device.platform,
+        device.device_kind,
+        device.id,
+        getattr(device.client, "platform_version", ""),
+        os.environ.get("XLA_FLAGS", ""),
+        bool(jax.config.jax_enable_x64),
+        tuple(x.shape),
+        str(x.dtype),
+        getattr(x, "weak_type", False),
+        repr(kernel_options(x)),
+        _cache_store.VERSION,
+    )
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
 
 
@@ -189,8 +216,13 @@ def _save(store: Any, name: str, executable: Any, trees: tuple, serializer: Any)
     try:
         payload, in_tree, out_tree = serializer.serialize(executable)
         if (in_tree, out_tree) != trees:  # it would load with other trees: not kept (said, for whoever edits a kernel)
-            logger.debug("nnx_lab cache: %s not kept: its trees %s, %s differ from the rebuilt %s, %s",
-                         name, in_tree, out_tree, *trees)
+            logger.debug(
+                "nnx_lab cache: %s not kept: its trees %s, %s differ from the rebuilt %s, %s",
+                name,
+                in_tree,
+                out_tree,
+                *trees,
+            )
             return
         store.write(name, payload)
     except Exception:  # noqa: BLE001 - a read-only or full disk: the executable is still used in memory

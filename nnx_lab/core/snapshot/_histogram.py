@@ -48,8 +48,9 @@ def _hist(x, bins, scatter):
         # A reduction over a broadcast compare: fuses on GPU/TPU (no atomics on 16 addresses) and
         # runs shard by shard on a sharded array, with one small all-reduce; nothing is gathered.
         index = jnp.where(finite, index, -1)
-        counts = jnp.sum(index[..., None] == jnp.arange(bins, dtype=jnp.int32), axis=tuple(range(x.ndim)),
-                         dtype=jnp.int32)
+        counts = jnp.sum(
+            index[..., None] == jnp.arange(bins, dtype=jnp.int32), axis=tuple(range(x.ndim)), dtype=jnp.int32
+        )
     return jnp.stack([lo, hi]).astype(jnp.float32), counts
 
 
@@ -86,14 +87,19 @@ def histograms_dispatch(arrays: Sequence[Any], bins: int = DEFAULT_BINS) -> list
     by_device: dict[Any, list[int]] = {}
     for k, x in enumerate(arrays):
         try:
-            if (isinstance(x, jax.Array) and len(x.sharding.device_set) == 1 and x.size
-                    and is_numeric_dtype(x.dtype) and not x.is_deleted()):
+            if (
+                isinstance(x, jax.Array)
+                and len(x.sharding.device_set) == 1
+                and x.size
+                and is_numeric_dtype(x.dtype)
+                and not x.is_deleted()
+            ):
                 by_device.setdefault(next(iter(x.sharding.device_set)), []).append(k)
             else:
                 alone.append(k)
         except Exception:  # noqa: BLE001 - an array gone odd: the per-array path says nothing for it
             alone.append(k)
-    for device, ks in by_device.items():
+    for ks in by_device.values():
         if len(ks) == 1:
             alone.extend(ks)
             continue

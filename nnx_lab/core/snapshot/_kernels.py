@@ -155,7 +155,9 @@ def _one_pass(x, shift, e):
     zero, inf = jnp.zeros((), x.dtype), jnp.array(jnp.inf, x.dtype)
     init = (inf, -inf, zero, zero, jnp.int32(0))
     operands = (rows, rows, y, y * y, (rows != 0).astype(jnp.int32))
-    mn, mx, s1, s2, nonzero = jax.lax.reduce(jax.lax.reduce(operands, init, _sum_min_max, (1,)), init, _sum_min_max, (0,))
+    mn, mx, s1, s2, nonzero = jax.lax.reduce(
+        jax.lax.reduce(operands, init, _sum_min_max, (1,)), init, _sum_min_max, (0,)
+    )
     floats = jnp.stack([s1, s2, mn, mx, zero, zero])
     return floats, jnp.stack([jnp.int32(0), jnp.int32(0), x.size - nonzero, e.astype(jnp.int32)])
 
@@ -304,7 +306,7 @@ def _compile_lowered(lowered, options: tuple[dict, ...]):
                 raise
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kernel_and_names(dtype: np.dtype):
     """(fast kernel, masked kernel or None when the fast one is always exact, statistic names)."""
     if jnp.issubdtype(dtype, jnp.bool_):

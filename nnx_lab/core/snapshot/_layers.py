@@ -38,8 +38,19 @@ from .._util import quote_repr
 from ._describe import LAYER_NAMES, metadata_axis
 from ._structure import describe
 
-__all__ = ["LAYER_NAMES", "LayerError", "LayerKey", "check_layers", "expand", "layered", "layered_origin", "metadata_axis",
-           "parse_layer_option", "parse_layers", "stacked_modules"]
+__all__ = [
+    "LAYER_NAMES",
+    "LayerError",
+    "LayerKey",
+    "check_layers",
+    "expand",
+    "layered",
+    "layered_origin",
+    "metadata_axis",
+    "parse_layer_option",
+    "parse_layers",
+    "stacked_modules",
+]
 
 
 class LayerError(ValueError):
@@ -71,14 +82,18 @@ def parse_layers(layers: Any) -> tuple:
     if layers is None:
         return ()
     if not isinstance(layers, Mapping):
-        raise TypeError(f"layers= takes a dict of path prefix -> layer axis, e.g. {{'blocks': 0}}; got {type(layers).__name__}")
+        raise TypeError(
+            f"layers= takes a dict of path prefix -> layer axis, e.g. {{'blocks': 0}}; got {type(layers).__name__}"
+        )
     out = []
     for prefix, axis in layers.items():
         if not isinstance(prefix, (str, tuple)):
             raise TypeError(f"layers=: a path prefix is a string or a tuple of keys, not {type(prefix).__name__}")
         if axis is not None and (not isinstance(axis, int) or isinstance(axis, bool)):
-            raise TypeError(f"layers={{{quote_repr(prefix)}: {quote_repr(axis)}}}: the layer axis is an int "
-                            "(or None: no layer axis)")
+            raise TypeError(
+                f"layers={{{quote_repr(prefix)}: {quote_repr(axis)}}}: the layer axis is an int "
+                "(or None: no layer axis)"
+            )
         out.append((prefix if isinstance(prefix, str) else tuple(prefix), axis))
     return tuple(out)
 
@@ -104,7 +119,7 @@ def parse_layer_option(texts: list[str] | None) -> dict | None:
 
 def _under(row: Any, prefix: str | tuple) -> bool:
     if isinstance(prefix, tuple):
-        return row.path[:len(prefix)] == prefix
+        return row.path[: len(prefix)] == prefix
     if not prefix:
         return True
     text = row.path_text
@@ -129,8 +144,10 @@ def _declared_axes(rows: list, spec: tuple) -> dict[int, int | None]:
             shape = rows[i].shape
             if axis is not None and shape is not None:
                 if not -len(shape) <= axis < len(shape):
-                    raise LayerError(f"layers={{{quote_repr(prefix)}: {axis}}}: {rows[i].path_text} has shape {shape}, "
-                                     f"no axis {axis}")
+                    raise LayerError(
+                        f"layers={{{quote_repr(prefix)}: {axis}}}: {rows[i].path_text} has shape {shape}, "
+                        f"no axis {axis}"
+                    )
                 axes[i] = axis % len(shape)
             else:
                 axes[i] = None
@@ -138,12 +155,23 @@ def _declared_axes(rows: list, spec: tuple) -> dict[int, int | None]:
 
 
 def _child(row: Any, parent: int, layer: int, axis: int) -> Any:
-    shape = row.shape[:axis] + row.shape[axis + 1:]
+    shape = row.shape[:axis] + row.shape[axis + 1 :]
     n = row.shape[axis]
     return dataclasses.replace(
-        row, path=row.path + (LayerKey(layer),), shape=shape, size=row.size // n,
-        nbytes=None if row.nbytes is None else row.nbytes // n, aliases=(), metadata=None, sharding=None,
-        logical=None, mismatch=None, layer_axis=None, layer_of=parent, layer=layer)
+        row,
+        path=row.path + (LayerKey(layer),),
+        shape=shape,
+        size=row.size // n,
+        nbytes=None if row.nbytes is None else row.nbytes // n,
+        aliases=(),
+        metadata=None,
+        sharding=None,
+        logical=None,
+        mismatch=None,
+        layer_axis=None,
+        layer_of=parent,
+        layer=layer,
+    )
 
 
 def expand(described: Any, spec: tuple) -> Any:
@@ -160,8 +188,9 @@ def expand(described: Any, spec: tuple) -> Any:
     if plan is None:
         return described
     rows, live, take, groups, new_memo = plan
-    return dataclasses.replace(described, rows=rows, live=live, arrays=[described.arrays[k] for k in take],
-                               layers=groups, memo=new_memo)
+    return dataclasses.replace(
+        described, rows=rows, live=live, arrays=[described.arrays[k] for k in take], layers=groups, memo=new_memo
+    )
 
 
 def _expansion(described: Any, spec: tuple) -> tuple | None:
@@ -245,8 +274,11 @@ def stacked_modules(obj: Any, layers: Any = None) -> tuple:
     def all_stacked(prefix: tuple, axis: int, n: int) -> bool:
         key = (prefix, axis, n)
         if key not in fits:
-            fits[key] = all(r.shape is not None and len(r.shape) > axis and r.shape[axis] == n
-                            and r.layer_axis in (None, axis) for r in rows if r.path[:len(prefix)] == prefix)
+            fits[key] = all(
+                r.shape is not None and len(r.shape) > axis and r.shape[axis] == n and r.layer_axis in (None, axis)
+                for r in rows
+                if r.path[: len(prefix)] == prefix
+            )
         return fits[key]
 
     out: dict = {}

@@ -130,20 +130,23 @@ def finish(raw: np.ndarray, counts: np.ndarray, shift: np.ndarray, sizes: np.nda
         var = q - m1 * m1
         top = np.ldexp(np.maximum(np.abs(lo - shift), np.abs(hi - shift)), -e)  # the largest |y|, exactly
         finite = np.isfinite(raw[:, :4]).all(axis=1)  # (a NaN anywhere reaches S1)
-        ok = finite & ((top == 0) | ((top >= 2.0 ** -SPAN) & (top <= 2.0 ** SPAN))) & (m1 * m1 <= CANCEL * var)
+        ok = finite & ((top == 0) | ((top >= 2.0**-SPAN) & (top <= 2.0**SPAN))) & (m1 * m1 <= CANCEL * var)
         # Every value the same (a scalar, a filled array): min and max say it all, whatever the guess.
         same = finite & (lo == hi)
         var = np.where(same, 0.0, var)
         ok |= same
         mean = np.where(same, np.ldexp(lo, -e), np.ldexp(shift, -e) + m1)  # (c + (min - c): cancellation)
         var = np.maximum(var, 0.0)
-        floats = np.stack([mean, np.sqrt(var), lo, hi, np.sqrt(sizes * (var + mean * mean)),
-                           np.maximum(np.abs(lo), np.abs(hi))], axis=1)
+        floats = np.stack(
+            [mean, np.sqrt(var), lo, hi, np.sqrt(sizes * (var + mean * mean)), np.maximum(np.abs(lo), np.abs(hi))],
+            axis=1,
+        )
     return floats, ok
 
 
-def finish_rows(floats: np.ndarray, counts: np.ndarray, rows: np.ndarray, shifts: np.ndarray, known: np.ndarray,
-                sizes: np.ndarray) -> np.ndarray:
+def finish_rows(
+    floats: np.ndarray, counts: np.ndarray, rows: np.ndarray, shifts: np.ndarray, known: np.ndarray, sizes: np.ndarray
+) -> np.ndarray:
     """Turn the one-pass ``rows`` of a program's ``floats`` into the exact kernel's, in place (NaN where
     the check failed or there was no guess). Returns, per one-pass array, whether the exact kernel must
     describe it: a finite result that failed (a non-finite one gets the masked kernel, as NaN does)."""

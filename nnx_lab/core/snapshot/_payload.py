@@ -63,9 +63,27 @@ def structure_payload(rows: list, nodes: dict[Path, str]) -> dict:
     """The columns of a payload that follow from the structure alone (statistics and status changes apart)."""
     table = _NodeTable(nodes)
     tables = _Interner(("type", "dtype", "sharding", "devices", "metadata", "status", "logical"))
-    cols: dict[str, list] = {k: [] for k in (
-        "parent", "key", "type", "shape", "dtype", "nbytes", "sharding", "devices",
-        "metadata", "status", "logical", "aliases", "note", "mismatch", "layer_of", "layer")}
+    cols: dict[str, list] = {
+        k: []
+        for k in (
+            "parent",
+            "key",
+            "type",
+            "shape",
+            "dtype",
+            "nbytes",
+            "sharding",
+            "devices",
+            "metadata",
+            "status",
+            "logical",
+            "aliases",
+            "note",
+            "mismatch",
+            "layer_of",
+            "layer",
+        )
+    }
     for row in rows:
         # A layer's row sits beside its stacked Variable's (layer_of names it): the Variable is no container.
         home = row.path[:-1] if row.layer_of is None else row.path[:-2]

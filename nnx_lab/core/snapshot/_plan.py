@@ -15,8 +15,8 @@ import numpy as np
 from ._kernels import STAT_NAMES, kernel_and_names
 from ._layers import layered
 from ._one_pass import PlanHints
-from ._shards import ShardParts, Stacked, splits, stacked
 from ._programs import MAX_PROGRAM_ARRAYS, Program, device_groups, structure_key
+from ._shards import ShardParts, Stacked, splits, stacked
 from ._table import StatsError
 
 __all__ = ["LaunchPlan"]
@@ -80,7 +80,7 @@ class LaunchPlan:
             for members in device_groups(xs):  # device arrays only
                 members = sorted(members, key=spec)
                 for start in range(0, len(members), MAX_PROGRAM_ARRAYS):
-                    chunk = members[start:start + MAX_PROGRAM_ARRAYS]
+                    chunk = members[start : start + MAX_PROGRAM_ARRAYS]
                     if len(chunk) > 1:
                         key = structure_key([self.calls[m][1] for m in chunk], [xs[m] for m in chunk])
                         if key is not None:

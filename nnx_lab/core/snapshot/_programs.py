@@ -63,8 +63,9 @@ def device_groups(arrays: Sequence[Any]) -> list[list[int]]:
 COMPILING = "compiling"
 
 
-def program_for(kernels: Sequence[Any], arrays: Sequence[Any], *, background: bool,
-                eager: bool = False, key: Any = None) -> Program | str | None:
+def program_for(
+    kernels: Sequence[Any], arrays: Sequence[Any], *, background: bool, eager: bool = False, key: Any = None
+) -> Program | str | None:
     """The compiled program for this structure; :data:`COMPILING` while it is being compiled on a
     thread; None when there is none (yet, or ever). The second time a structure is asked for (the
     first with ``eager``), its program is compiled: on a thread with ``background`` (the
@@ -146,8 +147,11 @@ def _compile(key: Any, kernels: tuple, specs: list) -> Program | None:
 # classic emitters (measured, 512x2048 float32: 0.28 ms, about two parallel sums; with the newer
 # fusion emitters 2.5-4.8 ms); LLVM's expensive passes bring reductions nothing (the same run time,
 # 40% less compile time). Other backends ignore CPU options; one that refuses an option gets the next set.
-COMPILER_OPTIONS = ({"xla_llvm_disable_expensive_passes": True, "xla_cpu_use_fusion_emitters": False},
-                    {"xla_llvm_disable_expensive_passes": True}, {})
+COMPILER_OPTIONS = (
+    {"xla_llvm_disable_expensive_passes": True, "xla_cpu_use_fusion_emitters": False},
+    {"xla_llvm_disable_expensive_passes": True},
+    {},
+)
 STACK_BYTES = 256 * 1024  # arrays this small and of one spec are reduced together, stacked
 
 
@@ -172,7 +176,9 @@ class Program:
             n = len(sharding.device_set)
             local = jax.sharding.SingleDeviceSharding(next(iter(sharding.device_set)))
             kernels = [kernel for kernel, _ in origins]
-            specs = [jax.ShapeDtypeStruct((s.shape[0] // n,) + tuple(s.shape[1:]), s.dtype, sharding=local) for s in specs]
+            specs = [
+                jax.ShapeDtypeStruct((s.shape[0] // n,) + tuple(s.shape[1:]), s.dtype, sharding=local) for s in specs
+            ]
         batches: dict[tuple, list[int]] = {}
         for j, (kernel, spec) in enumerate(zip(kernels, specs)):
             small = len(spec.sharding.device_set) == 1 and spec.size * spec.dtype.itemsize <= STACK_BYTES
@@ -180,9 +186,14 @@ class Program:
         batches_list = list(batches.values())
         layout: list = [None] * len(specs)  # per array: its result's treedef, per leaf (output, row), its rows
         # Single-device float arrays get the one-pass kernel, given a shift and an exponent each.
-        self.one_pass = np.asarray([j for j, (kernel, spec) in enumerate(zip(kernels, specs))
-                                    if kernel is float_kernel and len(spec.sharding.device_set) == 1
-                                    and not self._across], np.int64)  # (guesses are per array, not per shard)
+        self.one_pass = np.asarray(
+            [
+                j
+                for j, (kernel, spec) in enumerate(zip(kernels, specs))
+                if kernel is float_kernel and len(spec.sharding.device_set) == 1 and not self._across
+            ],
+            np.int64,
+        )  # (guesses are per array, not per shard)
         hint = {int(j): h for h, j in enumerate(self.one_pass)}
         self._hint_dtype = np.float64 if jax.config.jax_enable_x64 else np.float32
         # The guesses are two more inputs, on the device of the one-pass arrays (a program runs on one
@@ -222,8 +233,14 @@ class Program:
             return tuple(jnp.concatenate(parts) for parts in outputs.values())
 
         k = len(self.one_pass)
-        hints = [jax.ShapeDtypeStruct((k,), self._hint_dtype, sharding=self._hint_sharding),
-                 jax.ShapeDtypeStruct((k,), np.int32, sharding=self._hint_sharding)] if hinted else []
+        hints = (
+            [
+                jax.ShapeDtypeStruct((k,), self._hint_dtype, sharding=self._hint_sharding),
+                jax.ShapeDtypeStruct((k,), np.int32, sharding=self._hint_sharding),
+            ]
+            if hinted
+            else []
+        )
         if self._across:
             per_device = run
             block = sharding.spec
@@ -231,8 +248,9 @@ class Program:
             def run(*blocks):  # noqa: F811 - each device's outputs, side by side: [device, rows, ...]
                 return tuple(out[None] for out in per_device(*blocks))
 
-            run = jax.shard_map(run, mesh=sharding.mesh, in_specs=(block,) * len(specs), out_specs=block,
-                                check_vma=False)
+            run = jax.shard_map(
+                run, mesh=sharding.mesh, in_specs=(block,) * len(specs), out_specs=block, check_vma=False
+            )
             specs = outer_specs
         with own_mesh(sharding.mesh) if self._across else contextlib.nullcontext():
             lowered = jax.jit(run).lower(*specs, *hints)  # (fills ``layout`` as it traces ``run``)
@@ -240,8 +258,9 @@ class Program:
         if self._across:
             # A device's rows follow one another in the fetched outputs (see columns): an array's come
             # one per device, n in a row.
-            layout[:] = [(treedef, [(out, row * n) for out, row in places], count * n)
-                         for treedef, places, count in layout]
+            layout[:] = [
+                (treedef, [(out, row * n) for out, row in places], count * n) for treedef, places, count in layout
+            ]
         # A backend that refuses an option gets the next set; single-device programs are kept on disk.
         self._executable = compile_program(lowered, COMPILER_OPTIONS, specs)
         self._layout = list(layout)

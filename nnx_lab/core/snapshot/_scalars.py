@@ -87,7 +87,7 @@ class _Series:
         self.n += 1
 
     def curve(self) -> tuple[np.ndarray, np.ndarray]:
-        steps, values = self.steps[:self.n], self.values[:self.n]
+        steps, values = self.steps[: self.n], self.values[: self.n]
         if self.latest is not None and (not self.n or self.latest[0] > steps[-1]):
             steps = np.append(steps, self.latest[0])
             values = np.append(values, self.latest[1])
@@ -241,7 +241,9 @@ class ScalarStore:
 
     def nonfinite_now(self) -> list[str]:
         """Names whose latest value is NaN or Inf."""
-        return [name for name, s in list(self._series.items()) if s.latest is not None and not math.isfinite(s.latest[1])]
+        return [
+            name for name, s in list(self._series.items()) if s.latest is not None and not math.isfinite(s.latest[1])
+        ]
 
     @property
     def problem(self) -> str:

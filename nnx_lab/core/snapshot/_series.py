@@ -32,8 +32,8 @@ import jax
 import numpy as np
 from flax import nnx
 
-from ..compat import get_value
 from .._util import one_line
+from ..compat import get_value
 from ._kernels import STAT_NAMES
 from ._series_match import Entry, Layout, array_problem, flat_leaves, leaf_paths
 from ._target import OptimizerSource
@@ -89,8 +89,17 @@ class _Dispatch:
     """One refresh's series: :meth:`prepare` gives the arrays to reduce with the parameters,
     :meth:`finish` turns their statistics into :class:`SeriesColumns`. Made by :class:`SeriesStore`."""
 
-    def __init__(self, store: "SeriesStore", grads: Any, grads_step: int | None, optimizer: Any, step: int,
-                 state: bool = True, updates: Any = None, hold: bool = False):
+    def __init__(
+        self,
+        store: SeriesStore,
+        grads: Any,
+        grads_step: int | None,
+        optimizer: Any,
+        step: int,
+        state: bool = True,
+        updates: Any = None,
+        hold: bool = False,
+    ):
         self._store, self._grads, self._grads_step, self._state = store, grads, grads_step, state
         self._updates, self._hold = updates, hold
         self._optimizer, self._step = optimizer, step
@@ -150,8 +159,10 @@ class _Dispatch:
             trees.append(("optimizer state", getattr(self._optimizer, "opt_state", None), None))
         for what, _, _ in trees:
             if what in without:
-                self._problems.append(f"{what}: not in this refresh while the statistics program that adds "
-                                      "them compiles (the last ones are shown)")
+                self._problems.append(
+                    f"{what}: not in this refresh while the statistics program that adds "
+                    "them compiles (the last ones are shown)"
+                )
         trees = [t for t in trees if t[0] not in without]
         self.logged = any(what in ("grads", "updates") for what, _, _ in trees)
         for what, tree, fixed in trees:
@@ -195,18 +206,25 @@ class _Dispatch:
                         arrays.append(leaf)
             for problem, texts in bad.items():
                 more = f" and {len(texts) - 3} more" if len(texts) > 3 else ""
-                self._problems.append(f"{what}: {len(texts)} lea{'f' if len(texts) == 1 else 'ves'} "
-                                      f"{problem}: {', '.join(texts[:3])}{more}")
+                self._problems.append(
+                    f"{what}: {len(texts)} lea{'f' if len(texts) == 1 else 'ves'} "
+                    f"{problem}: {', '.join(texts[:3])}{more}"
+                )
             if reshaped:
-                self._problems.append(f"{what}: {_leaves(len(reshaped))} at a Variable's path with another shape, "
-                                      f"listed as unmatched: {reshaped[0].text}: {reshaped[0].what}")
+                self._problems.append(
+                    f"{what}: {_leaves(len(reshaped))} at a Variable's path with another shape, "
+                    f"listed as unmatched: {reshaped[0].text}: {reshaped[0].what}"
+                )
             if integers:
-                self._problems.append(f"{what}: {_leaves(len(integers))} of integers, so no norm nor ratio "
-                                      f"(a gradient is a float array): {', '.join(integers[:3])}"
-                                      f"{f' and {len(integers) - 3} more' if len(integers) > 3 else ''}")
+                self._problems.append(
+                    f"{what}: {_leaves(len(integers))} of integers, so no norm nor ratio "
+                    f"(a gradient is a float array): {', '.join(integers[:3])}"
+                    f"{f' and {len(integers) - 3} more' if len(integers) > 3 else ''}"
+                )
             if leaves and not matched and not bad and not reshaped:
-                self._problems.append(f"{what}: no leaf matches a Variable of the model by path and shape "
-                                      f"(e.g. {layout.entries[0].text})")
+                self._problems.append(
+                    f"{what}: no leaf matches a Variable of the model by path and shape (e.g. {layout.entries[0].text})"
+                )
         for what, _, _ in trees:  # what each input said last, kept until that input comes again
             self._store.problems[what] = [p for p in self._problems if p.startswith(f"{what}: ")]
         with_step = self._optimizer is not None and "optimizer state" not in without
@@ -246,8 +264,17 @@ class _Dispatch:
             v = m[self._step_at, _MAX]
             opt_step = None if v != v else int(v)
         steps = {name: (self._grads_step if name in (GRAD, UPDATE) else self._step) for name in names}
-        return SeriesColumns(tuple(names), matrices, steps, frozenset(), unmatched, problems, opt_step,
-                             waiting=self.waiting, unmatched_more=self._unmatched_more)
+        return SeriesColumns(
+            tuple(names),
+            matrices,
+            steps,
+            frozenset(),
+            unmatched,
+            problems,
+            opt_step,
+            waiting=self.waiting,
+            unmatched_more=self._unmatched_more,
+        )
 
 
 class SeriesStore:
@@ -317,14 +344,21 @@ class SeriesStore:
             norm, ratio, step = arrived
             m = np.full((n_rows, len(STAT_NAMES)), np.nan)
             m[:, _NORM] = norm
-            columns = dataclasses.replace(columns, names=(*columns.names, UPDATE),
-                                          matrices={**columns.matrices, UPDATE: m}, steps={**columns.steps, UPDATE: step},
-                                          ratios={**columns.ratios, UPDATE: ratio})
+            columns = dataclasses.replace(
+                columns,
+                names=(*columns.names, UPDATE),
+                matrices={**columns.matrices, UPDATE: m},
+                steps={**columns.steps, UPDATE: step},
+                ratios={**columns.ratios, UPDATE: ratio},
+            )
         self.problems["update"] = [self.updates.problem] if self.updates.problem else []
         last = self.last
         if last is not None:  # a refresh without gradients (updates) keeps the last ones' unmatched leaves too
-            given = ({entry[0] for entry in columns.unmatched} | {p.split(":", 1)[0] for p in columns.problems}
-                     | {source for source, name in (("grads", GRAD), ("updates", UPDATE)) if name in columns.names})
+            given = (
+                {entry[0] for entry in columns.unmatched}
+                | {p.split(":", 1)[0] for p in columns.problems}
+                | {source for source, name in (("grads", GRAD), ("updates", UPDATE)) if name in columns.names}
+            )
             kept = [entry for entry in last.unmatched if entry[0] in ("grads", "updates") and entry[0] not in given]
             if kept:
                 columns = dataclasses.replace(columns, unmatched=[*columns.unmatched, *kept])
@@ -334,16 +368,25 @@ class SeriesStore:
         if columns.waiting and columns.opt_step is None and last is not None:
             columns = dataclasses.replace(columns, opt_step=last.opt_step)
         for name in dict.fromkeys(carried):
-            if name not in columns.matrices and last is not None and name in last.matrices \
-                    and last.matrices[name].shape[0] == n_rows:
+            if (
+                name not in columns.matrices
+                and last is not None
+                and name in last.matrices
+                and last.matrices[name].shape[0] == n_rows
+            ):
                 columns = dataclasses.replace(
-                    columns, names=(*columns.names, name), matrices={**columns.matrices, name: last.matrices[name]},
-                    steps={**columns.steps, name: last.steps[name]}, stale=columns.stale | {name},
-                    ratios={**columns.ratios, **({name: last.ratios[name]} if name in last.ratios else {})})
+                    columns,
+                    names=(*columns.names, name),
+                    matrices={**columns.matrices, name: last.matrices[name]},
+                    steps={**columns.steps, name: last.steps[name]},
+                    stale=columns.stale | {name},
+                    ratios={**columns.ratios, **({name: last.ratios[name]} if name in last.ratios else {})},
+                )
         order = {GRAD: 0, UPDATE: 2}
         columns = dataclasses.replace(columns, names=tuple(sorted(columns.names, key=lambda n: order.get(n, 1))))
-        self.last = (columns if columns.names or columns.unmatched or columns.problems or columns.opt_step is not None
-                     else None)
+        self.last = (
+            columns if columns.names or columns.unmatched or columns.problems or columns.opt_step is not None else None
+        )
         return self.last
 
 

@@ -15,9 +15,9 @@ import jax
 import numpy as np
 from flax import nnx
 
+from .._util import quote
 from ..compat import HIJAX_VARIABLE, get_value
 from ..graph import Path, path_key, path_text
-from .._util import quote
 
 __all__ = ["Entry", "Layout", "array_problem", "flat_leaves", "leaf_paths", "match", "series_names"]
 
@@ -95,11 +95,13 @@ def array_problem(x: Any) -> str | None:
 
 def series_names(prefixes: list[Path], default: str) -> dict[Path, str]:
     """A name per prefix: its last named key, or the prefix's text where names collide."""
+
     def last_name(p: Path) -> str:
         for k in reversed(p):
             if isinstance(k, str):
                 return k
         return path_text(p) or default
+
     names = {p: last_name(p) for p in prefixes}
     counts: dict[str, int] = {}
     for n in names.values():
@@ -107,8 +109,7 @@ def series_names(prefixes: list[Path], default: str) -> dict[Path, str]:
     return {p: (path_text(p) if counts[n] > 1 else n) for p, n in names.items()}
 
 
-def match(paths: list[Path], leaves: list, index: dict, shapes: list, fixed: str | None,
-           source: str) -> list[Entry]:
+def match(paths: list[Path], leaves: list, index: dict, shapes: list, fixed: str | None, source: str) -> list[Entry]:
     """Each leaf's entry: matched to the row of its longest path suffix with the same shape (the
     series named ``fixed``, or after the keys before that suffix), else unmatched."""
     found: list[tuple[Path | None, int, str]] = []
@@ -129,7 +130,7 @@ def match(paths: list[Path], leaves: list, index: dict, shapes: list, fixed: str
     for path, (prefix, row, what) in zip(paths, found):
         name = fixed or (names[prefix] if prefix is not None else source)
         if row >= 0 and (name, row) in taken:
-            row, what = -1, f"a second {name} for {quote(path_text(path[len(prefix):]))}"
+            row, what = -1, f"a second {name} for {quote(path_text(path[len(prefix) :]))}"
         if row >= 0:
             taken.add((name, row))
         entries.append(Entry(name if row >= 0 else source, row, quote(path_text(path)) or "(root)", what))

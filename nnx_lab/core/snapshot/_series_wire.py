@@ -22,11 +22,25 @@ def series_meta(columns: SeriesColumns | None, step: int) -> dict | None:
     unmatched = []
     for series, text, what, stats in columns.unmatched[:MAX_UNMATCHED]:
         numbers = {k: stats[k] for k in ("mean", "max", "norm") if stats and stats.get(k) is not None}
-        unmatched.append({"series": series, "path": text, "what": what,
-                          "stats": {k: float(round_significant(np.array(v), 4)) for k, v in numbers.items()}})
-    return {"names": list(columns.names), "stats": list(STAT_NAMES), "steps": columns.steps, "step": step,
-            "stale": sorted(columns.stale), "unmatched": unmatched, "unmatched_total": len(columns.unmatched) + columns.unmatched_more,
-            "problems": list(columns.problems), "opt_step": columns.opt_step}
+        unmatched.append(
+            {
+                "series": series,
+                "path": text,
+                "what": what,
+                "stats": {k: float(round_significant(np.array(v), 4)) for k, v in numbers.items()},
+            }
+        )
+    return {
+        "names": list(columns.names),
+        "stats": list(STAT_NAMES),
+        "steps": columns.steps,
+        "step": step,
+        "stale": sorted(columns.stale),
+        "unmatched": unmatched,
+        "unmatched_total": len(columns.unmatched) + columns.unmatched_more,
+        "problems": list(columns.problems),
+        "opt_step": columns.opt_step,
+    }
 
 
 def series_buffer(columns: SeriesColumns, param_norm: np.ndarray, precision: int) -> bytes:
@@ -37,7 +51,6 @@ def series_buffer(columns: SeriesColumns, param_norm: np.ndarray, precision: int
     for k, name in enumerate(columns.names):
         m = round_significant(columns.matrices[name], precision)
         m[:, _COUNTS] = columns.matrices[name][:, _COUNTS]  # counts are never rounded
-        out[k, :len(STAT_NAMES)] = m.T
+        out[k, : len(STAT_NAMES)] = m.T
         out[k, len(STAT_NAMES)] = round_significant(columns.ratio(name, param_norm), precision)
     return out.tobytes()
-

@@ -60,7 +60,9 @@ class ShardParts:
 
     def __init__(self, arrays: Sequence[Any], layers: dict | None):
         layers = layers or {}
-        self._take: list[tuple[int, int | None]] = []  # per part: (array position, its shard's addressable index or None)
+        self._take: list[
+            tuple[int, int | None]
+        ] = []  # per part: (array position, its shard's addressable index or None)
         self.targets: list[int] = []  # per part: the array row (a layer's row for a stacked one) it counts towards
         self.layers: dict[int, tuple[int, int]] = {}  # the parts' own layer blocks, for their launch plan
         self.combined = np.zeros(len(arrays), bool)  # rows made of several shards' numbers
@@ -78,7 +80,7 @@ class ShardParts:
                     self._take.append((i + r, None))
                     self.targets.append(i + r)
                 continue
-            self.combined[i:i + count] = True
+            self.combined[i : i + count] = True
             kept = [(k, shard) for k, shard in enumerate(x.addressable_shards) if shard.replica_id == 0]
             if axis is None and len(kept) > 1 and len({shard.device for _, shard in kept}) == len(kept):
                 devices = tuple(shard.device for _, shard in kept)
@@ -291,8 +293,10 @@ def stacked(kernel: Any, devices: tuple) -> Any:
         sharding = _stack_sharding(devices)
         spec = sharding.spec
         per_block = lambda block: jax.tree.map(lambda r: r[None], kernel(block))  # noqa: E731
-        _STACKED[key] = _StackedKernel(jax.jit(jax.shard_map(per_block, mesh=sharding.mesh, in_specs=spec,
-                                                             out_specs=spec, check_vma=False)), sharding.mesh)
+        _STACKED[key] = _StackedKernel(
+            jax.jit(jax.shard_map(per_block, mesh=sharding.mesh, in_specs=spec, out_specs=spec, check_vma=False)),
+            sharding.mesh,
+        )
     return _STACKED[key]
 
 

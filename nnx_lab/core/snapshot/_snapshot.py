@@ -24,16 +24,17 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._devices import device_summary
-from ._payload import stat_columns, structure_payload
-from ._describe import STATUSES, Row
-from ._structure import StructureCache, describe
 from .. import render
 from .._util import paused_gc
-from ..render import DIGITS, round_significant
-from ._layers import expand as expand_layers, parse_layers
-from ._stats import STAT_NAMES, Deferred, PendingStats, StatsError, StatsTable
 from ..graph import Path, path_text
+from ..render import DIGITS, round_significant
+from ._describe import STATUSES, Row
+from ._devices import device_summary
+from ._layers import expand as expand_layers
+from ._layers import parse_layers
+from ._payload import stat_columns, structure_payload
+from ._stats import STAT_NAMES, Deferred, PendingStats, StatsError, StatsTable
+from ._structure import StructureCache, describe
 
 #: Significant digits of the statistics sent to the browser (and kept in the history).
 __all__ = ["PRECISION", "STATUSES", "PendingSnapshot", "Row", "Snapshot", "round_significant", "snapshot"]
@@ -41,6 +42,7 @@ __all__ = ["PRECISION", "STATUSES", "PendingSnapshot", "Row", "Snapshot", "round
 _COUNTS = [STAT_NAMES.index("nan_count"), STAT_NAMES.index("inf_count")]  # columns of stat_matrix
 
 PRECISION = DIGITS  # significant digits of every statistic in a payload or a history
+
 
 class Snapshot:
     """Everything nnx_lab knows about an object at one moment, as plain data.
@@ -57,9 +59,19 @@ class Snapshot:
     ('Linear', ['bias', 'kernel'], {'count': 2, 'size': 9, 'bytes': 36})
     """
 
-    def __init__(self, root_type: str, rows: Sequence[Row], nodes: dict[Path, str], totals: dict[str, dict[str, int]],
-                 device_summary: dict, elapsed_s: float, *, stats: StatsTable | None = None,
-                 live: Sequence[int] = (), memo: dict | None = None):
+    def __init__(
+        self,
+        root_type: str,
+        rows: Sequence[Row],
+        nodes: dict[Path, str],
+        totals: dict[str, dict[str, int]],
+        device_summary: dict,
+        elapsed_s: float,
+        *,
+        stats: StatsTable | None = None,
+        live: Sequence[int] = (),
+        memo: dict | None = None,
+    ):
         # ``rows`` without statistics when ``stats`` is given: row ``live[k]`` has the k-th array's
         # statistics. Rows with statistics are made only when asked for (a viewer's refresh uses the columns).
         self.root_type, self.nodes, self.totals = root_type, nodes, totals
@@ -77,7 +89,9 @@ class Snapshot:
         for k, i in enumerate(self._live):
             result = self._stats.dict_of(k, values[k])
             if isinstance(result, StatsError):
-                rows[i] = dataclasses.replace(rows[i], status="deleted" if result.deleted else "error", note=str(result))
+                rows[i] = dataclasses.replace(
+                    rows[i], status="deleted" if result.deleted else "error", note=str(result)
+                )
             elif result is not None:
                 rows[i] = dataclasses.replace(rows[i], stats=result)
         return tuple(rows)
@@ -194,7 +208,7 @@ class Snapshot:
         f32 = m.astype(np.float32)
         with np.errstate(invalid="ignore", over="ignore"):
             lost = (np.isfinite(m) & ~np.isfinite(f32)) | ((m != 0) & (f32 == 0))
-            lost[:, _COUNTS] |= m[:, _COUNTS] > 2 ** 24
+            lost[:, _COUNTS] |= m[:, _COUNTS] > 2**24
         exact = {int(i): [None if v != v else v for v in m[i].tolist()] for i in np.flatnonzero(lost.any(axis=1))}
         return np.ascontiguousarray(f32.T).tobytes(), exact
 
@@ -238,8 +252,9 @@ def snapshot(obj: Any, *, stats: bool = True, layers: dict | None = None) -> Sna
         from ..checkpoint import checkpoint_rows
 
         found = checkpoint_rows(obj, stats=stats, layers=layers)
-        snap = Snapshot("Checkpoint", [Row(**r) for r in found.rows], found.nodes, found.totals, device_summary(),
-                        found.elapsed_s)
+        snap = Snapshot(
+            "Checkpoint", [Row(**r) for r in found.rows], found.nodes, found.totals, device_summary(), found.elapsed_s
+        )
         snap.checkpoint = found.info  # its directory and bytes on disk
         return snap
     structure = _recent_structure(obj, layers)
@@ -252,7 +267,7 @@ def snapshot(obj: Any, *, stats: bool = True, layers: dict | None = None) -> Sna
 #: One-off snapshots remember the structures of this many objects (by weak reference), so that a
 #: second ``snapshot(model)`` of an unchanged model costs what a viewer's refresh does, not a walk.
 RECENT_STRUCTURES = 8
-_recent: "collections.OrderedDict[tuple, tuple[Any, StructureCache]]" = collections.OrderedDict()
+_recent: collections.OrderedDict[tuple, tuple[Any, StructureCache]] = collections.OrderedDict()
 _recent_lock = threading.Lock()
 
 
@@ -284,8 +299,9 @@ class Unchanged(Exception):
 
 
 def _same_arrays(refs: Sequence[Any] | None, arrays: Sequence[Any]) -> bool:
-    return refs is not None and len(refs) == len(arrays) and all(
-        r is not None and r() is a for r, a in zip(refs, arrays))
+    return (
+        refs is not None and len(refs) == len(arrays) and all(r is not None and r() is a for r, a in zip(refs, arrays))
+    )
 
 
 def _refs(arrays: Sequence[Any]) -> list:
@@ -301,7 +317,7 @@ def _refs(arrays: Sequence[Any]) -> list:
 def _computed(arrays: Sequence[Any], sample: int = 8) -> bool:
     """Whether the arrays are computed (a few of them asked, first and last: a step's outputs
     arrive together)."""
-    picks = arrays if len(arrays) <= sample else [*arrays[:sample // 2], *arrays[-(sample // 2):]]
+    picks = arrays if len(arrays) <= sample else [*arrays[: sample // 2], *arrays[-(sample // 2) :]]
     try:
         return all(not hasattr(a, "is_ready") or (not a.is_deleted() and a.is_ready()) for a in picks)
     except Exception:  # noqa: BLE001 - an array gone odd: not a measurement
@@ -326,9 +342,18 @@ class PendingSnapshot:
     """
 
     @paused_gc()
-    def __init__(self, obj: Any, *, stats: bool = True, repeated: bool = False, defer: bool = False,
-                 structure: StructureCache | None = None, series: Any = None, layers: Any = None,
-                 unless_same: Sequence[Any] | None = None):
+    def __init__(
+        self,
+        obj: Any,
+        *,
+        stats: bool = True,
+        repeated: bool = False,
+        defer: bool = False,
+        structure: StructureCache | None = None,
+        series: Any = None,
+        layers: Any = None,
+        unless_same: Sequence[Any] | None = None,
+    ):
         # unless_same: ``array_refs`` of an earlier refresh: raise Unchanged when nothing differs from it.
         # series: arrays reduced with the parameters (a snapshot._series dispatch: prepare(described)
         # -> (arrays, layout key), finish(their StatsTable, rows) -> the snapshot's ``series``)
@@ -382,8 +407,9 @@ class PendingSnapshot:
         self.host_s = time.thread_time() - start
 
     @staticmethod
-    def _launch(described: Any, extra: list, layout: Any, series: Any, structure: Any, repeated: bool,
-                defer: bool) -> PendingStats | None:
+    def _launch(
+        described: Any, extra: list, layout: Any, series: Any, structure: Any, repeated: bool, defer: bool
+    ) -> PendingStats | None:
         arrays = described.arrays + extra if extra else described.arrays
         if not arrays:
             return None
@@ -420,8 +446,17 @@ class PendingSnapshot:
             table, series = table.split(len(self._live))
         if not self._live:
             table = None
-        snap = Snapshot(self._root_type, self._rows, self._nodes, self._totals, device_summary(self._devices),
-                        self.host_s, stats=table, live=self._live if table is not None else (), memo=self._memo)
+        snap = Snapshot(
+            self._root_type,
+            self._rows,
+            self._nodes,
+            self._totals,
+            device_summary(self._devices),
+            self.host_s,
+            stats=table,
+            live=self._live if table is not None else (),
+            memo=self._memo,
+        )
         if self._series is not None:
             snap.series = self._series.finish(series, len(self._rows))
         self.host_s += time.thread_time() - start

@@ -29,26 +29,43 @@ from typing import Any, Sequence
 import jax
 import numpy as np
 
-from ._plan import LaunchPlan
-from ._programs import COMPILING, Program, program_for, programs_compiled
 from .._util import one_line
 from ._executables import executables_count, loaded_executable, prepare_executable
-from ._layers import layered_cache_size, layered_origin
-from ._shards import stacked_cache_size
-from ._transfer import copy_to_host as _copy_to_host, fetch as _fetch, is_ready
-from ._one_pass import finish_rows
 from ._kernels import KERNELS, STAT_NAMES, is_numeric_dtype
+from ._layers import layered_cache_size, layered_origin
+from ._one_pass import finish_rows
+from ._plan import LaunchPlan
+from ._programs import COMPILING, Program, program_for, programs_compiled
+from ._shards import stacked_cache_size
 from ._table import StatsError, StatsTable
+from ._transfer import copy_to_host as _copy_to_host
+from ._transfer import fetch as _fetch
+from ._transfer import is_ready
 
-__all__ = ["STAT_NAMES", "LaunchPlan", "PendingStats", "StatsTable", "threads_see_jax_config", "StatsError", "compute_stats", "is_numeric_dtype", "is_ready",
-           "kernel_cache_size"]
+__all__ = [
+    "STAT_NAMES",
+    "LaunchPlan",
+    "PendingStats",
+    "StatsTable",
+    "threads_see_jax_config",
+    "StatsError",
+    "compute_stats",
+    "is_numeric_dtype",
+    "is_ready",
+    "kernel_cache_size",
+]
 
 
 def kernel_cache_size() -> int:
     """Executables compiled so far for statistics: one per distinct spec and kernel, plus one
     program per model structure refreshed repeatedly (see :mod:`._programs`)."""
-    return (sum(k._cache_size() for k in KERNELS) + executables_count() + programs_compiled() + layered_cache_size()
-            + stacked_cache_size())
+    return (
+        sum(k._cache_size() for k in KERNELS)
+        + executables_count()
+        + programs_compiled()
+        + layered_cache_size()
+        + stacked_cache_size()
+    )
 
 
 class Deferred(Exception):
@@ -81,17 +98,33 @@ class PendingStats:
     parameters alive (the device keeps what its queued kernels read until they have run).
     """
 
-    def __init__(self, arrays: Sequence[Any], *, repeated: bool = False, defer: bool = False,
-                 plan: LaunchPlan | None = None, layers: dict | None = None, refs: list | None = None):
+    def __init__(
+        self,
+        arrays: Sequence[Any],
+        *,
+        repeated: bool = False,
+        defer: bool = False,
+        plan: LaunchPlan | None = None,
+        layers: dict | None = None,
+        refs: list | None = None,
+    ):
         # refs: per array, a function giving it again later (or None), instead of a weak reference to it
         # (a shard's part, made anew from a weak reference to its array: ._shards.ShardParts.refs)
         self.plan = plan if plan is not None else LaunchPlan(arrays, layers)
         self._table = StatsTable(len(arrays), self.plan)
         self._lock = threading.Lock()  # _advance takes the results off _todo: one thread at a time
         # Arrays on several devices: their single-device parts' statistics, combined when read (._shards).
-        self._parts = (PendingStats(self.plan.shards.expand(arrays), repeated=repeated, defer=defer,
-                                    plan=self.plan.parts, refs=self.plan.shards.refs(arrays))
-                       if self.plan.shards is not None else None)
+        self._parts = (
+            PendingStats(
+                self.plan.shards.expand(arrays),
+                repeated=repeated,
+                defer=defer,
+                plan=self.plan.parts,
+                refs=self.plan.shards.refs(arrays),
+            )
+            if self.plan.shards is not None
+            else None
+        )
         self._combined = False
         if self._parts is not None:
             return
@@ -169,8 +202,12 @@ class PendingStats:
         # (._one_pass) is recomputed by the exact kernel.
         redo = {m for batch in todo for m in batch.redo}
         again: dict = {}
-        hits = [(batch, k) for batch, got in zip(todo, fetched) if not isinstance(got, StatsError)
-                for k in table.nonfinite(batch.rows(plan))]
+        hits = [
+            (batch, k)
+            for batch, got in zip(todo, fetched)
+            if not isinstance(got, StatsError)
+            for k in table.nonfinite(batch.rows(plan))
+        ]
         for batch, k in hits:
             m = batch.owner(plan, k)
             masked, i = plan.calls[m][1 if m in redo else 2], plan.index[m]
@@ -178,8 +215,11 @@ class PendingStats:
                 continue
             x = self._refs[m]()
             if x is None:
-                error = StatsError("the array was replaced before its statistics were computed" if m in redo
-                                   else "holds NaN or Inf; the array was replaced before they were counted")
+                error = StatsError(
+                    "the array was replaced before its statistics were computed"
+                    if m in redo
+                    else "holds NaN or Inf; the array was replaced before they were counted"
+                )
                 table.errors.update(dict.fromkeys(plan.rows([m]), error))
             else:
                 again[m] = (masked, x)
@@ -195,8 +235,14 @@ class _Batch:
     """Device results for some arrays (their positions among a plan's calls): one program launch
     for the plan's chunk ``chunk``, or one kernel call (or its StatsError) for one."""
 
-    def __init__(self, outputs: Any, members: list[int], program: Program | None = None, chunk: int | None = None,
-                 guesses: Any = None):
+    def __init__(
+        self,
+        outputs: Any,
+        members: list[int],
+        program: Program | None = None,
+        chunk: int | None = None,
+        guesses: Any = None,
+    ):
         self.outputs, self.members, self.program, self.chunk = outputs, members, program, chunk
         self.guesses = guesses  # a program's one-pass arrays: (calls, shifts, known) the launch used
         self.redo: list[int] = []  # calls whose one-pass result failed its check (set by columns)
@@ -218,7 +264,9 @@ class _Batch:
             if self.guesses is not None:
                 calls, shifts, known = self.guesses
                 sizes = plan.sizes[[plan.index[m] for m in calls]]
-                self.redo = calls[finish_rows(floats, counts, self.program.one_pass_rows, shifts, known, sizes)].tolist()
+                self.redo = calls[
+                    finish_rows(floats, counts, self.program.one_pass_rows, shifts, known, sizes)
+                ].tolist()
             return floats, counts, exact
         floats, counts, *exact = host  # one array's ([6], [4], [2]) or, mapped over its layers, ([L, 6], ...)
         exact = dict(enumerate(map(tuple, exact[0].reshape(-1, 2).tolist()))) if exact else {}
@@ -242,8 +290,13 @@ def _launch(plan: LaunchPlan, xs: list[Any], repeated: bool, defer: bool) -> lis
     programs = list(plan.programs)  # a chunk's program, once compiled, is kept by the plan: no key hashed again
     for c, (chunk, key) in enumerate(plan.chunks):
         if programs[c] is None:
-            programs[c] = program_for([kernels[m] for m in chunk], [xs[m] for m in chunk], key=key,
-                                      background=threads_see_jax_config(), eager=repeated)
+            programs[c] = program_for(
+                [kernels[m] for m in chunk],
+                [xs[m] for m in chunk],
+                key=key,
+                background=threads_see_jax_config(),
+                eager=repeated,
+            )
             if isinstance(programs[c], Program):
                 plan.programs[c] = programs[c]
     if defer and COMPILING in programs:

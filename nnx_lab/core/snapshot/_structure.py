@@ -71,8 +71,9 @@ def _walk(obj: Any) -> tuple[list, Described]:
     walk = walk_graph(obj)
     rows = [describe_leaf(leaf) for leaf in walk.leaves]
     live = [i for i, row in enumerate(rows) if row.status == "ok"]
-    return walk.leaves, Described(rows, walk.nodes, walk.root_type, devices_of(walk.leaves), live,
-                                  [walk.leaves[i].value for i in live])
+    return walk.leaves, Described(
+        rows, walk.nodes, walk.root_type, devices_of(walk.leaves), live, [walk.leaves[i].value for i in live]
+    )
 
 
 @dataclasses.dataclass
@@ -155,15 +156,13 @@ def _flat_paths(obj: Any) -> list[Path] | None:
     return paths
 
 
-def _build(obj: Any, walk_leaves: list, described: Described, leaves: list | None,
-           treedef: Any) -> _Structure | None:
+def _build(obj: Any, walk_leaves: list, described: Described, leaves: list | None, treedef: Any) -> _Structure | None:
     """The structure to reuse, or None where jax's flattening and flax's walk do not agree."""
     if leaves is None or len(walk_leaves) != len(described.rows):
         return None
     if any(row.status not in _STABLE for row in described.rows):
         return None
-    if not all(isinstance(v, (jax.Array, jax.ShapeDtypeStruct)) and not isinstance(v, jax.core.Tracer)
-               for v in leaves):
+    if not all(isinstance(v, (jax.Array, jax.ShapeDtypeStruct)) and not isinstance(v, jax.core.Tracer) for v in leaves):
         return None
     try:
         paths = _flat_paths(obj)
@@ -193,5 +192,6 @@ def _build(obj: Any, walk_leaves: list, described: Described, leaves: list | Non
     if any(i not in k_of_row for i in described.live):
         return None
     specs = [(type(v), v.shape, v.dtype, getattr(v, "sharding", None)) for v in (leaves[p] for p in positions)]
-    return _Structure(treedef, positions, specs, dataclasses.replace(described, arrays=[]),
-                      [k_of_row[i] for i in described.live])
+    return _Structure(
+        treedef, positions, specs, dataclasses.replace(described, arrays=[]), [k_of_row[i] for i in described.live]
+    )

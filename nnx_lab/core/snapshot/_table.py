@@ -60,8 +60,20 @@ class StatsTable:
             f, c = self._floats, self._counts
             e = c[:, 3]
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                m = np.stack([np.ldexp(f[:, 0], e), np.ldexp(f[:, 1], e), f[:, 2], f[:, 3], np.ldexp(f[:, 4], e),
-                              f[:, 5], c[:, 0], c[:, 1], c[:, 2] / self._plan.sizes], axis=1)
+                m = np.stack(
+                    [
+                        np.ldexp(f[:, 0], e),
+                        np.ldexp(f[:, 1], e),
+                        f[:, 2],
+                        f[:, 3],
+                        np.ldexp(f[:, 4], e),
+                        f[:, 5],
+                        c[:, 0],
+                        c[:, 1],
+                        c[:, 2] / self._plan.sizes,
+                    ],
+                    axis=1,
+                )
             for i, (lo, hi) in self._exact.items():
                 m[i, 2], m[i, 3] = lo, hi
             m[~(self._plan.has & self._filled[:, None])] = np.nan
@@ -70,11 +82,11 @@ class StatsTable:
             self._matrix = m
         return self._matrix
 
-    def split(self, n: int) -> tuple["StatsTable", "StatsTable"]:
+    def split(self, n: int) -> tuple[StatsTable, StatsTable]:
         """The first ``n`` arrays' table and the rest's (a refresh's parameters and its series)."""
         return self._part(slice(0, n)), self._part(slice(n, self.n))
 
-    def _part(self, part: slice) -> "StatsTable":
+    def _part(self, part: slice) -> StatsTable:
         start, stop, _ = part.indices(self.n)
         plan = _PlanPart(self._plan, part, start, stop)
         t = StatsTable(stop - start, plan)

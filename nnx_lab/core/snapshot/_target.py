@@ -36,8 +36,8 @@ import numpy as np
 from flax import nnx
 from flax.nnx import graph as nnx_graph
 
-from ..graph import check_inspectable, split_pair
 from .._util import a_kind, is_dotted_name, one_line
+from ..graph import check_inspectable, split_pair
 
 
 class Target:
@@ -89,15 +89,18 @@ def _gone_problem(model_type: type) -> str:
     try:
         shell = ipython.get_ipython() if ipython is not None else None
         namespace = getattr(shell, "user_ns", None) or {}
-        names = [name for name, value in list(namespace.items())
-                 if type(value) is model_type and not name.startswith("_")][:3]
+        names = [
+            name for name, value in list(namespace.items()) if type(value) is model_type and not name.startswith("_")
+        ][:3]
     except Exception:  # noqa: BLE001 - a hint only: the status says the model is gone all the same
         return problem
     if not names:
         return problem
     listed = ", ".join(f"`{name}`" for name in names)
-    return (f"{problem}; {listed} now hold{'s' if len(names) == 1 else ''} another {model_type.__name__} "
-            f"(a loop rebinding it?): nnx_lab.watch({names[0]!r}) follows the name")
+    return (
+        f"{problem}; {listed} now hold{'s' if len(names) == 1 else ''} another {model_type.__name__} "
+        f"(a loop rebinding it?): nnx_lab.watch({names[0]!r}) follows the name"
+    )
 
 
 class PairTarget(Target):
@@ -126,8 +129,10 @@ class NameTarget(Target):
 
     def __init__(self, name: str, namespace: Mapping[str, Any]):
         if not is_dotted_name(name.strip() if isinstance(name, str) else name):
-            raise ValueError(f"a name to follow is a Python name, dotted or not (model, trainer.model); "
-                             f"got {one_line(repr(name), 80)}")
+            raise ValueError(
+                f"a name to follow is a Python name, dotted or not (model, trainer.model); "
+                f"got {one_line(repr(name), 80)}"
+            )
         self.name, self._namespace = name.strip(), namespace
         self._parts = self.name.split(".")
         self.label = f"following `{self.name}`"
@@ -156,8 +161,10 @@ class NameTarget(Target):
                 return None
             if not _may_hold_model(obj):
                 n = len(obj) if isinstance(obj, (list, tuple, Mapping)) else 0
-                self.problem = (f"`{self.name}` is {a_kind(type(obj).__name__)} of {n:,} entries, none of its first "
-                                "and last ones a Variable, array or Module: not a model")
+                self.problem = (
+                    f"`{self.name}` is {a_kind(type(obj).__name__)} of {n:,} entries, none of its first "
+                    "and last ones a Variable, array or Module: not a model"
+                )
                 return None
         return obj
 
@@ -175,10 +182,10 @@ class NameTarget(Target):
             try:
                 obj = getattr(obj, attr)
             except AttributeError:
-                self.problem = f"`{'.'.join(self._parts[:i + 1])}` has no attribute `{attr}`"
+                self.problem = f"`{'.'.join(self._parts[: i + 1])}` has no attribute `{attr}`"
                 return None
             except Exception as e:  # a property of the user's that raised: say so, look again later
-                self.problem = f"`{'.'.join(self._parts[:i + 2])}` raised {one_line(e)}"
+                self.problem = f"`{'.'.join(self._parts[: i + 2])}` raised {one_line(e)}"
                 return None
         if obj is None:
             self.problem = f"`{self.name}` is None"
@@ -245,8 +252,9 @@ class OptimizerSource:
                 raise TypeError(f"optimizer: {self.problem}")
             return
         if not hasattr(optimizer, "opt_state"):
-            raise TypeError(f"optimizer= takes an nnx.Optimizer (something with .opt_state), not "
-                            f"{a_kind(type(optimizer).__name__)}")
+            raise TypeError(
+                f"optimizer= takes an nnx.Optimizer (something with .opt_state), not {a_kind(type(optimizer).__name__)}"
+            )
         self.name, self._follow, self._ref = None, None, _weak(optimizer, None)
 
     def resolve(self) -> Any | None:

@@ -35,10 +35,12 @@ def copy_to_host(results: list[Any]) -> None:
 def _host(result: Any) -> Any:
     """A device result on the host. A result replicated over several processes' devices is not
     fully addressable: every process holds the whole (small) value, so its local copy is read."""
+
     def one(leaf):
         if getattr(leaf, "is_fully_addressable", True):
             return leaf
         return leaf.addressable_data(0)
+
     return jax.tree.map(one, result)
 
 

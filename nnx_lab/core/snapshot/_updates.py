@@ -34,8 +34,10 @@ from ._kernels import in_background
 
 __all__ = ["DONATED", "UpdateTracker"]
 
-DONATED = ("update: unavailable (donated): the step deleted the parameters it was given; to see "
-           "‖Δθ‖/‖θ‖ don't donate them, or pass the optimizer's updates with viewer.log(updates=...)")
+DONATED = (
+    "update: unavailable (donated): the step deleted the parameters it was given; to see "
+    "‖Δθ‖/‖θ‖ don't donate them, or pass the optimizer's updates with viewer.log(updates=...)"
+)
 
 
 def _norm(x):
@@ -91,6 +93,7 @@ def _program(olds: tuple, layers: tuple) -> Any:
             program = e
         with _lock:
             _compiled[key] = program
+
     start_thread(compile_it, "nnx_lab-updates")
     return None
 
@@ -116,10 +119,15 @@ class UpdateTracker:
         if not self.enabled:
             return
         rows = described.rows
-        keep = [(i, x) for i, x in zip(described.live, described.arrays)
-                if rows[i].param is not False and isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jnp.floating)]
-        layers = tuple(None if getattr(rows[i], "layer_of", None) is None
-                       else (rows[rows[i].layer_of].layer_axis, rows[i].layer) for i, _ in keep)
+        keep = [
+            (i, x)
+            for i, x in zip(described.live, described.arrays)
+            if rows[i].param is not False and isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jnp.floating)
+        ]
+        layers = tuple(
+            None if getattr(rows[i], "layer_of", None) is None else (rows[rows[i].layer_of].layer_axis, rows[i].layer)
+            for i, _ in keep
+        )
         self._held = (described.memo, [i for i, _ in keep], [x for _, x in keep], step, layers) if keep else None
 
     def release(self) -> None:

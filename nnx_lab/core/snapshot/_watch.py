@@ -27,17 +27,18 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import jax
 
+from .._util import one_line, paused_gc, start_thread, when_ready
 from ._alert import NonfiniteAlert
 from ._history import History
+from ._layers import check_layers
+from ._layers import expand as expand_layers
 from ._scalars import ScalarStore
-from ._snapshot import PendingSnapshot, Snapshot, Unchanged
 from ._series import SeriesStore, is_optimizer
-from ._structure import StructureCache
-from ._layers import check_layers, expand as expand_layers
-from .._util import one_line, paused_gc, start_thread, when_ready
-from ._throttle import Throttle
+from ._snapshot import PendingSnapshot, Snapshot, Unchanged
 from ._stats import Deferred, kernel_cache_size
+from ._structure import StructureCache
 from ._target import watch_target
+from ._throttle import Throttle
 
 T = TypeVar("T")
 
@@ -47,14 +48,27 @@ POLL_S = 0.01  # a tick asks if a refresh in flight has arrived at most this oft
 
 
 class Watcher:
-    def __init__(self, obj: Any, *, max_rate: float = 2.0, budget: float = 0.02,
-                 stats: bool = True, history: int = 100, between_steps: Callable[[], Any] | None = None,
-                 optimizer: Any = None, updates: bool = True, layers: dict | None = None):
+    def __init__(
+        self,
+        obj: Any,
+        *,
+        max_rate: float = 2.0,
+        budget: float = 0.02,
+        stats: bool = True,
+        history: int = 100,
+        between_steps: Callable[[], Any] | None = None,
+        optimizer: Any = None,
+        updates: bool = True,
+        layers: dict | None = None,
+    ):
         # Gradients (tick/log(grads=...)) and the optimizer's state, reduced beside the rows (_series.py).
         # watch(optimizer) alone: its state is its rows; the store adds its step count.
         # updates: the update ratio ‖θₜ − θₜ₋₁‖/‖θₜ₋₁‖ (holds one step's parameters after a tick's refresh).
-        self.series = (SeriesStore(obj, state=False, updates=updates) if optimizer is None and is_optimizer(obj)
-                       else SeriesStore(optimizer, updates=updates))
+        self.series = (
+            SeriesStore(obj, state=False, updates=updates)
+            if optimizer is None and is_optimizer(obj)
+            else SeriesStore(optimizer, updates=updates)
+        )
         self._in_tick = False
         self._throttle = Throttle(max_rate, budget, what="refreshes")
         self.max_rate, self.budget = self._throttle.max_rate, self._throttle.budget
@@ -103,7 +117,7 @@ class Watcher:
         self._layers = check_layers(self._target.resolve(), layers)
 
     # -- what the UI listens to ------------------------------------------------
-    def subscribe(self, listener: Callable[["Watcher"], None]) -> None:
+    def subscribe(self, listener: Callable[[Watcher], None]) -> None:
         self._listeners.append(listener)
 
     def _notify(self) -> None:
@@ -163,7 +177,9 @@ class Watcher:
             # What has arrived is shown now; a refresh that waits supersedes what is still on its way.
             published = self._publish_arrived(wait=False)
             now = time.monotonic()
-            if not force and (now - self._last_attempt < self._throttle.interval or len(self._in_flight) >= MAX_IN_FLIGHT):
+            if not force and (
+                now - self._last_attempt < self._throttle.interval or len(self._in_flight) >= MAX_IN_FLIGHT
+            ):
                 return published
             self._last_attempt = now
             pending = self._dispatch(defer=not force, skip_unchanged=skip_unchanged)
@@ -188,8 +204,9 @@ class Watcher:
         try:
             with self._lock:
                 if self.snapshot is None:
-                    self.snapshot = PendingSnapshot(obj, stats=False, structure=self._structure,
-                                                    layers=self._layers).finish()
+                    self.snapshot = PendingSnapshot(
+                        obj, stats=False, structure=self._structure, layers=self._layers
+                    ).finish()
         except Exception:  # the refresh that follows says what is wrong
             return
         finally:
@@ -222,13 +239,26 @@ class Watcher:
         if self.state == "missing":  # the name holds a model again: live once this refresh is published
             self.state, self.message = "waiting", ""
         self._compiled = kernel_cache_size()
-        same = (self._last_refs if skip_unchanged and self.state == "live" and not self._in_flight
-                and not self.scalars.pending else None)
+        same = (
+            self._last_refs
+            if skip_unchanged and self.state == "live" and not self._in_flight and not self.scalars.pending
+            else None
+        )
+        problems = {k: list(v) for k, v in self.series.problems.items()}
         try:
-            pending = PendingSnapshot(obj, stats=self.stats, repeated=True, defer=defer, structure=self._structure,
-                                      series=self.series.take(self._ticks, tick=self._in_tick), layers=self._layers,
-                                      unless_same=same)
+            pending = PendingSnapshot(
+                obj,
+                stats=self.stats,
+                repeated=True,
+                defer=defer,
+                structure=self._structure,
+                series=self.series.take(self._ticks, tick=self._in_tick),
+                layers=self._layers,
+                unless_same=same,
+            )
         except Unchanged:  # the last refresh's statistics stand
+            if self.series.problems != problems:  # a followed optimizer's name now holds something else
+                self._notify()
             return None
         except Deferred:  # its one-launch program is compiling: try again at the next interval
             if any(self.series.problems.values()):
@@ -286,8 +316,13 @@ class Watcher:
         self.last_refresh = time.time()
         # The scalars logged so far that have arrived (all of them when waiting anyway), with the statistics.
         self.scalars.collect(wait=wait)
-        self.alert.observe(snap, refresh=self.refreshes, step=step, scalar=self.scalars.take_nonfinite(),
-                           scalars_now=self.scalars.nonfinite_now())
+        self.alert.observe(
+            snap,
+            refresh=self.refreshes,
+            step=step,
+            scalar=self.scalars.take_nonfinite(),
+            scalars_now=self.scalars.nonfinite_now(),
+        )
         if self.state not in ("gone", "missing"):  # a refresh dispatched before the model went says so
             self.state, self.message = "live", ""
         self._notify()
@@ -296,10 +331,12 @@ class Watcher:
     def _publish_when_ready(self, pending: PendingSnapshot) -> None:
         """A short-lived thread waits for ``pending`` (off the main thread) and publishes it, so the
         end of a cell or of a loop shows the last values without the kernel waiting for them."""
+
         def publish():
             with self._lock:
                 if pending in self._in_flight:
                     self._publish_arrived(wait=False, upto=pending)
+
         when_ready(pending, publish, name="nnx_lab-publish")
 
     def log(self, *, grads: Any = None, updates: Any = None, **scalars: Any) -> None:
@@ -329,8 +366,7 @@ class Watcher:
             try:
                 if obj is not None:
                     # the rows as a refresh has them (a stacked Variable's layers included)
-                    self.series.updates.advance(expand_layers(self._structure.describe(obj), self._layers),
-                                                self._ticks)
+                    self.series.updates.advance(expand_layers(self._structure.describe(obj), self._layers), self._ticks)
             except Exception:  # a model gone odd: the refresh says what
                 self.series.updates.release()
             finally:
@@ -368,8 +404,10 @@ class Watcher:
     # -- background refreshing ----------------------------------------------------
     def start_background(self) -> None:
         if self.lockstep:
-            self.note = (f"background refresh unavailable with {jax.process_count()} processes (they must refresh "
-                         f"together); refreshing every {self.lockstep_every} ticks and after each cell")
+            self.note = (
+                f"background refresh unavailable with {jax.process_count()} processes (they must refresh "
+                f"together); refreshing every {self.lockstep_every} ticks and after each cell"
+            )
             return
         if self._thread is not None and self._thread.is_alive():
             return
@@ -412,7 +450,11 @@ class Watcher:
         name = self.series.optimizer_name
         if name is None:
             return self._target.label
-        return f"{self._target.label} and its optimizer `{name}`" if self._target.label else f"following optimizer `{name}`"
+        return (
+            f"{self._target.label} and its optimizer `{name}`"
+            if self._target.label
+            else f"following optimizer `{name}`"
+        )
 
     def clear_alert(self) -> None:
         """Forget the NaN/Inf alert; the next refresh that sees a NaN/Inf sets it again."""
@@ -422,8 +464,9 @@ class Watcher:
     def status(self) -> dict:
         return {
             "state": self.state,
-            "message": "; ".join(m for m in (self._label(), self.message, self.scalars.problem,
-                                             *self._series_problems(), self.note) if m),
+            "message": "; ".join(
+                m for m in (self._label(), self.message, self.scalars.problem, *self._series_problems(), self.note) if m
+            ),
             "last_refresh": self.last_refresh,
             "cost_ms": None if self.cost_s is None else round(self.cost_s * 1e3, 2),
             "device_ms": None if self.device_s is None else round(self.device_s * 1e3, 2),

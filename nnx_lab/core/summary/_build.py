@@ -31,9 +31,7 @@ def _abstract(x: Any) -> Any:
 
 
 def _check_args(args: tuple, kwargs: dict) -> None:
-    named = [(f"argument {i + 1}", a) for i, a in enumerate(args)] + [
-        (f"argument {k}=", v) for k, v in kwargs.items()
-    ]
+    named = [(f"argument {i + 1}", a) for i, a in enumerate(args)] + [(f"argument {k}=", v) for k, v in kwargs.items()]
     for name, arg in named:
         for where, leaf in jax.tree_util.tree_leaves_with_path(arg):
             if isinstance(
@@ -75,12 +73,8 @@ def _variables(model: Any, module_paths: set) -> tuple[dict, dict, bool]:
         nbytes = leaves_bytes(leaves)
         name = compat.variable_type(value).__name__
         if not layered and leaves:
-            layered = (
-                metadata_axis(value.get_metadata(), getattr(leaves[0], "ndim", None)) is not None
-            )
-        owner = next(
-            (path[:k] for k in range(len(path) - 1, -1, -1) if path[:k] in module_paths), ()
-        )
+            layered = metadata_axis(value.get_metadata(), getattr(leaves[0], "ndim", None)) is not None
+        owner = next((path[:k] for k in range(len(path) - 1, -1, -1) if path[:k] in module_paths), ())
         for k in range(len(owner) + 1):
             prefix = owner[:k]
             if prefix not in module_paths:
@@ -114,9 +108,7 @@ def _trace_program(model: Any, method: str, args: tuple, kwargs: dict, grad: boo
 
         def f(params: Any) -> Any:
             # fresh Variables for ``rest`` at this trace level: a BatchNorm may update its statistics
-            out = getattr(nnx.merge(gdef, params, jax.tree.map(lambda v: v, rest)), method)(
-                *args, **kwargs
-            )
+            out = getattr(nnx.merge(gdef, params, jax.tree.map(lambda v: v, rest)), method)(*args, **kwargs)
             return [
                 x
                 for x in jax.tree.leaves(out)
@@ -144,10 +136,7 @@ def _call_error(error: Exception, recorder: Any, sites: list) -> Exception:
     args, kwargs = call.inputs
     where = path_text(sites[call.site]) or "(the model)"
     shapes = describe((args, kwargs) if kwargs else args)
-    return SummaryError(
-        f"{where} ({call.cls.__name__}.{call.method}) raised {one_line(error)}; "
-        f"its inputs: {shapes}"
-    )
+    return SummaryError(f"{where} ({call.cls.__name__}.{call.method}) raised {one_line(error)}; its inputs: {shapes}")
 
 
 def _memory(traced: Any) -> tuple[dict | None, str | None]:
@@ -212,9 +201,7 @@ def summary(
         traced_grad, grad_recorder, _ = _trace_program(model, method, args, kwargs, grad=True)
         back = _costs.tally(traced_grad.jaxpr)
     mem, mem_error = (
-        _memory(traced_grad if grad else traced)
-        if memory
-        else (None, "not computed: memory=False / --no-memory")
+        _memory(traced_grad if grad else traced) if memory else (None, "not computed: memory=False / --no-memory")
     )
     from ._rows import build_rows
 
@@ -230,9 +217,7 @@ def summary(
         layers,
     )
     if rows and rows[0].depth == 0 and not rows[0].module_path:
-        rows[0].inputs = describe(
-            args if not kwargs else (args, kwargs)
-        )  # the caller's arrays: their sharding
+        rows[0].inputs = describe(args if not kwargs else (args, kwargs))  # the caller's arrays: their sharding
     if depth is not None:
         rows = [r for r in rows if r.depth <= depth]
     return Summary(

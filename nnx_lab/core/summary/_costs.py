@@ -273,9 +273,7 @@ def _open(jaxpr: Any) -> Any:
     return getattr(jaxpr, "jaxpr", jaxpr)
 
 
-def walk(
-    jaxpr: Any, tally: Tally, cost_of: Callable[[Any], Cost], scopes: tuple = (), mult: int = 1
-) -> None:
+def walk(jaxpr: Any, tally: Tally, cost_of: Callable[[Any], Cost], scopes: tuple = (), mult: int = 1) -> None:
     """Add every equation of ``jaxpr`` (and of the jaxprs inside it) to ``tally``."""
     for eqn in _open(jaxpr).eqns:
         here = scopes + _scopes(eqn)
@@ -284,9 +282,7 @@ def walk(
         params, name = eqn.params, eqn.primitive.name
         if name == "scan":
             walk(params["jaxpr"], tally, cost_of, here, mult * int(params["length"]))
-            tally.add(
-                here, mult, (2, 0, 0)
-            )  # the loop's counter: one add, one compare (as XLA counts)
+            tally.add(here, mult, (2, 0, 0))  # the loop's counter: one add, one compare (as XLA counts)
         elif name == "while":
             walk(params["cond_jaxpr"], tally, cost_of, here, mult)
             walk(params["body_jaxpr"], tally, cost_of, here, mult)

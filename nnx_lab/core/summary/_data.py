@@ -102,24 +102,13 @@ class Summary:
 
     # -- display -------------------------------------------------------------------------------------
     def header_lines(self) -> list[str]:
-        params = (
-            ", ".join(f"{name} {_count(c)} ({_bytes(b)})" for name, (c, b) in self.params.items())
-            or "none"
-        )
+        params = ", ".join(f"{name} {_count(c)} ({_bytes(b)})" for name, (c, b) in self.params.items()) or "none"
         lines = [
             f"{self.model_class}.{self.method}{_paren(self.inputs)} on {self.backend}",
             f"FLOPs {_count(self.flops)} forward"
-            + (
-                f", {_count(self.backward_flops)} backward"
-                if self.backward_flops is not None
-                else ""
-            )
+            + (f", {_count(self.backward_flops)} backward" if self.backward_flops is not None else "")
             + f"; bytes accessed {_bytes(self.bytes_accessed)}; transcendentals {_count(self.transcendentals)}; "
-            + (
-                f"arithmetic intensity {self.intensity:.2f} FLOP/byte"
-                if self.intensity
-                else "arithmetic intensity -"
-            ),
+            + (f"arithmetic intensity {self.intensity:.2f} FLOP/byte" if self.intensity else "arithmetic intensity -"),
             f"Variables: {params}",
         ]
         if self.memory:
@@ -159,17 +148,12 @@ class Summary:
 
     def __str__(self) -> str:
         cols = self._columns()
-        table = [[name for name, _ in cols]] + [
-            [_clip(str(fn(r))) for _, fn in cols] for r in self.rows
-        ]
+        table = [[name for name, _ in cols]] + [[_clip(str(fn(r))) for _, fn in cols] for r in self.rows]
         widths = [max(len(line[i]) for line in table) for i in range(len(cols))]
         right = {"params", "FLOPs", "bwd FLOPs", "bytes accessed", "output"}
         out = self.header_lines()
         for i, line in enumerate(table):
-            cells = [
-                c.rjust(w) if cols[j][0] in right else c.ljust(w)
-                for j, (c, w) in enumerate(zip(line, widths))
-            ]
+            cells = [c.rjust(w) if cols[j][0] in right else c.ljust(w) for j, (c, w) in enumerate(zip(line, widths))]
             out.append(" | ".join(cells).rstrip())
             if i == 0:
                 out.append("-+-".join("-" * w for w in widths))
@@ -190,9 +174,7 @@ class Summary:
             for name, fn in cols:
                 text = esc(str(fn(r)).strip() if name == "path" else str(fn(r)))
                 if name == "path":
-                    cells.append(
-                        f'<td style="padding-left:{0.3 + 1.2 * r.depth:.1f}em;text-align:left">{text}</td>'
-                    )
+                    cells.append(f'<td style="padding-left:{0.3 + 1.2 * r.depth:.1f}em;text-align:left">{text}</td>')
                 elif name == "FLOPs":
                     cells.append(
                         '<td style="text-align:right;background:linear-gradient(90deg,'
@@ -260,9 +242,7 @@ def _itemsize(dtype: Any) -> int:
 
 def leaves_bytes(leaves: list) -> int:
     return sum(
-        int(math.prod(getattr(x, "shape", ()) or ())) * _itemsize(x.dtype)
-        for x in leaves
-        if hasattr(x, "dtype")
+        int(math.prod(getattr(x, "shape", ()) or ())) * _itemsize(x.dtype) for x in leaves if hasattr(x, "dtype")
     )
 
 
@@ -272,11 +252,7 @@ def _sharding_text(x: Any) -> str:
     from .. import compat
 
     # a tracer's own .sharding raises with a message jax builds by searching the program: its aval's
-    sharding = (
-        getattr(x.aval, "sharding", None)
-        if isinstance(x, jax.core.Tracer)
-        else getattr(x, "sharding", None)
-    )
+    sharding = getattr(x.aval, "sharding", None) if isinstance(x, jax.core.Tracer) else getattr(x, "sharding", None)
     spec = getattr(sharding, "spec", None)
     mesh = getattr(sharding, "mesh", None)
     if spec is None or not getattr(mesh, "shape", None) or all(s is None for s in spec):
@@ -297,11 +273,7 @@ def _describe(x: Any, level: int) -> str:
         dtype = getattr(x.dtype, "name", None) or str(x.dtype)
         return f"{dtype}[{','.join(str(d) for d in x.shape)}]{_sharding_text(x)}"
     if isinstance(x, tuple) and hasattr(x, "_fields"):
-        return (
-            f"{type(x).__name__}("
-            + ", ".join(f"{k}={_describe(v, level + 1)}" for k, v in zip(x._fields, x))
-            + ")"
-        )
+        return f"{type(x).__name__}(" + ", ".join(f"{k}={_describe(v, level + 1)}" for k, v in zip(x._fields, x)) + ")"
     if isinstance(x, (tuple, list)):
         inner = ", ".join(_describe(v, level + 1) for v in x)
         return f"({inner}{',' if len(x) == 1 else ''})" if isinstance(x, tuple) else f"[{inner}]"

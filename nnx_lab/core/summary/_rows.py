@@ -15,11 +15,7 @@ def _kept(calls: list, tally: Any) -> list:
     """The calls of the program: a call no equation names is dropped when a call of the same module,
     method and parent is named (a transform that traced its body twice)."""
     named = {(c.parent, c.site, c.method) for c in calls if c.id in tally.trips}
-    return [
-        c
-        for c in calls
-        if c.id in tally.trips or c.parent is None or (c.parent, c.site, c.method) not in named
-    ]
+    return [c for c in calls if c.id in tally.trips or c.parent is None or (c.parent, c.site, c.method) not in named]
 
 
 def _occurrences(calls: list) -> dict:
@@ -35,9 +31,7 @@ def _occurrences(calls: list) -> dict:
 
 def _stacks(model: Any, layers: Any) -> dict:
     """module path -> number of layers, for stacked modules (nnx.vmap / nnx.scan, see core.snapshot._layers)."""
-    if (
-        model is None
-    ):  # no layer axis declared nor in any Variable's metadata: stacks only from scans
+    if model is None:  # no layer axis declared nor in any Variable's metadata: stacks only from scans
         return {}
     try:
         from ..snapshot._layers import stacked_modules
@@ -82,9 +76,7 @@ def build_rows(
         site, method, k = numbers[c.id]
         if counts[(site, method)] > 1:
             text = f"{text} (call {k})"
-        trips = tally.trips.get(c.id, 1) // max(
-            1, tally.trips.get(parent, 1) if parent is not None else 1
-        )
+        trips = tally.trips.get(c.id, 1) // max(1, tally.trips.get(parent, 1) if parent is not None else 1)
         n_layers = trips if trips > 1 else stacks.get(path, 1)
         flops, nbytes = tally.flops.get(c.id, 0), tally.bytes.get(c.id, 0)
         bwd_flops = bwd_bytes = None
@@ -129,8 +121,7 @@ def build_rows(
                         outputs=row.outputs,
                         params_own={},
                         params_total={
-                            name: [cnt // n_layers, b // n_layers]
-                            for name, (cnt, b) in row.params_total.items()
+                            name: [cnt // n_layers, b // n_layers] for name, (cnt, b) in row.params_total.items()
                         },
                         flops=flops // n_layers,
                         transcendentals=row.transcendentals // n_layers,
@@ -150,9 +141,7 @@ def _copy(table: dict) -> dict:
 
 def _inputs(call: Any) -> Any:
     args, kwargs = call.inputs if call.inputs is not None else ((), {})
-    kwargs = {
-        k: v for k, v in kwargs.items() if v is not None
-    }  # defaults passed on (flax 0.12's out_sharding=None)
+    kwargs = {k: v for k, v in kwargs.items() if v is not None}  # defaults passed on (flax 0.12's out_sharding=None)
     return (args, kwargs) if kwargs else args
 
 

@@ -93,6 +93,8 @@ def _methods(classes: set) -> list[tuple[type, str, Any]]:
                     inspect.isfunction(fn)
                     and (name == "__call__" or not name.startswith("_"))
                     and not hasattr(fn, "__nnx_lab_wrapped__")
+                    # nnx.Module's own (sow, train...) copied onto a subclass by nnx.tabulate
+                    and not any(vars(b).get(name) is fn for b in base)
                 ):
                     out.append((klass, name, fn))
     return list({(k, n): (k, n, f) for k, n, f in out}.values())

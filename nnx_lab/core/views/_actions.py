@@ -21,6 +21,7 @@ from ..graph import is_module_path, path_roots, path_text
 from ._code import UNNAMED, class_code, filter_code, path_code, roots_code
 from ._report import CHECKS, MODE_ARGS, WANTED, ViewArg, ViewReport, only_filter, view_report
 
+
 class ViewError(ValueError):
     """A request the model cannot take; the message is one line and the model is unchanged."""
 
@@ -42,8 +43,9 @@ class Scope:
         return filterlib.to_predicate(self.only)
 
 
-def base_scope(model: nnx.Module, only: Any, namespace: Mapping[str, Any] | None = None,
-               code: str | None = None) -> Scope:
+def base_scope(
+    model: nnx.Module, only: Any, namespace: Mapping[str, Any] | None = None, code: str | None = None
+) -> Scope:
     """What "all modules" means for a panel made with ``only=`` (a filter or a module path), with
     its Python text: ``code`` when given (the text the user typed), else :func:`filter_code`'s,
     else :data:`UNNAMED`."""
@@ -64,8 +66,9 @@ def class_scope(cls: type, namespace: Mapping[str, Any] | None = None, base: Sco
     return Scope("class", only, code, f"class {cls.__name__}")
 
 
-def scope_for(report: ViewReport, spec: Any, namespace: Mapping[str, Any] | None = None,
-              base: Scope | None = None) -> Scope:
+def scope_for(
+    report: ViewReport, spec: Any, namespace: Mapping[str, Any] | None = None, base: Scope | None = None
+) -> Scope:
     """A :class:`Scope` from a browser request: ``None`` (all), ``{"class": name}`` or
     ``{"path": [...]}``. ``base`` is the scope "all" means (a panel made with ``only=``): a class
     scope is the class *within* it (``nnx.All(base, cls)``); a path is one the report lists."""
@@ -77,20 +80,23 @@ def scope_for(report: ViewReport, spec: Any, namespace: Mapping[str, Any] | None
     if "class" in spec:
         classes = {m.cls for m in report.modules if m.class_name == spec["class"]}
         if len(classes) != 1:
-            raise ViewError(f"no single class named {spec['class']!r} among the modules with set_view"
-                            if not classes else f"{len(classes)} different classes are named {spec['class']!r}")
+            raise ViewError(
+                f"no single class named {spec['class']!r} among the modules with set_view"
+                if not classes
+                else f"{len(classes)} different classes are named {spec['class']!r}"
+            )
         return class_scope(classes.pop(), namespace, base)
     if "path" in spec:
         key = tuple(spec["path"]) if isinstance(spec["path"], (list, tuple)) else None
         if key is None or key not in {m.path for m in report.modules}:  # the report is within base
             raise ViewError(f"no module with set_view at path {spec['path']!r}")
-        return Scope("path", lambda path, node, k=key: tuple(path) == k, path_code(key),
-                     path_text(key) or "(root)")
+        return Scope("path", lambda path, node, k=key: tuple(path) == k, path_code(key), path_text(key) or "(root)")
     raise ViewError(f"a scope is None, {{'class': NAME}} or {{'path': [...]}}, not {spec!r}")
 
 
-def coerce_values(model: nnx.Module, report: ViewReport, scope: Scope, values: Mapping[str, Any], *,
-                  from_text: bool = False) -> dict[str, Any]:
+def coerce_values(
+    model: nnx.Module, report: ViewReport, scope: Scope, values: Mapping[str, Any], *, from_text: bool = False
+) -> dict[str, Any]:
     """Check ``values`` against the ``set_view`` arguments of the modules of ``model`` in ``scope``.
 
     Names no module in scope takes are a :class:`ViewError`; so are browser values (``from_text``)
@@ -111,8 +117,9 @@ def coerce_values(model: nnx.Module, report: ViewReport, scope: Scope, values: M
     unknown = sorted(set(values) - set(args))
     if unknown:
         takes = ", ".join(sorted(args)) or "nothing"
-        raise ViewError(f"no module in {scope.label} takes {', '.join(map(repr, unknown))} in set_view "
-                        f"(they take: {takes})")
+        raise ViewError(
+            f"no module in {scope.label} takes {', '.join(map(repr, unknown))} in set_view (they take: {takes})"
+        )
     return {name: _coerce(name, args[name], value, from_text) for name, value in values.items()}
 
 
@@ -123,8 +130,9 @@ def _coerce(name: str, args: list[ViewArg], value: Any, from_text: bool) -> Any:
             value = ast.literal_eval(value.strip())
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             if "literal" in kinds:
-                raise ViewError(f"{name}: {value!r} is not a Python literal (a number, string, tuple, True, "
-                                "None, ...)") from None
+                raise ViewError(
+                    f"{name}: {value!r} is not a Python literal (a number, string, tuple, True, None, ...)"
+                ) from None
             raise ViewError(f"{name} takes {_wanted(args)}, not {value!r}") from None
     if from_text and "int" in kinds and isinstance(value, float) and value.is_integer():
         value = int(value)  # 3.0 from a JSON number
@@ -136,8 +144,11 @@ def _coerce(name: str, args: list[ViewArg], value: Any, from_text: bool) -> Any:
             raise ViewError(f"{name} takes {_wanted(args)}, not {type(value).__name__} {clip(safe_repr(value), 80)}")
         # A Python call passes what it passes, as nnx.view does (flax's own view guide gives
         # `msg: bool | None` a string): say so, and let set_view decide.
-        warnings.warn(f"{name} takes {_wanted(args)} by its annotation; passing {type(value).__name__} "
-                      f"{clip(safe_repr(value), 80)} as given (nnx.view does not check annotations)", stacklevel=4)
+        warnings.warn(
+            f"{name} takes {_wanted(args)} by its annotation; passing {type(value).__name__} "
+            f"{clip(safe_repr(value), 80)} as given (nnx.view does not check annotations)",
+            stacklevel=4,
+        )
     return value
 
 
@@ -176,8 +187,10 @@ def apply_in_place(model: nnx.Module, scope: Scope, values: Mapping[str, Any]) -
     modules = _scoped(model, scope)
     missing = sorted(n for n in values if not any(hasattr(m, n) for _, m in modules))
     if missing:
-        raise ViewError(f"{', '.join(map(repr, missing))} is a set_view option but no module in {scope.label} has "
-                        "such an attribute, so it cannot be set in place; create a view instead")
+        raise ViewError(
+            f"{', '.join(map(repr, missing))} is a set_view option but no module in {scope.label} has "
+            "such an attribute, so it cannot be set in place; create a view instead"
+        )
     with _all_or_nothing([m for _, m in modules], values, "set_attributes"):
         if scope.kind == "all" and scope.only is ...:
             model.set_attributes(**values)
@@ -190,8 +203,10 @@ def set_mode(model: nnx.Module, mode: str, target: str = "model") -> str:
     if mode not in ("train", "eval"):
         raise ViewError(f"mode is 'train' or 'eval', not {mode!r}")
     if all(m.mode is None for m in view_report(model).modules):
-        raise ViewError(f"{type(model).__name__}: no submodule has a train/eval argument "
-                        f"({', '.join(MODE_ARGS)}), so model.{mode}() would change nothing")
+        raise ViewError(
+            f"{type(model).__name__}: no submodule has a train/eval argument "
+            f"({', '.join(MODE_ARGS)}), so model.{mode}() would change nothing"
+        )
     # Modules with a `training` attribute follow too (flax's train()/eval() pass extra attributes on)
     extra = {"training": mode == "train"} if any(not m.has_set_view for m in view_report(model).modules) else {}
     with _all_or_nothing([m for _, m in compat.iter_modules(model)], MODE_ARGS, f"model.{mode}()"):

@@ -16,7 +16,6 @@ from flax.nnx import filterlib
 
 from ..graph import Path
 
-
 #: What the line shows for a filter that has no Python text (a function not bound to any name).
 UNNAMED = "<your filter>"
 
@@ -47,7 +46,9 @@ def filter_code(only: Any, namespace: Mapping[str, Any] | None = None) -> str | 
         return filter_code(only.type, namespace)
     elif isinstance(only, nnx.PathContains):
         exact = getattr(only, "exact", None)  # flax < 0.12 has no `exact` (its PathContains matches exactly)
-        return f"nnx.PathContains({only.key!r})" if exact is None else f"nnx.PathContains({only.key!r}, exact={exact!r})"
+        return (
+            f"nnx.PathContains({only.key!r})" if exact is None else f"nnx.PathContains({only.key!r}, exact={exact!r})"
+        )
     elif isinstance(only, nnx.WithTag):
         return f"nnx.WithTag({only.tag!r})"
     elif isinstance(only, (nnx.Everything, nnx.Nothing)):

@@ -101,9 +101,11 @@ class ModuleViews:
     @property
     def mode(self) -> str | None:
         """'train', 'eval', 'unset' (decided at call time) or None (no mode argument)."""
-        values = {None if a.current is None else ("eval" if a.current == EVAL_VALUES[a.name] else "train")
-                  for a in self.args if a.name in EVAL_VALUES and a.has_current
-                  and isinstance(a.current, (bool, type(None)))}
+        values = {
+            None if a.current is None else ("eval" if a.current == EVAL_VALUES[a.name] else "train")
+            for a in self.args
+            if a.name in EVAL_VALUES and a.has_current and isinstance(a.current, (bool, type(None)))
+        }
         if not values:
             return None
         if values == {None}:
@@ -149,8 +151,10 @@ class ViewReport:
                 return f"{self.root_type}: only={self.only} matched no module with set_view"
             return f"{self.root_type}: no submodule has set_view, so there is no mode to show"
         set_ = [m for m in self.modules if m.mode in ("train", "eval", "mixed")]
-        line = (f"{self.root_type}: {self.mode} ({len(set_)} of {len(self.modules)} modules with set_view "
-                "are set to train or eval)")
+        line = (
+            f"{self.root_type}: {self.mode} ({len(set_)} of {len(self.modules)} modules with set_view "
+            "are set to train or eval)"
+        )
         if self.mode == "mixed":
             line += "; not like the rest: " + ", ".join(self.disagreeing)
         if self.unset and self.mode != "unset":
@@ -212,13 +216,15 @@ def only_filter(model: Any, only: Any) -> Any:
     if only is ... or not is_module_path(only):
         return only
     roots = path_roots(model, only)
-    return lambda path, node, roots=roots: any(tuple(path[:len(r)]) == r for r in roots)
+    return lambda path, node, roots=roots: any(tuple(path[: len(r)]) == r for r in roots)
 
 
 def _module_views(path: Path, module: nnx.Module) -> ModuleViews:
     signature, params = _set_view_params(compat.set_view(module))
-    args = tuple(ViewArg(name, annotation, default, doc, _current(module, name), kind)
-                 for name, annotation, default, doc, kind in params)
+    args = tuple(
+        ViewArg(name, annotation, default, doc, _current(module, name), kind)
+        for name, annotation, default, doc, kind in params
+    )
     return ModuleViews(path, type(module).__name__, args, signature, type(module))
 
 
@@ -255,7 +261,7 @@ def _arg_docs(method: Any) -> dict[str, str]:
     from flax.nnx.module import _parse_docstring_args  # view_info's own parser (flax>=0.12.4)
 
     start, end = doc.find("Args:\n"), doc.find("Returns:\n")
-    section = doc[start + 6: end if end != -1 else len(doc)]
+    section = doc[start + 6 : end if end != -1 else len(doc)]
     try:
         return {k: " ".join(v.split()) for k, v in _parse_docstring_args(section).items()}
     except Exception:  # a docstring flax's parser cannot read: fall back to no help text
