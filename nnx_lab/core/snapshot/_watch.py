@@ -244,7 +244,7 @@ class Watcher:
             if skip_unchanged and self.state == "live" and not self._in_flight and not self.scalars.pending
             else None
         )
-        problems = {k: list(v) for k, v in self.series.problems.items()}
+        problems = None if same is None else {k: list(v) for k, v in self.series.problems.items()}
         try:
             pending = PendingSnapshot(
                 obj,
