@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -118,6 +119,7 @@ def nnx_watch(self: Any, line: str) -> None:
         %nnx_watch model --as viewer
         %nnx_watch model --layers blocks=0        # one row per layer of an nnx.vmap/nnx.scan stack
         %nnx_watch model --optimizer optimizer    # Adam's mu/nu beside each parameter
+        %nnx_watch 'checkpoints/step_100'         # an Orbax checkpoint's static table
         for batch in viewer.track(batches):
             model, opt_state = train_step(model, opt_state, batch)
     """
@@ -133,6 +135,18 @@ def nnx_watch(self: Any, line: str) -> None:
     from ..core._util import a_kind, is_dotted_name
     from ..core.snapshot import LayerError, NameTarget, parse_layer_option, watch_target
     from ..widgets.viewer import StateViewer
+
+    if isinstance(obj, (str, os.PathLike)):  # '%nnx_watch "ckpt/step_10"': the checkpoint's static table
+        from ..widgets.viewer_checkpoint import CheckpointViewer
+
+        try:
+            checkpoint = CheckpointViewer(obj, stats=not args.no_stats)
+        except TypeError as e:
+            raise UsageError(first_line(str(e))) from None
+        if name:
+            self.shell.user_ns[name] = checkpoint
+        checkpoint.show()
+        return
 
     follow = not args.pin and is_dotted_name(target.strip())
     optimizer = None

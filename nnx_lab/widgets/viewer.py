@@ -374,7 +374,9 @@ def watch(
     Args:
       obj: what :func:`nnx_lab.snapshot` accepts: an ``nnx.Module``, an ``nnx.State``, the
         ``(graphdef, state, ...)`` tuple of ``nnx.split`` ...; or a name (``"model"``, ``"trainer.model"``)
-        to follow in IPython's user namespace.
+        to follow in IPython's user namespace; or an Orbax checkpoint directory (a ``pathlib.Path``, or
+        a ``str`` that is no bound name): its static table (a :class:`CheckpointViewer`), rows from the
+        metadata at once, statistics streamed after them.
       max_rate: refreshes per second at most, in (0, 100].
       background: also refresh from a background thread while a cell runs.
       stats: compute statistics on the device (``False``: descriptions only).
@@ -399,7 +401,8 @@ def watch(
         updates, such as nbval, would keep the rows alone).
 
     Raises:
-      TypeError: ``obj`` is not a model (nothing :func:`nnx_lab.snapshot` accepts).
+      TypeError: ``obj`` is not a model (nothing :func:`nnx_lab.snapshot` accepts), or a path that is
+        no Orbax checkpoint (``CheckpointError``, one line).
       ValueError: ``max_rate`` or ``history`` out of range, ``obj`` a str that is no Python name, or a
         ``layers`` prefix with no Variable or no such axis.
       RuntimeError: ``obj`` is a name and no IPython shell is running.
@@ -414,6 +417,12 @@ def watch(
     >>> viewer.status["state"], viewer.watcher.scalars.latest("loss")
     ('live', (3, 0.3333333333333333))
     """
+    from .viewer_checkpoint import CheckpointViewer, checkpoint_path, notebook_namespace
+
+    path = checkpoint_path(obj, notebook_namespace())
+    if path is not None:  # an Orbax checkpoint directory: the static table of its snapshot
+        checkpoint = CheckpointViewer(path, stats=stats, rows_first=display)
+        return checkpoint.show() if display else checkpoint  # type: ignore[return-value]
     viewer = StateViewer(
         obj,
         max_rate=max_rate,

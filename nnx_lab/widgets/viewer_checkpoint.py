@@ -1,0 +1,172 @@
+"""``watch("path/to/checkpoint")``: an Orbax checkpoint as the viewer's static table.
+
+The viewer's front end (``static/viewer.js``) over a :class:`~nnx_lab.Snapshot` of the checkpoint
+(``nnx_lab.snapshot(path)``, read without restoring): the rows from its metadata at once, the
+statistics streamed after them (from a thread where the kernel takes widget messages from threads,
+else before the first display). Nothing trains here, so there is no throttle, history or scalars:
+"refresh now" reads the directory again (a run that is still writing checkpoints).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from typing import Any
+
+import traitlets
+
+from ..core._util import first_line, is_dotted_name, start_thread
+from ..core.render import html_table, summary_line
+from ..core.snapshot import STAT_NAMES, Snapshot, snapshot
+from ._base import STATIC, Widget, background_unsupported, command
+
+__all__ = ["CheckpointViewer", "checkpoint_path", "notebook_namespace"]
+
+_log = logging.getLogger("nnx_lab")
+
+
+def notebook_namespace() -> dict | None:
+    """IPython's user namespace, or None outside IPython."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    return None if shell is None else shell.user_ns
+
+
+def checkpoint_path(obj: Any, namespace: dict | None = None) -> str | None:
+    """The directory ``watch(obj)`` should read as a checkpoint, or None (a model, or a name to follow).
+
+    A ``pathlib.Path`` (any ``os.PathLike``) is a path; a ``str`` is one unless it is a Python name
+    (``model``, ``trainer.model``) that is bound in the notebook or that names no directory: a name
+    is followed, as before, and ``"ckpt"`` (a directory, no variable of that name) is read.
+    """
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if not isinstance(obj, str):
+        return None
+    text = obj.strip()
+    if not is_dotted_name(text):
+        return obj
+    bound = namespace is not None and text.split(".")[0] in namespace
+    return obj if not bound and os.path.isdir(obj) else None
+
+
+class CheckpointViewer(Widget):
+    """The viewer's table over an Orbax checkpoint directory; create it with ``nnx_lab.watch(path)``.
+
+    ``snapshot`` (the trait) holds the rows and, once read, the statistics; ``last_snapshot`` the
+    :class:`~nnx_lab.Snapshot`; ``refresh()`` reads the directory again.
+
+    Raises:
+      TypeError: (``core.checkpoint.CheckpointError``) the path is no checkpoint, in one line.
+    """
+
+    _esm = STATIC / "viewer.js"
+    snapshot = traitlets.Dict().tag(sync=True)
+    status = traitlets.Dict().tag(sync=True)
+    sparkline_stat = traitlets.Unicode("norm").tag(sync=True)
+    alert = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, path: str | os.PathLike, *, stats: bool = True, rows_first: bool = True, **kwargs: Any):
+        self.path = os.fspath(path)
+        rows = snapshot(self.path, stats=False)  # the metadata alone: a CheckpointError for no checkpoint
+        super().__init__(**kwargs)
+        self._snap: Snapshot = rows
+        self._refreshes = 0
+        self._lock = threading.Lock()
+        self._reader: threading.Thread | None = None
+        self._stats = stats
+        self._set(rows, "rows from the metadata" + ("; reading the statistics\u2026" if stats else ""), "live")
+        if stats:
+            if rows_first and background_unsupported() is None:
+                self._reader = start_thread(self._read, "nnx_lab-checkpoint")
+            else:
+                self._read()
+
+    @property
+    def last_snapshot(self) -> Snapshot:
+        """The checkpoint's Snapshot (the statistics still being read are waited for)."""
+        if self._reader is not None:
+            self._reader.join()
+        return self._snap
+
+    def refresh(self) -> None:
+        """Read the directory again (its rows, then its statistics)."""
+        if self._reader is not None and self._reader.is_alive():
+            return
+        try:
+            rows = snapshot(self.path, stats=False)
+        except TypeError as e:  # the directory went away or was rewritten halfway: said, not raised
+            self._set(self._snap, f"cannot read {self.path!r} again: {first_line(str(e))}", "error")
+            return
+        self._set(rows, "reading the statistics\u2026" if self._stats else "rows from the metadata", "live")
+        if self._stats:
+            self._read()
+
+    def _read(self) -> None:
+        start = time.perf_counter()
+        try:
+            snap = snapshot(self.path)
+        except Exception as e:  # noqa: BLE001 - boundary (a thread): the status says it, the rows stay
+            _log.warning("nnx_lab: reading the statistics of %s failed", self.path, exc_info=True)
+            self._set(self._snap, f"statistics not read: {type(e).__name__}: {first_line(str(e))}", "error")
+            return
+        self._set(snap, f"statistics read in {time.perf_counter() - start:.2f} s", "static")
+
+    def _set(self, snap: Snapshot, message: str, state: str) -> None:
+        with self._lock:
+            self._snap = snap
+            self._refreshes += 1
+            payload = snap.to_dict()
+            payload["refresh"] = self._refreshes
+            payload["structure"] = 0
+            self.snapshot = payload
+            self.status = {
+                "state": state,
+                "message": f"checkpoint {self.path} \u00b7 {message}",
+                "last_refresh": time.time(),
+                "refreshes": None,
+            }
+
+    def close(self) -> None:
+        reader = getattr(self, "_reader", None)
+        if reader is not None:
+            reader.join()
+        super().close()
+
+    # -- the browser's messages (those of the live viewer that mean something here) ---------------
+    @command("stats")
+    def _stats_request(self, content: dict, _buffers: Any) -> None:
+        snap = self._snap
+        buffer, exact = snap.stats_buffer()
+        self.send(
+            {
+                "type": "stats",
+                "refresh": self._refreshes,
+                "structure": 0,
+                "rows": len(snap),
+                "names": list(STAT_NAMES),
+                "exact": exact,
+            },
+            buffers=[buffer],
+        )
+
+    @command("refresh")
+    def _refresh_request(self, content: dict, _buffers: Any) -> None:
+        if self._reader is not None and self._reader.is_alive():
+            return
+        if background_unsupported() is None:
+            self._reader = start_thread(self.refresh, "nnx_lab-checkpoint")
+        else:
+            self.refresh()
+
+    # -- what a saved notebook shows without a kernel ----------------------------------------
+    def _fallback(self) -> tuple[str, str]:
+        return f"CheckpointViewer · {summary_line(self._snap)}", html_table(self._snap)
+
+    def __repr__(self) -> str:
+        return f"CheckpointViewer · {summary_line(self._snap)}"

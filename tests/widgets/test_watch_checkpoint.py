@@ -1,0 +1,104 @@
+"""``watch("path/to/checkpoint")`` and ``%nnx_watch 'path'``: an Orbax checkpoint as the viewer's static table."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+from flax import nnx
+from IPython.core.error import UsageError
+
+import nnx_lab
+from nnx_lab.widgets.viewer_checkpoint import CheckpointViewer, checkpoint_path
+
+ocp = pytest.importorskip("orbax.checkpoint", reason="orbax-checkpoint is the checkpoint extra")
+
+
+def save(path: pathlib.Path, model) -> str:
+    checkpointer = ocp.StandardCheckpointer()
+    checkpointer.save(path, nnx.state(model))
+    checkpointer.wait_until_finished()
+    return str(path)
+
+
+@pytest.fixture
+def ckpt(tmp_path):
+    model = nnx.Sequential(nnx.Linear(3, 4, rngs=nnx.Rngs(0)), nnx.Linear(4, 2, rngs=nnx.Rngs(1)))
+    return save(tmp_path / "ckpt", model), model
+
+
+def test_watch_a_checkpoint_path_shows_its_rows_and_statistics(ckpt):
+    path, model = ckpt
+    viewer = nnx_lab.watch(path, display=False)
+    assert isinstance(viewer, CheckpointViewer)
+    snap = viewer.last_snapshot
+    live = {r.path: r for r in nnx_lab.snapshot(model).rows}
+    assert {r.path for r in snap.rows} == set(live)
+    for row in snap.rows:
+        assert row.status == "ok" and row.stats["norm"] == pytest.approx(live[row.path].stats["norm"], rel=1e-5)
+    payload = viewer.snapshot
+    assert payload["root_type"] == "Checkpoint" and len(payload["rows"]["parent"]) == 4
+    assert payload["stats"]["norm"][0] is not None  # the trait holds the statistics, not only the rows
+    assert viewer.status["state"] == "static" and path in viewer.status["message"]
+    text, html = viewer._fallback()  # a saved notebook's copy: the static table
+    assert text.startswith("CheckpointViewer · Checkpoint: 4 variables") and "kernel" in html
+    viewer.close()
+
+
+def test_a_pathlib_path_and_stats_false(ckpt):
+    path, _ = ckpt
+    viewer = nnx_lab.watch(pathlib.Path(path), display=False, stats=False)
+    assert {r.status for r in viewer.last_snapshot.rows} == {"abstract"}
+    assert "rows from the metadata" in viewer.status["message"]
+    viewer.close()
+
+
+def test_refresh_reads_the_directory_again(tmp_path):
+    path = save(tmp_path / "ckpt", nnx.Linear(2, 2, rngs=nnx.Rngs(0)))
+    viewer = nnx_lab.watch(path, display=False)
+    first = viewer.last_snapshot["kernel"].stats["norm"]
+    import shutil
+
+    shutil.rmtree(path)
+    save(tmp_path / "ckpt", nnx.Linear(2, 2, rngs=nnx.Rngs(5)))
+    viewer.refresh()
+    assert viewer.last_snapshot["kernel"].stats["norm"] != first
+    shutil.rmtree(path)
+    viewer.refresh()  # gone: the status says so and the last rows stay
+    assert viewer.status["state"] == "error" and "cannot read" in viewer.status["message"]
+    assert len(viewer.last_snapshot.rows) == 2
+    viewer.close()
+
+
+@pytest.mark.parametrize("make", ["missing", "empty_dir", "file"])
+def test_a_path_that_is_no_checkpoint_is_a_one_line_error(tmp_path, make):
+    target = tmp_path / "nothing"
+    if make == "empty_dir":
+        target.mkdir()
+    elif make == "file":
+        target.write_text("not a checkpoint")
+    with pytest.raises(TypeError) as info:
+        nnx_lab.watch(target, display=False)
+    assert "\n" not in str(info.value) and str(target) in str(info.value)
+
+
+def test_which_strings_are_paths(tmp_path, monkeypatch):
+    (tmp_path / "ckpt").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert checkpoint_path("ckpt", {}) == "ckpt"  # a directory, no variable of that name: read
+    assert checkpoint_path("ckpt", {"ckpt": object()}) is None  # a bound name: followed
+    assert checkpoint_path("model", {}) is None  # a name, no directory: followed (a status says it is missing)
+    assert checkpoint_path("runs/ckpt_1", None) == "runs/ckpt_1"  # no Python name: a path
+    assert checkpoint_path(tmp_path, None) == str(tmp_path)
+    assert checkpoint_path(nnx.Linear(1, 1, rngs=nnx.Rngs(0)), None) is None
+
+
+def test_nnx_watch_magic_reads_a_checkpoint(ip, ckpt):
+    path, _ = ckpt
+    ip.user_ns["where"] = path
+    ip.run_line_magic("nnx_watch", "where --as v")
+    assert isinstance(ip.user_ns["v"], CheckpointViewer)
+    ip.user_ns["v"].close()
+    with pytest.raises(UsageError, match="no checkpoint at") as info:
+        ip.run_line_magic("nnx_watch", f"{str(pathlib.Path(path).parent)!r}")
+    assert "\n" not in str(info.value)
