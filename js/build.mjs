@@ -12,6 +12,7 @@ export const ENTRIES = [
   { in: "src/split.js", out: "split" },
   { in: "src/capture.js", out: "capture" },
   { in: "src/views.js", out: "views" },
+  { in: "src/summary.js", out: "summary" },
 ];
 
 const watch = process.argv.includes("--watch");

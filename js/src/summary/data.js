@@ -1,0 +1,133 @@
+// The summary widget's rows as a tree (pure, no DOM): parents from the rows' depths (call order),
+// which rows are listed for a filter, the collapsed rows and a sort, and each row's share of FLOPs.
+
+/** Columns: id (cell class c-<id>), label, width (px; null = the rest), numeric, sort value key. */
+export const COLUMNS = [
+  { id: "path", label: "module call", width: null },
+  { id: "cls", label: "class", width: 130 },
+  { id: "inputs", label: "inputs", width: 170 },
+  { id: "outputs", label: "outputs", width: 150 },
+  { id: "params", label: "params", width: 110, num: true, value: "params" },
+  {
+    id: "flops",
+    label: "FLOPs",
+    width: 130,
+    num: true,
+    value: "flops",
+    title: "forward FLOPs; the bar: share of the model's",
+  },
+  { id: "bwd", label: "bwd FLOPs", width: 80, num: true, value: "bwd", title: "backward FLOPs (--grad)" },
+  { id: "bytes", label: "bytes accessed", width: 100, num: true, value: "bytes" },
+  { id: "out", label: "output", width: 76, num: true, value: "out", title: "output (activation) bytes" },
+];
+
+export const PATH_MIN_WIDTH = 220;
+
+/** The columns this payload shows (bwd FLOPs only with a backward pass). */
+export function columnsFor(payload) {
+  return COLUMNS.filter((c) => c.id !== "bwd" || payload.backward);
+}
+
+/**
+ * prepare(payload) -> {rows, parent, kids, roots, total, n}: `parent[i]` the nearest earlier row one
+ * level up (-1 for the roots), `kids[i]` its children in call order.
+ */
+export function prepare(payload) {
+  const rows = Array.isArray(payload && payload.rows) ? payload.rows : [];
+  const parent = new Array(rows.length).fill(-1);
+  const kids = rows.map(() => []);
+  const roots = [];
+  const stack = []; // indexes of the open ancestors, by depth
+  rows.forEach((r, i) => {
+    const depth = Math.max(0, Number(r.depth) || 0);
+    while (stack.length && (Number(rows[stack[stack.length - 1]].depth) || 0) >= depth) stack.pop();
+    const p = stack.length ? stack[stack.length - 1] : -1;
+    parent[i] = p;
+    if (p < 0) roots.push(i);
+    else kids[p].push(i);
+    stack.push(i);
+  });
+  const total = Number(payload && payload.total_flops) || 0;
+  return { rows, parent, kids, roots, total, n: rows.length };
+}
+
+/** A row's share of the model's FLOPs, 0..1 (0 when the model has none). */
+export function share(prep, i) {
+  const f = Number(prep.rows[i].flops) || 0;
+  return prep.total > 0 ? Math.max(0, Math.min(1, f / prep.total)) : 0;
+}
+
+/** Next sort on a header click: numeric columns descending first (the costliest on top), then ascending, then off. */
+export function nextSort(sort, column) {
+  const col = COLUMNS.find((c) => c.id === column);
+  if (!col || !col.value) return sort;
+  if (!sort || sort.column !== column) return { column, dir: "desc" };
+  return sort.dir === "desc" ? { column, dir: "asc" } : null;
+}
+
+function matcher(query) {
+  const q = String(query || "")
+    .trim()
+    .toLowerCase();
+  if (!q) return null;
+  const words = q.split(/\s+/);
+  return (r) => {
+    const hay = `${r.path_text} ${r.cls}`.toLowerCase();
+    return words.every((w) => hay.includes(w));
+  };
+}
+
+/**
+ * The rows listed, in order: a depth-first walk with each row's children sorted by `sort` (stable:
+ * call order among equals) and the children of `collapsed` rows left out. With a `query`, only the
+ * rows whose path or class holds every word, and their ancestors (opened: a match is never hidden).
+ * Returns {items, matches} (matches: how many rows match; -1 without a query).
+ */
+export function visibleRows(prep, { query = "", collapsed = new Set(), sort = null } = {}) {
+  const match = matcher(query);
+  let keep = null;
+  let matches = -1;
+  if (match) {
+    keep = new Set();
+    matches = 0;
+    for (let i = 0; i < prep.n; i++) {
+      if (!match(prep.rows[i])) continue;
+      matches++;
+      for (let k = i; k >= 0 && !keep.has(k); k = prep.parent[k]) keep.add(k);
+    }
+  }
+  const col = sort && COLUMNS.find((c) => c.id === sort.column);
+  const key = col && col.value;
+  const sign = sort && sort.dir === "asc" ? 1 : -1;
+  const order = (list) => {
+    const out = keep ? list.filter((i) => keep.has(i)) : list.slice();
+    if (key) {
+      const v = (i) => Number(prep.rows[i][key]) || 0;
+      out.sort((a, b) => sign * (v(a) - v(b)) || a - b);
+    }
+    return out;
+  };
+  const items = [];
+  const walk = (list) => {
+    for (const i of order(list)) {
+      items.push(i);
+      if (match || !collapsed.has(i)) walk(prep.kids[i]);
+    }
+  };
+  walk(prep.roots);
+  return { items, matches };
+}
+
+/** The rows with children, all of them (collapse all) or none (expand all). */
+export function allParents(prep) {
+  const out = new Set();
+  for (let i = 0; i < prep.n; i++) if (prep.kids[i].length) out.add(i);
+  return out;
+}
+
+/** "12 of 30 module calls" / "30 module calls" / "3 match 'attn'". */
+export function showingText(prep, listed, matches, query) {
+  const calls = (n) => `${n} module call${n === 1 ? "" : "s"}`;
+  if (matches >= 0) return `${calls(matches)} match \u201c${String(query).trim()}\u201d (${listed} rows listed)`;
+  return listed === prep.n ? calls(prep.n) : `${listed} of ${calls(prep.n)} listed`;
+}
