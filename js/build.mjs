@@ -13,6 +13,7 @@ export const ENTRIES = [
   { in: "src/capture.js", out: "capture" },
   { in: "src/views.js", out: "views" },
   { in: "src/summary.js", out: "summary" },
+  { in: "src/compare.js", out: "compare" },
 ];
 
 const watch = process.argv.includes("--watch");

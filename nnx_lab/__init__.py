@@ -93,8 +93,8 @@ _LAZY = {
     "view_panel": "widgets.views",
     "mode_toggle": "widgets.views",
     "ViewPanel": "widgets.views",
-    "compare": "core.compare",
-    "Comparison": "core.compare",
+    "compare": "widgets.compare",  # core.compare's, with the widget as a Comparison's display in a kernel
+    "Comparison": "widgets.compare",
     "summary": "core.summary",
     "Summary": "core.summary",
 }

@@ -30,6 +30,7 @@ BUNDLES = {
     "nnx_lab/static/split.js": "nnx-lab-split-view",
     "nnx_lab/static/views.js": "nnx-lab-views",
     "nnx_lab/static/capture.js": "nnx-lab-capture",
+    "nnx_lab/static/compare.js": "nnx-lab-compare",
 }
 
 

@@ -61,4 +61,9 @@ def nnx_compare(self: Any, line: str) -> None:
         raise UsageError(first_line(str(e))) from None
     if name:
         self.shell.user_ns[name] = cmp
-    display({"text/plain": cmp.to_text(max_rows=max_rows), "text/html": cmp._repr_html_()}, raw=True)
+    from ..widgets.compare import ComparisonView, widgets_work
+
+    if widgets_work():  # a Jupyter kernel: the interactive table (its static copies for a saved notebook)
+        display(ComparisonView(cmp, max_rows=max_rows))
+    else:
+        display({"text/plain": cmp.to_text(max_rows=max_rows), "text/html": cmp._repr_html_()}, raw=True)

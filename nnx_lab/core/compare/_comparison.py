@@ -9,7 +9,11 @@ from typing import Any
 
 from ._compare import STATUSES, CompareRow, ModuleRow
 
-__all__ = ["Comparison", "verdict"]
+__all__ = ["DISPLAY_HOOKS", "Comparison", "verdict"]
+
+#: Functions ``(comparison) -> mimebundle dict | None`` asked first when IPython displays a
+#: Comparison (``nnx_lab.widgets.compare`` adds the widget's): core stays free of widgets.
+DISPLAY_HOOKS: list = []
 
 
 def _plural(n: int, word: str, plural: str | None = None) -> str:
@@ -129,6 +133,15 @@ class Comparison:
         from ._render import html_table
 
         return html_table(self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict | None:
+        """The widget where a hook offers one (a Jupyter kernel), else None: IPython then asks
+        ``_repr_pretty_`` (the text table) and ``_repr_html_`` (the static table)."""
+        for hook in DISPLAY_HOOKS:
+            bundle = hook(self)
+            if bundle:
+                return bundle
+        return None
 
 
 def _plain(d: dict) -> dict:

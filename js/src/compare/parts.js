@@ -1,0 +1,190 @@
+// The comparison widget's pieces: the verdict line, the status chips, the header cells and the
+// rows (a module's aggregate, a Variable's differences with its bar). Every user string is text.
+
+import { h } from "../shared/dom.js";
+import { fmtCount, fmtNum, fmtShape } from "../shared/format.js";
+import { COLUMNS, PROBLEMS, entry } from "./data.js";
+
+const INDENT = 14;
+
+/** The one-line verdict: "a_type vs b_type: b loads into a: ...", marked ok / not loadable. */
+export function verdictParts(doc, prep) {
+  const state = !prep.loadable ? "bad" : prep.identical ? "same" : "ok";
+  const mark = !prep.loadable ? "\u2717" : "\u2713";
+  return [
+    h(doc, "span", { class: `nnx-cmp-mark ${state}`, "aria-hidden": "true" }, mark),
+    h(doc, "span", { class: "nnx-cmp-sides" }, `${prep.aType} vs ${prep.bType}: `),
+    h(doc, "span", { class: "nnx-cmp-text" }, prep.verdict),
+    prep.tol ? h(doc, "span", { class: "nnx-cmp-tol" }, ` (tol ${fmtNum(prep.tol)})`) : null,
+  ];
+}
+
+/** One chip per status present, with its count; the chip of `active` pressed. */
+export function statusChips(doc, prep, active) {
+  const order = Object.keys(prep.statuses);
+  const names = Object.keys(prep.counts).sort((a, b) => order.indexOf(a) - order.indexOf(b));
+  return names.map((name) =>
+    h(
+      doc,
+      "button",
+      {
+        type: "button",
+        class: `nnx-cmp-chip st-${name}${PROBLEMS.has(name) ? " problem" : ""}`,
+        "data-status": name,
+        "aria-pressed": active === name ? "true" : "false",
+        title: `${name}: ${prep.statuses[name] ?? ""} (click: only these)`,
+      },
+      `${name} ${fmtCount(prep.counts[name])}`,
+    ),
+  );
+}
+
+export function headerCell(doc, c, sort) {
+  const on = sort && sort.column === c.id;
+  return h(
+    doc,
+    "th",
+    {
+      "data-col": c.id,
+      class: `sortable${c.num ? " num" : ""}`,
+      scope: "col",
+      title: c.title || null,
+      "aria-sort": on ? (sort.dir === "asc" ? "ascending" : "descending") : null,
+    },
+    h(doc, "span", { class: "lbl" }, c.label),
+    h(doc, "span", { class: "arrow" }, on ? (sort.dir === "asc" ? "\u25B2" : "\u25BC") : ""),
+  );
+}
+
+function bar(doc, rel, maxRel) {
+  if (typeof rel !== "number" || !Number.isFinite(rel) || !(maxRel > 0)) return null;
+  const pct = rel <= 0 ? 0 : Math.max(1.5, (100 * rel) / maxRel);
+  return h(
+    doc,
+    "span",
+    { class: "nnx-cmp-bar", "aria-hidden": "true" },
+    h(doc, "span", { style: `width:${pct.toFixed(1)}%` }),
+  );
+}
+
+function relCell(doc, e, prep) {
+  const rel = e.rel_change;
+  const title =
+    typeof rel === "number"
+      ? `\u2016a\u2212b\u2016/\u2016a\u2016 = ${rel} (bar: against the largest, ${fmtNum(prep.maxRel)})`
+      : null;
+  return h(
+    doc,
+    "td",
+    { class: "c-rel_change num", title },
+    bar(doc, rel, prep.maxRel),
+    h(doc, "span", { class: "v" }, fmtNum(rel)),
+  );
+}
+
+function identicalText(v) {
+  return v === true ? "yes" : v === false ? "no" : "";
+}
+
+function shapeText(e) {
+  const a = e.shape_a ? fmtShape(e.shape_a) : null;
+  const b = e.shape_b ? fmtShape(e.shape_b) : null;
+  if (a !== null && b !== null && a !== b) return `${a} vs ${b}`;
+  return a ?? b ?? "";
+}
+
+function dtypeText(e) {
+  if (e.dtype_a && e.dtype_b && e.dtype_a !== e.dtype_b) return `${e.dtype_a} vs ${e.dtype_b}`;
+  return e.dtype_a || e.dtype_b || "";
+}
+
+/** A module's row: its key (open/closed), how many of its Variables changed, its aggregates. */
+export function moduleRow(doc, prep, id, open) {
+  const m = entry(prep, id);
+  const tr = h(doc, "tr", {
+    class: "nnx-cmp-module",
+    "data-id": id,
+    "data-path": m.path,
+    "aria-expanded": open ? "true" : "false",
+  });
+  const hasAgg = typeof m.count === "number";
+  const problems = prep.problems[id];
+  const summary = hasAgg ? `${fmtCount(m.changed)} of ${fmtCount(m.count)} changed` : "";
+  tr.append(
+    h(
+      doc,
+      "td",
+      { class: "c-path", title: m.path, style: `padding-left:${6 + m.depth * INDENT}px` },
+      h(doc, "span", { class: "tog" }, open ? "\u25BE" : "\u25B8"),
+      String(m.key),
+    ),
+    h(
+      doc,
+      "td",
+      { class: `c-status${problems ? " bad" : ""}` },
+      problems ? `${fmtCount(problems)} problem${problems === 1 ? "" : "s"}` : summary,
+    ),
+    relCell(doc, m, prep),
+    h(doc, "td", { class: "c-max_abs num" }, fmtNum(m.max_abs)),
+    h(doc, "td", { class: "c-cosine num" }, fmtNum(m.cosine)),
+    h(doc, "td", { class: "c-frac_changed num" }, fmtNum(m.frac_changed)),
+    h(doc, "td", { class: "c-identical" }, identicalText(m.identical)),
+    h(
+      doc,
+      "td",
+      { class: "c-shape num", title: hasAgg ? `${fmtCount(m.size)} elements compared` : null },
+      hasAgg ? `${fmtCount(m.count)} vars` : "",
+    ),
+    h(doc, "td", { class: "c-dtype" }),
+    h(doc, "td", { class: "c-note nnx-cmp-faint" }, hasAgg ? "" : "no values compared here"),
+  );
+  return tr;
+}
+
+/** A Variable's row (or one layer of a stacked Variable). */
+export function variableRow(doc, prep, id) {
+  const e = entry(prep, id);
+  const status = String(e.status ?? "");
+  const layer = e.layer !== null && e.layer !== undefined;
+  const cls = ["nnx-cmp-row", `st-${status}`, PROBLEMS.has(status) ? "problem" : "", layer ? "layer" : ""];
+  const tr = h(doc, "tr", {
+    class: cls.filter(Boolean).join(" "),
+    "data-id": id,
+    "data-path": e.path,
+    "data-status": status,
+  });
+  const path = e.path_b ? `${e.path} \u2190 ${e.path_b}` : e.path;
+  const types =
+    e.type_a && e.type_b && e.type_a !== e.type_b
+      ? `\ntype: ${e.type_a} vs ${e.type_b}`
+      : e.type_a || e.type_b
+        ? `\ntype: ${e.type_a || e.type_b}`
+        : "";
+  const note = [e.mismatch, e.note].filter(Boolean).join("; ");
+  tr.append(
+    h(
+      doc,
+      "td",
+      { class: "c-path", title: `${path}${types}`, style: `padding-left:${20 + e.depth * INDENT}px` },
+      String(e.key),
+      e.path_b ? h(doc, "span", { class: "from" }, `\u2190 ${e.path_b}`) : null,
+    ),
+    h(
+      doc,
+      "td",
+      { class: "c-status", title: prep.statuses[status] ?? null },
+      h(doc, "span", { class: `st st-${status}` }, status),
+    ),
+    relCell(doc, e, prep),
+    h(doc, "td", { class: "c-max_abs num" }, fmtNum(e.max_abs)),
+    h(doc, "td", { class: "c-cosine num" }, fmtNum(e.cosine)),
+    h(doc, "td", { class: "c-frac_changed num" }, fmtNum(e.frac_changed)),
+    h(doc, "td", { class: "c-identical" }, identicalText(e.identical)),
+    h(doc, "td", { class: `c-shape num${e.status === "shape" ? " bad" : ""}` }, shapeText(e)),
+    h(doc, "td", { class: `c-dtype${e.dtype_a && e.dtype_b && e.dtype_a !== e.dtype_b ? " bad" : ""}` }, dtypeText(e)),
+    h(doc, "td", { class: "c-note", title: note || null }, note),
+  );
+  return tr;
+}
+
+export { COLUMNS };
