@@ -8,7 +8,6 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments
-from IPython.display import display
 
 from ..core._util import clip
 from ._args import check_name, check_option, evaluate_target, parse_line
@@ -103,4 +102,6 @@ def nnx_summary(self: Any, line: str) -> None:
         raise UsageError(first_line(str(e), 600)) from None
     if name:
         self.shell.user_ns[name] = result
-    display({"text/plain": str(result), "text/html": result._repr_html_()}, raw=True)
+    from ..widgets.summary import display_summary
+
+    display_summary(result)

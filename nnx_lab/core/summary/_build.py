@@ -15,6 +15,7 @@ from .. import compat
 from ..graph._walk import path_text
 from . import _costs, _trace
 from ._data import Summary, SummaryError, SummaryRow, describe, leaves_bytes
+from ._memory import PeakMemory
 
 _log = logging.getLogger("nnx_lab")
 
@@ -139,32 +140,6 @@ def _call_error(error: Exception, recorder: Any, sites: list) -> Exception:
     return SummaryError(f"{where} ({call.cls.__name__}.{call.method}) raised {one_line(error)}; its inputs: {shapes}")
 
 
-def _memory(traced: Any) -> tuple[dict | None, str | None]:
-    try:
-        lowered = traced.lower()
-        try:  # compiled for the analysis only: LLVM's optimisations change no buffer (half the CPU compile time)
-            compiled = lowered.compile(compiler_options={"xla_backend_optimization_level": 0})
-        except Exception:  # noqa: BLE001 - a backend that does not take the option: its default compile
-            compiled = lowered.compile()
-        analysis = compiled.memory_analysis()
-    except Exception as e:  # noqa: BLE001 - a backend without compile or memory analysis: said in the header
-        from .._util import one_line
-
-        return None, one_line(e)
-    if analysis is None:
-        return None, f"{jax.default_backend()} has no memory analysis"
-    fields = (
-        "argument_size_in_bytes",
-        "output_size_in_bytes",
-        "temp_size_in_bytes",
-        "alias_size_in_bytes",
-        "generated_code_size_in_bytes",
-    )
-    out = {f.replace("_size_in_bytes", ""): int(getattr(analysis, f, 0) or 0) for f in fields}
-    out["peak"] = out["argument"] + out["output"] + out["temp"] - out["alias"]
-    return out, None
-
-
 def summary(
     model: Any,
     *args: Any,
@@ -200,9 +175,8 @@ def summary(
     if grad:
         traced_grad, grad_recorder, _ = _trace_program(model, method, args, kwargs, grad=True)
         back = _costs.tally(traced_grad.jaxpr)
-    mem, mem_error = (
-        _memory(traced_grad if grad else traced) if memory else (None, "not computed: memory=False / --no-memory")
-    )
+    # compiled only when the peak memory is asked for (Summary.memory, or the widget's thread)
+    peak = PeakMemory(traced_grad if grad else traced) if memory else PeakMemory(None)
     from ._rows import build_rows
 
     own, total, layered = _variables(model, set(sites))
@@ -229,12 +203,11 @@ def summary(
         bytes_accessed=tally.total[2],
         backward_flops=None if back is None else back.total[0] - tally.total[0],
         backward_bytes=None if back is None else back.total[2] - tally.total[2],
-        memory=mem,
-        memory_note=mem_error,
         backend=jax.default_backend(),
         uncosted=dict(tally.uncosted),
         inputs=describe(args if not kwargs else (args, kwargs)),
         seconds=time.perf_counter() - started,
+        peak=peak,
     )
 
 

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from ._memory import NOT_COMPUTED, PENDING
+
 
 class SummaryError(ValueError):
     """A summary that cannot be made, said in one line (IPython shows it without a traceback)."""
@@ -47,7 +49,9 @@ class SummaryRow:
 @dataclasses.dataclass
 class Summary:
     """Every module call of one model call: ``rows`` in call order, totals, peak memory (XLA's memory
-    analysis of the whole program; None with ``memory_note`` saying why when unavailable)."""
+    analysis of the whole program; None with ``memory_note`` saying why when unavailable). The peak
+    memory needs one compile of the whole program, made when ``memory`` is first read (or on a thread
+    by the widget: ``peak``, a :class:`~._memory.PeakMemory`), not by ``summary()`` itself."""
 
     model_class: str
     method: str
@@ -57,12 +61,22 @@ class Summary:
     bytes_accessed: int
     backward_flops: int | None
     backward_bytes: int | None
-    memory: dict | None
-    memory_note: str | None
     backend: str
     uncosted: dict
     inputs: str
     seconds: float = dataclasses.field(default=0.0, compare=False)
+    peak: Any = dataclasses.field(default=None, compare=False, repr=False)
+
+    @property
+    def memory(self) -> dict | None:
+        """XLA's memory analysis in bytes (argument, output, temp, alias, generated_code, peak), or None.
+        The first read compiles the program (blocking) unless the widget's thread already has."""
+        return self.peak.result()[0] if self.peak is not None else None
+
+    @property
+    def memory_note(self) -> str | None:
+        """Why ``memory`` is None (unavailable, or not computed: ``memory=False``)."""
+        return self.peak.result()[1] if self.peak is not None else NOT_COMPUTED
 
     @property
     def params(self) -> dict:
@@ -81,7 +95,8 @@ class Summary:
         raise KeyError(f"no row {path!r}")
 
     def to_dict(self) -> dict:
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "rows"}
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("rows", "peak")}
+        out["memory"], out["memory_note"] = self.memory, self.memory_note
         out["rows"] = [r.to_dict() for r in self.rows]
         out["params"], out["intensity"] = self.params, self.intensity
         return out
@@ -101,7 +116,9 @@ class Summary:
         return pd.DataFrame.from_records(records)
 
     # -- display -------------------------------------------------------------------------------------
-    def header_lines(self) -> list[str]:
+    def header_lines(self, wait: bool = True) -> list[str]:
+        """The header's lines; ``wait=False`` says the peak memory is being computed instead of
+        compiling for it (what the widget shows until its thread is done)."""
         params = ", ".join(f"{name} {_count(c)} ({_bytes(b)})" for name, (c, b) in self.params.items()) or "none"
         lines = [
             f"{self.model_class}.{self.method}{_paren(self.inputs)} on {self.backend}",
@@ -111,7 +128,9 @@ class Summary:
             + (f"arithmetic intensity {self.intensity:.2f} FLOP/byte" if self.intensity else "arithmetic intensity -"),
             f"Variables: {params}",
         ]
-        if self.memory:
+        if not wait and self.peak is not None and not self.peak.ready:
+            lines.append(f"Peak memory: {PENDING}")
+        elif self.memory:
             m = self.memory
             lines.append(
                 f"Peak memory per device (XLA memory analysis of the {'gradient' if self.backward_flops is not None else 'forward'} program): "
@@ -147,11 +166,15 @@ class Summary:
         return cols
 
     def __str__(self) -> str:
+        return self.to_text()
+
+    def to_text(self, wait: bool = True) -> str:
+        """The compact table (``str(summary)``); ``wait`` as in :meth:`header_lines`."""
         cols = self._columns()
         table = [[name for name, _ in cols]] + [[_clip(str(fn(r))) for _, fn in cols] for r in self.rows]
         widths = [max(len(line[i]) for line in table) for i in range(len(cols))]
         right = {"params", "FLOPs", "bwd FLOPs", "bytes accessed", "output"}
-        out = self.header_lines()
+        out = self.header_lines(wait)
         for i, line in enumerate(table):
             cells = [c.rjust(w) if cols[j][0] in right else c.ljust(w) for j, (c, w) in enumerate(zip(line, widths))]
             out.append(" | ".join(cells).rstrip())
@@ -163,9 +186,19 @@ class Summary:
         return f"<Summary {self.model_class}.{self.method}: {len(self.rows)} rows, {_count(self.flops)} FLOPs>"
 
     def _repr_html_(self) -> str:
+        return self.to_html()
+
+    def _ipython_display_(self) -> None:
+        """In a Jupyter kernel the widget (its text and HTML kept for the saved notebook), else the text."""
+        from ...widgets.summary import display_summary  # the widget layer, imported only to display
+
+        display_summary(self)
+
+    def to_html(self, wait: bool = True) -> str:
+        """Static HTML (every string escaped) that a saved notebook keeps; ``wait`` as in :meth:`header_lines`."""
         cols = self._columns()
         esc = html.escape
-        head = "".join(f"<div>{esc(line)}</div>" for line in self.header_lines())
+        head = "".join(f"<div>{esc(line)}</div>" for line in self.header_lines(wait))
         total = max(self.flops, 1)
         body = []
         for r in self.rows:

@@ -1,0 +1,131 @@
+"""The summary widget: a :class:`~nnx_lab.core.summary.Summary` as a tree table (sortable, filterable,
+collapsible, a bar per row for its share of FLOPs), with its text and static HTML for saved notebooks.
+
+The peak-memory line needs one compile of the whole program (:mod:`nnx_lab.core.summary._memory`):
+shown, the widget lists the rows at once and compiles on a background thread, then updates its
+header and its saved HTML. Where a kernel cannot deliver updates from a thread (ipykernel < 6,
+Colab) it compiles after the cell instead, on the main thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import traitlets
+
+from .._ipython import cell_hooks
+from ..core.summary import Summary
+from ..core.summary._data import _bytes, _count, _params
+from ._base import STATIC, Widget, background_unsupported
+
+_log = logging.getLogger("nnx_lab")
+
+
+def payload(summary: Summary) -> dict:
+    """What the front end draws: the header's lines, and per row its texts and sort values."""
+    lines = summary.header_lines(wait=False)
+    rows = []
+    for r in summary.rows:
+        params = sum(c for c, _ in r.params_total.values())
+        rows.append(
+            {
+                "path_text": r.path or f"({summary.model_class})",
+                "depth": r.depth,
+                "cls": r.cls,
+                "inputs": r.inputs,
+                "outputs": r.outputs,
+                "params": params,
+                "params_text": _params(r.params_total),
+                "flops": r.flops,
+                "flops_text": _count(r.flops),
+                "flops_exact": f"{r.flops:,}",
+                "bwd": r.backward_flops or 0,
+                "bwd_text": _count(r.backward_flops),
+                "bytes": r.bytes_accessed,
+                "bytes_text": _bytes(r.bytes_accessed),
+                "out": r.output_bytes,
+                "out_text": _bytes(r.output_bytes),
+            }
+        )
+    return {
+        "title": lines[0],
+        "header": lines[1:],
+        "rows": rows,
+        "total_flops": summary.flops,
+        "backward": summary.backward_flops is not None,
+    }
+
+
+class SummaryView(Widget):
+    """A :class:`~nnx_lab.core.summary.Summary` in a notebook; ``summary_data`` is the Summary."""
+
+    _esm = STATIC / "summary.js"
+    summary = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, summary: Summary, **kwargs: Any):
+        if not isinstance(summary, Summary):
+            raise TypeError(f"SummaryView needs a nnx_lab Summary, got {type(summary).__name__}")
+        self._summary = summary
+        self._shown = False
+        super().__init__(**kwargs)
+        self.summary = payload(summary)
+
+    @property
+    def summary_data(self) -> Summary:
+        return self._summary
+
+    def show(self) -> SummaryView:
+        """Display the widget, then compute the peak memory (a thread where updates from one arrive)."""
+        super().show()
+        self._shown = True
+        peak = self._summary.peak
+        if peak is not None and not peak.ready and background_unsupported() is None:
+            peak.start(self._memory_ready)
+        return self
+
+    def _memory_ready(self) -> None:
+        self.summary = payload(self._summary)
+        self._update_display()  # the saved notebook's copy gets the peak memory too
+
+    def _after_cell(self) -> None:
+        """Where no thread can update the widget: the compile after the cell that showed it."""
+        peak = self._summary.peak
+        if peak is None or peak.ready:
+            cell_hooks.untrack_widget(self)
+            return
+        if self._shown and background_unsupported() is not None:
+            peak.result()
+            self._memory_ready()
+            cell_hooks.untrack_widget(self)
+
+    # -- what a saved notebook shows without a kernel ----------------------------------
+    def _fallback(self) -> tuple[str, str]:
+        return self._summary.to_text(wait=False), self._summary.to_html(wait=False)
+
+    def __repr__(self) -> str:
+        return f"SummaryView · {self._summary!r}"
+
+
+def in_kernel() -> bool:
+    """Whether a Jupyter kernel runs this (a widget can render); not a terminal IPython."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    ip = get_ipython()
+    return ip is not None and "ipykernel" in sys.modules and getattr(ip, "kernel", None) is not None
+
+
+def display_summary(summary: Summary) -> None:
+    """The widget in a Jupyter kernel; elsewhere (terminal IPython) the text and HTML, peak memory included."""
+    from IPython.display import display
+
+    if in_kernel():
+        try:
+            SummaryView(summary).show()
+            return
+        except Exception:  # a boundary: a front end that cannot make widgets still gets the summary
+            _log.exception("nnx_lab: the summary widget could not be shown; showing the static table")
+    display({"text/plain": str(summary), "text/html": summary.to_html()}, raw=True)
