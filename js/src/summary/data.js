@@ -4,24 +4,24 @@
 /** Columns: id (cell class c-<id>), label, width (px; null = the rest), numeric, sort value key. */
 export const COLUMNS = [
   { id: "path", label: "module call", width: null },
-  { id: "cls", label: "class", width: 130 },
-  { id: "inputs", label: "inputs", width: 170 },
-  { id: "outputs", label: "outputs", width: 150 },
-  { id: "params", label: "params", width: 110, num: true, value: "params" },
+  { id: "cls", label: "class", width: 100 },
+  { id: "inputs", label: "inputs", width: 120 },
+  { id: "outputs", label: "outputs", width: 110 },
+  { id: "params", label: "params", width: 112, num: true, value: "params" },
   {
     id: "flops",
     label: "FLOPs",
-    width: 130,
+    width: 115,
     num: true,
     value: "flops",
     title: "forward FLOPs; the bar: share of the model's",
   },
   { id: "bwd", label: "bwd FLOPs", width: 80, num: true, value: "bwd", title: "backward FLOPs (--grad)" },
-  { id: "bytes", label: "bytes accessed", width: 100, num: true, value: "bytes" },
-  { id: "out", label: "output", width: 76, num: true, value: "out", title: "output (activation) bytes" },
+  { id: "bytes", label: "bytes", width: 80, num: true, value: "bytes", title: "bytes accessed" },
+  { id: "out", label: "output", width: 66, num: true, value: "out", title: "output (activation) bytes" },
 ];
 
-export const PATH_MIN_WIDTH = 220;
+export const PATH_MIN_WIDTH = 170;
 
 /** The columns this payload shows (bwd FLOPs only with a backward pass). */
 export function columnsFor(payload) {

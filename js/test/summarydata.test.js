@@ -1,0 +1,63 @@
+// The summary widget's pure parts: the tree from depths, sort among siblings, filter with
+// ancestors, collapse, the FLOPs share.
+import test from "node:test";
+import assert from "node:assert/strict";
+import { allParents, columnsFor, nextSort, prepare, share, showingText, visibleRows } from "../src/summary/data.js";
+
+const row = (path_text, depth, flops, cls = "Linear") => ({ path_text, depth, flops, cls, params: flops / 10 });
+const PAYLOAD = {
+  total_flops: 100,
+  rows: [
+    row("(Net)", 0, 100, "Net"),
+    row("a", 1, 10),
+    row("b", 1, 60, "Block"),
+    row("b.x", 2, 20),
+    row("b.y", 2, 40, "Attention"),
+    row("c", 1, 30),
+  ],
+};
+const paths = (prep, items) => items.map((i) => prep.rows[i].path_text);
+
+test("parents and children come from the depths in call order", () => {
+  const prep = prepare(PAYLOAD);
+  assert.deepEqual(prep.parent, [-1, 0, 0, 2, 2, 0]);
+  assert.deepEqual(prep.kids[0], [1, 2, 5]);
+  assert.deepEqual(prep.roots, [0]);
+  assert.deepEqual([...allParents(prep)], [0, 2]);
+});
+
+test("sorting orders siblings only, descending first", () => {
+  const prep = prepare(PAYLOAD);
+  let sort = nextSort(null, "flops");
+  assert.deepEqual(sort, { column: "flops", dir: "desc" });
+  assert.deepEqual(paths(prep, visibleRows(prep, { sort }).items), ["(Net)", "b", "b.y", "b.x", "c", "a"]);
+  sort = nextSort(sort, "flops");
+  assert.deepEqual(paths(prep, visibleRows(prep, { sort }).items), ["(Net)", "a", "c", "b", "b.x", "b.y"]);
+  assert.equal(nextSort(sort, "flops"), null);
+  assert.equal(nextSort(null, "path"), null); // not sortable
+});
+
+test("a filter keeps the matches and their ancestors, opened", () => {
+  const prep = prepare(PAYLOAD);
+  const out = visibleRows(prep, { query: "attention", collapsed: new Set([2]) });
+  assert.deepEqual(paths(prep, out.items), ["(Net)", "b", "b.y"]);
+  assert.equal(out.matches, 1);
+  assert.match(showingText(prep, out.items.length, out.matches, "attention"), /1 module call match/);
+  assert.deepEqual(visibleRows(prep, { query: "nothing" }).items, []);
+});
+
+test("collapsed rows hide their calls", () => {
+  const prep = prepare(PAYLOAD);
+  const out = visibleRows(prep, { collapsed: new Set([2]) });
+  assert.deepEqual(paths(prep, out.items), ["(Net)", "a", "b", "c"]);
+  assert.equal(showingText(prep, out.items.length, out.matches, ""), "4 of 6 module calls listed");
+});
+
+test("share of FLOPs and the backward column", () => {
+  const prep = prepare(PAYLOAD);
+  assert.equal(share(prep, 0), 1);
+  assert.equal(share(prep, 4), 0.4);
+  assert.equal(share(prepare({ rows: [row("m", 0, 5)], total_flops: 0 }), 0), 0);
+  assert.ok(!columnsFor({}).some((c) => c.id === "bwd"));
+  assert.ok(columnsFor({ backward: true }).some((c) => c.id === "bwd"));
+});
