@@ -16,6 +16,7 @@ import { RowState } from "./viewer/rows.js";
 import { createSeriesBar, displayed, readSeries } from "./viewer/series.js";
 import { fillScalars, parseScalars } from "./viewer/scalars.js";
 import { createStatusLine, createToolbar, firstPaintMarker } from "./viewer/toolbar.js";
+import { createBaselineBar, withSince } from "./viewer/baseline.js";
 
 // User actions redraw at once (tests and people see the result right after the click);
 // snapshot updates wait for the next frame, so that bursts of them coalesce.
@@ -58,6 +59,8 @@ function render({ model, el }) {
     },
   });
   const statusLine = createStatusLine(doc, () => model.send({ type: "refresh" }));
+  let since = null; // the latest "since" message: each row's change since the pinned baseline
+  const baseline = createBaselineBar(doc, { onPin: (req) => model.send({ type: "compare_to", ...req }) });
   const table = createTreeTable(doc, {
     onToggle: (i) => rows.toggle(i) && relayout(NOW),
     onSort(column) {
@@ -78,6 +81,7 @@ function render({ model, el }) {
     scalars,
     banner,
     toolbar.el,
+    baseline.el,
     seriesBar.el,
     heatmap.el,
     table.el,
@@ -135,7 +139,8 @@ function render({ model, el }) {
   // A snapshot (from the trait) or the trait's rows with a newer refresh's statistics (a "stats" message).
   function show(next, initial = false) {
     raw = next;
-    snap = displayed(next, group);
+    snap = withSince(displayed(next, group), since);
+    baseline.setCopyCost(snap.totals && snap.totals.all ? snap.totals.all.bytes : 0);
     rows.setSnapshot(snap);
     if (history.onSnapshot(raw) && initial !== true) model.send({ type: "history", stat });
     seriesBar.fill(raw, group);
@@ -160,6 +165,12 @@ function render({ model, el }) {
   }
 
   function onMsg(msg, buffers) {
+    if (msg && (msg.type === "since" || (msg.type === "ack" && msg.message !== undefined))) {
+      if (msg.type === "since") since = msg.values ? msg : null;
+      baseline.show(msg);
+      if (msg.type === "since") show(raw);
+      return;
+    }
     if (msg && msg.type === "scalars") {
       const curves = parseScalars(msg, buffers);
       if (curves) fillScalars(doc, scalars, curves);

@@ -9,7 +9,15 @@ const base = {
 };
 
 test("columns with nothing to say are hidden", () => {
-  assert.deepEqual([...hiddenColumns(base)].sort(), ["g_norm", "g_ratio", "nonfinite", "place", "status", "u_ratio"]);
+  assert.deepEqual([...hiddenColumns(base)].sort(), [
+    "g_norm",
+    "g_ratio",
+    "nonfinite",
+    "place",
+    "since",
+    "status",
+    "u_ratio",
+  ]);
 });
 
 test("placement shows for sharded or multi-device models", () => {
@@ -24,15 +32,27 @@ test("NaN/Inf and status columns appear when a row needs them", () => {
 });
 
 test("an empty payload hides what it cannot fill", () => {
-  assert.deepEqual([...hiddenColumns({})].sort(), ["g_norm", "g_ratio", "nonfinite", "place", "status", "u_ratio"]);
+  assert.deepEqual([...hiddenColumns({})].sort(), [
+    "g_norm",
+    "g_ratio",
+    "nonfinite",
+    "place",
+    "since",
+    "status",
+    "u_ratio",
+  ]);
 });
 
 test("the minimum width leaves hidden columns out and fits a notebook output", () => {
   const all = COLUMNS.reduce((s, c) => s + (c.width ?? PATH_MIN_WIDTH), 0);
   assert.equal(tableMinWidth(), all);
   const single = tableMinWidth(hiddenColumns(base));
-  assert.equal(single, all - 100 - 84 - 96 - 70 * 3);
+  assert.equal(single, all - 100 - 84 - 96 - 70 * 4); // 70: the series columns and "since"
   assert.ok(single <= 880, `single-device table needs ${single}px`);
+});
+
+test("the since column shows once a baseline is pinned (compare to)", () => {
+  assert.ok(!hiddenColumns({ ...base, stats: { ...base.stats, since: [0.1, null] } }).has("since"));
 });
 
 test("the gradient columns show only with a gradient series", () => {

@@ -139,3 +139,11 @@ test("data: sort cycle, filters and collapsed modules", () => {
   assert.deepEqual([...matchRows(prep, { query: "KERNEL" })], [1, 0, 1, 0]);
   assert.equal(prepare(null).R, 0);
 });
+
+test("viewer's compare-to: the since values join the payload only when they fit its rows", async () => {
+  const { withSince } = await import("../src/viewer/baseline.js");
+  const snap = { rows: { parent: [0, 0] }, stats: { norm: [1, 2] } };
+  assert.deepEqual(withSince(snap, { values: [0.5, null] }).stats, { norm: [1, 2], since: [0.5, null] });
+  assert.equal(withSince(snap, { values: [0.5] }), snap); // another structure: not shown
+  assert.equal(withSince(snap, null), snap);
+});

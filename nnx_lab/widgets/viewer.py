@@ -11,18 +11,12 @@ import traitlets
 from .._ipython import busy_queue
 from .._ipython.namespace import user_namespace
 from ..core._util import start_thread
+from ..core.live import HISTORY_STATS, NameTarget
 from ..core.render import html_table, summary_line
-from ..core.snapshot import (
-    HISTORY_STATS,
-    PRECISION,
-    STAT_NAMES,
-    NameTarget,
-    Watcher,
-    round_significant,
-    series_buffer,
-    series_meta,
-    threads_see_jax_config,
-)
+from ..core.snapshot import PRECISION, round_significant
+from ..core.stats import STAT_NAMES, threads_see_jax_config
+from ..core.training import series_buffer, series_meta
+from ..core.watcher import Watcher
 from ._base import STATIC, Widget, background_unsupported, command
 
 T = TypeVar("T")
@@ -159,6 +153,40 @@ class StateViewer(Widget):
             self._first = None
         super().close()
 
+    # -- compare to a baseline (widgets/viewer_baseline.py) ---------------------------------------
+    _baseline: Any = None
+
+    def compare_to(self, baseline: Any = "stats") -> None:
+        """Pin a baseline and show each row's change since it (the "since" column) while training goes
+        on: ``"stats"`` (the latest statistics: free; a lower bound of ‖θ−θ₀‖/‖θ₀‖), ``"arrays"`` (a
+        device copy of every array, its bytes said: the true ‖θ−θ₀‖/‖θ₀‖ at each refresh), a Snapshot
+        or a checkpoint path (their statistics); None unpins (and frees a device copy)."""
+        from .viewer_baseline import pin
+
+        self._baseline = (
+            None
+            if baseline is None
+            else pin(baseline, self._watcher.snapshot, self._watcher.target, self._watcher.refreshes)
+        )
+        self.send_since()
+
+    def send_since(self) -> None:
+        """Send each row's change since the baseline (``{"type": "since", "values": None}`` when none)."""
+        from .viewer_baseline import since_message
+
+        self.send(since_message(self._baseline, self._watcher))
+
+    @command("compare_to")
+    def _compare_to_request(self, content: dict, _buffers: Any) -> dict:
+        from .viewer_baseline import describe_problem
+
+        source = content.get("source")
+        try:
+            self.compare_to(None if source == "none" else content.get("path") if source == "path" else source)
+        except (TypeError, ValueError) as e:  # said beside the control, in one line
+            return {"state": "error", "message": describe_problem(e)}
+        return {"state": "done"}
+
     @property
     def watcher(self) -> Watcher:
         return self._watcher
@@ -236,6 +264,8 @@ class StateViewer(Widget):
             self.alert = alert
         if watcher.scalars.version != self._scalars_sent:
             self.send_scalars()
+        if self._baseline is not None:
+            self.send_since()
         self.status = watcher.status()
 
     def send_stats(self) -> None:

@@ -32,6 +32,8 @@ export const COLUMNS = [
     num: true,
     title: SERIES_LABELS[id][1],
   })),
+  // each row's change since the viewer's pinned baseline (viewer/baseline.js): shown once one is pinned
+  { id: "since", label: "since", width: 70, num: true, title: "change since the pinned baseline (compare to)" },
   { id: "nonfinite", label: NONFINITE_LABEL, width: 84, num: true },
   { id: "spark", label: "trend", width: 56, sortable: false, title: "the chosen statistic over the last refreshes" },
   { id: "status", label: "status", width: 96 },
@@ -62,6 +64,7 @@ export function hiddenColumns(payload) {
   if (!any(stats.nan_count) && !any(stats.inf_count)) hidden.add("nonfinite");
   if ((tables.status || []).every((s) => s === "ok")) hidden.add("status");
   for (const id of SERIES_COLUMNS) if (!stats[id]) hidden.add(id);
+  if (!stats.since) hidden.add("since");
   return hidden;
 }
 

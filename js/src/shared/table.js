@@ -198,7 +198,8 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
       h(doc, "td", { class: "c-bytes num", title: `${fmtCount(t.nodeBytes[id])} bytes` }, fmtBytes(t.nodeBytes[id])),
       h(doc, "td", { class: "c-place" }),
     );
-    for (const c of [...STAT_COLUMNS, ...SERIES_COLUMNS]) tr.appendChild(h(doc, "td", { class: `c-${c} num` }));
+    for (const c of [...STAT_COLUMNS, ...SERIES_COLUMNS, "since"])
+      tr.appendChild(h(doc, "td", { class: `c-${c} num` }));
     const nf = t.nodeNonfinite[id];
     tr.append(
       h(doc, "td", { class: `c-nonfinite num${nf ? " bad" : ""}` }, nf ? `${fmtCount(nf)} NaN/Inf` : ""),
@@ -333,6 +334,7 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
       const stale = series && series.stale.has(name) ? `${name} from step ${series.steps[name]} (none since)` : null;
       tr.appendChild(h(doc, "td", { class: `c-${c} num${stale ? " stale" : ""}`, title: stale }, fmtNum(st(c))));
     }
+    tr.appendChild(h(doc, "td", { class: "c-since num" }, fmtNum(st("since"))));
     const nf = fmtNonfinite(st("nan_count"), st("inf_count"));
     tr.appendChild(h(doc, "td", { class: `c-nonfinite num${nf ? " bad" : ""}` }, nf));
     tr.appendChild(sparkCell(r));

@@ -289,7 +289,7 @@ export function modulesWithMatches(tree, match) {
 
 const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
 
-const STAT_COLS = new Set([...STAT_COLUMNS, ...SERIES_COLUMNS]);
+const STAT_COLS = new Set([...STAT_COLUMNS, ...SERIES_COLUMNS, "since"]);
 
 /** A row's sort value for a column: number, string, or null (sorts last). */
 export function rowSortValue(tree, r, column) {

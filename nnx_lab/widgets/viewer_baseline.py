@@ -1,0 +1,148 @@
+"""The viewer's *compare to* control: a pinned baseline and each row's change since it.
+
+Three baselines, by what they cost a big model:
+
+- ``"stats"``: the statistics of the latest refresh (host numbers the viewer has anyway: free).
+  The change shown is ``|‖θ‖ − ‖θ₀‖| / ‖θ₀‖``, a lower bound of ``‖θ − θ₀‖/‖θ₀‖`` (triangle
+  inequality): it sees a norm that grows or shrinks, not a rotation at constant norm.
+- ``"arrays"``: a device copy of every array now (its bytes are said before and after pinning;
+  nothing is kept unless asked). The change is the true ``‖θ − θ₀‖/‖θ₀‖``, computed by
+  :func:`nnx_lab.compare` on the device at each published refresh (one more reduction pass over the
+  parameters and the copy).
+- a :class:`~nnx_lab.Snapshot` or a checkpoint path: that snapshot's statistics (a checkpoint's are
+  streamed from disk once, when pinned): the same lower bound as ``"stats"``, nothing on the device.
+
+Rows are matched by path text; a row the baseline lacks shows nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from typing import Any
+
+import numpy as np
+
+from ..core._util import first_line
+from ..core.snapshot import STAT_NAMES, Snapshot, snapshot
+
+__all__ = ["Baseline", "pin", "since_message"]
+
+_log = logging.getLogger("nnx_lab")
+_NORM = STAT_NAMES.index("norm")
+
+
+def _mb(nbytes: int) -> str:
+    return f"{nbytes / 2**20:.1f} MiB" if nbytes >= 2**20 else f"{nbytes:,} B"
+
+
+class Baseline:
+    """A pinned baseline: ``since(snap)`` is each row's change (None where there is none)."""
+
+    def __init__(self, kind: str, label: str, norms: dict[str, float] | None = None, copy: Any = None):
+        self.kind, self.label = kind, label
+        self._norms, self._copy = norms, copy
+        self.device_bytes = 0
+        if copy is not None:
+            import jax
+
+            self.device_bytes = sum(int(x.nbytes) for x in jax.tree.leaves(copy) if isinstance(x, jax.Array))
+
+    def since(self, snap: Snapshot, target: Any = None) -> list[float | None]:
+        texts = [row.path_text for row in snap.rows]
+        if self._copy is not None:
+            if target is None:
+                return [None] * len(texts)
+            from ..core.compare import compare
+
+            rows = {r.path: r.rel_change for r in compare(self._copy, target).rows if r.layer is None}
+            return [_finite(rows.get(t)) for t in texts]
+        norms = snap.stat_matrix[:, _NORM]
+        out: list[float | None] = []
+        for text, n in zip(texts, norms.tolist()):
+            n0 = self._norms.get(text) if self._norms else None
+            out.append(_finite(abs(n - n0) / n0) if n0 and math.isfinite(n) else (0.0 if n0 == 0 and n == 0 else None))
+        return out
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "label": self.label, "device_bytes": self.device_bytes}
+
+
+def _finite(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def _norms(snap: Snapshot) -> dict[str, float]:
+    norms = snap.stat_matrix[:, _NORM]
+    return {row.path_text: float(n) for row, n in zip(snap.rows, norms.tolist()) if np.isfinite(n)}
+
+
+def pin(source: Any, snap: Snapshot | None, target: Any, refresh: int) -> Baseline:
+    """The baseline ``source`` names: ``"stats"``, ``"arrays"``, a Snapshot or a checkpoint path.
+
+    Raises:
+      TypeError / ValueError: one line, for a source that is none of these (or a path that is no checkpoint).
+    """
+    if isinstance(source, str) and source in ("stats", "arrays"):
+        if snap is None:
+            raise ValueError("compare to: the viewer has no statistics yet; pin after its first refresh")
+        if source == "stats":
+            return Baseline(
+                "stats",
+                f"\u2265 |\u0394\u2016\u03b8\u2016|/\u2016\u03b8\u2080\u2016 since refresh {refresh} (statistics)",
+                _norms(snap),
+            )
+        if target is None:
+            raise ValueError("compare to arrays: the watched model is gone or not bound now")
+        import jax
+        import jax.numpy as jnp
+        from flax import nnx
+
+        state = nnx.state(target) if isinstance(target, nnx.Module) else target
+        copy = jax.tree.map(lambda x: jnp.array(x, copy=True) if isinstance(x, jax.Array) else x, state)
+        base = Baseline("arrays", "", copy=copy)
+        base.label = (
+            f"\u2016\u03b8\u2212\u03b8\u2080\u2016/\u2016\u03b8\u2080\u2016 since refresh {refresh} "
+            f"(device copy: {_mb(base.device_bytes)})"
+        )
+        return base
+    if isinstance(source, Snapshot):
+        return Baseline(
+            "snapshot", "\u2265 |\u0394\u2016\u03b8\u2016|/\u2016\u03b8\u2080\u2016 against a snapshot", _norms(source)
+        )
+    if isinstance(source, (str, os.PathLike)):
+        base = snapshot(source)  # a checkpoint: its statistics streamed once (CheckpointError: one line)
+        return Baseline(
+            "checkpoint",
+            f"\u2265 |\u0394\u2016\u03b8\u2016|/\u2016\u03b8\u2080\u2016 against {os.fspath(source)}",
+            _norms(base),
+        )
+    raise TypeError(
+        f"compare_to: expected 'stats', 'arrays', a Snapshot or a checkpoint path, not {type(source).__name__}"
+    )
+
+
+def since_message(baseline: Baseline | None, watcher: Any) -> dict:
+    """The "since" message for the browser: per row its change (None: none), the baseline's label."""
+    snap = watcher.snapshot
+    if baseline is None or snap is None:
+        return {"type": "since", "values": None, "baseline": None}
+    try:
+        values = baseline.since(snap, watcher.target if baseline.kind == "arrays" else None)
+        problem = None
+    except Exception as e:  # noqa: BLE001 - boundary: a refresh must not raise; the control says why
+        _log.warning("nnx_lab: the change since the baseline was not computed", exc_info=True)
+        values, problem = [None] * len(snap.rows), f"not computed: {type(e).__name__}: {first_line(str(e))}"
+    return {
+        "type": "since",
+        "refresh": watcher.refreshes,
+        "rows": len(values),
+        "values": values,
+        "baseline": baseline.to_dict(),
+        "problem": problem,
+    }
+
+
+def describe_problem(e: BaseException) -> str:
+    return f"compare to: {first_line(str(e))}"

@@ -1,0 +1,81 @@
+"""The viewer's *compare to* control: pinned statistics (free), a device copy (the true change, its
+bytes said), a checkpoint path; the "since" message each refresh; bad sources said in one line."""
+
+from __future__ import annotations
+
+import pytest
+from flax import nnx
+
+import nnx_lab
+
+
+class Capture:
+    def __init__(self, viewer):
+        self.sent = []
+        viewer.send = lambda msg, buffers=None: self.sent.append(msg)
+
+    def since(self):
+        return [m for m in self.sent if m.get("type") == "since"][-1]
+
+
+def paths(viewer):
+    return [r.path_text for r in viewer.last_snapshot.rows]
+
+
+def test_pinned_statistics_give_a_lower_bound_of_the_change():
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    viewer = nnx_lab.watch(model, display=False)
+    sent = Capture(viewer)
+    viewer.compare_to("stats")
+    first = sent.since()
+    assert first["values"] == [0.0, 0.0] and first["baseline"]["kind"] == "stats"
+    assert first["baseline"]["device_bytes"] == 0  # host numbers only
+    model.kernel[...] = model.kernel[...] * 1.5
+    viewer.refresh()
+    viewer.last_snapshot
+    values = dict(zip(paths(viewer), sent.since()["values"]))
+    assert values["kernel"] == pytest.approx(0.5, rel=1e-3) and values["bias"] == 0.0
+    viewer.compare_to(None)
+    assert sent.since()["values"] is None
+    viewer.close()
+
+
+def test_a_device_copy_gives_the_true_change_and_says_its_bytes():
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    viewer = nnx_lab.watch(model, display=False)
+    sent = Capture(viewer)
+    viewer.compare_to("arrays")
+    b = sent.since()["baseline"]
+    assert b["kind"] == "arrays" and b["device_bytes"] == 36 and "device copy: 36 B" in b["label"]
+    # A rotation at constant norm: the statistics' bound sees nothing, the copy sees it all.
+    model.kernel[...] = -model.kernel[...]
+    viewer.refresh()
+    viewer.last_snapshot
+    values = dict(zip(paths(viewer), sent.since()["values"]))
+    assert values["kernel"] == pytest.approx(2.0, rel=1e-5)
+    viewer.close()
+
+
+def test_a_checkpoint_path_as_the_baseline(tmp_path):
+    ocp = pytest.importorskip("orbax.checkpoint")
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    checkpointer = ocp.StandardCheckpointer()
+    checkpointer.save(tmp_path / "ckpt", nnx.state(model))
+    checkpointer.wait_until_finished()
+    viewer = nnx_lab.watch(model, display=False)
+    sent = Capture(viewer)
+    viewer.compare_to(str(tmp_path / "ckpt"))
+    assert sent.since()["baseline"]["kind"] == "checkpoint"
+    assert sent.since()["values"] == [pytest.approx(0.0, abs=1e-6)] * 2
+    viewer.close()
+
+
+def test_bad_sources_are_one_line_acks():
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    viewer = nnx_lab.watch(model, display=False)
+    reply = viewer._compare_to_request({"type": "compare_to", "source": "path", "path": "/no/such/dir"}, None)
+    assert reply["state"] == "error" and "not a directory" in reply["message"] and "\n" not in reply["message"]
+    with pytest.raises(TypeError, match="expected 'stats', 'arrays'"):
+        viewer.compare_to(42)
+    assert viewer._compare_to_request({"type": "compare_to", "source": "none"}, None) == {"state": "done"}
+    viewer.close()
