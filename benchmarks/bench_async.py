@@ -35,7 +35,7 @@ from bench_live import loss_fn, train_step  # the same step: nnx.jit, value_and_
 from flax import nnx
 
 import nnx_lab
-from nnx_lab.core.snapshot import _programs as stats_programs  # to wait for the statistics program
+from nnx_lab.core.stats import _programs as stats_programs  # to wait for the statistics program
 
 
 @nnx.jit

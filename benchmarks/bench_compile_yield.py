@@ -31,7 +31,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import models  # noqa: E402
 
-from nnx_lab.core.snapshot import _kernels, _programs  # noqa: E402
+from nnx_lab.core.stats import _kernels, _programs  # noqa: E402
 
 
 def user_lowered(salt: float = 0.0):

@@ -63,7 +63,7 @@ class Deep(nnx.Module):
 out = {}
 t = time.perf_counter(); model = Deep(n // 4); out["build_s"] = time.perf_counter() - t
 import nnx_lab
-from nnx_lab.core.snapshot import _programs as stats_programs
+from nnx_lab.core.stats import _programs as stats_programs
 # Imported before the clock starts, as treescope is (this machine sets PYTHONDONTWRITEBYTECODE, so
 # every import compiles its source, which a user's installed package does not).
 nnx_lab.snapshot, nnx_lab.watch

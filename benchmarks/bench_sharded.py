@@ -26,8 +26,8 @@ SCRIPT = textwrap.dedent("""
     import sys, time
     import jax, jax.numpy as jnp, numpy as np
     from jax.sharding import NamedSharding, PartitionSpec as P
-    from nnx_lab.core.snapshot import _programs
-    from nnx_lab.core.snapshot._watch import Watcher
+    from nnx_lab.core.stats import _programs
+    from nnx_lab.core.watcher import Watcher
 
     n, devices = int(sys.argv[1]), jax.device_count()
     mesh = jax.make_mesh((1, devices), ("batch", "model"))

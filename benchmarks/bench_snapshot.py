@@ -29,8 +29,8 @@ import treescope
 from flax import nnx
 
 import nnx_lab
-from nnx_lab.core.snapshot import _programs as stats_programs  # to wait for the viewer's program
-from nnx_lab.core.snapshot import _stats as stats_lib  # to count the exact kernels' fallbacks
+from nnx_lab.core.stats import _programs as stats_programs  # to wait for the viewer's program
+from nnx_lab.core.stats import _stats as stats_lib  # to count the exact kernels' fallbacks
 
 
 class Block(nnx.Module):

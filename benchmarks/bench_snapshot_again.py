@@ -16,8 +16,8 @@ import time
 from flax import nnx
 
 import nnx_lab
-from nnx_lab.core.snapshot import _programs
-from nnx_lab.core.snapshot._watch import Watcher
+from nnx_lab.core.stats import _programs
+from nnx_lab.core.watcher import Watcher
 
 
 class Block(nnx.Module):

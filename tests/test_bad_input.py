@@ -31,7 +31,7 @@ def ip(ip, model):
 def test_watch_refuses_rates_that_stop_the_throttle(model, rate):
     with pytest.raises(ValueError, match=r"max_rate .* must be a number in \(0, 100\]"):
         nnx_lab.watch(model, max_rate=rate, display=False)
-    from nnx_lab.core.snapshot import Watcher
+    from nnx_lab.core.watcher import Watcher
 
     with pytest.raises(ValueError, match=r"budget .* must be a number in \(0, 1\]"):
         Watcher(model, budget=rate)
@@ -62,7 +62,7 @@ def test_nnx_capture_bins_are_bounded(ip, model, bins):
 
 
 def test_histogram_api_bins_are_bounded():
-    from nnx_lab.core.snapshot import histograms_dispatch
+    from nnx_lab.core.stats import histograms_dispatch
 
     for bins in (0, 10**8, 2.5, math.nan):
         with pytest.raises(ValueError, match=r"bins must be an integer in \[1, 1024\]"):

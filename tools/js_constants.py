@@ -25,7 +25,8 @@ TARGET = REPO / "js" / "src" / "shared" / "constants.js"
 def constants() -> dict:
     sys.path.insert(0, str(REPO))
     from nnx_lab.core import render
-    from nnx_lab.core.snapshot import HISTORY_STATS, STAT_NAMES
+    from nnx_lab.core.live import HISTORY_STATS
+    from nnx_lab.core.stats import STAT_NAMES
 
     return {
         "DIGITS": render.DIGITS,

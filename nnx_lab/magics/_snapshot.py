@@ -133,7 +133,8 @@ def nnx_watch(self: Any, line: str) -> None:
         else check_option(args.rate, "--rate (refreshes per second)", 0, MAX_RATE, low_open=True)
     )
     from ..core._util import a_kind, is_dotted_name
-    from ..core.snapshot import LayerError, NameTarget, parse_layer_option, watch_target
+    from ..core.live import NameTarget, watch_target
+    from ..core.snapshot import LayerError, parse_layer_option
     from ..widgets.viewer import StateViewer
 
     if isinstance(obj, (str, os.PathLike)):  # '%nnx_watch "ckpt/step_10"': the checkpoint's static table

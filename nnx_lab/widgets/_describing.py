@@ -10,7 +10,8 @@ import time
 from typing import Any, Callable
 
 from ..core._util import first_line, one_line
-from ..core.snapshot import LayerError, Throttle, parse_layers, stacked_modules
+from ..core.live import Throttle
+from ..core.snapshot import LayerError, parse_layers, stacked_modules
 
 
 class Descriptions:

@@ -25,8 +25,8 @@ from ..core import compat
 from ..core._util import first_line, message_id, one_line, when_ready
 from ..core.capture import CaptureToggles, Modules, caller_namespace, intermediate_grads, module_tree
 from ..core.graph import path_text
+from ..core.live import Throttle
 from ..core.render import pre_html
-from ..core.snapshot import Throttle
 from ._base import ANY, STATIC, Widget, background_unsupported, command
 from ._describing import Descriptions, LayerAxes, as_float
 

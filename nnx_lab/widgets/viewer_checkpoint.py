@@ -19,7 +19,8 @@ import traitlets
 
 from ..core._util import first_line, is_dotted_name, start_thread
 from ..core.render import html_table, summary_line
-from ..core.snapshot import STAT_NAMES, Snapshot, snapshot
+from ..core.snapshot import Snapshot, snapshot
+from ..core.stats import STAT_NAMES
 from ._base import STATIC, Widget, background_unsupported, command
 
 __all__ = ["CheckpointViewer", "checkpoint_path", "notebook_namespace"]
@@ -163,6 +164,13 @@ class CheckpointViewer(Widget):
             self._reader = start_thread(self.refresh, "nnx_lab-checkpoint")
         else:
             self.refresh()
+
+    @command("compare_to")
+    def _compare_to_request(self, content: dict, _buffers: Any) -> dict:
+        return {
+            "state": "error",
+            "message": "compare to: a checkpoint's table does not train; nnx_lab.compare(path, model) compares it",
+        }
 
     # -- what a saved notebook shows without a kernel ----------------------------------------
     def _fallback(self) -> tuple[str, str]:

@@ -13,7 +13,8 @@ import pytest
 from flax import nnx
 
 from nnx_lab.core import compat
-from nnx_lab.core.snapshot import PendingSnapshot, Watcher
+from nnx_lab.core.snapshot import PendingSnapshot
+from nnx_lab.core.watcher import Watcher
 
 
 class Holder(nnx.Module):

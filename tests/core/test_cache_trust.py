@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from test_executables import COUNT_COMPILES, PROGRAM_SESSION, SESSION, session
 
-from nnx_lab.core.snapshot import _cache_store, _executables, compute_stats
-from nnx_lab.core.snapshot._kernels import float_kernel, int_kernel
+from nnx_lab.core.stats import _cache_store, _executables, compute_stats
+from nnx_lab.core.stats._kernels import float_kernel, int_kernel
 
 
 class Planted:

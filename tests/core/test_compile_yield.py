@@ -10,8 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nnx_lab.core.snapshot import _kernels
-from nnx_lab.core.snapshot._kernels import compile_lowered, in_background, others_compiling
+from nnx_lab.core.stats import _kernels
+from nnx_lab.core.stats._kernels import compile_lowered, in_background, others_compiling
 
 
 class Recording:

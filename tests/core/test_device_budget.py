@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import pytest
 from flax import nnx
 
-from nnx_lab.core.snapshot import Watcher
+from nnx_lab.core.watcher import Watcher
 
 
 def test_a_waited_refresh_measures_the_device_and_the_interval_counts_it():

@@ -9,14 +9,14 @@ import sys
 import jax.numpy as jnp
 import numpy as np
 
-from nnx_lab.core.snapshot import _executables, compute_stats
-from nnx_lab.core.snapshot._kernels import float_kernel
+from nnx_lab.core.stats import _executables, compute_stats
+from nnx_lab.core.stats._kernels import float_kernel
 
 SESSION = r"""
 import json, sys
 import jax.numpy as jnp
-from nnx_lab.core.snapshot import compute_stats, _executables
-from nnx_lab.core.snapshot._kernels import KERNELS
+from nnx_lab.core.stats import compute_stats, _executables
+from nnx_lab.core.stats._kernels import KERNELS
 x = jnp.arange(12.0).reshape(3, 4) / 7
 y = jnp.arange(5, dtype=jnp.int32)
 stats = compute_stats([x, y])
@@ -74,7 +74,7 @@ def test_turned_off_nothing_is_written(tmp_path, monkeypatch):
 
 # Counts nnx_lab's compiles through the disk cache (loading an executable is not one).
 COUNT_COMPILES = r"""
-from nnx_lab.core.snapshot import _executables
+from nnx_lab.core.stats import _executables
 compiles = []
 real = _executables.compile_lowered
 _executables.compile_lowered = lambda lowered, options: compiles.append(1) or real(lowered, options)
@@ -86,7 +86,8 @@ PROGRAM_SESSION = (
 import json, time
 import jax.numpy as jnp
 from flax import nnx
-from nnx_lab.core.snapshot import Watcher, _programs
+from nnx_lab.core.watcher import Watcher
+from nnx_lab.core.stats import _programs
 
 class Net(nnx.Module):
     def __init__(self):
@@ -124,7 +125,9 @@ import json, time
 import jax, jax.numpy as jnp
 from flax import nnx
 from nnx_lab.core import compat
-from nnx_lab.core.snapshot import STAT_NAMES, UPDATE, Watcher, _programs
+from nnx_lab.core.stats import STAT_NAMES, _programs
+from nnx_lab.core.training import UPDATE
+from nnx_lab.core.watcher import Watcher
 
 class Holder(nnx.Module):
     def __init__(self):

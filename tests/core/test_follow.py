@@ -11,7 +11,9 @@ import pytest
 from flax import nnx
 
 import nnx_lab
-from nnx_lab.core.snapshot import STAT_NAMES, NameTarget, Watcher
+from nnx_lab.core.live import NameTarget
+from nnx_lab.core.stats import STAT_NAMES
+from nnx_lab.core.watcher import Watcher
 
 MEAN, NORM, MAX = (STAT_NAMES.index(s) for s in ("mean", "norm", "max"))
 

@@ -11,7 +11,9 @@ from flax import nnx
 
 import nnx_lab
 from nnx_lab.core import compat
-from nnx_lab.core.snapshot import GRAD, STAT_NAMES, Watcher
+from nnx_lab.core.stats import STAT_NAMES
+from nnx_lab.core.training import GRAD
+from nnx_lab.core.watcher import Watcher
 
 pytestmark = pytest.mark.skipif(
     compat.HIJAX_VARIABLE is None or not hasattr(nnx, "var_defaults"),

@@ -12,11 +12,12 @@ import pytest
 from flax import nnx
 
 from nnx_lab.core import compat
-from nnx_lab.core.snapshot import PendingSnapshot, Watcher, snapshot
-from nnx_lab.core.snapshot import _programs as programs
-from nnx_lab.core.snapshot import _stats as stats_lib
+from nnx_lab.core.snapshot import PendingSnapshot, snapshot
 from nnx_lab.core.snapshot._layers import LayerError
 from nnx_lab.core.snapshot._structure import StructureCache
+from nnx_lab.core.stats import _programs as programs
+from nnx_lab.core.stats import _stats as stats_lib
+from nnx_lab.core.watcher import Watcher
 
 RNG = np.random.default_rng(3)
 
@@ -251,7 +252,7 @@ def test_the_nan_alert_counts_a_stacked_variable_once_and_names_it():
 
 
 def test_a_followed_name_gets_its_layers_checked_now_and_expanded_at_every_refresh():
-    from nnx_lab.core.snapshot import NameTarget
+    from nnx_lab.core.live import NameTarget
 
     namespace = {"model": vmapped(metadata=False)}
     with pytest.raises(LayerError, match="no axis 5"):

@@ -18,7 +18,7 @@ SCRIPT = textwrap.dedent("""
     from IPython.testing.globalipapp import start_ipython
     import nnx_lab
     from nnx_lab.core import compat
-    from nnx_lab.core.snapshot import compute_stats
+    from nnx_lab.core.stats import compute_stats
 
     out = {"stats": [], "rows": {}}
     rng = np.random.default_rng(0)

@@ -12,10 +12,11 @@ import pytest
 from flax import nnx
 
 from nnx_lab.core import compat
-from nnx_lab.core.snapshot import PendingSnapshot, Watcher
-from nnx_lab.core.snapshot import _kernels as kernels
-from nnx_lab.core.snapshot import _programs as programs
-from nnx_lab.core.snapshot import _stats as stats_lib
+from nnx_lab.core.snapshot import PendingSnapshot
+from nnx_lab.core.stats import _kernels as kernels
+from nnx_lab.core.stats import _programs as programs
+from nnx_lab.core.stats import _stats as stats_lib
+from nnx_lab.core.watcher import Watcher
 
 RNG = np.random.default_rng(11)
 
@@ -185,8 +186,9 @@ def test_one_reduction_reads_the_array():
 X64_SCRIPT = """
 import json, jax, jax.numpy as jnp, numpy as np
 from flax import nnx
-from nnx_lab.core.snapshot import PendingSnapshot, Watcher
-from nnx_lab.core.snapshot import _stats as stats_lib
+from nnx_lab.core.snapshot import PendingSnapshot
+from nnx_lab.core.watcher import Watcher
+from nnx_lab.core.stats import _stats as stats_lib
 called = []
 real = stats_lib._call
 stats_lib._call = lambda k, x: called.append(k) or real(k, x)
@@ -227,8 +229,9 @@ SHARDED_SCRIPT = """
 import json, time, jax, jax.numpy as jnp, numpy as np
 from jax.sharding import NamedSharding, PartitionSpec as P
 from flax import nnx
-from nnx_lab.core.snapshot import PendingSnapshot, Watcher
-from nnx_lab.core.snapshot import _programs as programs
+from nnx_lab.core.snapshot import PendingSnapshot
+from nnx_lab.core.watcher import Watcher
+from nnx_lab.core.stats import _programs as programs
 s = NamedSharding(jax.make_mesh((4,), ("d",)), P("d"))
 class M(nnx.Module):
     def __init__(self):

@@ -9,7 +9,9 @@ from flax import nnx
 from unchanged import assert_unchanged, frozen
 
 from nnx_lab.core import compat
-from nnx_lab.core.snapshot import ScalarStore, Watcher, _scalars, snapshot
+from nnx_lab.core.snapshot import snapshot
+from nnx_lab.core.training import ScalarStore, _scalars
+from nnx_lab.core.watcher import Watcher
 
 
 class Holder(nnx.Module):
@@ -235,7 +237,7 @@ def test_a_nan_loss_comes_before_the_parameters_it_spoiled():
 
 def test_the_alert_takes_whatever_rows_the_snapshot_has():
     """Rows of any kind (here a plain dict standing for gradients or optimizer state) are named by path."""
-    from nnx_lab.core.snapshot import NonfiniteAlert
+    from nnx_lab.core.training import NonfiniteAlert
 
     alert = NonfiniteAlert()
     grads = {"grads": {"blocks": [{"w": jnp.zeros(2)}, {"w": jnp.array([1.0, jnp.nan])}]}}
@@ -245,7 +247,7 @@ def test_the_alert_takes_whatever_rows_the_snapshot_has():
 
 
 def test_a_nan_seen_before_any_tick_names_the_refresh_only():
-    from nnx_lab.core.snapshot import NonfiniteAlert
+    from nnx_lab.core.training import NonfiniteAlert
 
     alert = NonfiniteAlert()
     alert.observe(snapshot({"w": jnp.array([jnp.inf, 1.0])}), refresh=1234, step=0)

@@ -9,7 +9,9 @@ import pytest
 from flax import nnx
 
 from nnx_lab.core import compat
-from nnx_lab.core.snapshot import GRAD, STAT_NAMES, Watcher, leaf_paths
+from nnx_lab.core.stats import STAT_NAMES
+from nnx_lab.core.training import GRAD, leaf_paths
+from nnx_lab.core.watcher import Watcher
 
 NORM = STAT_NAMES.index("norm")
 MEAN = STAT_NAMES.index("mean")

@@ -115,10 +115,10 @@ SHARDS = textwrap.dedent("""
     from jax.sharding import NamedSharding, PartitionSpec as P
     from flax import nnx
     import nnx_lab
-    from nnx_lab.core.snapshot import _programs, _stats
-    from nnx_lab.core.snapshot._kernels import kernel_and_names
-    from nnx_lab.core.snapshot._shards import ShardParts, stacked
-    from nnx_lab.core.snapshot._watch import Watcher
+    from nnx_lab.core.stats import _programs, _stats
+    from nnx_lab.core.stats._kernels import kernel_and_names
+    from nnx_lab.core.stats._shards import ShardParts, stacked
+    from nnx_lab.core.watcher import Watcher
 
     mesh = jax.make_mesh((2, 4), ("data", "model"))
     rng = np.random.default_rng(0)
@@ -196,7 +196,7 @@ HISTOGRAMS = textwrap.dedent("""
     faulthandler.dump_traceback_later(int(sys.argv[1]), exit=True)
     import jax, numpy as np
     from jax.sharding import NamedSharding, PartitionSpec as P
-    from nnx_lab.core.snapshot._histogram import histograms_dispatch, histograms_fetch
+    from nnx_lab.core.stats._histogram import histograms_dispatch, histograms_fetch
     mesh = jax.make_mesh((2,), ("m",))
     xs = [np.random.default_rng(i).normal(size=(64, 8)).astype(np.float32) for i in range(100)]
     hists = histograms_fetch(histograms_dispatch([jax.device_put(x, NamedSharding(mesh, P("m"))) for x in xs], 16))
@@ -207,8 +207,8 @@ CACHED = textwrap.dedent("""
     import json
     import jax, numpy as np
     from jax.sharding import NamedSharding, PartitionSpec as P
-    from nnx_lab.core.snapshot import compute_stats
-    from nnx_lab.core.snapshot._executables import executables_count
+    from nnx_lab.core.stats import compute_stats
+    from nnx_lab.core.stats._executables import executables_count
     x = np.arange(128, dtype=np.float32).reshape(16, 8); x[1, 2] = np.nan
     replicated = jax.device_put(x, NamedSharding(jax.make_mesh((2, 4), ("data", "model")), P()))
     elsewhere = jax.device_put(x, jax.devices()[3])

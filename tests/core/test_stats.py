@@ -11,10 +11,10 @@ from flax import nnx
 
 import nnx_lab
 from nnx_lab.core import compat
-from nnx_lab.core.snapshot import _executables as executables
-from nnx_lab.core.snapshot import _kernels as stats_kernels
-from nnx_lab.core.snapshot import _programs as stats_programs
-from nnx_lab.core.snapshot import _stats as stats_lib
+from nnx_lab.core.stats import _executables as executables
+from nnx_lab.core.stats import _kernels as stats_kernels
+from nnx_lab.core.stats import _programs as stats_programs
+from nnx_lab.core.stats import _stats as stats_lib
 
 
 def numpy_stats(x: np.ndarray) -> dict:
@@ -230,7 +230,7 @@ def test_integers_beyond_2_to_the_24_keep_exact_extremes():
 
 X64_SCRIPT = """
 import jax, jax.numpy as jnp, numpy as np, json
-from nnx_lab.core.snapshot import _stats as stats_lib
+from nnx_lab.core.stats import _stats as stats_lib
 rng = np.random.default_rng(0)
 out = []
 for scale in (1e-300, 1e-200, 1e200, 1e300):

@@ -12,10 +12,11 @@ import pytest
 from flax import nnx
 
 from nnx_lab.core import compat
-from nnx_lab.core.snapshot import PendingSnapshot, Watcher, snapshot
-from nnx_lab.core.snapshot import _programs as programs
-from nnx_lab.core.snapshot import _stats as stats_lib
-from nnx_lab.core.snapshot._kernels import kernel_and_names
+from nnx_lab.core.snapshot import PendingSnapshot, snapshot
+from nnx_lab.core.stats import _programs as programs
+from nnx_lab.core.stats import _stats as stats_lib
+from nnx_lab.core.stats._kernels import kernel_and_names
+from nnx_lab.core.watcher import Watcher
 
 RNG = np.random.default_rng(7)
 

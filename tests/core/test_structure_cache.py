@@ -10,8 +10,9 @@ import optax
 import pytest
 from flax import nnx
 
-from nnx_lab.core.snapshot import PendingSnapshot, Watcher, snapshot
+from nnx_lab.core.snapshot import PendingSnapshot, snapshot
 from nnx_lab.core.snapshot._structure import StructureCache
+from nnx_lab.core.watcher import Watcher
 
 
 class Tied(nnx.Module):

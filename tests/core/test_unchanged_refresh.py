@@ -13,9 +13,11 @@ import pytest
 from flax import nnx
 
 from nnx_lab.core.compat import get_value, set_value
-from nnx_lab.core.snapshot import GRAD, STAT_NAMES, Watcher
-from nnx_lab.core.snapshot._programs import compiling
 from nnx_lab.core.snapshot._snapshot import PendingSnapshot
+from nnx_lab.core.stats import STAT_NAMES
+from nnx_lab.core.stats._programs import compiling
+from nnx_lab.core.training import GRAD
+from nnx_lab.core.watcher import Watcher
 
 MAX = STAT_NAMES.index("max")
 

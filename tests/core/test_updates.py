@@ -8,7 +8,9 @@ import pytest
 from flax import nnx
 
 from nnx_lab.core import compat
-from nnx_lab.core.snapshot import GRAD, STAT_NAMES, UPDATE, Watcher
+from nnx_lab.core.stats import STAT_NAMES
+from nnx_lab.core.training import GRAD, UPDATE
+from nnx_lab.core.watcher import Watcher
 
 NORM = STAT_NAMES.index("norm")
 

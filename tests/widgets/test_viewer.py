@@ -16,7 +16,7 @@ from viewer_wire import Wire
 import nnx_lab
 from nnx_lab._ipython import cell_hooks as live
 from nnx_lab.core import compat
-from nnx_lab.core.snapshot import Watcher
+from nnx_lab.core.watcher import Watcher
 
 
 def small_model():
@@ -51,7 +51,7 @@ def test_track_yields_everything_throttles_and_ends_current():
 
 
 class FakeClock:
-    """Stands in for the ``time`` module inside ``nnx_lab.core.snapshot._watch``: time moves only when told."""
+    """Stands in for the ``time`` module inside ``nnx_lab.core.watcher``: time moves only when told."""
 
     def __init__(self):
         self.now = 1000.0
@@ -73,7 +73,7 @@ class FakeClock:
     ],
 )
 def test_tick_respects_rate_and_cost_budget(monkeypatch, refresh_cost, expected_interval):
-    import nnx_lab.core.snapshot._watch as watch_module
+    import nnx_lab.core.watcher as watch_module
 
     model = small_model()  # held: the watcher alone would let it be collected
     clock = FakeClock()
@@ -98,7 +98,7 @@ def test_tick_respects_rate_and_cost_budget(monkeypatch, refresh_cost, expected_
     monkeypatch.setattr(watch_module, "PendingSnapshot", CostlySnapshot)
     # The throttle alone: no one-launch program, whose compile (real seconds, on a thread) would
     # skip refreshes of this fake-clock loop (tests/core/test_stats_programs.py covers that).
-    from nnx_lab.core.snapshot import _stats
+    from nnx_lab.core.stats import _stats
 
     monkeypatch.setattr(_stats, "program_for", lambda *a, **k: None)
     # updates=False: the update ratio's launch (real CPU time, counted) would blur the fake costs.
@@ -123,7 +123,7 @@ def test_tick_respects_rate_and_cost_budget(monkeypatch, refresh_cost, expected_
 def test_a_failing_refresh_is_a_status_not_an_exception(monkeypatch):
     model = small_model()
     viewer = nnx_lab.watch(model, display=False)
-    import nnx_lab.core.snapshot._watch as watch_module
+    import nnx_lab.core.watcher as watch_module
 
     def broken(*args, **kwargs):
         raise RuntimeError("Array has been deleted with shape=float32[4]\nmore detail")

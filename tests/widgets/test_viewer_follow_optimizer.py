@@ -8,7 +8,8 @@ import pytest
 from IPython.core.error import UsageError
 
 import nnx_lab
-from nnx_lab.core.snapshot import STAT_NAMES, leaf_paths
+from nnx_lab.core.stats import STAT_NAMES
+from nnx_lab.core.training import leaf_paths
 
 NORM = STAT_NAMES.index("norm")
 SETUP = """\

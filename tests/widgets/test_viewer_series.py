@@ -8,7 +8,8 @@ from flax import nnx
 from viewer_wire import Wire
 
 import nnx_lab
-from nnx_lab.core.snapshot import GRAD, STAT_NAMES, leaf_paths
+from nnx_lab.core.stats import STAT_NAMES
+from nnx_lab.core.training import GRAD, leaf_paths
 
 NORM = STAT_NAMES.index("norm")
 

@@ -12,7 +12,7 @@ import pytest
 from flax import nnx
 
 import nnx_lab
-from nnx_lab.core.snapshot import _programs
+from nnx_lab.core.stats import _programs
 
 
 def wait_for_compiles(timeout=120.0):

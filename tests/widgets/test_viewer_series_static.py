@@ -11,7 +11,7 @@ from flax import nnx
 
 import nnx_lab
 from nnx_lab.core.render import format_stat, summary_line, text_table
-from nnx_lab.core.snapshot import leaf_paths
+from nnx_lab.core.training import leaf_paths
 
 EVIL = "<img src=x onerror=alert(1)>"
 

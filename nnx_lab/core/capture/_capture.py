@@ -43,7 +43,7 @@ from flax.nnx import graph as nnx_graph
 from .. import compat
 from .._util import a_kind
 from ..graph import Path, path_text, select_modules, selector, sigint_deferred
-from ..snapshot import DEFAULT_BINS
+from ..stats import DEFAULT_BINS
 from ._arming import (
     ATTR,
     MARKERS,

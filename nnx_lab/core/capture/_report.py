@@ -13,15 +13,8 @@ from flax import nnx
 from .. import compat, render
 from .._util import MAX_BINS, check_number
 from ..graph import Path
-from ..snapshot import (
-    DEFAULT_BINS,
-    LayerError,
-    PendingSnapshot,
-    Snapshot,
-    histograms_dispatch,
-    histograms_fetch,
-    is_ready,
-)
+from ..snapshot import LayerError, PendingSnapshot, Snapshot
+from ..stats import DEFAULT_BINS, histograms_dispatch, histograms_fetch, is_ready
 from ._arming import MARKERS
 from ._types import DEFAULT_TYPES, resolve_types, type_names
 

@@ -29,7 +29,7 @@ from ._format import (
     nonfinite_text,
 )
 
-_GRAD, _UPDATE = "grad", "update"  # the series names of core.snapshot._series (GRAD, UPDATE)
+_GRAD, _UPDATE = "grad", "update"  # the series names of core.training._series (GRAD, UPDATE)
 _UNMATCHED_SHOWN = 20
 
 

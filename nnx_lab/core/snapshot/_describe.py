@@ -12,8 +12,8 @@ import numpy as np
 
 from .._util import safe_repr
 from ..graph import Leaf, Path, path_text
+from ..stats._kernels import is_numeric_dtype
 from ._devices import annotation_check, placement
-from ._kernels import is_numeric_dtype
 
 #: Sharding names that mark a layer axis in flax's metadata (the usual ``nnx.PARTITION_NAME``; see ``_layers``).
 LAYER_NAMES = ("layers",)

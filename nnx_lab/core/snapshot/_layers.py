@@ -12,7 +12,7 @@ The layer axis is never guessed from a shape. It comes from
 
 The child rows (``…kernel[layer 0]``, …) are ordinary rows of the snapshot, marked with their
 parent row (``layer_of``) and layer (``layer``). Their statistics come from the per-array kernels
-mapped over the layer axis (:func:`layered`): one call per stacked Variable, inside the same
+mapped over the layer axis (``core.stats._layered``): one call per stacked Variable, inside the same
 compiled program as every other kernel.
 
 >>> import jax.numpy as jnp
@@ -32,8 +32,6 @@ import dataclasses
 import re
 from typing import Any, Mapping
 
-import jax
-
 from .._util import quote_repr
 from ._describe import LAYER_NAMES, metadata_axis
 from ._structure import describe
@@ -44,8 +42,6 @@ __all__ = [
     "LayerKey",
     "check_layers",
     "expand",
-    "layered",
-    "layered_origin",
     "metadata_axis",
     "parse_layer_option",
     "parse_layers",
@@ -222,30 +218,6 @@ def _expansion(described: Any, spec: tuple) -> tuple | None:
     if len(rows) == len(described.rows) and all(a is b for a, b in zip(rows, described.rows)):
         return None
     return rows, live, take, groups, {}
-
-
-_LAYERED: dict = {}  # (kernel, axis) -> the mapped kernel, compiled once per spec like the kernels
-
-
-def layered(kernel: Any, axis: int) -> Any:
-    """``kernel`` mapped over ``axis``: every result gains a leading layer dimension (None stays None)."""
-    if kernel is None:
-        return None
-    key = (kernel, axis)
-    if key not in _LAYERED:
-        _LAYERED[key] = jax.jit(jax.vmap(kernel, in_axes=axis))
-    return _LAYERED[key]
-
-
-def layered_origin(fn: Any) -> tuple | None:
-    """``(kernel, axis)`` when ``fn`` is a kernel :func:`layered` mapped over a layer axis, else None
-    (its executables are kept on disk under that name: ``_stats._first_call``)."""
-    return next((key for key, mapped in list(_LAYERED.items()) if mapped is fn), None)
-
-
-def layered_cache_size() -> int:
-    """Executables compiled for the layered kernels (part of ``kernel_cache_size``)."""
-    return sum(f._cache_size() for f in list(_LAYERED.values()))
 
 
 def stacked_modules(obj: Any, layers: Any = None) -> tuple:

@@ -10,7 +10,7 @@ import numpy as np
 from .._util import json_key
 from ..graph import Path, path_text
 from ..render import round_significant
-from ._kernels import STAT_NAMES
+from ..stats._kernels import STAT_NAMES
 
 
 class _NodeTable:

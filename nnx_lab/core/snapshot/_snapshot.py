@@ -28,12 +28,12 @@ from .. import render
 from .._util import paused_gc
 from ..graph import Path, path_text
 from ..render import DIGITS, round_significant
+from ..stats._stats import STAT_NAMES, Deferred, PendingStats, StatsError, StatsTable
 from ._describe import STATUSES, Row
 from ._devices import device_summary
 from ._layers import expand as expand_layers
 from ._layers import parse_layers
 from ._payload import stat_columns, structure_payload
-from ._stats import STAT_NAMES, Deferred, PendingStats, StatsError, StatsTable
 from ._structure import StructureCache, describe
 
 #: Significant digits of the statistics sent to the browser (and kept in the history).

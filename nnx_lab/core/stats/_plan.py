@@ -13,7 +13,7 @@ import jax
 import numpy as np
 
 from ._kernels import STAT_NAMES, kernel_and_names
-from ._layers import layered
+from ._layered import layered
 from ._one_pass import PlanHints
 from ._programs import MAX_PROGRAM_ARRAYS, Program, device_groups, structure_key
 from ._shards import ShardParts, Stacked, splits, stacked

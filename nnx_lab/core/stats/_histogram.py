@@ -23,7 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._util import MAX_BINS, check_number
-from ._snapshot import PRECISION, round_significant
+from ..render import DIGITS as PRECISION
+from ..render import round_significant
 from ._stats import is_numeric_dtype
 
 #: Bins of the per-array histogram.

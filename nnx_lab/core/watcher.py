@@ -27,18 +27,18 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import jax
 
-from .._util import one_line, paused_gc, start_thread, when_ready
-from ._alert import NonfiniteAlert
-from ._history import History
-from ._layers import check_layers
-from ._layers import expand as expand_layers
-from ._scalars import ScalarStore
-from ._series import SeriesStore, is_optimizer
-from ._snapshot import PendingSnapshot, Snapshot, Unchanged
-from ._stats import Deferred, kernel_cache_size
-from ._structure import StructureCache
-from ._target import watch_target
-from ._throttle import Throttle
+from ._util import one_line, paused_gc, start_thread, when_ready
+from .live._history import History
+from .live._target import watch_target
+from .live._throttle import Throttle
+from .snapshot._layers import check_layers
+from .snapshot._layers import expand as expand_layers
+from .snapshot._snapshot import PendingSnapshot, Snapshot, Unchanged
+from .snapshot._structure import StructureCache
+from .stats._stats import Deferred, kernel_cache_size
+from .training._alert import NonfiniteAlert
+from .training._scalars import ScalarStore
+from .training._series import SeriesStore, is_optimizer
 
 T = TypeVar("T")
 

@@ -32,7 +32,7 @@ import numpy as np
 from .._util import one_line
 from ._executables import executables_count, loaded_executable, prepare_executable
 from ._kernels import KERNELS, STAT_NAMES, is_numeric_dtype
-from ._layers import layered_cache_size, layered_origin
+from ._layered import layered_cache_size, layered_origin
 from ._one_pass import finish_rows
 from ._plan import LaunchPlan
 from ._programs import COMPILING, Program, program_for, programs_compiled

@@ -29,8 +29,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._util import one_line, start_thread
-from ._executables import compile_program
-from ._kernels import in_background
+from ..stats._executables import compile_program
+from ..stats._kernels import in_background
 
 __all__ = ["DONATED", "UpdateTracker"]
 

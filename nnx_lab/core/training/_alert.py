@@ -29,7 +29,7 @@ import numpy as np
 
 from ..graph import path_text
 from ..render import count_noun
-from ._kernels import STAT_NAMES
+from ..stats._kernels import STAT_NAMES
 
 _COUNTS = [STAT_NAMES.index("nan_count"), STAT_NAMES.index("inf_count")]  # columns of Snapshot.stat_matrix
 

@@ -34,9 +34,9 @@ from flax import nnx
 
 from .._util import one_line
 from ..compat import get_value
-from ._kernels import STAT_NAMES
+from ..live._target import OptimizerSource
+from ..stats._kernels import STAT_NAMES
 from ._series_match import Entry, Layout, array_problem, flat_leaves, leaf_paths
-from ._target import OptimizerSource
 from ._updates import UpdateTracker
 
 __all__ = ["GRAD", "UPDATE", "SeriesColumns", "SeriesStore", "is_optimizer", "leaf_paths"]

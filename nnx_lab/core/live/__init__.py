@@ -1,0 +1,10 @@
+"""What a live view refreshes and how often: its target, resolved at every refresh (``_target.py``:
+an object by weak reference, an ``nnx.split`` pair, or a followed name), the throttle
+(``_throttle.py``) and the history of refreshes (``_history.py``). The :class:`~nnx_lab.core.watcher.Watcher`
+composes these with a snapshot and the training series."""
+
+from ._history import HISTORY_STATS, History
+from ._target import NameTarget, ObjectTarget, PairTarget, Target, watch_target
+from ._throttle import Throttle
+
+__all__ = ["HISTORY_STATS", "History", "NameTarget", "ObjectTarget", "PairTarget", "Target", "Throttle", "watch_target"]
