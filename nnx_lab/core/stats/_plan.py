@@ -12,11 +12,11 @@ from typing import Any, Sequence
 import jax
 import numpy as np
 
-from ._kernels import STAT_NAMES, kernel_and_names
-from ._layered import layered
+from ._kernels import KERNELS, STAT_NAMES, kernel_and_names
+from ._layered import layered, layered_origin
 from ._one_pass import PlanHints
 from ._programs import MAX_PROGRAM_ARRAYS, Program, device_groups, structure_key
-from ._shards import ShardParts, Stacked, splits, stacked
+from ._shards import ShardParts, Stacked, splits, stacked, stacked_origin
 from ._table import StatsError
 
 __all__ = ["LaunchPlan"]
@@ -76,7 +76,7 @@ class LaunchPlan:
             # Several processes must launch the same programs in the same order: a program compiled
             # in the background would be ready on one process before another, so they keep per-array kernels.
             xs = [arrays[i] for i in self.index]
-            spec = lambda m: (id(self.calls[m][1]), xs[m].ndim, xs[m].shape, str(xs[m].dtype))  # noqa: E731
+            spec = lambda m: (kernel_rank(self.calls[m][1]), xs[m].ndim, xs[m].shape, str(xs[m].dtype))  # noqa: E731
             for members in device_groups(xs):  # device arrays only
                 members = sorted(members, key=spec)
                 for start in range(0, len(members), MAX_PROGRAM_ARRAYS):
@@ -102,3 +102,16 @@ class LaunchPlan:
             chunk = self.chunks[c][0]
             self._owners[c] = np.repeat(np.asarray(chunk, np.intp), [self.counts[m] for m in chunk])
         return self._owners[c]
+
+
+def kernel_rank(kernel: Any) -> str:
+    """Where ``kernel`` sorts among a chunk's arrays: the same in every process. (Its ``id`` is a
+    memory address: sorting by it ordered a chunk's arrays differently from one session to the next,
+    so the program's text, and with it its key in the disk cache, changed and a later session
+    compiled the program again instead of loading it.)"""
+    for origin, how in ((layered_origin(kernel), "layers"), (stacked_origin(kernel), "shards")):
+        if origin is not None:
+            return f"{kernel_rank(origin[0])} {how} {origin[1]!r}"
+    if kernel in KERNELS:
+        return f"{KERNELS.index(kernel):03d}"
+    return f"~{getattr(kernel, '__module__', '')}.{getattr(kernel, '__qualname__', type(kernel).__name__)}"
