@@ -95,8 +95,8 @@ _LAZY = {
     "ViewPanel": "widgets.views",
     "compare": "widgets.compare",  # core.compare's, with the widget as a Comparison's display in a kernel
     "Comparison": "widgets.compare",
-    "summary": "core.summary",
-    "Summary": "core.summary",
+    "summary": "widgets.summary",  # core.summary's, with the widget as a Summary's display in a kernel
+    "Summary": "widgets.summary",
 }
 
 
