@@ -5,6 +5,9 @@ The peak-memory line needs one compile of the whole program (:mod:`nnx_lab.core.
 shown, the widget lists the rows at once and compiles on a background thread, then updates its
 header and its saved HTML. Where a kernel cannot deliver updates from a thread (ipykernel < 6,
 Colab) it compiles after the cell instead, on the main thread.
+
+Importing this module makes a :class:`Summary` displayed in a Jupyter kernel show this widget
+(``nnx_lab.summary`` is imported from here); elsewhere it stays text and static HTML.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ from typing import Any
 import traitlets
 
 from .._ipython import cell_hooks
-from ..core.summary import Summary
-from ..core.summary._data import _bytes, _count, _params
+from ..core.summary import Summary, summary
+from ..core.summary._data import DISPLAY_HOOKS, _bytes, _count, _params
 from ._base import STATIC, Widget, background_unsupported
+
+__all__ = ["Summary", "SummaryView", "display_summary", "summary"]
 
 _log = logging.getLogger("nnx_lab")
 
@@ -129,3 +134,12 @@ def display_summary(summary: Summary) -> None:
         except Exception:  # a boundary: a front end that cannot make widgets still gets the summary
             _log.exception("nnx_lab: the summary widget could not be shown; showing the static table")
     display({"text/plain": str(summary), "text/html": summary.to_html()}, raw=True)
+
+
+def _display_hook(s: Summary) -> Any:
+    """Summary's IPython display in a Jupyter kernel (the widget), None elsewhere."""
+    return (lambda: display_summary(s)) if in_kernel() else None
+
+
+if _display_hook not in DISPLAY_HOOKS:
+    DISPLAY_HOOKS.append(_display_hook)

@@ -95,3 +95,16 @@ def test_to_pandas():
     assert int(frame["flops"].iloc[0]) == s.flops
     assert int(frame.loc[frame["path"] == "conv1", "params"].iloc[0]) == 3 * 3 * 1 * 8 + 8
     assert frame["flops"].sort_values(ascending=False).index[0] == 0  # the model's row costs the most
+
+
+def test_ipython_display_is_the_widget_only_in_a_kernel(monkeypatch):
+    import nnx_lab
+    import nnx_lab.widgets.summary as module
+
+    s = nnx_lab.summary(*zoo.model("mlp"), memory=False)
+    assert s._ipython_display_ is None  # no kernel here: IPython shows _repr_html_ / text
+    shown = []
+    monkeypatch.setattr(module, "in_kernel", lambda: True)
+    monkeypatch.setattr(module, "display_summary", shown.append)
+    s._ipython_display_()
+    assert shown == [s]

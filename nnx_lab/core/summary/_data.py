@@ -11,6 +11,10 @@ import numpy as np
 
 from ._memory import NOT_COMPUTED, PENDING
 
+#: Functions ``(summary) -> zero-argument callable that displays it | None``, asked when IPython
+#: displays a Summary (``nnx_lab.widgets.summary`` adds the widget's): core stays free of widgets.
+DISPLAY_HOOKS: list = []
+
 
 class SummaryError(ValueError):
     """A summary that cannot be made, said in one line (IPython shows it without a traceback)."""
@@ -188,11 +192,15 @@ class Summary:
     def _repr_html_(self) -> str:
         return self.to_html()
 
-    def _ipython_display_(self) -> None:
-        """In a Jupyter kernel the widget (its text and HTML kept for the saved notebook), else the text."""
-        from ...widgets.summary import display_summary  # the widget layer, imported only to display
-
-        display_summary(self)
+    @property
+    def _ipython_display_(self) -> Any:
+        """What a display hook offers (the widget in a Jupyter kernel: ``nnx_lab.widgets.summary`` adds
+        it), else None: IPython then shows ``_repr_html_`` and ``__repr__`` as usual."""
+        for hook in DISPLAY_HOOKS:
+            show = hook(self)
+            if show is not None:
+                return show
+        return None
 
     def to_html(self, wait: bool = True) -> str:
         """Static HTML (every string escaped) that a saved notebook keeps; ``wait`` as in :meth:`header_lines`."""
