@@ -31,6 +31,7 @@ BUNDLES = {
     "nnx_lab/static/views.js": "nnx-lab-views",
     "nnx_lab/static/capture.js": "nnx-lab-capture",
     "nnx_lab/static/compare.js": "nnx-lab-compare",
+    "nnx_lab/static/summary.js": "nnx-lab-summary-view",
 }
 
 
