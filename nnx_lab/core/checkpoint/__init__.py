@@ -2,8 +2,10 @@
 
 - :func:`read_tree` (``_metadata.py``): each array's path (as in the model), shape, dtype, sharding,
   and the directory's bytes on disk; :class:`CheckpointError` for a path that is not a checkpoint.
-- :func:`open_array` / :func:`read_blocks` (``_stream.py``): tensorstore reads of at most
-  ``chunk_bytes`` (:data:`CHUNK_BYTES`) with one read in flight: bounded host memory.
+- :func:`open_array` / :func:`read_blocks` (``_stream.py``): tensorstore reads of whole stored chunks,
+  a few in flight, within ``3 * max(chunk_bytes, stored chunk)`` (:data:`CHUNK_BYTES`): bounded host memory.
+- :class:`Progress` / :class:`NotebookProgress` (``_progress.py``): ``checkpoint_rows(progress=...)``'s
+  reports while statistics stream; a notebook line updated in place by default.
 - :func:`checkpoint_rows` (``_snapshot.py``): the rows ``nnx_lab.snapshot("path")`` shows (as plain
   data: ``core.snapshot`` builds its Snapshot from them; this package does not import it).
 """
@@ -15,11 +17,13 @@ from ._metadata import (
     is_checkpoint_path,
     read_tree,
 )
+from ._progress import NotebookProgress, Progress
 from ._snapshot import CheckpointRows, array_stats, checkpoint_rows
-from ._stream import CHUNK_BYTES, blocks, open_array, read_blocks
+from ._stream import CHUNK_BYTES, MAX_IN_FLIGHT, blocks, open_array, read_blocks, read_plan
 
 __all__ = [
     "CHUNK_BYTES",
+    "MAX_IN_FLIGHT",
     "CheckpointEntry",
     "CheckpointError",
     "CheckpointTree",
@@ -28,7 +32,10 @@ __all__ = [
     "blocks",
     "checkpoint_rows",
     "is_checkpoint_path",
+    "NotebookProgress",
     "open_array",
+    "Progress",
     "read_blocks",
+    "read_plan",
     "read_tree",
 ]

@@ -18,8 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from .._fastmath import ReductionJit
 from .._util import first_line
 from ._metadata import CheckpointEntry, CheckpointTree, read_tree
+from ._progress import Progress, auto_progress
 from ._stream import CHUNK_BYTES, open_array, read_blocks
 
 __all__ = ["CheckpointRows", "array_stats", "checkpoint_rows"]
@@ -31,7 +33,6 @@ _block_kernel = None
 def _kernel():
     global _block_kernel
     if _block_kernel is None:
-        import jax
         import jax.numpy as jnp
         from jax import lax
 
@@ -47,7 +48,6 @@ def _kernel():
                 p[7] + q[7],
             )
 
-        @jax.jit
         def block(x):
             """One pass (XLA's variadic reduce over runs of at most 4096 elements, then the runs'
             partials): finite count, sums about a shift (the first element, so that a large mean does
@@ -92,7 +92,7 @@ def _kernel():
             ints = jnp.stack([n, p[5].sum(), p[6].sum(), p[7].sum()]).astype(jnp.int32)
             return floats, ints
 
-        _block_kernel = block
+        _block_kernel = ReductionJit(block)  # block(platform, x): vectorized on CPU too (core._fastmath)
     return _block_kernel
 
 
@@ -106,12 +106,13 @@ def array_stats(
     import jax
 
     kernel = _kernel()
+    platform = jax.devices()[0].platform  # a numpy block goes to the default device
     itemsize = np.dtype(entry.dtype).itemsize
     n = mean = m2 = 0.0
     mn, mx = math.inf, -math.inf
     nan = inf = zeros = 0
     for _, block in read_blocks(arr, entry.shape, itemsize, chunk_bytes, entry.chunk_shape):
-        floats, ints = jax.device_get(kernel(block))
+        floats, ints = jax.device_get(kernel(platform, block))
         bn, bnan, binf, bzero = (int(v) for v in ints)
         bmean, bm2, bmin, bmax = (float(v) for v in floats)
         if bn:  # Chan et al.: combine two (count, mean, M2) partials without cancellation
@@ -185,11 +186,13 @@ def checkpoint_rows(
     stats: bool = True,
     layers: Any = None,
     chunk_bytes: int = CHUNK_BYTES,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[Progress], None] | bool | None = None,
 ) -> CheckpointRows:
     """The rows of an Orbax checkpoint directory (see the module): what ``snapshot(path)`` shows.
 
-    ``progress(bytes_read, bytes_total)`` is called after each block while statistics stream.
+    ``progress(Progress)`` is called after each block while statistics stream and once at the end
+    (``Progress.done``); ``None`` shows a line updated in place when in a notebook and streaming
+    lasts (``_progress.py``), ``False`` nothing.
     """
     if layers:
         raise TypeError(
@@ -197,14 +200,24 @@ def checkpoint_rows(
             "snapshot the restored model instead"
         )
     start = time.perf_counter()
+    report = [auto_progress(progress)]
     tree: CheckpointTree = read_tree(path)
-    total = sum(e.nbytes or 0 for e in tree.entries)
-    done = [0]
+    streamed = [e for e in tree.entries if stats and e.note is None and _numeric(e.dtype)]
+    total = sum(e.nbytes or 0 for e in streamed)
+    done = [0, 0]  # bytes, arrays
+
+    def tell(finished: bool = False) -> None:
+        if report[0] is None:
+            return
+        try:
+            report[0](Progress(done[1], len(streamed), done[0], total, time.perf_counter() - start, finished))
+        except Exception:  # noqa: BLE001 - boundary: a failing display must not mark the array corrupt
+            _log.warning("nnx_lab: the checkpoint progress display failed; no more progress shown", exc_info=True)
+            report[0] = None
 
     def tick(nbytes: int) -> None:
         done[0] += nbytes
-        if progress is not None:
-            progress(done[0], total)
+        tell()
 
     rows = []
     for entry in tree.entries:
@@ -234,6 +247,9 @@ def checkpoint_rows(
                         f"missing or corrupt data: {type(e).__name__}: {first_line(str(e), 200)}",
                     )
                 )
+            done[1] += 1
+    if streamed:
+        tell(finished=True)
     totals = {
         "Array": {
             "count": len(rows),

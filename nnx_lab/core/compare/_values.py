@@ -10,7 +10,6 @@ group: no array comes to the host. A checkpoint's arrays are streamed block by b
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -18,6 +17,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 from jax import lax
+
+from .._fastmath import ReductionJit
 
 __all__ = ["FLOATS", "INTS", "Partials", "device_partials", "stream_partials"]
 
@@ -37,6 +38,8 @@ class Partials:
             [int(v) for v in ints],
             int(size),
         )
+        if math.isnan(self.floats[0]):  # a NaN difference: max |a-b| is NaN (a CPU max may skip it: _fastmath)
+            self.floats[4] = math.nan
 
     @classmethod
     def empty(cls) -> Partials:
@@ -130,11 +133,14 @@ def _pair(a, b, axis, tol):
     return floats, ints
 
 
-@functools.partial(jax.jit, static_argnums=(2,))
-def _program(a_arrays, b_arrays, axes, tol):
+def _program_fn(a_arrays, b_arrays, axes, tol):
     """Every pair of a device group in one program; rows concatenated in order."""
     outs = [_pair(a, b, axis, tol) for a, b, axis in zip(a_arrays, b_arrays, axes)]
     return jnp.concatenate([f for f, _ in outs]), jnp.concatenate([i for _, i in outs])
+
+
+#: ``_program(platform, a_arrays, b_arrays, axes, tol)``: vectorized on CPU too (see ``core._fastmath``)
+_program = ReductionJit(_program_fn, static_argnums=(2,))
 
 
 def _placed(a: Any, b: Any) -> tuple[Any, Any]:
@@ -172,7 +178,8 @@ def device_partials(pairs: Sequence[tuple[Any, Any, int | None]], tol: float) ->
         a_arrays = tuple(placed[k][0] for k in members)
         b_arrays = tuple(placed[k][1] for k in members)
         axes = tuple(placed[k][2] for k in members)
-        launched.append((members, _program(a_arrays, b_arrays, axes, jnp.float32(tol))))
+        platform = next(iter(a_arrays[0].sharding.device_set)).platform
+        launched.append((members, _program(platform, a_arrays, b_arrays, axes, jnp.float32(tol))))
     for members, result in launched:
         floats, ints = jax.device_get(result)
         row = 0
@@ -185,9 +192,11 @@ def device_partials(pairs: Sequence[tuple[Any, Any, int | None]], tol: float) ->
     return out
 
 
-@jax.jit
-def _block(a, b, tol):
-    return _pair(a, b, None, tol)
+_block = ReductionJit(lambda a, b, tol: _pair(a, b, None, tol))  # _block(platform, a, b, tol)
+
+
+def _platform(x: jax.Array) -> str:
+    return next(iter(x.sharding.device_set)).platform
 
 
 def stream_partials(
@@ -209,10 +218,11 @@ def stream_partials(
     total = Partials.empty()
     tol = jnp.float32(tol)
     if a_source[0] == "checkpoint" and b_source[0] == "checkpoint":
+        platform = jax.devices()[0].platform  # numpy blocks go to the default device
         b_reads = read_blocks(b_source[1], shape, itemsize, chunk_bytes, stored_chunk)
         a_reads = read_blocks(a_source[1], shape, itemsize, chunk_bytes, stored_chunk)
         for (_, a_block), (_, b_block) in zip(a_reads, b_reads):
-            f, i = jax.device_get(_block(a_block, b_block, tol))
+            f, i = jax.device_get(_block(platform, a_block, b_block, tol))
             total.add(Partials(f[0], i[0], a_block.size))
         return total
     flip = a_source[0] == "checkpoint"
@@ -221,6 +231,7 @@ def stream_partials(
     for index, block in read_blocks(stored, shape, itemsize, chunk_bytes, stored_chunk):
         part = live[index] if index else live
         block = jax.device_put(block, part.sharding)
-        f, i = jax.device_get(_block(block, part, tol) if flip else _block(part, block, tol))
+        pair = (block, part) if flip else (part, block)
+        f, i = jax.device_get(_block(_platform(part), *pair, tol))
         total.add(Partials(f[0], i[0], block.size))
     return total
