@@ -141,6 +141,7 @@ function render({ model, el }) {
     raw = next;
     snap = withSince(displayed(next, group), since);
     baseline.setCopyCost(snap.totals && snap.totals.all ? snap.totals.all.bytes : 0);
+    baseline.el.hidden = snap.root_type === "Checkpoint"; // watch(path): a static table, nothing trains
     rows.setSnapshot(snap);
     if (history.onSnapshot(raw) && initial !== true) model.send({ type: "history", stat });
     seriesBar.fill(raw, group);

@@ -9,7 +9,7 @@ export const CHANGED = new Set(["changed", "nan", ...PROBLEMS]);
 
 export const COLUMNS = [
   { id: "path", label: "path", width: null },
-  { id: "status", label: "status", width: 92 },
+  { id: "status", label: "status", width: 112 },
   {
     id: "rel_change",
     label: "\u2016a\u2212b\u2016/\u2016a\u2016",
@@ -17,19 +17,19 @@ export const COLUMNS = [
     num: true,
     title: "relative change of the Variable: \u2016a\u2212b\u2016/\u2016a\u2016 (bar: against the largest)",
   },
-  { id: "max_abs", label: "max |a\u2212b|", width: 82, num: true, title: "largest element difference" },
+  { id: "max_abs", label: "max |a\u2212b|", width: 90, num: true, title: "largest element difference" },
   { id: "cosine", label: "cosine", width: 74, num: true, title: "cosine similarity of a and b" },
   {
     id: "frac_changed",
     label: "changed",
-    width: 70,
+    width: 80,
     num: true,
     title: "fraction of the elements that changed (beyond tol)",
   },
-  { id: "identical", label: "identical", width: 70, title: "bit for bit the same" },
-  { id: "shape", label: "shape", width: 110, num: true },
+  { id: "identical", label: "identical", width: 80, title: "bit for bit the same" },
+  { id: "shape", label: "shape", width: 130, num: true },
   { id: "dtype", label: "dtype", width: 90 },
-  { id: "note", label: "note", width: 220 },
+  { id: "note", label: "note", width: 180 },
 ];
 
 export const PATH_MIN_WIDTH = 180;

@@ -128,7 +128,7 @@ export function moduleRow(doc, prep, id, open) {
     h(doc, "td", { class: "c-max_abs num" }, fmtNum(m.max_abs)),
     h(doc, "td", { class: "c-cosine num" }, fmtNum(m.cosine)),
     h(doc, "td", { class: "c-frac_changed num" }, fmtNum(m.frac_changed)),
-    h(doc, "td", { class: "c-identical" }, identicalText(m.identical)),
+    h(doc, "td", { class: "c-identical" }, problems ? "" : identicalText(m.identical)), // not "yes" over a problem
     h(
       doc,
       "td",
@@ -180,7 +180,12 @@ export function variableRow(doc, prep, id) {
     h(doc, "td", { class: "c-cosine num" }, fmtNum(e.cosine)),
     h(doc, "td", { class: "c-frac_changed num" }, fmtNum(e.frac_changed)),
     h(doc, "td", { class: "c-identical" }, identicalText(e.identical)),
-    h(doc, "td", { class: `c-shape num${e.status === "shape" ? " bad" : ""}` }, shapeText(e)),
+    h(
+      doc,
+      "td",
+      { class: `c-shape num${e.status === "shape" ? " bad" : ""}`, title: shapeText(e) || null },
+      shapeText(e),
+    ),
     h(doc, "td", { class: `c-dtype${e.dtype_a && e.dtype_b && e.dtype_a !== e.dtype_b ? " bad" : ""}` }, dtypeText(e)),
     h(doc, "td", { class: "c-note", title: note || null }, note),
   );
