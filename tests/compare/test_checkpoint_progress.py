@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -153,6 +154,11 @@ def test_in_an_ipython_kernel_the_line_goes_through_a_display_handle(monkeypatch
     shell = InteractiveShell.instance()
     monkeypatch.setattr(shell, "kernel", object(), raising=False)  # what a notebook's shell has
     assert in_notebook() and isinstance(auto_progress(None), NotebookProgress)
+    box = []  # a background thread (the viewer's checkpoint reader) shows nothing: its cell is gone
+    reader = threading.Thread(target=lambda: box.append(auto_progress(None)))
+    reader.start()
+    reader.join()
+    assert box == [None]
     show = NotebookProgress(show_after_s=0.0, redraw_s=0.0)  # IPython's own display and handle
     with capture_output() as out:
         show(Progress(1, 2, 50, 100, 0.6))

@@ -4,7 +4,8 @@
 (``done=True``). With ``progress=None`` (what ``nnx_lab.snapshot(path)`` and ``%nnx_snapshot PATH``
 get) a notebook shows one output line updated in place (IPython's display handle: no widget, so
 IPython 7 and a saved notebook work alike), and only when streaming lasts longer than
-:data:`SHOW_AFTER_S`: a small checkpoint leaves no output. Outside a notebook kernel nothing is shown.
+:data:`SHOW_AFTER_S`: a small checkpoint leaves no output. Outside a notebook kernel, and from a
+thread other than the main one (the viewer's background reader), nothing is shown.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -126,7 +128,8 @@ def auto_progress(progress: Callable[[Progress], None] | bool | None) -> Callabl
     """``progress=`` as given: a callable is used, False shows nothing, None a notebook line when in one."""
     if callable(progress):
         return progress
-    if progress is None and in_notebook():
+    # a background thread's display would land in whatever cell runs then (the viewer's reader has its own status)
+    if progress is None and in_notebook() and threading.current_thread() is threading.main_thread():
         return NotebookProgress()
     if progress not in (None, False, True):
         raise TypeError(f"progress must be a callable taking a Progress, None or False; got {type(progress).__name__}")
