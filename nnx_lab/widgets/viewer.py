@@ -451,7 +451,7 @@ def watch(
 
     path = checkpoint_path(obj, notebook_namespace())
     if path is not None:  # an Orbax checkpoint directory: the static table of its snapshot
-        checkpoint = CheckpointViewer(path, stats=stats, rows_first=display)
+        checkpoint = CheckpointViewer(path, stats=stats, rows_first=rows_first if display else False)
         return checkpoint.show() if display else checkpoint  # type: ignore[return-value]
     viewer = StateViewer(
         obj,

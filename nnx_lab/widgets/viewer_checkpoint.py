@@ -1,9 +1,10 @@
 """``watch("path/to/checkpoint")``: an Orbax checkpoint as the viewer's static table.
 
 The viewer's front end (``static/viewer.js``) over a :class:`~nnx_lab.Snapshot` of the checkpoint
-(``nnx_lab.snapshot(path)``, read without restoring): the rows from its metadata at once, the
-statistics streamed after them (from a thread where the kernel takes widget messages from threads,
-else before the first display). Nothing trains here, so there is no throttle, history or scalars:
+(``nnx_lab.snapshot(path)``, read without restoring): a checkpoint of more than
+:data:`ROWS_FIRST_BYTES` shows the rows from its metadata at once and its statistics when they
+have streamed (from a thread, where the kernel takes widget messages from threads; the display is
+sent again then, so a saved notebook keeps them); a smaller one is shown with its statistics. Nothing trains here, so there is no throttle, history or scalars:
 "refresh now" reads the directory again (a run that is still writing checkpoints).
 """
 
@@ -26,6 +27,10 @@ from ._base import STATIC, Widget, background_unsupported, command
 __all__ = ["CheckpointViewer", "checkpoint_path", "notebook_namespace"]
 
 _log = logging.getLogger("nnx_lab")
+
+#: ``watch(path)`` shows a checkpoint of more array bytes than this rows first, statistics after
+#: (streamed from disk: seconds per GiB); a smaller one's table is shown with its statistics.
+ROWS_FIRST_BYTES = 256 * 2**20
 
 
 def notebook_namespace() -> dict | None:
@@ -72,7 +77,7 @@ class CheckpointViewer(Widget):
     sparkline_stat = traitlets.Unicode("norm").tag(sync=True)
     alert = traitlets.Dict().tag(sync=True)
 
-    def __init__(self, path: str | os.PathLike, *, stats: bool = True, rows_first: bool = True, **kwargs: Any):
+    def __init__(self, path: str | os.PathLike, *, stats: bool = True, rows_first: bool | None = None, **kwargs: Any):
         self.path = os.fspath(path)
         rows = snapshot(self.path, stats=False)  # the metadata alone: a CheckpointError for no checkpoint
         super().__init__(**kwargs)
@@ -82,6 +87,8 @@ class CheckpointViewer(Widget):
         self._reader: threading.Thread | None = None
         self._stats = stats
         self._set(rows, "rows from the metadata" + ("; reading the statistics\u2026" if stats else ""), "live")
+        if rows_first is None:  # a big checkpoint's rows at once; a small one's table with its numbers, in one display
+            rows_first = rows.totals["all"]["bytes"] > ROWS_FIRST_BYTES
         if stats:
             if rows_first and background_unsupported() is None:
                 self._reader = start_thread(self._read, "nnx_lab-checkpoint")
@@ -117,6 +124,8 @@ class CheckpointViewer(Widget):
             self._set(self._snap, f"statistics not read: {type(e).__name__}: {first_line(str(e))}", "error")
             return
         self._set(snap, f"statistics read in {time.perf_counter() - start:.2f} s", "static")
+        if threading.current_thread() is not threading.main_thread():
+            self._update_display()  # shown with its rows alone: the saved notebook's copy gets the statistics
 
     def _set(self, snap: Snapshot, message: str, state: str) -> None:
         with self._lock:

@@ -102,3 +102,20 @@ def test_nnx_watch_magic_reads_a_checkpoint(ip, ckpt):
     with pytest.raises(UsageError, match="no checkpoint at") as info:
         ip.run_line_magic("nnx_watch", f"{str(pathlib.Path(path).parent)!r}")
     assert "\n" not in str(info.value)
+
+
+def test_a_big_checkpoint_shows_its_rows_first(ckpt, monkeypatch):
+    from nnx_lab.widgets import viewer_checkpoint
+
+    path, _ = ckpt
+    monkeypatch.setattr(viewer_checkpoint, "background_unsupported", lambda: None)  # as in a kernel
+    monkeypatch.setattr(viewer_checkpoint, "ROWS_FIRST_BYTES", 10)  # this one counts as big
+    viewer = CheckpointViewer(path)
+    assert viewer._reader is not None  # the statistics on their way from a thread
+    assert {r.status for r in viewer.last_snapshot.rows} == {"ok"}  # waited for
+    assert viewer.status["state"] == "static"
+    viewer.close()
+    monkeypatch.undo()
+    small = CheckpointViewer(path)  # 4 arrays of a few bytes: read before it is shown
+    assert small._reader is None and small.status["state"] == "static"
+    small.close()
