@@ -73,7 +73,8 @@ class SummaryView(Widget):
         if not isinstance(summary, Summary):
             raise TypeError(f"SummaryView needs a nnx_lab Summary, got {type(summary).__name__}")
         self._summary = summary
-        self._shown = False
+        self._shown = False  # displayed: the peak memory is then computed
+        self._started = False  # its background compile asked for
         super().__init__(**kwargs)
         self.summary = payload(summary)
 
@@ -83,12 +84,26 @@ class SummaryView(Widget):
 
     def show(self) -> SummaryView:
         """Display the widget, then compute the peak memory (a thread where updates from one arrive)."""
+        peak = self._summary.peak
+        pending = peak is not None and not peak.ready
         super().show()
+        self._start_memory()
+        if pending and peak.ready:  # the compile ended before the display's handle existed
+            self._memory_ready()
+        return self
+
+    def _repr_mimebundle_(self, **kwargs: Any):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        self._start_memory()  # displayed as a cell's value too, not only by show()
+        return bundle
+
+    def _start_memory(self) -> None:
         self._shown = True
         peak = self._summary.peak
-        if peak is not None and not peak.ready and background_unsupported() is None:
-            peak.start(self._memory_ready)
-        return self
+        if self._started or peak is None or peak.ready or background_unsupported() is not None:
+            return
+        self._started = True
+        peak.start(self._memory_ready)
 
     def _memory_ready(self) -> None:
         self.summary = payload(self._summary)

@@ -69,15 +69,33 @@ def paths(root):
     return pages.row_paths(root, ROW)
 
 
+def settled_paths(page, root, expected, timeout_s: float = 15):
+    """The rows once the window has drawn `expected` (or the last ones seen after `timeout_s`): a table
+    drawn while its output was still being laid out redraws when its size settles (ResizeObserver)."""
+    root.scroll_into_view_if_needed()
+    seen = paths(root)
+    for _ in range(int(timeout_s * 10)):
+        if seen == expected:
+            break
+        page.wait_for_timeout(100)
+        seen = paths(root)
+    return seen
+
+
 def test_nnx_summary_widget(page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path):
     rows = expected()
-    nb = write_notebook(tmp_path / "summary.ipynb", *SETUP, "%nnx_summary model (2, 5, 4) --as s")
+    nb = write_notebook(
+        tmp_path / "summary.ipynb",
+        *SETUP,
+        "%nnx_summary model (2, 5, 4) --as s",
+        "import nnx_lab\nnnx_lab.summary(model, jnp.ones((2, 5, 4)))  # a Summary as the cell's value",
+    )
     open_notebook(page, jupyter_server, nb, ui="lab")
     run_all_cells(page)
     root = pages.widget_root(page, ".nnx-lab-summary-view", ROW)
 
     # Every module call, as a tree in call order; the bars: each row's share of the model's FLOPs.
-    assert paths(root) == [p for p, _, _ in rows]
+    assert settled_paths(page, root, [p for p, _, _ in rows]) == [p for p, _, _ in rows]
     assert root.locator(".nnx-sum-title").inner_text().startswith("Net.__call__")
     model_bar = root.locator(f'{ROW}[data-path="(Net)"] td.c-flops .bar').get_attribute("style")
     assert "width:100.00%" in model_bar, model_bar
@@ -131,6 +149,10 @@ def test_nnx_summary_widget(page, page_events, jupyter_server, open_notebook, ru
     root.locator("button.nnx-sum-expand").click()
     assert paths(root) == [p for p, _, _ in rows]
 
-    assert page.locator(".jp-OutputArea-output .nnx-lab-summary-view").count() == 1
+    # A Summary as a cell's value is the same widget, its peak memory arriving too.
+    views = page.locator(".jp-OutputArea-output .nnx-lab-summary-view")
+    assert views.count() == 2
+    assert settled_paths(page, views.nth(1), [p for p, _, _ in rows]) == [p for p, _, _ in rows]
+    views.nth(1).locator(".nnx-sum-head").get_by_text("Peak memory per device").wait_for(timeout=60_000)
     assert not page_events.script_dialogs, page_events.dialogs
     assert not page_events.page_errors, page_events.page_errors
