@@ -170,6 +170,15 @@ class StateViewer(Widget):
         )
         self.send_since()
 
+    def since(self) -> dict[str, float | None]:
+        """Each row's change since the pinned baseline, by path text (what the "since" column shows); {} unpinned."""
+        from .viewer_baseline import since_message
+
+        msg = since_message(self._baseline, self._watcher)
+        if msg["values"] is None:
+            return {}
+        return dict(zip((row.path_text for row in self._watcher.snapshot.rows), msg["values"]))
+
     def send_since(self) -> None:
         """Send each row's change since the baseline (``{"type": "since", "values": None}`` when none)."""
         from .viewer_baseline import since_message

@@ -20,7 +20,7 @@ import traitlets
 
 from ..core._util import first_line, is_dotted_name, start_thread
 from ..core.render import html_table, summary_line
-from ..core.snapshot import Snapshot, snapshot
+from ..core.snapshot import Row, Snapshot, device_summary, snapshot
 from ..core.stats import STAT_NAMES
 from ._base import STATIC, Widget, background_unsupported, command
 
@@ -59,6 +59,17 @@ def checkpoint_path(obj: Any, namespace: dict | None = None) -> str | None:
         return obj
     bound = namespace is not None and text.split(".")[0] in namespace
     return obj if not bound and os.path.isdir(obj) else None
+
+
+def _checkpoint_snapshot(path: str, progress: Any) -> Snapshot:
+    """``nnx_lab.snapshot(path)`` with the stream's progress sent to ``progress`` (the viewer's status)."""
+    from ..core.checkpoint import checkpoint_rows
+
+    found = checkpoint_rows(path, progress=progress)
+    rows = [Row(**r) for r in found.rows]
+    snap = Snapshot("Checkpoint", rows, found.nodes, found.totals, device_summary(), found.elapsed_s)
+    snap.checkpoint = found.info  # as snapshot(path) records it: its directory and bytes on disk
+    return snap
 
 
 class CheckpointViewer(Widget):
@@ -115,10 +126,24 @@ class CheckpointViewer(Widget):
         if self._stats:
             self._read()
 
+    def _progress(self, p: Any) -> None:
+        """The stream's progress in the status line (not a notebook line of its own: the viewer has one)."""
+        now = time.perf_counter()
+        if p.done or now - self._progress_at < 0.25:
+            return
+        self._progress_at = now
+        self.status = {
+            **self.status,
+            "message": f"checkpoint {self.path} \u00b7 reading the statistics: {p.arrays_done} of "
+            f"{p.arrays_total} arrays, {100 * p.fraction:.0f}%",
+        }
+
+    _progress_at = 0.0
+
     def _read(self) -> None:
         start = time.perf_counter()
         try:
-            snap = snapshot(self.path)
+            snap = _checkpoint_snapshot(self.path, self._progress)
         except Exception as e:  # noqa: BLE001 - boundary (a thread): the status says it, the rows stay
             _log.warning("nnx_lab: reading the statistics of %s failed", self.path, exc_info=True)
             self._set(self._snap, f"statistics not read: {type(e).__name__}: {first_line(str(e))}", "error")

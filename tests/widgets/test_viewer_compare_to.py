@@ -35,8 +35,9 @@ def test_pinned_statistics_give_a_lower_bound_of_the_change():
     viewer.last_snapshot
     values = dict(zip(paths(viewer), sent.since()["values"]))
     assert values["kernel"] == pytest.approx(0.5, rel=1e-3) and values["bias"] == 0.0
+    assert viewer.since() == values
     viewer.compare_to(None)
-    assert sent.since()["values"] is None
+    assert sent.since()["values"] is None and viewer.since() == {}
     viewer.close()
 
 

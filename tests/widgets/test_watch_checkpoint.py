@@ -119,3 +119,23 @@ def test_a_big_checkpoint_shows_its_rows_first(ckpt, monkeypatch):
     small = CheckpointViewer(path)  # 4 arrays of a few bytes: read before it is shown
     assert small._reader is None and small.status["state"] == "static"
     small.close()
+
+
+def test_the_stream_progress_goes_to_the_status_line(ckpt, monkeypatch):
+    import nnx_lab.core.checkpoint as checkpoint
+    from nnx_lab.core.checkpoint import Progress
+
+    path, _ = ckpt
+    given = []
+    real = checkpoint.checkpoint_rows
+    monkeypatch.setattr(
+        checkpoint, "checkpoint_rows", lambda p, **kw: given.append(kw.get("progress")) or real(p, **kw)
+    )
+    viewer = CheckpointViewer(path)
+    assert given[-1] == viewer._progress  # the viewer's own callback, never the notebook's progress line
+    messages = []
+    viewer.observe(lambda change: messages.append(change["new"]["message"]), names="status")
+    viewer._progress_at = 0.0
+    viewer._progress(Progress(1, 4, 10, 40, 0.5))
+    assert messages[-1].endswith("reading the statistics: 1 of 4 arrays, 25%")
+    viewer.close()
