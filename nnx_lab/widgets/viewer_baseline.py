@@ -4,7 +4,8 @@ Three baselines, by what they cost a big model:
 
 - ``"stats"``: the statistics of the latest refresh (host numbers the viewer has anyway: free).
   The change shown is ``|‖θ‖ − ‖θ₀‖| / ‖θ₀‖``, a lower bound of ``‖θ − θ₀‖/‖θ₀‖`` (triangle
-  inequality): it sees a norm that grows or shrinks, not a rotation at constant norm.
+  inequality): it sees a norm that grows or shrinks, not a rotation at constant norm; below
+  :data:`NOISE` (float32 rounding of the norms) it is 0.
 - ``"arrays"``: a device copy of every array now (its bytes are said before and after pinning;
   nothing is kept unless asked). The change is the true ``‖θ − θ₀‖/‖θ₀‖``, computed by
   :func:`nnx_lab.compare` on the device at each published refresh (one more reduction pass over the
@@ -31,6 +32,9 @@ __all__ = ["Baseline", "pin", "since_message"]
 
 _log = logging.getLogger("nnx_lab")
 _NORM = STAT_NAMES.index("norm")
+#: A relative change of a norm below this is the float32 reduction's rounding (two refreshes of an
+#: unchanged array can differ by ~1e-7: programs that sum in another order), shown as 0.
+NOISE = 1e-6
 
 
 def _mb(nbytes: int) -> str:
@@ -62,6 +66,9 @@ class Baseline:
         out: list[float | None] = []
         for text, n in zip(texts, norms.tolist()):
             n0 = self._norms.get(text) if self._norms else None
+            if n0 and math.isfinite(n) and abs(n - n0) <= NOISE * n0:
+                out.append(0.0)  # the same array: two refreshes' float32 norms differ in their last bits
+                continue
             out.append(_finite(abs(n - n0) / n0) if n0 and math.isfinite(n) else (0.0 if n0 == 0 and n == 0 else None))
         return out
 

@@ -80,3 +80,17 @@ def test_bad_sources_are_one_line_acks():
         viewer.compare_to(42)
     assert viewer._compare_to_request({"type": "compare_to", "source": "none"}, None) == {"state": "done"}
     viewer.close()
+
+
+def test_float32_rounding_of_the_norms_is_no_change():
+    from nnx_lab.widgets.viewer_baseline import Baseline
+
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    viewer = nnx_lab.watch(model, display=False)
+    snap = viewer.last_snapshot
+    norms = {r.path_text: r.stats["norm"] for r in snap.rows}
+    nudged = Baseline("stats", "", {p: n * (1 + 5e-8) for p, n in norms.items()})  # another summation order
+    assert nudged.since(snap) == [0.0, 0.0]
+    moved = Baseline("stats", "", {p: n * 1.01 for p, n in norms.items()})
+    assert [v == pytest.approx(0.0099, rel=1e-2) for v in moved.since(snap)] == [False, True]  # bias: 0 stays 0
+    viewer.close()
