@@ -121,7 +121,7 @@ def test_notebook_progress_shows_one_line_updated_in_place_and_ends_with_the_res
         shown.append(("display", bundle))
         return Handle(shown)
 
-    show = NotebookProgress(display, show_after_s=0.5, redraw_s=0.0)
+    show = NotebookProgress(display, show_after_s=0.5, redraw_s=0.0, show_from_bytes=100)
     show(Progress(0, 2, 10, 100, 0.1))  # too early: a short stream leaves no output
     assert shown == []
     show(Progress(1, 2, 50, 100, 0.6))
@@ -132,8 +132,10 @@ def test_notebook_progress_shows_one_line_updated_in_place_and_ends_with_the_res
     assert "<progress" in first["text/html"] and "<progress" not in last["text/html"]
     assert last["text/plain"].startswith("checkpoint statistics: 2 arrays, ")
     quiet: list = []
-    short = NotebookProgress(lambda b: quiet.append(b), show_after_s=5.0)
+    short = NotebookProgress(lambda b: quiet.append(b), show_after_s=5.0, show_from_bytes=0)
     short(Progress(2, 2, 100, 100, 0.9, done=True))
+    small = NotebookProgress(lambda b: quiet.append(b), show_after_s=0.0, show_from_bytes=101)
+    small(Progress(1, 2, 50, 100, 3.0))  # a slow but small checkpoint: nothing either
     assert quiet == []
 
 
@@ -159,7 +161,7 @@ def test_in_an_ipython_kernel_the_line_goes_through_a_display_handle(monkeypatch
     reader.start()
     reader.join()
     assert box == [None]
-    show = NotebookProgress(show_after_s=0.0, redraw_s=0.0)  # IPython's own display and handle
+    show = NotebookProgress(show_after_s=0.0, redraw_s=0.0, show_from_bytes=0)  # IPython's own display and handle
     with capture_output() as out:
         show(Progress(1, 2, 50, 100, 0.6))
         show(Progress(2, 2, 100, 100, 0.9, done=True))
@@ -168,3 +170,23 @@ def test_in_an_ipython_kernel_the_line_goes_through_a_display_handle(monkeypatch
         "checkpoint statistics: 2 arrays"
     )
     assert IPython.version_info[0] >= 7
+
+
+def test_snapshot_of_a_path_in_a_notebook_ends_with_its_progress_line(tmp_path, monkeypatch):
+    pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    import nnx_lab
+    from nnx_lab.core.checkpoint import _progress
+
+    path = save(tmp_path / "ckpt", {"w": nnx.Param(jnp.ones((64, 32)))}, 1024)
+    monkeypatch.setattr(InteractiveShell.instance(), "kernel", object(), raising=False)
+    monkeypatch.setattr(_progress, "SHOW_AFTER_S", 0.0)  # as if the checkpoint were big and slow
+    monkeypatch.setattr(_progress, "SHOW_FROM_BYTES", 0)
+    with capture_output() as out:
+        snap = nnx_lab.snapshot(path)
+    assert snap.rows[0].stats["mean"] == 1.0
+    texts = [o.data["text/plain"] for o in out.outputs]
+    assert texts[0].startswith("checkpoint statistics: 0 of 1 arrays,")
+    assert texts[-1].startswith("checkpoint statistics: 1 arrays, 0.0 MiB read in ")

@@ -4,7 +4,7 @@
 (``done=True``). With ``progress=None`` (what ``nnx_lab.snapshot(path)`` and ``%nnx_snapshot PATH``
 get) a notebook shows one output line updated in place (IPython's display handle: no widget, so
 IPython 7 and a saved notebook work alike), and only when streaming lasts longer than
-:data:`SHOW_AFTER_S`: a small checkpoint leaves no output. Outside a notebook kernel, and from a
+:data:`SHOW_AFTER_S` on a checkpoint of :data:`SHOW_FROM_BYTES` or more: a small one leaves no output. Outside a notebook kernel, and from a
 thread other than the main one (the viewer's background reader), nothing is shown.
 """
 
@@ -22,6 +22,9 @@ __all__ = ["NotebookProgress", "Progress", "auto_progress"]
 
 #: A notebook's progress line appears once streaming has lasted this long (and then stays, as its final line).
 SHOW_AFTER_S = 1.0
+#: ... and only for a checkpoint of at least this many array bytes: a small one never shows it, however
+#: slow the machine (its first read also compiles the statistics program; a saved notebook stays the same).
+SHOW_FROM_BYTES = 64 * 2**20
 #: It is redrawn at most this often.
 REDRAW_S = 0.25
 
@@ -81,18 +84,21 @@ class NotebookProgress:
     def __init__(
         self,
         display: Callable[[dict], Any] | None = None,
-        show_after_s: float = SHOW_AFTER_S,
-        redraw_s: float = REDRAW_S,
+        show_after_s: float | None = None,
+        redraw_s: float | None = None,
+        show_from_bytes: int | None = None,
     ):
         self._display = display or _ipython_display
-        self._show_after_s, self._redraw_s = show_after_s, redraw_s
+        self._show_after_s = SHOW_AFTER_S if show_after_s is None else show_after_s  # the module's, read now
+        self._redraw_s = REDRAW_S if redraw_s is None else redraw_s
+        self._show_from_bytes = SHOW_FROM_BYTES if show_from_bytes is None else show_from_bytes
         self._handle: Any = None
         self._drawn = -float("inf")
 
     def __call__(self, p: Progress) -> None:
         if self._handle is None:
-            if p.elapsed_s < self._show_after_s:
-                return  # short streams leave no output
+            if p.elapsed_s < self._show_after_s or p.bytes_total < self._show_from_bytes:
+                return  # short streams and small checkpoints leave no output
             self._handle = self._display(p.bundle())
             self._drawn = time.monotonic()
             return
@@ -103,10 +109,10 @@ class NotebookProgress:
 
 
 def _ipython_display(bundle: dict) -> Any:
-    from IPython.display import DisplayHandle, display
-
-    handle = DisplayHandle()
-    display(bundle, raw=True, display_id=handle.display_id)
+    # Loaded by ``import IPython`` (so in every kernel, where alone this is used): core imports no UI library.
+    ipd = sys.modules["IPython.display"]
+    handle = ipd.DisplayHandle()
+    ipd.display(bundle, raw=True, display_id=handle.display_id)
 
     class _Raw:  # update() with the raw bundle (DisplayHandle.update passes keywords on to update_display)
         def update(self, new: dict) -> None:
