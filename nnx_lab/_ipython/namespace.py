@@ -5,18 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core._shell import shell_namespace
+
 
 def user_namespace(what: str) -> dict[str, Any]:
     """``get_ipython().user_ns``; outside IPython a one-line RuntimeError naming ``what`` was asked."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        shell = None
-    else:
-        shell = get_ipython()
-    if shell is None:
+    namespace = shell_namespace()
+    if namespace is None:
         raise RuntimeError(
             f"{what} follows a name in IPython's namespace, and no IPython shell is running; "
             "pass the model itself: watch(model)"
         )
-    return shell.user_ns
+    return namespace

@@ -48,12 +48,12 @@ def model():
 def test_a_tick_dispatches_behind_queued_steps_and_does_not_wait_for_them(model):
     watcher = Watcher(model, max_rate=100.0)
     watcher.refresh(force=True)  # compiles the statistics kernels
-    watcher._last_attempt = float("-inf")
+    watcher.engine.last_attempt = float("-inf")
     last = queue_steps(model, 40)
     assert not last.is_ready()  # the steps are queued
     watcher.tick()  # dispatches a refresh behind them
     assert not last.is_ready(), "the tick waited for the queued steps"
-    assert len(watcher._in_flight) == 1 and watcher.refreshes == 1
+    assert len(watcher.engine.in_flight) == 1 and watcher.refreshes == 1
     watcher.wait()
     assert watcher.refreshes == 2
     want = np.asarray(last, np.float64)
@@ -63,7 +63,7 @@ def test_a_tick_dispatches_behind_queued_steps_and_does_not_wait_for_them(model)
 def test_ticks_publish_once_the_numbers_arrive_and_count_only_host_time(model):
     watcher = Watcher(model, max_rate=100.0)
     watcher.refresh(force=True)
-    watcher._last_attempt = float("-inf")
+    watcher.engine.last_attempt = float("-inf")
     queue_steps(model, 20)
     start = time.perf_counter()
     watcher.tick()
@@ -98,12 +98,12 @@ def test_refreshes_ride_a_deep_queue_side_by_side_and_the_newest_arrived_is_show
     watcher.refresh(force=True)
     last = None
     for _ in range(3):
-        watcher._last_attempt = float("-inf")
+        watcher.engine.last_attempt = float("-inf")
         last = queue_steps(model, 10)
         watcher.tick()  # one more refresh behind each batch of steps, none waited for
-    assert not last.is_ready() and len(watcher._in_flight) == 3
+    assert not last.is_ready() and len(watcher.engine.in_flight) == 3
     watcher.wait()
-    assert watcher.refreshes == 2 and not watcher._in_flight  # the two older ones were not worth showing
+    assert watcher.refreshes == 2 and not watcher.engine.in_flight  # the two older ones were not worth showing
     want = np.asarray(last, np.float64)
     assert watcher.snapshot["w"].stats["norm"] == pytest.approx(np.sqrt((want**2).sum()), rel=1e-5)
 

@@ -224,7 +224,7 @@ def test_a_failing_cache_never_breaks_a_snapshot(tmp_path, monkeypatch, caplog):
     def broken(*args, **kwargs):
         raise RuntimeError("disk on fire")
 
-    for where, name in ((_cache_store, "open_store"), (_cache_store.Store, "read"), (_cache_store.Store, "write")):
+    for where, name in ((_executables, "open_store"), (_cache_store.Store, "read"), (_cache_store.Store, "write")):
         with monkeypatch.context() as m:
             m.setattr(where, name, broken)
             monkeypatch.setattr(_executables, "_loaded", {})

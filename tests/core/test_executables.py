@@ -143,7 +143,7 @@ for _ in range(400):
     for name in ("w", "b"):
         var = getattr(model, name)
         compat.set_value(var, shrink(compat.get_value(var)))
-    w._last_attempt = float("-inf")
+    w.engine.last_attempt = float("-inf")
     w.tick()
     w.wait()
     series = w.snapshot.series

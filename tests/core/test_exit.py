@@ -62,7 +62,7 @@ def test_exit_stops_a_background_refresher_and_waits_for_it():
         import nnx_lab
         viewer = nnx_lab.watch(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), display=False)
         viewer.watcher.start_background()
-        threads.append(viewer.watcher._thread)
+        threads.append(viewer.watcher.engine.thread)
         assert threads[0].is_alive()
     """)
     assert got.returncode == 0, got.stderr

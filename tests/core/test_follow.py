@@ -256,7 +256,7 @@ def hold_in_flight(monkeypatch, watcher):
     with monkeypatch.context() as m:
         m.setattr(PendingSnapshot, "ready", lambda self: False)
         watcher.refresh(force=True, wait=False)
-    assert len(watcher._in_flight) == 1
+    assert len(watcher.engine.in_flight) == 1
 
 
 def test_a_refresh_in_flight_when_the_name_goes_does_not_say_live(monkeypatch):
@@ -266,7 +266,7 @@ def test_a_refresh_in_flight_when_the_name_goes_does_not_say_live(monkeypatch):
     hold_in_flight(monkeypatch, watcher)
     del ns["model"]
     with monkeypatch.context() as m:
-        m.setattr(type(watcher._in_flight[0]), "ready", lambda self: False)
+        m.setattr(type(watcher.engine.in_flight[0]), "ready", lambda self: False)
         watcher.refresh(force=True)  # missing now; the earlier refresh still on its way
     assert watcher.state == "missing"
     watcher.wait()  # it arrives: its numbers are shown, the status stays

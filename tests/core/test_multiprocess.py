@@ -42,7 +42,7 @@ WORKER = textwrap.dedent("""
     with jax.transfer_guard_device_to_host("disallow"):
         row = nnx_lab.snapshot(model)["w"]
     viewer = nnx_lab.watch(model)
-    viewer._watcher.lockstep_every = 3
+    viewer._watcher.engine.lockstep_every = 3
     for step in viewer.track(range(10)):
         model.w.value = model.w.value * 1.0  # a new array each step, as training makes
     f = full[np.isfinite(full)].astype(np.float64)

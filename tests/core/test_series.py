@@ -64,7 +64,7 @@ def trained():
 
 
 def published(watcher):
-    if watcher.snapshot is None and not watcher._in_flight:
+    if watcher.snapshot is None and not watcher.engine.in_flight:
         watcher.refresh(force=True)
     watcher.wait()
     return watcher.snapshot
@@ -74,7 +74,7 @@ def test_grad_norms_and_ratios_equal_numpy_of_the_same_arrays(trained):
     model, opt = trained
     w = Watcher(model, max_rate=100.0)
     grads = train_step(model, opt)
-    w._last_attempt = float("-inf")
+    w.engine.last_attempt = float("-inf")
     w.tick(grads=grads)
     snap = published(w)
     series = snap.series
@@ -146,11 +146,11 @@ def test_a_tick_without_grads_keeps_the_last_ones_marked_stale(trained):
     model, opt = trained
     w = Watcher(model, max_rate=100.0)
     grads = train_step(model, opt)
-    w._last_attempt = float("-inf")
+    w.engine.last_attempt = float("-inf")
     w.tick(grads=grads)
     first = published(w).series.matrices[GRAD].copy()
     train_step(model, opt)
-    w._last_attempt = float("-inf")
+    w.engine.last_attempt = float("-inf")
     w.tick()  # no gradients this step
     series = published(w).series
     assert w.refreshes == 2 and series.stale == {GRAD} and series.steps[GRAD] == 1
@@ -208,7 +208,7 @@ def test_bad_grads_become_a_status_never_a_crash_and_the_model_is_unchanged(trai
     else:
         grads = {"encoder": {"w": jnp.ones((7, 7))}}
     before = params_of(model)
-    w._last_attempt = float("-inf")
+    w.engine.last_attempt = float("-inf")
     w.tick(grads=grads)
     snap = published(w)
     assert w.state == "live" and snap is not None
@@ -238,7 +238,7 @@ def test_a_tick_with_grads_never_waits_for_the_device():
         g = slow(g)
     assert not g.is_ready()  # queued
     w.refresh(force=True, wait=False)  # compiles (with no series)
-    w._last_attempt = float("-inf")
+    w.engine.last_attempt = float("-inf")
     w.tick(grads={"w": g})  # dispatched behind the queued work
     assert not g.is_ready(), "the tick waited for the gradients"
     snap = published(w)
@@ -254,9 +254,9 @@ def test_a_nan_in_the_gradients_raises_the_alert_naming_the_series_and_path():
     model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
     w = Watcher(model, max_rate=100.0)
     w.refresh(force=True)
-    w._last_attempt = float("-inf")
+    w.engine.last_attempt = float("-inf")
     for _ in range(3):
-        w._last_attempt = float("-inf")
+        w.engine.last_attempt = float("-inf")
         w.tick(grads={"kernel": jnp.array([[0.0, jnp.nan], [1.0, 2.0]]), "bias": jnp.zeros(2)})
         w.wait()
         if w.alert.first:

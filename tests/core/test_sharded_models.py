@@ -136,12 +136,12 @@ SHARDS = textwrap.dedent("""
     out = {"rows": {}}
     w = Watcher(tree, layers={"layers": 0})
     for i in range(4):  # the per-array kernels, then the programs (one-pass guesses, checked on the host)
-        w._last_attempt = float("-inf")
+        w.engine.last_attempt = float("-inf")
         w.refresh(force=True)
         while _programs.compiling():
             import time; time.sleep(0.05)
     with jax.transfer_guard_device_to_host("disallow"):
-        w._last_attempt = float("-inf")
+        w.engine.last_attempt = float("-inf")
         w.refresh(force=True)
     for row in w.snapshot.rows:
         key = row.path_text
@@ -162,7 +162,7 @@ SHARDS = textwrap.dedent("""
         inside = {"both": jax.device_put(x, NamedSharding(explicit, P("data", "model")))}
         w2 = Watcher(inside)
         for i in range(3):
-            w2._last_attempt = float("-inf")
+            w2.engine.last_attempt = float("-inf")
             w2.refresh(force=True)
             while _programs.compiling():
                 import time; time.sleep(0.05)
@@ -239,7 +239,7 @@ STRESS = MODEL + textwrap.dedent("""
                 model = Stack(blocks, 16, nnx.Rngs(0))
                 viewer = nnx_lab.watch(model, display=False, max_rate=100.0)
                 # as often as it can (every 10 ms, whatever a refresh costs): the most launches racing the loop's
-                viewer._watcher._throttle.cost = lambda seconds: None
+                viewer._watcher.engine.throttle.cost = lambda seconds: None
                 viewer._watcher.start_background()
 
                 @jax.jit

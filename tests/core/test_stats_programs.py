@@ -137,14 +137,14 @@ def test_while_the_program_compiles_a_viewer_skips_refreshes_instead_of_queueing
     watcher = Watcher(model, max_rate=100.0)
     assert watcher.refresh(force=True)  # the first refresh: per-array kernels, shown at once
     first = calls["kernel"]
-    watcher._last_attempt = float("-inf")
+    watcher.engine.last_attempt = float("-inf")
     assert not watcher.tick() and watcher.state == "live"
-    assert calls["kernel"] == first and not watcher._in_flight  # skipped: nothing queued
+    assert calls["kernel"] == first and not watcher.engine.in_flight  # skipped: nothing queued
     assert watcher.refresh(force=True)  # the end of a loop or cell does not skip
     release.set()
     compiled_program(model)
     calls.update(kernel=0, program=0)
-    watcher._last_attempt = float("-inf")
+    watcher.engine.last_attempt = float("-inf")
     watcher.tick()
     watcher.wait()
     assert calls == {"kernel": 0, "program": 1}
@@ -158,7 +158,7 @@ def test_a_program_that_fails_to_compile_leaves_the_per_array_kernels_in_charge(
     model = Stack(2, 6)
     watcher = Watcher(model, max_rate=100.0)
     for _ in range(4):
-        watcher._last_attempt = float("-inf")
+        watcher.engine.last_attempt = float("-inf")
         watcher.tick()
         watcher.wait()
         time.sleep(0.2)
@@ -207,7 +207,7 @@ def test_a_structure_with_more_arrays_than_a_program_takes_keeps_the_per_array_k
     model = Stack(4, 7)  # 11 arrays
     watcher = Watcher(model, max_rate=100.0)
     for _ in range(3):
-        watcher._last_attempt = float("-inf")
+        watcher.engine.last_attempt = float("-inf")
         watcher.tick()
         watcher.wait()
     arrays, kernels = leaves_and_kernels(model)

@@ -131,7 +131,7 @@ def test_a_manual_loops_last_gradients_reach_the_cells_end_refresh():
 
 def due(w):
     """The next tick refreshes (a test seam until the throttle's clock is injectable)."""
-    w._last_attempt = float("-inf")
+    w.engine.last_attempt = float("-inf")
 
 
 def jax_grads(model, step):

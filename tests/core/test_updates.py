@@ -40,7 +40,7 @@ def run(model, w, steps, donate=False):
     for k in range(1, steps + 1):
         step(model, k, donate)
         after[k] = {n: np.asarray(compat.get_value(getattr(model, n))) for n in ("w", "b")} if not donate else None
-        w._last_attempt = float("-inf")
+        w.engine.last_attempt = float("-inf")
         w.tick()
         w.wait()
     return after
@@ -92,7 +92,7 @@ def test_given_updates_come_first_and_a_cell_refresh_releases_what_is_held():
     w = Watcher(model, max_rate=100.0)
     w.refresh(force=True)
     given = {"w": jnp.full((3, 4), 0.5), "b": jnp.full(4, 0.5)}
-    w._last_attempt = float("-inf")
+    w.engine.last_attempt = float("-inf")
     w.tick(updates=given)
     w.wait()
     series = w.snapshot.series
@@ -107,7 +107,7 @@ def test_updates_false_holds_nothing():
     model = Holder()
     w = Watcher(model, max_rate=100.0, updates=False)
     w.refresh(force=True)
-    w._last_attempt = float("-inf")
+    w.engine.last_attempt = float("-inf")
     w.tick()
     assert not w.series.updates.holding and w.series._grads is None
     assert GRAD == "grad"
@@ -130,7 +130,7 @@ def test_the_tick_after_a_refresh_launches_the_update_without_waiting_for_the_de
     w.refresh(force=True)
     for _ in range(400):  # until the update program has compiled (on its thread) and run once
         compat.set_value(model.w, compat.get_value(model.w) * 0.99)
-        w._last_attempt = float("-inf")
+        w.engine.last_attempt = float("-inf")
         w.tick()
         w.wait()
         if w.snapshot.series is not None and UPDATE in w.snapshot.series.matrices:
@@ -142,11 +142,11 @@ def test_the_tick_after_a_refresh_launches_the_update_without_waiting_for_the_de
         g = slow(g)
     compat.set_value(model.w, g)
     assert not g.is_ready()  # queued
-    w._last_attempt = float("inf")  # this tick does not refresh: only the update is launched
+    w.engine.last_attempt = float("inf")  # this tick does not refresh: only the update is launched
     w.tick()
     assert not g.is_ready(), "the tick waited for the queued steps"
     assert not w.series.updates.holding
-    w._last_attempt = float("-inf")
+    w.engine.last_attempt = float("-inf")
     w.tick()
     w.wait()
     series = w.snapshot.series
@@ -187,7 +187,7 @@ def test_only_parameters_are_held_not_batch_statistics_or_optimizer_state():
     model = WithStats()
     w = Watcher(model, max_rate=100.0)
     w.refresh(force=True)
-    w._last_attempt = float("-inf")
+    w.engine.last_attempt = float("-inf")
     w.tick()
     rows = {p[0]: i for i, p in enumerate(w.snapshot.paths)}
     assert w.series.updates.holding
@@ -196,7 +196,7 @@ def test_only_parameters_are_held_not_batch_statistics_or_optimizer_state():
     opt = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
     ow = Watcher(opt, max_rate=100.0)
     ow.refresh(force=True)
-    ow._last_attempt = float("-inf")
+    ow.engine.last_attempt = float("-inf")
     ow.tick()
     assert not ow.series.updates.holding  # Adam's mu and nu are not held (nor diffed)
     assert ow.state == "live"

@@ -102,7 +102,7 @@ def test_tick_respects_rate_and_cost_budget(monkeypatch, refresh_cost, expected_
 
     monkeypatch.setattr(_stats, "program_for", lambda *a, **k: None)
     # updates=False: the update ratio's launch (real CPU time, counted) would blur the fake costs.
-    watcher = Watcher(model, max_rate=20.0, updates=False)
+    watcher = Watcher(model, max_rate=20.0, updates=False, clock=clock.monotonic)
     watcher.refresh(force=True)  # the first refresh compiles the stats kernels: not a cost estimate
     watcher.refresh(force=True)
     del starts[:]

@@ -39,7 +39,7 @@ def test_a_loop_with_log_sends_gradient_and_optimizer_numbers_beside_the_statist
     logged = {}
     for _ in viewer.track(range(3)):
         grads = logged[viewer.watcher.ticks + 1] = step()
-        viewer.watcher._last_attempt = float("-inf")  # every tick refreshes
+        viewer.watcher.engine.last_attempt = float("-inf")  # every tick refreshes
         viewer.log(grads=grads)
     snap = viewer.last_snapshot
     viewer.send_stats()
@@ -82,7 +82,7 @@ def test_without_series_the_payload_is_as_before():
 def test_bad_grads_in_a_viewer_say_so_in_its_status():
     model, opt, _ = setup()
     viewer = nnx_lab.watch(model, display=False, max_rate=100.0)
-    viewer.watcher._last_attempt = float("-inf")
+    viewer.watcher.engine.last_attempt = float("-inf")
     viewer.tick(grads={"layers": {0: {"kernel": "text"}}})
     viewer.last_snapshot
     assert "not an array (str)" in viewer.status["message"] and viewer.status["state"] == "live"

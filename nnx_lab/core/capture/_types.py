@@ -7,6 +7,7 @@ from typing import Any, Sequence
 
 from flax import nnx
 
+from .._shell import shell_namespace
 from .._util import a_kind
 
 #: What a capture collects unless told otherwise.
@@ -106,14 +107,7 @@ def caller_namespace(depth: int, spec: Any) -> dict:
     if not (isinstance(spec, str) or isinstance(spec, (list, tuple)) and any(isinstance(i, str) for i in spec)):
         return {}
     names: dict = {}
-    try:
-        from IPython import get_ipython
-
-        ip = get_ipython()
-        if ip is not None:
-            names.update(ip.user_ns)
-    except ImportError:
-        pass
+    names.update(shell_namespace() or {})
     frame = sys._getframe(depth + 1)
     names.update(frame.f_globals)
     names.update(frame.f_locals)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import sys
 import weakref
 from collections.abc import Mapping
 from typing import Any, Callable, Iterator
@@ -36,6 +35,7 @@ import numpy as np
 from flax import nnx
 from flax.nnx import graph as nnx_graph
 
+from .._shell import shell_namespace
 from .._util import a_kind, is_dotted_name, one_line
 from ..graph import check_inspectable, split_pair
 
@@ -85,10 +85,8 @@ def _gone_problem(model_type: type) -> str:
     (``model, loss = train_step(model, ...)`` returns a new model each step): the names of the
     notebook that hold a model of the same class now, with the line that follows one."""
     problem = "the model was garbage-collected"
-    ipython = sys.modules.get("IPython")  # no import: outside IPython there is no notebook to look in
     try:
-        shell = ipython.get_ipython() if ipython is not None else None
-        namespace = getattr(shell, "user_ns", None) or {}
+        namespace = shell_namespace() or {}  # outside IPython there is no notebook to look in
         names = [
             name for name, value in list(namespace.items()) if type(value) is model_type and not name.startswith("_")
         ][:3]

@@ -44,8 +44,11 @@ from typing import Any
 
 import jax
 
-from . import _cache_store
-from ._cache_store import MAX_FILES  # noqa: F401 - re-exported: the cache's size, documented above
+from ._cache_store import (
+    MAX_FILES,  # noqa: F401 - re-exported: the cache's size, documented above
+    VERSION,
+    open_store,
+)
 from ._kernels import KERNELS, compile_lowered, kernel_options, kernels_file, result_count
 
 logger = logging.getLogger("nnx_lab")
@@ -140,7 +143,7 @@ def compile_program(lowered: Any, options: tuple[dict, ...], specs: Any) -> Any:
             getattr(device.client, "platform_version", ""),
             os.environ.get("XLA_FLAGS", ""),
             bool(jax.config.jax_enable_x64),
-            _cache_store.VERSION,
+            VERSION,
         )
         name = f"program-{hashlib.sha256(repr(parts).encode()).hexdigest()[:32]}.xla"
     except Exception:  # noqa: BLE001 - compiled as without the cache
@@ -163,7 +166,7 @@ def _open() -> tuple[Any, Any] | None:
     except ImportError:
         return None
     try:
-        store = _cache_store.open_store(where)
+        store = open_store(where)
     except Exception:  # noqa: BLE001 - a cache that fails is no cache, never a failed snapshot
         logger.debug("nnx_lab cache: %s could not be opened", where, exc_info=True)
         return None
@@ -191,7 +194,7 @@ def _key(kernel_id: Any, x: Any) -> str:
         str(x.dtype),
         getattr(x, "weak_type", False),
         repr(kernel_options(x)),
-        _cache_store.VERSION,
+        VERSION,
     )
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
 

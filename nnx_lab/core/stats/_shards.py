@@ -21,7 +21,7 @@ its shards are wrapped, without a copy, as one array over a 1-D mesh of those de
 inside ``shard_map``, one row per shard, no collective) reduces every shard where it lives. Arrays
 on the same devices then share one program: one compile and one launch for all devices. Nothing is gathered and nothing moves between
 devices. With several processes (an array not fully addressable) the kernels stay SPMD: every
-process launches them at the same points (see ``_watch``'s lockstep).
+process launches them at the same points (see ``core.live._engine``'s lockstep).
 
 >>> import jax, numpy as np
 >>> parts = ShardParts([np.zeros(3)], {})

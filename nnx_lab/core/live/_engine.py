@@ -1,0 +1,184 @@
+"""The live-refresh engine: launch work now, show it once its numbers have arrived, never make the
+caller wait for the device.
+
+Threading model (every live view; the :class:`~nnx_lab.core.watcher.Watcher` is the one user today):
+
+- The **caller's thread** (a training loop's ``tick()``, a cell's end) asks :meth:`Refresher.refresh`.
+  Most ticks nothing is due: it returns after two clock reads, without a lock. When the throttle
+  allows, it takes the engine's lock, publishes what has arrived, and *dispatches* one more piece of
+  work (``dispatch``: queue the device's reductions and start their copies to the host, never
+  wait). At most :data:`MAX_IN_FLIGHT` ride the device's queue; a later tick publishes the newest
+  one that has arrived and drops the older ones unpublished (``publish`` sees what was dropped).
+- A **publisher thread** (``nnx_lab-publish``, short-lived, one per forced refresh that does not
+  wait, where the UI may send messages from threads) waits for one piece and publishes it under
+  the lock, so a loop's or cell's end shows its last values without the kernel waiting.
+- A **background thread** (``nnx_lab-watch``, one per engine, :meth:`start_background`) refreshes at
+  the throttle's interval between cells, skipping work that would repeat the last one.
+- **Several processes** (a multi-host run) must launch the same programs in the same order: then no
+  refresh is ever due by the clock; one happens every ``lockstep_every`` ticks, at a loop's or cell's
+  end and on request, and waits for its numbers there. No background thread.
+
+One lock (an ``RLock``) guards the in-flight queue and every publish; a caller that would have to
+wait for it (another thread is publishing) skips this tick instead, unless it asked to wait. The
+clock is injectable (``clock=``): tests move time instead of sleeping or resetting private state.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from typing import Callable, Generic, Protocol, TypeVar
+
+from .._util import start_thread, when_ready
+from ._throttle import Throttle
+
+__all__ = ["MAX_IN_FLIGHT", "POLL_S", "Pending", "Refresher"]
+
+#: Pieces of work riding the device's queue at once (each holds a few numbers per row, no array).
+MAX_IN_FLIGHT = 8
+POLL_S = 0.01  # a tick asks whether work in flight has arrived at most this often (not at every step)
+
+
+class Pending(Protocol):
+    """Work launched now and read later (a snapshot's statistics, a capture report, a comparison)."""
+
+    host_s: float  # the host's time spent launching it (what the throttle is charged)
+
+    def ready(self) -> bool:
+        """Whether its numbers have arrived (never waits)."""
+
+    def wait(self) -> None:
+        """Wait for its numbers (the device's time)."""
+
+    def finish(self):
+        """Its result, once arrived; raises what went wrong."""
+
+
+P = TypeVar("P", bound=Pending)
+
+
+class Refresher(Generic[P]):
+    """The in-flight queue, its throttle and its threads (see the module docstring).
+
+    ``dispatch(defer, skip_unchanged)`` launches one piece of work and returns it (None: nothing
+    launched, the caller said why). ``publish(newest, dropped, step, wait, arrived)`` shows ``newest``,
+    the pieces dispatched before it and dropped unpublished being ``dropped``; ``step`` is the number
+    of ticks when it was dispatched; ``wait``: the caller waits for everything in flight; ``arrived``:
+    its numbers were just waited for (its device time can be measured). It returns whether it published."""
+
+    def __init__(
+        self,
+        throttle: Throttle,
+        dispatch: Callable[[bool, bool], P | None],
+        publish: Callable[[P, list, int, bool, bool], bool],
+        *,
+        processes: int = 1,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.throttle = throttle
+        self._dispatch, self._publish = dispatch, publish
+        self.clock = clock
+        self.in_flight: collections.deque[P] = collections.deque()  # dispatched, not published
+        self._steps: dict = {}  # piece -> ticks so far when it was dispatched
+        self.ticks = 0
+        self.last_attempt = float("-inf")
+        self._last_poll = float("-inf")
+        self.lock = threading.RLock()
+        # Whether a thread may publish (the UI's listeners send widget messages): set by the viewer
+        # where the kernel delivers messages from threads. Without it, a forced refresh waits.
+        self.publish_from_thread = False
+        self.lockstep = processes > 1
+        self.lockstep_every = 50  # ticks between refreshes when lockstep
+        self.thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def due(self) -> bool:
+        """Whether the throttle allows a refresh now (and the queue has room)."""
+        return self.clock() - self.last_attempt >= self.throttle.interval and len(self.in_flight) < MAX_IN_FLIGHT
+
+    def refresh(self, *, force: bool = False, wait: bool | None = None, skip_unchanged: bool = False) -> bool:
+        """Publish what has arrived and dispatch when due (or ``force``); ``wait`` (default:
+        ``force``): wait for what was dispatched now. Returns whether something was published."""
+        wait = force if wait is None else wait
+        if not force and not self.lockstep:  # most ticks: nothing due or to publish, said without a lock
+            now = self.clock()
+            if not self.due() and (not self.in_flight or now - self._last_poll < POLL_S):
+                return False
+            self._last_poll = now
+        if self.lockstep:
+            if not force and self.ticks % self.lockstep_every:
+                return False
+            force = wait = True
+        if not self.lock.acquire(blocking=wait):
+            return False  # another thread is refreshing right now
+        try:
+            # What has arrived is shown now; a refresh that waits supersedes what is still on its way.
+            published = self.publish_arrived(wait=False)
+            if not force and not self.due():
+                return published
+            self.last_attempt = self.clock()
+            pending = self._dispatch(not force, skip_unchanged)
+            if pending is None:
+                return published
+            self.in_flight.append(pending)
+            self._steps[pending] = self.ticks
+            if wait or pending.ready():
+                return self.publish_arrived(wait=True) or published
+            if force and self.publish_from_thread:
+                self.publish_when_ready(pending)
+            return published
+        finally:
+            self.lock.release()
+
+    def publish_arrived(self, *, wait: bool, upto: P | None = None) -> bool:
+        """Publish the newest piece whose numbers have arrived (all of them, waiting, with ``wait``;
+        up to ``upto``); older ones are dropped unpublished. The caller holds the lock."""
+        newest, dropped, step = None, [], self.ticks
+        while self.in_flight and (wait or upto is not None or self.in_flight[0].ready()):
+            if newest is not None:
+                dropped.append(newest)
+            newest = self.in_flight.popleft()
+            step = self._steps.pop(newest, step)
+            if newest is upto:
+                break
+        if newest is None:
+            return False
+        return self._publish(newest, dropped, step, wait, wait or upto is not None)
+
+    def publish_when_ready(self, pending: P) -> None:
+        """A short-lived thread waits for ``pending`` (off the caller's thread) and publishes it."""
+
+        def publish():
+            with self.lock:
+                if pending in self.in_flight:
+                    self.publish_arrived(wait=False, upto=pending)
+
+        when_ready(pending, publish, name="nnx_lab-publish")
+
+    def wait(self) -> None:
+        """Publish everything in flight, waiting for the device (tests, scripts)."""
+        with self.lock:
+            self.publish_arrived(wait=True)
+
+    # -- background refreshing ----------------------------------------------------
+    def start_background(self, stopped: Callable[[], bool]) -> bool:
+        """Refresh at the throttle's interval on a thread until :meth:`stop_background` or
+        ``stopped()``; False (nothing started) with several processes."""
+        if self.lockstep:
+            return False
+        if self.thread is not None and self.thread.is_alive():
+            return True
+        self._stop.clear()
+
+        def run() -> None:
+            while not self._stop.wait(self.throttle.interval):
+                self.refresh(force=True, skip_unchanged=True)
+                if stopped():
+                    return
+
+        self.thread = start_thread(run, "nnx_lab-watch", stop=self._stop.set)
+        return True
+
+    def stop_background(self) -> None:
+        self._stop.set()
