@@ -19,8 +19,7 @@ from typing import Any
 import traitlets
 
 from .._ipython import cell_hooks
-from ..core.summary import Summary, summary
-from ..core.summary._data import DISPLAY_HOOKS, _bytes, _count, _params
+from ..core.summary import DISPLAY_HOOKS, Summary, bytes_text, count_text, params_text, summary
 from ._base import STATIC, Widget, background_unsupported
 
 __all__ = ["Summary", "SummaryView", "display_summary", "summary"]
@@ -42,16 +41,16 @@ def payload(summary: Summary) -> dict:
                 "inputs": r.inputs,
                 "outputs": r.outputs,
                 "params": params,
-                "params_text": _params(r.params_total),
+                "params_text": params_text(r.params_total),
                 "flops": r.flops,
-                "flops_text": _count(r.flops),
+                "flops_text": count_text(r.flops),
                 "flops_exact": f"{r.flops:,}",
                 "bwd": r.backward_flops or 0,
-                "bwd_text": _count(r.backward_flops),
+                "bwd_text": count_text(r.backward_flops),
                 "bytes": r.bytes_accessed,
-                "bytes_text": _bytes(r.bytes_accessed),
+                "bytes_text": bytes_text(r.bytes_accessed),
                 "out": r.output_bytes,
-                "out_text": _bytes(r.output_bytes),
+                "out_text": bytes_text(r.output_bytes),
             }
         )
     return {

@@ -12,6 +12,15 @@ inputs is summarised without allocating anything.
 """
 
 from ._build import summary
-from ._data import Summary, SummaryError, SummaryRow
+from ._data import DISPLAY_HOOKS, Summary, SummaryError, SummaryRow, bytes_text, count_text, params_text
 
-__all__ = ["summary", "Summary", "SummaryRow", "SummaryError"]
+__all__ = [
+    "DISPLAY_HOOKS",
+    "Summary",
+    "SummaryError",
+    "SummaryRow",
+    "bytes_text",
+    "count_text",
+    "params_text",
+    "summary",
+]

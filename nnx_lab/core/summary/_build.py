@@ -13,9 +13,10 @@ from flax import nnx
 
 from .. import compat
 from ..graph._walk import path_text
-from . import _costs, _trace
+from ._costs import tally as cost_tally
 from ._data import Summary, SummaryError, SummaryRow, describe, leaves_bytes
 from ._memory import PeakMemory
+from ._trace import Patched, mark
 
 _log = logging.getLogger("nnx_lab")
 
@@ -97,7 +98,7 @@ def _trace_program(model: Any, method: str, args: tuple, kwargs: dict, grad: boo
     def merged(state: Any) -> Any:
         """A fresh copy of the model inside the trace, marked, its classes' methods wrapped."""
         module = nnx.merge(graphdef, state)
-        patched.add(_trace.mark(module, sites))
+        patched.add(mark(module, sites))
         return module
 
     def forward(state: Any, args: tuple, kwargs: dict) -> Any:
@@ -119,7 +120,7 @@ def _trace_program(model: Any, method: str, args: tuple, kwargs: dict, grad: boo
         out, vjp = jax.vjp(f, params)
         return out, vjp([jax.numpy.ones_like(x) for x in out])
 
-    with _trace.Patched() as patched:
+    with Patched() as patched:
         recorder = patched.recorder
         try:
             traced = jax.jit(backward if grad else forward).trace(state, args, kwargs)
@@ -170,11 +171,11 @@ def summary(
     except ValueError:
         pass  # no signature to check (a builtin): the call itself will say
     traced, recorder, sites = _trace_program(model, method, args, kwargs, grad=False)
-    tally = _costs.tally(traced.jaxpr)
+    tally = cost_tally(traced.jaxpr)
     back = None
     if grad:
         traced_grad, grad_recorder, _ = _trace_program(model, method, args, kwargs, grad=True)
-        back = _costs.tally(traced_grad.jaxpr)
+        back = cost_tally(traced_grad.jaxpr)
     # compiled only when the peak memory is asked for (Summary.memory, or the widget's thread)
     peak = PeakMemory(traced_grad if grad else traced) if memory else PeakMemory(None)
     from ._rows import build_rows

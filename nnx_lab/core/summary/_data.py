@@ -123,12 +123,14 @@ class Summary:
     def header_lines(self, wait: bool = True) -> list[str]:
         """The header's lines; ``wait=False`` says the peak memory is being computed instead of
         compiling for it (what the widget shows until its thread is done)."""
-        params = ", ".join(f"{name} {_count(c)} ({_bytes(b)})" for name, (c, b) in self.params.items()) or "none"
+        params = (
+            ", ".join(f"{name} {count_text(c)} ({bytes_text(b)})" for name, (c, b) in self.params.items()) or "none"
+        )
         lines = [
             f"{self.model_class}.{self.method}{_paren(self.inputs)} on {self.backend}",
-            f"FLOPs {_count(self.flops)} forward"
-            + (f", {_count(self.backward_flops)} backward" if self.backward_flops is not None else "")
-            + f"; bytes accessed {_bytes(self.bytes_accessed)}; transcendentals {_count(self.transcendentals)}; "
+            f"FLOPs {count_text(self.flops)} forward"
+            + (f", {count_text(self.backward_flops)} backward" if self.backward_flops is not None else "")
+            + f"; bytes accessed {bytes_text(self.bytes_accessed)}; transcendentals {count_text(self.transcendentals)}; "
             + (f"arithmetic intensity {self.intensity:.2f} FLOP/byte" if self.intensity else "arithmetic intensity -"),
             f"Variables: {params}",
         ]
@@ -138,8 +140,8 @@ class Summary:
             m = self.memory
             lines.append(
                 f"Peak memory per device (XLA memory analysis of the {'gradient' if self.backward_flops is not None else 'forward'} program): "
-                f"{_bytes(m['peak'])} = arguments {_bytes(m['argument'])} + outputs {_bytes(m['output'])} "
-                f"+ temporaries {_bytes(m['temp'])} - aliased {_bytes(m['alias'])}"
+                f"{bytes_text(m['peak'])} = arguments {bytes_text(m['argument'])} + outputs {bytes_text(m['output'])} "
+                f"+ temporaries {bytes_text(m['temp'])} - aliased {bytes_text(m['alias'])}"
             )
         else:
             lines.append(
@@ -158,14 +160,14 @@ class Summary:
             ("class", lambda r: r.cls),
             ("inputs", lambda r: r.inputs),
             ("outputs", lambda r: r.outputs),
-            ("params", lambda r: _params(r.params_total)),
-            ("FLOPs", lambda r: _count(r.flops)),
+            ("params", lambda r: params_text(r.params_total)),
+            ("FLOPs", lambda r: count_text(r.flops)),
         ]
         if self.backward_flops is not None:
-            cols.append(("bwd FLOPs", lambda r: _count(r.backward_flops)))
+            cols.append(("bwd FLOPs", lambda r: count_text(r.backward_flops)))
         cols += [
-            ("bytes accessed", lambda r: _bytes(r.bytes_accessed)),
-            ("output", lambda r: _bytes(r.output_bytes)),
+            ("bytes accessed", lambda r: bytes_text(r.bytes_accessed)),
+            ("output", lambda r: bytes_text(r.output_bytes)),
         ]
         return cols
 
@@ -187,7 +189,7 @@ class Summary:
         return "\n".join(out)
 
     def __repr__(self) -> str:
-        return f"<Summary {self.model_class}.{self.method}: {len(self.rows)} rows, {_count(self.flops)} FLOPs>"
+        return f"<Summary {self.model_class}.{self.method}: {len(self.rows)} rows, {count_text(self.flops)} FLOPs>"
 
     def _repr_html_(self) -> str:
         return self.to_html()
@@ -241,7 +243,7 @@ def _paren(text: str) -> str:
     return text if text.startswith("(") else f"({text})"
 
 
-def _count(n: Any) -> str:
+def count_text(n: Any) -> str:
     """``1234567`` as ``1.23M``; exact below 10,000."""
     if n is None:
         return "-"
@@ -259,7 +261,7 @@ def _three(v: float) -> str:
     return f"{v:.0f}" if abs(v) >= 100 else f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
 
 
-def _bytes(n: Any) -> str:
+def bytes_text(n: Any) -> str:
     if n is None:
         return "-"
     n = int(n)
@@ -269,9 +271,9 @@ def _bytes(n: Any) -> str:
     return f"{n} B"
 
 
-def _params(table: dict) -> str:
+def params_text(table: dict) -> str:
     count = sum(c for c, _ in table.values())
-    return f"{_count(count)} ({_bytes(sum(b for _, b in table.values()))})" if table else ""
+    return f"{count_text(count)} ({bytes_text(sum(b for _, b in table.values()))})" if table else ""
 
 
 def _itemsize(dtype: Any) -> int:
