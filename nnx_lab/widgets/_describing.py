@@ -1,5 +1,5 @@
 """The capture panel's descriptions of its calls: one call described and shown at once; inside a
-loop, at most as often as a :class:`~nnx_lab.core.snapshot.Throttle` allows, never waiting for the
+loop, at most as often as a :class:`~nnx_lab.core.live.Throttle` allows, never waiting for the
 device (a description dispatched at one call is shown at a later call, once its numbers are there).
 """
 

@@ -4,7 +4,7 @@
 reference: no copy, no wait, no transfer started: ``copy_to_host_async`` of a value the device has
 not computed yet cost ~125 µs per step here, a few per cent of a small model's step); a later
 value of the same name for the same step replaces it. The values are read by :meth:`collect`,
-which the :class:`~nnx_lab.core.snapshot.Watcher` calls when it publishes a refresh (with the
+which the :class:`~nnx_lab.core.watcher.Watcher` calls when it publishes a refresh (with the
 statistics): only values whose ``is_ready()`` is True are read, oldest first, all of them in one
 ``jax.device_get``, so nothing waits for the device unless asked to (``wait=True``, where the
 Watcher waits anyway). So a tick holds at
