@@ -209,6 +209,7 @@ def test_nan_alert_names_the_step_and_path_and_stays_until_cleared():
         "now_variables": 0,
     }
     assert watcher.alert.text() == f"first Inf at step 7 (refresh {alert['refresh']}) in layers[1].kernel; now clean"
+    assert alert["head"] + alert["where"] + alert["tail"] == watcher.alert.text()  # the browser's sentence is this one
     watcher.clear_alert()
     assert watcher.alert.to_dict() == {}
     watcher.refresh(force=True)

@@ -3,7 +3,7 @@
 
 import { h } from "../shared/dom.js";
 import { typeColor } from "../shared/colors.js";
-import { fmtBytes, fmtClock, fmtCount, fmtMs, fmtNonfinite, fmtStep } from "../shared/format.js";
+import { fmtBytes, fmtClock, fmtCount, fmtMs, fmtNonfinite } from "../shared/format.js";
 
 /** Title: "Model · 6 variables · 84 B". */
 export function fillTitle(doc, el, snap) {
@@ -79,21 +79,9 @@ export function firstNonfinite(snap) {
   return first < 0 ? null : { row: first, nan: nan[first] || 0, inf: inf[first] || 0, count };
 }
 
-/** The alert's one line, as Python's NonfiniteAlert.text(): "first NaN at step 1,234 (refresh 17) in <where>; now clean". */
+/** The alert's one line, written by Python (NonfiniteAlert.to_dict: head, where, tail), never here. */
 export function alertParts(alert) {
-  const kind = alert.nan && !alert.inf ? "NaN" : alert.inf && !alert.nan ? "Inf" : "NaN/Inf";
-  const when = alert.step
-    ? `step ${fmtStep(alert.step)} (refresh ${fmtStep(alert.refresh)})`
-    : `refresh ${fmtStep(alert.refresh)}`;
-  const now = [];
-  const k = alert.now_variables || 0;
-  if (k) now.push(`${k} variable${k === 1 ? "" : "s"}`);
-  for (const name of alert.now_scalars || []) now.push(String(name));
-  return {
-    head: `first ${kind} at ${when} in `,
-    where: String(alert.where ?? ""),
-    tail: `; ${now.length ? `now in ${now.join(", ")}` : "now clean"}`,
-  };
+  return { head: String(alert.head ?? ""), where: String(alert.where ?? ""), tail: String(alert.tail ?? "") };
 }
 
 function rowOfPath(tree, path) {

@@ -97,21 +97,38 @@ class NonfiniteAlert:
         self.first = None
 
     def to_dict(self) -> dict:
-        """The alert as plain data for the browser; ``{}`` when none."""
+        """The alert as plain data for the browser; ``{}`` when none. Its sentence comes along in
+        three parts (``head``, ``where``, ``tail``: the front end sets ``where`` in code type), so
+        it is written once, here."""
         if self.first is None:
             return {}
-        return {**self.first, "now_variables": self.now_variables, "now_scalars": list(self.now_scalars)}
+        head, _, tail = self.parts()
+        return {
+            **self.first,
+            "now_variables": self.now_variables,
+            "now_scalars": list(self.now_scalars),
+            "head": head,
+            "tail": tail,
+        }
 
-    def text(self) -> str:
-        """One line: "first NaN at step 1,234 (refresh 17) in blocks[3].kernel; now clean" ("" when none)."""
+    def parts(self) -> tuple[str, str, str]:
+        """The one line as (before the place, the place, after it); empty strings when none."""
         a = self.first
         if a is None:
-            return ""
+            return "", "", ""
         kind = "NaN" if a["nan"] and not a["inf"] else "Inf" if a["inf"] and not a["nan"] else "NaN/Inf"
         when = f"step {a['step']:,} (refresh {a['refresh']:,})" if a["step"] else f"refresh {a['refresh']:,}"
         now = [count_noun(self.now_variables, "variable")] if self.now_variables else []
         now.extend(self.now_scalars)
-        return f"first {kind} at {when} in {a['where']}; " + (f"now in {', '.join(now)}" if now else "now clean")
+        return (
+            f"first {kind} at {when} in ",
+            str(a["where"]),
+            "; " + (f"now in {', '.join(now)}" if now else "now clean"),
+        )
+
+    def text(self) -> str:
+        """One line: "first NaN at step 1,234 (refresh 17) in blocks[3].kernel; now clean" ("" when none)."""
+        return "".join(self.parts())
 
 
 def _series_candidates(snap: Any, step: int) -> list:
