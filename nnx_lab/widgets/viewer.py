@@ -1,4 +1,4 @@
-"""The live State viewer: a widget over a core.snapshot.Watcher."""
+"""The live State viewer: a widget over a core.watcher.Watcher."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ class StateViewer(Widget):
     snapshot = traitlets.Dict().tag(sync=True)
     status = traitlets.Dict().tag(sync=True)
     sparkline_stat = traitlets.Unicode("norm").tag(sync=True)
-    #: the NaN/Inf alert (core.snapshot.NonfiniteAlert.to_dict): first step, refresh and path; {} when none
+    #: the NaN/Inf alert (core.training.NonfiniteAlert.to_dict): first step, refresh and path; {} when none
     alert = traitlets.Dict().tag(sync=True)
     _scalars_sent = -1  # the ScalarStore version last sent to the browser
 

@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from ..core._util import first_line
-from ..core.snapshot import STAT_NAMES, Snapshot, snapshot
+from ..core.snapshot import Snapshot, snapshot
+from ..core.stats import STAT_NAMES
 
 __all__ = ["Baseline", "pin", "since_message"]
 

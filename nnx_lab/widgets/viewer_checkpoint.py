@@ -48,7 +48,8 @@ def checkpoint_path(obj: Any, namespace: dict | None = None) -> str | None:
 
     A ``pathlib.Path`` (any ``os.PathLike``) is a path; a ``str`` is one unless it is a Python name
     (``model``, ``trainer.model``) that is bound in the notebook or that names no directory: a name
-    is followed, as before, and ``"ckpt"`` (a directory, no variable of that name) is read.
+    is followed, as before, and ``"ckpt"`` (a directory, no variable of that name) is read. A ``str``
+    that is neither a name nor anything path-like (``"model[0]"``) is a bad name to follow.
     """
     if isinstance(obj, os.PathLike):
         return os.fspath(obj)
@@ -56,7 +57,10 @@ def checkpoint_path(obj: Any, namespace: dict | None = None) -> str | None:
         return None
     text = obj.strip()
     if not is_dotted_name(text):
-        return obj
+        # "ckpt/", "~/runs/7", an existing file: a path; "model[0]" names nothing on disk and is no
+        # path either: a bad name to follow, said as such.
+        looks_like_path = os.sep in text or "/" in text or text.startswith("~") or os.path.exists(obj)
+        return obj if looks_like_path else None
     bound = namespace is not None and text.split(".")[0] in namespace
     return obj if not bound and os.path.isdir(obj) else None
 
