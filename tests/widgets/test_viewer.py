@@ -88,7 +88,7 @@ def test_tick_respects_rate_and_cost_budget(monkeypatch, refresh_cost, expected_
             super().__init__(*args, **kwargs)
             clock.now += refresh_cost
             self.host_s = refresh_cost
-            self.inputs_ready = False  # no device time measured (tests/core/test_device_budget.py)
+            self.inputs_ready = False  # no device time measured (tests/core/live/test_device_budget.py)
 
         def finish(self):
             snap = super().finish()
@@ -97,7 +97,7 @@ def test_tick_respects_rate_and_cost_budget(monkeypatch, refresh_cost, expected_
 
     monkeypatch.setattr(watch_module, "PendingSnapshot", CostlySnapshot)
     # The throttle alone: no one-launch program, whose compile (real seconds, on a thread) would
-    # skip refreshes of this fake-clock loop (tests/core/test_stats_programs.py covers that).
+    # skip refreshes of this fake-clock loop (tests/core/stats/test_stats_programs.py covers that).
     from nnx_lab.core.stats import _stats
 
     monkeypatch.setattr(_stats, "program_for", lambda *a, **k: None)
