@@ -190,3 +190,15 @@ def test_snapshot_of_a_path_in_a_notebook_ends_with_its_progress_line(tmp_path, 
     texts = [o.data["text/plain"] for o in out.outputs]
     assert texts[0].startswith("checkpoint statistics: 0 of 1 arrays,")
     assert texts[-1].startswith("checkpoint statistics: 1 arrays, 0.0 MiB read in ")
+
+
+def test_snapshot_of_a_path_passes_progress_on_and_a_model_refuses_it(tmp_path):
+    from nnx_lab.core.snapshot import snapshot
+
+    path = save(tmp_path / "ckpt", {"w": nnx.Param(jnp.ones((64, 32))), "b": nnx.Param(jnp.zeros((32,)))}, 1024)
+    reports = []
+    snap = snapshot(path, progress=reports.append)
+    assert reports and reports[-1].done and reports[-1].arrays_done == 2
+    assert float(snap["w"].stats["mean"]) == 1.0
+    with pytest.raises(TypeError, match="progress= is for a checkpoint directory"):
+        snapshot(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), progress=reports.append)

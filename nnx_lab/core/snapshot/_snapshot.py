@@ -222,7 +222,7 @@ class Snapshot:
         return render.html_table(self)
 
 
-def snapshot(obj: Any, *, stats: bool = True, layers: dict | None = None) -> Snapshot:
+def snapshot(obj: Any, *, stats: bool = True, layers: dict | None = None, progress: Any = None) -> Snapshot:
     """Describe every Variable of ``obj`` without copying any array to the host.
 
     Never raises for one odd Variable (its row gets a status instead). Waits for the
@@ -236,9 +236,13 @@ def snapshot(obj: Any, *, stats: bool = True, layers: dict | None = None) -> Sna
       stats: with ``False`` only descriptions are gathered (nothing runs on the device).
       layers: path prefix -> layer axis of stacked Variables (``{"blocks": 0}``): each gets one row
         per layer after its own (see :mod:`._layers`; flax's ``PARTITION_NAME`` metadata needs none).
+      progress: for a checkpoint directory, called with a ``core.checkpoint.Progress`` after every
+        block its statistics stream (``False``: nothing; default: a line in a notebook, see
+        ``core.checkpoint.checkpoint_rows``).
 
     Raises:
-      TypeError: ``obj`` is none of the above, or ``layers`` is not a dict of prefix -> int.
+      TypeError: ``obj`` is none of the above, ``layers`` is not a dict of prefix -> int, or
+        ``progress`` is given for a model.
       ValueError: a declared prefix holds no Variable, or one of its Variables has no such axis.
 
     >>> from flax import nnx
@@ -248,10 +252,12 @@ def snapshot(obj: Any, *, stats: bool = True, layers: dict | None = None) -> Sna
     >>> snapshot(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), stats=False).rows[0].stats is None
     True
     """
+    if progress is not None and not isinstance(obj, (str, os.PathLike)):
+        raise TypeError("progress= is for a checkpoint directory (its statistics stream from disk); a model has none")
     if isinstance(obj, (str, os.PathLike)):  # an Orbax checkpoint directory: rows from its metadata (core.checkpoint)
         from ..checkpoint import checkpoint_rows
 
-        found = checkpoint_rows(obj, stats=stats, layers=layers)
+        found = checkpoint_rows(obj, stats=stats, layers=layers, progress=progress)
         snap = Snapshot(
             "Checkpoint", [Row(**r) for r in found.rows], found.nodes, found.totals, device_summary(), found.elapsed_s
         )
