@@ -98,7 +98,7 @@ def route_while_busy(widget: Any) -> str | None:
     try:
         subshell = _nnx_lab_subshell(kernel)
     except Exception as e:
-        from ..core._util import one_line
+        from ..core._text import one_line
 
         return f"could not start a subshell ({one_line(e)})"
 

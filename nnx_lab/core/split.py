@@ -27,8 +27,9 @@ from typing import Any, Sequence
 from flax import nnx
 from flax.nnx import filterlib
 
+from .._ipython.names import check_name
 from . import render
-from ._util import ECHO_CHARS, check_name, clip, first_line, safe_repr
+from ._text import ECHO_CHARS, clip, first_line, safe_repr
 from .graph import Path, path_text
 from .snapshot import Row, snapshot
 

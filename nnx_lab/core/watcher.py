@@ -27,7 +27,8 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import jax
 
-from ._util import one_line, paused_gc
+from ._gc import paused_gc
+from ._text import one_line
 from .live._engine import MAX_IN_FLIGHT, Refresher
 from .live._history import History
 from .live._target import watch_target

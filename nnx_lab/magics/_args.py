@@ -23,8 +23,9 @@ from typing import Any, Callable, ContextManager
 
 from IPython.core.error import UsageError
 
-from ..core._util import check_name as check_bindable_name
-from ..core._util import check_number, clip, first_line, is_python_name, looks_like_path, one_line
+from .._ipython.names import check_name as check_bindable_name
+from ..core._checks import check_number, is_python_name, looks_like_path
+from ..core._text import clip, first_line, one_line
 
 #: the numeric options' defaults; ``%config NnxLabMagics.<name> = ...`` changes them per shell
 DEFAULT_MAX_ROWS = 200  # %nnx_snapshot --max-rows
@@ -96,7 +97,7 @@ def evaluate_target(shell: Any, expression: str, what: str = "TARGET") -> Any:
 
 
 def check_option(value: Any, option: str, low: float, high: float, **kwargs: Any) -> Any:
-    """A numeric option in its bounds (``core._util.check_number``); else a one-line UsageError."""
+    """A numeric option in its bounds (``core._checks.check_number``); else a one-line UsageError."""
     try:
         return check_number(value, option, low, high, **kwargs)
     except ValueError as e:
@@ -104,7 +105,7 @@ def check_option(value: Any, option: str, low: float, high: float, **kwargs: Any
 
 
 def check_name(name: str, what: str = "--as", shell: Any = None, target_text: str | None = None) -> str:
-    """``name`` if nnx_lab may bind it in the user namespace (``core._util.check_name``: not a
+    """``name`` if nnx_lab may bind it in the user namespace (``_ipython.names.check_name``: not a
     keyword, builtin, IPython name, nor the name holding TARGET); else a one-line UsageError."""
     namespace = getattr(shell, "user_ns", None)
     target = None

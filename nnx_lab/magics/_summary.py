@@ -9,7 +9,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..core._util import clip
+from ..core._text import clip
 from ._args import check_name, check_option, evaluate_target, parse_line
 
 _TYPED_SHAPE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)\[([0-9,\s]*)\]$")
@@ -86,7 +86,7 @@ def nnx_summary(self: Any, line: str) -> None:
     values = [parse_arg(self.shell, text) for text in args.args]
     depth = None if args.depth is None else check_option(args.depth, "--depth", 0, 1_000, integer=True)
     name = check_name(args.name, shell=self.shell, target_text=args.model) if args.name else None
-    from ..core._util import first_line
+    from ..core._text import first_line
     from ..core.summary import SummaryError, summary
 
     try:

@@ -9,7 +9,7 @@ import dataclasses
 import time
 from typing import Any, Callable
 
-from ..core._util import first_line, one_line
+from ..core._text import first_line, one_line
 from ..core.live import Throttle
 from ..core.snapshot import LayerError, parse_layers, stacked_modules
 

@@ -22,13 +22,15 @@ from flax import nnx
 from .._ipython import busy_queue, cell_hooks
 from ..core import capture as core
 from ..core import compat
-from ..core._util import first_line, message_id, one_line, when_ready
+from ..core._text import first_line, one_line
 from ..core.capture import CaptureToggles, Modules, caller_namespace, intermediate_grads, module_tree
 from ..core.graph import path_text
 from ..core.live import Throttle
+from ..core.live._threads import when_ready
 from ..core.render import pre_html
 from ._base import ANY, STATIC, Widget, background_unsupported, command
 from ._describing import Descriptions, LayerAxes, as_float
+from ._messages import message_id
 
 GONE = "the model is gone (deleted or garbage-collected)"
 

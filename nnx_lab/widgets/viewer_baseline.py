@@ -25,9 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from ..core._util import first_line
+from ..core._text import first_line
 from ..core.snapshot import Snapshot, snapshot
 from ..core.stats import STAT_NAMES
+from . import _wire as wire
 
 __all__ = ["Baseline", "pin", "since_message"]
 
@@ -135,7 +136,7 @@ def since_message(baseline: Baseline | None, watcher: Any) -> dict:
     """The "since" message for the browser: per row its change (None: none), the baseline's label."""
     snap = watcher.snapshot
     if baseline is None or snap is None:
-        return {"type": "since", "values": None, "baseline": None}
+        return {"type": wire.SINCE, "values": None, "baseline": None}
     try:
         values = baseline.since(snap, watcher.target if baseline.kind == "arrays" else None)
         problem = None
@@ -143,7 +144,7 @@ def since_message(baseline: Baseline | None, watcher: Any) -> dict:
         _log.warning("nnx_lab: the change since the baseline was not computed", exc_info=True)
         values, problem = [None] * len(snap.rows), f"not computed: {type(e).__name__}: {first_line(str(e))}"
     return {
-        "type": "since",
+        "type": wire.SINCE,
         "refresh": watcher.refreshes,
         "rows": len(values),
         "values": values,

@@ -18,10 +18,13 @@ from typing import Any
 
 import traitlets
 
-from ..core._util import first_line, is_dotted_name, start_thread
+from ..core._checks import is_dotted_name
+from ..core._text import first_line
+from ..core.live._threads import start_thread
 from ..core.render import html_table, summary_line
 from ..core.snapshot import Row, Snapshot, device_summary, snapshot
 from ..core.stats import STAT_NAMES
+from . import _wire as wire
 from ._base import STATIC, Widget, background_unsupported, command
 
 __all__ = ["CheckpointViewer", "checkpoint_path", "notebook_namespace"]
@@ -178,13 +181,13 @@ class CheckpointViewer(Widget):
         super().close()
 
     # -- the browser's messages (those of the live viewer that mean something here) ---------------
-    @command("stats")
+    @command(wire.STATS)
     def _stats_request(self, content: dict, _buffers: Any) -> None:
         snap = self._snap
         buffer, exact = snap.stats_buffer()
         self.send(
             {
-                "type": "stats",
+                "type": wire.STATS,
                 "refresh": self._refreshes,
                 "structure": 0,
                 "rows": len(snap),
@@ -194,7 +197,7 @@ class CheckpointViewer(Widget):
             buffers=[buffer],
         )
 
-    @command("refresh")
+    @command(wire.REFRESH)
     def _refresh_request(self, content: dict, _buffers: Any) -> None:
         if self._reader is not None and self._reader.is_alive():
             return
@@ -203,7 +206,7 @@ class CheckpointViewer(Widget):
         else:
             self.refresh()
 
-    @command("compare_to")
+    @command(wire.COMPARE_TO)
     def _compare_to_request(self, content: dict, _buffers: Any) -> dict:
         return {
             "state": "error",

@@ -8,11 +8,14 @@ from typing import Any, Iterable, Iterator, Mapping, TypeVar
 import traitlets
 
 from .._ipython import busy_queue, cell_hooks
+from .._ipython.names import check_name
 from ..core import compat
 from ..core import views as core
-from ..core._util import check_name, clip, first_line, json_key, message_id, one_line, safe_repr
+from ..core._text import clip, first_line, json_key, one_line, safe_repr
 from ..core.render import pre_html
+from . import _wire as wire
 from ._base import STATIC, Widget, command
+from ._messages import message_id
 
 T = TypeVar("T")
 
@@ -106,16 +109,16 @@ class ViewPanel(Widget):
         ``only`` is ``None`` (the panel's modules), ``{"class": NAME}`` or ``{"path": (...)}``.
         """
         return self._run(
-            {"type": "view", "name": name or self._default_name, "only": only, "values": values}, from_text=False
+            {"type": wire.VIEW, "name": name or self._default_name, "only": only, "values": values}, from_text=False
         )[0]
 
     def apply(self, only: Any = None, **values: Any) -> str:
         """``model.set_attributes(only, **values)`` in place, all or nothing; returns the line."""
-        return self._run({"type": "apply", "only": only, "values": values}, from_text=False)[1]
+        return self._run({"type": wire.APPLY, "only": only, "values": values}, from_text=False)[1]
 
     def set_mode(self, mode: str) -> str:
         """``model.train()`` / ``model.eval()`` in place; returns the line."""
-        return self._run({"type": "mode", "mode": mode}, from_text=False)[1]
+        return self._run({"type": wire.MODE, "mode": mode}, from_text=False)[1]
 
     # -- the training-loop API: apply clicks made while a cell runs -------------------------
     def tick(self) -> int:
@@ -134,9 +137,9 @@ class ViewPanel(Widget):
 
     # -- browser messages ---------------------------------------------------------------
     def _refuse(self, content: Any, problem: str) -> None:
-        self.send({"type": "ack", "id": message_id(content), "state": "error", "text": problem, "code": ""})
+        self.send({"type": wire.ACK, "id": message_id(content), "state": "error", "text": problem, "code": ""})
 
-    @command("view", "apply", "mode")
+    @command(wire.VIEW, wire.APPLY, wire.MODE)
     def _request(self, content: dict, _buffers: Any) -> dict:
         """A request from the browser; answered with its outcome after every panel on the model shows it."""
         try:
@@ -158,7 +161,7 @@ class ViewPanel(Widget):
         if model is None:
             raise core.ViewError("the model is gone (deleted or garbage-collected)")
         kind = content.get("type")
-        if kind == "mode":
+        if kind == wire.MODE:
             mode = content.get("mode")
             code = core.set_mode(model, mode, self._target)
             after = core.view_report(model, only=self._only)

@@ -7,7 +7,7 @@ import pytest
 from flax import nnx
 
 import nnx_lab
-from nnx_lab.core._util import paused_gc
+from nnx_lab.core._gc import paused_gc
 
 
 @pytest.fixture

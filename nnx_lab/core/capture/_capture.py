@@ -41,7 +41,7 @@ from flax import nnx
 from flax.nnx import graph as nnx_graph
 
 from .. import compat
-from .._util import a_kind
+from .._text import a_kind
 from ..graph import Path, path_text, select_modules, selector, sigint_deferred
 from ..stats import DEFAULT_BINS
 from ._arming import (

@@ -11,7 +11,7 @@ import numpy as np
 from flax import nnx
 
 from .. import compat, render
-from .._util import MAX_BINS, check_number
+from .._checks import MAX_BINS, check_number
 from ..graph import Path
 from ..snapshot import LayerError, PendingSnapshot, Snapshot
 from ..stats import DEFAULT_BINS, histograms_dispatch, histograms_fetch, is_ready

@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 from flax import nnx
 
-from .._util import json_key, one_line
+from .._text import json_key, one_line
 from ..graph import Path, module_paths_text, path_text
 
 #: Types every panel offers, ticked or not: what ``sow`` and ``perturb`` store by default.

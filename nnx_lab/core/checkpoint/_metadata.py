@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util import first_line
+from .._text import first_line
 from ..graph import Path
 
 __all__ = [

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .._fastmath import ReductionJit
-from .._util import first_line
+from .._text import first_line
 from ._metadata import CheckpointEntry, CheckpointTree, read_tree
 from ._progress import Progress, auto_progress
 from ._stream import CHUNK_BYTES, open_array, read_blocks

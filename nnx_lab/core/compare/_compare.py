@@ -8,7 +8,7 @@ import math
 import time
 from typing import Any
 
-from .._util import first_line, quote_repr
+from .._text import first_line, quote_repr
 from ..graph import Path, path_text
 from ._match import Match, key_of, match_sides
 from ._sides import Entry, Side, metadata_axis, resolve_side

@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._util import first_line, quote_repr
+from .._text import first_line, quote_repr
 from ..graph import Path
 from ._sides import Entry, Side
 

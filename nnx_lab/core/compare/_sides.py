@@ -11,7 +11,7 @@ import jax
 import numpy as np
 from flax import nnx
 
-from .._util import first_line
+from .._text import first_line
 from ..graph import Path, path_text, split_pair, walk_graph
 
 __all__ = ["Entry", "Side", "resolve_side"]

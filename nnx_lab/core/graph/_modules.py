@@ -17,7 +17,7 @@ import numpy as np
 from flax.nnx import filterlib
 
 from .. import compat
-from .._util import a_kind, first_line, one_line, safe_repr
+from .._text import a_kind, first_line, one_line, safe_repr
 from ._walk import Path, path_text
 
 

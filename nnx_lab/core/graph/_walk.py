@@ -29,7 +29,7 @@ from flax import nnx
 from flax.nnx import graph as nnx_graph
 
 from .. import compat
-from .._util import safe_repr
+from .._text import safe_repr
 from ._flatten import CyclicGraph, flatten
 from ._pair import split_pair
 

@@ -30,7 +30,7 @@ import threading
 import time
 from typing import Callable, Generic, Protocol, TypeVar
 
-from .._util import start_thread, when_ready
+from ._threads import start_thread, when_ready
 from ._throttle import Throttle
 
 __all__ = ["MAX_IN_FLIGHT", "POLL_S", "Pending", "Refresher"]

@@ -35,8 +35,9 @@ import numpy as np
 from flax import nnx
 from flax.nnx import graph as nnx_graph
 
+from .._checks import is_dotted_name
 from .._shell import shell_namespace
-from .._util import a_kind, is_dotted_name, one_line
+from .._text import a_kind, one_line
 from ..graph import check_inspectable, split_pair
 
 

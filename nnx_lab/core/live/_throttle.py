@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from .._util import MAX_RATE, check_number
+from .._checks import MAX_RATE, check_number
 
 
 class Throttle:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._util import safe_repr
+from .._text import safe_repr
 from ..graph import path_text
 
 

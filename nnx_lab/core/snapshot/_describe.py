@@ -10,7 +10,7 @@ from typing import Any, Mapping
 import jax
 import numpy as np
 
-from .._util import safe_repr
+from .._text import safe_repr
 from ..graph import Leaf, Path, path_text
 from ..stats._kernels import is_numeric_dtype
 from ._devices import annotation_check, placement

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util import json_key
+from .._text import json_key
 from ..graph import Path, path_text
 from ..render import round_significant
 from ..stats._kernels import STAT_NAMES

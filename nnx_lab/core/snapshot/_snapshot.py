@@ -25,7 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import render
-from .._util import paused_gc
+from .._gc import paused_gc
 from ..graph import Path, path_text
 from ..render import DIGITS, round_significant
 from ..stats._stats import STAT_NAMES, Deferred, PendingStats, StatsError, StatsTable

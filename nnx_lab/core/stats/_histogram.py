@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._util import MAX_BINS, check_number
+from .._checks import MAX_BINS, check_number
 from ..render import DIGITS as PRECISION
 from ..render import round_significant
 from ._stats import is_numeric_dtype

@@ -29,7 +29,7 @@ from typing import Any, Sequence
 import jax
 import numpy as np
 
-from .._util import one_line
+from .._text import one_line
 from ._executables import executables_count, loaded_executable, prepare_executable
 from ._kernels import KERNELS, STAT_NAMES, is_numeric_dtype
 from ._layered import layered_cache_size, layered_origin

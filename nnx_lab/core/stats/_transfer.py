@@ -7,7 +7,7 @@ from typing import Any
 
 import jax
 
-from .._util import one_line
+from .._text import one_line
 from ._table import StatsError
 
 

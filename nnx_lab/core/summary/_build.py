@@ -131,7 +131,7 @@ def _trace_program(model: Any, method: str, args: tuple, kwargs: dict, grad: boo
 
 def _call_error(error: Exception, recorder: Any, sites: list) -> Exception:
     call = recorder.failed
-    from .._util import one_line
+    from .._text import one_line
 
     if call is None:
         return SummaryError(f"the call raised {one_line(error)} outside any module")

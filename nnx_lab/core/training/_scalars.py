@@ -22,7 +22,7 @@ Bad input never raises into the loop: a value that is not a real scalar (an arra
 elements, a traced value inside ``jit``, a PRNG key, a string, a number whose ``__float__``
 raises) is not recorded and becomes a :attr:`problem`, shown until that name records a good value
 after the problem was shown. The problem stays short whatever is logged: names are quoted to
-:data:`~nnx_lab.core._util.ECHO_CHARS` characters, and problems are kept for at most
+:data:`~nnx_lab.core._text.ECHO_CHARS` characters, and problems are kept for at most
 :data:`MAX_NAMES` names, the others counted.
 
 >>> import jax.numpy as jnp
@@ -49,7 +49,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._util import one_line, quote
+from .._text import one_line, quote
 
 #: Points each name keeps on the host (evenly spread over its steps once it has more).
 MAX_POINTS = 256

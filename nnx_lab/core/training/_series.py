@@ -32,7 +32,7 @@ import jax
 import numpy as np
 from flax import nnx
 
-from .._util import one_line
+from .._text import one_line
 from ..compat import get_value
 from ..live._target import OptimizerSource
 from ..stats._kernels import STAT_NAMES

@@ -15,7 +15,7 @@ import jax
 import numpy as np
 from flax import nnx
 
-from .._util import quote
+from .._text import quote
 from ..compat import HIJAX_VARIABLE, get_value
 from ..graph import Path, path_key, path_text
 

@@ -28,7 +28,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._util import one_line, start_thread
+from .._text import one_line
+from ..live._threads import start_thread
 from ..stats._executables import compile_program
 from ..stats._kernels import in_background
 

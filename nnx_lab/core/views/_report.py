@@ -32,7 +32,7 @@ from flax import nnx
 from flax.nnx import filterlib
 
 from .. import compat, render
-from .._util import one_line, safe_repr
+from .._text import one_line, safe_repr
 from ..graph import Path, aliases_at, is_module_path, path_roots, path_text, shared_prefixes
 from ._code import UNNAMED, filter_code
 
