@@ -1,10 +1,10 @@
 """What every nnx_lab widget shares: where its bundle is, what a notebook shows without a kernel,
 following cells, showing itself, and one table of the browser's messages.
 
-A widget class lists its browser messages with :func:`command`: ``@command("view", "apply")``
+A widget class lists its browser messages with :func:`command`: ``@command(wire.VIEW, wire.APPLY)``
 on a method ``(self, content, buffers)`` that returns the acknowledgement's fields (sent back as
 ``{"type": "ack", "id": <the message's id>, **fields}``), or None to answer otherwise (new traits,
-a custom message). Messages are checked (:func:`~nnx_lab.core._util.message_problem`) before any
+a custom message). Messages are checked (:func:`~nnx_lab.widgets._messages.message_problem`) before any
 handler sees them. A class with ``_queue_while_busy`` routes its messages to the nnx_lab subshell
 while a cell runs (:mod:`nnx_lab._ipython.busy_queue`): there a message is only acknowledged as queued
 (``state: "queued"``) and its handler runs on the main thread at the next ``tick()``/``track()``
@@ -22,7 +22,8 @@ import anywidget
 
 from .._ipython import busy_queue, cell_hooks
 from ..core import compat
-from ..core._util import message_id, message_problem
+from . import _wire as wire
+from ._messages import message_id, message_problem
 
 #: The built front-end bundles (``js/`` -> ``nnx_lab/static/*.js``).
 STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
@@ -104,7 +105,7 @@ class Widget(compat.MimebundleDisplay, anywidget.AnyWidget):
         rid = message_id(content)
         if self._queue_while_busy and not busy_queue.on_main_thread():
             # A subshell thread, while a cell runs: never touch the model here.
-            self.send({"type": "ack", "id": rid, "state": "queued", **self._queued_ack})
+            self.send({"type": wire.ACK, "id": rid, "state": "queued", **self._queued_ack})
             busy_queue.post(lambda: self._answer(handler, content, rid, buffers))
             return
         self._answer(handler, content, rid, buffers)
@@ -112,7 +113,7 @@ class Widget(compat.MimebundleDisplay, anywidget.AnyWidget):
     def _answer(self, handler: Callable[[Any, Any], dict | None], content: dict, rid: Any, buffers: Any) -> None:
         reply = handler(content, buffers)
         if reply is not None:
-            self.send({"type": "ack", "id": rid, **reply})
+            self.send({"type": wire.ACK, "id": rid, **reply})
 
     def _refuse(self, content: Any, problem: str) -> None:
         """A message refused before it was read (not an object, too large): ignored unless overridden."""

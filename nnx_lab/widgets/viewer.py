@@ -10,13 +10,14 @@ import traitlets
 
 from .._ipython import busy_queue
 from .._ipython.namespace import user_namespace
-from ..core._util import start_thread
 from ..core.live import HISTORY_STATS, NameTarget
+from ..core.live._threads import start_thread
 from ..core.render import html_table, summary_line
 from ..core.snapshot import PRECISION, round_significant
 from ..core.stats import STAT_NAMES, threads_see_jax_config
 from ..core.training import series_buffer, series_meta
 from ..core.watcher import Watcher
+from . import _wire as wire
 from ._base import STATIC, Widget, background_unsupported, command
 
 T = TypeVar("T")
@@ -185,7 +186,7 @@ class StateViewer(Widget):
 
         self.send(since_message(self._baseline, self._watcher))
 
-    @command("compare_to")
+    @command(wire.COMPARE_TO)
     def _compare_to_request(self, content: dict, _buffers: Any) -> dict:
         from .viewer_baseline import describe_problem
 
@@ -285,7 +286,7 @@ class StateViewer(Widget):
             return
         buffer, exact = snap.stats_buffer()
         msg = {
-            "type": "stats",
+            "type": wire.STATS,
             "refresh": self._watcher.refreshes,
             "structure": self._watcher.history.structure,
             "rows": len(snap),
@@ -306,23 +307,23 @@ class StateViewer(Widget):
         norm = snap.stat_matrix[:, STAT_NAMES.index("norm")]
         return meta, series_buffer(snap.series, norm, PRECISION)
 
-    @command("stats")
+    @command(wire.STATS)
     def _stats_request(self, content: dict, _buffers: Any) -> None:
         self.send_stats()
 
-    @command("refresh")
+    @command(wire.REFRESH)
     def _refresh_request(self, content: dict, _buffers: Any) -> None:
         self.refresh()
 
-    @command("history")
+    @command(wire.HISTORY)
     def _history_request(self, content: dict, _buffers: Any) -> None:
         self.send_history(str(content.get("stat", self.sparkline_stat)))
 
-    @command("scalars")
+    @command(wire.SCALARS)
     def _scalars_request(self, content: dict, _buffers: Any) -> None:
         self.send_scalars()
 
-    @command("clear_alert")
+    @command(wire.CLEAR_ALERT)
     def _clear_alert_request(self, content: dict, _buffers: Any) -> None:
         self.clear_alert()
 
@@ -348,7 +349,7 @@ class StateViewer(Widget):
             [float(f"{v:.{PRECISION}g}") for v in round_significant(np.concatenate(values), PRECISION).tolist()]
         )
         self.send(
-            {"type": "scalars", "names": names, "counts": counts, "version": store.version},
+            {"type": wire.SCALARS, "names": names, "counts": counts, "version": store.version},
             buffers=[step_buffer.tobytes(), value_buffer.tobytes()],
         )
 
@@ -360,7 +361,7 @@ class StateViewer(Widget):
         series = history.series(stat)
         self.send(
             {
-                "type": "history",
+                "type": wire.HISTORY,
                 "stat": stat,
                 "structure": history.structure,
                 "rows": int(series.shape[0]),
