@@ -17,6 +17,7 @@ import { createSeriesBar, displayed, readSeries } from "./viewer/series.js";
 import { fillScalars, parseScalars } from "./viewer/scalars.js";
 import { createStatusLine, createToolbar, firstPaintMarker } from "./viewer/toolbar.js";
 import { createBaselineBar, withSince } from "./viewer/baseline.js";
+import { MSG } from "./shared/constants.js";
 
 // User actions redraw at once (tests and people see the result right after the click);
 // snapshot updates wait for the next frame, so that bursts of them coalesce.
@@ -58,9 +59,9 @@ function render({ model, el }) {
       show(raw);
     },
   });
-  const statusLine = createStatusLine(doc, () => model.send({ type: "refresh" }));
+  const statusLine = createStatusLine(doc, () => model.send({ type: MSG.REFRESH }));
   let since = null; // the latest "since" message: each row's change since the pinned baseline
-  const baseline = createBaselineBar(doc, { onPin: (req) => model.send({ type: "compare_to", ...req }) });
+  const baseline = createBaselineBar(doc, { onPin: (req) => model.send({ type: MSG.COMPARE_TO, ...req }) });
   const table = createTreeTable(doc, {
     onToggle: (i) => rows.toggle(i) && relayout(NOW),
     onSort(column) {
@@ -143,7 +144,7 @@ function render({ model, el }) {
     baseline.setCopyCost(snap.totals && snap.totals.all ? snap.totals.all.bytes : 0);
     baseline.el.hidden = snap.root_type === "Checkpoint"; // watch(path): a static table, nothing trains
     rows.setSnapshot(snap);
-    if (history.onSnapshot(raw) && initial !== true) model.send({ type: "history", stat });
+    if (history.onSnapshot(raw) && initial !== true) model.send({ type: MSG.HISTORY, stat });
     seriesBar.fill(raw, group);
     // Rebuild the small pieces only when they change (a click must not lose its target).
     once("title", [snap.root_type, snap.totals && snap.totals.all], () => fillTitle(doc, title, snap));
@@ -161,23 +162,23 @@ function render({ model, el }) {
     if (next === stat) return;
     stat = next;
     history.setStat(stat);
-    model.send({ type: "history", stat });
+    model.send({ type: MSG.HISTORY, stat });
     relayout();
   }
 
   function onMsg(msg, buffers) {
-    if (msg && (msg.type === "since" || (msg.type === "ack" && msg.message !== undefined))) {
-      if (msg.type === "since") since = msg.values ? msg : null;
+    if (msg && (msg.type === MSG.SINCE || (msg.type === MSG.ACK && msg.message !== undefined))) {
+      if (msg.type === MSG.SINCE) since = msg.values ? msg : null;
       baseline.show(msg);
-      if (msg.type === "since") show(raw);
+      if (msg.type === MSG.SINCE) show(raw);
       return;
     }
-    if (msg && msg.type === "scalars") {
+    if (msg && msg.type === MSG.SCALARS) {
       const curves = parseScalars(msg, buffers);
       if (curves) fillScalars(doc, scalars, curves);
       return;
     }
-    if (msg && msg.type === "stats") {
+    if (msg && msg.type === MSG.STATS) {
       const next = withStats(model.get("snapshot") || {}, msg, buffers && buffers[0]);
       if (next && !(next.refresh <= snap.refresh)) {
         next.seriesData = msg.series ? readSeries(msg.series, toFloat32(buffers && buffers[1]), rowCount(next)) : null;
@@ -185,13 +186,13 @@ function render({ model, el }) {
       }
       return;
     }
-    if (!msg || msg.type !== "history") return;
+    if (!msg || msg.type !== MSG.HISTORY) return;
     if (history.onHistory(msg, buffers && buffers[0])) relayout();
   }
 
   banner.addEventListener("click", (ev) => {
     if (ev.target && ev.target.closest && ev.target.closest(".nnx-banner-clear")) {
-      model.send({ type: "clear_alert" });
+      model.send({ type: MSG.CLEAR_ALERT });
       return;
     }
     if (banner.getAttribute("data-row") === null) return; // a scalar's alert: no row to show
@@ -218,9 +219,9 @@ function render({ model, el }) {
   toolbar.showStat(stat);
   statusLine.fill(model.get("status"));
   onSnapshot(true);
-  model.send({ type: "stats" }); // the trait holds the statistics of its last structure change
-  model.send({ type: "history", stat });
-  model.send({ type: "scalars" }); // buffers are not in the initial state on Colab: asked for after display
+  model.send({ type: MSG.STATS }); // the trait holds the statistics of its last structure change
+  model.send({ type: MSG.HISTORY, stat });
+  model.send({ type: MSG.SCALARS }); // buffers are not in the initial state on Colab: asked for after display
   // Draw the first window now (not on the next frame) so the first paint has rows.
   relayout(NOW);
 

@@ -17,6 +17,7 @@ import { createHeader } from "./views/header.js";
 import { createList } from "./views/list.js";
 import { createRequests } from "./views/requests.js";
 import { viewsCss } from "./views/styles.js";
+import { MSG } from "./shared/constants.js";
 
 function render({ model, el }) {
   const doc = el.ownerDocument || document;
@@ -39,11 +40,11 @@ function render({ model, el }) {
     list.mark();
   }
 
-  const header = createHeader(doc, (mode) => requests.send({ type: "mode", mode }, `mode:${mode}`));
+  const header = createHeader(doc, (mode) => requests.send({ type: MSG.MODE, mode }, `mode:${mode}`));
   const editor = createEditor(doc, st, {
     onScope: setScope,
-    onCreate: (values, name) => requests.send({ type: "view", only: onlyJson(st.scope), values, name }, "view"),
-    onApply: (values) => requests.send({ type: "apply", only: onlyJson(st.scope), values }, "apply"),
+    onCreate: (values, name) => requests.send({ type: MSG.VIEW, only: onlyJson(st.scope), values, name }, "view"),
+    onApply: (values) => requests.send({ type: MSG.APPLY, only: onlyJson(st.scope), values }, "apply"),
     cleanups,
   });
   const list = createList(doc, st, {

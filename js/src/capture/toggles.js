@@ -8,6 +8,7 @@ import { typeColor } from "../shared/colors.js";
 import { keyText } from "../shared/format.js";
 import { Requests } from "../shared/requests.js";
 import { moduleTree, modulesSummary } from "./data.js";
+import { MSG } from "../shared/constants.js";
 
 const INDENT = 14;
 const WAITING = "toggle sent: waiting for the kernel (a running cell reads it when it ends)";
@@ -149,12 +150,12 @@ export function createToggles(doc, model, seen) {
     const on = !!t.checked;
     const type = t.getAttribute("data-type");
     const mod = t.getAttribute("data-module");
-    if (type !== null) send({ type: "type", name: type, on });
-    else if (mod !== null) send({ type: "module", path: mod, on });
-    else if (t.classList && t.classList.contains("nnx-capture-methods")) send({ type: "methods", on });
+    if (type !== null) send({ type: MSG.TOGGLE_TYPE, name: type, on });
+    else if (mod !== null) send({ type: MSG.TOGGLE_MODULE, path: mod, on });
+    else if (t.classList && t.classList.contains("nnx-capture-methods")) send({ type: MSG.TOGGLE_METHODS, on });
   });
-  allBtn.addEventListener("click", () => send({ type: "modules", on: true }));
-  noneBtn.addEventListener("click", () => send({ type: "modules", on: false }));
+  allBtn.addEventListener("click", () => send({ type: MSG.TOGGLE_MODULES, on: true }));
+  noneBtn.addEventListener("click", () => send({ type: MSG.TOGGLE_MODULES, on: false }));
   // Keep notebook shortcuts (space, a, b, dd...) from firing while using the controls.
   controls.addEventListener("keydown", (ev) => ev.stopPropagation());
 
@@ -163,7 +164,7 @@ export function createToggles(doc, model, seen) {
     pending,
     fill,
     onAck(msg) {
-      if (msg && msg.type === "ack" && requests.ack(msg)) fillPending();
+      if (msg && msg.type === MSG.ACK && requests.ack(msg)) fillPending();
     },
   };
 }

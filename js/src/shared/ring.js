@@ -1,5 +1,6 @@
 // Per-row ring buffers of one statistic over refreshes, and the bookkeeping that keeps them in
 // step with snapshots and history replies (pure, no DOM).
+import { MSG } from "./constants.js";
 
 export const RING_CAPACITY = 100;
 
@@ -128,7 +129,7 @@ export class History {
 
   /** Apply a history reply; returns true when it was used. */
   onHistory(msg, buffer) {
-    if (!msg || msg.type !== "history" || msg.stat !== this.stat) return false;
+    if (!msg || msg.type !== MSG.HISTORY || msg.stat !== this.stat) return false;
     if (!same(msg.structure, this.structure)) return false;
     const rows = msg.rows | 0;
     const L = msg.length | 0;

@@ -5,6 +5,7 @@
 
 import { h, setText } from "../shared/dom.js";
 import { fmtBytes } from "../shared/format.js";
+import { MSG } from "../shared/constants.js";
 
 /** The control; `onPin({source, path})` asks Python to pin (source: none | stats | arrays | path). */
 export function createBaselineBar(doc, { onPin }) {
@@ -52,7 +53,7 @@ export function createBaselineBar(doc, { onPin }) {
     },
     /** What is pinned (the "since" message's baseline), or a problem in one line. */
     show(msg) {
-      if (msg && msg.type === "ack") {
+      if (msg && msg.type === MSG.ACK) {
         if (msg.state === "error") setText(label, String(msg.message || "not pinned"));
         return;
       }

@@ -7,6 +7,7 @@ import { h, s } from "../shared/dom.js";
 import { fmtNum, fmtStep } from "../shared/format.js";
 import { toTyped } from "../shared/ring.js";
 import { sparkPath } from "../shared/sparkline.js";
+import { MSG } from "../shared/constants.js";
 
 export const CURVE_W = 120;
 export const CURVE_H = 18;
@@ -20,7 +21,7 @@ export const toFloat64 = (buf) => toTyped(buf, Float64Array);
  * null when the message and its buffers do not agree (then the last curves stay).
  */
 export function parseScalars(msg, buffers) {
-  if (!msg || msg.type !== "scalars" || !Array.isArray(msg.names) || !Array.isArray(msg.counts)) return null;
+  if (!msg || msg.type !== MSG.SCALARS || !Array.isArray(msg.names) || !Array.isArray(msg.counts)) return null;
   if (msg.names.length !== msg.counts.length || !buffers || buffers.length < 2) return null;
   const steps = toFloat64(buffers[0]);
   const values = toFloat64(buffers[1]);

@@ -4,6 +4,7 @@
 import { h, setFlag, setText } from "../shared/dom.js";
 import { fmtCount } from "../shared/format.js";
 import { Requests } from "../shared/requests.js";
+import { MSG } from "../shared/constants.js";
 
 const QUEUED = "pending \u2014 applies at the next step";
 const PENDING = "pending\u2026";
@@ -28,8 +29,8 @@ export function createRequests(doc, model, st, buttons, onAnswered) {
 
   function describe(req) {
     const m = req.msg;
-    if (req.type === "mode") return `${st.prep.target}.${m.mode}()`;
-    if (req.type === "view") return `create view ${m.name}`;
+    if (req.type === MSG.MODE) return `${st.prep.target}.${m.mode}()`;
+    if (req.type === MSG.VIEW) return `create view ${m.name}`;
     return "apply in place";
   }
 
@@ -42,7 +43,7 @@ export function createRequests(doc, model, st, buttons, onAnswered) {
 
   /** The switch shows the newest mode click still waiting, else the model's mode; buttons their requests. */
   function fillSwitch() {
-    const newest = [...requests.open.values()].filter((r) => r.type === "mode").pop();
+    const newest = [...requests.open.values()].filter((r) => r.type === MSG.MODE).pop();
     const want = newest ? newest.msg.mode : st.doneMode || st.prep.mode;
     buttons.train.setAttribute("aria-pressed", want === "train" ? "true" : "false");
     buttons.eval.setAttribute("aria-pressed", want === "eval" ? "true" : "false");
@@ -66,7 +67,7 @@ export function createRequests(doc, model, st, buttons, onAnswered) {
   }
 
   function onAck(msg) {
-    if (!msg || msg.type !== "ack") return;
+    if (!msg || msg.type !== MSG.ACK) return;
     const req = requests.ack(msg);
     if (!req) return;
     const what = describe(req);
@@ -75,7 +76,7 @@ export function createRequests(doc, model, st, buttons, onAnswered) {
       setStatus("queued", `${what}: ${QUEUED}`);
     } else if (req.state === "done") {
       if (req.code) st.ran[req.type] = req.code;
-      if (req.type === "mode") st.doneMode = req.msg.mode; // until the payload that shows it arrives
+      if (req.type === MSG.MODE) st.doneMode = req.msg.mode; // until the payload that shows it arrives
       setStatus("done", req.text || `${what}: done`);
     } else {
       setStatus("error", req.text || `${what} failed`);
