@@ -52,7 +52,7 @@ SCRIPT = textwrap.dedent("""
     watcher.refresh(force=True)
     first = time.perf_counter() - start
     start = time.perf_counter()
-    watcher._last_attempt = float("-inf")
+    watcher.engine.last_attempt = float("-inf")
     watcher.refresh(force=True)
     while _programs.compiling():
         time.sleep(0.01)

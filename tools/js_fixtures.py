@@ -227,7 +227,7 @@ def series_payload() -> dict:
     sent = []
     viewer.send = lambda msg, buffers=None: sent.append((msg, buffers))  # noqa: B023 - used in this iteration
     try:
-        viewer.watcher._last_attempt = float("-inf")
+        viewer.watcher.engine.last_attempt = float("-inf")
         viewer.tick(grads=grads)
         viewer.last_snapshot
         viewer._sent_rows = viewer._sent_refresh = None  # the trait again, now with the gradients

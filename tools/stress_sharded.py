@@ -61,7 +61,7 @@ for rep in range(int(sys.argv[1])):
         model = Transformer(4, 64, nnx.Rngs(rep))
         snap = nnx_lab.snapshot(model)
         viewer = nnx_lab.watch(model, display=False, max_rate=100.0)
-        viewer._watcher._throttle.budget = 1.0
+        viewer._watcher.engine.throttle.budget = 1.0
         viewer._watcher.start_background()
 
         @jax.jit

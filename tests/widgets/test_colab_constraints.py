@@ -55,8 +55,37 @@ def _capture_panel():
     return capture_panel(model(), display=False)
 
 
+def _checkpoint_viewer():
+    import tempfile
+
+    import orbax.checkpoint as ocp
+
+    path = pathlib.Path(tempfile.mkdtemp(prefix="nnx_lab-ckpt-")) / "ckpt"
+    checkpointer = ocp.StandardCheckpointer()
+    checkpointer.save(path, nnx.state(model()))
+    checkpointer.wait_until_finished()
+    return viewer.watch(path, display=False)
+
+
+def _comparison_view():
+    from nnx_lab.widgets.compare import ComparisonView
+
+    a = model()
+    b = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(1)), nnx.Dropout(0.5, rngs=nnx.Rngs(0)))
+    return ComparisonView(nnx_lab.compare(a, b))
+
+
+def _summary_view():
+    from nnx_lab.widgets.summary import SummaryView
+
+    return SummaryView(nnx_lab.summary(model(), jnp.ones((1, 2))))
+
+
 #: one way to make each widget class, and the flax feature it needs
 MAKERS = {
+    "CheckpointViewer": (_checkpoint_viewer, None),
+    "ComparisonView": (_comparison_view, None),
+    "SummaryView": (_summary_view, None),
     "StateViewer": (lambda: viewer.watch(model(), display=False), None),
     "SplitReportView": (lambda: split.SplitReportView(nnx_lab.split_report(model(), nnx.Param, ...)), None),
     "ViewPanel": (lambda: views.mode_toggle(model(), display=False), None),
@@ -83,7 +112,13 @@ def make(name):
 
 
 def test_every_widget_class_is_checked_here():
-    import nnx_lab.widgets.capture  # noqa: F401  (imports every widget module)
+    import importlib
+    import pkgutil
+
+    import nnx_lab.widgets
+
+    for module in pkgutil.iter_modules(nnx_lab.widgets.__path__, "nnx_lab.widgets."):
+        importlib.import_module(module.name)  # every widget module, whatever this test imported before
 
     assert _widget_classes() == set(MAKERS)
 
