@@ -210,3 +210,25 @@ def test_layers_of_a_checkpoint_pair_are_said_not_made(tmp_path):
         "w[layer 1]",
         "w[layer 2]",
     ]
+
+
+def test_a_scalar_array_such_as_an_rng_count_is_read_like_any_other(tmp_path):
+    # A 0-d array (Dropout's rngs.count) has no stored chunk shape in its zarr metadata: it was an
+    # "error: missing or corrupt data" row, and compare() called it unreadable.
+    model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), nnx.Dropout(0.5, rngs=nnx.Rngs(0)))
+    model.layers[1].rngs.count[...] = jnp.uint32(7)
+    path = save(tmp_path / "ckpt", model)
+    rows = {r.path_text: r for r in nnx_lab.snapshot(path, progress=False).rows}
+    count = rows["layers[1].rngs.count"]
+    assert (count.status, count.shape, count.dtype, count.nbytes) == ("ok", (), "uint32", 4)
+    assert count.stats["min"] == count.stats["max"] == 7
+    assert {r.status for r in rows.values()} == {"ok"}
+    cmp = nnx_lab.compare(model, path)
+    assert "unreadable" not in cmp.verdict and cmp["layers[1].rngs.count"].status == "identical"
+
+
+def test_a_checkpoints_summary_line_says_its_arrays_are_on_disk(tmp_path):
+    path = save(tmp_path / "ckpt", Net())
+    for stats in (True, False):
+        line = str(nnx_lab.snapshot(path, stats=stats, progress=False)).splitlines()[0]
+        assert line.startswith("Checkpoint: 8 variables") and line.endswith(" on disk"), line

@@ -211,7 +211,8 @@ def _opened_entries(directory: str, info: dict) -> list[CheckpointEntry]:
         try:
             arr = future.result()
             dtype = arr.dtype.numpy_dtype
-            chunk = tuple(int(c) for c in arr.chunk_layout.read_chunk.shape)
+            stored = arr.chunk_layout.read_chunk.shape  # None for a 0-d array (an RNG count): one chunk
+            chunk = tuple(int(c) for c in stored) if stored is not None else tuple(int(d) for d in arr.shape)
             entries.append(
                 CheckpointEntry(
                     path,

@@ -47,7 +47,9 @@ def summary_line(snap: Any) -> str:
     """One line of ``snap`` (a Snapshot): root class, variable count, elements, bytes, and the devices."""
     total = snap.totals["all"]
     dev = snap.device_summary
-    if any(r.devices and r.devices != "host" and r.status != "abstract" for r in snap.rows):
+    if getattr(snap, "checkpoint", None) is not None:  # an Orbax checkpoint's arrays are files, on no device yet
+        where = "on disk"
+    elif any(r.devices and r.devices != "host" and r.status != "abstract" for r in snap.rows):
         where = f"on {dev['count']}× {dev['device_kind']}"
     else:
         where = (
