@@ -22,7 +22,7 @@ import anywidget
 
 from .._ipython import busy_queue, cell_hooks
 from ..core import compat
-from . import _wire as wire
+from . import wire
 from ._messages import message_id, message_problem
 
 #: The built front-end bundles (``js/`` -> ``nnx_lab/static/*.js``).

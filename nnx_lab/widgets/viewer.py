@@ -17,7 +17,7 @@ from ..core.snapshot import PRECISION, round_significant
 from ..core.stats import STAT_NAMES, threads_see_jax_config
 from ..core.training import series_buffer, series_meta
 from ..core.watcher import Watcher
-from . import _wire as wire
+from . import wire
 from ._base import STATIC, Widget, background_unsupported, command
 
 T = TypeVar("T")

@@ -28,7 +28,7 @@ import numpy as np
 from ..core._text import first_line
 from ..core.snapshot import Snapshot, snapshot
 from ..core.stats import STAT_NAMES
-from . import _wire as wire
+from . import wire
 
 __all__ = ["Baseline", "pin", "since_message"]
 

@@ -24,7 +24,7 @@ from ..core.live._threads import start_thread
 from ..core.render import html_table, summary_line
 from ..core.snapshot import Row, Snapshot, device_summary, snapshot
 from ..core.stats import STAT_NAMES
-from . import _wire as wire
+from . import wire
 from ._base import STATIC, Widget, background_unsupported, command
 
 __all__ = ["CheckpointViewer", "checkpoint_path", "notebook_namespace"]

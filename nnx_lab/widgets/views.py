@@ -13,7 +13,7 @@ from ..core import compat
 from ..core import views as core
 from ..core._text import clip, first_line, json_key, one_line, safe_repr
 from ..core.render import pre_html
-from . import _wire as wire
+from . import wire
 from ._base import STATIC, Widget, command
 from ._messages import message_id
 

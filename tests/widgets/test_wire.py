@@ -1,4 +1,4 @@
-"""The widgets' message types are written once (nnx_lab/widgets/_wire.py): no Python sender or
+"""The widgets' message types are written once (nnx_lab/widgets/wire.py): no Python sender or
 handler under nnx_lab/widgets and no JS file under js/src spells one as a string literal (the JS
 side imports them as MSG from the generated js/src/shared/constants.js, checked by
 tests/test_js_generated.py)."""
@@ -10,10 +10,10 @@ import re
 from pathlib import Path
 
 from nnx_lab.core.capture import _toggles
-from nnx_lab.widgets import _wire
+from nnx_lab.widgets import wire
 
 REPO = Path(__file__).resolve().parents[2]
-TYPES = set(_wire.MESSAGES.values())
+TYPES = set(wire.MESSAGES.values())
 # `type: "ack"`, `type === "ack"`, `msg.type !== 'ack'`, and the same with the literal first.
 _JS_TYPE = re.compile(
     r"""\btype\s*(?:===|!==|==|!=|:)\s*["'`](\w+)["'`]|["'`](\w+)["'`]\s*(?:===|!==|==|!=)\s*[\w.]*\btype\b"""
@@ -71,14 +71,14 @@ def test_no_js_file_writes_a_message_type_as_a_literal():
 
 
 def test_no_widget_module_writes_a_message_type_as_a_literal():
-    files = [p for p in (REPO / "nnx_lab" / "widgets").glob("*.py") if p.name != "_wire.py"]
+    files = [p for p in (REPO / "nnx_lab" / "widgets").glob("*.py") if p.name != "wire.py"]
     assert len(files) > 5
     found = {str(p.relative_to(REPO)): python_literals(p.read_text(encoding="utf-8")) for p in files}
-    assert {k: v for k, v in found.items() if v} == {}, "use nnx_lab.widgets._wire"
+    assert {k: v for k, v in found.items() if v} == {}, "use nnx_lab.widgets.wire"
 
 
 def test_every_type_has_one_name_and_the_capture_toggles_agree():
-    assert len(TYPES) == len(_wire.MESSAGES)
-    assert all(name.isupper() for name in _wire.MESSAGES)
+    assert len(TYPES) == len(wire.MESSAGES)
+    assert all(name.isupper() for name in wire.MESSAGES)
     # core/capture answers the toggles but stays free of widgets: its own list must be the wire's
-    assert tuple(_toggles.MESSAGES) == _wire.CAPTURE_TOGGLES
+    assert tuple(_toggles.MESSAGES) == wire.CAPTURE_TOGGLES
