@@ -82,9 +82,9 @@ ${R} .nnx-type-chip:hover{background:rgba(127,127,127,0.12)}
 ${R} .nnx-type-chip[aria-pressed="true"]{border-color:${ACCENT};box-shadow:inset 0 0 0 1px ${ACCENT}}
 ${R} .nnx-type-chip .n{color:${MUTED}}
 ${R} .nnx-dot{display:inline-block;width:8px;height:8px;border-radius:2px;flex:none}
-${R} .nnx-filter{height:22px;padding:0 6px;width:220px;max-width:40vw;border:1px solid ${BORDER};
+${R} .nnx-filter,${R} .nnx-text-input{height:22px;padding:0 6px;width:220px;max-width:40vw;border:1px solid ${BORDER};
   border-radius:3px;background:${BG};font-family:${MONO}}
-${R} .nnx-filter:focus{outline:1px solid ${ACCENT};border-color:${ACCENT}}
+${R} .nnx-filter:focus,${R} .nnx-text-input:focus{outline:1px solid ${ACCENT};border-color:${ACCENT}}
 ${R} .nnx-tool{height:22px;padding:0 8px;border:1px solid ${BORDER};border-radius:3px;
   background:${BG2};cursor:pointer}
 ${R} .nnx-tool:hover:not(:disabled){border-color:${ACCENT}}

@@ -19,7 +19,7 @@ export function createBaselineBar(doc, { onPin }) {
     h(doc, "option", { value: "path" }, "a checkpoint path\u2026"),
   );
   const path = h(doc, "input", {
-    class: "nnx-filter nnx-baseline-path",
+    class: "nnx-text-input nnx-baseline-path", // styled as the filter, not one (the filter is .nnx-filter)
     type: "text",
     placeholder: "checkpoint directory",
     spellcheck: "false",

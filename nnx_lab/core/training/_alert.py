@@ -14,10 +14,13 @@ False
 >>> alert.observe(snapshot({"bias": jnp.array([0.0, jnp.nan])}), refresh=2, step=20)
 True
 >>> _ = alert.observe(snapshot({"bias": jnp.zeros(2)}), refresh=3, step=30)
->>> alert.to_dict()
-{'step': 20, 'refresh': 2, 'where': 'bias', 'source': 'variable', 'nan': 1, 'inf': 0, 'now_variables': 0, 'now_scalars': []}
 >>> alert.text()
 'first NaN at step 20 (refresh 2) in bias; now clean'
+>>> d = alert.to_dict()  # for the browser: the numbers, and the sentence in three parts
+>>> {k: d[k] for k in ("step", "refresh", "where", "source", "nan", "inf", "now_variables", "now_scalars")}
+{'step': 20, 'refresh': 2, 'where': 'bias', 'source': 'variable', 'nan': 1, 'inf': 0, 'now_variables': 0, 'now_scalars': []}
+>>> d["head"] + d["where"] + d["tail"] == alert.text()
+True
 """
 
 from __future__ import annotations
