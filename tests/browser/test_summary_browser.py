@@ -66,13 +66,22 @@ def sorted_walk(rows, key=None):
 
 
 def paths(root):
-    return pages.row_paths(root, ROW)
+    """The rows drawn, once the window has settled: its whole table in view (a windowed table draws the
+    rows on screen) and two reads 100 ms apart agreeing (it redraws on the frame after a click)."""
+    root.evaluate("el => el.scrollIntoView({block: 'end'})")
+    seen = pages.row_paths(root, ROW)
+    for _ in range(30):
+        root.page.wait_for_timeout(100)
+        again = pages.row_paths(root, ROW)
+        if again == seen:
+            break
+        seen = again
+    return seen
 
 
 def settled_paths(page, root, expected, timeout_s: float = 15):
     """The rows once the window has drawn `expected` (or the last ones seen after `timeout_s`): a table
     drawn while its output was still being laid out redraws when its size settles (ResizeObserver)."""
-    root.scroll_into_view_if_needed()
     seen = paths(root)
     for _ in range(int(timeout_s * 10)):
         if seen == expected:
