@@ -135,14 +135,7 @@ def compile_program(lowered: Any, options: tuple[dict, ...], specs: Any) -> Any:
             lowered.as_text(),
             repr(options),
             repr(trees),
-            jax.__version__,
-            getattr(jax.lib, "__version__", ""),
-            device.platform,
-            device.device_kind,
-            device.id,
-            getattr(device.client, "platform_version", ""),
-            os.environ.get("XLA_FLAGS", ""),
-            bool(jax.config.jax_enable_x64),
+            *_environment(device),
             VERSION,
         )
         name = f"program-{hashlib.sha256(repr(parts).encode()).hexdigest()[:32]}.xla"
@@ -173,6 +166,21 @@ def _open() -> tuple[Any, Any] | None:
     return None if store is None else (store, serialize_executable)
 
 
+def _environment(device: Any) -> tuple:
+    """What every executable also depends on, beside its own program: jax and jaxlib, the device,
+    ``XLA_FLAGS`` and x64 (part of each entry's key, in this order)."""
+    return (
+        jax.__version__,
+        getattr(jax.lib, "__version__", ""),
+        device.platform,
+        device.device_kind,
+        device.id,
+        getattr(device.client, "platform_version", ""),
+        os.environ.get("XLA_FLAGS", ""),
+        bool(jax.config.jax_enable_x64),
+    )
+
+
 def _key(kernel_id: Any, x: Any) -> str:
     global _source_hash
     if _source_hash is None:
@@ -182,14 +190,7 @@ def _key(kernel_id: Any, x: Any) -> str:
     parts = (
         _source_hash,
         kernel_id,
-        jax.__version__,
-        getattr(jax.lib, "__version__", ""),
-        device.platform,
-        device.device_kind,
-        device.id,
-        getattr(device.client, "platform_version", ""),
-        os.environ.get("XLA_FLAGS", ""),
-        bool(jax.config.jax_enable_x64),
+        *_environment(device),
         tuple(x.shape),
         str(x.dtype),
         getattr(x, "weak_type", False),
