@@ -59,7 +59,9 @@ _hist_kernel = jax.jit(_hist, static_argnums=(1, 2))
 
 
 def _hist_many(xs, bins, scatters):
-    return [_hist(x, bins, scatter) for x, scatter in zip(xs, scatters)]
+    # Flattened first (free for a single-device array): XLA compiles a 1-D reduction in about half the
+    # time of the same over 4 axes (flax's MNIST CNN's activations: 3.5 s -> 1.6 s for one program).
+    return [_hist(x.reshape(-1), bins, scatter) for x, scatter in zip(xs, scatters)]
 
 
 # The arrays of one device in one program: one compile for all of them (a capture's activations have
