@@ -51,7 +51,7 @@ def test_track_yields_everything_throttles_and_ends_current():
 
 
 class FakeClock:
-    """Stands in for the ``time`` module inside ``nnx_lab.core.watcher``: time moves only when told."""
+    """Stands in for the ``time`` module where refreshes are published: time moves only when told."""
 
     def __init__(self):
         self.now = 1000.0
@@ -73,11 +73,10 @@ class FakeClock:
     ],
 )
 def test_tick_respects_rate_and_cost_budget(monkeypatch, refresh_cost, expected_interval):
-    import nnx_lab.core.watcher as watch_module
+    import nnx_lab.core.live._snapshots as watch_module  # where the Watcher's refreshes are dispatched
 
     model = small_model()  # held: the watcher alone would let it be collected
-    clock = FakeClock()
-    monkeypatch.setattr(watch_module, "time", clock)
+    clock = FakeClock()  # the Watcher's injected clock
     starts = []
 
     class CostlySnapshot(watch_module.PendingSnapshot):
@@ -123,7 +122,7 @@ def test_tick_respects_rate_and_cost_budget(monkeypatch, refresh_cost, expected_
 def test_a_failing_refresh_is_a_status_not_an_exception(monkeypatch):
     model = small_model()
     viewer = nnx_lab.watch(model, display=False)
-    import nnx_lab.core.watcher as watch_module
+    import nnx_lab.core.live._snapshots as watch_module  # where the Watcher's refreshes are dispatched
 
     def broken(*args, **kwargs):
         raise RuntimeError("Array has been deleted with shape=float32[4]\nmore detail")

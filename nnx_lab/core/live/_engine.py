@@ -1,14 +1,16 @@
 """The live-refresh engine: launch work now, show it once its numbers have arrived, never make the
 caller wait for the device.
 
-Threading model (every live view; the :class:`~nnx_lab.core.watcher.Watcher` is the one user today):
+Threading model (every live view: the :class:`~nnx_lab.core.watcher.Watcher`, and the capture panel's
+descriptions, ``widgets/_describing.py``, whose publisher thread is ``nnx_lab-capture-publish``):
 
 - The **caller's thread** (a training loop's ``tick()``, a cell's end) asks :meth:`Refresher.refresh`.
   Most ticks nothing is due: it returns after two clock reads, without a lock. When the throttle
   allows, it takes the engine's lock, publishes what has arrived, and *dispatches* one more piece of
   work (``dispatch``: queue the device's reductions and start their copies to the host, never
-  wait). At most :data:`MAX_IN_FLIGHT` ride the device's queue; a later tick publishes the newest
-  one that has arrived and drops the older ones unpublished (``publish`` sees what was dropped).
+  wait). At most ``max_in_flight`` (:data:`MAX_IN_FLIGHT`; the capture panel: 1) ride the device's
+  queue; a later tick publishes the newest one that has arrived and drops the older ones unpublished
+  (``publish`` sees what was dropped).
 - A **publisher thread** (``nnx_lab-publish``, short-lived, one per forced refresh that does not
   wait, where the UI may send messages from threads) waits for one piece and publishes it under
   the lock, so a loop's or cell's end shows its last values without the kernel waiting.
@@ -28,7 +30,7 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from typing import Callable, Generic, Protocol, TypeVar
+from typing import Callable, Generic, Iterable, Iterator, Protocol, TypeVar
 
 from ._threads import start_thread, when_ready
 from ._throttle import Throttle
@@ -56,6 +58,7 @@ class Pending(Protocol):
 
 
 P = TypeVar("P", bound=Pending)
+T = TypeVar("T")
 
 
 class Refresher(Generic[P]):
@@ -75,8 +78,11 @@ class Refresher(Generic[P]):
         *,
         processes: int = 1,
         clock: Callable[[], float] = time.monotonic,
+        max_in_flight: int = MAX_IN_FLIGHT,
+        publisher: str = "nnx_lab-publish",
     ):
         self.throttle = throttle
+        self.max_in_flight, self.publisher = max_in_flight, publisher  # publisher: its threads' name
         self._dispatch, self._publish = dispatch, publish
         self.clock = clock
         self.in_flight: collections.deque[P] = collections.deque()  # dispatched, not published
@@ -95,7 +101,7 @@ class Refresher(Generic[P]):
 
     def due(self) -> bool:
         """Whether the throttle allows a refresh now (and the queue has room)."""
-        return self.clock() - self.last_attempt >= self.throttle.interval and len(self.in_flight) < MAX_IN_FLIGHT
+        return self.clock() - self.last_attempt >= self.throttle.interval and len(self.in_flight) < self.max_in_flight
 
     def refresh(self, *, force: bool = False, wait: bool | None = None, skip_unchanged: bool = False) -> bool:
         """Publish what has arrived and dispatch when due (or ``force``); ``wait`` (default:
@@ -154,12 +160,32 @@ class Refresher(Generic[P]):
                 if pending in self.in_flight:
                     self.publish_arrived(wait=False, upto=pending)
 
-        when_ready(pending, publish, name="nnx_lab-publish")
+        when_ready(pending, publish, name=self.publisher)
 
     def wait(self) -> None:
         """Publish everything in flight, waiting for the device (tests, scripts)."""
         with self.lock:
             self.publish_arrived(wait=True)
+
+    def drop(self) -> None:
+        """Forget everything in flight, unpublished (its owner is closing)."""
+        with self.lock:
+            self.in_flight.clear()
+            self._steps.clear()
+
+    def track(self, iterable: Iterable[T], tick: Callable[[bool], object]) -> Iterator[T]:
+        """Yield ``iterable``'s items, calling ``tick(last)`` after each (``last``: the loop ends now),
+        then refresh at once (waiting only where no thread may publish)."""
+        try:
+            items = iter(iterable)
+            done = object()
+            item = next(items, done)
+            while item is not done:
+                yield item
+                item = next(items, done)
+                tick(item is done)  # the last step's gradients reach the refresh below
+        finally:  # where a thread may publish them, the loop's end does not wait for the device either
+            self.refresh(force=True, wait=not self.publish_from_thread)
 
     # -- background refreshing ----------------------------------------------------
     def start_background(self, stopped: Callable[[], bool]) -> bool:

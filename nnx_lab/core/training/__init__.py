@@ -1,12 +1,13 @@
 """What a training loop adds beside a model's rows: gradients and optimizer state matched to the
 Variables by path (``_series.py``, ``_series_match.py``; sent to the browser by ``_series_wire.py``),
 the update ratio ‖θₜ − θₜ₋₁‖/‖θₜ₋₁‖ (``_updates.py``), logged scalars (``_scalars.py``) and the
-NaN/Inf alert (``_alert.py``)."""
+NaN/Inf alert (``_alert.py``), owned together by one :class:`Training` (``_training.py``)."""
 
 from ._alert import NonfiniteAlert
 from ._scalars import MAX_POINTS, ScalarStore
 from ._series import GRAD, UPDATE, SeriesColumns, SeriesStore, is_optimizer, leaf_paths
 from ._series_wire import series_buffer, series_meta
+from ._training import Training
 
 __all__ = [
     "GRAD",
@@ -16,6 +17,7 @@ __all__ = [
     "ScalarStore",
     "SeriesColumns",
     "SeriesStore",
+    "Training",
     "is_optimizer",
     "leaf_paths",
     "series_buffer",
