@@ -41,15 +41,15 @@ True
 from __future__ import annotations
 
 import math
-import numbers
 import threading
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .._text import one_line, quote
+from ._scalar_values import Curve, accept
+from ._scalar_values import host_values as _host_values  # a module global: tests count the reads
 
 #: Points each name keeps on the host (evenly spread over its steps once it has more).
 MAX_POINTS = 256
@@ -58,40 +58,6 @@ MAX_PENDING = 4096
 #: Names a store records; more are refused with a problem.
 MAX_NAMES = 32
 _COUNTED = 100_000  # distinct refused names counted beyond those named in the problem
-
-
-class _Series:
-    """One name's curve: at most ``capacity`` (step, value) points, a point every ``stride`` steps."""
-
-    def __init__(self, capacity: int):
-        self.capacity = capacity
-        self.steps = np.zeros(capacity, np.int64)
-        self.values = np.zeros(capacity, np.float64)
-        self.n = 0
-        self.stride = 1
-        self.latest: tuple[int, float] | None = None
-
-    def add(self, step: int, value: float) -> None:
-        self.latest = (step, value)
-        if self.n and step < self.steps[self.n - 1] + self.stride:
-            return  # between two kept points: only the latest value keeps it
-        if self.n == self.capacity:
-            # Full: keep every second point (the first included), then a point every 2x steps.
-            half = (self.capacity + 1) // 2
-            self.steps[:half] = self.steps[::2]
-            self.values[:half] = self.values[::2]
-            self.n, self.stride = half, self.stride * 2
-            if step < self.steps[self.n - 1] + self.stride:
-                return
-        self.steps[self.n], self.values[self.n] = step, value
-        self.n += 1
-
-    def curve(self) -> tuple[np.ndarray, np.ndarray]:
-        steps, values = self.steps[: self.n], self.values[: self.n]
-        if self.latest is not None and (not self.n or self.latest[0] > steps[-1]):
-            steps = np.append(steps, self.latest[0])
-            values = np.append(values, self.latest[1])
-        return steps.copy(), values.copy()
 
 
 class ScalarStore:
@@ -103,7 +69,7 @@ class ScalarStore:
             raise ValueError("points must be at least 2")
         self.points = points
         self.version = 0  # bumped whenever a curve or latest value changed
-        self._series: dict[str, _Series] = {}
+        self._series: dict[str, Curve] = {}
         self._pending: dict[str, list[tuple[int, Any]]] = {}
         self._problems: dict[str, list] = {}  # name -> [message, shown]
         self._refused_more: set[int] = set()  # hashes of names refused beyond MAX_NAMES problems (counted)
@@ -120,7 +86,7 @@ class ScalarStore:
                     self._refuse(name, f"more than {MAX_NAMES} scalars")
                     continue
                 try:
-                    value, problem = _accept(value)
+                    value, problem = accept(value)
                 except Exception as e:  # noqa: BLE001 - a user number's method raised: a problem, not a crash
                     value, problem = None, f"not readable ({one_line(e, 100)})"
                 if problem is not None:
@@ -179,7 +145,7 @@ class ScalarStore:
         pending = self._pending[name]
         series = self._series.get(name)
         if series is None:
-            series = self._series[name] = _Series(self.points)
+            series = self._series[name] = Curve(self.points)
         # The values computed so far (up to the first that is not), fetched in one transfer.
         ready: list = []
         for step, value in pending:
@@ -253,57 +219,3 @@ class ScalarStore:
             n = len(self._refused_more)
             clauses.append(f"{n:,}{'+' if n >= _COUNTED else ''} more names not recorded")
         return "; ".join(clauses)
-
-
-def _accept(value: Any) -> tuple[Any, str | None]:
-    """(what to keep, None) for a real scalar: the device array itself (read when computed) or a
-    Python float; (None, why not) otherwise. Never waits for the device."""
-    if isinstance(value, jax.core.Tracer):
-        return None, "a traced value (logged inside jit/grad?)"
-    if isinstance(value, jax.Array):
-        if value.shape and math.prod(value.shape) != 1:
-            return None, f"not a scalar (shape {tuple(value.shape)})"
-        if not _is_real(value.dtype):
-            return None, f"not a real number (dtype {value.dtype})"
-        if value.is_deleted():
-            return None, "a deleted (donated) array"
-        return value, None
-    if isinstance(value, (np.ndarray, np.generic)):
-        array = np.asarray(value)
-        if array.size != 1:
-            return None, f"not a scalar (shape {array.shape})"
-        if not _is_real(array.dtype):
-            return None, f"not a real number (dtype {array.dtype})"
-        return float(array.reshape(-1)[0]), None
-    if isinstance(value, numbers.Real):
-        try:
-            number = float(value)
-        except Exception as e:  # noqa: BLE001 - a user Real's __float__ may raise anything
-            return None, f"not a float ({type(e).__name__})"
-        if not isinstance(number, float):
-            return None, f"not a float (__float__ gave {type(number).__name__})"
-        return number, None
-    return None, f"not a number ({type(value).__name__})"
-
-
-_real: dict = {}  # dtype -> whether it is real (asked at every logged step: jnp.issubdtype is slow)
-
-
-def _is_real(dtype: Any) -> bool:
-    got = _real.get(dtype)
-    if got is None:
-        # jax's issubdtype knows bfloat16 and the float8 types (numpy sees them as void); a PRNG key's
-        # dtype (key<fry>) is none of numpy's: np.dtype() raises on it.
-        if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
-            got = False
-        else:
-            got = bool(np.dtype(dtype).kind in "biu" or jnp.issubdtype(dtype, jnp.floating))
-        _real[dtype] = got
-    return got
-
-
-def _host_values(xs: list) -> list[float]:
-    """The values of computed device scalars, in one transfer; on several processes, each one's own
-    copy (a scalar is replicated)."""
-    got = jax.device_get([x if x.is_fully_addressable else x.addressable_data(0) for x in xs])
-    return [float(np.asarray(g).reshape(-1)[0]) for g in got]

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..render import round_significant
 from ..stats._kernels import STAT_NAMES
-from ._series import MAX_UNMATCHED, SeriesColumns
+from ._series_columns import MAX_UNMATCHED, SeriesColumns
 
 __all__ = ["series_buffer", "series_meta"]
 
