@@ -1,75 +1,124 @@
-"""The capture panel's descriptions of its calls: one call described and shown at once; inside a
-loop, at most as often as a :class:`~nnx_lab.core.live.Throttle` allows, never waiting for the
-device (a description dispatched at one call is shown at a later call, once its numbers are there).
+"""The capture panel's descriptions of its calls, on the live-refresh engine
+(:class:`~nnx_lab.core.live.Refresher`, one description in flight): one call described and shown at
+once; inside a loop, at most as often as its throttle allows, never waiting for the device (a
+description dispatched at one call is shown at a later call, once its numbers are there).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from typing import Any, Callable
 
 from ..core._text import first_line, one_line
-from ..core.live import Throttle
+from ..core.capture import PendingCaptureReport
+from ..core.graph import path_text
+from ..core.live import Refresher, Throttle
 from ..core.snapshot import LayerError, parse_layers, stacked_modules
+from ._base import background_unsupported
+
+logger = logging.getLogger("nnx_lab")
+
+
+class Description:
+    """A call's description on its way (a :class:`~nnx_lab.core.live.Pending`): its pending report and
+    what the panel shows beside it (``modules``, ``elapsed``, ``loss``)."""
+
+    def __init__(self, pending: Any, modules: Any, elapsed: float, loss: Any):
+        self._pending, self.modules, self.elapsed, self.loss = pending, modules, elapsed, loss
+
+    @property
+    def host_s(self) -> float:
+        return self._pending.host_s  # finishing adds its own
+
+    def ready(self) -> bool:
+        return self._pending.ready()
+
+    def wait(self) -> None:
+        self._pending.wait()
+
+    def finish(self) -> Any:
+        return self._pending.finish()
 
 
 class Descriptions:
-    """The last call not shown yet (``unshown``) and the description on its way (``describing``).
+    """The last call not described yet (``unshown``) and the ``engine`` that describes it.
 
-    ``show(report, modules, elapsed, loss)`` puts a finished description on screen; ``fail(text)``
-    says that describing failed (the loop goes on).
+    ``show(report, modules, elapsed=, loss=)`` puts a finished description on screen; ``fail(text)``
+    says that describing failed (the loop goes on). Publishing threads are ``nnx_lab-capture-publish``.
     """
 
     def __init__(self, throttle: Throttle, show: Callable[..., None], fail: Callable[[str], None]):
-        self.throttle = throttle
         self._show, self._fail = show, fail
         self.unshown: tuple | None = None  # (describe, modules, elapsed, loss) of the last call
-        self.describing: tuple | None = None  # (pending report, modules, elapsed, loss)
-        self._last_dispatch = float("-inf")
+        self._last_failure = ""  # logged at warning level once
+        # time.monotonic looked up at each read: the panel's tests move the module's clock.
+        clock = lambda: time.monotonic()  # noqa: E731
+        self.engine = Refresher(
+            throttle, self._dispatch, self._publish, clock=clock, max_in_flight=1, publisher="nnx_lab-capture-publish"
+        )
+
+    @property
+    def throttle(self) -> Throttle:
+        return self.engine.throttle
 
     def hold(self, describe: Callable[[], Any], modules: Any, elapsed: float, loss: Any) -> None:
-        """The newest call: described at the next :meth:`step` the throttle allows, or by :meth:`dispatch`."""
+        """The newest call: described at the next :meth:`step` the throttle allows, or by :meth:`flush`."""
         self.unshown = (describe, modules, elapsed, loss)
 
     def step(self) -> None:
         """Inside a loop: show what has arrived, dispatch the newest call when the throttle allows."""
-        if self.describing is not None and self.describing[0].ready():
-            self.show_described()
-        if self.describing is None and time.monotonic() - self._last_dispatch >= self.throttle.interval:
-            self.dispatch()
+        self.engine.refresh()
 
-    def dispatch(self) -> None:
+    def flush(self, *, wait: bool) -> bool:
+        """Describe the held call now (or show the one on its way): at once with ``wait`` or where widget
+        messages cannot come from threads, else by a thread once its numbers arrive. Whether a
+        description is still on its way."""
+        engine = self.engine
+        engine.publish_from_thread = background_unsupported() is None
+        wait = wait or not engine.publish_from_thread
+        if self.unshown is not None:
+            engine.refresh(force=True, wait=wait)
+        elif engine.in_flight:  # dispatched inside a loop, not arrived yet
+            engine.wait() if wait else engine.publish_when_ready(engine.in_flight[-1])
+        return bool(engine.in_flight)
+
+    def clear(self) -> None:
+        self.unshown = None
+        self.engine.drop()
+
+    # -- the engine's work ---------------------------------------------------------------------------
+    def _dispatch(self, defer: bool, skip_unchanged: bool) -> Description | None:
         """Queue the held call's description on the device (statistics, histograms); never waits."""
         if self.unshown is None:
-            return
+            return None
         describe, modules, elapsed, loss = self.unshown
         self.unshown = None
         try:
-            pending = describe()
-        except Exception as error:  # a description that fails must not break the loop
-            self._fail(f"describing the captured values failed: {one_line(error)}")
-            return
-        self._last_dispatch = time.monotonic()
-        self.describing = (pending, modules, elapsed, loss)
+            return Description(describe(), modules, elapsed, loss)
+        except Exception as error:  # noqa: BLE001 - a boundary (the panel's call): the loop goes on
+            self._failed(error)
+            return None
 
-    def show_described(self) -> None:
-        """Show the dispatched description (waiting for its numbers if need be)."""
-        describing, self.describing = self.describing, None
-        if describing is None:
-            return
-        pending, modules, elapsed, loss = describing
+    def _publish(self, newest: Description, dropped: list, step: int, wait: bool, arrived: bool) -> bool:
         try:
-            pending.wait()  # the device's time: not counted
-            report = pending.finish()
-        except Exception as error:
-            self._fail(f"describing the captured values failed: {one_line(error)}")
-            return
-        self.throttle.cost(pending.host_s)
-        self._show(report, modules, elapsed, loss)
+            newest.wait()  # the device's time: not counted
+            report = newest.finish()
+        except Exception as error:  # noqa: BLE001 - a boundary (a refresh of the panel): said, the loop goes on
+            self._failed(error)
+            return False
+        self.engine.throttle.cost(newest.host_s)
+        loss = None if newest.loss is None else as_float(newest.loss)
+        self._show(report, newest.modules, elapsed=newest.elapsed, loss=loss)
+        return True
 
-    def clear(self) -> None:
-        self.unshown = self.describing = None
+    def _failed(self, error: Exception) -> None:
+        text = f"describing the captured values failed: {one_line(error)}"
+        level = logging.DEBUG if text == self._last_failure else logging.WARNING
+        logger.log(level, "nnx_lab: %s", text, exc_info=error)
+        self._last_failure = text
+        self._fail(text)
 
 
 class LayerAxes:
@@ -89,10 +138,15 @@ class LayerAxes:
         if key != self._key:
             try:
                 self._derived = stacked_modules(model, dict(self.declared) or None)
-            except Exception:  # noqa: BLE001 - the report's rows say what is odd; the capture goes on
+            except Exception:  # noqa: BLE001 - a boundary (the panel's call): the report's rows say what is odd
+                logger.debug("nnx_lab: the capture panel could not find the stacked modules", exc_info=True)
                 self._derived = ()
             self._key = key
         return self._derived + self.declared
+
+    def later(self, make: Callable[[Any], Any], spec: tuple) -> Callable[[], Any]:
+        """What describes the call when the panel's engine dispatches it: :meth:`describe`."""
+        return lambda: self.describe(make, spec)
 
     def describe(self, make: Callable[[Any], Any], spec: tuple) -> Any:
         """``make(layers)``: a pending report; with the stacked modules alone, and a message, when
@@ -119,6 +173,16 @@ class _Noted:
     def finish(self) -> Any:
         report = self._pending.finish()
         return dataclasses.replace(report, messages=(*report.messages, self._note))
+
+
+def grads_report(result: Any, options: dict, seen: tuple) -> Callable[[Any], Any]:
+    """``make(layers)`` for :meth:`LayerAxes.describe`: the pending report of ``panel.grads``'s result
+    (the forward values and their gradients) under the call's ``options``."""
+    only = options.get("only")
+    matched = None if only is None else tuple(sorted(only.paths, key=path_text))
+    return lambda layers: PendingCaptureReport(
+        result.forward, grads=result.grads, types=options["types"], seen_types=seen, matched=matched, layers=layers
+    )
 
 
 def as_float(x: Any) -> float | None:

@@ -1,13 +1,11 @@
 """The capture panel: toggles for what ``nnx.capture`` collects, and what the last call captured.
 
-``panel = nnx_lab.capture_panel(model)`` shows the toggles (Variable types to collect, method
-outputs, a checkbox per submodule); ``panel(x)`` calls the model under them through
-:mod:`nnx_lab.core.capture` and shows every captured value with on-device statistics and a
-histogram; ``panel.grads(loss_fn, x)`` adds the gradient of the loss with respect to each
-perturbed value. The toggles themselves are :class:`nnx_lab.core.capture.CaptureToggles`;
-the browser's clicks arrive as custom messages, and the panel answers each with its ``controls``
-trait, so a rejected click is undone on screen. A click made while a cell runs is queued (see
-:mod:`nnx_lab._ipython.busy_queue`) and applies at the panel's next call.
+``panel = nnx_lab.capture_panel(model)`` shows the toggles (Variable types, method outputs, a checkbox
+per submodule: :class:`nnx_lab.core.capture.CaptureToggles`); ``panel(x)`` calls the model under them and
+shows every captured value with on-device statistics and a histogram (described by ``_describing.py`` on
+the live-refresh engine); ``panel.grads(loss_fn, x)`` adds each perturbed value's gradient. A click is
+answered with the ``controls`` trait (a rejected one is undone on screen); one made while a cell runs is
+queued (:mod:`nnx_lab._ipython.busy_queue`) and applies at the panel's next call.
 """
 
 from __future__ import annotations
@@ -26,10 +24,9 @@ from ..core._text import first_line, one_line
 from ..core.capture import CaptureToggles, Modules, caller_namespace, intermediate_grads, module_tree
 from ..core.graph import path_text
 from ..core.live import Throttle
-from ..core.live._threads import when_ready
 from ..core.render import pre_html
-from ._base import ANY, STATIC, Widget, background_unsupported, command
-from ._describing import Descriptions, LayerAxes, as_float
+from ._base import ANY, STATIC, Widget, command
+from ._describing import Descriptions, LayerAxes, grads_report
 from ._messages import message_id
 
 GONE = "the model is gone (deleted or garbage-collected)"
@@ -99,22 +96,14 @@ class CapturePanel(Widget):
         self._target = type(model).__name__
         self._known_modules: Modules = []  # the last module list read (kept when the model goes)
         self._gone_shown = False
-        self._captured: nnx.State | None = None
-        self._grads: nnx.State | None = None
-        self._last_report: core.CaptureReport | None = None
+        self._captured = self._grads = self._last_report = None  # the last call's values, gradients, report
         self._last_toggles: tuple | None = None  # the toggles of the last call
         self._answered: Any = None  # id of the last browser message answered
         self._descriptions = Descriptions(
-            throttle,
-            show=lambda report, modules, elapsed, loss: self._show(
-                report, modules, elapsed=elapsed, loss=None if loss is None else as_float(loss)
-            ),
-            fail=lambda text: self._set_status(text, level="error"),
+            throttle, show=self._show, fail=lambda text: self._set_status(text, level="error")
         )
-        self._looping = 0  # track() loops running
+        self._looping = self._calls = self._rev = 0  # track() loops running, calls, revision of the controls
         self._cell: Any = None  # the notebook cell of the last call
-        self._calls = 0
-        self._rev = 0
         super().__init__(**kwargs)
         self._publish_controls()
         self._set_status()
@@ -138,18 +127,26 @@ class CapturePanel(Widget):
         modules = self._module_list()
         return model, modules, self._toggles.options(modules), self._layers.spec(model, modules)
 
-    def _capture(self, fn: Any, args: tuple, kwargs: dict, failed: str) -> Any:
-        model, modules, options, layers = self._prepare()
+    def _timed(self, failed: str, call: Callable[[], T]) -> tuple[T, float]:
+        """``call()`` and the seconds it took; a failure is said on the panel and raised."""
         start = time.perf_counter()
         try:
-            with core.Capture(model, **options) as cap:
-                result = (model if fn is None else fn)(*args, **kwargs)
+            result = call()
         except BaseException as error:
             self._set_status(f"{failed}: {one_line(error)}", level="error")
             raise
-        elapsed = time.perf_counter() - start
-        describe = lambda: self._layers.describe(lambda spec: cap.pending_report(layers=spec), layers)  # noqa: E731
-        self._deliver(cap.captured, None, describe, modules, seen=cap.seen_types, elapsed=elapsed)
+        return result, time.perf_counter() - start
+
+    def _capture(self, fn: Any, args: tuple, kwargs: dict, failed: str) -> Any:
+        model, modules, options, layers = self._prepare()
+
+        def call() -> tuple[Any, core.Capture]:
+            with core.Capture(model, **options) as cap:
+                return (model if fn is None else fn)(*args, **kwargs), cap
+
+        (result, cap), elapsed = self._timed(failed, call)
+        describe = self._layers.later(lambda spec: cap.pending_report(layers=spec), layers)
+        self._deliver(cap.captured, None, describe, modules, cap.seen_types, elapsed)
         return result
 
     def grads(self, loss_fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -160,31 +157,11 @@ class CapturePanel(Widget):
         what that function returns (``loss``, ``forward``, ``grads``).
         """
         model, modules, options, layers = self._prepare()
-        start = time.perf_counter()
-        try:
-            result = intermediate_grads(model, loss_fn, *args, **options, **kwargs)
-        except BaseException as error:
-            self._set_status(f"panel.grads failed: {one_line(error)}", level="error")
-            raise
-        elapsed = time.perf_counter() - start
+        call = lambda: intermediate_grads(model, loss_fn, *args, **options, **kwargs)  # noqa: E731
+        result, elapsed = self._timed("panel.grads failed", call)
         seen = tuple(getattr(result, "seen_types", ()) or ())
-        only = options.get("only")
-        matched = None if only is None else tuple(sorted(only.paths, key=path_text))
-
-        def describe() -> core.PendingCaptureReport:
-            return self._layers.describe(
-                lambda spec: core.PendingCaptureReport(
-                    result.forward,
-                    grads=result.grads,
-                    types=options["types"],
-                    seen_types=seen,
-                    matched=matched,
-                    layers=spec,
-                ),
-                layers,
-            )
-
-        self._deliver(result.forward, result.grads, describe, modules, seen=seen, elapsed=elapsed, loss=result.loss)
+        describe = self._layers.later(grads_report(result, options, seen), layers)
+        self._deliver(result.forward, result.grads, describe, modules, seen, elapsed, loss=result.loss)
         return result
 
     def track(self, iterable: Iterable[T]) -> Iterator[T]:
@@ -205,21 +182,8 @@ class CapturePanel(Widget):
         """Show the last call if a loop's throttle held it back; never raises. Without ``wait``, its
         description is dispatched and shown by a thread once its numbers arrive (where widget
         messages may come from threads), so the end of a loop or cell does not wait for the device."""
-        descriptions = self._descriptions
-        descriptions.dispatch()
-        describing = descriptions.describing
-        if describing is None:
-            return
-        if wait or describing[0].ready() or background_unsupported() is not None:
-            descriptions.show_described()
-            return
-        # The call count is current at once (the report follows when its numbers arrive).
-        self._set_status(self.status.get("message", ""), level=self.status.get("level", ""))
-        when_ready(
-            describing[0],
-            lambda: descriptions.describing is describing and descriptions.show_described(),
-            "nnx_lab-capture-publish",
-        )
+        if self._descriptions.flush(wait=wait):  # on its way: the call count is current at once
+            self._set_status(self.status.get("message", ""), level=self.status.get("level", ""))
 
     def close(self) -> None:
         """Close the widget and let go of the captured arrays (the model is the caller's)."""
@@ -240,11 +204,9 @@ class CapturePanel(Widget):
 
     def _alive(self) -> nnx.Module:
         """The model, or a ReferenceError (and the panel says so) when it is gone."""
-        model = self._ref()
-        if model is None:
+        if self._ref() is None:
             self._after_cell()
-            raise ReferenceError(GONE)
-        return model
+        return self.model
 
     def _after_cell(self) -> None:
         """After every cell: the last call is shown (a loop broken off may have held it back), and
@@ -340,18 +302,10 @@ class CapturePanel(Widget):
         status.update(extra)
         self.status = {"target": self._target, "calls": self._calls, **status, "message": message, "level": level}
 
-    def _deliver(
-        self,
-        captured: nnx.State,
-        grads: nnx.State | None,
-        describe: Callable[[], core.CaptureReport],
-        modules: Modules,
-        *,
-        seen: Iterable[type],
-        elapsed: float,
-        loss: Any = None,
-    ) -> None:
-        """A call's values: kept at once, described and shown now, or later inside a throttled loop."""
+    def _deliver(self, captured: Any, grads: Any, describe: Callable, modules: Modules, seen: Iterable, elapsed: float,
+                 loss: Any = None) -> None:  # fmt: skip
+        """A call's values (``describe()``: its pending report): kept at once, described and shown now,
+        or later inside a throttled loop."""
         self._calls += 1
         self._captured, self._grads = captured, grads
         for t in seen:
@@ -360,11 +314,10 @@ class CapturePanel(Widget):
         self._last_toggles = self._toggles.state()
         self._descriptions.hold(describe, modules, elapsed, loss)
         cell, self._cell = self._cell, cell_hooks.current_cell()
-        in_a_loop = self._looping or (cell is not None and cell == self._cell)  # a second call in one cell
-        if not in_a_loop:
+        if self._looping or (cell is not None and cell == self._cell):  # a loop, or a second call in one cell
+            self._descriptions.step()  # nothing waits for the device
+        else:
             self.flush()  # one call: described and shown now
-            return
-        self._descriptions.step()  # in a loop nothing waits for the device
 
     def _show(self, report: core.CaptureReport, modules: Modules, *, elapsed: float, loss: float | None = None) -> None:
         self._last_report = report

@@ -30,7 +30,7 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from typing import Callable, Generic, Iterable, Iterator, Protocol, TypeVar
+from typing import Callable, Generic, Iterable, Iterator, Protocol, TypeVar, runtime_checkable
 
 from ._threads import start_thread, when_ready
 from ._throttle import Throttle
@@ -42,6 +42,7 @@ MAX_IN_FLIGHT = 8
 POLL_S = 0.01  # a tick asks whether work in flight has arrived at most this often (not at every step)
 
 
+@runtime_checkable
 class Pending(Protocol):
     """Work launched now and read later (a snapshot's statistics, a capture report, a comparison)."""
 
