@@ -2,7 +2,7 @@
 
 A viewer compiles its statistics program on a thread while the notebook goes on; a cell that jits a
 training step at that moment competes with it for the cores. nnx_lab's background compiles wait while
-another thread is inside XLA's compile (``core/snapshot/_kernels.py``: ``in_background``). One run,
+another thread is inside XLA's compile (``core/stats/_compiling.py``: ``in_background``). One run,
 interleaved rounds; in each, the user's compile starts and a viewer program's compile is asked for
 right after it:
 
@@ -31,7 +31,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import models  # noqa: E402
 
-from nnx_lab.core.stats import _kernels, _programs  # noqa: E402
+from nnx_lab.core.stats import _compiling, _kernels, _programs  # noqa: E402
 
 
 def user_lowered(salt: float = 0.0):
@@ -93,12 +93,12 @@ def main() -> None:
             box: dict = {}
             trigger = None
             if label != "alone":
-                _kernels.YIELD_TO_USER_COMPILES = label == "beside ours"
+                _compiling.YIELD_TO_USER_COMPILES = label == "beside ours"
 
                 key = len(times[label]) + 10 * r
 
                 def ask(box=box, key=key):
-                    while not _kernels.others_compiling():  # the user's compile has begun
+                    while not _compiling.others_compiling():  # the user's compile has begun
                         time.sleep(0.002)
                     box["thread"] = viewer_program(arrays, key)
 
@@ -112,7 +112,7 @@ def main() -> None:
                 trigger.join()
                 box["thread"].join()
                 after[label].append(time.perf_counter() - end)
-    _kernels.YIELD_TO_USER_COMPILES = True
+    _compiling.YIELD_TO_USER_COMPILES = True
     alone = statistics.median(times["alone"])
     for label, got in times.items():
         m = statistics.median(got)

@@ -5,7 +5,7 @@ deadlock XLA's CPU client).
 
 Runs in a subprocess with ``--xla_force_host_platform_device_count`` host devices (the device count is
 fixed when jax starts). nnx_lab reduces each array's shards where they live and combines their numbers
-on the host (core/snapshot/_shards.py): no collective; arrays with one distinct shard per device share
+on the host (core/stats/_shards.py): no collective; arrays with one distinct shard per device share
 one program over all devices (shard_map), compiled once. Target (issue 24): the program for 1,000
 arrays over 8 devices compiles in <= 10 s on a 2-core CPU.
 

@@ -29,8 +29,8 @@ import treescope
 from flax import nnx
 
 import nnx_lab
+from nnx_lab.core.stats import _dispatch as dispatch_lib  # to count the exact kernels' fallbacks
 from nnx_lab.core.stats import _programs as stats_programs  # to wait for the viewer's program
-from nnx_lab.core.stats import _stats as stats_lib  # to count the exact kernels' fallbacks
 
 
 class Block(nnx.Module):
@@ -139,10 +139,10 @@ def main() -> None:
     watcher.refresh(force=True, wait=True)
     # Per-array kernel calls during the timed refreshes: 0 when every float array's one pass was
     # trusted (core/snapshot/_one_pass.py), else the arrays the exact kernels described again.
-    fallbacks, real_call = [], stats_lib._call
-    stats_lib._call = lambda kernel, x: fallbacks.append(kernel) or real_call(kernel, x)
+    fallbacks, real_call = [], dispatch_lib.call
+    dispatch_lib.call = lambda kernel, x: fallbacks.append(kernel) or real_call(kernel, x)
     _, warm_viewer = timed(lambda: watcher.refresh(force=True, wait=True), repeat=15)
-    stats_lib._call = real_call
+    dispatch_lib.call = real_call
     one_pass = sum(
         len(p.one_pass) for p in list(stats_programs._programs.values()) if isinstance(p, stats_programs.Program)
     )

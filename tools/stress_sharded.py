@@ -2,7 +2,7 @@
 (65 arrays, kernels split over the 'model' axis) described by ``snapshot``, then watched with the
 viewer's background thread refreshing as often as it can while 20 jitted steps with an all-reduce per
 parameter run and tick; Explicit and Auto axes alternate, a fresh model each time. Before
-core/snapshot/_shards.py this aborted in its first repetition (XLA's CPU rendezvous timeout).
+core/stats/_shards.py this aborted in its first repetition (XLA's CPU rendezvous timeout).
 
     XLA_FLAGS=--xla_force_host_platform_device_count=2 python tools/stress_sharded.py 100
 

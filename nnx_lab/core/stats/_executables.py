@@ -49,7 +49,8 @@ from ._cache_store import (
     VERSION,
     open_store,
 )
-from ._kernels import KERNELS, compile_lowered, kernel_options, kernels_file, result_count
+from ._compiling import compile_lowered, kernel_options
+from ._kernels import KERNELS, kernels_file, result_count
 
 logger = logging.getLogger("nnx_lab")
 

@@ -16,7 +16,8 @@ from ._kernels import KERNELS, STAT_NAMES, kernel_and_names
 from ._layered import layered, layered_origin
 from ._one_pass import PlanHints
 from ._programs import MAX_PROGRAM_ARRAYS, Program, device_groups, structure_key
-from ._shards import ShardParts, Stacked, splits, stacked, stacked_origin
+from ._shards import ShardParts, splits
+from ._stacked import Stacked, stacked, stacked_origin
 from ._table import StatsError
 
 __all__ = ["LaunchPlan"]

@@ -17,7 +17,7 @@ layer's row from the shards that hold that layer.
 An array whose distinct shards sit one per device on several devices is not split into one part per
 device either (each device would compile its own program: 8 devices, 8 compiles of the same code):
 its shards are wrapped, without a copy, as one array over a 1-D mesh of those devices
-(``jax.make_array_from_single_device_arrays``), and a :func:`stacked` kernel (the statistics kernel
+(``jax.make_array_from_single_device_arrays``, :mod:`._stacked`), and a stacked kernel (the statistics kernel
 inside ``shard_map``, one row per shard, no collective) reduces every shard where it lives. Arrays
 on the same devices then share one program: one compile and one launch for all devices. Nothing is gathered and nothing moves between
 devices. With several processes (an array not fully addressable) the kernels stay SPMD: every
@@ -31,14 +31,15 @@ False
 
 from __future__ import annotations
 
-import contextlib
 import weakref
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import jax
 import numpy as np
 
-__all__ = ["ShardParts", "Stacked", "splits", "stacked", "stacked_cache_size", "stacked_origin", "own_mesh"]
+from ._stacked import STACK, Stacked, stack_sharding, stacked_array
+
+__all__ = ["ShardParts", "splits"]
 
 
 def splits(x: Any) -> bool:
@@ -87,7 +88,7 @@ class ShardParts:
                 shape = (len(kept) * kept[0][1].data.shape[0],) + tuple(kept[0][1].data.shape[1:]) if x.ndim else None
                 if shape is not None:  # one part: the shards side by side over a 1-D mesh of their devices
                     self.layers[len(self._take)] = (Stacked(devices), len(kept))
-                    self._stacks[len(self._take)] = (tuple(k for k, _ in kept), shape, _stack_sharding(devices))
+                    self._stacks[len(self._take)] = (tuple(k for k, _ in kept), shape, stack_sharding(devices))
                     for _ in kept:
                         self._take.append((i, STACK))
                         self.targets.append(i)
@@ -115,7 +116,7 @@ class ShardParts:
             x = arrays[i]
             if k is STACK:
                 if slot in self._stacks:
-                    stack = _stacked_array(x, *self._stacks[slot])
+                    stack = stacked_array(x, *self._stacks[slot])
                 x = stack
             elif k is not None:
                 try:
@@ -209,105 +210,13 @@ def _part_ref(x: Any, k: Any) -> Callable[[], Any]:
         if array is None:
             return None
         if isinstance(k, tuple):
-            return _stacked_array(array, *k)
+            return stacked_array(array, *k)
         try:
             return array.addressable_data(k)
         except Exception:  # noqa: BLE001 - deleted meanwhile: the array itself, whose kernel says so
             return array
 
     return part
-
-
-STACK = "stack"  # a part slot filled by a stacked array (see the module docstring)
-
-
-class Stacked:
-    """The "layer axis" of a stacked part in a launch plan's ``layers``: its kernels are
-    :func:`stacked` over these devices, one row per shard."""
-
-    def __init__(self, devices: tuple):
-        self.devices = devices
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Stacked) and other.devices == self.devices
-
-    def __hash__(self) -> int:
-        return hash(self.devices)
-
-    def __repr__(self) -> str:
-        return f"Stacked({len(self.devices)} devices)"
-
-
-_MESHES: dict = {}  # devices -> their 1-D mesh's sharding (one object each: programs keyed by it match)
-_STACKED: dict = {}  # (kernel, devices) -> the kernel over every shard of a stacked array
-
-
-def _stack_sharding(devices: tuple) -> Any:
-    if devices not in _MESHES:
-        mesh = jax.sharding.Mesh(np.asarray(devices, dtype=object), ("shards",))
-        _MESHES[devices] = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("shards"))
-    return _MESHES[devices]
-
-
-def _stacked_array(x: Any, ks: tuple, shape: tuple, sharding: Any) -> Any:
-    """``x``'s shards ``ks`` side by side along axis 0, over their devices' 1-D mesh (no copy)."""
-    try:
-        return jax.make_array_from_single_device_arrays(shape, sharding, [x.addressable_data(k) for k in ks])
-    except Exception:  # noqa: BLE001 - deleted or donated: reduced as is, the row says so
-        return x
-
-
-@contextlib.contextmanager
-def own_mesh(mesh: Any) -> Iterator[None]:
-    """Our 1-D mesh as the context mesh while a stacked kernel or program is traced or run: the user's
-    (``jax.set_mesh``, Explicit axes) would refuse a ``shard_map`` over another mesh."""
-    with jax.set_mesh(mesh):
-        yield
-
-
-class _StackedKernel:
-    """A jitted ``shard_map`` over a 1-D mesh of shards, called (and lowered) under that mesh."""
-
-    def __init__(self, fn: Any, mesh: Any):
-        self._fn, self._mesh = fn, mesh
-
-    def __call__(self, x: Any) -> Any:
-        with own_mesh(self._mesh):
-            return self._fn(x)
-
-    def lower(self, *args: Any) -> Any:
-        with own_mesh(self._mesh):
-            return self._fn.lower(*args)
-
-    def _cache_size(self) -> int:
-        return self._fn._cache_size()
-
-
-def stacked(kernel: Any, devices: tuple) -> Any:
-    """``kernel`` run on each device's block of a stacked array (``shard_map``, no collective):
-    every result gains a leading dimension, one row per shard (None stays None)."""
-    if kernel is None:
-        return None
-    key = (kernel, devices)
-    if key not in _STACKED:
-        sharding = _stack_sharding(devices)
-        spec = sharding.spec
-        per_block = lambda block: jax.tree.map(lambda r: r[None], kernel(block))  # noqa: E731
-        _STACKED[key] = _StackedKernel(
-            jax.jit(jax.shard_map(per_block, mesh=sharding.mesh, in_specs=spec, out_specs=spec, check_vma=False)),
-            sharding.mesh,
-        )
-    return _STACKED[key]
-
-
-def stacked_origin(fn: Any) -> tuple | None:
-    """``(kernel, devices)`` when ``fn`` is a :func:`stacked` kernel, else None."""
-    return next((key for key, mapped in list(_STACKED.items()) if mapped is fn), None)
-
-
-def stacked_cache_size() -> int:
-    """Executables compiled for the stacked kernels (part of ``kernel_cache_size``)."""
-    return sum(f._cache_size() for f in list(_STACKED.values()))
 
 
 def _layer_range(index: Any, count: int) -> tuple[int, int]:

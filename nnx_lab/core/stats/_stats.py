@@ -20,23 +20,21 @@ disk between sessions: :mod:`._executables`). A model refreshed again gets one p
 
 from __future__ import annotations
 
-import os
 import threading
 import weakref
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
 import jax
 import numpy as np
 
-from .._text import one_line
-from ._executables import executables_count, loaded_executable, prepare_executable
+from ._batch import Batch
+from ._dispatch import dispatch, threads_see_jax_config
+from ._executables import executables_count
 from ._kernels import KERNELS, STAT_NAMES, is_numeric_dtype
-from ._layered import layered_cache_size, layered_origin
-from ._one_pass import finish_rows
+from ._layered import layered_cache_size
 from ._plan import LaunchPlan
 from ._programs import COMPILING, Program, program_for, programs_compiled
-from ._shards import stacked_cache_size
+from ._stacked import stacked_cache_size
 from ._table import StatsError, StatsTable
 from ._transfer import copy_to_host as _copy_to_host
 from ._transfer import fetch as _fetch
@@ -225,52 +223,10 @@ class PendingStats:
                 again[m] = (masked, x)
         self._refs = []
         if again:
-            results = _dispatch(list(again.values()))
-            self._todo = [_Batch(r, [m]) for m, r in zip(again, results)]
+            results = dispatch(list(again.values()))
+            self._todo = [Batch(r, [m]) for m, r in zip(again, results)]
             self._waiting = [batch.outputs for batch in self._todo if not isinstance(batch.outputs, StatsError)]
             _copy_to_host(self._waiting)
-
-
-class _Batch:
-    """Device results for some arrays (their positions among a plan's calls): one program launch
-    for the plan's chunk ``chunk``, or one kernel call (or its StatsError) for one."""
-
-    def __init__(
-        self,
-        outputs: Any,
-        members: list[int],
-        program: Program | None = None,
-        chunk: int | None = None,
-        guesses: Any = None,
-    ):
-        self.outputs, self.members, self.program, self.chunk = outputs, members, program, chunk
-        self.guesses = guesses  # a program's one-pass arrays: (calls, shifts, known) the launch used
-        self.redo: list[int] = []  # calls whose one-pass result failed its check (set by columns)
-
-    def rows(self, plan: LaunchPlan) -> np.ndarray:
-        """The table rows these results fill, in order."""
-        if self.chunk is not None:
-            return plan.chunk_rows[self.chunk]
-        return np.asarray(plan.rows(self.members), np.intp)
-
-    def owner(self, plan: LaunchPlan, k: int) -> int:
-        """The call (position in the plan's calls) that fills the k-th of :meth:`rows`."""
-        return self.members[0] if self.chunk is None else int(plan.owners(self.chunk)[k])
-
-    def columns(self, host: Any, plan: LaunchPlan) -> tuple:
-        """(floats [k, 6], counts [k, 4], {position: exact integer extremes}) from the fetched outputs."""
-        if self.program is not None:
-            floats, counts, exact = self.program.columns(host)
-            if self.guesses is not None:
-                calls, shifts, known = self.guesses
-                sizes = plan.sizes[[plan.index[m] for m in calls]]
-                self.redo = calls[
-                    finish_rows(floats, counts, self.program.one_pass_rows, shifts, known, sizes)
-                ].tolist()
-            return floats, counts, exact
-        floats, counts, *exact = host  # one array's ([6], [4], [2]) or, mapped over its layers, ([L, 6], ...)
-        exact = dict(enumerate(map(tuple, exact[0].reshape(-1, 2).tolist()))) if exact else {}
-        return floats.reshape(-1, 6), counts.reshape(-1, 4), exact
 
 
 def _ref(x: Any) -> Any:  # a weak reference to a device array (a strong one to a host value)
@@ -280,9 +236,9 @@ def _ref(x: Any) -> Any:  # a weak reference to a device array (a strong one to 
         return lambda: x
 
 
-def _launch(plan: LaunchPlan, xs: list[Any], repeated: bool, defer: bool) -> list[_Batch]:
+def _launch(plan: LaunchPlan, xs: list[Any], repeated: bool, defer: bool) -> list[Batch]:
     """Launch each array's kernel: the chunks whose compiled program is ready as one launch each (one
-    place in the device's queue), the rest one kernel call each. ``repeated``: the caller will
+    place in the device's queue), the rest one kernel call each (:mod:`._dispatch`). ``repeated``: the caller will
     refresh the same arrays again (a viewer), so a program is worth compiling at once rather than
     the second time the structure is seen. ``defer``: raise :class:`Deferred` instead of launching
     per-array kernels while a program compiles."""
@@ -301,7 +257,7 @@ def _launch(plan: LaunchPlan, xs: list[Any], repeated: bool, defer: bool) -> lis
                 plan.programs[c] = programs[c]
     if defer and COMPILING in programs:
         raise Deferred("the statistics program for this model is being compiled")
-    batches: list[_Batch] = []
+    batches: list[Batch] = []
     launched = np.zeros(len(xs), bool)
     for c, ((chunk, _), program) in enumerate(zip(plan.chunks, programs)):
         if not isinstance(program, Program):
@@ -314,94 +270,9 @@ def _launch(plan: LaunchPlan, xs: list[Any], repeated: bool, defer: bool) -> lis
             outputs = program.launch([xs[m] for m in chunk], shifts, exps)
         except Exception:  # a buffer deleted or donated meanwhile: the per-array kernels say which
             continue
-        batches.append(_Batch(outputs, chunk, program, c, (calls, shifts, known) if len(calls) else None))
+        batches.append(Batch(outputs, chunk, program, c, (calls, shifts, known) if len(calls) else None))
         launched[chunk] = True
     rest = np.flatnonzero(~launched).tolist()
-    for m, r in zip(rest, _dispatch([(kernels[m], xs[m]) for m in rest])):
-        batches.append(_Batch(r, [m]))
+    for m, r in zip(rest, dispatch([(kernels[m], xs[m]) for m in rest])):
+        batches.append(Batch(r, [m]))
     return batches
-
-
-_dispatched: set = set()  # (kernel, shape, dtype, sharding) run before: compiled
-
-
-def _spec(kernel: Any, x: Any) -> Any:
-    key = (id(kernel), x.shape, x.dtype, getattr(x, "sharding", None), getattr(x, "weak_type", False))
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
-
-
-def _first_call(kernel: Any, x: Any) -> Any:
-    """:func:`_call` for a spec not run before in this process: its executable loaded from the disk
-    cache, or compiled and kept there (see :mod:`._executables`), first."""
-    spec = _spec(kernel, x)
-    kernel_id = _kernel_id(kernel)
-    if spec is not None and kernel_id is not None:
-        try:
-            prepare_executable(kernel, kernel_id, x, spec)
-        except Exception:  # noqa: BLE001 - kernel(x) compiles through jax.jit and says what is wrong
-            pass
-    return _call(kernel, x)
-
-
-def _kernel_id(kernel: Any) -> Any:
-    """What names ``kernel`` in the disk cache's keys: its place in KERNELS, or for a kernel mapped
-    over a stacked Variable's layer axis (``_layers.layered``) that place and the axis; None for
-    anything else (not kept on disk)."""
-    if kernel in KERNELS:
-        return KERNELS.index(kernel)
-    origin = layered_origin(kernel)
-    if origin is not None and origin[0] in KERNELS:
-        return ("vmap", KERNELS.index(origin[0]), origin[1])
-    return None
-
-
-def _call(kernel: Any, x: Any) -> Any:
-    """``kernel(x)``, by the executable the disk cache gave for its spec where there is one."""
-    try:
-        spec = _spec(kernel, x)
-        executable = loaded_executable(spec) if spec is not None else None
-        if executable is not None:
-            try:
-                return executable(x)
-            except Exception:  # noqa: BLE001 - jax.jit says what is wrong, or copes
-                pass
-        return kernel(x)
-    except Exception as e:  # a buffer deleted or donated between the check and the call
-        deleted = isinstance(x, jax.Array) and x.is_deleted()
-        return StatsError(one_line(e), deleted=deleted)
-
-
-def _dispatch(calls: list[tuple[Any, Any]]) -> list[Any]:
-    """Run each ``kernel(x)`` (results stay on device; a failure becomes a StatsError). Specs never
-    run before are compiled side by side on threads first: a first snapshot compiles one
-    executable per distinct spec, and XLA compiles without holding the GIL."""
-    results: list[Any] = [None] * len(calls)
-    first: dict[Any, int] = {}
-    for j, (kernel, x) in enumerate(calls):
-        key = _spec(kernel, x)
-        if key is not None and key not in _dispatched and key not in first:
-            first[key] = j
-    if len(first) > 1 and threads_see_jax_config():
-        with ThreadPoolExecutor(min(len(first), os.cpu_count() or 2), thread_name_prefix="nnx_lab-compile") as pool:
-            futures = {j: pool.submit(_first_call, *calls[j]) for j in first.values()}
-        for j, future in futures.items():
-            results[j] = future.result()
-    else:
-        for j in first.values():
-            results[j] = _first_call(*calls[j])
-    for j, (kernel, x) in enumerate(calls):
-        if results[j] is None:
-            results[j] = _call(kernel, x)
-    _dispatched.update(key for key, j in first.items() if not isinstance(results[j], StatsError))
-    return results
-
-
-def threads_see_jax_config() -> bool:
-    """Whether work done on another thread sees this thread's jax settings: not under a thread-local
-    setting (``jax.default_device(...)``, x64) that worker threads would not inherit, nor with several
-    processes (each must launch the same programs in the same order): then all runs on this thread."""
-    return not jax.config.jax_enable_x64 and jax.config.jax_default_device is None and jax.process_count() == 1

@@ -30,8 +30,8 @@ import numpy as np
 
 from .._text import one_line
 from ..live._threads import start_thread
+from ..stats._compiling import in_background
 from ..stats._executables import compile_program
-from ..stats._kernels import in_background
 
 __all__ = ["DONATED", "UpdateTracker"]
 

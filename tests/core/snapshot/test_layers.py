@@ -15,8 +15,8 @@ from nnx_lab.core import compat
 from nnx_lab.core.snapshot import PendingSnapshot, snapshot
 from nnx_lab.core.snapshot._layers import LayerError
 from nnx_lab.core.snapshot._structure import StructureCache
+from nnx_lab.core.stats import _dispatch as dispatch_lib
 from nnx_lab.core.stats import _programs as programs
-from nnx_lab.core.stats import _stats as stats_lib
 from nnx_lab.core.watcher import Watcher
 
 RNG = np.random.default_rng(3)
@@ -214,9 +214,9 @@ def test_the_structure_cache_reuses_the_layer_rows_and_sees_new_numbers():
 
 def test_a_viewer_refreshes_layers_in_one_program_launch(monkeypatch):
     counts = {"kernel": 0, "program": 0}
-    real_call, real_launch = stats_lib._call, programs.Program.launch
+    real_call, real_launch = dispatch_lib.call, programs.Program.launch
     monkeypatch.setattr(
-        stats_lib, "_call", lambda k, x: (counts.__setitem__("kernel", counts["kernel"] + 1), real_call(k, x))[1]
+        dispatch_lib, "call", lambda k, x: (counts.__setitem__("kernel", counts["kernel"] + 1), real_call(k, x))[1]
     )
     monkeypatch.setattr(
         programs.Program,

@@ -10,8 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nnx_lab.core.stats import _kernels
-from nnx_lab.core.stats._kernels import compile_lowered, in_background, others_compiling
+from nnx_lab.core.stats import _compiling
+from nnx_lab.core.stats._compiling import compile_lowered, in_background, others_compiling
 
 
 class Recording:
@@ -75,7 +75,7 @@ def test_the_users_own_compiles_never_wait(monkeypatch):
 
 
 def test_the_wait_is_bounded(monkeypatch):
-    monkeypatch.setattr(_kernels, "YIELD_MAX_S", 0.2)
+    monkeypatch.setattr(_compiling, "YIELD_MAX_S", 0.2)
     started, release = threading.Event(), threading.Event()
     other = threading.Thread(target=backend_compile_and_load, args=(started, release))
     other.start()

@@ -13,9 +13,9 @@ from flax import nnx
 
 from nnx_lab.core import compat
 from nnx_lab.core.snapshot import PendingSnapshot
+from nnx_lab.core.stats import _dispatch as dispatch_lib
 from nnx_lab.core.stats import _kernels as kernels
 from nnx_lab.core.stats import _programs as programs
-from nnx_lab.core.stats import _stats as stats_lib
 from nnx_lab.core.watcher import Watcher
 
 RNG = np.random.default_rng(11)
@@ -58,8 +58,8 @@ def assert_numpy(snap, name, value, rel=2e-5):
 def kernel_calls(monkeypatch):
     """The per-array kernels called (a one-pass refresh calls none)."""
     called = []
-    real = stats_lib._call
-    monkeypatch.setattr(stats_lib, "_call", lambda k, x: called.append(k) or real(k, x))
+    real = dispatch_lib.call
+    monkeypatch.setattr(dispatch_lib, "call", lambda k, x: called.append(k) or real(k, x))
     return called
 
 
@@ -188,10 +188,10 @@ import json, jax, jax.numpy as jnp, numpy as np
 from flax import nnx
 from nnx_lab.core.snapshot import PendingSnapshot
 from nnx_lab.core.watcher import Watcher
-from nnx_lab.core.stats import _stats as stats_lib
+from nnx_lab.core.stats import _dispatch as dispatch_lib
 called = []
-real = stats_lib._call
-stats_lib._call = lambda k, x: called.append(k) or real(k, x)
+real = dispatch_lib.call
+dispatch_lib.call = lambda k, x: called.append(k) or real(k, x)
 rng = np.random.default_rng(0)
 class M(nnx.Module):
     def __init__(self):
@@ -251,7 +251,7 @@ print(json.dumps([kinds, snap["a"].stats["mean"], snap["d"].stats["std"]]))
 
 
 def test_a_program_of_sharded_arrays_beside_one_of_single_device_arrays_compiles():
-    """Sharded arrays are reduced shard by shard (core/snapshot/_shards.py): their shards, side by
+    """Sharded arrays are reduced shard by shard (core/stats/_shards.py): their shards, side by
     side over the 4 devices, make one program (exact kernels, no collective); the single-device
     arrays' program, beside it, reads them in one pass. Both compile and agree with numpy."""
     import json

@@ -1,6 +1,6 @@
 """Models sharded over several (host) devices, watched while they train: never a deadlock.
 
-A sharded array's statistics come from its shards (core/snapshot/_shards.py), so nnx_lab launches no
+A sharded array's statistics come from its shards (core/stats/_shards.py), so nnx_lab launches no
 collective in one process. Before, the 4-block transformer below (65 arrays over 2 devices) aborted
 the process in its first snapshot (about 40 independent all-reduce programs in flight on XLA's CPU
 client), and ``watch(model, optimizer=...)`` did the same before any step (first calls compiled and
@@ -117,7 +117,8 @@ SHARDS = textwrap.dedent("""
     import nnx_lab
     from nnx_lab.core.stats import _programs, _stats
     from nnx_lab.core.stats._kernels import kernel_and_names
-    from nnx_lab.core.stats._shards import ShardParts, stacked
+    from nnx_lab.core.stats._shards import ShardParts
+    from nnx_lab.core.stats._stacked import stacked
     from nnx_lab.core.watcher import Watcher
 
     mesh = jax.make_mesh((2, 4), ("data", "model"))

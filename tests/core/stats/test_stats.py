@@ -11,6 +11,7 @@ from flax import nnx
 
 import nnx_lab
 from nnx_lab.core import compat
+from nnx_lab.core.stats import _dispatch as dispatch_lib
 from nnx_lab.core.stats import _executables as executables
 from nnx_lab.core.stats import _kernels as stats_kernels
 from nnx_lab.core.stats import _programs as stats_programs
@@ -152,8 +153,8 @@ def test_the_masked_kernel_is_compiled_only_for_arrays_with_nan_or_inf():
 def kernel_threads(monkeypatch):
     """The name of the thread each statistics kernel was called on."""
     names = []
-    real = stats_lib._call
-    monkeypatch.setattr(stats_lib, "_call", lambda k, x: names.append(threading.current_thread().name) or real(k, x))
+    real = dispatch_lib.call
+    monkeypatch.setattr(dispatch_lib, "call", lambda k, x: names.append(threading.current_thread().name) or real(k, x))
     return names
 
 

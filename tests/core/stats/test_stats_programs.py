@@ -13,8 +13,8 @@ from flax import nnx
 
 from nnx_lab.core import compat
 from nnx_lab.core.snapshot import PendingSnapshot, snapshot
+from nnx_lab.core.stats import _dispatch as dispatch_lib
 from nnx_lab.core.stats import _programs as programs
-from nnx_lab.core.stats import _stats as stats_lib
 from nnx_lab.core.stats._kernels import kernel_and_names
 from nnx_lab.core.watcher import Watcher
 
@@ -55,7 +55,7 @@ def compiled_program(model, timeout=120.0):
 def calls(monkeypatch):
     """Counts per-array kernel calls and program launches."""
     counts = {"kernel": 0, "program": 0}
-    real_call, real_launch = stats_lib._call, programs.Program.launch
+    real_call, real_launch = dispatch_lib.call, programs.Program.launch
 
     def call(kernel, x):
         counts["kernel"] += 1
@@ -65,7 +65,7 @@ def calls(monkeypatch):
         counts["program"] += 1
         return real_launch(self, arrays, *guesses)
 
-    monkeypatch.setattr(stats_lib, "_call", call)
+    monkeypatch.setattr(dispatch_lib, "call", call)
     monkeypatch.setattr(programs.Program, "launch", launch)
     return counts
 
