@@ -47,7 +47,7 @@ test("the minimum width leaves hidden columns out and fits a notebook output", (
   const all = COLUMNS.reduce((s, c) => s + (c.width ?? PATH_MIN_WIDTH), 0);
   assert.equal(tableMinWidth(), all);
   const single = tableMinWidth(hiddenColumns(base));
-  assert.equal(single, all - 100 - 84 - 96 - 70 * 4); // 70: the series columns and "since"
+  assert.equal(single, all - 100 - 84 - 96 - 70 * 4); // placement, nonfinite, status // 70: the series columns and "since"
   assert.ok(single <= 880, `single-device table needs ${single}px`);
 });
 

@@ -19,7 +19,7 @@ export { SERIES_COLUMNS };
 
 export const COLUMNS = [
   { id: "path", label: "path", width: null },
-  { id: "type", label: "type", width: 80 },
+  { id: "type", label: "type", width: 96 }, // "BatchStat", "RngCount" and their chip in full
   { id: "shape", label: "shape", width: 80, num: true },
   { id: "dtype", label: "dtype", width: 70 },
   { id: "bytes", label: "bytes", width: 66, num: true },
