@@ -2,14 +2,15 @@
 
 The public surface of the capture feature; the modules inside are private:
 
-- ``_capture``: :class:`Capture` (arm, run, disarm, collect) and :func:`capture_call`;
+- ``_capture``: :class:`Capture` (arm, run, disarm), with ``_options`` (its arguments checked),
+  ``_collect`` (values out of and into the armed entries) and ``_call`` (:func:`capture_call`);
 - ``_arming``: the marker Variables, ``__captures__`` as flax shows it, the user's own
   ``nnx.capture`` inside ours, Ctrl-C deferred while (dis)arming;
 - ``_methods``: method outputs (class methods wrapped, reference counted);
 - ``_linen``: Linen ``sow('intermediates', ...)`` inside ``nnx.bridge.ToNNX``;
 - ``_errors``: upstream limits as one-line errors;
 - ``_types``: Variable types from names; ``_grads``: gradients at ``perturb`` points;
-- ``_report``: rows, histograms and messages; ``_toggles``: the panel's toggles without UI.
+- ``_report``: the report, from ``_table`` (rows and histograms) and ``_messages`` (what to tell the user); ``_toggles``: the panel's toggles without UI.
 
 >>> import jax.numpy as jnp
 >>> from flax import nnx
@@ -19,11 +20,14 @@ The public surface of the capture feature; the modules inside are private:
 'captured 2 arrays (Intermediate)'
 """
 
-from ._capture import Capture, capture_call, check_model
+from ._call import capture_call
+from ._capture import Capture
 from ._errors import CapturesInGraph, SownInScan
 from ._grads import GradResult, NoPerturbations, intermediate_grads
 from ._methods import patched_classes
-from ._report import CaptureReport, PendingCaptureReport, capture_report, flatten_captured
+from ._options import check_model
+from ._report import CaptureReport, PendingCaptureReport, capture_report
+from ._table import flatten_captured
 from ._toggles import CaptureToggles, Modules, Ticked, module_tree
 from ._types import DEFAULT_TYPES, caller_namespace, resolve_types, type_names
 

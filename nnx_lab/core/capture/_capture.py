@@ -34,24 +34,20 @@ False
 
 from __future__ import annotations
 
-import inspect
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Sequence
 
 from flax import nnx
 from flax.nnx import graph as nnx_graph
 
 from .. import compat
-from .._text import a_kind
-from ..graph import Path, path_text, select_modules, selector, sigint_deferred
+from ..graph import Path, select_modules, selector, sigint_deferred
 from ..stats import DEFAULT_BINS
 from ._arming import (
     ATTR,
-    MARKERS,
     LinenIntermediates,
     MethodOutputs,
     Seen,
     armed_entries,
-    concat,
     forget_aside,
     install_slots,
     register,
@@ -59,30 +55,15 @@ from ._arming import (
     sown_by_classes,
     unregister,
 )
+from ._collect import absorb, collect
 from ._errors import CapturesInGraph, SownInScan, graph_refused, sown_in_scan
 from ._linen import tonnx_class
 from ._methods import patch, public_methods, unpatch
+from ._options import check_model, group_by_module, method_type, selects_all
 from ._report import CaptureReport, PendingCaptureReport
 from ._types import DEFAULT_TYPES, resolve_types
 
 _MISSING = object()
-
-# --------------------------------------------------------------------------- Capture
-
-
-def check_model(model: Any) -> None:
-    if not isinstance(model, nnx.Module):
-        raise TypeError(f"expected an nnx.Module to capture from, got {type(model).__name__}")
-
-
-def _method_type(methods: Any) -> type[nnx.Variable] | None:
-    if methods is False or methods is None:
-        return None
-    if methods is True:
-        return nnx.Intermediate
-    if isinstance(methods, type) and issubclass(methods, nnx.Variable):
-        return methods
-    raise TypeError(f"methods={methods!r}: expected True/False or an nnx.Variable type")
 
 
 class Capture:
@@ -142,7 +123,7 @@ class Capture:
         check_model(model)
         self.model = model
         self.sown_types = resolve_types(types)  # what sow/perturb values are kept for
-        self.method_type = _method_type(methods)
+        self.method_type = method_type(methods)
         # Every type in the result: method outputs come back as method_type, but they are sown
         # into a marker of their own, so choosing methods does not also keep that type's sows.
         self.types = self.sown_types
@@ -156,7 +137,7 @@ class Capture:
         if init is not None and not isinstance(init, (nnx.State, dict)):
             raise TypeError(f"init must be an nnx.State, got {type(init).__name__}")
         self.init = init
-        self._init_by_module = _group_by_module(init)
+        self._init_by_module = group_by_module(init)
         self.captured: nnx.State | None = None
         self.seen_types: tuple[type, ...] = ()
         self.matched: tuple[Path, ...] = ()
@@ -250,7 +231,7 @@ class Capture:
                 for path, module, sel, _stash in self._armed:
                     entries = armed_entries(module)
                     if sel:
-                        flat += self._collect(path, entries)
+                        flat += collect(path, entries, self.sown_types)
             finally:
                 for _path, module, _sel, stash in self._armed:
                     forget_aside(module)  # a flax capture that raised left its tuple: dropped
@@ -270,24 +251,6 @@ class Capture:
                     seen.append(type(var))
             self.seen_types = tuple(seen)
 
-    def _collect(self, path: Path, entries: tuple) -> list[tuple[Path, nnx.Variable]]:
-        """One (path, Variable) per sow name. A method output kept apart (its type is not chosen
-        for sows) whose name a chosen sow also uses is keyed ``name()``, so neither hides the other."""
-        out: dict[Path, nnx.Variable] = {}
-        methods = []
-        for var in entries:
-            if type(var) is MethodOutputs:
-                methods.append(var)
-            elif type(var) not in MARKERS and type(var) in self.sown_types:
-                for key, value in dict(var.get_value()).items():
-                    out[(*path, key)] = type(var)(value)
-        for var in methods:
-            kind = var.get_metadata()["output_type"]
-            for key, value in dict(var.get_value()).items():
-                at = (*path, key) if (*path, key) not in out else (*path, f"{key}()")
-                out[at] = kind(value)
-        return list(out.items())
-
     # -- feeding values in from outside (gradient runs on a copy of the model)
 
     def absorb(self, state: nnx.State, seen_types: Sequence[type] = ()) -> None:
@@ -299,20 +262,8 @@ class Capture:
         """
         if self._state != "armed":
             raise RuntimeError("absorb() only while the Capture is entered")
-        self._seen.extend(t for t in seen_types if t not in self._seen)
         modules = {path: module for path, module, sel, _ in self._armed if sel}
-        for path, var in nnx.to_flat_state(state):
-            module = modules.get(tuple(path[:-1]))
-            if module is None or type(var) not in self.types:
-                continue
-            # Into the entry that would have taken it here: its type's own, else method outputs'.
-            sink = type(var) if type(var) in self.sown_types else MethodOutputs
-            for entry in armed_entries(module):
-                if type(entry) is sink:
-                    key = path[-1]
-                    entry[key] = concat(entry[key], var.get_value()) if key in entry else var.get_value()
-                    if type(var) not in self._seen:
-                        self._seen.append(type(var))
+        absorb(state, modules, self.types, self.sown_types, self._seen, seen_types)
 
     def report(self, *, grads: nnx.State | None = None, bins: int = DEFAULT_BINS) -> CaptureReport:
         """The :class:`CaptureReport` of what this capture collected (after exit)."""
@@ -330,7 +281,7 @@ class Capture:
             grads=grads,
             types=self.types,
             seen_types=self.seen_types,
-            matched=None if _selects_all(self.only) else self.matched,
+            matched=None if selects_all(self.only) else self.matched,
             bins=bins,
             inside_own=self.inside_own,
             layers=layers,
@@ -345,63 +296,3 @@ def _armable(module: Any) -> bool:
     except Exception:
         return True
     return not any(isinstance(k, int) for k in keys)
-
-
-def _selects_all(only: Any) -> bool:
-    return only is ... or only is None or only is True
-
-
-class _InitVar(NamedTuple):
-    key: Any
-    value: Any
-    type: type
-
-
-def _group_by_module(init: Any) -> dict[Path, list[_InitVar]]:
-    if init is None:
-        return {}
-    out: dict[Path, list[_InitVar]] = {}
-    for path, var in nnx.to_flat_state(init if isinstance(init, nnx.State) else nnx.State(init)):
-        if not isinstance(var, nnx.Variable):
-            raise TypeError(f"init: {path_text(path)} is {a_kind(type(var).__name__)}, not a Variable")
-        out.setdefault(tuple(path[:-1]), []).append(_InitVar(path[-1], var.get_value(), type(var)))
-    return out
-
-
-# --------------------------------------------------------------------------- one-call helpers
-
-
-def capture_call(
-    model: nnx.Module,
-    fn: Callable,
-    *args: Any,
-    types: Any = DEFAULT_TYPES,
-    methods: bool | type = False,
-    only: Any = ...,
-    **kwargs: Any,
-) -> tuple[Any, nnx.State]:
-    """``fn(*args, **kwargs)`` with ``model`` captured: ``(result, captured State)``.
-
-    Args:
-      model: the ``nnx.Module`` whose submodules are captured.
-      fn: the model itself, one of its methods, or any function that calls it (an ``nnx.jit``
-        function of the model included).
-      *args: passed to ``fn``, with ``**kwargs``.
-      types: the Variable types to keep, as for :class:`Capture`.
-      methods: record every method's output too, as for :class:`Capture`.
-      only: the modules to capture from, as for :class:`Capture`.
-
-    Raises:
-      TypeError, ValueError: as :class:`Capture` does; and whatever ``fn`` raises.
-
-    >>> import jax.numpy as jnp
-    >>> model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
-    >>> y, captured = capture_call(model, model, jnp.ones((1, 2)), methods=True)
-    >>> sorted(path_text(p) for p, _ in nnx.to_flat_state(captured))
-    ['__call__', 'layers[0].__call__']
-    """
-    with Capture(model, types=types, methods=methods, only=only) as cap:
-        if inspect.ismethod(fn) and isinstance(fn.__self__, nnx.Module):
-            fn = getattr(fn.__self__, fn.__name__)  # bound before the class was patched: bind again
-        result = fn(*args, **kwargs)
-    return result, cap.captured

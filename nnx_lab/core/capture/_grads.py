@@ -9,7 +9,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from ._capture import Capture, check_model
+from ._capture import Capture
+from ._options import check_model
 from ._types import DEFAULT_TYPES, resolve_types, type_names
 
 

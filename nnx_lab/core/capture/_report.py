@@ -6,96 +6,16 @@ import dataclasses
 import time
 from typing import Any, Sequence
 
-import jax
-import numpy as np
 from flax import nnx
 
-from .. import compat, render
+from .. import render
 from .._checks import MAX_BINS, check_number
 from ..graph import Path
-from ..snapshot import LayerError, PendingSnapshot, Snapshot
-from ..stats import DEFAULT_BINS, histograms_dispatch, histograms_fetch, is_ready
-from ._arming import MARKERS
+from ..snapshot import Snapshot
+from ..stats import DEFAULT_BINS
+from ._messages import messages as report_messages
+from ._table import PendingTable
 from ._types import DEFAULT_TYPES, resolve_types, type_names
-
-# --------------------------------------------------------------------------- rows and histograms
-
-
-def flatten_captured(captured: nnx.State) -> nnx.State:
-    """One Variable per array: a sown tuple becomes entries ``0, 1, ...`` under its name.
-
-    >>> import jax.numpy as jnp
-    >>> from nnx_lab.core.graph import path_text
-    >>> s = nnx.State({"block": {"h": nnx.Intermediate((jnp.ones(2), jnp.zeros(3)))}})
-    >>> [path_text(p) for p, _ in nnx.to_flat_state(flatten_captured(s))]
-    ['block.h[0]', 'block.h[1]']
-    """
-    flat: list[tuple[Path, Any]] = []
-    for path, var in nnx.to_flat_state(captured):
-        if not isinstance(var, nnx.Variable):
-            flat.append((tuple(path), var))
-            continue
-        leaves, _ = jax.tree_util.tree_flatten_with_path(compat.get_value(var), is_leaf=lambda x: x is None)
-        for keys, leaf in leaves:
-            flat.append(((*path, *(_key(k) for k in keys)), type(var)(leaf)))
-    return nnx.from_flat_state(flat) if flat else nnx.State({})
-
-
-def _key(k: Any) -> Any:
-    for attr in ("idx", "key", "name"):
-        if hasattr(k, attr):
-            return getattr(k, attr)
-    return str(k)
-
-
-@dataclasses.dataclass(frozen=True)
-class Table:
-    """A snapshot of flattened captured values with a histogram per row (row order)."""
-
-    state: nnx.State
-    snapshot: Snapshot
-    hist: tuple
-
-
-class _PendingTable:
-    """A Table whose statistics and histograms are on their way from the devices (see
-    PendingSnapshot): the kernels are queued behind the call that produced the values."""
-
-    def __init__(self, captured: nnx.State, bins: int, layers: Any = None, strict: bool = True):
-        self.state = flatten_captured(captured)
-        by_path = {
-            tuple(p): (compat.get_value(v) if isinstance(v, nnx.Variable) else v)
-            for p, v in nnx.to_flat_state(self.state)
-        }
-        self.paths = list(by_path)
-        live = [
-            by_path[p]
-            if isinstance(by_path[p], (jax.Array, np.ndarray)) and not isinstance(by_path[p], jax.core.Tracer)
-            else None
-            for p in self.paths
-        ]
-        self.hists = histograms_dispatch(live, bins)
-        try:
-            self.snapshot = PendingSnapshot(self.state, layers=layers)
-        except LayerError:
-            if strict:
-                raise
-            self.snapshot = PendingSnapshot(self.state)  # gradients: only where the values' layers fit
-
-    def ready(self) -> bool:
-        return self.snapshot.ready() and all(is_ready(h) for h in reversed(self.hists))
-
-    def wait(self) -> None:
-        self.snapshot.wait()
-        jax.block_until_ready([h for h in self.hists if h is not None])
-
-    def finish(self) -> Table:
-        snap = self.snapshot.finish()
-        hists = dict(zip(self.paths, histograms_fetch(self.hists)))
-        return Table(self.state, snap, tuple(hists.get(r.path) if r.status == "ok" else None for r in snap.rows))
-
-
-# --------------------------------------------------------------------------- the report
 
 
 @dataclasses.dataclass(frozen=True)
@@ -259,8 +179,8 @@ class PendingCaptureReport:
         self._captured, self._grads, self._bins = captured, grads, bins
         self._seen, self._only_text = tuple(seen_types), only_text or "the `only` filter"
         self._matched = None if matched is None else tuple(matched)
-        self._table = _PendingTable(captured, bins, layers)
-        self._grads_table = _PendingTable(grads, bins, layers, strict=False) if grads is not None else None
+        self._table = PendingTable(captured, bins, layers)
+        self._grads_table = PendingTable(grads, bins, layers, strict=False) if grads is not None else None
         self.host_s = time.thread_time() - start
 
     def ready(self) -> bool:
@@ -277,7 +197,7 @@ class PendingCaptureReport:
         table = self._table.finish()
         start = time.thread_time()
         grads_table = self._grads_table.finish() if self._grads_table is not None else None
-        messages = _messages(
+        messages = report_messages(
             table, grads_table, self._types, self._seen, self._matched, self._only_text, self._inside_own
         )
         report = CaptureReport(
@@ -295,70 +215,6 @@ class PendingCaptureReport:
         )
         self.host_s += time.thread_time() - start
         return report
-
-
-def _messages(
-    table: Table,
-    grads: Table | None,
-    types: tuple[type, ...],
-    seen: tuple[type, ...],
-    matched: Sequence[Path] | None,
-    only_text: str,
-    inside_own: int = 0,
-) -> list[str]:
-    chosen = ", ".join(type_names(types))
-    shown = set(types) | ({r.type for r in grads.snapshot.rows} if grads is not None else set())
-    others = [t for t in seen if t not in MARKERS and t not in types and t.__name__ not in shown]
-    messages = []
-    if inside_own:
-        messages.append(inside_own_note(inside_own))
-    if matched is not None and not matched:
-        messages.append(f"{only_text} matched no module, so nothing was captured")
-    elif not table.snapshot.rows and inside_own and not others:
-        pass  # the note says where the values went
-    elif not table.snapshot.rows:
-        if others:
-            messages.append(
-                f"nothing was sown under {chosen}; sown instead: {', '.join(type_names(others))} "
-                "(choose those types to capture them)"
-            )
-        elif grads is not None and grads.snapshot.rows:
-            # perturb() was called (its gradients are below): only sow() was not.
-            messages.append(
-                f"nothing was sown under {chosen}: no module called sow() during the capture; "
-                "the perturb() points are the gradients"
-            )
-        else:
-            messages.append(
-                f"nothing was sown under {chosen}: no module called sow() or perturb() "
-                "during the capture (record method outputs instead?)"
-            )
-    elif others:
-        messages.append(f"also sown but not chosen: {', '.join(type_names(others))}")
-    traced = [r for r in table.snapshot.rows if r.status == "tracer"]
-    if traced:
-        where = traced[0].path_text + (", …" if len(traced) > 1 else "")
-        messages.append(
-            f"{render.count_noun(len(traced), 'value')} ({where}) sown under a jax transformation of "
-            "a function that closes over the model: tracers, not values. Pass the model to an "
-            "nnx.jit function instead (or call it outside the transformation)"
-        )
-    if grads is not None and not grads.snapshot.rows:
-        messages.append("no gradients: no module called perturb()")
-    return messages
-
-
-def inside_own_note(calls: int) -> str:
-    """The report's line for calls that ran inside the user's own ``nnx.capture``.
-
-    >>> inside_own_note(1)
-    "1 call ran inside your own nnx.capture: what it sowed went to that capture's result, not here"
-    """
-    whose = "it" if calls == 1 else "they"
-    return (
-        f"{render.count_noun(calls, 'call')} ran inside your own nnx.capture: what {whose} sowed went to that "
-        "capture's result, not here"
-    )
 
 
 def _name_modules(snap: dict, classes: dict[Path, str]) -> None:
