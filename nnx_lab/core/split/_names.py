@@ -1,0 +1,87 @@
+"""NNX filters as Python text, and the Python names a split's States are bound to by default."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence
+
+from flax import nnx
+from flax.nnx import filterlib
+
+from ..._ipython.names import check_name
+from .._text import ECHO_CHARS, safe_repr
+
+__all__ = ["default_names", "filter_label"]
+
+
+def filter_label(f: Any) -> str:
+    """How a filter reads in Python source (the magic passes the user's own text instead).
+
+    >>> filter_label(nnx.Param), filter_label(...), filter_label((nnx.Param, "lora"))
+    ('nnx.Param', '...', "(nnx.Param, 'lora')")
+    """
+    if f is ...:
+        return "..."
+    if isinstance(f, type):
+        return f"nnx.{f.__name__}" if getattr(nnx, f.__name__, None) is f else f.__name__
+    if isinstance(f, tuple):
+        return "(" + ", ".join(filter_label(x) for x in f) + ("," if len(f) == 1 else "") + ")"
+    text = safe_repr(f, ECHO_CHARS)
+    if type(f).__module__ == filterlib.__name__ and getattr(nnx, type(f).__name__, None) is type(f):
+        return f"nnx.{text}"
+    return text
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def _name_of(f: Any) -> str | None:
+    if f is ... or f is True:
+        return "rest"
+    if f is None or f is False:
+        return "nothing"
+    if isinstance(f, type):
+        return _snake(f.__name__)
+    if isinstance(f, str):
+        return f
+    if isinstance(f, filterlib.OfType):
+        return _name_of(f.type)
+    if isinstance(f, filterlib.WithTag):
+        return _name_of(f.tag)
+    if isinstance(f, filterlib.PathContains):
+        return _name_of(str(f.key))
+    if isinstance(f, filterlib.Not):
+        inner = _name_of(f.predicate)
+        return f"not_{inner}" if inner else None
+    if isinstance(f, (tuple, filterlib.Any, filterlib.All)):
+        parts = [_name_of(p) for p in (f if isinstance(f, tuple) else f.predicates)]
+        joiner = "_and_" if isinstance(f, filterlib.All) else "_or_"
+        return joiner.join(parts) if all(parts) else None
+    name = getattr(f, "__name__", None)
+    return None if name == "<lambda>" else name
+
+
+def _bindable(name: str) -> bool:
+    try:
+        check_name(name)
+    except ValueError:
+        return False
+    return True
+
+
+def default_names(filters: Sequence[Any]) -> list[str]:
+    """Python names for the States of a split: ``param``, ``batch_stat``, ``rest`` for ``...``.
+
+    >>> default_names([nnx.Param, nnx.BatchStat, ...])
+    ['param', 'batch_stat', 'rest']
+    >>> default_names(["params", nnx.PathContains("lora"), lambda p, v: True, (nnx.Param, nnx.BatchStat)])
+    ['params', 'lora', 'filter3', 'param_or_batch_stat']
+    """
+    names: list[str] = []
+    for i, f in enumerate(filters):
+        name = _name_of(f)
+        if not name or not _bindable(name) or name in names or name == "graphdef":
+            name = f"filter{i + 1}"
+        names.append(name)
+    return names
