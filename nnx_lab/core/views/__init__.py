@@ -3,7 +3,7 @@
 The public surface of the views feature; the modules inside are private:
 
 - ``_report``: :func:`view_report` (each instance's ``set_view`` arguments, current values and
-  mode; the model train, eval or mixed);
+  mode; the model train, eval or mixed), ``set_view``'s signature read by ``_signature``;
 - ``_actions``: requests on them: a :class:`Scope` (all modules, one class, one path), values
   checked against annotations, ``nnx.view`` models, ``set_attributes`` in place and
   ``train()``/``eval()``, all or nothing, and the Python line that does the same;

@@ -19,7 +19,8 @@ from .. import compat
 from .._text import clip, one_line, safe_repr
 from ..graph import is_module_path, path_roots, path_text
 from ._code import UNNAMED, class_code, filter_code, path_code, roots_code
-from ._report import CHECKS, MODE_ARGS, WANTED, ViewArg, ViewReport, only_filter, view_report
+from ._report import MODE_ARGS, ViewArg, ViewReport, only_filter, view_report
+from ._signature import CHECKS, WANTED
 
 
 class ViewError(ValueError):

@@ -20,21 +20,17 @@ summary of the train/eval mode (``deterministic`` / ``use_running_average``: ``F
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import functools
-import inspect
-import types
-import typing
-from typing import Any, Callable
+from typing import Any
 
 from flax import nnx
 from flax.nnx import filterlib
 
 from .. import compat, render
-from .._text import one_line, safe_repr
+from .._text import one_line
 from ..graph import Path, aliases_at, is_module_path, path_roots, path_text, shared_prefixes
 from ._code import UNNAMED, filter_code
+from ._signature import set_view_params, simple_types
 
 #: set_view arguments that mean train (False) or eval (True).
 #: attributes that say a module's mode, and the value each has in eval mode. flax's train()/eval()
@@ -81,7 +77,7 @@ class ViewArg:
     def types(self) -> frozenset[str] | None:
         """The simple types the annotation allows (``{'int', 'None'}``), or None when it names
         anything else (then any value is passed on to ``set_view`` unchecked)."""
-        return _simple_types(self.annotation)
+        return simple_types(self.annotation)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,7 +216,7 @@ def only_filter(model: Any, only: Any) -> Any:
 
 
 def _module_views(path: Path, module: nnx.Module) -> ModuleViews:
-    signature, params = _set_view_params(compat.set_view(module))
+    signature, params = set_view_params(compat.set_view(module))
     args = tuple(
         ViewArg(name, annotation, default, doc, _current(module, name), kind)
         for name, annotation, default, doc, kind in params
@@ -231,110 +227,3 @@ def _module_views(path: Path, module: nnx.Module) -> ModuleViews:
 def _attribute_views(path: Path, module: nnx.Module) -> ModuleViews:
     arg = ViewArg("training", "bool | None", None, _ATTRIBUTE_DOC, module.training, "tri_bool")
     return ModuleViews(path, type(module).__name__, (arg,), "training attribute", type(module), has_set_view=False)
-
-
-@functools.lru_cache(maxsize=512)
-def _set_view_params(method: Any) -> tuple[str, tuple[tuple[str, str, Any, str, str], ...]]:
-    """Per ``set_view`` function (so per class, not per instance): its signature text and
-    (name, annotation, default, doc, kind) of each argument."""
-    signature = inspect.signature(method)
-    docs = _arg_docs(method)
-    params = []
-    for name, param in signature.parameters.items():
-        if name in ("self", "args", "kwargs") or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
-        annotation = "" if param.annotation is param.empty else _annotation_text(param.annotation)
-        default = None if param.default is param.empty else param.default
-        params.append((name, annotation, default, docs.get(name, ""), _kind(annotation)))
-    try:
-        text = f"set_view{signature}"
-    except Exception:  # noqa: BLE001 - an annotation or default whose repr raises
-        text = f"set_view({', '.join(signature.parameters)})"
-    return text, tuple(params)
-
-
-def _arg_docs(method: Any) -> dict[str, str]:
-    """The `Args:` section of a set_view docstring, parsed the way nnx.view_info parses it."""
-    doc = inspect.getdoc(method)
-    if not isinstance(doc, str) or "Args:\n" not in doc:
-        return {}
-    from flax.nnx.module import _parse_docstring_args  # view_info's own parser (flax>=0.12.4)
-
-    start, end = doc.find("Args:\n"), doc.find("Returns:\n")
-    section = doc[start + 6 : end if end != -1 else len(doc)]
-    try:
-        return {k: " ".join(v.split()) for k, v in _parse_docstring_args(section).items()}
-    except Exception:  # a docstring flax's parser cannot read: fall back to no help text
-        return {}
-
-
-def _annotation_text(annotation: Any) -> str:
-    """An annotation as text, with unions written ``A | B | None`` whether they were written
-    ``Optional[A]``, ``typing.Union[A, None]`` or ``A | None``, at run time or as a string."""
-    return " | ".join(dict.fromkeys(_union_parts(annotation)))
-
-
-def _union_parts(annotation: Any) -> list[str]:
-    if isinstance(annotation, str):
-        try:
-            return _text_parts(ast.parse(annotation.strip(), mode="eval").body)
-        except SyntaxError:
-            return [annotation.strip()]
-    if annotation is None or annotation is type(None):
-        return ["None"]
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        return [part for arg in typing.get_args(annotation) for part in _union_parts(arg)]
-    if isinstance(annotation, type) and not typing.get_args(annotation):
-        return [annotation.__name__]
-    return [safe_repr(annotation, 200).replace("typing.", "")]
-
-
-def _text_parts(node: ast.expr) -> list[str]:
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        return _text_parts(node.left) + _text_parts(node.right)
-    if isinstance(node, ast.Subscript):
-        head = node.value.attr if isinstance(node.value, ast.Attribute) else getattr(node.value, "id", "")
-        args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if head == "Optional" and len(args) == 1:
-            return _text_parts(args[0]) + ["None"]
-        if head == "Union":
-            return [part for arg in args for part in _text_parts(arg)]
-    if isinstance(node, ast.Constant) and node.value is None:
-        return ["None"]
-    return [ast.unparse(node)]
-
-
-#: Annotations whose values are checked; a union with anything else is passed on unchecked.
-CHECKS: dict[str, Callable[[Any], bool]] = {
-    "bool": lambda v: isinstance(v, bool),
-    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),  # an int is a float here
-    "str": lambda v: isinstance(v, str),
-    "None": lambda v: v is None,
-    "tuple": lambda v: isinstance(v, tuple),
-    "list": lambda v: isinstance(v, list),
-}
-WANTED = {"int": "an int", "float": "a float", "str": "a str", "tuple": "a tuple", "list": "a list"}
-
-
-@functools.lru_cache(maxsize=512)
-def _simple_types(annotation: str) -> frozenset[str] | None:
-    parts = set()
-    for part in annotation.split(" | ") if annotation else ():
-        head = part.split("[", 1)[0].strip()  # tuple[int, int] is a tuple
-        head = {"Tuple": "tuple", "List": "list", "NoneType": "None"}.get(head, head)
-        if head not in CHECKS:
-            return None
-        parts.add(head)
-    return frozenset(parts) or None
-
-
-def _kind(annotation: str) -> str:
-    parts = _simple_types(annotation) or frozenset()
-    if parts == {"bool", "None"}:
-        return "tri_bool"
-    if parts == {"bool"}:
-        return "bool"
-    if parts in ({"int"}, {"int", "None"}):
-        return "int"
-    return "literal"
