@@ -1,7 +1,8 @@
 """Snapshots: describe every Variable of a model, with its arrays' statistics from ``core.stats``.
 
 - :func:`snapshot` / :class:`PendingSnapshot` (``_snapshot.py``): walk, describe, launch the
-  statistics, and fetch their few numbers (a :class:`Snapshot` of :class:`Row` objects);
+  statistics, and fetch their few numbers (a :class:`Snapshot` of :class:`Row` objects: ``_data.py``;
+  one-off snapshots remember recent structures: ``_recent.py``);
 - a Variable described without reading its data (``_describe.py``), placement and sharding text
   (``_devices.py``), a model's structure walked once and reused (``_structure.py``), stacked layers
   (``_layers.py``: one row per layer of a Variable with a layer axis) and the browser's payload

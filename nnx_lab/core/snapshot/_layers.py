@@ -34,7 +34,7 @@ from typing import Any, Mapping
 
 from .._text import quote_repr
 from ._describe import LAYER_NAMES, metadata_axis
-from ._structure import describe
+from ._structure import Structure, describe
 
 __all__ = [
     "LAYER_NAMES",
@@ -174,22 +174,37 @@ def expand(described: Any, spec: tuple) -> Any:
     """``described`` (a ``_structure.Described``) with one child row per layer after every stacked
     Variable; ``layers`` says, per live position of a first child, (axis, number of layers).
 
-    Worked out once per structure (kept in its memo, the expanded rows with their own memo); a reused
-    structure only picks its arrays."""
-    key = ("layers", spec, bool(described.live) or not described.rows)
-    memo = described.memo
-    if key not in memo:
-        memo[key] = _expansion(described, spec)
-    plan = memo[key]
+    Worked out once per structure (kept in its ``Structure``, the expanded rows with a ``Structure`` of
+    their own); a reused structure only picks its arrays."""
+    key = (spec, bool(described.live) or not described.rows)
+    expansions = described.structure.expansions
+    if key not in expansions:
+        expansions[key] = _expansion(described, spec)
+    plan = expansions[key]
     if plan is None:
         return described
-    rows, live, take, groups, new_memo = plan
     return dataclasses.replace(
-        described, rows=rows, live=live, arrays=[described.arrays[k] for k in take], layers=groups, memo=new_memo
+        described,
+        rows=plan.rows,
+        live=plan.live,
+        arrays=[described.arrays[k] for k in plan.take],
+        layers=plan.groups,
+        structure=plan.structure,
     )
 
 
-def _expansion(described: Any, spec: tuple) -> tuple | None:
+@dataclasses.dataclass(frozen=True)
+class Expansion:
+    """A structure's rows with one child row per layer of each stacked Variable."""
+
+    rows: list  # the rows, each stacked Variable's followed by its layers'
+    live: list[int]  # the rows whose statistics are computed
+    take: list[int]  # per live row: the index of its array among the described arrays
+    groups: dict[int, tuple[int, int]]  # live position of a first layer row -> (axis, number of layers)
+    structure: Structure  # what snapshots derive from these rows
+
+
+def _expansion(described: Any, spec: tuple) -> Expansion | None:
     declared = _declared_axes(described.rows, spec)
     position = {i: k for k, i in enumerate(described.live)}
     rows: list = []
@@ -217,7 +232,7 @@ def _expansion(described: Any, spec: tuple) -> tuple | None:
             rows.append(_child(row, j, layer, axis))
     if len(rows) == len(described.rows) and all(a is b for a, b in zip(rows, described.rows)):
         return None
-    return rows, live, take, groups, {}
+    return Expansion(rows, live, take, groups, Structure())
 
 
 def stacked_modules(obj: Any, layers: Any = None) -> tuple:

@@ -43,6 +43,21 @@ from ._describe import describe_leaf, devices_of
 _STABLE = frozenset({"ok", "abstract", "prng_key", "non_numeric"})
 
 
+@dataclasses.dataclass(eq=False)
+class Structure:
+    """What snapshots derive from a model's structure alone, worked out once per walk and shared by every
+    refresh that reuses it (its identity says "the same structure"). Holds no array."""
+
+    paths: tuple | None = None  # every row's path, in order
+    layer_rows: np.ndarray | None = None  # per row: whether it is a layer of a stacked Variable
+    totals: dict | None = None  # per Variable type (and "all"): count, size, bytes
+    payload: dict | None = None  # the browser's nodes, rows and tables, without statistics (_payload)
+    # by layers spec: None (no stacked Variable), or the rows with one per layer (_layers.Expansion)
+    expansions: dict = dataclasses.field(default_factory=dict)
+    # what other packages derive from the structure, under their own keys (core.training's series index)
+    derived: dict = dataclasses.field(default_factory=dict)
+
+
 @dataclasses.dataclass(frozen=True)
 class Described:
     """A model's rows before their statistics, and the arrays to reduce for them."""
@@ -54,7 +69,7 @@ class Described:
     live: list[int]  # indices of the rows whose statistics are computed
     arrays: list  # their arrays, in the same order
     reused: bool = False
-    memo: dict = dataclasses.field(default_factory=dict)  # what snapshots derive from the structure alone
+    structure: Structure = dataclasses.field(default_factory=Structure)  # what snapshots derive from it alone
     layers: dict = dataclasses.field(default_factory=dict)  # live position of a first layer row -> (axis, layers)
 
 

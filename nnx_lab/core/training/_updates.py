@@ -104,7 +104,7 @@ class UpdateTracker:
 
     def __init__(self, enabled: bool = True):
         self.enabled = enabled and jax.process_count() == 1
-        self._held: tuple | None = None  # (memo of the structure, live rows, arrays, step, layer of each)
+        self._held: tuple | None = None  # (the structure, live rows, arrays, step, layer of each)
         self._pending: tuple | None = None  # (live rows, device result, from step, to step)
         self.problem = ""
         self._host_s = 0.0  # CPU time of advance() since take_host_s(): a refresh's cost for the throttle
@@ -129,7 +129,7 @@ class UpdateTracker:
             None if getattr(rows[i], "layer_of", None) is None else (rows[rows[i].layer_of].layer_axis, rows[i].layer)
             for i, _ in keep
         )
-        self._held = (described.memo, [i for i, _ in keep], [x for _, x in keep], step, layers) if keep else None
+        self._held = (described.structure, [i for i, _ in keep], [x for _, x in keep], step, layers) if keep else None
 
     def release(self) -> None:
         self._held = None
@@ -150,8 +150,8 @@ class UpdateTracker:
         held, self._held = self._held, None
         if held is None:
             return
-        memo, rows, olds, step0, layers = held
-        if described.memo is not memo:
+        structure, rows, olds, step0, layers = held
+        if described.structure is not structure:
             return  # the structure changed: nothing to compare
         new_of = dict(zip(described.live, described.arrays))
         news = [new_of.get(i) for i in rows]

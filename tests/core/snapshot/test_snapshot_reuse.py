@@ -5,11 +5,11 @@ import jax.numpy as jnp
 from flax import nnx
 
 import nnx_lab
-from nnx_lab.core.snapshot import _snapshot
+from nnx_lab.core.snapshot import _recent
 
 
 def _structure(model):
-    return _snapshot._recent[(id(model), repr(None))][1]
+    return _recent._recent[(id(model), repr(None))][1]
 
 
 def test_a_second_snapshot_of_an_unchanged_model_is_not_walked_again():
@@ -37,14 +37,14 @@ def test_a_changed_model_is_seen_by_the_next_snapshot():
 
 
 def test_structures_are_held_weakly_and_few():
-    models = [nnx.Linear(2, 2, rngs=nnx.Rngs(i)) for i in range(_snapshot.RECENT_STRUCTURES + 4)]
+    models = [nnx.Linear(2, 2, rngs=nnx.Rngs(i)) for i in range(_recent.RECENT_STRUCTURES + 4)]
     for m in models:
         nnx_lab.snapshot(m)
-    assert len(_snapshot._recent) <= _snapshot.RECENT_STRUCTURES
+    assert len(_recent._recent) <= _recent.RECENT_STRUCTURES
     del models, m
     import gc
 
     gc.collect()
     keep = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
     nnx_lab.snapshot(keep)  # entries of models that are gone are dropped
-    assert [ref() for ref, _ in _snapshot._recent.values()] == [keep]
+    assert [ref() for ref, _ in _recent._recent.values()] == [keep]
