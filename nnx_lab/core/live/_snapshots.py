@@ -165,7 +165,10 @@ class SnapshotSource:
         self.snapshot, self.snapshot_step = snap, step
         self.history.append(snap)
         self.line.published(cost_s)
-        self.training.published(snap, refresh=self.line.refreshes, step=step, wait=wait)
+        try:
+            self.training.published(snap, refresh=self.line.refreshes, step=step, wait=wait)
+        except Exception as e:  # noqa: BLE001 - a boundary (a refresh): the scalars or the alert failed
+            self.line.fail(e)  # logged there; the snapshot itself is shown
         self._notify()
         return True
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import weakref
 from collections.abc import Mapping
 from typing import Any, Callable, Iterator
@@ -39,6 +40,8 @@ from .._checks import is_dotted_name
 from .._shell import shell_namespace
 from .._text import a_kind, one_line
 from ..graph import check_inspectable, split_pair
+
+logger = logging.getLogger("nnx_lab")
 
 
 class Target:
@@ -91,7 +94,8 @@ def _gone_problem(model_type: type) -> str:
         names = [
             name for name, value in list(namespace.items()) if type(value) is model_type and not name.startswith("_")
         ][:3]
-    except Exception:  # noqa: BLE001 - a hint only: the status says the model is gone all the same
+    except Exception:  # noqa: BLE001 - a boundary (a weakref callback): a hint only, the model is gone all the same
+        logger.debug("nnx_lab: the notebook's names could not be searched for the model", exc_info=True)
         return problem
     if not names:
         return problem
@@ -183,7 +187,8 @@ class NameTarget(Target):
             except AttributeError:
                 self.problem = f"`{'.'.join(self._parts[: i + 1])}` has no attribute `{attr}`"
                 return None
-            except Exception as e:  # a property of the user's that raised: say so, look again later
+            except Exception as e:  # noqa: BLE001 - a boundary (the user's property raised): said, looked up again later
+                logger.debug("nnx_lab: following `%s` raised", self.name, exc_info=True)
                 self.problem = f"`{'.'.join(self._parts[: i + 2])}` raised {one_line(e)}"
                 return None
         if obj is None:
@@ -227,7 +232,8 @@ def _may_hold_model(obj: Any) -> bool:
                 return True  # an empty container: an empty table, at no cost
             try:
                 queue.extend(_ends(x))
-            except Exception:  # noqa: BLE001 - a user container that cannot be sampled: the walk decides
+            except Exception:  # noqa: BLE001 - a boundary (a user container's methods): the walk decides
+                logger.debug("nnx_lab: a followed container could not be sampled", exc_info=True)
                 return True
     return False
 

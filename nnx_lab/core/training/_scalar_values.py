@@ -4,6 +4,7 @@ transfer) and one name's bounded curve (:class:`Curve`). Used by :class:`~._scal
 
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 from typing import Any
@@ -72,7 +73,8 @@ def accept(value: Any) -> tuple[Any, str | None]:
     if isinstance(value, numbers.Real):
         try:
             number = float(value)
-        except Exception as e:  # noqa: BLE001 - a user Real's __float__ may raise anything
+        except Exception as e:  # noqa: BLE001 - a boundary (the user's __float__ may raise anything): said in the status
+            logging.getLogger("nnx_lab").debug("nnx_lab: a logged number's __float__ raised", exc_info=True)
             return None, f"not a float ({type(e).__name__})"
         if not isinstance(number, float):
             return None, f"not a float (__float__ gave {type(number).__name__})"

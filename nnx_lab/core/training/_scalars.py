@@ -40,6 +40,7 @@ True
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from typing import Any
@@ -50,6 +51,8 @@ import numpy as np
 from .._text import one_line, quote
 from ._scalar_values import Curve, accept
 from ._scalar_values import host_values as _host_values  # a module global: tests count the reads
+
+logger = logging.getLogger("nnx_lab")
 
 #: Points each name keeps on the host (evenly spread over its steps once it has more).
 MAX_POINTS = 256
@@ -87,8 +90,9 @@ class ScalarStore:
                     continue
                 try:
                     value, problem = accept(value)
-                except Exception as e:  # noqa: BLE001 - a user number's method raised: a problem, not a crash
-                    value, problem = None, f"not readable ({one_line(e, 100)})"
+                except Exception as e:  # noqa: BLE001 - a boundary (the loop's log()): a user number's method raised
+                    logger.debug("nnx_lab: a logged scalar could not be read", exc_info=True)
+                    value, problem = None, f"not readable ({one_line(e, 100)})"  # the status says it
                 if problem is not None:
                     self._refuse(name, problem)
                     continue
@@ -129,8 +133,8 @@ class ScalarStore:
                 try:
                     if not array.is_deleted():
                         array.block_until_ready()
-                except Exception:  # deleted: said when read
-                    pass
+                except RuntimeError:  # deleted meanwhile, or its computation failed: said when it is read below
+                    logger.debug("nnx_lab: a logged scalar failed on the device", exc_info=True)
             del arrays
         with self._lock:
             before = self.version
@@ -156,14 +160,14 @@ class ScalarStore:
                         continue
                     if not value.is_ready():
                         break
-                except Exception as e:  # noqa: BLE001
+                except RuntimeError as e:  # the computation that made it failed: said below, as a problem
                     ready.append((step, e))
                     continue
             ready.append((step, value))
         arrays = [v for _, v in ready if isinstance(v, jax.Array)]
         try:
             fetched = iter(_host_values(arrays))
-        except Exception:  # noqa: BLE001 - the one that fails says so below, each read alone
+        except RuntimeError:  # a device error: the one that fails says so below, each read alone
             fetched = None
         done = 0
         for step, value in ready:
@@ -173,7 +177,7 @@ class ScalarStore:
                     raise value
                 if isinstance(value, jax.Array):
                     value = next(fetched) if fetched is not None else _host_values([value])[0]
-            except Exception as e:  # noqa: BLE001
+            except (RuntimeError, ValueError) as e:  # the device's error, or deleted before it was read
                 self._problems[name] = [f"{name}: step {step}: {one_line(e)}; not recorded", False]
                 continue
             series.add(step, value)

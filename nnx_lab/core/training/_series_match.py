@@ -85,7 +85,7 @@ def array_problem(x: Any) -> str | None:
         try:
             if x.is_deleted():
                 return "deleted (donated to a jitted step?)"
-        except Exception:  # noqa: BLE001
+        except RuntimeError:  # jax could not tell (a failed computation): a problem the status shows
             return "not readable"
         return None
     if isinstance(x, np.ndarray):

@@ -20,6 +20,7 @@ that one program cannot take together, or several processes: unavailable, with t
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any
@@ -34,6 +35,7 @@ from ..stats._compiling import in_background
 from ..stats._executables import compile_program
 
 __all__ = ["DONATED", "UpdateTracker"]
+logger = logging.getLogger("nnx_lab")
 
 DONATED = (
     "update: unavailable (donated): the step deleted the parameters it was given; to see "
@@ -90,7 +92,8 @@ def _program(olds: tuple, layers: tuple) -> Any:
             with in_background():  # the user's own compiles come first (see _kernels)
                 lowered = jax.jit(lambda o, n: _diff_norms(o, n, layers)).lower(shapes, shapes)
                 program = compile_program(lowered, OPTIONS, shapes)  # on disk when on one device, as a viewer's
-        except Exception as e:  # noqa: BLE001 - said when the update is asked for
+        except Exception as e:  # noqa: BLE001 - a boundary (a thread's work): kept, said when the update is asked for
+            logger.debug("nnx_lab: the update ratio's program did not compile", exc_info=True)
             program = e
         with _lock:
             _compiled[key] = program
@@ -168,7 +171,8 @@ class UpdateTracker:
                 raise program
             result = program(tuple(olds), tuple(news))
             result.copy_to_host_async()
-        except Exception as e:  # noqa: BLE001 - the step goes on; the viewer says why
+        except Exception as e:  # noqa: BLE001 - a boundary (the loop's tick; a compile's error re-raised): the viewer says why
+            logger.debug("nnx_lab: the update ratio could not be launched", exc_info=True)
             self.problem = f"update: unavailable ({one_line(e, 160)})"
             return
         self.problem = ""
@@ -183,7 +187,7 @@ class UpdateTracker:
             if not result.is_ready():
                 return None
             got = np.asarray(jax.device_get(result), np.float64)
-        except Exception as e:  # noqa: BLE001
+        except RuntimeError as e:  # the device's error (deleted, a failed run): the viewer says why
             self._pending, self.problem = None, f"update: unavailable ({one_line(e, 160)})"
             return None
         self._pending = None
