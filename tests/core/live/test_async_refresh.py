@@ -11,44 +11,23 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from live_helpers import Clock, held_model, queue_steps, slow_step
 
 from nnx_lab.core import compat
 from nnx_lab.core.snapshot import PendingSnapshot
 from nnx_lab.core.watcher import Watcher
 
 
-class Holder(nnx.Module):
-    def __init__(self, w):
-        self.w = nnx.Param(w)
-
-
-@jax.jit
-def slow_step(w):
-    """About tens of milliseconds of device work on this machine: a queue of them is real."""
-    for _ in range(8):
-        w = jnp.tanh(w @ w.T @ w / w.shape[0])
-    return w
-
-
-def queue_steps(model, n):
-    w = compat.get_value(model.w)
-    for _ in range(n):
-        w = slow_step(w)
-        compat.set_value(model.w, w)
-    return w
-
-
 @pytest.fixture
 def model():
-    m = Holder(jnp.asarray(np.random.default_rng(0).normal(size=(512, 512)).astype(np.float32)))
-    jax.block_until_ready(slow_step(compat.get_value(m.w)))  # compiled
-    return m
+    return held_model()
 
 
 def test_a_tick_dispatches_behind_queued_steps_and_does_not_wait_for_them(model):
-    watcher = Watcher(model, max_rate=100.0)
+    clock = Clock()
+    watcher = Watcher(model, max_rate=100.0, clock=clock)
     watcher.refresh(force=True)  # compiles the statistics kernels
-    watcher.engine.last_attempt = float("-inf")
+    clock.later()
     last = queue_steps(model, 40)
     assert not last.is_ready()  # the steps are queued
     watcher.tick()  # dispatches a refresh behind them
@@ -61,13 +40,15 @@ def test_a_tick_dispatches_behind_queued_steps_and_does_not_wait_for_them(model)
 
 
 def test_ticks_publish_once_the_numbers_arrive_and_count_only_host_time(model):
-    watcher = Watcher(model, max_rate=100.0)
+    clock = Clock()
+    watcher = Watcher(model, max_rate=100.0, clock=clock)
     watcher.refresh(force=True)
-    watcher.engine.last_attempt = float("-inf")
+    clock.later()
     queue_steps(model, 20)
     start = time.perf_counter()
     watcher.tick()
     while watcher.refreshes == 1:
+        clock.now += 0.001
         watcher.tick()  # published by a tick once ready, never by waiting
         time.sleep(0.001)
     waited = time.perf_counter() - start
@@ -94,11 +75,12 @@ def test_donation_after_dispatch_keeps_the_numbers_and_before_it_says_deleted(mo
 
 
 def test_refreshes_ride_a_deep_queue_side_by_side_and_the_newest_arrived_is_shown(model):
-    watcher = Watcher(model, max_rate=100.0)
+    clock = Clock()
+    watcher = Watcher(model, max_rate=100.0, clock=clock)
     watcher.refresh(force=True)
     last = None
     for _ in range(3):
-        watcher.engine.last_attempt = float("-inf")
+        clock.later()
         last = queue_steps(model, 10)
         watcher.tick()  # one more refresh behind each batch of steps, none waited for
     assert not last.is_ready() and len(watcher.engine.in_flight) == 3
@@ -174,7 +156,7 @@ def test_the_capture_panel_in_a_loop_never_waits_for_the_device():
 
 def test_reading_right_after_a_loop_sees_its_end_where_a_thread_publishes(model, monkeypatch):
     import nnx_lab
-    import nnx_lab.widgets.capture as capture_widget
+    import nnx_lab.widgets._describing as describing_module
 
     viewer = nnx_lab.watch(model, display=False)
     viewer._watcher.publish_from_thread = True  # as in a kernel that delivers messages from threads
@@ -191,7 +173,7 @@ def test_reading_right_after_a_loop_sees_its_end_where_a_thread_publishes(model,
             self.sow(nnx.Intermediate, "h", w)
             return w
 
-    monkeypatch.setattr(capture_widget, "background_unsupported", lambda: None)
+    monkeypatch.setattr(describing_module, "background_unsupported", lambda: None)  # the panel's descriptions
     sower = Sower()  # held: the panel holds it weakly
     panel = nnx_lab.capture_panel(sower, display=False)
     for step in panel.track(range(30)):

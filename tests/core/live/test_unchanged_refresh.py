@@ -11,6 +11,7 @@ import numpy as np
 import optax
 import pytest
 from flax import nnx
+from live_helpers import Clock
 
 from nnx_lab.core.compat import get_value, set_value
 from nnx_lab.core.snapshot._snapshot import PendingSnapshot
@@ -83,7 +84,7 @@ def test_a_dropped_refresh_keeps_its_gradients(monkeypatch):
     the newest is published, and it shows the last step's gradients, not an earlier step's."""
     model = linear()
     opt = nnx.Optimizer(model, optax.sgd(0.1), wrt=nnx.Param)
-    w = Watcher(model, optimizer=opt, updates=False)
+    w = Watcher(model, optimizer=opt, updates=False, clock=Clock())
     for step in range(1, 4):  # compiles the program that reduces the gradients with the rest
         grads = jax_grads(model, step)
         opt.update(model, grads)
@@ -130,8 +131,8 @@ def test_a_manual_loops_last_gradients_reach_the_cells_end_refresh():
 
 
 def due(w):
-    """The next tick refreshes (a test seam until the throttle's clock is injectable)."""
-    w.engine.last_attempt = float("-inf")
+    """The next tick refreshes (``w`` made with a live_helpers.Clock: time moves on)."""
+    w.engine.clock.later()
 
 
 def jax_grads(model, step):

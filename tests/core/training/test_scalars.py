@@ -6,25 +6,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from live_helpers import held_model, slow_step
 from unchanged import assert_unchanged, frozen
 
 from nnx_lab.core import compat
 from nnx_lab.core.snapshot import snapshot
 from nnx_lab.core.training import ScalarStore, _scalars
 from nnx_lab.core.watcher import Watcher
-
-
-class Holder(nnx.Module):
-    def __init__(self, w):
-        self.w = nnx.Param(w)
-
-
-@jax.jit
-def slow_step(w):
-    """Tens of milliseconds of device work on this machine: a queue of them is real."""
-    for _ in range(8):
-        w = jnp.tanh(w @ w.T @ w / w.shape[0])
-    return w
 
 
 @jax.jit
@@ -34,7 +22,7 @@ def loss_of(w):
 
 @pytest.fixture
 def model():
-    m = Holder(jnp.asarray(np.random.default_rng(0).normal(size=(512, 512)).astype(np.float32)))
+    m = held_model()
     jax.block_until_ready(loss_of(slow_step(compat.get_value(m.w))))  # compiled
     return m
 

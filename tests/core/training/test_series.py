@@ -7,6 +7,7 @@ import numpy as np
 import optax
 import pytest
 from flax import nnx
+from live_helpers import Clock, held_model, slow_step
 
 from nnx_lab.core import compat
 from nnx_lab.core.stats import STAT_NAMES
@@ -72,9 +73,10 @@ def published(watcher):
 
 def test_grad_norms_and_ratios_equal_numpy_of_the_same_arrays(trained):
     model, opt = trained
-    w = Watcher(model, max_rate=100.0)
+    clock = Clock()
+    w = Watcher(model, max_rate=100.0, clock=clock)
     grads = train_step(model, opt)
-    w.engine.last_attempt = float("-inf")
+    clock.later()
     w.tick(grads=grads)
     snap = published(w)
     series = snap.series
@@ -144,13 +146,14 @@ def test_same_named_states_are_told_apart_by_their_prefix():
 
 def test_a_tick_without_grads_keeps_the_last_ones_marked_stale(trained):
     model, opt = trained
-    w = Watcher(model, max_rate=100.0)
+    clock = Clock()
+    w = Watcher(model, max_rate=100.0, clock=clock)
     grads = train_step(model, opt)
-    w.engine.last_attempt = float("-inf")
+    clock.later()
     w.tick(grads=grads)
     first = published(w).series.matrices[GRAD].copy()
     train_step(model, opt)
-    w.engine.last_attempt = float("-inf")
+    clock.later()
     w.tick()  # no gradients this step
     series = published(w).series
     assert w.refreshes == 2 and series.stale == {GRAD} and series.steps[GRAD] == 1
@@ -194,7 +197,8 @@ def test_watching_the_optimizer_alone_shows_its_state_as_rows_and_its_step(train
 )
 def test_bad_grads_become_a_status_never_a_crash_and_the_model_is_unchanged(trained, bad, says):
     model, opt = trained
-    w = Watcher(model, max_rate=100.0)
+    clock = Clock()
+    w = Watcher(model, max_rate=100.0, clock=clock)
     grads = nnx.grad(loss_fn)(model)
     if bad == "tracer":
         leaked = []
@@ -208,7 +212,7 @@ def test_bad_grads_become_a_status_never_a_crash_and_the_model_is_unchanged(trai
     else:
         grads = {"encoder": {"w": jnp.ones((7, 7))}}
     before = params_of(model)
-    w.engine.last_attempt = float("-inf")
+    clock.later()
     w.tick(grads=grads)
     snap = published(w)
     assert w.state == "live" and snap is not None
@@ -220,25 +224,14 @@ def test_bad_grads_become_a_status_never_a_crash_and_the_model_is_unchanged(trai
 
 
 def test_a_tick_with_grads_never_waits_for_the_device():
-    class Holder(nnx.Module):
-        def __init__(self, w):
-            self.w = nnx.Param(w)
-
-    @jax.jit
-    def slow(w):
-        for _ in range(8):
-            w = jnp.tanh(w @ w.T @ w / w.shape[0])
-        return w
-
-    model = Holder(jnp.asarray(np.random.default_rng(0).normal(size=(512, 512)).astype(np.float32)))
-    jax.block_until_ready(slow(compat.get_value(model.w)))
-    w = Watcher(model, max_rate=100.0)
+    model, clock = held_model(), Clock()
+    w = Watcher(model, max_rate=100.0, clock=clock)
     g = compat.get_value(model.w)
     for _ in range(40):
-        g = slow(g)
+        g = slow_step(g)
     assert not g.is_ready()  # queued
     w.refresh(force=True, wait=False)  # compiles (with no series)
-    w.engine.last_attempt = float("-inf")
+    clock.later()
     w.tick(grads={"w": g})  # dispatched behind the queued work
     assert not g.is_ready(), "the tick waited for the gradients"
     snap = published(w)
@@ -252,11 +245,12 @@ def test_optimizer_must_be_an_optimizer():
 
 def test_a_nan_in_the_gradients_raises_the_alert_naming_the_series_and_path():
     model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
-    w = Watcher(model, max_rate=100.0)
+    clock = Clock()
+    w = Watcher(model, max_rate=100.0, clock=clock)
     w.refresh(force=True)
-    w.engine.last_attempt = float("-inf")
+    clock.later()
     for _ in range(3):
-        w.engine.last_attempt = float("-inf")
+        clock.later()
         w.tick(grads={"kernel": jnp.array([[0.0, jnp.nan], [1.0, 2.0]]), "bias": jnp.zeros(2)})
         w.wait()
         if w.alert.first:

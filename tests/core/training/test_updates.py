@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from live_helpers import Clock, held_model, slow_step
 
 from nnx_lab.core import compat
 from nnx_lab.core.stats import STAT_NAMES
@@ -40,7 +41,7 @@ def run(model, w, steps, donate=False):
     for k in range(1, steps + 1):
         step(model, k, donate)
         after[k] = {n: np.asarray(compat.get_value(getattr(model, n))) for n in ("w", "b")} if not donate else None
-        w.engine.last_attempt = float("-inf")
+        w.engine.clock.later()  # (a Watcher made with a Clock)
         w.tick()
         w.wait()
     return after
@@ -57,7 +58,7 @@ def wait_for_program(model, w):
 
 def test_update_ratio_equals_numpy_of_the_two_steps():
     model = Holder()
-    w = Watcher(model, max_rate=100.0)
+    w = Watcher(model, max_rate=100.0, clock=Clock())
     w.refresh(force=True)
     wait_for_program(model, w)
     start = w.ticks
@@ -79,7 +80,7 @@ def test_update_ratio_equals_numpy_of_the_two_steps():
 
 def test_donated_buffers_make_it_unavailable_with_how_to_get_it():
     model = Holder()
-    w = Watcher(model, max_rate=100.0)
+    w = Watcher(model, max_rate=100.0, clock=Clock())
     w.refresh(force=True)
     run(model, w, 3, donate=True)
     message = w.status()["message"]
@@ -89,10 +90,11 @@ def test_donated_buffers_make_it_unavailable_with_how_to_get_it():
 
 def test_given_updates_come_first_and_a_cell_refresh_releases_what_is_held():
     model = Holder()
-    w = Watcher(model, max_rate=100.0)
+    clock = Clock()
+    w = Watcher(model, max_rate=100.0, clock=clock)
     w.refresh(force=True)
     given = {"w": jnp.full((3, 4), 0.5), "b": jnp.full(4, 0.5)}
-    w.engine.last_attempt = float("-inf")
+    clock.later()
     w.tick(updates=given)
     w.wait()
     series = w.snapshot.series
@@ -105,32 +107,22 @@ def test_given_updates_come_first_and_a_cell_refresh_releases_what_is_held():
 
 def test_updates_false_holds_nothing():
     model = Holder()
-    w = Watcher(model, max_rate=100.0, updates=False)
+    clock = Clock()
+    w = Watcher(model, max_rate=100.0, updates=False, clock=clock)
     w.refresh(force=True)
-    w.engine.last_attempt = float("-inf")
+    clock.later()
     w.tick()
     assert not w.series.updates.holding and w.series._grads is None
     assert GRAD == "grad"
 
 
 def test_the_tick_after_a_refresh_launches_the_update_without_waiting_for_the_device():
-    class Big(nnx.Module):
-        def __init__(self):
-            self.w = nnx.Param(jnp.asarray(np.random.default_rng(0).normal(size=(512, 512)).astype(np.float32)))
-
-    @jax.jit
-    def slow(w):
-        for _ in range(8):
-            w = jnp.tanh(w @ w.T @ w / w.shape[0])
-        return w
-
-    model = Big()
-    jax.block_until_ready(slow(compat.get_value(model.w)))
-    w = Watcher(model, max_rate=100.0)
+    model = held_model()
+    w = Watcher(model, max_rate=100.0, clock=Clock())
     w.refresh(force=True)
     for _ in range(400):  # until the update program has compiled (on its thread) and run once
         compat.set_value(model.w, compat.get_value(model.w) * 0.99)
-        w.engine.last_attempt = float("-inf")
+        w.engine.clock.later()
         w.tick()
         w.wait()
         if w.snapshot.series is not None and UPDATE in w.snapshot.series.matrices:
@@ -139,14 +131,13 @@ def test_the_tick_after_a_refresh_launches_the_update_without_waiting_for_the_de
     old = np.asarray(compat.get_value(model.w), np.float64)
     g = compat.get_value(model.w)
     for _ in range(40):
-        g = slow(g)
+        g = slow_step(g)
     compat.set_value(model.w, g)
     assert not g.is_ready()  # queued
-    w.engine.last_attempt = float("inf")  # this tick does not refresh: only the update is launched
-    w.tick()
+    w.tick()  # no time passed since the last refresh: this tick does not refresh, only the update is launched
     assert not g.is_ready(), "the tick waited for the queued steps"
     assert not w.series.updates.holding
-    w.engine.last_attempt = float("-inf")
+    w.engine.clock.later()
     w.tick()
     w.wait()
     series = w.snapshot.series
@@ -157,7 +148,7 @@ def test_the_tick_after_a_refresh_launches_the_update_without_waiting_for_the_de
 
 def test_a_stacked_variables_layers_get_their_own_update_ratio():
     model = Holder()
-    w = Watcher(model, max_rate=100.0, layers={"w": 0})  # w (3, 4): three layers of (4,)
+    w = Watcher(model, max_rate=100.0, clock=Clock(), layers={"w": 0})  # w (3, 4): three layers of (4,)
     w.refresh(force=True)
     wait_for_program(model, w)
     start = w.ticks
@@ -185,18 +176,19 @@ def test_only_parameters_are_held_not_batch_statistics_or_optimizer_state():
             self.mean = nnx.BatchStat(jnp.zeros(4))  # floating, but no learning-rate signal
 
     model = WithStats()
-    w = Watcher(model, max_rate=100.0)
+    clock = Clock()
+    w = Watcher(model, max_rate=100.0, clock=clock)
     w.refresh(force=True)
-    w.engine.last_attempt = float("-inf")
+    clock.later()
     w.tick()
     rows = {p[0]: i for i, p in enumerate(w.snapshot.paths)}
     assert w.series.updates.holding
     assert w.series.updates._held[1] == [rows["w"]]  # the Param's row alone
 
     opt = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
-    ow = Watcher(opt, max_rate=100.0)
+    ow = Watcher(opt, max_rate=100.0, clock=Clock())
     ow.refresh(force=True)
-    ow.engine.last_attempt = float("-inf")
+    clock.later()
     ow.tick()
     assert not ow.series.updates.holding  # Adam's mu and nu are not held (nor diffed)
     assert ow.state == "live"
