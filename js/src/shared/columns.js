@@ -20,7 +20,7 @@ export { SERIES_COLUMNS };
 export const COLUMNS = [
   { id: "path", label: "path", width: null },
   { id: "type", label: "type", width: 96 }, // "BatchStat", "RngCount" and their chip in full
-  { id: "shape", label: "shape", width: 80, num: true },
+  { id: "shape", label: "shape", width: 92, num: true }, // "(6, 64, 32)" in full
   { id: "dtype", label: "dtype", width: 70 },
   { id: "bytes", label: "bytes", width: 66, num: true },
   { id: "place", label: "placement", width: 100, title: "sharding if any, else devices" },
