@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import sys
 import weakref
 from collections.abc import Mapping
 from typing import Any, Callable, Iterator
@@ -70,7 +71,9 @@ class ObjectTarget(Target):
         check_inspectable(obj)  # a TypeError for a non-model, here and not in a loop
         self._type = type(obj)
 
-        def gone() -> None:
+        def gone(_finalizing: Callable[[], bool] = sys.is_finalizing) -> None:
+            if _finalizing():  # interpreter exit: modules are torn down (logging too); no one reads a status
+                return
             self.problem = _gone_problem(self._type)
             if on_gone is not None:
                 on_gone()
