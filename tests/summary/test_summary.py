@@ -62,9 +62,10 @@ def test_formulas_are_xla_numbers():
 
 
 def _trace_jaxpr(model, x):
+    from nnx_lab.core.graph import index_graph
     from nnx_lab.core.summary._build import _trace_program
 
-    traced, _, _ = _trace_program(model, "__call__", (x,), {}, grad=False)
+    traced, _ = _trace_program(model, list(index_graph(model).modules), "__call__", (x,), {}, grad=False)
     return traced.jaxpr
 
 

@@ -8,25 +8,18 @@ text, and module paths and selection (``only=``) shared by captures, view report
 """
 
 from ._flatten import CyclicGraph, SharedNode, TooDeep, flatten, sigint_deferred
+from ._index import GraphIndex, index_graph
+from ._kinds import child_of, is_variable
 from ._modules import OnlyError, PathSelector, is_module_path, module_paths_text, path_roots, select_modules, selector
 from ._pair import SplitPair, graphdef_type_name, split_pair
-from ._walk import (
-    LINEN_COLLECTIONS,
-    GraphWalk,
-    Leaf,
-    Path,
-    aliases_at,
-    check_inspectable,
-    is_variable,
-    path_key,
-    path_text,
-    shared_prefixes,
-    walk_graph,
-)
+from ._paths import Path, path_key, path_text
+from ._shared import aliases_at, shared_prefixes
+from ._walk import LINEN_COLLECTIONS, GraphWalk, Leaf, check_inspectable, walk_graph
 
 __all__ = [
     "CyclicGraph",
     "LINEN_COLLECTIONS",
+    "GraphIndex",
     "GraphWalk",
     "Leaf",
     "OnlyError",
@@ -37,8 +30,10 @@ __all__ = [
     "TooDeep",
     "aliases_at",
     "check_inspectable",
+    "child_of",
     "flatten",
     "graphdef_type_name",
+    "index_graph",
     "is_module_path",
     "is_variable",
     "module_paths_text",

@@ -109,13 +109,19 @@ def _max_depth() -> int:
 
 
 def flatten(
-    tree: Any, is_leaf: Callable[[Any], bool] | None = None, *, with_path: bool = False, shared: bool = True
+    tree: Any,
+    is_leaf: Callable[..., bool] | None = None,
+    *,
+    with_path: bool = False,
+    shared: bool = True,
+    leaf_takes_path: bool = False,
 ) -> tuple[list, Any]:
     """``jax.tree_util.tree_flatten(tree, is_leaf)`` (``tree_flatten_with_path`` with ``with_path``):
     the same leaves and treedef, or :class:`CyclicGraph` where ``tree`` holds a reference cycle
     (:class:`TooDeep` where it is nested too deep for jax's recursion from here).
     ``shared=False``: :class:`SharedNode` for any container reached twice (for a caller that refuses
-    a shared node anyway). Whatever ``is_leaf`` raises is raised after jax's walk has returned.
+    a shared node anyway). ``leaf_takes_path``: ``is_leaf(key_path, x)``, as jax's ``is_leaf_takes_path``.
+    Whatever ``is_leaf`` raises is raised after jax's walk has returned.
 
     A container met again is a cycle when its last visit is still open, i.e. when the path of that
     visit is a prefix of the current one (jax visits nodes depth-first): then it is a leaf here, so
@@ -134,7 +140,7 @@ def flatten(
         if raised or found:
             return True  # finish at once: every remaining node a leaf
         try:
-            if is_leaf is not None and is_leaf(x):
+            if is_leaf is not None and (is_leaf(path, x) if leaf_takes_path else is_leaf(x)):
                 return True
             if len(path) > depth:
                 found.append((TooDeep, f"{type(tree).__name__} is nested more than {depth} levels deep"))

@@ -18,7 +18,7 @@ from flax.nnx import filterlib
 
 from .. import compat
 from .._text import a_kind, first_line, one_line, safe_repr
-from ._walk import Path, path_text
+from ._paths import Path, path_text
 
 
 def module_paths_text(path: Path) -> set[str]:

@@ -19,9 +19,8 @@ leaf under a shared node gets those paths, with its own suffix, as ``aliases``.
 from __future__ import annotations
 
 import dataclasses
-import keyword
 from collections.abc import Mapping
-from typing import Any, Hashable
+from typing import Any
 
 import jax
 import numpy as np
@@ -29,11 +28,17 @@ from flax import nnx
 from flax.nnx import graph as nnx_graph
 
 from .. import compat
-from .._text import safe_repr
 from ._flatten import CyclicGraph, flatten
-from ._pair import split_pair
 
-Path = tuple[Hashable, ...]
+# bound here by these names: the walk's jax callback looks them up in this module (tests patch them)
+from ._kinds import GRAPH_NODE as _GRAPH_NODE
+from ._kinds import VARIABLE as _VARIABLE
+from ._kinds import child_of as _child
+from ._kinds import is_variable  # noqa: F401 - tests name it here
+from ._kinds import node_kind as _node_kind
+from ._pair import split_pair
+from ._paths import Path, path_key, path_text  # noqa: F401 - path_text: the doctest's
+from ._shared import aliases_at, shared_prefixes
 
 #: Linen's own collection names: a variables dict with these at the top is Linen's (``model.init``)
 LINEN_COLLECTIONS = frozenset(
@@ -123,25 +128,6 @@ def _is_param(t: type) -> bool:
     if got is None:
         got = _param_types[t] = issubclass(t, nnx.Param)
     return got
-
-
-_KEY_FIELD = {
-    jax.tree_util.SequenceKey: "idx",
-    jax.tree_util.DictKey: "key",
-    jax.tree_util.GetAttrKey: "name",
-    jax.tree_util.FlattenedIndexKey: "key",
-}
-
-
-def path_key(k: Any) -> Hashable:
-    """A jax key path entry as flax's paths hold it: an attribute name, a dict key, an index."""
-    field = _KEY_FIELD.get(type(k))
-    if field is not None:
-        return getattr(k, field)
-    for attr in ("idx", "key", "name"):
-        if hasattr(k, attr):
-            return getattr(k, attr)
-    return str(k)
 
 
 def _data_flags(value: Any) -> dict | None:
@@ -271,49 +257,6 @@ def _flat_walk(obj: Any) -> GraphWalk | None:
     return GraphWalk(leaves, nodes, type(obj).__name__)
 
 
-_VARIABLE, _GRAPH_NODE, _OTHER = 1, 2, 0
-_node_kinds: dict[type, int] = {}  # a type whose instances are all of one kind -> that kind
-
-
-def _node_kind(x: Any) -> int:
-    """Whether ``x`` is a Variable, a graph node flax names (not its per-Module bookkeeping) or neither:
-    by type where the type decides (flax's checks are Python, per node), else asked each time."""
-    t = type(x)
-    kind = _node_kinds.get(t)
-    if kind is None:
-        if isinstance(x, nnx.Variable):
-            kind = _VARIABLE
-        elif nnx_graph.is_graph_node(x) and not _bookkeeping(x):
-            kind = _GRAPH_NODE
-        else:
-            kind = _OTHER
-        if not issubclass(t, (jax.Array, jax.core.Tracer)):  # an array ref, a traced Variable: by value
-            _node_kinds[t] = kind
-    return kind
-
-
-def is_variable(x: Any) -> bool:
-    """``isinstance(x, nnx.Variable)``, decided by type where the type decides (a walk asks per node)."""
-    return _node_kind(x) == _VARIABLE
-
-
-def _child(parent: Any, key: Hashable) -> Any:
-    """``parent``'s entry at ``key`` as flax names it (attribute, index or dict key), or None."""
-    try:
-        if isinstance(parent, nnx.State):  # its nested entries as flax walks them: plain dicts
-            return parent.raw_mapping[key]
-        if isinstance(parent, Mapping) or not isinstance(key, str):
-            return parent[key]
-        return getattr(parent, key)  # a Module's attribute, a namedtuple's field (optax states)
-    except Exception:  # noqa: BLE001
-        return None
-
-
-def _bookkeeping(node: Any) -> bool:
-    """flax's own per-Module record (``_pytree__state``), which holds no Variable."""
-    return type(node).__name__ == "PytreeState" and type(node).__module__.startswith("flax.")
-
-
 def check_inspectable(obj: Any) -> None:
     """Raise a one-line TypeError unless ``obj`` is something a snapshot can describe."""
     if isinstance(obj, nnx.Variable) or _is_array_leaf(obj):
@@ -323,49 +266,3 @@ def check_inspectable(obj: Any) -> None:
             "expected an nnx.Module, an nnx.State, a nested dict of Variables or arrays, "
             f"or a Variable; got {type(obj).__name__}"
         )
-
-
-def shared_prefixes(obj: Any, seen: set[Path]) -> list[tuple[Path, list[Path]]]:
-    """(the path iter_graph used, the other paths) for each node reachable more than once: a tied
-    module, or an enclosing node a reference cycle leads back to (``seen``: iter_graph's paths)."""
-    if not (nnx_graph.is_graph_node(obj) or isinstance(obj, (Mapping, list, tuple))):
-        return []
-    try:  # plain dicts and lists too: {'a': {'b': m}, 'c': m} shares m
-        duplicates = nnx.find_duplicates(obj)
-    except RecursionError:
-        raise  # a graph too deep for flax's walk: the aliases are unknown, not absent
-    except Exception:  # noqa: BLE001 - a container flax cannot walk has no aliases to name
-        return []
-    groups = []
-    for group in duplicates:
-        paths = [tuple(p) for p in group]
-        canonical = next((p for p in paths if p in seen), paths[0])
-        groups.append((canonical, [p for p in paths if p != canonical]))
-    return groups
-
-
-def aliases_at(path: Path, shared: list[tuple[Path, list[Path]]]) -> tuple[Path, ...]:
-    """The other paths of the node at ``path`` (``shared``: from :func:`shared_prefixes`)."""
-    found: list[Path] = []
-    for canonical, others in shared:
-        if path[: len(canonical)] == canonical:
-            suffix = path[len(canonical) :]
-            found.extend(other + suffix for other in others)
-    return tuple(found)
-
-
-def path_text(path: Path) -> str:
-    """The path as Python attribute/index access, ready to paste after ``model``.
-
-    >>> path_text(("blocks", 0, "attn", "query", "kernel"))
-    'blocks[0].attn.query.kernel'
-    >>> path_text(("d", "<script>", "class"))
-    "d['<script>']['class']"
-    """
-    parts: list[str] = []
-    for key in path:
-        if isinstance(key, str) and key.isidentifier() and not keyword.iskeyword(key):
-            parts.append(("." if parts else "") + key)
-        else:
-            parts.append(f"[{safe_repr(key, 200)}]")
-    return "".join(parts)

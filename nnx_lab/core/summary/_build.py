@@ -12,7 +12,8 @@ import numpy as np
 from flax import nnx
 
 from .. import compat
-from ..graph._walk import path_text
+from .._gc import paused_gc
+from ..graph import index_graph, path_text
 from ._costs import tally as cost_tally
 from ._data import Summary, SummaryError, SummaryRow, describe, leaves_bytes
 from ._memory import PeakMemory
@@ -58,24 +59,23 @@ def _check_args(args: tuple, kwargs: dict) -> None:
             )
 
 
-def _variables(model: Any, module_paths: set) -> tuple[dict, dict, bool]:
-    """own and total ``{variable type: [count, bytes]}`` per module path, and whether a Variable's
-    metadata names a layer axis (flax's ``transform_metadata``: then stacked modules are looked for)."""
+def _variables(variables: dict, module_paths: set) -> tuple[dict, dict, bool]:
+    """own and total ``{variable type: [count, bytes]}`` per module path (``variables``: path -> Variable,
+    from the model's index), and whether a Variable's metadata names a layer axis (flax's
+    ``transform_metadata``: then stacked modules are looked for)."""
     from ..snapshot._layers import metadata_axis
 
     layered = False
     own: dict = {p: {} for p in module_paths}
     total: dict = {p: {} for p in module_paths}
-    for path, value in compat.iter_graph(model):
-        if not isinstance(value, nnx.Variable):
-            continue
-        path = tuple(path)
-        leaves = jax.tree.leaves(compat.get_value(value))
+    for path, var in variables.items():
+        value = compat.get_value(var)
+        leaves = [value] if isinstance(value, jax.Array) else jax.tree.leaves(value)
         count = sum(int(math.prod(getattr(x, "shape", ()) or ())) for x in leaves)
         nbytes = leaves_bytes(leaves)
-        name = compat.variable_type(value).__name__
+        name = compat.variable_type(var).__name__
         if not layered and leaves:
-            layered = metadata_axis(value.get_metadata(), getattr(leaves[0], "ndim", None)) is not None
+            layered = metadata_axis(var.get_metadata(), getattr(leaves[0], "ndim", None)) is not None
         owner = next((path[:k] for k in range(len(path) - 1, -1, -1) if path[:k] in module_paths), ())
         for k in range(len(owner) + 1):
             prefix = owner[:k]
@@ -88,12 +88,12 @@ def _variables(model: Any, module_paths: set) -> tuple[dict, dict, bool]:
     return own, total, layered
 
 
-def _trace_program(model: Any, method: str, args: tuple, kwargs: dict, grad: bool) -> tuple:
-    """``(traced, recorder, sites)``: the call traced once (``jax.jit(...).trace``), calls recorded."""
+def _trace_program(model: Any, sites: list, method: str, args: tuple, kwargs: dict, grad: bool) -> tuple:
+    """``(traced, recorder)``: the call traced once (``jax.jit(...).trace``), the calls of the modules at
+    ``sites`` (the model's module paths) recorded."""
     graphdef, state = nnx.split(model)
     state = jax.tree.map(_abstract, state)
     args, kwargs = jax.tree.map(_abstract, (args, kwargs))
-    sites: list = []
 
     def merged(state: Any) -> Any:
         """A fresh copy of the model inside the trace, marked, its classes' methods wrapped."""
@@ -126,7 +126,7 @@ def _trace_program(model: Any, method: str, args: tuple, kwargs: dict, grad: boo
             traced = jax.jit(backward if grad else forward).trace(state, args, kwargs)
         except Exception as e:
             raise _call_error(e, recorder, sites) from e
-    return traced, recorder, sites
+    return traced, recorder
 
 
 def _call_error(error: Exception, recorder: Any, sites: list) -> Exception:
@@ -141,6 +141,7 @@ def _call_error(error: Exception, recorder: Any, sites: list) -> Exception:
     return SummaryError(f"{where} ({call.cls.__name__}.{call.method}) raised {one_line(error)}; its inputs: {shapes}")
 
 
+@paused_gc()  # one trace makes ~10^5 short-lived objects: the collector's passes were a fifth of a summary
 def summary(
     model: Any,
     *args: Any,
@@ -170,17 +171,19 @@ def summary(
         raise SummaryError(f"{type(model).__name__}.{method}{_sig(fn)}: {e}") from None
     except ValueError:
         pass  # no signature to check (a builtin): the call itself will say
-    traced, recorder, sites = _trace_program(model, method, args, kwargs, grad=False)
+    index = index_graph(model)  # one walk: the module paths (the trace's sites) and the Variables
+    sites = list(index.modules)
+    traced, recorder = _trace_program(model, sites, method, args, kwargs, grad=False)
     tally = cost_tally(traced.jaxpr)
     back = None
     if grad:
-        traced_grad, grad_recorder, _ = _trace_program(model, method, args, kwargs, grad=True)
+        traced_grad, grad_recorder = _trace_program(model, sites, method, args, kwargs, grad=True)
         back = cost_tally(traced_grad.jaxpr)
     # compiled only when the peak memory is asked for (Summary.memory, or the widget's thread)
     peak = PeakMemory(traced_grad if grad else traced) if memory else PeakMemory(None)
     from ._rows import build_rows
 
-    own, total, layered = _variables(model, set(sites))
+    own, total, layered = _variables(index.variables, set(sites))
     rows = build_rows(
         recorder.calls,
         sites,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..graph._walk import path_text
+from ..graph import path_text
 from ._data import SummaryRow, describe, leaves_bytes
 
 _log = logging.getLogger("nnx_lab")
@@ -34,7 +34,7 @@ def _stacks(model: Any, layers: Any) -> dict:
     if model is None:  # no layer axis declared nor in any Variable's metadata: stacks only from scans
         return {}
     try:
-        from ..snapshot._layers import stacked_modules
+        from ..snapshot import stacked_modules
 
         return {tuple(path): n for path, _axis, n in stacked_modules(model, layers)}
     except Exception as e:  # noqa: BLE001 - an undeclared stack is still shown, as one row

@@ -21,6 +21,7 @@ import jax
 from flax import nnx
 
 from .. import compat
+from ..graph import child_of
 from ._costs import SCOPE_PREFIX
 
 ATTR = "_nnx_lab_summary_site"
@@ -102,15 +103,32 @@ def _methods(classes: set) -> list[tuple[type, str, Any]]:
 
 def mark(module: Any, sites: list) -> set:
     """Mark each module of ``module`` (a fresh copy merged inside the trace, never the user's model) with
-    its site, an index into ``sites`` (filled with the module paths); the module classes met."""
-    classes = set()
-    fresh = not sites
-    for i, (path, m) in enumerate(compat.iter_modules(module)):
-        setattr(m, ATTR, i)  # as tabulate marks them; a plain int is static in the graphdef
-        if fresh:
-            sites.append(tuple(path))
-        classes.add(type(m))
-    return classes
+    its site, its index in ``sites`` (the model's module paths: the copy has the same); the classes met."""
+    found = _at_paths(module, sites)
+    if found is None:  # a path not stepped to by attribute, index or key: flax's walk of the copy finds them
+        by_path = {tuple(path): m for path, m in compat.iter_modules(module)}
+        found = [by_path[path] for path in sites]
+    for i, m in enumerate(found):
+        # as tabulate marks them; a plain int is static in the graphdef. Set as flax sets an attribute
+        # that is not data (no record in _pytree__nodes means static), without flax's per-call checks.
+        object.__setattr__(m, ATTR, i)
+    return {type(m) for m in found}
+
+
+def _at_paths(root: Any, paths: list) -> list | None:
+    """The Modules at ``paths`` under ``root``, stepped to by key; None where one is not found."""
+    objects = {(): root}
+    out = []
+    for path in paths:
+        for k in range(1, len(path) + 1):
+            if path[:k] not in objects:
+                parent = objects[path[: k - 1]]
+                objects[path[:k]] = None if parent is None else child_of(parent, path[k - 1])
+        found = objects[path]
+        if not isinstance(found, nnx.Module):
+            return None
+        out.append(found)
+    return out
 
 
 def _tracer_origin() -> list:

@@ -1,0 +1,51 @@
+"""Paths in a graph: flax's keys (attribute names, dict keys, indices) and their text.
+
+>>> path_text(("blocks", 0, "attn", "query", "kernel"))
+'blocks[0].attn.query.kernel'
+"""
+
+from __future__ import annotations
+
+import keyword
+from typing import Any, Hashable
+
+import jax
+
+from .._text import safe_repr
+
+Path = tuple[Hashable, ...]
+
+_KEY_FIELD = {
+    jax.tree_util.SequenceKey: "idx",
+    jax.tree_util.DictKey: "key",
+    jax.tree_util.GetAttrKey: "name",
+    jax.tree_util.FlattenedIndexKey: "key",
+}
+
+
+def path_key(k: Any) -> Hashable:
+    """A jax key path entry as flax's paths hold it: an attribute name, a dict key, an index."""
+    field = _KEY_FIELD.get(type(k))
+    if field is not None:
+        return getattr(k, field)
+    for attr in ("idx", "key", "name"):
+        if hasattr(k, attr):
+            return getattr(k, attr)
+    return str(k)
+
+
+def path_text(path: Path) -> str:
+    """The path as Python attribute/index access, ready to paste after ``model``.
+
+    >>> path_text(("blocks", 0, "attn", "query", "kernel"))
+    'blocks[0].attn.query.kernel'
+    >>> path_text(("d", "<script>", "class"))
+    "d['<script>']['class']"
+    """
+    parts: list[str] = []
+    for key in path:
+        if isinstance(key, str) and key.isidentifier() and not keyword.iskeyword(key):
+            parts.append(("." if parts else "") + key)
+        else:
+            parts.append(f"[{safe_repr(key, 200)}]")
+    return "".join(parts)
