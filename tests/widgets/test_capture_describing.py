@@ -8,6 +8,7 @@ import logging
 import threading
 
 import jax.numpy as jnp
+import pytest
 from flax import nnx
 
 import nnx_lab.widgets._describing as describing
@@ -60,6 +61,7 @@ def test_a_loop_end_shows_its_last_call_from_a_thread(monkeypatch):
     assert descriptions.flush(wait=False) is False  # nothing left
 
 
+@pytest.mark.needs_flax("nnx.capture")
 def test_a_failing_description_is_a_status_and_logged_once(caplog):
     model = Model()  # held: the panel holds it weakly
     panel = capture_panel(model, display=False)
