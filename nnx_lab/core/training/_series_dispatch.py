@@ -4,6 +4,7 @@ the rows (``_series_match.py``), and turns their statistics into :class:`~._seri
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import jax
@@ -108,8 +109,9 @@ class SeriesDispatch:
                     layout = self._store.layouts[key] = Layout(tree, index, shapes, fixed, what)
                     if len(self._store.layouts) > 8:
                         self._store.layouts.pop(next(iter(self._store.layouts)))
-            except Exception as e:  # noqa: BLE001 - a tree jax cannot flatten: say so, go on
-                self._problems.append(f"{what}: {one_line(e)}")
+            except Exception as e:  # noqa: BLE001 - a boundary (the user's tree: its pytree code may raise anything)
+                logging.getLogger("nnx_lab").debug("nnx_lab: the %s could not be flattened", what, exc_info=True)
+                self._problems.append(f"{what}: {one_line(e)}")  # the status says it; the other inputs go on
                 continue
             bad: dict[str, list[str]] = {}
             matched = unmatched = 0
