@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._compare import STATUSES, CompareRow, ModuleRow, compute
+from ._compare import compute
 from ._comparison import Comparison, verdict
 from ._match import renamer
+from ._rows import STATUSES, CompareRow, ModuleRow
 
 __all__ = ["STATUSES", "CompareRow", "Comparison", "ModuleRow", "compare", "renamer", "verdict"]
 

@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from ._compare import STATUSES, CompareRow, ModuleRow
+from ._rows import STATUSES, CompareRow, ModuleRow
 
 __all__ = ["DISPLAY_HOOKS", "Comparison", "verdict"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ._compare import STATUSES
+from ._rows import STATUSES
 
 __all__ = ["comparison_payload", "split_path"]
 

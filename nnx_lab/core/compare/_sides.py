@@ -4,6 +4,8 @@ checkpoint path, walked with the project's one graph walk (flax's graph API: ``c
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,13 +38,13 @@ class Entry:
     metadata: Mapping | None = None
     key_data_shape: tuple[int, ...] | None = None  # a PRNG key array's key data (what Orbax saves)
 
-    @property
-    def text(self) -> str:
+    @functools.cached_property
+    def text(self) -> str:  # read per row and per match: computed once
         return path_text(self.path)
 
     @property
     def size(self) -> int | None:
-        return None if self.shape is None else int(np.prod(self.shape, dtype=np.int64))
+        return None if self.shape is None else math.prod(self.shape)
 
 
 @dataclasses.dataclass
@@ -72,6 +74,25 @@ def _numeric(dtype: Any) -> bool:
         and not jax.dtypes.issubdtype(dtype, np.complexfloating)
         or jax.dtypes.issubdtype(dtype, np.bool_)
     )
+
+
+_dtype_facts: dict = {}  # dtype -> (is a PRNG key, numeric, its text): asked per array, decided per dtype
+
+
+def _facts(dtype: Any) -> tuple[bool, bool, str]:
+    try:
+        facts = _dtype_facts.get(dtype)
+    except TypeError:  # an unhashable extended dtype: decided each time
+        facts = None
+    if facts is None:
+        prng = jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+        numeric = not prng and _numeric(dtype)
+        facts = (prng, numeric, _dtype_text(dtype) if numeric else str(dtype))
+        try:
+            _dtype_facts[dtype] = facts
+        except TypeError:
+            pass  # not remembered: see above
+    return facts
 
 
 def _entry(path: Path, type_name: str | None, value: Any, aliases: tuple, metadata: Mapping | None) -> Entry:
@@ -107,6 +128,7 @@ def _entry(path: Path, type_name: str | None, value: Any, aliases: tuple, metada
             **common,
         )
     shape, dtype = tuple(value.shape), value.dtype
+    prng, numeric, dtype_text = _facts(dtype)
     if isinstance(value, jax.Array) and value.is_deleted():
         return Entry(
             shape=shape,
@@ -116,10 +138,10 @@ def _entry(path: Path, type_name: str | None, value: Any, aliases: tuple, metada
             note="the buffer was deleted or donated",
             **common,
         )
-    if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+    if prng:
         return Entry(
             shape=shape,
-            dtype=str(dtype),
+            dtype=dtype_text,
             sharding=_sharding_text(value),
             kind="prng_key",
             value=value,
@@ -127,10 +149,10 @@ def _entry(path: Path, type_name: str | None, value: Any, aliases: tuple, metada
             key_data_shape=tuple(jax.eval_shape(jax.random.key_data, value).shape),
             **common,
         )
-    if not _numeric(dtype):
+    if not numeric:
         return Entry(
             shape=shape,
-            dtype=str(dtype),
+            dtype=dtype_text,
             sharding=_sharding_text(value),
             kind="non_numeric",
             note=f"dtype {dtype}: not compared",
@@ -138,7 +160,7 @@ def _entry(path: Path, type_name: str | None, value: Any, aliases: tuple, metada
         )
     return Entry(
         shape=shape,
-        dtype=_dtype_text(dtype),
+        dtype=dtype_text,
         sharding=_sharding_text(value),
         kind="array",
         value=value,

@@ -13,7 +13,7 @@ with reassociation allowed (``core._fastmath``: vectorized). A checkpoint's arra
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -23,7 +23,7 @@ from jax import lax
 
 from .._fastmath import ReductionJit
 
-__all__ = ["FLOATS", "INTS", "Partials", "device_partials", "stream_partials"]
+__all__ = ["FLOATS", "INTS", "Partials", "device_partials", "launch_partials", "stream_partials"]
 
 FLOATS = ("diff_sq", "a_sq", "b_sq", "ab", "max_abs")
 INTS = ("changed", "differ", "nan_a", "nan_b")
@@ -207,13 +207,18 @@ def _group_key(x: jax.Array) -> tuple:
 
 def device_partials(pairs: Sequence[tuple[Any, Any, int | None]], tol: float) -> list[list[Partials]]:
     """Per pair ``(a, b, layer_axis)``: its Partials (one, or one per layer)."""
+    return launch_partials(pairs, tol)()
+
+
+def launch_partials(pairs: Sequence[tuple[Any, Any, int | None]], tol: float) -> Callable[[], list[list[Partials]]]:
+    """Dispatch the programs of :func:`device_partials` and return at once; the function returned
+    waits for them and gives their Partials (the caller's work meanwhile overlaps the device's)."""
     groups: dict[tuple, list[int]] = {}
     placed = []
     for k, (a, b, axis) in enumerate(pairs):
         pa, pb = _placed(a, b)
         placed.append((pa, pb, axis))
         groups.setdefault(_group_key(pa), []).append(k)
-    out: list[list[Partials]] = [[] for _ in pairs]
     launched = []
     for members in groups.values():  # launched all before any fetch: the groups' devices work in parallel
         a_arrays = tuple(placed[k][0] for k in members)
@@ -221,16 +226,21 @@ def device_partials(pairs: Sequence[tuple[Any, Any, int | None]], tol: float) ->
         axes = tuple(placed[k][2] for k in members)
         platform = next(iter(a_arrays[0].sharding.device_set)).platform
         launched.append((members, _program(platform, a_arrays, b_arrays, axes, jnp.float32(tol))))
-    for members, result in launched:
-        floats, ints = jax.device_get(result)
-        shapes = [(placed[k][0].shape, placed[k][2]) for k in members]
-        counts = [r for shape, axis in shapes for n, r in [_run_count(shape, axis)] for _ in range(n)]
-        sums = iter(_sum_runs(floats, ints, counts))
-        for k, (shape, axis) in zip(members, shapes):
-            layers = 1 if axis is None else shape[axis]
-            per = math.prod(shape) // max(layers, 1) if layers else 0
-            out[k] = [Partials(*next(sums), per) for _ in range(layers)]
-    return out
+
+    def fetch() -> list[list[Partials]]:
+        out: list[list[Partials]] = [[] for _ in pairs]
+        for members, result in launched:
+            floats, ints = jax.device_get(result)
+            shapes = [(placed[k][0].shape, placed[k][2]) for k in members]
+            counts = [r for shape, axis in shapes for n, r in [_run_count(shape, axis)] for _ in range(n)]
+            sums = iter(_sum_runs(floats, ints, counts))
+            for k, (shape, axis) in zip(members, shapes):
+                layers = 1 if axis is None else shape[axis]
+                per = math.prod(shape) // max(layers, 1) if layers else 0
+                out[k] = [Partials(*next(sums), per) for _ in range(layers)]
+        return out
+
+    return fetch
 
 
 _block = ReductionJit(lambda a, b, tol: _pair(a, b, None, tol))  # _block(platform, a, b, tol)
