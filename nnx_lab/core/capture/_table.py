@@ -12,8 +12,9 @@ from flax import nnx
 
 from .. import compat
 from ..graph import Path
+from ..live._threads import start_thread
 from ..snapshot import LayerError, PendingSnapshot, Snapshot
-from ..stats import histograms_dispatch, histograms_fetch, is_ready
+from ..stats import histograms_dispatch, histograms_fetch, histograms_prepare, is_ready
 
 __all__ = ["PendingTable", "Table", "flatten_captured"]
 
@@ -71,13 +72,19 @@ class PendingTable:
             else None
             for p in self.paths
         ]
-        self.hists = histograms_dispatch(live, bins)
+        # The histograms' kernels compile on a thread while the statistics' compile here (two compiles
+        # at once: flax's U-Net's first capture report 3.4 s -> 2.5 s on 2 cores); launched after them.
+        compiling = start_thread(histograms_prepare, "nnx_lab-capture-histograms", arrays=live, bins=bins)
         try:
-            self.snapshot = PendingSnapshot(self.state, layers=layers)
-        except LayerError:
-            if strict:
-                raise
-            self.snapshot = PendingSnapshot(self.state)  # gradients: only where the values' layers fit
+            try:
+                self.snapshot = PendingSnapshot(self.state, layers=layers)
+            except LayerError:
+                if strict:
+                    raise
+                self.snapshot = PendingSnapshot(self.state)  # gradients: only where the values' layers fit
+        finally:
+            compiling.join()
+        self.hists = histograms_dispatch(live, bins)
 
     def ready(self) -> bool:
         return self.snapshot.ready() and all(is_ready(h) for h in reversed(self.hists))

@@ -10,7 +10,7 @@ their few numbers reach the host asynchronously (``_transfer.py``) into a :class
 (``_table.py``). Histograms: ``_histogram.py``. Stacked layers' kernels: ``_layered.py``.
 """
 
-from ._histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch
+from ._histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch, histograms_prepare
 from ._stats import (
     STAT_NAMES,
     Deferred,
@@ -34,6 +34,7 @@ __all__ = [
     "compute_stats",
     "histograms_dispatch",
     "histograms_fetch",
+    "histograms_prepare",
     "is_numeric_dtype",
     "is_ready",
     "kernel_cache_size",

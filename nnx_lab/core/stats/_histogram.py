@@ -127,23 +127,40 @@ def _use_scatter(x: Any) -> bool:
 MAX_SPANNING_IN_FLIGHT = 8
 
 
+def _single(x: Any) -> bool:
+    """Whether ``x`` is a live numeric array on one device (reduced by a kernel of :func:`_compiled_kernel`)."""
+    try:
+        return (
+            isinstance(x, jax.Array)
+            and len(x.sharding.device_set) == 1
+            and bool(x.size)
+            and is_numeric_dtype(x.dtype)
+            and not x.is_deleted()
+        )
+    except (AttributeError, RuntimeError, TypeError):  # a host value, a deleted array: the other path
+        return False
+
+
+def histograms_prepare(arrays: Sequence[Any], bins: int = DEFAULT_BINS) -> None:
+    """Compile (or load) the kernels :func:`histograms_dispatch` will launch for ``arrays``, launching
+    nothing and touching no other device: safe on a thread of its own while the caller compiles
+    something else (a capture's statistics), where the two compiles share the CPU's cores."""
+    check_number(bins, "bins", 1, MAX_BINS, integer=True)
+    for x in arrays:
+        if _single(x):
+            try:
+                _compiled_kernel(x, bins, _use_scatter(x))
+            except (RuntimeError, TypeError, ValueError):  # said again, per array, by the dispatch
+                _log.debug("nnx_lab: a histogram kernel did not compile", exc_info=True)
+
+
 def histograms_dispatch(arrays: Sequence[Any], bins: int = DEFAULT_BINS) -> list:
     """Start a histogram kernel per array on its device; returns device results (or None)."""
     check_number(bins, "bins", 1, MAX_BINS, integer=True)
     out: list = [None] * len(arrays)
     alone: list[int] = []  # positions reduced by jax's own dispatch: sharded, host or odd arrays
     for k, x in enumerate(arrays):
-        try:
-            single = (
-                isinstance(x, jax.Array)
-                and len(x.sharding.device_set) == 1
-                and x.size
-                and is_numeric_dtype(x.dtype)
-                and not x.is_deleted()
-            )
-        except (AttributeError, RuntimeError, TypeError):  # a host value, a deleted array: the other path
-            single = False
-        if not single:
+        if not _single(x):
             alone.append(k)
             continue
         try:
