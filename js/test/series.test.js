@@ -111,7 +111,7 @@ nodeTest("an update series gives the ‖Δθ‖/‖θ‖ column, its staleness a
   const bar = createSeriesBar(doc, { onGroup() {} });
   bar.fill({ seriesData: series }, "");
   const line = bar.el.querySelectorAll(".nnx-series-line")[0];
-  assert.ok(line.textContent.includes("update from step 7 (stale"));
+  assert.ok(line.textContent.includes("update from step 7 (none since)"));
   assert.ok(line.textContent.includes("<b>x</b>")); // text, never HTML
   assert.equal(line.querySelectorAll("b").length, 0);
 });

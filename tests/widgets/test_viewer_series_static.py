@@ -63,7 +63,7 @@ def test_the_static_copy_has_the_series_columns_of_the_live_viewer():
         assert ratio_col[row.path_text] == format_stat(series.ratio("grad", snap.stat_matrix[:, 4])[i])
         assert float(mu_col[row.path_text]) == np.float64(format_stat(norm(mu[row.path])))
     assert "optimizer step 3" in page
-    assert f"grad from step {series.steps['grad']} (stale: no grad since)" in page  # the loop's end had no grads
+    assert f"grad from step {series.steps['grad']:,} (none since)" in page  # the loop's end had no grads
     assert "optimizer state: [0].count (mean 3, max 3)" in page  # a leaf matched to no Variable
     assert series.steps["grad"] == 3
 

@@ -8,6 +8,9 @@
 import { h } from "../shared/dom.js";
 import { fmtNum } from "../shared/format.js";
 
+// A step as the series line writes it (1,000); anything else as text.
+const fmtStep = (step) => (Number.isInteger(step) ? step.toLocaleString("en-US") : String(step));
+
 export const GRAD = "grad";
 export const UPDATE = "update";
 export const PARAMS = ""; // the switch's value for the parameters' own statistics
@@ -100,7 +103,7 @@ export function createSeriesBar(doc, { onGroup }) {
       const parts = [];
       if (series.optStep !== null) parts.push(`optimizer step ${series.optStep.toLocaleString("en-US")}`);
       for (const n of series.names) {
-        if (series.stale.has(n)) parts.push(`${n} from step ${series.steps[n]} (stale: no ${n} since)`);
+        if (series.stale.has(n)) parts.push(`${n} from step ${fmtStep(series.steps[n])} (none since)`);
       }
       parts.push(...series.problems);
       line.replaceChildren(parts.join(" \u00b7 "));

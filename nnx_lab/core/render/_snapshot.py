@@ -147,7 +147,8 @@ def series_lines(snap: Any) -> list[str]:
         parts.append(f"optimizer step {series.opt_step:,}")
     for name in series.names:
         if name in series.stale:
-            parts.append(f"{name} from step {series.steps.get(name)} (stale: no {name} since)")
+            step = series.steps.get(name)
+            parts.append(f"{name} from step {step:,} (none since)" if isinstance(step, int) else f"{name} (none since)")
     parts += list(series.problems)
     lines = [" \u00b7 ".join(parts)] if parts else []
     unmatched = series.unmatched
