@@ -3,6 +3,7 @@ canonical path for each, and the other paths a leaf under it is also reachable b
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,6 +11,8 @@ from flax import nnx
 from flax.nnx import graph as nnx_graph
 
 from ._paths import Path
+
+_log = logging.getLogger("nnx_lab")
 
 
 def shared_prefixes(obj: Any, seen: set[Path]) -> list[tuple[Path, list[Path]]]:
@@ -21,7 +24,8 @@ def shared_prefixes(obj: Any, seen: set[Path]) -> list[tuple[Path, list[Path]]]:
         duplicates = nnx.find_duplicates(obj)
     except RecursionError:
         raise  # a graph too deep for flax's walk: the aliases are unknown, not absent
-    except Exception:  # noqa: BLE001 - a container flax cannot walk has no aliases to name
+    except Exception as e:  # noqa: BLE001 - boundary: flax walking a user's container; none it cannot walk has aliases
+        _log.debug("nnx_lab: nnx.find_duplicates(%s) raised %s: no aliases", type(obj).__name__, e)
         return []
     groups = []
     for group in duplicates:

@@ -19,6 +19,7 @@ leaf under a shared node gets those paths, with its own suffix, as ``aliases``.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,7 +29,7 @@ from flax import nnx
 from flax.nnx import graph as nnx_graph
 
 from .. import compat
-from ._flatten import CyclicGraph, flatten
+from ._flatten import CyclicGraph, SharedNode, TooDeep, flatten
 
 # bound here by these names: the walk's jax callback looks them up in this module (tests patch them)
 from ._kinds import GRAPH_NODE as _GRAPH_NODE
@@ -39,6 +40,8 @@ from ._kinds import node_kind as _node_kind
 from ._pair import split_pair
 from ._paths import Path, path_key, path_text  # noqa: F401 - path_text: the doctest's
 from ._shared import aliases_at, shared_prefixes
+
+_log = logging.getLogger("nnx_lab")
 
 #: Linen's own collection names: a variables dict with these at the top is Linen's (``model.init``)
 LINEN_COLLECTIONS = frozenset(
@@ -95,7 +98,8 @@ def _metadata_of(var: nnx.Variable) -> dict:
 def _same(a: Any, b: Any) -> bool:
     try:
         return bool(a == b)
-    except Exception:  # noqa: BLE001 - a user metadata object's __eq__ may raise or be ambiguous
+    except Exception as e:  # noqa: BLE001 - boundary: a user metadata object's __eq__ may raise or be ambiguous
+        _log.debug("nnx_lab: metadata %s == %s raised %s: kept", type(a).__name__, type(b).__name__, e)
         return False
 
 
@@ -221,7 +225,10 @@ def _flat_walk(obj: Any) -> GraphWalk | None:
 
     try:  # never jax's own flattening: a reference cycle would break this thread (see _flatten.py)
         flat, _ = flatten(obj, is_leaf, with_path=True, shared=False)  # shared: flax names its aliases
-    except Exception:  # noqa: BLE001 - a graph jax cannot flatten (a cycle, a shared node): flax walks it
+    except (SharedNode, TooDeep):  # a cycle, a shared node, a deep graph: flax walks it
+        return None
+    except Exception as e:  # noqa: BLE001 - boundary: a user's pytree flatten function raised; flax walks it
+        _log.debug("nnx_lab: jax could not flatten %s (%s): flax's walk", type(obj).__name__, e)
         return None
     objects: dict[Path, Any] = {(): obj}
     nodes: dict[Path, str] = {}

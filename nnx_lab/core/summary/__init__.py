@@ -12,7 +12,8 @@ inputs is summarised without allocating anything.
 """
 
 from ._build import summary
-from ._data import DISPLAY_HOOKS, Summary, SummaryError, SummaryRow, bytes_text, count_text, params_text
+from ._data import DISPLAY_HOOKS, Summary, SummaryError, SummaryRow
+from ._formats import bytes_text, count_text, params_text
 
 __all__ = [
     "DISPLAY_HOOKS",

@@ -15,7 +15,8 @@ from .. import compat
 from .._gc import paused_gc
 from ..graph import index_graph, path_text
 from ._costs import tally as cost_tally
-from ._data import Summary, SummaryError, SummaryRow, describe, leaves_bytes
+from ._data import Summary, SummaryError, SummaryRow
+from ._formats import describe, leaves_bytes
 from ._memory import PeakMemory
 from ._trace import Patched, mark
 

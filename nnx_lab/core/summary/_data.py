@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import html
-import math
 from typing import Any
 
-import numpy as np
-
+from ._formats import bytes_text, count_text, params_text
 from ._memory import NOT_COMPUTED, PENDING
 
 #: Functions ``(summary) -> zero-argument callable that displays it | None``, asked when IPython
@@ -241,89 +239,3 @@ def _clip(text: str, limit: int = 60) -> str:
 
 def _paren(text: str) -> str:
     return text if text.startswith("(") else f"({text})"
-
-
-def count_text(n: Any) -> str:
-    """``1234567`` as ``1.23M``; exact below 10,000."""
-    if n is None:
-        return "-"
-    n = int(n)
-    if abs(n) < 10_000:
-        return str(n)
-    for div, suffix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K")):
-        if abs(n) >= div:
-            return f"{_three(n / div)}{suffix}"
-    return str(n)
-
-
-def _three(v: float) -> str:
-    """Three significant digits, never in exponent notation (``1000``, ``68.7``, ``4.37``)."""
-    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
-
-
-def bytes_text(n: Any) -> str:
-    if n is None:
-        return "-"
-    n = int(n)
-    for div, suffix in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
-        if abs(n) >= div:
-            return f"{_three(n / div)} {suffix}"
-    return f"{n} B"
-
-
-def params_text(table: dict) -> str:
-    count = sum(c for c, _ in table.values())
-    return f"{count_text(count)} ({bytes_text(sum(b for _, b in table.values()))})" if table else ""
-
-
-def _itemsize(dtype: Any) -> int:
-    try:
-        return int(np.dtype(dtype).itemsize)
-    except TypeError:  # an extended dtype (a PRNG key)
-        return int(getattr(dtype, "itemsize", 0) or 0)
-
-
-def leaves_bytes(leaves: list) -> int:
-    return sum(
-        int(math.prod(getattr(x, "shape", ()) or ())) * _itemsize(x.dtype) for x in leaves if hasattr(x, "dtype")
-    )
-
-
-def _sharding_text(x: Any) -> str:
-    import jax
-
-    from .. import compat
-
-    # a tracer's own .sharding raises with a message jax builds by searching the program: its aval's
-    sharding = getattr(x.aval, "sharding", None) if isinstance(x, jax.core.Tracer) else getattr(x, "sharding", None)
-    spec = getattr(sharding, "spec", None)
-    mesh = getattr(sharding, "mesh", None)
-    if spec is None or not getattr(mesh, "shape", None) or all(s is None for s in spec):
-        return ""
-    return "@" + compat.spec_text(spec)
-
-
-def describe(x: Any, limit: int = 300) -> str:
-    """A pytree of arrays as text: ``float32[8,10]``, ``(float32[2], {'a': int32[]})``, sharding as ``@P(...)``."""
-    text = _describe(x, 0)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _describe(x: Any, level: int) -> str:
-    if level > 6:
-        return "…"
-    if hasattr(x, "shape") and hasattr(x, "dtype"):
-        dtype = getattr(x.dtype, "name", None) or str(x.dtype)
-        return f"{dtype}[{','.join(str(d) for d in x.shape)}]{_sharding_text(x)}"
-    if isinstance(x, tuple) and hasattr(x, "_fields"):
-        return f"{type(x).__name__}(" + ", ".join(f"{k}={_describe(v, level + 1)}" for k, v in zip(x._fields, x)) + ")"
-    if isinstance(x, (tuple, list)):
-        inner = ", ".join(_describe(v, level + 1) for v in x)
-        return f"({inner}{',' if len(x) == 1 else ''})" if isinstance(x, tuple) else f"[{inner}]"
-    if isinstance(x, dict):
-        return "{" + ", ".join(f"{k!s}: {_describe(v, level + 1)}" for k, v in x.items()) + "}"
-    if x is None or isinstance(x, (bool, int, float, str)):
-        from .._text import clip
-
-        return clip(repr(x), 40)
-    return f"<{type(x).__name__}>"

@@ -28,7 +28,8 @@ def analyse(traced: Any) -> tuple[dict | None, str | None]:
         lowered = traced.lower()
         try:  # compiled for the analysis only: LLVM's optimisations change no buffer (half the CPU compile time)
             compiled = lowered.compile(compiler_options={"xla_backend_optimization_level": 0})
-        except Exception:  # noqa: BLE001 - a backend that does not take the option: its default compile
+        except Exception as e:  # noqa: BLE001 - boundary: a backend that does not take the option: its default compile
+            _log.debug("nnx_lab.summary: compiling without optimization refused (%s): default compile", e)
             compiled = lowered.compile()
         analysis = compiled.memory_analysis()
     except Exception as e:  # noqa: BLE001 - a backend without compile or memory analysis: said in the header

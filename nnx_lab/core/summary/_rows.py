@@ -6,7 +6,8 @@ import logging
 from typing import Any
 
 from ..graph import path_text
-from ._data import SummaryRow, describe, leaves_bytes
+from ._data import SummaryRow
+from ._formats import describe, leaves_bytes
 
 _log = logging.getLogger("nnx_lab")
 

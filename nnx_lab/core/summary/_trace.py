@@ -141,7 +141,7 @@ def _tracer_origin() -> list:
 
         original = vars(pe.DynamicJaxprTracer).get("_origin_msg")
         return [(pe.DynamicJaxprTracer, "_origin_msg", original)] if callable(original) else []
-    except Exception:  # noqa: BLE001 - another jax: nothing to shortcut
+    except (ImportError, AttributeError):  # another jax: nothing to shortcut
         return []
 
 
