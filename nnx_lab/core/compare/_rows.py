@@ -111,9 +111,12 @@ def match_rows(m: Match, base: dict, parts: list[Partials] | None, axis: int | N
     if not parts:
         return [CompareRow(status=m.status or "error", note=m.note, **base)], None
     prng = a.kind == "prng_key" or b.kind == "prng_key"
-    whole = Partials.empty()
-    for p in parts:
-        whole.add(p)
+    if len(parts) == 1:
+        whole = parts[0]  # read only from here on (module sums add it into their own)
+    else:
+        whole = Partials.empty()
+        for p in parts:
+            whole.add(p)
     out = [_valued(base, whole, prng, m.note)]
     if axis is not None:
         for i, p in enumerate(parts):

@@ -166,8 +166,9 @@ def _sum_runs(floats: np.ndarray, ints: np.ndarray, counts: Sequence[int]) -> li
     sums = np.add.reduceat(f[:4], at, axis=1)
     maxes = np.maximum.reduceat(f[4], at)
     counted = np.add.reduceat(ints.astype(np.int64), at, axis=1)
-    for j, k in enumerate(np.flatnonzero(nonempty)):
-        out[k] = ([*sums[:, j], maxes[j]], list(counted[:, j]))
+    # as Python numbers at once (one conversion per array, not one per element read)
+    for k, s, m, c in zip(np.flatnonzero(nonempty).tolist(), sums.T.tolist(), maxes.tolist(), counted.T.tolist()):
+        out[k] = ([*s, m], c)
     return out
 
 
