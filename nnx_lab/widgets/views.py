@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import weakref
 from typing import Any, Iterable, Iterator, Mapping, TypeVar
 
@@ -16,6 +17,8 @@ from ..core.render import pre_html
 from . import wire
 from ._base import STATIC, Widget, command
 from ._messages import message_id
+
+_log = logging.getLogger("nnx_lab")
 
 T = TypeVar("T")
 
@@ -147,7 +150,8 @@ class ViewPanel(Widget):
             ack = {"state": "done", "text": clip(text, 300), "code": code}
         except core.ViewError as e:
             ack = {"state": "error", "text": first_line(str(e)), "code": ""}
-        except Exception as e:  # never into the kernel's message loop
+        except Exception as e:  # noqa: BLE001 - boundary (a widget message): never into the kernel's message loop
+            _log.warning("nnx_lab: a view panel's request failed", exc_info=True)
             ack = {"state": "error", "text": one_line(e), "code": ""}
         model = self._model()
         if model is not None:  # every panel on this model shows the change, before the ack arrives

@@ -128,6 +128,22 @@ def test_bad_requests_are_one_line_errors_and_change_nothing(content, message):
     assert modes(model) == before and set(panel.ns) == names
 
 
+def test_an_unexpected_failure_is_an_error_ack_and_logged(monkeypatch, caplog):
+    model = make()
+    panel = Panel(model)
+    before = modes(model)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("device lost\nsecond line")
+
+    monkeypatch.setattr(panel.widget, "_run", broken)
+    with caplog.at_level("WARNING", logger="nnx_lab"):
+        ack = panel.click(type="mode", mode="eval")
+    assert ack["state"] == "error" and "device lost" in ack["text"] and "\n" not in ack["text"]
+    assert any("request failed" in r.getMessage() and r.exc_info for r in caplog.records)
+    assert modes(model) == before
+
+
 def test_model_without_set_view_says_so():
     model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
     panel = Panel(model)
