@@ -19,8 +19,11 @@ Cheap to import: no jax, no widgets, no ipykernel until a widget asks to be rout
 from __future__ import annotations
 
 import collections
+import logging
 import threading
 from typing import Any, Callable
+
+_log = logging.getLogger("nnx_lab")
 
 _lock = threading.Lock()
 _queue: collections.deque[Callable[[], None]] = collections.deque()
@@ -41,8 +44,8 @@ def post(apply: Callable[[], None]) -> None:
     if loop is not None:
         try:
             loop.add_callback(drain)  # thread-safe; runs when the busy cell yields or ends
-        except Exception:
-            pass
+        except Exception:  # noqa: BLE001 - boundary: the kernel's loop (closing?); the cell's end drains it
+            _log.debug("nnx_lab: a queued widget message waits for the cell's end", exc_info=True)
 
 
 def pending() -> int:
@@ -62,8 +65,8 @@ def drain() -> int:
             apply = _queue.popleft()
         try:
             apply()
-        except Exception:
-            pass
+        except Exception:  # noqa: BLE001 - boundary: one widget message's handler; the others still run
+            _log.warning("nnx_lab: a widget message queued while a cell ran failed", exc_info=True)
         done += 1
 
 
@@ -97,7 +100,8 @@ def route_while_busy(widget: Any) -> str | None:
         return "this kernel cannot read widget messages while a cell runs (needs ipykernel 7 subshells)"
     try:
         subshell = _nnx_lab_subshell(kernel)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - boundary: ipykernel's internals; the reason is the returned note
+        _log.debug("nnx_lab: no subshell", exc_info=True)
         from ..core._text import one_line
 
         return f"could not start a subshell ({one_line(e)})"

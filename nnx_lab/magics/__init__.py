@@ -121,8 +121,8 @@ class NnxLabMagics(Magics):
             return super()._load_config(cfg, section_names, traits)
         try:
             return super()._load_config(cfg, section_names, traits)
-        except Exception:  # noqa: BLE001 - traitlets set nothing of that batch: each value on its own
-            pass
+        except Exception:  # noqa: BLE001 - boundary: traitlets set nothing of that batch: each value on its own
+            logging.getLogger("nnx_lab").debug("nnx_lab: config refused as a batch; value by value", exc_info=True)
         traits = self.traits(config=True) if traits is None else traits
         for name, value in self._find_my_config(cfg).items():
             if name not in traits:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import logging
 import sys
 import tokenize
 import traceback
@@ -26,6 +27,8 @@ from IPython.core.error import UsageError
 from .._ipython.names import check_name as check_bindable_name
 from ..core._checks import check_number, is_python_name, looks_like_path
 from ..core._text import clip, first_line, one_line
+
+_log = logging.getLogger("nnx_lab")
 
 #: the numeric options' defaults; ``%config NnxLabMagics.<name> = ...`` changes them per shell
 DEFAULT_MAX_ROWS = 200  # %nnx_snapshot --max-rows
@@ -92,7 +95,8 @@ def evaluate_target(shell: Any, expression: str, what: str = "TARGET") -> Any:
         return eval(expression, shell.user_ns)  # the user's own expression, in their namespace
     except NameError as e:
         raise UsageError(f"{what} {clip(repr(expression))}: {first_line(str(e))}") from None
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - boundary: the user's expression may raise anything; one line
+        _log.debug("nnx_lab: %s %r raised", what, expression, exc_info=True)
         raise UsageError(f"{what} {clip(repr(expression))} raised {one_line(e)}") from None
 
 
@@ -133,7 +137,8 @@ def parse_only(text: str | None, model: Any, namespace: dict) -> Any:
         return stripped
     try:
         return eval(stripped, namespace)  # the user's own filter expression, in their namespace
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - boundary: the user's expression may raise anything; one line
+        _log.debug("nnx_lab: --only %r raised", stripped, exc_info=True)
         if isinstance(e, (NameError, SyntaxError)) and looks_like_path(stripped):
             return stripped
         raise UsageError(
@@ -147,7 +152,8 @@ def run_body(shell: Any, body: str) -> None:
     line naming the body's line and saying the model is unchanged."""
     try:
         run_cell_body(shell, body)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - boundary: the user's cell body; one line naming its line
+        _log.debug("nnx_lab: the cell body raised", exc_info=True)
         frames = list(traceback.walk_tb(sys.exc_info()[2]))
         # The frame after run_cell_body's own is the body's: its file name marks the body's lines.
         names = [f.f_code.co_filename for f, _ in frames]

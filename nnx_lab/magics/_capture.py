@@ -7,6 +7,7 @@ Reading --types against the namespace, running the body under a
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from typing import Any
 
@@ -16,6 +17,8 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from ..core._checks import MAX_BINS, is_python_name
 from ..core._text import first_line
 from ._args import DEFAULT_BINS, check_name, check_option, evaluate_target, parse_line, parse_only, run_cell_body
+
+_log = logging.getLogger("nnx_lab")
 
 
 @magic_arguments()
@@ -210,7 +213,7 @@ def _run_body(shell: Any, body: str, capture: Any, spy: LossSpy | None) -> float
         return time.perf_counter() - start
     except (SownInScan, CapturesInGraph) as e:
         raise UsageError(f"{str(e)}; nothing was bound, the model is as before") from None
-    except BaseException as e:
+    except BaseException as e:  # re-raised with a note (Ctrl-C included)
         if hasattr(e, "add_note"):
             e.add_note("(%%nnx_capture: nothing was bound; the model and its classes are as before)")
         raise
@@ -231,7 +234,8 @@ def _layers(model: Any, options: list[str] | None) -> tuple:
         raise UsageError(first_line(str(e))) from None
     try:
         derived = stacked_modules(model)
-    except Exception:  # noqa: BLE001 - the model's own rows say what is odd; the capture goes on
+    except Exception:  # noqa: BLE001 - boundary: the user's model; its own rows say what is odd, the capture goes on
+        _log.debug("nnx_lab: the model's stacked modules not found", exc_info=True)
         derived = ()
     return derived + declared
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -9,6 +10,8 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..core._text import clip, first_line, one_line
 from ._args import check_name, evaluate_target, parse_line, run_body
+
+_log = logging.getLogger("nnx_lab")
 
 
 @magic_arguments()
@@ -125,7 +128,8 @@ class Split:
         for i, text in enumerate(self.filter_texts):
             try:
                 self.filters.append(eval(text, shell.user_ns))  # the user's expression, in their namespace
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - boundary: the user's expression may raise anything; one line
+                _log.debug("nnx_lab: filter %d raised", i + 1, exc_info=True)
                 raise UsageError(f"filter {i + 1} `{clip(text)}` raised {one_line(e)}") from None
         try:
             self.report = split_report(self.target, *self.filters, labels=self.filter_texts or None)

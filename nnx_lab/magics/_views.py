@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -10,6 +11,8 @@ from IPython.display import display
 
 from ..core._text import clip, first_line, one_line
 from ._args import check_name, evaluate_target, parse_line, parse_only
+
+_log = logging.getLogger("nnx_lab")
 
 
 def module_target(shell: Any, text: str) -> Any:
@@ -104,7 +107,8 @@ def nnx_view(self: Any, line: str) -> None:
             name=name,
             namespace=self.shell.user_ns,
         )
-    except Exception as e:  # a filter that raises or is not a filter; else the panel's own error
+    except Exception as e:  # noqa: BLE001 - boundary: the user's filter or target; else the panel's own error
+        _log.debug("nnx_lab: the views panel not made", exc_info=True)
         cause = f"--only {clip(repr(args.only))}: " if args.only is not None else f"{args.target.strip()}: "
         raise UsageError(cause + one_line(e)) from None
     display(panel)

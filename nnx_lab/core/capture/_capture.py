@@ -34,6 +34,7 @@ False
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Sequence
 
 from flax import nnx
@@ -62,6 +63,8 @@ from ._methods import patch, public_methods, unpatch
 from ._options import check_model, group_by_module, method_type, selects_all
 from ._report import CaptureReport, PendingCaptureReport
 from ._types import DEFAULT_TYPES, resolve_types
+
+_log = logging.getLogger("nnx_lab")
 
 _MISSING = object()
 
@@ -160,7 +163,7 @@ class Capture:
             # returned: it must disarm too, since __exit__ never runs when __enter__ raises.
             with sigint_deferred():
                 self._arm()
-        except BaseException:
+        except BaseException:  # cleanup, re-raised (Ctrl-C included): never left armed
             with sigint_deferred():
                 self._disarm()
             raise
@@ -254,12 +257,9 @@ class Capture:
     # -- feeding values in from outside (gradient runs on a copy of the model)
 
     def absorb(self, state: nnx.State, seen_types: Sequence[type] = ()) -> None:
-        """Add the values of a State captured elsewhere (on a copy of this model) as if sown here.
-
-        Tuples are appended to what this capture holds (call order is kept); any other value
-        replaces it. Only modules this capture selected take values, only of its types.
-        ``seen_types`` (types sown over there) join :attr:`seen_types`.
-        """
+        """Add the values of a State captured elsewhere (on a copy of this model) as if sown here: tuples
+        appended (call order kept), any other value replacing; only into the selected modules, only of
+        this capture's types. ``seen_types`` (types sown over there) join :attr:`seen_types`."""
         if self._state != "armed":
             raise RuntimeError("absorb() only while the Capture is entered")
         modules = {path: module for path, module, sel, _ in self._armed if sel}
@@ -293,6 +293,7 @@ def _armable(module: Any) -> bool:
     them would make its state unsortable for jax's tree functions. Such containers do not sow."""
     try:
         keys = nnx_graph.get_node_impl(module).node_dict(module)
-    except Exception:
+    except Exception:  # noqa: BLE001 - boundary: a user's graph node may raise anything; armed as any module
+        _log.debug("nnx_lab: the children of %s not listed", type(module).__name__, exc_info=True)
         return True
     return not any(isinstance(k, int) for k in keys)

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import Any, Callable
 
 from flax import nnx
 
 from ._arming import ATTR, concat
+
+_log = logging.getLogger("nnx_lab")
 
 _MISSING = object()
 
@@ -33,7 +36,8 @@ def mutable_sows(mutable: Any) -> bool:
         from flax.core.scope import in_filter
 
         return bool(in_filter(mutable, "intermediates"))
-    except Exception:  # noqa: BLE001 - a filter Linen itself would reject: no capture, Linen says why
+    except Exception:  # noqa: BLE001 - boundary: the user's filter, which Linen itself rejects and says why
+        _log.debug("nnx_lab: mutable=%r not understood; Linen's sows not captured", mutable, exc_info=True)
         return False
 
 

@@ -4,6 +4,7 @@ placement, annotation, status), before statistics are added."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 from typing import Any, Mapping
 
@@ -14,6 +15,8 @@ from .._text import safe_repr
 from ..graph import Leaf, Path, path_text
 from ..stats._kernels import is_numeric_dtype
 from ._devices import annotation_check, placement
+
+_log = logging.getLogger("nnx_lab")
 
 #: Sharding names that mark a layer axis in flax's metadata (the usual ``nnx.PARTITION_NAME``; see ``_layers``).
 LAYER_NAMES = ("layers",)
@@ -117,7 +120,8 @@ def _dtype_facts(dtype: Any) -> tuple[str, int | None, str]:
         pass
     try:
         itemsize = dtype.itemsize
-    except Exception:
+    except Exception:  # noqa: BLE001 - boundary: a user's dtype object may raise anything; the row says what it can
+        _log.debug("nnx_lab: a dtype without an item size: %r", dtype, exc_info=True)
         itemsize = None
     if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
         status = "prng_key"

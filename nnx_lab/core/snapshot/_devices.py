@@ -9,12 +9,15 @@ data moves.
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any, Iterable
 
 import jax
 
 from .. import compat
+
+_log = logging.getLogger("nnx_lab")
 
 
 def compress_ids(ids: Iterable[int]) -> str:
@@ -66,7 +69,8 @@ def _devices_of_sharding(sharding: Any) -> str | None:
         return f"abstract mesh \u00d7{math.prod(mesh.axis_sizes)}"
     try:
         return devices_text(sharding.device_set)
-    except Exception:  # a sharding kind that cannot name its devices
+    except (AttributeError, RuntimeError, TypeError, ValueError):  # a sharding kind that cannot name its devices
+        _log.debug("nnx_lab: a sharding without devices: %r", type(sharding).__name__, exc_info=True)
         return None
 
 
@@ -143,7 +147,8 @@ def annotation_check(value: Any, metadata: dict) -> tuple[str | None, str | None
     ndim = len(getattr(value, "shape", ()) or ())
     try:
         expected = compat.partition_spec_of(metadata)
-    except Exception as e:  # rules that do not apply: say so instead of failing the row
+    except Exception as e:  # noqa: BLE001 - boundary: the user's annotation and rules; the row's note says why
+        _log.debug("nnx_lab: logical axes %s not understood", text, exc_info=True)
         return text, f"annotation not understood: {type(e).__name__}: {e}"
     sharding = getattr(value, "sharding", None)
     mesh = getattr(sharding, "mesh", None)
@@ -186,7 +191,8 @@ def device_summary(devices: Iterable[Any] | None = None) -> dict:
     for d in devices:
         try:
             mem = d.memory_stats() or {}
-        except Exception:  # some backends raise instead of returning None
+        except (RuntimeError, AttributeError):  # some backends raise (NotImplementedError) instead of returning None
+            _log.debug("nnx_lab: no memory statistics for %s", d, exc_info=True)
             mem = {}
         entries.append(
             {

@@ -109,7 +109,7 @@ def _computed(arrays: Sequence[Any], sample: int = 8) -> bool:
     picks = arrays if len(arrays) <= sample else [*arrays[: sample // 2], *arrays[-(sample // 2) :]]
     try:
         return all(not hasattr(a, "is_ready") or (not a.is_deleted() and a.is_ready()) for a in picks)
-    except Exception:  # noqa: BLE001 - an array gone odd: not a measurement
+    except (RuntimeError, AttributeError, TypeError):  # an array deleted meanwhile, or odd: not a measurement
         return False
 
 

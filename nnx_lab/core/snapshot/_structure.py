@@ -29,6 +29,7 @@ one of its aliases), and every row's array must be the very object found at its 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import Any
 
 import jax
@@ -37,6 +38,8 @@ import numpy as np
 from ..compat import get_value
 from ..graph import Path, flatten, is_variable, path_key, split_pair, walk_graph
 from ._describe import describe_leaf, devices_of
+
+_log = logging.getLogger("nnx_lab")
 
 #: Statuses a reused row may have: they follow from the treedef and the arrays' specs alone
 #: (``deleted``, ``tracer`` and ``error`` rows are described afresh every time).
@@ -115,7 +118,8 @@ class StructureCache:
     def describe(self, obj: Any, *, stats: bool = True) -> Described:
         try:
             leaves, treedef = flatten(obj)  # not jax's own: a cycle would break this thread
-        except Exception:  # noqa: BLE001 - not a pytree jax can flatten (a cycle): flax walks it
+        except Exception:  # noqa: BLE001 - boundary: a user's pytree nodes may raise anything; flax walks it
+            _log.debug("nnx_lab: not flattened (flax walks it instead)", exc_info=True)
             leaves = treedef = None
         s = self._structure
         if s is not None and treedef is not None and treedef == s.treedef:
@@ -181,7 +185,8 @@ def _build(obj: Any, walk_leaves: list, described: Described, leaves: list | Non
         return None
     try:
         paths = _flat_paths(obj)
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - boundary: a user's pytree nodes may raise anything; walked every time
+        _log.debug("nnx_lab: flattened paths not matched to the walk's", exc_info=True)
         return None
     if paths is None or len(paths) != len(leaves):
         return None

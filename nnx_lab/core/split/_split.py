@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Sequence
 
 from flax import nnx
@@ -12,6 +13,8 @@ from ..graph import Path, path_text
 from ..snapshot import Row, snapshot
 from ._names import default_names, filter_label
 from ._report import FilterResult, SplitError, SplitReport, SplitRow
+
+_log = logging.getLogger("nnx_lab")
 
 
 def split_report(obj: Any, *filters: Any, labels: Sequence[str] | None = None) -> SplitReport:
@@ -55,7 +58,8 @@ def split_report(obj: Any, *filters: Any, labels: Sequence[str] | None = None) -
             )
         try:
             predicates.append(filterlib.to_predicate(f))
-        except Exception:
+        except Exception:  # noqa: BLE001 - boundary: the user's filter; said in one line below
+            _log.debug("nnx_lab: filter %d not an NNX filter", i + 1, exc_info=True)
             # flax's own message may be about its own formatting (an int filter: "Invalid format
             # specifier"), so say what a filter is instead.
             raise SplitError(
@@ -81,7 +85,8 @@ def split_report(obj: Any, *filters: Any, labels: Sequence[str] | None = None) -
             try:
                 if predicate(path, variable):
                     matched.append(i)
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - boundary: the user's filter raised; said in one line
+                _log.debug("nnx_lab: filter %d raised on %s", i + 1, path_text(path), exc_info=True)
                 raise SplitError(
                     f"filter {i + 1} ({labels[i]}) raised {type(e).__name__} on {path_text(path)}: {first_line(str(e))}"
                 ) from None

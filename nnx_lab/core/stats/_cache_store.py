@@ -234,7 +234,7 @@ class Store:
                     manifest.flush()
                     listed.add(name)
                 os.replace(tmp, path)  # whole or not at all
-            except BaseException:
+            except BaseException:  # cleanup, re-raised: no half-written file left behind
                 os.unlink(tmp)
                 raise
             if len(listed) > MAX_FILES:

@@ -23,7 +23,7 @@ def kernel_options(x) -> tuple[dict, ...]:
     """The compile options to try, in order, for a kernel of ``x`` (other backends: XLA's defaults)."""
     try:
         cpu = all(d.platform == "cpu" for d in x.sharding.device_set)
-    except Exception:  # noqa: BLE001 - no sharding to ask: XLA's defaults
+    except AttributeError:  # a host value: no sharding to ask, XLA's defaults
         cpu = False
     if not cpu:
         return ({},)
@@ -100,6 +100,7 @@ def _compile_lowered(lowered, options: tuple[dict, ...]):
     for i, opts in enumerate(options):
         try:
             return lowered.compile(compiler_options=opts)
-        except Exception:
+        except RuntimeError:  # jax's XlaRuntimeError: the backend refused an option (INVALID_ARGUMENT)
             if i == len(options) - 1:
                 raise
+            _log.debug("nnx_lab: compile options %r refused; trying the next set", opts, exc_info=True)

@@ -4,6 +4,7 @@ run side by side on threads (XLA compiles without the GIL). A failure becomes th
 
 from __future__ import annotations
 
+import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -14,8 +15,9 @@ from .._text import one_line
 from ._executables import loaded_executable, prepare_executable
 from ._kernels import KERNELS
 from ._layered import layered_origin
-from ._table import StatsError
+from ._table import KERNEL_ERRORS, StatsError
 
+_log = logging.getLogger("nnx_lab")
 _dispatched: set = set()  # (kernel, shape, dtype, sharding) run before: compiled
 
 
@@ -36,8 +38,8 @@ def _first_call(kernel: Any, x: Any) -> Any:
     if spec is not None and kernel_id is not None:
         try:
             prepare_executable(kernel, kernel_id, x, spec)
-        except Exception:  # noqa: BLE001 - kernel(x) compiles through jax.jit and says what is wrong
-            pass
+        except Exception:  # noqa: BLE001 - boundary: the optional disk cache never fails a kernel call
+            _log.debug("nnx_lab cache: no executable prepared for %r", spec, exc_info=True)
     return call(kernel, x)
 
 
@@ -61,11 +63,12 @@ def call(kernel: Any, x: Any) -> Any:
         if executable is not None:
             try:
                 return executable(x)
-            except Exception:  # noqa: BLE001 - jax.jit says what is wrong, or copes
-                pass
+            except KERNEL_ERRORS:  # jax.jit below says what is wrong, or copes
+                _log.debug("nnx_lab cache: the loaded executable failed; jax.jit runs the kernel", exc_info=True)
         return kernel(x)
-    except Exception as e:  # a buffer deleted or donated between the check and the call
+    except KERNEL_ERRORS as e:  # a buffer deleted or donated (RuntimeError), a spec jax refuses
         deleted = isinstance(x, jax.Array) and x.is_deleted()
+        _log.debug("nnx_lab: a statistics kernel failed (its row says so)", exc_info=True)
         return StatsError(one_line(e), deleted=deleted)
 
 

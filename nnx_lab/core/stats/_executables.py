@@ -102,14 +102,15 @@ def prepare_executable(kernel: Any, kernel_id: Any, x: Any, spec: Any) -> bool:
             jax.tree_util.tree_structure(((x,), {})),
             jax.tree_util.tree_structure((0,) * result_count(KERNELS[base])),
         )
-    except Exception:  # noqa: BLE001 - an unknown kernel id: not kept on disk
+    except Exception:  # noqa: BLE001 - boundary of the optional cache: an unknown kernel id, not kept on disk
         logger.debug("nnx_lab cache: no entry for kernel %r", kernel_id, exc_info=True)
         return False
     executable = _load(store, name, trees, serializer, next(iter(x.sharding.device_set)))
     if executable is None:
         try:
             executable = compile_lowered(kernel.lower(x), kernel_options(x))
-        except Exception:  # noqa: BLE001 - the caller's kernel(x) reports the failure
+        except Exception:  # noqa: BLE001 - boundary of the optional cache: the caller's kernel(x) reports it
+            logger.debug("nnx_lab cache: kernel %r not compiled for the cache", kernel_id, exc_info=True)
             return False
         _save(store, name, executable, trees, serializer)
     with _lock:
@@ -140,7 +141,7 @@ def compile_program(lowered: Any, options: tuple[dict, ...], specs: Any) -> Any:
             VERSION,
         )
         name = f"program-{hashlib.sha256(repr(parts).encode()).hexdigest()[:32]}.xla"
-    except Exception:  # noqa: BLE001 - compiled as without the cache
+    except Exception:  # noqa: BLE001 - boundary of the optional cache: compiled as without it
         logger.debug("nnx_lab cache: no entry for a program", exc_info=True)
         return compile_lowered(lowered, options)
     executable = _load(store, name, trees, serializer, device)

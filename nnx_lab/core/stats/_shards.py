@@ -48,7 +48,7 @@ def splits(x: Any) -> bool:
         return False
     try:
         return len(x.sharding.device_set) > 1 and x.is_fully_addressable
-    except Exception:  # noqa: BLE001 - a deleted array: its kernel call says so
+    except RuntimeError:  # a deleted array: its kernel call says so
         return False
 
 
@@ -121,7 +121,7 @@ class ShardParts:
             elif k is not None:
                 try:
                     x = x.addressable_data(k)
-                except Exception:  # noqa: BLE001 - deleted or donated: reduced as is, the row says so
+                except RuntimeError:  # deleted or donated: reduced as is, its kernel's row says so
                     pass
             parts.append(x)
         return parts
@@ -213,7 +213,7 @@ def _part_ref(x: Any, k: Any) -> Callable[[], Any]:
             return stacked_array(array, *k)
         try:
             return array.addressable_data(k)
-        except Exception:  # noqa: BLE001 - deleted meanwhile: the array itself, whose kernel says so
+        except RuntimeError:  # deleted meanwhile: the array itself, whose kernel says so
             return array
 
     return part

@@ -58,7 +58,7 @@ def stacked_array(x: Any, ks: tuple, shape: tuple, sharding: Any) -> Any:
     """``x``'s shards ``ks`` side by side along axis 0, over their devices' 1-D mesh (no copy)."""
     try:
         return jax.make_array_from_single_device_arrays(shape, sharding, [x.addressable_data(k) for k in ks])
-    except Exception:  # noqa: BLE001 - deleted or donated: reduced as is, the row says so
+    except (RuntimeError, ValueError):  # deleted or donated: reduced as is, its kernel's row says so
         return x
 
 

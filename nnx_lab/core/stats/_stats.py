@@ -20,6 +20,7 @@ disk between sessions: :mod:`._executables`). A model refreshed again gets one p
 
 from __future__ import annotations
 
+import logging
 import threading
 import weakref
 from typing import Any, Sequence
@@ -35,10 +36,12 @@ from ._layered import layered_cache_size
 from ._plan import LaunchPlan
 from ._programs import COMPILING, Program, program_for, programs_compiled
 from ._stacked import stacked_cache_size
-from ._table import StatsError, StatsTable
+from ._table import KERNEL_ERRORS, StatsError, StatsTable
 from ._transfer import copy_to_host as _copy_to_host
 from ._transfer import fetch as _fetch
 from ._transfer import is_ready
+
+_log = logging.getLogger("nnx_lab")
 
 __all__ = [
     "STAT_NAMES",
@@ -160,7 +163,7 @@ class PendingStats:
             for r in self._waiting:
                 try:
                     jax.block_until_ready(jax.tree.leaves(r))
-                except Exception:  # fetching will say what went wrong
+                except RuntimeError:  # deleted or failed: fetching says what went wrong, per array
                     pass
 
     def table(self) -> StatsTable:
@@ -268,7 +271,8 @@ def _launch(plan: LaunchPlan, xs: list[Any], repeated: bool, defer: bool) -> lis
         shifts, exps, known = plan.hints.chunks[c].take(program.one_pass)
         try:
             outputs = program.launch([xs[m] for m in chunk], shifts, exps)
-        except Exception:  # a buffer deleted or donated meanwhile: the per-array kernels say which
+        except KERNEL_ERRORS:  # a buffer deleted or donated: the per-array kernels say which
+            _log.debug("nnx_lab: a statistics program launch failed; per-array kernels instead", exc_info=True)
             continue
         batches.append(Batch(outputs, chunk, program, c, (calls, shifts, known) if len(calls) else None))
         launched[chunk] = True

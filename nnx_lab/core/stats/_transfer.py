@@ -3,12 +3,15 @@ in one transfer (see :mod:`._stats`)."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import jax
 
 from .._text import one_line
-from ._table import StatsError
+from ._table import KERNEL_ERRORS, StatsError
+
+_log = logging.getLogger("nnx_lab")
 
 
 def is_ready(result: Any) -> bool:
@@ -18,7 +21,7 @@ def is_ready(result: Any) -> bool:
         return True
     try:
         return all(leaf.is_ready() for leaf in jax.tree.leaves(result))
-    except Exception:  # deleted, or a backend without is_ready: fetching will say
+    except (RuntimeError, AttributeError):  # deleted, or a backend without is_ready: fetching will say
         return True
 
 
@@ -28,7 +31,7 @@ def copy_to_host(results: list[Any]) -> None:
         for leaf in jax.tree.leaves(r):
             try:
                 leaf.copy_to_host_async()
-            except Exception:  # not fully addressable (multi-process) or not supported: fetched later
+            except (RuntimeError, ValueError, AttributeError):  # not fully addressable, or not supported: fetched later
                 pass
 
 
@@ -49,13 +52,14 @@ def fetch(results: list[Any]) -> list[Any]:
     live = [j for j, r in enumerate(results) if not isinstance(r, StatsError)]
     try:
         got = jax.device_get([_host(results[j]) for j in live])
-    except Exception:
+    except KERNEL_ERRORS:
         # One bad result must not hide the others: fetch them one by one to say which.
         got = []
         for j in live:
             try:
                 got.append(jax.device_get(_host(results[j])))
-            except Exception as e:
+            except KERNEL_ERRORS as e:  # its row says so
+                _log.debug("nnx_lab: fetching a statistics result failed", exc_info=True)
                 got.append(StatsError(one_line(e)))
     fetched = list(results)
     for j, g in zip(live, got):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import dataclasses
+import logging
 import warnings
 from typing import Any, Callable, Mapping
 
@@ -21,6 +22,8 @@ from ..graph import is_module_path, path_roots, path_text
 from ._code import UNNAMED, class_code, filter_code, path_code, roots_code
 from ._report import MODE_ARGS, ViewArg, ViewReport, only_filter, view_report
 from ._signature import CHECKS, WANTED
+
+_log = logging.getLogger("nnx_lab")
 
 
 class ViewError(ValueError):
@@ -173,7 +176,8 @@ def make_view(model: nnx.Module, scope: Scope, values: Mapping[str, Any]) -> nnx
         raise ViewError(str(compat.NeedsNewerFlax("nnx.view", "nnx.view")))
     try:
         return nnx.view(model, only=scope.only, **values)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - boundary: the user's values and modules; said in one line
+        _log.debug("nnx_lab: nnx.view raised", exc_info=True)
         raise ViewError(f"nnx.view raised {one_line(e)}") from None
 
 
@@ -223,11 +227,12 @@ def _all_or_nothing(modules: list[Any], names: Any, what: str):
         for n in names:
             try:
                 before.append((m, n, getattr(m, n)))
-            except Exception:  # noqa: BLE001 - absent, or a getter that raises: nothing to put back
-                pass
+            except Exception:  # noqa: BLE001 - boundary: absent, or a user's getter that raises: nothing to put back
+                _log.debug("nnx_lab: %s.%s not read", type(m).__name__, n, exc_info=True)
     try:
         yield
-    except BaseException as e:
+    except BaseException as e:  # all or nothing (Ctrl-C included): put back, then re-raised or said
+        _log.debug("nnx_lab: %s failed; attributes put back", what, exc_info=True)
         for m, n, old in before:
             setattr(m, n, old)
         if isinstance(e, Exception):

@@ -21,6 +21,7 @@ summary of the train/eval mode (``deterministic`` / ``use_running_average``: ``F
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import Any
 
 from flax import nnx
@@ -31,6 +32,8 @@ from .._text import one_line
 from ..graph import Path, aliases_at, is_module_path, path_roots, path_text, shared_prefixes
 from ._code import UNNAMED, filter_code
 from ._signature import set_view_params, simple_types
+
+_log = logging.getLogger("nnx_lab")
 
 #: set_view arguments that mean train (False) or eval (True).
 #: attributes that say a module's mode, and the value each has in eval mode. flax's train()/eval()
@@ -56,7 +59,8 @@ class Unreadable:
 def _current(module: Any, name: str) -> Any:
     try:
         return getattr(module, name, _MISSING)
-    except Exception as e:  # noqa: BLE001 - a user property may raise anything
+    except Exception as e:  # noqa: BLE001 - boundary: a user property may raise anything; shown as Unreadable
+        _log.debug("nnx_lab: %s.%s unreadable", type(module).__name__, name, exc_info=True)
         return Unreadable(e)
 
 

@@ -7,11 +7,14 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import logging
 import types
 import typing
 from typing import Any, Callable
 
 from .._text import safe_repr
+
+_log = logging.getLogger("nnx_lab")
 
 __all__ = ["CHECKS", "WANTED", "set_view_params", "simple_types"]
 
@@ -31,7 +34,8 @@ def set_view_params(method: Any) -> tuple[str, tuple[tuple[str, str, Any, str, s
         params.append((name, annotation, default, docs.get(name, ""), _kind(annotation)))
     try:
         text = f"set_view{signature}"
-    except Exception:  # noqa: BLE001 - an annotation or default whose repr raises
+    except Exception:  # noqa: BLE001 - boundary: a user's annotation or default whose repr raises
+        _log.debug("nnx_lab: set_view's signature has no text", exc_info=True)
         text = f"set_view({', '.join(signature.parameters)})"
     return text, tuple(params)
 
@@ -47,7 +51,8 @@ def _arg_docs(method: Any) -> dict[str, str]:
     section = doc[start + 6 : end if end != -1 else len(doc)]
     try:
         return {k: " ".join(v.split()) for k, v in _parse_docstring_args(section).items()}
-    except Exception:  # a docstring flax's parser cannot read: fall back to no help text
+    except Exception:  # noqa: BLE001 - boundary: a user's docstring flax's parser cannot read: no help text
+        _log.debug("nnx_lab: set_view's Args section not parsed", exc_info=True)
         return {}
 
 

@@ -1,5 +1,6 @@
 """Statistics are computed on device, agree with numpy, and compile once per distinct spec."""
 
+import logging
 import threading
 import time
 
@@ -286,3 +287,23 @@ def test_a_thread_publishing_while_another_reads_the_table_never_sees_numbers_mi
     means = pending.table().matrix()[:, stats_lib.STAT_NAMES.index("mean")]  # while the other fetches
     publisher.join()
     assert np.allclose(means, [4.5, 5.5, 6.5])
+
+
+def test_a_failing_kernel_is_its_rows_error_and_logged(caplog):
+    """A per-array kernel that fails as jax fails (RuntimeError: a deleted or donated buffer, an XLA
+    error) becomes that array's StatsError, logged; any other exception is a bug and is raised."""
+    x = jnp.ones(3)
+
+    def failing(_):
+        raise RuntimeError("INVALID_ARGUMENT: buffer deleted or donated")
+
+    with caplog.at_level(logging.DEBUG, logger="nnx_lab"):
+        got = dispatch_lib.call(failing, x)
+    assert isinstance(got, stats_lib.StatsError) and "buffer deleted" in str(got)
+    assert any(r.exc_info and r.exc_info[0] is RuntimeError for r in caplog.records if r.name == "nnx_lab")
+
+    def buggy(_):
+        raise KeyError("a bug")
+
+    with pytest.raises(KeyError):
+        dispatch_lib.call(buggy, x)
