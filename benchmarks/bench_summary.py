@@ -7,7 +7,8 @@ call); nnx_lab.summary's first call in this process as a user makes it (one trac
 table, what tabulate reports), then the peak memory it compiles when first asked for (XLA's memory
 analysis of the whole program, which tabulate does not report; the widget shows the table meanwhile
 and the line when the compile is done); the speed-ups (target >= 20x) and the total FLOPs both report
-(per call they agree row by row: tests/summary).
+(per call they agree row by row: tests/summary). Then a Llama-2-70B-shaped model from nnx.eval_shape
+under a mesh, summarised from its shapes (target < 5 s).
 Run: python benchmarks/bench_summary.py   (newest flax: Colab's 0.11 has no compute_flops)
 """
 
@@ -104,6 +105,30 @@ def compare(name: str, model, x) -> None:
     )
 
 
+def abstract_70b() -> None:
+    """The Llama-2-70B-shaped model of tests/summary/lm.py from nnx.eval_shape under a 2x4 mesh of forced
+    host devices (a fresh process: the devices are set before jax starts), summarised from its shapes."""
+    import json
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, root)
+    from tests.summary.test_summary_large import SCRIPT  # the test's script: the same model and call
+
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, root], capture_output=True, text=True, env=env, timeout=600)
+    if proc.returncode != 0:
+        print(f"abstract 70B: failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+        return
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    print(
+        f"abstract 70B (nnx.eval_shape, 2x4 mesh, {out['params']:,} parameters, {out['flops']:.3g} FLOPs): "
+        f"summary(memory=False) {out['fast']:.2f} s (target < 5 s: {'met' if out['fast'] < 5 else 'NOT met'}); "
+        f"with the peak memory's compile {out['full']:.2f} s; peak RSS {out['rss'] / 2**30:.1f} GiB",
+        flush=True,
+    )
+
+
 def main() -> None:
     print(
         f"{jax.devices()[0].device_kind} x{jax.device_count()}, jax {jax.__version__}, flax "
@@ -112,6 +137,7 @@ def main() -> None:
     nnx_lab.summary  # imported before the clock starts, as nnx.tabulate is
     compare("reference transformer", Transformer(nnx.Rngs(0)), jnp.ones((2, 16, 512)))
     compare("1,000-Variable chain", Chain(nnx.Rngs(0)), jnp.ones((4, 16)))
+    abstract_70b()
 
 
 if __name__ == "__main__":

@@ -56,9 +56,7 @@ def test_abstract_70b_under_a_mesh():
     # 2 * params * tokens for the matmuls, plus attention's t^2 terms: within what the config implies
     assert 2.2e15 < out["flops"] < 2.5e15
     assert out["layer_rows"] == 80 and out["root"] == "(int32[8,2048]@P('data', None),)"
-    assert out["fast"] < 5.0 and out["full"] < 10, (
-        out
-    )  # trace and costs; with the one compile for memory (1.6-1.9 s here)
+    # its speed (target < 5 s) is benchmarks/bench_summary.py's to print, not a test's to time
     assert out["rss"] < 8 * 2**30  # nothing of the 256 GiB allocated
     assert out["peak"] is None or out["peak"] > 32 * 2**30, out  # per device: 64 GiB of parameters on each
 
