@@ -27,6 +27,16 @@ def met(ok: bool) -> str:
     return "met" if ok else "NOT MET"
 
 
+def throughput_verdict(ratio: float, hi: float) -> str:
+    """Met or not by the median; below it, whether this run can tell (the interval's top under the target)."""
+    target = TARGETS["throughput"]
+    if ratio >= target:
+        return "met"
+    if hi >= target:
+        return f"NOT MET by the median, undecided: the 95% interval reaches {hi:.3f} (a noisy machine: more pairs)"
+    return "NOT MET (the whole 95% interval is below)"
+
+
 def steps_per_window(setup: models.Setup, seconds: float) -> int:
     out, n, start = None, 0, time.perf_counter()
     while time.perf_counter() - start < max(seconds, 1.0):  # dispatched without a sync, as the windows are
@@ -122,7 +132,7 @@ def bench_model(name: str, pairs: int, window_s: float, rate_seconds: float) -> 
     print(
         f"  throughput ratio {ratio:.3f} (95% {lo:.3f}-{hi:.3f}), CPU-time ratio {statistics.median(got['cpu']):.3f}, "
         f"refreshes/s {got['rate']:.2f} in windows, {got['continuous']:.2f} in a loop"
-        f"   >= {TARGETS['throughput']}: {met(ratio >= TARGETS['throughput'])}"
+        f"   >= {TARGETS['throughput']}: {throughput_verdict(ratio, hi)}"
     )
     ms = shell["after_cell_ms"]
     print(
