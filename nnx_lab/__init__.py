@@ -69,8 +69,9 @@ if TYPE_CHECKING:
     from .core.summary import Summary, summary
     from .core.views import view_report
     from .widgets.capture import CapturePanel, capture_panel
-    from .widgets.viewer import StateViewer, watch
+    from .widgets.viewer import StateViewer
     from .widgets.views import ViewPanel, mode_toggle, view_panel
+    from .widgets.watch import watch
 
 
 # Where each public name lives, imported on first use: `import nnx_lab` and `%load_ext nnx_lab`
@@ -81,7 +82,7 @@ _LAZY = {
     "Row": "core.snapshot",
     "split_report": "core.split",
     "view_report": "core.views",
-    "watch": "widgets.viewer",
+    "watch": "widgets.watch",
     "StateViewer": "widgets.viewer",
     "capture_panel": "widgets.capture",
     "CapturePanel": "widgets.capture",

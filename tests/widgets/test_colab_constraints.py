@@ -25,7 +25,7 @@ from ipywidgets.widgets.widget import _remove_buffers
 import nnx_lab
 from nnx_lab._ipython import busy_queue as inbox
 from nnx_lab.core import compat
-from nnx_lab.widgets import capture_report, split, viewer, views
+from nnx_lab.widgets import capture_report, split, views
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -64,7 +64,7 @@ def _checkpoint_viewer():
     checkpointer = ocp.StandardCheckpointer()
     checkpointer.save(path, nnx.state(model()))
     checkpointer.wait_until_finished()
-    return viewer.watch(path, display=False)
+    return nnx_lab.watch(path, display=False)
 
 
 def _comparison_view():
@@ -86,7 +86,7 @@ MAKERS = {
     "CheckpointViewer": (_checkpoint_viewer, None),
     "ComparisonView": (_comparison_view, None),
     "SummaryView": (_summary_view, None),
-    "StateViewer": (lambda: viewer.watch(model(), display=False), None),
+    "StateViewer": (lambda: nnx_lab.watch(model(), display=False), None),
     "SplitReportView": (lambda: split.SplitReportView(nnx_lab.split_report(model(), nnx.Param, ...)), None),
     "ViewPanel": (lambda: views.mode_toggle(model(), display=False), None),
     "CapturePanel": (_capture_panel, "nnx.capture"),
@@ -164,7 +164,7 @@ def test_without_subshells_a_pending_click_says_it_waits_for_the_cell(monkeypatc
 def test_background_refresh_says_when_it_falls_back_on_colab(monkeypatch):
     monkeypatch.setitem(sys.modules, "google.colab", type(sys)("google.colab"))
     monkeypatch.setitem(sys.modules, "ipykernel", sys.modules.get("ipykernel") or type(sys)("ipykernel"))
-    v = viewer.watch(model(), background=True, display=False)
+    v = nnx_lab.watch(model(), background=True, display=False)
     try:
         assert "background refresh unavailable" in v.status["message"]
         assert "Colab" in v.status["message"]
