@@ -52,6 +52,7 @@ class SnapshotSource:
         self.structure = StructureCache()  # walked once, reused while unchanged (no array or Variable)
         self._last_refs: list | None = None  # weak references to what the last dispatched refresh reduced
         self._compiled = 0
+        self.device_s_per_byte = 0.0  # of the last refresh whose device time was measured (see publish)
         # What to describe: the object by weak reference, a (graphdef, state) pair, or a name followed
         # in a namespace (a TypeError here for a non-model); its stacked Variables' layer axes, checked
         # against the model now (a bad declaration raises here).
@@ -151,8 +152,15 @@ class SnapshotSource:
                 old = logged.finish()
                 self.training.columns(old.series, len(old))
             newest.wait()
-            measured = newest.device_time() if arrived else None
-            self.line.device_s = self.line.device_s if measured is None else measured
+            # Its device time is known where it was waited for before any step was queued behind it (a
+            # wait at a loop's end also waits for the steps after it): a rate per byte read, by which a
+            # refresh in a running loop, whose device time cannot be told apart from the steps', is charged.
+            # (A one-off's is not: its per-array kernels run while its program compiles.)
+            quiet = arrived and step == self.engine.ticks and not newest.first_of_layout
+            measured = newest.device_time() if quiet else None
+            if measured is not None:
+                self.line.device_s = measured
+                self.device_s_per_byte = measured / max(newest.nbytes, 1)
             snap = newest.finish()
         except Exception as e:  # noqa: BLE001 - a boundary (a refresh): its failure is its status
             self.line.fail(e)  # logged there, once per message
@@ -160,8 +168,8 @@ class SnapshotSource:
             return False
         snap.series = self.training.columns(snap.series, len(snap))
         cost_s = newest.host_s + self.training.series.updates.take_host_s()  # the update ratio's launches count
-        if kernel_cache_size() == self._compiled:  # a refresh that compiled says nothing of the next
-            self.engine.throttle.cost(cost_s + (self.line.device_s or 0.0))
+        if kernel_cache_size() == self._compiled and not newest.first_of_layout:  # one-offs say nothing of the next
+            self.engine.throttle.cost(cost_s + self.device_s_per_byte * newest.nbytes)
         self.snapshot, self.snapshot_step = snap, step
         self.history.append(snap)
         self.line.published(cost_s)

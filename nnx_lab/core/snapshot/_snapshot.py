@@ -158,11 +158,13 @@ class PendingSnapshot:
             self._structure.totals = totals(self._rows)
         self._totals = self._structure.totals
         self._stats, self._series = None, series
+        known = False
         extra, layout = series.prepare(described) if series is not None and stats else ([], None)
         try:
             if described.reused and unless_same is not None and _same_arrays(unless_same, described.arrays + extra):
                 raise Unchanged
             try:
+                known = _plan_known(described, structure, layout)
                 self._stats = self._launch(described, extra, layout, series, structure, repeated, defer)
             except Deferred:
                 # The program of this layout (new series: the loop's first gradients) is compiling: the
@@ -174,6 +176,7 @@ class PendingSnapshot:
                 for k, without in enumerate(fallbacks):
                     extra, layout = series.prepare(described, without)
                     try:
+                        known = _plan_known(described, structure, layout)
                         self._stats = self._launch(described, extra, layout, series, structure, repeated, defer)
                         break
                     except Deferred:
@@ -186,8 +189,12 @@ class PendingSnapshot:
         # among them): a later refresh of the very same arrays is skipped, so a cell that did not
         # touch the model costs a flatten and nothing on the device.
         self.array_refs = _refs(described.arrays + extra)
+        self.nbytes = sum(getattr(a, "nbytes", 0) for a in described.arrays + extra)  # what its reductions read
         # Whether it reduces logged gradients/updates (a refresh dropped unpublished keeps them, see Watcher).
         self.logged = bool(series is not None and stats and getattr(series, "logged", False))
+        # The first refresh of a structure and layout learns its launch plan (one-pass hints, per-array
+        # kernels while its program compiles): a one-off cost, like a compile, that says nothing of the next.
+        self.first_of_layout = self._stats is not None and not known
         # Launched with its inputs already computed (nothing queued before it): the time until its
         # results arrive is the device's time for it (Watcher budgets it like the host's).
         self.launched_at = time.perf_counter()
@@ -251,3 +258,8 @@ class PendingSnapshot:
         self.host_s += time.thread_time() - start
         snap.elapsed_s = self.host_s
         return snap
+
+
+def _plan_known(described: Any, structure: Any, layout: Any) -> bool:
+    """Whether an earlier refresh of this structure launched this layout (its plan is kept)."""
+    return bool(described.reused and structure is not None and structure.plan_for(layout) is not None)

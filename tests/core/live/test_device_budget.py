@@ -36,3 +36,51 @@ def test_inputs_still_computing_are_not_a_measurement():
     if not model.kernel[...].is_ready():  # (a fast machine may have finished already)
         w.refresh(force=True)
         assert w.device_s is None
+
+
+def test_a_wait_after_later_steps_measures_nothing_and_the_rate_charges_it():
+    """A loop's refresh is waited for at the loop's end, behind the steps queued after it: that time
+    is not its own. It is charged by the bytes it read at the rate a quiet refresh measured."""
+    from live_helpers import Clock, held_model, queue_steps
+
+    clock = Clock()
+    model = held_model(256)
+    w = Watcher(model, budget=0.02, clock=clock)
+    for _ in range(3):  # the first refreshes compile (one-offs); a quiet one then measures the rate
+        w.refresh(force=True)
+    assert w.source.device_s_per_byte > 0 and w.device_s is not None
+    import time
+
+    start = time.perf_counter()
+    jax.block_until_ready(queue_steps(model, 3))
+    steps_s = time.perf_counter() - start
+    clock.later()
+    w.tick()  # dispatched with its inputs computed: the device starts on it at once
+    queue_steps(model, 3)
+    w.tick()
+    w.wait()  # waits for the steps queued after it too
+    assert w.device_s < steps_s / 2  # their time is not the refresh's (it may have been measured in the tick)
+    charged = w.cost_s + w.source.device_s_per_byte * 256 * 256 * 4
+    assert w.interval == pytest.approx(max(1 / w.max_rate, charged / w.budget))
+
+
+def test_the_first_refresh_of_a_layout_is_a_one_off_not_charged():
+    """The first refresh of a structure learns its launch plan (per-array kernels, compiles): like a
+    compile, its cost says nothing of the next, and a loop's viewer is not throttled for it."""
+    from nnx_lab.core.stats import kernel_cache_size
+
+    earlier = nnx.Linear(64, 64, rngs=nnx.Rngs(0))
+    first = Watcher(earlier)
+    for _ in range(3):  # what this structure needs is compiled: nothing compiles below
+        first.refresh(force=True)
+    first.engine.wait()
+    assert first.refreshes == 3
+    model = nnx.Linear(64, 64, rngs=nnx.Rngs(1))
+    w = Watcher(model, budget=1e-5)  # any charged refresh: an interval of seconds
+    compiled = kernel_cache_size()
+    w.refresh(force=True)
+    assert w.refreshes == 1 and kernel_cache_size() == compiled
+    assert w.interval == 1 / w.max_rate
+    for _ in range(4):
+        w.refresh(force=True)
+    assert w.refreshes == 5 and w.interval > 1 / w.max_rate  # a repeated refresh is charged
