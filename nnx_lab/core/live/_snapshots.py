@@ -53,6 +53,7 @@ class SnapshotSource:
         self._last_refs: list | None = None  # weak references to what the last dispatched refresh reduced
         self._compiled = 0
         self.device_s_per_byte = 0.0  # of the last refresh whose device time was measured (see publish)
+        self.rate_known = False  # measured on a refresh that was no one-off
         # What to describe: the object by weak reference, a (graphdef, state) pair, or a name followed
         # in a namespace (a TypeError here for a non-model); its stacked Variables' layer axes, checked
         # against the model now (a bad declaration raises here).
@@ -155,12 +156,14 @@ class SnapshotSource:
             # Its device time is known where it was waited for before any step was queued behind it (a
             # wait at a loop's end also waits for the steps after it): a rate per byte read, by which a
             # refresh in a running loop, whose device time cannot be told apart from the steps', is charged.
-            # (A one-off's is not: its per-array kernels run while its program compiles.)
-            quiet = arrived and step == self.engine.ticks and not newest.first_of_layout
-            measured = newest.device_time() if quiet else None
+            # A one-off's (per-array kernels while its program compiles: slower than the program) only
+            # stands until a better one: an overestimate, which makes a loop refresh less, not cost more.
+            quiet = arrived and step == self.engine.ticks
+            measured = newest.device_time() if quiet and (not newest.first_of_layout or not self.rate_known) else None
             if measured is not None:
                 self.line.device_s = measured
                 self.device_s_per_byte = measured / max(newest.nbytes, 1)
+                self.rate_known = not newest.first_of_layout
             snap = newest.finish()
         except Exception as e:  # noqa: BLE001 - a boundary (a refresh): its failure is its status
             self.line.fail(e)  # logged there, once per message
