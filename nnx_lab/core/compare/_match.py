@@ -4,11 +4,12 @@ their structure: paths on one side only, shape / dtype / Variable type / shardin
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._text import first_line, quote_repr
-from ..graph import Path
+from ..graph import Path, plain_path
 from ._sides import Entry, Side
 
 __all__ = ["Match", "key_of", "match_sides", "renamer"]
@@ -16,7 +17,14 @@ __all__ = ["Match", "key_of", "match_sides", "renamer"]
 
 def key_of(path: Path) -> str:
     """A path as the ``/``-joined text ``map=`` sees (``params/Dense_0/kernel``, ``layers/0/kernel``)."""
+    return _cached_key(path) if plain_path(path) else _key(path)  # (see graph.plain_path)
+
+
+def _key(path: Path) -> str:
     return "/".join(str(k) for k in path)
+
+
+_cached_key = functools.lru_cache(maxsize=1 << 16)(_key)  # asked for every entry of every compare
 
 
 def renamer(map: Any) -> Callable[[str], str | None]:

@@ -22,6 +22,7 @@ import numpy as np
 from jax import lax
 
 from .._fastmath import ReductionJit
+from ._placement import group_key, key_data, placed_pair
 
 __all__ = ["FLOATS", "INTS", "Partials", "device_partials", "launch_partials", "stream_partials"]
 
@@ -185,27 +186,6 @@ def _pair(a, b, axis, tol):
 _program = ReductionJit(_program_fn, static_argnums=(2,))
 
 
-def _placed(a: Any, b: Any) -> tuple[Any, Any]:
-    """Both arrays on the devices of the one that is on a device (b follows a's sharding)."""
-    a, b = _key_data(a), _key_data(b)
-    if isinstance(a, jax.Array):
-        if not isinstance(b, jax.Array) or b.sharding != a.sharding:
-            b = jax.device_put(b, a.sharding)
-        return a, b
-    if isinstance(b, jax.Array):
-        return jax.device_put(a, b.sharding), b
-    return jnp.asarray(a), jnp.asarray(b)
-
-
-def _key_data(x: Any) -> Any:
-    """A PRNG key array's key data (compared bit for bit); any other array as it is."""
-    return jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x
-
-
-def _group_key(x: jax.Array) -> tuple:
-    return tuple(sorted(d.id for d in x.sharding.device_set))
-
-
 def device_partials(pairs: Sequence[tuple[Any, Any, int | None]], tol: float) -> list[list[Partials]]:
     """Per pair ``(a, b, layer_axis)``: its Partials (one, or one per layer)."""
     return launch_partials(pairs, tol)()
@@ -217,9 +197,9 @@ def launch_partials(pairs: Sequence[tuple[Any, Any, int | None]], tol: float) ->
     groups: dict[tuple, list[int]] = {}
     placed = []
     for k, (a, b, axis) in enumerate(pairs):
-        pa, pb = _placed(a, b)
+        pa, pb = placed_pair(a, b)
         placed.append((pa, pb, axis))
-        groups.setdefault(_group_key(pa), []).append(k)
+        groups.setdefault(group_key(pa), []).append(k)
     launched = []
     for members in groups.values():  # launched all before any fetch: the groups' devices work in parallel
         a_arrays = tuple(placed[k][0] for k in members)
@@ -279,7 +259,7 @@ def stream_partials(
         return total
     flip = a_source[0] == "checkpoint"
     stored, live = (a_source[1], b_source[1]) if flip else (b_source[1], a_source[1])
-    live = _key_data(live if isinstance(live, jax.Array) else jnp.asarray(live))
+    live = key_data(live if isinstance(live, jax.Array) else jnp.asarray(live))
     for index, block in read_blocks(stored, shape, itemsize, chunk_bytes, stored_chunk):
         part = live[index] if index else live
         block = jax.device_put(block, part.sharding)

@@ -12,7 +12,7 @@ from ._index import GraphIndex, index_graph
 from ._kinds import child_of, is_variable
 from ._modules import OnlyError, PathSelector, is_module_path, module_paths_text, path_roots, select_modules, selector
 from ._pair import SplitPair, graphdef_type_name, split_pair
-from ._paths import Path, path_key, path_text
+from ._paths import Path, path_key, path_text, plain_path
 from ._shared import aliases_at, shared_prefixes
 from ._walk import LINEN_COLLECTIONS, GraphWalk, Leaf, check_inspectable, walk_graph
 
@@ -40,6 +40,7 @@ __all__ = [
     "path_key",
     "path_roots",
     "path_text",
+    "plain_path",
     "select_modules",
     "selector",
     "shared_prefixes",

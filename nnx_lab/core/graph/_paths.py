@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import functools
 import keyword
 from typing import Any, Hashable
 
@@ -35,13 +36,20 @@ def path_key(k: Any) -> Hashable:
 
 
 def path_text(path: Path) -> str:
-    """The path as Python attribute/index access, ready to paste after ``model``.
+    """The path as Python attribute/index access, ready to paste after ``model`` (remembered for the
+    last :data:`TEXTS` paths: a model's rows ask the same ones at every refresh and comparison).
 
     >>> path_text(("blocks", 0, "attn", "query", "kernel"))
     'blocks[0].attn.query.kernel'
     >>> path_text(("d", "<script>", "class"))
     "d['<script>']['class']"
     """
+    if plain_path(path):
+        return _cached_text(path)
+    return _text(path)  # other keys: made each time (True == 1 and 1.0 == 1 would share a text)
+
+
+def _text(path: Path) -> str:
     parts: list[str] = []
     for key in path:
         if isinstance(key, str) and key.isidentifier() and not keyword.iskeyword(key):
@@ -49,3 +57,14 @@ def path_text(path: Path) -> str:
         else:
             parts.append(f"[{safe_repr(key, 200)}]")
     return "".join(parts)
+
+
+#: paths whose text is remembered
+TEXTS = 1 << 16
+_cached_text = functools.lru_cache(maxsize=TEXTS)(_text)
+
+
+def plain_path(path: Path) -> bool:
+    """Whether every key is exactly a str or an int: a path a cache of texts may hold (bool and float
+    keys equal to an int would find that int's text; other keys may be unhashable)."""
+    return all(type(k) is str or type(k) is int for k in path)
