@@ -9,6 +9,7 @@ in float64 (Chan's parallel mean/variance). A row whose data cannot be read says
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import logging
 import math
@@ -96,49 +97,73 @@ def _kernel():
     return _block_kernel
 
 
+class _Moments:
+    """The blocks' partials combined on the host in float64 (Chan et al.: count, mean and M2 without
+    cancellation; min, max; NaN, Inf and zero counts)."""
+
+    def __init__(self):
+        self.n = self.mean = self.m2 = 0.0
+        self.mn, self.mx = math.inf, -math.inf
+        self.nan = self.inf = self.zeros = 0
+
+    def add(self, floats: Any, ints: Any) -> None:
+        bn, bnan, binf, bzero = (int(v) for v in ints)
+        bmean, bm2, bmin, bmax = (float(v) for v in floats)
+        if bn:
+            total = self.n + bn
+            delta = bmean - self.mean
+            self.mean += delta * bn / total
+            self.m2 += bm2 + delta * delta * self.n * bn / total
+            self.n = total
+            self.mn, self.mx = min(self.mn, bmin), max(self.mx, bmax)
+        self.nan, self.inf, self.zeros = self.nan + bnan, self.inf + binf, self.zeros + bzero
+
+    def stats(self, size: int | None) -> dict:
+        n, mean, m2, mn, mx = self.n, self.mean, self.m2, self.mn, self.mx
+        has = n > 0
+        return {
+            "mean": mean if has else math.nan,
+            "std": math.sqrt(m2 / n) if has else math.nan,
+            "min": mn if has else math.nan,
+            "max": mx if has else math.nan,
+            "norm": math.sqrt(m2 + n * mean * mean) if has else math.nan,
+            "abs_max": max(abs(mn), abs(mx)) if has else math.nan,
+            "nan_count": self.nan,
+            "inf_count": self.inf,
+            "zero_frac": self.zeros / max(size or 0, 1),
+        }
+
+
 def array_stats(
     arr: Any,
     entry: CheckpointEntry,
     chunk_bytes: int = CHUNK_BYTES,
     progress: Callable[[int], None] | None = None,
 ) -> dict:
-    """The snapshot statistics of one stored array, read block by block."""
+    """The snapshot statistics of one stored array, read block by block; a block's kernel runs while
+    the next block is read (one launched ahead: ``read_blocks(..., reducing=1)`` keeps the bound)."""
     import jax
 
     kernel = _kernel()
     platform = jax.devices()[0].platform  # a numpy block goes to the default device
     itemsize = np.dtype(entry.dtype).itemsize
-    n = mean = m2 = 0.0
-    mn, mx = math.inf, -math.inf
-    nan = inf = zeros = 0
-    for _, block in read_blocks(arr, entry.shape, itemsize, chunk_bytes, entry.chunk_shape):
-        floats, ints = jax.device_get(kernel(platform, block))
-        bn, bnan, binf, bzero = (int(v) for v in ints)
-        bmean, bm2, bmin, bmax = (float(v) for v in floats)
-        if bn:  # Chan et al.: combine two (count, mean, M2) partials without cancellation
-            total = n + bn
-            delta = bmean - mean
-            mean += delta * bn / total
-            m2 += bm2 + delta * delta * n * bn / total
-            n = total
-            mn, mx = min(mn, bmin), max(mx, bmax)
-        nan, inf, zeros = nan + bnan, inf + binf, zeros + bzero
+    moments = _Moments()
+    launched: collections.deque = collections.deque()
+
+    def combine() -> None:
+        out, nbytes = launched.popleft()
+        moments.add(*jax.device_get(out))
         if progress is not None:
-            progress(block.nbytes)
-    size = max(entry.size or 0, 1)
-    has = n > 0
-    std = math.sqrt(m2 / n) if has else math.nan
-    return {
-        "mean": mean if has else math.nan,
-        "std": std,
-        "min": mn if has else math.nan,
-        "max": mx if has else math.nan,
-        "norm": math.sqrt(m2 + n * mean * mean) if has else math.nan,
-        "abs_max": max(abs(mn), abs(mx)) if has else math.nan,
-        "nan_count": nan,
-        "inf_count": inf,
-        "zero_frac": zeros / size,
-    }
+            progress(nbytes)
+
+    for _, block in read_blocks(arr, entry.shape, itemsize, chunk_bytes, entry.chunk_shape, reducing=1):
+        launched.append((kernel(platform, block), block.nbytes))
+        del block  # jax holds what its kernel reads until it has run
+        if len(launched) > 1:
+            combine()
+    while launched:
+        combine()
+    return moments.stats(entry.size)
 
 
 def _row(entry: CheckpointEntry, status: str, stats: dict | None, note: str | None) -> dict:

@@ -87,11 +87,16 @@ def _stored_blocks(shape: tuple[int, ...], itemsize: int, chunk_bytes: int, chun
 
 
 def read_plan(
-    shape: tuple[int, ...], itemsize: int, chunk_bytes: int, stored: tuple[int, ...] | None = None
+    shape: tuple[int, ...],
+    itemsize: int,
+    chunk_bytes: int,
+    stored: tuple[int, ...] | None = None,
+    reducing: int = 0,
 ) -> tuple[int, int]:
     """``(block_bytes, in_flight)`` of a stream: blocks of a quarter of ``chunk_bytes`` (whole stored
-    chunks, at least one), and as many reads in flight as keep ``(in_flight + 2) * block_bytes``
-    (the reads, the caller's block, its device copy) within ``3 * max(chunk_bytes, stored chunk)``.
+    chunks, at least one), and as many reads in flight as keep ``(in_flight + 2 + reducing) * block_bytes``
+    (the reads, the caller's block, its device copy, and the device copies of ``reducing`` earlier
+    blocks whose kernels still run) within ``3 * max(chunk_bytes, stored chunk)``.
 
     >>> read_plan((1024, 1024), 4, 4 * 2**20, (256, 1024))  # 1 MiB stored chunks, 4 MiB bound
     (1048576, 4)
@@ -105,7 +110,7 @@ def read_plan(
     block = math.prod(_extent(s, n) for s, n in zip(first, shape)) * math.prod(shape[len(first) :]) * itemsize
     stored_bytes = math.prod(min(c, n) for c, n in zip(stored, shape)) * itemsize if stored else 0
     bound = 3 * max(chunk_bytes, stored_bytes, block)
-    return block, max(1, min(MAX_IN_FLIGHT, bound // max(block, 1) - 2))
+    return block, max(1, min(MAX_IN_FLIGHT, bound // max(block, 1) - 2 - reducing))
 
 
 def _extent(index: Any, n: int) -> int:
@@ -120,10 +125,12 @@ def read_blocks(
     itemsize: int,
     chunk_bytes: int,
     stored: tuple[int, ...] | None = None,
+    reducing: int = 0,
 ) -> Iterator[tuple[Any, np.ndarray]]:
     """``(index, block)`` for every block in C order, the next reads in flight while the caller
-    handles one (:func:`read_plan`: the block size and how many reads, within the bound)."""
-    _, in_flight = read_plan(shape, itemsize, chunk_bytes, stored)
+    handles one (:func:`read_plan`: the block size and how many reads, within the bound; ``reducing``:
+    how many earlier blocks the caller's device still holds)."""
+    _, in_flight = read_plan(shape, itemsize, chunk_bytes, stored, reducing)
     pending: collections.deque = collections.deque()
     for index in blocks(shape, itemsize, max(chunk_bytes // 4, 1), stored):
         pending.append((index, arr[index].read()))  # decoded in tensorstore's threads meanwhile
