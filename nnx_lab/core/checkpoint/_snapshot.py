@@ -2,8 +2,8 @@
 
 Statistics follow the snapshot's (``snapshot.STAT_NAMES``): mean/std/min/max/norm/abs_max of the
 finite values, NaN and Inf counts, the fraction of exact zeros. Each block is reduced on the default
-device by one small jitted program (float32 partial sums); the host combines the blocks' partials
-in float64 (Chan's parallel mean/variance). A row whose data cannot be read says why (status
+device by one small jitted program (float32 partial sums, ``_blocks.py``); the host combines the
+blocks' partials in float64 (Chan's parallel mean/variance). A row whose data cannot be read says why (status
 ``error``) and the others go on.
 """
 
@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from .._fastmath import ReductionJit
 from .._text import first_line
+from ._blocks import block_stats
 from ._metadata import CheckpointEntry, CheckpointTree, read_tree
 from ._progress import Progress, auto_progress
 from ._stream import CHUNK_BYTES, open_array, read_blocks
@@ -28,73 +28,6 @@ from ._stream import CHUNK_BYTES, open_array, read_blocks
 __all__ = ["CheckpointRows", "array_stats", "checkpoint_rows"]
 
 _log = logging.getLogger("nnx_lab")
-_block_kernel = None
-
-
-def _kernel():
-    global _block_kernel
-    if _block_kernel is None:
-        import jax.numpy as jnp
-        from jax import lax
-
-        def add(p, q):
-            return (
-                p[0] + q[0],
-                p[1] + q[1],
-                p[2] + q[2],
-                lax.min(p[3], q[3]),
-                lax.max(p[4], q[4]),
-                p[5] + q[5],
-                p[6] + q[6],
-                p[7] + q[7],
-            )
-
-        def block(x):
-            """One pass (XLA's variadic reduce over runs of at most 4096 elements, then the runs'
-            partials): finite count, sums about a shift (the first element, so that a large mean does
-            not cancel the variance), min, max, NaN, Inf and zero counts."""
-            x = x.astype(jnp.float32).reshape(-1)
-            m = x.shape[0]
-            w = next(
-                (w for w in (4096, 2048, 1024, 512, 256, 128, 64) if m % w == 0 and m > w),
-                max(m, 1),
-            )
-            first = x[0] if m else jnp.float32(0)
-            shift = jnp.where(jnp.isfinite(first), first, 0.0)
-            x = x.reshape(m // w if m else 0, w)
-            finite = jnp.isfinite(x)
-            y = jnp.where(finite, x - shift, 0.0)
-            ops = (
-                finite.astype(jnp.int32),
-                y,
-                y * y,
-                jnp.where(finite, x, jnp.inf),
-                jnp.where(finite, x, -jnp.inf),
-                jnp.isnan(x).astype(jnp.int32),
-                jnp.isinf(x).astype(jnp.int32),
-                (x == 0).astype(jnp.int32),
-            )
-            init = (
-                jnp.int32(0),
-                jnp.float32(0),
-                jnp.float32(0),
-                jnp.float32(jnp.inf),
-                jnp.float32(-jnp.inf),
-                jnp.int32(0),
-                jnp.int32(0),
-                jnp.int32(0),
-            )
-            p = lax.reduce(ops, init, add, (1,))
-            n = p[0].sum()
-            s1, s2 = p[1].sum(), p[2].sum()
-            mean = shift + s1 / jnp.maximum(n, 1)
-            m2 = jnp.maximum(s2 - s1 * s1 / jnp.maximum(n, 1), 0.0)
-            floats = jnp.stack([mean, m2, p[3].min(initial=jnp.inf), p[4].max(initial=-jnp.inf)])
-            ints = jnp.stack([n, p[5].sum(), p[6].sum(), p[7].sum()]).astype(jnp.int32)
-            return floats, ints
-
-        _block_kernel = ReductionJit(block)  # block(platform, x): vectorized on CPU too (core._fastmath)
-    return _block_kernel
 
 
 class _Moments:
@@ -144,20 +77,24 @@ def array_stats(
     the next block is read (one launched ahead: ``read_blocks(..., reducing=1)`` keeps the bound)."""
     import jax
 
-    kernel = _kernel()
     platform = jax.devices()[0].platform  # a numpy block goes to the default device
     itemsize = np.dtype(entry.dtype).itemsize
     moments = _Moments()
     launched: collections.deque = collections.deque()
 
     def combine() -> None:
-        out, nbytes = launched.popleft()
-        moments.add(*jax.device_get(out))
+        index, out, size, nbytes = launched.popleft()
+        floats, zeros = jax.device_get(out)
+        ints = (size, 0, 0, zeros)  # every value finite, as the fast kernel assumed
+        if not np.isfinite(floats).all():  # a NaN or Inf (or a square past float32): the exact kernel, read again
+            block = np.asarray(arr[index].read().result())
+            floats, ints = jax.device_get(block_stats(platform, block, exact=True))
+        moments.add(floats, ints)
         if progress is not None:
             progress(nbytes)
 
-    for _, block in read_blocks(arr, entry.shape, itemsize, chunk_bytes, entry.chunk_shape, reducing=1):
-        launched.append((kernel(platform, block), block.nbytes))
+    for index, block in read_blocks(arr, entry.shape, itemsize, chunk_bytes, entry.chunk_shape, reducing=1):
+        launched.append((index, block_stats(platform, block), block.size, block.nbytes))
         del block  # jax holds what its kernel reads until it has run
         if len(launched) > 1:
             combine()
