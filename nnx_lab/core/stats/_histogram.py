@@ -94,7 +94,8 @@ def _kernel_options(x: Any) -> tuple[dict, ...]:
 
 
 def _compiled_kernel(x: Any, bins: int, scatter: bool) -> Any:
-    """The compiled histogram of a single-device array like ``x``: from this process, the disk, or compiled."""
+    """The compiled histogram of an array like ``x`` (one device or several): from this process, the disk
+    (single-device ones), or compiled."""
     key = (x.shape, x.dtype, x.sharding, bins, scatter)
     with _kernels_lock:
         kernel = _kernels.get(key)
@@ -127,14 +128,17 @@ def _use_scatter(x: Any) -> bool:
 MAX_SPANNING_IN_FLIGHT = 8
 
 
-def _single(x: Any) -> bool:
-    """Whether ``x`` is a live numeric array on one device (reduced by a kernel of :func:`_compiled_kernel`)."""
+def _compilable(x: Any) -> bool:
+    """Whether ``x`` is a live numeric array of this process alone, on one device or several (reduced
+    by a kernel of :func:`_compiled_kernel`, compiled beforehand on a thread where the caller says so:
+    an array sharded over a mesh got jax's own dispatch, compiled on the caller's thread at XLA's
+    slowest options, 3 of a miniGPT capture's 9 s on 2 devices)."""
     try:
         return (
             isinstance(x, jax.Array)
-            and len(x.sharding.device_set) == 1
             and bool(x.size)
             and is_numeric_dtype(x.dtype)
+            and (len(x.sharding.device_set) == 1 or (x.is_fully_addressable and jax.process_count() == 1))
             and not x.is_deleted()
         )
     except (AttributeError, RuntimeError, TypeError):  # a host value, a deleted array: the other path
@@ -147,7 +151,7 @@ def histograms_prepare(arrays: Sequence[Any], bins: int = DEFAULT_BINS) -> None:
     something else (a capture's statistics), where the two compiles share the CPU's cores."""
     check_number(bins, "bins", 1, MAX_BINS, integer=True)
     for x in arrays:
-        if _single(x):
+        if _compilable(x):
             try:
                 _compiled_kernel(x, bins, _use_scatter(x))
             except (RuntimeError, TypeError, ValueError):  # said again, per array, by the dispatch
@@ -158,16 +162,18 @@ def histograms_dispatch(arrays: Sequence[Any], bins: int = DEFAULT_BINS) -> list
     """Start a histogram kernel per array on its device; returns device results (or None)."""
     check_number(bins, "bins", 1, MAX_BINS, integer=True)
     out: list = [None] * len(arrays)
-    alone: list[int] = []  # positions reduced by jax's own dispatch: sharded, host or odd arrays
+    alone: list[int] = []  # positions reduced by jax's own dispatch: host, multi-process or odd arrays
+    spanning: list = []  # results of kernels run on several devices (an all-reduce each), in order
     for k, x in enumerate(arrays):
-        if not _single(x):
+        if not _compilable(x):
             alone.append(k)
             continue
         try:
             out[k] = _compiled_kernel(x, bins, _use_scatter(x))(x)
         except (RuntimeError, TypeError, ValueError):  # a buffer deleted or donated meanwhile: its row says so
             _log.debug("nnx_lab: a histogram kernel failed", exc_info=True)
-    spanning: list = []  # results of kernels run on several devices (an all-reduce each), in order
+            continue
+        _bound_spanning(x, out[k], spanning)
     for k in sorted(alone):
         x = arrays[k]
         if x is None:
@@ -178,16 +184,20 @@ def histograms_dispatch(arrays: Sequence[Any], bins: int = DEFAULT_BINS) -> list
             if x.size == 0 or not is_numeric_dtype(x.dtype):
                 continue
             out[k] = _hist_kernel(x, bins, _use_scatter(x))
-            if isinstance(x, jax.Array) and len(x.sharding.device_set) > 1:
-                # XLA's CPU client deadlocks with ~40 independent all-reduce programs in flight: at most
-                # MAX_SPANNING_IN_FLIGHT of ours at once (the oldest has run long before, elsewhere).
-                spanning.append(out[k])
-                if len(spanning) > MAX_SPANNING_IN_FLIGHT:
-                    jax.block_until_ready(spanning[-1 - MAX_SPANNING_IN_FLIGHT])
+            _bound_spanning(x, out[k], spanning)
         except (RuntimeError, TypeError, ValueError):  # a deleted/donated buffer: its row says so; no histogram
             _log.debug("nnx_lab: a histogram kernel failed", exc_info=True)
             out[k] = None
     return out
+
+
+def _bound_spanning(x: Any, result: Any, spanning: list) -> None:
+    """XLA's CPU client deadlocks with ~40 independent all-reduce programs in flight: at most
+    :data:`MAX_SPANNING_IN_FLIGHT` of ours at once (the oldest has run long before, elsewhere)."""
+    if isinstance(x, jax.Array) and len(x.sharding.device_set) > 1:
+        spanning.append(result)
+        if len(spanning) > MAX_SPANNING_IN_FLIGHT:
+            jax.block_until_ready(spanning[-1 - MAX_SPANNING_IN_FLIGHT])
 
 
 def histograms_fetch(pending: list) -> list[list[float] | None]:

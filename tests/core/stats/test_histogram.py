@@ -51,3 +51,37 @@ def test_a_deleted_array_gets_no_histogram_and_the_others_theirs():
     gone.delete()
     got = histograms_fetch(histograms_dispatch([arrays[0], gone, arrays[2]], 4))
     assert got[1] is None and got[0] is not None and got[2] == [0.0, 9.0, 3, 2, 2, 3]
+
+
+SHARDED = r"""
+import json
+import jax, jax.numpy as jnp, numpy as np
+from nnx_lab.core.stats import _histogram
+from nnx_lab.core.stats._histogram import histograms_dispatch, histograms_fetch, histograms_prepare
+
+mesh = jax.make_mesh((2,), ("model",))
+x = jax.device_put(jnp.linspace(-2.0, 2.0, 64 * 16).reshape(64, 16).at[3, 3].set(jnp.nan),
+                   jax.NamedSharding(mesh, jax.P(None, "model")))
+histograms_prepare([x], bins=4)  # compiled on the caller's thread here: launches nothing
+compiled = len(_histogram._kernels)
+[row] = histograms_fetch(histograms_dispatch([x], bins=4))
+again = histograms_fetch(histograms_dispatch([x * 2], bins=4))  # same shape and sharding: reused
+v = np.asarray(x).ravel()
+v = v[np.isfinite(v)]
+print(json.dumps({"compiled": compiled, "after": len(_histogram._kernels), "row": row,
+                  "numpy": np.histogram(v, bins=4, range=(v.min(), v.max()))[0].tolist(), "again": again[0] is not None}))
+"""
+
+
+def test_an_array_sharded_over_devices_gets_a_kernel_compiled_beforehand_and_numpys_counts():
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
+    done = subprocess.run([sys.executable, "-c", SHARDED], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["compiled"] == got["after"] == 1  # prepared once, reused by both dispatches
+    assert got["row"][2:] == got["numpy"] and got["again"]
