@@ -1,24 +1,22 @@
-// The snapshot payload as a tree of modules and Variables, and the operations on it that the
-// table needs: flattening with expand/collapse, sorting, filtering. Pure, no DOM.
+// The snapshot payload as a tree of modules and Variables: its paths, depths, child order and
+// the aggregates under each module, with expand/collapse state. Pure, no DOM. Filtering and
+// flattening live in treeitems.js, sorting in treesort.js (re-exported here, as before).
 //
 // Items are numbered in one id space: module (container node) i is item i, Variable row r is
 // item N + r, where N is the number of nodes.
 
 import { keyText, shapeSize } from "./format.js";
-import { STAT_COLUMNS } from "./constants.js";
-import { SERIES_COLUMNS } from "./columns.js";
 import { layerLinks } from "./layers.js";
+import { tableText } from "./tables.js";
+
+export { filterRows, flatten, modulesWithMatches } from "./treeitems.js";
+export { moduleSortValue, rowSortValue, sortKids } from "./treesort.js";
 
 const EMPTY = { parent: [], key: [], type: [] };
 
 function col(obj, name, n, fill = null) {
   const c = obj && obj[name];
   return Array.isArray(c) && c.length === n ? c : new Array(n).fill(fill);
-}
-
-function tableText(tables, name, idx) {
-  const t = tables && tables[name];
-  return idx !== null && idx !== undefined && idx >= 0 && t && idx < t.length ? String(t[idx]) : "";
 }
 
 /**
@@ -255,162 +253,4 @@ export function remapExpanded(oldTree, oldExpanded, newTree, smallRows = 200) {
     if (v !== undefined) e[i] = v;
   }
   return e;
-}
-
-// --- filter -------------------------------------------------------------------------------
-
-/**
- * Rows matching a case-insensitive substring of the path text and (when given) a Variable type.
- * Returns null when nothing filters.
- */
-export function filterRows(tree, query, type = null) {
-  const q = (query || "").trim().toLowerCase();
-  if (!q && !type) return null;
-  const m = new Uint8Array(tree.R);
-  for (let r = 0; r < tree.R; r++) {
-    if (type && tree.rowType[r] !== type) continue;
-    if (q && !tree.rowPathLower[r].includes(q)) continue;
-    m[r] = 1;
-  }
-  return m;
-}
-
-/** Modules that hold at least one matching row (at any depth). */
-export function modulesWithMatches(tree, match) {
-  const has = new Uint8Array(tree.N);
-  for (let r = 0; r < tree.R; r++) {
-    if (!match[r]) continue;
-    for (let p = tree.rowParent[r]; p >= 0 && !has[p]; p = tree.nodeParent[p]) has[p] = 1;
-  }
-  return has;
-}
-
-// --- sort ---------------------------------------------------------------------------------
-
-const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
-
-const STAT_COLS = new Set([...STAT_COLUMNS, ...SERIES_COLUMNS, "since"]);
-
-/** A row's sort value for a column: number, string, or null (sorts last). */
-export function rowSortValue(tree, r, column) {
-  const snap = tree.snap;
-  const rows = snap.rows || {};
-  const tables = snap.tables || {};
-  const at = (c) => (rows[c] ? rows[c][r] : null);
-  switch (column) {
-    case "path":
-      return keyText(tree.rowKey[r], true);
-    case "type":
-      return tree.rowType[r] || null;
-    case "shape":
-      return shapeSize(at("shape"));
-    case "dtype":
-      return tableText(tables, "dtype", at("dtype")) || null;
-    case "bytes":
-      return at("nbytes") ?? null;
-    case "place":
-      return tableText(tables, "sharding", at("sharding")) || tableText(tables, "devices", at("devices")) || null;
-    case "nonfinite": {
-      const st = snap.stats || {};
-      const a = st.nan_count ? st.nan_count[r] : null;
-      const b = st.inf_count ? st.inf_count[r] : null;
-      return a === null && b === null ? null : (a || 0) + (b || 0);
-    }
-    case "status": {
-      const t = tableText(tables, "status", at("status"));
-      return t === "ok" ? "" : t || null;
-    }
-    default:
-      if (STAT_COLS.has(column)) {
-        const c = snap.stats && snap.stats[column];
-        const v = c ? c[r] : null;
-        return typeof v === "number" && !Number.isNaN(v) ? v : null;
-      }
-      return null;
-  }
-}
-
-/** A module's sort value: key for path, aggregate bytes, Variable count for shape; else null. */
-export function moduleSortValue(tree, i, column) {
-  switch (column) {
-    case "path":
-      return keyText(tree.nodeKey[i], true);
-    case "bytes":
-      return tree.nodeBytes[i];
-    case "shape":
-      return tree.nodeCount[i];
-    default:
-      return null;
-  }
-}
-
-// Columns where modules sort together with Variables by their aggregate.
-const MIXED = new Set(["path", "bytes"]);
-
-function compareValues(a, b, dir) {
-  const an = a === null || a === undefined;
-  const bn = b === null || b === undefined;
-  if (an || bn) return an && bn ? 0 : an ? 1 : -1; // nulls last either way
-  let c;
-  if (typeof a === "number" && typeof b === "number") c = a < b ? -1 : a > b ? 1 : 0;
-  else c = collator.compare(String(a), String(b));
-  return dir === "desc" ? -c : c;
-}
-
-/**
- * Children lists sorted by `column` (`dir` "asc"/"desc"): Variables within each module; for
- * path and bytes modules sort among them by key/aggregate; otherwise Variables come first and
- * modules keep their order (sorted by Variable count for shape). Returns tree.kids if unsorted.
- */
-export function sortKids(tree, column, dir) {
-  if (!column || !dir) return tree.kids;
-  const N = tree.N;
-  const rowVal = new Array(tree.R);
-  for (let r = 0; r < tree.R; r++) rowVal[r] = rowSortValue(tree, r, column);
-  const val = (id) => (id < N ? moduleSortValue(tree, id, column) : rowVal[id - N]);
-  const mixed = MIXED.has(column);
-  return tree.kids.map((list) => {
-    if (list.length < 2) return list;
-    if (mixed) return list.slice().sort((a, b) => compareValues(val(a), val(b), dir));
-    const vars = [];
-    const mods = [];
-    for (const id of list) (id < N ? mods : vars).push(id);
-    vars.sort((a, b) => compareValues(val(a), val(b), dir));
-    if (column === "shape") mods.sort((a, b) => compareValues(val(a), val(b), dir));
-    return vars.concat(mods);
-  });
-}
-
-// --- flatten ------------------------------------------------------------------------------
-
-/**
- * The visible items, depth-first: modules in `expanded` show their children. With a `match`
- * mask (from filterRows), only matching Variables and the modules above them appear.
- */
-export function flatten(tree, expanded, kids = tree.kids, match = null, openRows = null) {
-  const N = tree.N;
-  const has = match ? modulesWithMatches(tree, match) : null;
-  const out = [];
-  const stack = [[kids[0], 0]];
-  while (stack.length) {
-    const top = stack[stack.length - 1];
-    const [list, pos] = top;
-    if (pos >= list.length) {
-      stack.pop();
-      continue;
-    }
-    top[1] = pos + 1;
-    const id = list[pos];
-    if (id < N) {
-      if (has && !has[id]) continue;
-      out.push(id);
-      if (expanded[id]) stack.push([kids[id + 1], 0]);
-    } else {
-      const layers = tree.layerKids && tree.layerKids.get(id - N);
-      if (match && !match[id - N] && !(layers && layers.some((k) => match[k - N]))) continue;
-      out.push(id);
-      if (layers && openRows && openRows[id - N]) stack.push([layers, 0]);
-    }
-  }
-  return out;
 }
