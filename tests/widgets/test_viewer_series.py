@@ -1,10 +1,13 @@
 """The viewer's series on the wire: watch(model, optimizer=...), viewer.tick/log(grads=...)."""
 
+import time
+
 import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
 from flax import nnx
+from live_helpers import Clock
 from viewer_wire import Wire
 
 import nnx_lab
@@ -26,6 +29,12 @@ def setup():
     return model, opt, step
 
 
+def moved_clock(viewer) -> Clock:
+    """A viewer's refresh engine on a clock the test moves (its injectable ``clock``), from now on."""
+    clock = viewer.watcher.engine.clock = Clock(time.monotonic())  # the times it holds stay comparable
+    return clock
+
+
 def decode(content, buffers, rows):
     meta = content["series"]
     values = np.frombuffer(bytes(buffers[1]), np.float32).reshape(len(meta["names"]), len(meta["stats"]) + 1, rows)
@@ -36,10 +45,11 @@ def test_a_loop_with_log_sends_gradient_and_optimizer_numbers_beside_the_statist
     model, opt, step = setup()
     viewer = nnx_lab.watch(model, optimizer=opt, max_rate=100.0, display=False)
     wire = Wire(viewer)
+    clock = moved_clock(viewer)
     logged = {}
     for _ in viewer.track(range(3)):
         grads = logged[viewer.watcher.ticks + 1] = step()
-        viewer.watcher.engine.last_attempt = float("-inf")  # every tick refreshes
+        clock.later()  # every tick refreshes
         viewer.log(grads=grads)
     snap = viewer.last_snapshot
     viewer.send_stats()
@@ -82,7 +92,7 @@ def test_without_series_the_payload_is_as_before():
 def test_bad_grads_in_a_viewer_say_so_in_its_status():
     model, opt, _ = setup()
     viewer = nnx_lab.watch(model, display=False, max_rate=100.0)
-    viewer.watcher.engine.last_attempt = float("-inf")
+    moved_clock(viewer).later()  # the tick refreshes
     viewer.tick(grads={"layers": {0: {"kernel": "text"}}})
     viewer.last_snapshot
     assert "not an array (str)" in viewer.status["message"] and viewer.status["state"] == "live"

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from live_helpers import Clock
 
 from nnx_lab.core import compat
 from nnx_lab.core.snapshot import PendingSnapshot, snapshot
@@ -134,17 +135,18 @@ def test_while_the_program_compiles_a_viewer_skips_refreshes_instead_of_queueing
 
     monkeypatch.setattr(programs.Program, "__init__", slow_init)
     model = Stack(3, 5)
-    watcher = Watcher(model, max_rate=100.0)
+    clock = Clock()
+    watcher = Watcher(model, max_rate=100.0, clock=clock)
     assert watcher.refresh(force=True)  # the first refresh: per-array kernels, shown at once
     first = calls["kernel"]
-    watcher.engine.last_attempt = float("-inf")
+    clock.later()  # a refresh is due
     assert not watcher.tick() and watcher.state == "live"
     assert calls["kernel"] == first and not watcher.engine.in_flight  # skipped: nothing queued
     assert watcher.refresh(force=True)  # the end of a loop or cell does not skip
     release.set()
     compiled_program(model)
     calls.update(kernel=0, program=0)
-    watcher.engine.last_attempt = float("-inf")
+    clock.later()
     watcher.tick()
     watcher.wait()
     assert calls == {"kernel": 0, "program": 1}
@@ -156,13 +158,14 @@ def test_a_program_that_fails_to_compile_leaves_the_per_array_kernels_in_charge(
 
     monkeypatch.setattr(programs.Program, "__init__", broken)
     model = Stack(2, 6)
-    watcher = Watcher(model, max_rate=100.0)
+    clock = Clock()
+    watcher = Watcher(model, max_rate=100.0, clock=clock)
     for _ in range(4):
-        watcher.engine.last_attempt = float("-inf")
+        clock.later()  # every tick refreshes
         watcher.tick()
         watcher.wait()
         time.sleep(0.2)
-    assert watcher.state == "live" and calls["program"] == 0
+    assert watcher.state == "live" and calls["program"] == 0 and watcher.refreshes == 4  # every tick tried it
     arrays, kernels = leaves_and_kernels(model)
     assert programs.program_for(kernels, arrays, background=True, eager=True) is None  # not retried
 
@@ -205,9 +208,10 @@ def test_one_off_snapshots_keep_no_structure_alive(monkeypatch):
 def test_a_structure_with_more_arrays_than_a_program_takes_keeps_the_per_array_kernels(monkeypatch, calls):
     monkeypatch.setattr(programs, "MAX_PROGRAM_ARRAYS", 5)
     model = Stack(4, 7)  # 11 arrays
-    watcher = Watcher(model, max_rate=100.0)
+    clock = Clock()
+    watcher = Watcher(model, max_rate=100.0, clock=clock)
     for _ in range(3):
-        watcher.engine.last_attempt = float("-inf")
+        clock.later()  # every tick refreshes
         watcher.tick()
         watcher.wait()
     arrays, kernels = leaves_and_kernels(model)
