@@ -137,12 +137,10 @@ SHARDS = textwrap.dedent("""
     out = {"rows": {}}
     w = Watcher(tree, layers={"layers": 0})
     for i in range(4):  # the per-array kernels, then the programs (one-pass guesses, checked on the host)
-        w.engine.last_attempt = float("-inf")
-        w.refresh(force=True)
+        w.refresh(force=True)  # (forced: not throttled)
         while _programs.compiling():
             import time; time.sleep(0.05)
     with jax.transfer_guard_device_to_host("disallow"):
-        w.engine.last_attempt = float("-inf")
         w.refresh(force=True)
     for row in w.snapshot.rows:
         key = row.path_text
@@ -163,7 +161,6 @@ SHARDS = textwrap.dedent("""
         inside = {"both": jax.device_put(x, NamedSharding(explicit, P("data", "model")))}
         w2 = Watcher(inside)
         for i in range(3):
-            w2.engine.last_attempt = float("-inf")
             w2.refresh(force=True)
             while _programs.compiling():
                 import time; time.sleep(0.05)
