@@ -48,12 +48,16 @@ class RecentWalks:
         self.size = size
         self._walks: collections.OrderedDict[int, _Walked] = collections.OrderedDict()
         self._lock = threading.Lock()  # a viewer's refresh thread and the user's compare may walk at once
+        # Keys of objects gone, purged under the lock by the next call: a weak reference's callback
+        # may run inside a garbage collection that started while this thread held the lock.
+        self._gone: collections.deque[int] = collections.deque()
 
     def reuse(self, obj: Any, flat: list, treedef: Any, fresh: Callable[[Any, Any], Any]) -> Any | None:
         """The remembered walk of ``obj`` with each leaf made anew by ``fresh(leaf, variable)`` (its value
         and metadata read now), when ``flat`` (``(keys, Variable)`` from flattening it now) and ``treedef``
         match the remembered ones; else None."""
         with self._lock:
+            self._purge()
             walked = self._walks.get(id(obj))
             if walked is None or walked.ref() is not obj:
                 return None
@@ -100,13 +104,19 @@ class RecentWalks:
             root_type,
         )
         with self._lock:
+            self._purge()
             self._walks[key] = walked
             self._walks.move_to_end(key)
             while len(self._walks) > self.size:
                 self._walks.popitem(last=False)
 
     def _forget(self, key: int) -> None:
-        with self._lock:
+        self._gone.append(key)  # no lock here (see __init__)
+
+    def _purge(self) -> None:
+        """Drop the walks of objects gone (the caller holds the lock)."""
+        while self._gone:
+            key = self._gone.popleft()
             walked = self._walks.get(key)
             if walked is not None and walked.ref() is None:
                 del self._walks[key]
@@ -114,6 +124,9 @@ class RecentWalks:
     def clear(self) -> None:
         with self._lock:
             self._walks.clear()
+            self._gone.clear()
 
     def __len__(self) -> int:
-        return len(self._walks)
+        with self._lock:
+            self._purge()
+            return len(self._walks)

@@ -117,3 +117,25 @@ def test_a_static_attribute_whose_eq_raises_is_walked_afresh():
     compat.set_value(net.a.kernel, jnp.ones((3, 4)))
     again = walk_graph(net)
     assert [l.value for l in again.leaves if l.path == ("a", "kernel")][0] is compat.get_value(net.a.kernel)
+
+
+def test_a_model_collected_while_the_cache_is_locked_does_not_deadlock():
+    """A weak reference's callback runs inside whatever garbage collection frees the model, which may
+    start while this very thread holds the cache's lock (inside a walk): it must not wait for it."""
+    import threading
+
+    _walk._RECENT.clear()
+    done = threading.Event()
+
+    def run():
+        net = Net(nnx.Rngs(0))
+        walk_graph(net)
+        with _walk._RECENT._lock:  # as a collection inside remember() or reuse() would find it
+            del net
+            gc.collect()
+        done.set()
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    assert done.wait(60), "the collection's callback waited for a lock its own thread held"
+    assert len(_walk._RECENT) == 0
