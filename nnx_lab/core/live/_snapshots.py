@@ -24,6 +24,9 @@ from ._status import StatusLine
 from ._target import watch_target
 
 __all__ = ["SnapshotSource"]
+
+#: First refreshes of a layout in a row that are not charged to the throttle (the layouts a structure keeps)
+ONE_OFFS = 4
 logger = logging.getLogger("nnx_lab")
 
 
@@ -54,6 +57,7 @@ class SnapshotSource:
         self._compiled = 0
         self.device_s_per_byte = 0.0  # of the last refresh whose device time was measured (see publish)
         self.rate_known = False  # measured on a refresh that was no one-off
+        self._one_offs = 0  # first refreshes of a layout in a row
         # What to describe: the object by weak reference, a (graphdef, state) pair, or a name followed
         # in a namespace (a TypeError here for a non-model); its stacked Variables' layer axes, checked
         # against the model now (a bad declaration raises here).
@@ -171,7 +175,10 @@ class SnapshotSource:
             return False
         snap.series = self.training.columns(snap.series, len(snap))
         cost_s = newest.host_s + self.training.series.updates.take_host_s()  # the update ratio's launches count
-        if kernel_cache_size() == self._compiled and not newest.first_of_layout:  # one-offs say nothing of the next
+        # One-offs say nothing of the next (a structure's first layouts: parameters, then gradients...);
+        # one-offs that keep coming (a structure that changes at every refresh) are the steady cost.
+        self._one_offs = self._one_offs + 1 if newest.first_of_layout else 0
+        if kernel_cache_size() == self._compiled and not 0 < self._one_offs <= ONE_OFFS:
             self.engine.throttle.cost(cost_s + self.device_s_per_byte * newest.nbytes)
         self.snapshot, self.snapshot_step = snap, step
         self.history.append(snap)

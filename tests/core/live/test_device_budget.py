@@ -84,3 +84,17 @@ def test_the_first_refresh_of_a_layout_is_a_one_off_not_charged():
     for _ in range(4):
         w.refresh(force=True)
     assert w.refreshes == 5 and w.interval > 1 / w.max_rate  # a repeated refresh is charged
+
+
+def test_one_offs_that_keep_coming_are_charged():
+    """A structure that changes at every refresh makes every refresh a first one: after a few in a
+    row, they are the steady cost and the throttle counts them."""
+    from nnx_lab.core.compat import set_value
+    from nnx_lab.core.live._snapshots import ONE_OFFS
+
+    model = nnx.Linear(8, 8, rngs=nnx.Rngs(0))
+    w = Watcher(model, budget=1e-5)
+    for k in range(2 * ONE_OFFS + 4):  # (the first two compile their kernels: not charged either way)
+        set_value(model.bias, jnp.zeros(8 + k % 2))  # the other shape: another structure, a first refresh
+        w.refresh(force=True)
+    assert w.refreshes == 2 * ONE_OFFS + 4 and w.interval > 1 / w.max_rate
