@@ -3,7 +3,7 @@
 // is text.
 
 import { h, s } from "../shared/dom.js";
-import { typeColor } from "../shared/colors.js";
+import { typeCell } from "../shared/colors.js";
 import { STAT_COLUMNS } from "../shared/constants.js";
 import { fmtCount, fmtNonfinite, fmtNum, fmtShape, keyText } from "../shared/format.js";
 import { HIST_H, HIST_W } from "./styles.js";
@@ -97,18 +97,7 @@ function describeCells(doc, t, r) {
   const dtype = tableText(snap.tables, "dtype", rows.dtype ? rows.dtype[r] : null);
   const type = t.rowType[r];
   return {
-    type: h(
-      doc,
-      "td",
-      { class: "c-type", title: type },
-      h(
-        doc,
-        "span",
-        { class: "chip" },
-        h(doc, "span", { class: "nnx-dot", style: `background:${typeColor(type)}` }),
-        h(doc, "span", { class: "t" }, type),
-      ),
-    ),
+    type: typeCell(doc, type),
     shape: h(doc, "td", { class: "c-shape num", title: dtype || null }, fmtShape(rows.shape ? rows.shape[r] : null)),
     dtype: h(doc, "td", { class: "c-dtype" }, dtype),
   };

@@ -1,5 +1,6 @@
 // Variable type -> colour. Fixed colours for flax's own types, a stable hashed hue otherwise.
 import { FILTER_COLORS } from "./constants.js";
+import { h } from "./dom.js";
 
 export const TYPE_COLORS = {
   Param: "#4c78a8",
@@ -47,4 +48,20 @@ export function filterColor(index, alpha = 1) {
   }
   const hue = Math.round((i * 137.508) % 360);
   return alpha >= 1 ? `hsl(${hue}, 60%, 45%)` : `hsla(${hue}, 60%, 45%, ${alpha})`;
+}
+
+/** A table's Variable-type cell: the type's colour dot and its name (as text), in a chip. */
+export function typeCell(doc, type) {
+  return h(
+    doc,
+    "td",
+    { class: "c-type", title: type },
+    h(
+      doc,
+      "span",
+      { class: "chip" },
+      h(doc, "span", { class: "nnx-dot", style: `background:${typeColor(type)}` }),
+      h(doc, "span", { class: "t" }, type),
+    ),
+  );
 }

@@ -2,7 +2,7 @@
 // from the table's state ({tree, history, stat, expanded, openRows}). DOM only, no listeners.
 
 import { h, s } from "./dom.js";
-import { typeColor } from "./colors.js";
+import { typeCell } from "./colors.js";
 import { SERIES_COLUMNS } from "./columns.js";
 import { STAT_COLUMNS } from "./constants.js";
 import { fmtBytes, fmtCount, fmtNonfinite, fmtNum, fmtShape, keyText } from "./format.js";
@@ -131,18 +131,7 @@ export function variableRow(doc, state, id, flash) {
     );
 
   const type = t.rowType[r];
-  const typeTd = h(
-    doc,
-    "td",
-    { class: "c-type", title: type },
-    h(
-      doc,
-      "span",
-      { class: "chip" },
-      h(doc, "span", { class: "nnx-dot", style: `background:${typeColor(type)}` }),
-      h(doc, "span", { class: "t" }, type),
-    ),
-  );
+  const typeTd = typeCell(doc, type);
 
   const dtype = tableText(tables, "dtype", at("dtype"));
   const sharding = tableText(tables, "sharding", at("sharding"));

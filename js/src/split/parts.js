@@ -2,7 +2,7 @@
 // remainder), the rows with their marks, and the problems list. Every user string is text.
 
 import { h } from "../shared/dom.js";
-import { typeColor } from "../shared/colors.js";
+import { typeCell } from "../shared/colors.js";
 import { fmtBytes, fmtCount, fmtShape } from "../shared/format.js";
 import { REST, filterTitle, markOf, rowKind } from "./data.js";
 
@@ -88,18 +88,7 @@ export function rowEl(doc, prep, cols, r) {
   const nbytes = rows.nbytes[r];
   tr.append(
     pathTd,
-    h(
-      doc,
-      "td",
-      { class: "c-type", title: type },
-      h(
-        doc,
-        "span",
-        { class: "chip" },
-        h(doc, "span", { class: "nnx-dot", style: `background:${typeColor(type)}` }),
-        h(doc, "span", { class: "t" }, type),
-      ),
-    ),
+    typeCell(doc, type),
     h(doc, "td", { class: "c-shape num" }, fmtShape(rows.shape[r])),
     h(doc, "td", { class: "c-dtype", title: rows.dtype[r] ?? null }, rows.dtype[r] ?? ""),
     h(
