@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._fastmath import ReductionJit
+from .._fastmath import ReductionJit, run_width
 
 __all__ = ["block_stats"]
 
@@ -36,7 +36,7 @@ def _runs(x: Any) -> tuple[Any, Any]:
 
     x = x.astype(jnp.float32).reshape(-1)
     m = x.shape[0]
-    w = next((w for w in (4096, 2048, 1024, 512, 256, 128, 64) if m % w == 0 and m > w), max(m, 1))
+    w = run_width(m)
     first = x[0] if m else jnp.float32(0)
     shift = jnp.where(jnp.isfinite(first), first, 0.0)
     return x.reshape(m // w if m else 0, w), shift

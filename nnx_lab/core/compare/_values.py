@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .._fastmath import ReductionJit
+from .._fastmath import ReductionJit, run_width
 from ._placement import group_key, key_data, placed_pair
 
 __all__ = ["FLOATS", "INTS", "Partials", "device_partials", "launch_partials", "stream_partials"]
@@ -91,15 +91,6 @@ def _bits_differ(a, b):
     return lax.bitcast_convert_type(a, u) != lax.bitcast_convert_type(b, u)
 
 
-def _width(m: int) -> int:
-    """The run of elements each one-pass partial covers: a divisor of ``m`` (sequential float32 sums
-    over at most 4096 elements stay within about 1e-4 relative; the partials are summed pairwise)."""
-    for w in (4096, 2048, 1024, 512, 256, 128, 64):
-        if m % w == 0 and m > w:
-            return w
-    return max(m, 1)
-
-
 def _add_max(p, q):
     return tuple(lax.max(x, y) if k == 4 else x + y for k, (x, y) in enumerate(zip(p, q)))
 
@@ -117,7 +108,7 @@ def _runs(a, b, axis, tol):
         af, bf, differ = (jnp.moveaxis(x, axis, 0) for x in (af, bf, differ))
     n = 1 if axis is None else a.shape[axis]
     m = a.size // n if n else 0
-    w = _width(m)
+    w = run_width(m)
     af, bf, differ = (x.reshape(n, m // w if w else 0, w) for x in (af, bf, differ))
     d = af - bf
     absd = jnp.abs(d)
@@ -142,7 +133,7 @@ def _run_count(shape: tuple[int, ...], axis: int | None) -> tuple[int, int]:
     size = math.prod(shape)
     n = 1 if axis is None else shape[axis]
     m = size // n if n else 0
-    w = _width(m)
+    w = run_width(m)
     return n, (m // w if w else 0)
 
 
