@@ -42,6 +42,7 @@ class NonfiniteAlert:
         self.first: dict | None = None
         self.now_variables = 0  # rows holding NaN/Inf in the latest snapshot
         self.now_scalars: list[str] = []  # scalars whose latest value is NaN/Inf
+        self._clean_step: int | None = None  # the step of the last refresh that saw no NaN/Inf
 
     def observe(
         self,
@@ -93,6 +94,12 @@ class NonfiniteAlert:
             if candidates:
                 first_step, _, where = min(candidates, key=lambda c: c[:2])
                 self.first = {"step": int(first_step), "refresh": int(refresh), **where}
+                # A refresh at this very step saw every value finite: no step of the loop made the NaN/Inf
+                # (another cell, another viewer's loop changed the arrays); its step only bounds it.
+                outside = where["source"] == "variable" and step > 0 and self._clean_step == step
+                self.first["outside"] = outside
+        if not (bad.size or self.now_scalars or scalar is not None):
+            self._clean_step = step
         return self.to_dict() != before
 
     def clear(self) -> None:
@@ -120,13 +127,17 @@ class NonfiniteAlert:
         if a is None:
             return "", "", ""
         kind = "NaN" if a["nan"] and not a["inf"] else "Inf" if a["inf"] and not a["nan"] else "NaN/Inf"
-        when = f"step {a['step']:,} (refresh {a['refresh']:,})" if a["step"] else f"refresh {a['refresh']:,}"
+        when = f"at step {a['step']:,} (refresh {a['refresh']:,})" if a["step"] else f"at refresh {a['refresh']:,}"
+        outside = ""
+        if a.get("outside"):  # step S's own refresh was clean: say what is known, not "at step S"
+            when = f"seen at refresh {a['refresh']:,}, after step {a['step']:,},"
+            outside = "; the values changed outside this viewer's loop"
         now = [count_noun(self.now_variables, "variable")] if self.now_variables else []
         now.extend(self.now_scalars)
         return (
-            f"first {kind} at {when} in ",
+            f"first {kind} {when} in ",
             str(a["where"]),
-            "; " + (f"now in {', '.join(now)}" if now else "now clean"),
+            outside + "; " + (f"now in {', '.join(now)}" if now else "now clean"),
         )
 
     def text(self) -> str:

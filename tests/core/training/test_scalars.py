@@ -241,3 +241,34 @@ def test_a_nan_seen_before_any_tick_names_the_refresh_only():
     alert = NonfiniteAlert()
     alert.observe(snapshot({"w": jnp.array([jnp.inf, 1.0])}), refresh=1234, step=0)
     assert alert.text() == "first Inf at refresh 1,234 in w; now in 1 variable"
+
+
+def test_a_nan_made_outside_the_loop_is_not_blamed_on_its_last_step():
+    """Tutorial 06: a loop of 30 steps ends clean; another cell (another viewer's loop) then spoils the
+    same model. This viewer's next refresh, still after step 30, must not say "at step 30"."""
+    model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    watcher = Watcher(model)
+    for _ in watcher.track(range(30)):
+        pass  # its end refresh, after step 30, sees every value finite
+    assert watcher.alert.to_dict() == {} and watcher.ticks == 30
+    compat.set_value(model.bias, jnp.full(2, jnp.nan))  # another cell's training
+    watcher.refresh(force=True)  # that cell's end
+    refresh = watcher.refreshes
+    assert watcher.alert.text() == (
+        f"first NaN seen at refresh {refresh:,}, after step 30, in bias; "
+        "the values changed outside this viewer's loop; now in 1 variable"
+    )
+    alert = watcher.alert.to_dict()
+    assert alert["head"] + alert["where"] + alert["tail"] == watcher.alert.text()
+
+
+def test_a_nan_made_inside_the_loop_still_names_its_step():
+    model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    watcher = Watcher(model)
+    watcher.refresh(force=True)
+    for step in range(1, 6):
+        if step == 5:
+            compat.set_value(model.bias, jnp.full(2, jnp.nan))
+        watcher.tick()
+    watcher.refresh(force=True)
+    assert watcher.alert.text().startswith("first NaN at step 5 (refresh ")
