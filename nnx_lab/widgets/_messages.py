@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
+
+from ..core._text import quote, safe_repr
 
 #: the largest browser message a widget reads (a click is a few hundred bytes; 100k paths are not a click)
 MAX_MESSAGE_BYTES = 65_536
+#: the most characters of a message's ``id`` echoed back as text (a dict or a list id is quoted to this)
+ID_CHARS = 200
+#: the largest integer id echoed as a number (JavaScript's exact integers)
+_MAX_SAFE_INT = 2**53 - 1
 
 
 def message_problem(content: Any) -> str | None:
@@ -24,8 +31,25 @@ def message_problem(content: Any) -> str | None:
 
 
 def message_id(content: Any) -> Any:
-    """A message's ``id`` as it may be echoed back: an int or a short string, else None."""
+    """A message's ``id`` as the answer echoes it, so a front end can match the answer to its request:
+    an int (of JavaScript's exact ones), a finite float or a string of at most :data:`ID_CHARS`
+    characters as it is; any other id (a dict, a 10,000-element list, a long string) as its JSON text
+    quoted to :data:`ID_CHARS` characters. None when the message has no id.
+
+    >>> message_id({"id": 7}), message_id({"id": {"req": 3}}), message_id({"id": list(range(10_000))})[-26:]
+    (7, '{"req": 3}', '… (58,690 more characters)')
+    """
     rid = content.get("id") if isinstance(content, dict) else None
-    if isinstance(rid, bool) or not isinstance(rid, (int, str)) or (isinstance(rid, str) and len(rid) > 64):
+    if rid is None:
         return None
-    return rid
+    if isinstance(rid, int) and not isinstance(rid, bool) and abs(rid) <= _MAX_SAFE_INT:
+        return rid
+    if isinstance(rid, float) and math.isfinite(rid):
+        return rid
+    if isinstance(rid, str):
+        return quote(rid, ID_CHARS)
+    try:
+        text = json.dumps(rid, default=safe_repr)
+    except (ValueError, TypeError, RecursionError):  # a cycle, NaN keys, nesting past the recursion limit
+        text = safe_repr(rid)
+    return quote(text, ID_CHARS)

@@ -50,7 +50,8 @@ def test_view_panel_errors_quote_user_text_briefly():
     acks = sent(panel)
     panel._on_message(panel, {"type": "apply", "id": "x" * 1000, "only": None, "values": {"o" * 20_000: True}}, [])
     ack = acks[-1]
-    assert ack["state"] == "error" and ack["id"] is None and len(ack["text"]) <= 300
+    assert ack["state"] == "error" and len(ack["text"]) <= 300
+    assert ack["id"] == "x" * 200 + "… (800 more characters)"  # echoed, bounded
 
 
 @pytest.mark.skipif(not compat.has("nnx.capture"), reason=f"needs flax>={compat.needed('nnx.capture')}")
@@ -79,3 +80,27 @@ def test_viewer_ignores_huge_messages():
     assert viewer._watcher.refreshes == refreshes
     viewer._on_message(viewer, {"type": "refresh"}, [])
     assert viewer._watcher.refreshes == refreshes + 1
+
+
+@pytest.mark.parametrize(
+    "rid, echoed",
+    [
+        (7, 7),
+        ("req-7", "req-7"),
+        ({"req": 7, "tab": "a"}, '{"req": 7, "tab": "a"}'),  # an object id: its JSON text
+        (list(range(10_000)), None),  # a 10,000-element list: quoted to 200 characters
+        (True, "true"),
+    ],
+)
+def test_an_answer_echoes_any_id_bounded(rid, echoed):
+    viewer = nnx_lab.watch(model(), display=False, stats=False)
+    acks = sent(viewer)
+    viewer._on_message(viewer, {"type": "compare_to", "source": "none", "id": rid}, [])
+    (ack,) = [a for a in acks if a.get("type") == "ack"]
+    if echoed is None:
+        text = json.dumps(rid)
+        assert ack["id"] == f"{text[:200]}… ({len(text) - 200:,} more characters)"
+    else:
+        assert ack["id"] == echoed
+    assert len(json.dumps(ack)) < 600
+    viewer.close()
