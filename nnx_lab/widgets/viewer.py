@@ -188,11 +188,10 @@ class StateViewer(Widget):
 
     @command(wire.COMPARE_TO)
     def _compare_to_request(self, content: dict, _buffers: Any) -> dict:
-        from .viewer_baseline import describe_problem
+        from .viewer_baseline import describe_problem, requested_source
 
-        source = content.get("source")
-        try:
-            self.compare_to(None if source == "none" else content.get("path") if source == "path" else source)
+        try:  # only source "none" unpins: a malformed message is an error, the baseline stays
+            self.compare_to(requested_source(content))
         except (TypeError, ValueError) as e:  # said beside the control, in one line
             return {"state": "error", "message": describe_problem(e)}
         return {"state": "done"}

@@ -25,12 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from ..core._text import first_line
+from ..core._text import first_line, quote_repr
 from ..core.snapshot import Snapshot, snapshot
 from ..core.stats import STAT_NAMES
 from . import wire
 
-__all__ = ["Baseline", "pin", "since_message"]
+__all__ = ["Baseline", "pin", "requested_source", "since_message"]
 
 _log = logging.getLogger("nnx_lab")
 _NORM = STAT_NAMES.index("norm")
@@ -129,6 +129,37 @@ def pin(source: Any, snap: Snapshot | None, target: Any, refresh: int) -> Baseli
         )
     raise TypeError(
         f"compare_to: expected 'stats', 'arrays', a Snapshot or a checkpoint path, not {type(source).__name__}"
+    )
+
+
+def requested_source(content: dict) -> Any:
+    """What a browser's "compare to" message asks :meth:`StateViewer.compare_to` to pin: None (unpin)
+    for ``source: "none"`` only, ``"stats"`` or ``"arrays"``, or the ``path`` of ``source: "path"``.
+    Anything else (no source, an unknown one, a path that is missing, null or blank) is a one-line
+    ValueError, so a malformed message never removes the user's baseline.
+
+    >>> requested_source({"source": "path", "path": "ckpt/step_10"}), requested_source({"source": "none"})
+    ('ckpt/step_10', None)
+    >>> requested_source({"source": "path", "path": None})
+    Traceback (most recent call last):
+    ValueError: source "path" needs a checkpoint path (a non-empty string), got None; the baseline is unchanged
+    """
+    source = content.get("source")
+    if source == "none":
+        return None
+    if source in ("stats", "arrays"):
+        return source
+    if source == "path":
+        path = content.get("path")
+        if not isinstance(path, str) or not path.strip():
+            raise ValueError(
+                f'source "path" needs a checkpoint path (a non-empty string), got {quote_repr(path, 80)}; '
+                "the baseline is unchanged"
+            )
+        return path
+    raise ValueError(
+        f"unknown source {quote_repr(source, 80)} (expected 'stats', 'arrays', 'path' or 'none'); "
+        "the baseline is unchanged"
     )
 
 

@@ -94,3 +94,32 @@ def test_float32_rounding_of_the_norms_is_no_change():
     moved = Baseline("stats", "", {p: n * 1.01 for p, n in norms.items()})
     assert [v == pytest.approx(0.0099, rel=1e-2) for v in moved.since(snap)] == [False, True]  # bias: 0 stays 0
     viewer.close()
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        {"type": "compare_to"},  # no source
+        {"type": "compare_to", "source": "path"},  # no path
+        {"type": "compare_to", "source": "path", "path": None},
+        {"type": "compare_to", "source": "path", "path": "  "},
+        {"type": "compare_to", "source": None},
+        {"type": "compare_to", "source": "stat"},  # an unknown source is not a checkpoint path either
+        {"type": "compare_to", "source": ["stats"]},
+    ],
+)
+def test_a_malformed_pin_message_is_an_error_and_keeps_the_baseline(content):
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    viewer = nnx_lab.watch(model, display=False)
+    sent = Capture(viewer)
+    viewer.compare_to("stats")
+    viewer._on_message(viewer, {**content, "id": 5}, [])
+    (ack,) = [m for m in sent.sent if m.get("type") == "ack"]
+    assert ack["id"] == 5 and ack["state"] == "error"
+    assert ack["message"].startswith("compare to: ") and "baseline is unchanged" in ack["message"]
+    assert "\n" not in ack["message"] and len(ack["message"]) < 300
+    assert viewer.since() == {"bias": 0.0, "kernel": 0.0}  # still pinned
+    viewer._on_message(viewer, {"type": "compare_to", "source": "none", "id": 6}, [])  # "none" alone unpins
+    assert [m for m in sent.sent if m.get("type") == "ack"][-1] == {"type": "ack", "id": 6, "state": "done"}
+    assert viewer.since() == {}
+    viewer.close()
