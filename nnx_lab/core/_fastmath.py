@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .compat import outside_context_mesh
+
 __all__ = ["CPU_OPTIONS", "ReductionJit", "run_width"]
 
 #: XLA debug options of the CPU programs (per compile: nothing global changes).
@@ -49,10 +51,12 @@ class ReductionJit:
         return fn
 
     def __call__(self, platform: str, *args: Any) -> Any:
-        return self._jit(platform)(*args)
+        with outside_context_mesh():  # the user's jax.set_mesh would refuse arrays on other devices
+            return self._jit(platform)(*args)
 
     def lower(self, platform: str, *args: Any) -> Any:
-        return self._jit(platform).lower(*args)
+        with outside_context_mesh():
+            return self._jit(platform).lower(*args)
 
     def _cache_size(self) -> int:
         """Programs compiled so far, both variants (as ``jax.jit``'s own ``_cache_size``)."""

@@ -15,6 +15,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 from typing import Any, Iterator
@@ -237,3 +238,39 @@ _HAS_GET_VALUE = hasattr(nnx.Variable, "get_value")
 #: flax's hijax Variable class (flax >= 0.12), or None: not a pytree node, so jax sees it as a leaf.
 HIJAX_VARIABLE: type | None = getattr(nnx.variablelib, "HijaxVariable", None)
 _HAS_ITER_MODULES = hasattr(nnx, "iter_modules")
+
+
+def outside_context_mesh() -> Any:
+    """A context in which jax sees no context mesh on this thread, for nnx_lab's own launches.
+
+    A notebook that ran ``jax.set_mesh(mesh)`` (flax's miniGPT example does) makes every
+    ``jax.jit`` call on this thread check its arguments against that mesh: a statistics kernel
+    over one shard, or over a scalar on one device, is refused ("Received incompatible devices
+    for jitted computation ... jit's context mesh with device ids [0, 1]"). Our reductions read
+    the arrays where they are, so they run outside it; the user's mesh is back on exit. Inside a
+    trace (where ``set_mesh`` is refused) or on a jax without ``set_mesh``: nothing changes.
+    """
+    setter = getattr(jax, "set_mesh", None)
+    if setter is None or not _has_context_mesh():
+        return contextlib.nullcontext()
+    try:
+        return setter(None)  # jax >= 0.8: None is no mesh
+    except ValueError:
+        pass
+    try:
+        import numpy as np
+
+        return setter(jax.sharding.Mesh(np.empty((), dtype=object), ()))  # jax 0.7: the empty mesh
+    except ValueError:  # inside a trace: jax refuses set_mesh there; the call is the user's own then
+        return contextlib.nullcontext()
+
+
+def _has_context_mesh() -> bool:
+    """Whether a concrete mesh is set on this thread (``jax.set_mesh``, ``jax.sharding.use_mesh``)."""
+    getter = getattr(jax.sharding, "get_mesh", None)
+    if getter is None:
+        return True  # cannot tell: clearing an empty context is harmless
+    try:
+        return not getter().empty
+    except Exception:  # noqa: BLE001 - a jax whose get_mesh differs: clear it anyway (harmless when empty)
+        return True

@@ -12,6 +12,7 @@ from typing import Any
 import jax
 
 from .._text import one_line
+from ..compat import outside_context_mesh
 from ._executables import loaded_executable, prepare_executable
 from ._kernels import KERNELS
 from ._layered import layered_origin
@@ -37,7 +38,8 @@ def _first_call(kernel: Any, x: Any) -> Any:
     kernel_id = _kernel_id(kernel)
     if spec is not None and kernel_id is not None:
         try:
-            prepare_executable(kernel, kernel_id, x, spec)
+            with outside_context_mesh():
+                prepare_executable(kernel, kernel_id, x, spec)
         except Exception:  # noqa: BLE001 - boundary: the optional disk cache never fails a kernel call
             _log.debug("nnx_lab cache: no executable prepared for %r", spec, exc_info=True)
     return call(kernel, x)
@@ -65,7 +67,8 @@ def call(kernel: Any, x: Any) -> Any:
                 return executable(x)
             except KERNEL_ERRORS:  # jax.jit below says what is wrong, or copes
                 _log.debug("nnx_lab cache: the loaded executable failed; jax.jit runs the kernel", exc_info=True)
-        return kernel(x)
+        with outside_context_mesh():  # the user's jax.set_mesh would refuse one shard's or one device's array
+            return kernel(x)
     except KERNEL_ERRORS as e:  # a buffer deleted or donated (RuntimeError), a spec jax refuses
         deleted = isinstance(x, jax.Array) and x.is_deleted()
         _log.debug("nnx_lab: a statistics kernel failed (its row says so)", exc_info=True)

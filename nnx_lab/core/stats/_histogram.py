@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import MAX_BINS, check_number
+from ..compat import outside_context_mesh
 from ..render import DIGITS as PRECISION
 from ..render import round_significant
 from ._compiling import CPU_OPTIONS, SMALL_CPU_OPTIONS
@@ -105,9 +106,9 @@ def _compiled_kernel(x: Any, bins: int, scatter: bool) -> Any:
     # flattened unless its sharding names mesh axes (one device of an explicit-axes mesh): jax
     # refuses to reshape those without an output sharding
     flat = isinstance(x.sharding, jax.sharding.SingleDeviceSharding)
-    kernel = compile_program(
-        (_hist_flat_kernel if flat else _hist_kernel).lower(x, bins, scatter), _kernel_options(x), [x]
-    )
+    with outside_context_mesh():  # the user's jax.set_mesh would refuse one device's array
+        lowered = (_hist_flat_kernel if flat else _hist_kernel).lower(x, bins, scatter)
+    kernel = compile_program(lowered, _kernel_options(x), [x])
     with _kernels_lock:
         _kernels[key] = kernel
         while len(_kernels) > MAX_KERNELS:
@@ -183,7 +184,8 @@ def histograms_dispatch(arrays: Sequence[Any], bins: int = DEFAULT_BINS) -> list
                 x = np.asarray(x)
             if x.size == 0 or not is_numeric_dtype(x.dtype):
                 continue
-            out[k] = _hist_kernel(x, bins, _use_scatter(x))
+            with outside_context_mesh():
+                out[k] = _hist_kernel(x, bins, _use_scatter(x))
             _bound_spanning(x, out[k], spanning)
         except (RuntimeError, TypeError, ValueError):  # a deleted/donated buffer: its row says so; no histogram
             _log.debug("nnx_lab: a histogram kernel failed", exc_info=True)

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..compat import outside_context_mesh
 from ._executables import compile_program
 from ._kernels import float_kernel, float_one_pass
 from ._stacked import own_mesh, stacked_origin
@@ -126,7 +126,7 @@ class Program:
                 run, mesh=sharding.mesh, in_specs=(block,) * len(specs), out_specs=block, check_vma=False
             )
             specs = outer_specs
-        with own_mesh(sharding.mesh) if self._across else contextlib.nullcontext():
+        with own_mesh(sharding.mesh) if self._across else outside_context_mesh():
             lowered = jax.jit(run).lower(*specs, *hints)  # (fills ``layout`` as it traces ``run``)
         self._mesh = sharding.mesh if self._across else None
         if self._across:

@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._text import one_line
+from ..compat import outside_context_mesh
 from ..live._threads import start_thread
 from ..stats._compiling import in_background
 from ..stats._executables import compile_program
@@ -90,7 +91,8 @@ def _program(olds: tuple, layers: tuple) -> Any:
     def compile_it():  # given shapes only: the held arrays are never kept alive by a compile
         try:
             with in_background():  # the user's own compiles come first (see _kernels)
-                lowered = jax.jit(lambda o, n: _diff_norms(o, n, layers)).lower(shapes, shapes)
+                with outside_context_mesh():
+                    lowered = jax.jit(lambda o, n: _diff_norms(o, n, layers)).lower(shapes, shapes)
                 program = compile_program(lowered, OPTIONS, shapes)  # on disk when on one device, as a viewer's
         except Exception as e:  # noqa: BLE001 - a boundary (a thread's work): kept, said when the update is asked for
             logger.debug("nnx_lab: the update ratio's program did not compile", exc_info=True)
