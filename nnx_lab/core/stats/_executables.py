@@ -35,9 +35,11 @@ directory of your own, or set it to ``off``. Any failure of the cache is logged 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
+import platform
 import threading
 from pathlib import Path
 from typing import Any
@@ -170,6 +172,8 @@ def _open() -> tuple[Any, Any] | None:
 
 def _environment(device: Any) -> tuple:
     """What every executable also depends on, beside its own program: jax and jaxlib, the device,
+    the host CPU's instruction-set features (XLA:CPU compiles for the CPU it runs on: a home
+    directory shared by machines of different CPUs must not hand one's code to another),
     ``XLA_FLAGS`` and x64 (part of each entry's key, in this order)."""
     return (
         jax.__version__,
@@ -178,9 +182,26 @@ def _environment(device: Any) -> tuple:
         device.device_kind,
         device.id,
         getattr(device.client, "platform_version", ""),
+        cpu_features() if device.platform == "cpu" else "",
         os.environ.get("XLA_FLAGS", ""),
         bool(jax.config.jax_enable_x64),
     )
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_features() -> str:
+    """This host's CPU: its model and instruction-set feature flags as the OS lists them (Linux's
+    ``/proc/cpuinfo``), else what ``platform`` says of the machine and processor."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            lines = f.read().split("\n\n", 1)[0].splitlines()  # the first processor's block
+        wanted = ("vendor_id", "model name", "flags", "Features", "CPU implementer", "CPU part")
+        found = [line.split(":", 1)[1].strip() for line in lines if line.split(":", 1)[0].strip() in wanted]
+        if found:
+            return hashlib.sha256(repr(found).encode()).hexdigest()[:16]
+    except OSError:  # not Linux: the coarser description below
+        pass
+    return f"{platform.machine()} {platform.processor()}"
 
 
 def _key(kernel_id: Any, x: Any) -> str:

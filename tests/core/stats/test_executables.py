@@ -47,6 +47,20 @@ def test_a_later_session_loads_the_kernels_and_gets_the_same_numbers(tmp_path):
     assert second["stats"][1]["max"] == 4
 
 
+def test_another_cpu_compiles_its_own_kernels(tmp_path):
+    # A home directory shared by machines of different CPUs: XLA:CPU's code is made for the CPU that
+    # compiled it, so one machine's entries must not be loaded on another.
+    session(tmp_path)
+    kept = sorted(p.name for p in tmp_path.glob("kernel-*.xla"))
+    other = session(
+        tmp_path,
+        "from nnx_lab.core.stats import _executables\n_executables.cpu_features = lambda: 'another CPU'\n" + SESSION,
+    )
+    assert other["executables"] == 2
+    now = sorted(p.name for p in tmp_path.glob("kernel-*.xla"))
+    assert len(now) == 2 * len(kept) and set(kept) < set(now)  # compiled and kept apart, not loaded
+
+
 def test_a_damaged_file_is_compiled_afresh(tmp_path, monkeypatch):
     monkeypatch.setenv("NNX_LAB_CACHE_DIR", str(tmp_path))
     x = jnp.linspace(-1.0, 2.0, 37)
