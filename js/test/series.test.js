@@ -115,3 +115,21 @@ nodeTest("an update series gives the ‖Δθ‖/‖θ‖ column, its staleness a
   assert.ok(line.textContent.includes("<b>x</b>")); // text, never HTML
   assert.equal(line.querySelectorAll("b").length, 0);
 });
+
+nodeTest("a stale update says what Python says came after it, not always 'none since'", async () => {
+  const since = "computed at the step after a refresh only, every 10 steps";
+  const meta = {
+    names: ["update"],
+    stats: ["norm"],
+    steps: { update: 34 },
+    stale: ["update"],
+    since: { update: since },
+  };
+  const series = readSeries({ ...meta, unmatched: [], problems: [], opt_step: null }, [0.01, 1e-3], 1);
+  const { createSeriesBar } = await import("../src/viewer/series.js");
+  const bar = createSeriesBar(new FakeDocument(), { onGroup() {} });
+  bar.fill({ seriesData: series }, "");
+  const line = bar.el.querySelectorAll(".nnx-series-line")[0].textContent;
+  assert.ok(line.includes(`update from step 34 (${since})`), line);
+  assert.ok(!line.includes("none since"), line);
+});

@@ -175,7 +175,9 @@ export function variableRow(doc, state, id, flash) {
   const series = snap.seriesData;
   for (const c of SERIES_COLUMNS) {
     const name = c === "u_ratio" ? "update" : "grad";
-    const stale = series && series.stale.has(name) ? `${name} from step ${series.steps[name]} (none since)` : null;
+    const since = series && series.since ? series.since[name] : null;
+    const stale =
+      series && series.stale.has(name) ? `${name} from step ${series.steps[name]} (${since || "none since"})` : null;
     tr.appendChild(h(doc, "td", { class: `c-${c} num${stale ? " stale" : ""}`, title: stale }, fmtNum(st(c))));
   }
   tr.appendChild(h(doc, "td", { class: "c-since num" }, fmtNum(st("since"))));

@@ -44,6 +44,7 @@ export function readSeries(meta, values, R) {
     ratio,
     steps: meta.steps || {},
     stale: new Set(meta.stale || []),
+    since: meta.since || {}, // stale name -> what came after its step (Python says; "none since" by default)
     optStep: meta.opt_step ?? null,
     unmatched: meta.unmatched || [],
     unmatchedTotal: meta.unmatched_total || 0,
@@ -103,13 +104,19 @@ export function createSeriesBar(doc, { onGroup }) {
       const parts = [];
       if (series.optStep !== null) parts.push(`optimizer step ${series.optStep.toLocaleString("en-US")}`);
       for (const n of series.names) {
-        if (series.stale.has(n)) parts.push(`${n} from step ${fmtStep(series.steps[n])} (none since)`);
+        if (series.stale.has(n)) parts.push(staleText(series, n));
       }
       parts.push(...series.problems);
       line.replaceChildren(parts.join(" \u00b7 "));
       fillUnmatched(doc, details, series);
     },
   };
+}
+
+/** "update from step 947 (computed at the step after a refresh only, every 50 steps)": a series kept
+ * from an earlier refresh, and what came after it, as Python wrote it. */
+export function staleText(series, name) {
+  return `${name} from step ${fmtStep(series.steps[name])} (${series.since[name] || "none since"})`;
 }
 
 function fillUnmatched(doc, el, series) {

@@ -155,7 +155,7 @@ class SnapshotSource:
                 # A dropped refresh had gradients the newest lacks (a loop's last tick, then the cell's
                 # end refresh): the newest shows them, marked with their step, instead of older ones.
                 old = logged.finish()
-                self.training.columns(old.series, len(old))
+                self.training.columns(old.series, len(old), step)
             newest.wait()
             # Its device time is known where it was waited for before any step was queued behind it (a
             # wait at a loop's end also waits for the steps after it): a rate per byte read, by which a
@@ -173,7 +173,7 @@ class SnapshotSource:
             self.line.fail(e)  # logged there, once per message
             self._notify()
             return False
-        snap.series = self.training.columns(snap.series, len(snap))
+        snap.series = self.training.columns(snap.series, len(snap), step)
         cost_s = newest.host_s + self.training.series.updates.take_host_s()  # the update ratio's launches count
         # One-offs say nothing of the next (a structure's first layouts: parameters, then gradients...);
         # one-offs that keep coming (a structure that changes at every refresh) are the steady cost.

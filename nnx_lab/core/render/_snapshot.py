@@ -148,7 +148,8 @@ def series_lines(snap: Any) -> list[str]:
     for name in series.names:
         if name in series.stale:
             step = series.steps.get(name)
-            parts.append(f"{name} from step {step:,} (none since)" if isinstance(step, int) else f"{name} (none since)")
+            since = getattr(series, "since", {}).get(name, "none since")
+            parts.append(f"{name} from step {step:,} ({since})" if isinstance(step, int) else f"{name} ({since})")
     parts += list(series.problems)
     lines = [" \u00b7 ".join(parts)] if parts else []
     unmatched = series.unmatched

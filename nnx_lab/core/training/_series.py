@@ -58,6 +58,7 @@ class SeriesStore:
         self._given_updates: Any = None
         self._grads: Any = None
         self._grads_step: int | None = None
+        self._update_steps: list[int] = []  # the steps of the last automatic update ratios that arrived
         self.layouts: dict = {}
         self.last: SeriesColumns | None = None
         # What the latest refresh given each input ("grads", "optimizer state") found wrong with it:
@@ -99,21 +100,22 @@ class SeriesStore:
             return None
         return SeriesDispatch(self, grads, self._grads_step, optimizer, step, self._state, updates, hold)
 
-    def published(self, columns: SeriesColumns | None, n_rows: int) -> SeriesColumns | None:
+    def published(self, columns: SeriesColumns | None, n_rows: int, step: int | None = None) -> SeriesColumns | None:
         """What a published snapshot shows: ``columns`` plus the last gradient statistics (stale)
-        when this refresh had none and the rows are the same."""
+        when this refresh had none and the rows are the same; ``step``: the refresh's (ticks so far)."""
         if columns is None:
             columns = SeriesColumns()
         arrived = self.updates.collect(n_rows)
         if arrived is not None and UPDATE not in columns.matrices:  # given updates come first
-            norm, ratio, step = arrived
+            norm, ratio, at = arrived
+            self._update_steps = [*self._update_steps[-7:], at]
             m = np.full((n_rows, len(STAT_NAMES)), np.nan)
             m[:, NORM] = norm
             columns = dataclasses.replace(
                 columns,
                 names=(*columns.names, UPDATE),
                 matrices={**columns.matrices, UPDATE: m},
-                steps={**columns.steps, UPDATE: step},
+                steps={**columns.steps, UPDATE: at},
                 ratios={**columns.ratios, UPDATE: ratio},
             )
         self.problems["update"] = [self.updates.problem] if self.updates.problem else []
@@ -147,12 +149,33 @@ class SeriesStore:
                     stale=columns.stale | {name},
                     ratios={**columns.ratios, **({name: last.ratios[name]} if name in last.ratios else {})},
                 )
+        if columns.stale:
+            since = {name: self._since(name, columns.steps.get(name), step) for name in columns.stale}
+            columns = dataclasses.replace(columns, since=since)
         order = {GRAD: 0, UPDATE: 2}
         columns = dataclasses.replace(columns, names=tuple(sorted(columns.names, key=lambda n: order.get(n, 1))))
         self.last = (
             columns if columns.names or columns.unmatched or columns.problems or columns.opt_step is not None else None
         )
         return self.last
+
+    def _since(self, name: str, at: Any, step: int | None) -> str:
+        """What came after a stale series' step ``at``: "none since" only when nothing newer was
+        could have been computed since (the automatic update ratio: at the step after a tick's refresh
+        only; a loop's last logged gradients and given updates reach the refresh after it)."""
+        if name == UPDATE and isinstance(at, int) and step is not None and step > at:
+            return f"computed at the step after a refresh only{_every(self._update_steps)}"
+        return "none since"
+
+
+def _every(steps: list[int]) -> str:
+    """How often the update ratio arrived: ", every 50 steps" / ", about every 48 steps" ("" unknown)."""
+    gaps = [b - a for a, b in zip(steps, steps[1:]) if b > a][-2:]  # the latest: a loop's own pace
+    if not gaps:
+        return ""
+    if gaps[-1] == 1:
+        return ", every step" if len(set(gaps)) == 1 else ""
+    return f", {'every' if len(set(gaps)) == 1 else 'about every'} {gaps[-1]:,} steps"
 
 
 def is_optimizer(obj: Any) -> bool:

@@ -25,7 +25,8 @@ class SeriesColumns:
 
     ``matrices[name]``: ``float64[rows, STAT_NAMES]`` (NaN: that row has none); ``steps[name]``:
     the step (tick count) its arrays are from; ``stale``: names carried over from an earlier
-    refresh; ``unmatched``: ``(series, path text, what, statistics or None)`` per leaf matched to
+    refresh, ``since[name]`` what came after (``"none since"`` only when nothing newer was logged
+    or computed); ``unmatched``: ``(series, path text, what, statistics or None)`` per leaf matched to
     no row; ``problems``: one line each (bad input); ``opt_step``: the optimizer's step count."""
 
     names: tuple[str, ...] = ()
@@ -38,6 +39,7 @@ class SeriesColumns:
     ratios: dict = dataclasses.field(default_factory=dict)  # name -> ratio per row, where known exactly
     waiting: bool = False  # some series left out while their program compiles: the last ones are kept
     unmatched_more: int = 0  # unmatched leaves beyond those listed: counted, not reduced
+    since: dict = dataclasses.field(default_factory=dict)  # stale name -> what came after its step ("none since")
 
     def ratio(self, name: str, param_norm: np.ndarray) -> np.ndarray:
         """``‖series‖ / ‖θ‖`` per row (NaN where either is missing or ‖θ‖ is 0); the automatic

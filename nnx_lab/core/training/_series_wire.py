@@ -36,6 +36,7 @@ def series_meta(columns: SeriesColumns | None, step: int) -> dict | None:
         "steps": columns.steps,
         "step": step,
         "stale": sorted(columns.stale),
+        "since": {name: columns.since.get(name, "none since") for name in sorted(columns.stale)},
         "unmatched": unmatched,
         "unmatched_total": len(columns.unmatched) + columns.unmatched_more,
         "problems": list(columns.problems),

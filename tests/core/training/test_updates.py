@@ -192,3 +192,29 @@ def test_only_parameters_are_held_not_batch_statistics_or_optimizer_state():
     ow.tick()
     assert not ow.series.updates.holding  # Adam's mu and nu are not held (nor diffed)
     assert ow.state == "live"
+
+
+def test_a_stale_update_says_how_often_it_is_computed_not_none_since():
+    """A tick loop of 40 steps, gradients logged at every one, refreshed every 10th: the cell's end
+    refresh has no update ratio of its own; its series line must not say "none since"."""
+    from nnx_lab.core.render import series_lines
+
+    model = Holder()
+    clock = Clock()
+    w = Watcher(model, max_rate=100.0, clock=clock)
+    w.refresh(force=True)
+    wait_for_program(model, w)
+    start = w.ticks
+    for k in range(1, 41):
+        step(model, k)
+        if k % 10 == 0:
+            clock.later()  # a refresh is due at this tick; the update follows at the next one
+        w.tick(grads={"w": jnp.ones((3, 4)), "b": jnp.ones(4)})
+        w.wait()
+    w.refresh(force=True)  # the end of the cell: no tick, no update of its own
+    series = w.snapshot.series
+    assert UPDATE in series.stale and series.steps[UPDATE] == start + 31
+    line = series_lines(w.snapshot)[0]
+    assert f"grad from step {start + 40:,} (none since)" in line  # true: none was logged after the last tick
+    assert f"update from step {start + 31:,} (computed at the step after a refresh only, every 10 steps)" in line
+    assert series.since[UPDATE] == "computed at the step after a refresh only, every 10 steps"
