@@ -147,3 +147,25 @@ test("viewer's compare-to: the since values join the payload only when they fit 
   assert.equal(withSince(snap, { values: [0.5] }), snap); // another structure: not shown
   assert.equal(withSince(snap, null), snap);
 });
+
+test("viewer's compare-to: the menu shows a baseline pinned from Python, not 'nothing'", async () => {
+  const { FakeDocument } = await import("./fakedom.js");
+  const { createBaselineBar } = await import("../src/viewer/baseline.js");
+  const { MSG } = await import("../src/shared/constants.js");
+  const bar = createBaselineBar(new FakeDocument(), { onPin() {} });
+  const choice = bar.el.querySelector(".nnx-baseline-choice");
+  const pathBox = bar.el.querySelector(".nnx-baseline-path");
+  const label = "\u2265 |\u0394\u2016\u03b8\u2016|/\u2016\u03b8\u2080\u2016 since refresh 1 (statistics)";
+  bar.show({ type: MSG.SINCE, values: [0], baseline: { kind: "stats", label } }); // viewer.compare_to("stats")
+  assert.equal(choice.value, "stats");
+  assert.ok(bar.el.querySelector(".nnx-baseline-label").textContent.includes("since refresh 1"));
+  bar.show({ type: MSG.SINCE, values: [0], baseline: { kind: "checkpoint", label: "x", path: "/ckpt/7" } });
+  assert.equal(choice.value, "path");
+  assert.equal(pathBox.hidden, false);
+  assert.equal(pathBox.value, "/ckpt/7");
+  bar.show({ type: MSG.SINCE, values: [0], baseline: { kind: "snapshot", label: "against a snapshot" } });
+  assert.equal(choice.value, "snapshot");
+  bar.show({ type: MSG.SINCE, values: null, baseline: null }); // viewer.compare_to(None)
+  assert.equal(choice.value, "none");
+  assert.equal(pathBox.hidden, true);
+});

@@ -309,6 +309,8 @@ class StateViewer(Widget):
     @command(wire.STATS)
     def _stats_request(self, content: dict, _buffers: Any) -> None:
         self.send_stats()
+        if self._baseline is not None:  # a view drawn after compare_to(): its control shows the baseline
+            self.send_since()
 
     @command(wire.REFRESH)
     def _refresh_request(self, content: dict, _buffers: Any) -> None:

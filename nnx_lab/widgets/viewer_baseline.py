@@ -74,8 +74,10 @@ class Baseline:
             out.append(_finite(abs(n - n0) / n0) if n0 and math.isfinite(n) else (0.0 if n0 == 0 and n == 0 else None))
         return out
 
+    path: str | None = None  # a checkpoint's directory (the control shows it in its path box)
+
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "label": self.label, "device_bytes": self.device_bytes}
+        return {"kind": self.kind, "label": self.label, "device_bytes": self.device_bytes, "path": self.path}
 
 
 def _finite(x: Any) -> float | None:
@@ -122,11 +124,13 @@ def pin(source: Any, snap: Snapshot | None, target: Any, refresh: int) -> Baseli
         )
     if isinstance(source, (str, os.PathLike)):
         base = snapshot(source)  # a checkpoint: its statistics streamed once (CheckpointError: one line)
-        return Baseline(
+        pinned = Baseline(
             "checkpoint",
             f"\u2265 |\u0394\u2016\u03b8\u2016|/\u2016\u03b8\u2080\u2016 against {os.fspath(source)}",
             _norms(base),
         )
+        pinned.path = os.fspath(source)
+        return pinned
     raise TypeError(
         f"compare_to: expected 'stats', 'arrays', a Snapshot or a checkpoint path, not {type(source).__name__}"
     )

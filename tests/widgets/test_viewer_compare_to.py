@@ -67,7 +67,20 @@ def test_a_checkpoint_path_as_the_baseline(tmp_path):
     sent = Capture(viewer)
     viewer.compare_to(str(tmp_path / "ckpt"))
     assert sent.since()["baseline"]["kind"] == "checkpoint"
+    assert sent.since()["baseline"]["path"] == str(tmp_path / "ckpt")  # the control's path box shows it
     assert sent.since()["values"] == [pytest.approx(0.0, abs=1e-6)] * 2
+    viewer.close()
+
+
+def test_a_view_drawn_after_compare_to_is_told_the_pinned_baseline():
+    """compare_to("stats") from Python, then the viewer shown (or shown again): the browser's first
+    requests get the "since" message whose baseline kind its "compare to" control selects."""
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    viewer = nnx_lab.watch(model, display=False)
+    viewer.compare_to("stats")
+    sent = Capture(viewer)  # a new view: only what its requests bring
+    viewer._on_message(viewer, {"type": "stats", "id": 1}, [])
+    assert sent.since()["baseline"]["kind"] == "stats" and "since refresh 1" in sent.since()["baseline"]["label"]
     viewer.close()
 
 

@@ -7,6 +7,9 @@ import { h, setText } from "../shared/dom.js";
 import { fmtBytes } from "../shared/format.js";
 import { MSG } from "../shared/constants.js";
 
+/** The menu's choice for a pinned baseline's kind (a Snapshot has no choice of its own but this one). */
+const CHOICE_OF_KIND = { stats: "stats", arrays: "arrays", checkpoint: "path", snapshot: "snapshot" };
+
 /** The control; `onPin({source, path})` asks Python to pin (source: none | stats | arrays | path). */
 export function createBaselineBar(doc, { onPin }) {
   const choice = h(
@@ -17,6 +20,7 @@ export function createBaselineBar(doc, { onPin }) {
     h(doc, "option", { value: "stats" }, "the current statistics (free)"),
     h(doc, "option", { value: "arrays" }, "the current arrays (device copy)"),
     h(doc, "option", { value: "path" }, "a checkpoint path\u2026"),
+    h(doc, "option", { value: "snapshot", hidden: true, disabled: true }, "a snapshot (pinned from Python)"),
   );
   const path = h(doc, "input", {
     class: "nnx-text-input nnx-baseline-path", // styled as the filter, not one (the filter is .nnx-filter)
@@ -44,8 +48,17 @@ export function createBaselineBar(doc, { onPin }) {
     setText(label, choice.value === "none" ? "" : "pinning\u2026");
     onPin({ source: choice.value, path: path.value });
   });
+  /** The menu shows what is pinned, wherever it was pinned from (viewer.compare_to in Python too). */
+  function selectPinned(b) {
+    const value = b ? CHOICE_OF_KIND[b.kind] || "stats" : "none";
+    choice.children[4].hidden = value !== "snapshot";
+    choice.value = value;
+    path.hidden = value !== "path";
+    if (value === "path" && b.path) path.value = String(b.path);
+  }
   return {
     el,
+    choice,
     /** The bytes a device copy would take (the model's), said in the menu before anyone pins. */
     setCopyCost(bytes) {
       const opt = choice.children[2];
@@ -58,6 +71,7 @@ export function createBaselineBar(doc, { onPin }) {
         return;
       }
       const b = msg && msg.baseline;
+      selectPinned(b);
       const text = b ? `since: ${b.label}${msg.problem ? ` \u2014 ${msg.problem}` : ""}` : "";
       setText(label, text);
       label.classList.toggle("bad", !!(msg && msg.problem));
