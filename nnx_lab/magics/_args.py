@@ -27,6 +27,7 @@ from IPython.core.error import UsageError
 from .._ipython.names import check_name as check_bindable_name
 from ..core._checks import check_number, is_python_name, looks_like_path
 from ..core._text import clip, first_line, one_line
+from ._suggest import expression_hint, unrecognized
 
 _log = logging.getLogger("nnx_lab")
 
@@ -82,8 +83,12 @@ def split_expressions(text: str) -> list[str]:
 
 def parse_line(magic: Callable, line: str) -> Any:
     """``line`` parsed by ``magic``'s ``@magic_arguments`` parser after :func:`split_expressions`
-    (so expressions may hold spaces); a bad line is a UsageError with the parser's message."""
-    return magic.parser.parse_args(split_expressions(line))
+    (so expressions may hold spaces); a bad line is a UsageError with the parser's message, and an
+    unknown option gets the closest of the magic's own ("--gard ...; did you mean --grads?")."""
+    args, extras = magic.parser.parse_known_args(split_expressions(line))
+    if extras:
+        raise UsageError(unrecognized(magic.parser, extras))
+    return args
 
 
 def evaluate_target(shell: Any, expression: str, what: str = "TARGET") -> Any:
@@ -94,10 +99,12 @@ def evaluate_target(shell: Any, expression: str, what: str = "TARGET") -> Any:
     try:
         return eval(expression, shell.user_ns)  # the user's own expression, in their namespace
     except NameError as e:
-        raise UsageError(f"{what} {clip(repr(expression))}: {first_line(str(e))}") from None
+        hint = expression_hint(e, shell.user_ns)
+        raise UsageError(f"{what} {clip(repr(expression))}: {first_line(str(e))}{hint}") from None
     except Exception as e:  # noqa: BLE001 - boundary: the user's expression may raise anything; one line
         _log.debug("nnx_lab: %s %r raised", what, expression, exc_info=True)
-        raise UsageError(f"{what} {clip(repr(expression))} raised {one_line(e)}") from None
+        hint = expression_hint(e, shell.user_ns)
+        raise UsageError(f"{what} {clip(repr(expression))} raised {one_line(e)}{hint}") from None
 
 
 def check_option(value: Any, option: str, low: float, high: float, **kwargs: Any) -> Any:

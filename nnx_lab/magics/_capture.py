@@ -17,6 +17,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from ..core._checks import MAX_BINS, is_python_name
 from ..core._text import first_line
 from ._args import DEFAULT_BINS, check_name, check_option, evaluate_target, parse_line, parse_only, run_cell_body
+from ._suggest import did_you_mean
 
 _log = logging.getLogger("nnx_lab")
 
@@ -179,7 +180,8 @@ def _loss_fn(shell: Any, grads: str | None) -> Any:
     if not is_python_name(grads):
         raise UsageError(f"--grads takes the name of a loss function, got {grads!r}")
     if grads not in shell.user_ns:
-        raise UsageError(f"--grads {grads}: no such name in the namespace")
+        functions = [n for n, v in shell.user_ns.items() if callable(v) and not isinstance(v, type)]
+        raise UsageError(f"--grads {grads}: no such name in the namespace{did_you_mean(grads, functions)}")
     loss_fn = shell.user_ns[grads]
     if not callable(loss_fn):
         raise UsageError(f"--grads {grads} is {a_kind(type(loss_fn).__name__)}, not a function")
@@ -309,7 +311,23 @@ def _types(text: str | None, namespace: dict) -> Any:
     try:
         return resolve_types(text, namespace)
     except (TypeError, ValueError) as e:
-        raise UsageError(f"--types: {first_line(str(e))}") from None
+        raise UsageError(f"--types: {first_line(str(e))}{_type_hint(text, namespace)}") from None
+
+
+def _type_hint(text: str, namespace: dict) -> str:
+    """ "; did you mean Intermediate?" for the first name of ``--types`` that names no Variable type."""
+    from flax import nnx
+
+    from ..core.capture import resolve_types
+
+    known = [name for name, v in vars(nnx).items() if isinstance(v, type) and issubclass(v, nnx.Variable)]
+    known += [name for name, v in namespace.items() if isinstance(v, type) and issubclass(v, nnx.Variable)]
+    for name in (part.strip() for part in text.split(",")):
+        try:
+            resolve_types(name, namespace)
+        except (TypeError, ValueError):
+            return did_you_mean(name.rsplit(".", 1)[-1], known)
+    return ""
 
 
 def show(report: Any, **view: Any) -> None:

@@ -10,6 +10,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..core._text import clip, first_line, one_line
 from ._args import check_name, evaluate_target, parse_line, run_body
+from ._suggest import expression_hint
 
 _log = logging.getLogger("nnx_lab")
 
@@ -130,7 +131,8 @@ class Split:
                 self.filters.append(eval(text, shell.user_ns))  # the user's expression, in their namespace
             except Exception as e:  # noqa: BLE001 - boundary: the user's expression may raise anything; one line
                 _log.debug("nnx_lab: filter %d raised", i + 1, exc_info=True)
-                raise UsageError(f"filter {i + 1} `{clip(text)}` raised {one_line(e)}") from None
+                hint = expression_hint(e, shell.user_ns)
+                raise UsageError(f"filter {i + 1} `{clip(text)}` raised {one_line(e)}{hint}") from None
         try:
             self.report = split_report(self.target, *self.filters, labels=self.filter_texts or None)
         except SplitError as e:

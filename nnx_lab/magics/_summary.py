@@ -11,6 +11,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..core._text import clip
 from ._args import check_name, check_option, evaluate_target, parse_line
+from ._suggest import did_you_mean
 
 _TYPED_SHAPE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)\[([0-9,\s]*)\]$")
 
@@ -86,6 +87,12 @@ def nnx_summary(self: Any, line: str) -> None:
     values = [parse_arg(self.shell, text) for text in args.args]
     depth = None if args.depth is None else check_option(args.depth, "--depth", 0, 1_000, integer=True)
     name = check_name(args.name, shell=self.shell, target_text=args.model) if args.name else None
+    from flax import nnx
+
+    if isinstance(model, nnx.Module) and not callable(getattr(type(model), args.method, None)):
+        methods = [n for n in dir(type(model)) if callable(getattr(type(model), n, None))]
+        hint = did_you_mean(args.method, [n for n in methods if not n.startswith("_")] + ["__call__"])
+        raise UsageError(f"--method {clip(args.method, 80)}: {type(model).__name__} has no such method{hint}")
     from ..core._text import first_line
     from ..core.summary import SummaryError, summary
 

@@ -11,6 +11,10 @@ from IPython.display import display
 
 from ..core._text import clip, first_line, one_line
 from ._args import check_name, evaluate_target, parse_line, parse_only
+from ._suggest import check_choice
+
+#: what ``%nnx_mode TARGET MODE`` switches to
+MODES = ("train", "eval")
 
 _log = logging.getLogger("nnx_lab")
 
@@ -28,7 +32,10 @@ def module_target(shell: Any, text: str) -> Any:
 @magic_arguments()
 @argument("target", help="a Python expression naming an nnx.Module")
 @argument(
-    "mode", nargs="?", choices=("train", "eval"), help="switch the whole model in place (model.train() / model.eval())"
+    "mode",
+    nargs="?",
+    metavar="{train,eval}",
+    help="switch the whole model in place (model.train() / model.eval())",
 )
 def nnx_mode(self: Any, line: str) -> None:
     """Show the train/eval mode of every submodule, or switch it in place.
@@ -42,6 +49,7 @@ def nnx_mode(self: Any, line: str) -> None:
         %nnx_mode model eval     # model.eval(), then the summary
     """
     args = parse_line(nnx_mode, line)
+    check_choice(args.mode, MODES, "mode")
     model = module_target(self.shell, args.target)
     from ..core.views import view_report
 
