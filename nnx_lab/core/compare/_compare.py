@@ -7,10 +7,21 @@ import math
 import time
 from typing import Any
 
+import jax
+
 from .._gc import paused_gc
 from .._text import first_line, quote_repr
 from ._match import Match, key_of, match_sides
-from ._rows import CompareRow, ModuleRow, match_rows, module_rows, row_base, sorted_rows
+from ._rows import (
+    CompareRow,
+    ModuleRow,
+    is_counter,
+    is_floating,
+    match_rows,
+    module_rows,
+    row_base,
+    sorted_rows,
+)
 from ._sides import Entry, Side, metadata_axis, resolve_side
 from ._values import launch_partials, stream_partials
 
@@ -62,6 +73,47 @@ def _source(side: Side, e: Entry) -> tuple[str, Any]:
     return "array", e.value
 
 
+def _deleted_since_read(e: Entry | None) -> bool:
+    """Whether an entry's array was deleted after its side was read (a ``map=`` function that donated
+    it, say): its row is ``deleted``, as for an array deleted before the call."""
+    if e is None or e.kind not in ("array", "prng_key") or not isinstance(e.value, jax.Array):
+        return False
+    try:
+        gone = e.value.is_deleted()
+    except RuntimeError:  # jax could not tell (a failed computation): not readable either
+        gone = True
+    if gone:
+        e.kind, e.value, e.note = "deleted", None, "the buffer was deleted or donated"
+    return gone
+
+
+def _counts(side_a: Side, side_b: Side, matches: dict[int, Match]) -> dict[int, tuple[int, int]]:
+    """Per counter match (an integer scalar on both sides: an RNG counter, a step) its two values: the
+    device ones in one fetch, a checkpoint's read from it. One that cannot be read has none."""
+    from ..checkpoint import open_array
+
+    device: list = []
+    where: dict[int, list[tuple[bool, int]]] = {}  # per match: (on the device, index) or (False, value)
+    for k, m in matches.items():
+        try:
+            pair = []
+            for side, e in ((side_a, m.a), (side_b, m.b)):
+                if e.kind == "checkpoint":
+                    pair.append((False, int(open_array(side.checkpoint, e.value).read().result())))
+                else:
+                    pair.append((True, len(device)))
+                    device.append(e.value)
+            where[k] = pair
+        except Exception:  # noqa: BLE001 - boundary: the row keeps its values, without the two counts
+            _log.info("nnx_lab: the count %s could not be read", m.a.text, exc_info=True)
+    try:
+        fetched = [int(v) for v in jax.device_get(device)] if device else []
+    except Exception:  # noqa: BLE001 - boundary: those rows keep their values, without the two counts
+        _log.info("nnx_lab: the counts could not be read", exc_info=True)
+        where = {k: p for k, p in where.items() if not (p[0][0] or p[1][0])}
+    return {k: tuple(fetched[v] if on_device else v for on_device, v in p) for k, p in where.items()}
+
+
 def _skip_reason(m: Match) -> tuple[str, str] | None:
     for e in (m.a, m.b):
         if e.kind in ("error", "tracer", "abstract", "non_numeric", "deleted"):
@@ -92,6 +144,7 @@ def compute(
     for k, m in enumerate(matches):
         if m.status is not None:
             continue
+        _deleted_since_read(m.a), _deleted_since_read(m.b)
         skip = _skip_reason(m)
         if skip is not None:
             m.status, m.note = skip
@@ -128,6 +181,8 @@ def compute(
         results.update(zip(device, fetch()))
     rows: list[CompareRow] = []
     totals = []
+    counters = {k: m for k, m in enumerate(matches) if k in results and is_counter(m)}
+    counts = _counts(side_a, side_b, counters) if counters else {}
     for k, m in enumerate(matches):
         parts = results.get(k)
         axis = axes.get(key_of(m.a.path)) if m.a is not None and parts else None
@@ -136,10 +191,10 @@ def compute(
                 None,
                 "layer rows need both arrays on a device (a checkpoint's are streamed whole)",
             )
-        out, whole = match_rows(m, bases[k], parts, axis)
+        out, whole = match_rows(m, bases[k], parts, axis, counts.get(k))
         rows.extend(out)
         if whole is not None:
-            totals.append((m.a.path, whole))
+            totals.append((m.a.path, whole, is_floating(m)))
     modules: list[ModuleRow] = module_rows(totals)
     info = {
         "a_type": side_a.root_type,

@@ -12,7 +12,18 @@ from ..graph import Path, path_text
 from ._match import Match
 from ._values import Partials
 
-__all__ = ["STATUSES", "CompareRow", "ModuleRow", "match_rows", "module_rows", "row_base", "sorted_rows"]
+__all__ = [
+    "STATUSES",
+    "CompareRow",
+    "ModuleRow",
+    "is_counter",
+    "is_floating",
+    "is_key",
+    "match_rows",
+    "module_rows",
+    "row_base",
+    "sorted_rows",
+]
 
 #: Statuses a row can have, and what each means.
 STATUSES = {
@@ -57,20 +68,27 @@ class CompareRow:
     note: str | None = None
     layer: int | None = None
     layer_of: str | None = None  # a layer's row: its stacked Variable's path
+    count_a: int | None = None  # an integer scalar (an RNG counter, a step): its value in a
+    count_b: int | None = None  # ... and in b (shown as ``count 0 → 80``, not as a relative change)
 
 
 @dataclasses.dataclass(frozen=True)
 class ModuleRow:
-    """A container's aggregate over the compared Variables under it (sums combined exactly)."""
+    """A container's aggregate over the compared Variables under it (sums combined exactly).
+
+    ``count``, ``changed`` and ``identical`` are over every compared Variable under it; the figures
+    (``size``, ``rel_change``, ``max_abs``, ``cosine``, ``frac_changed``) over its floating-point
+    Variables only (an RNG counter, a key's data or an integer array is no parameter to aggregate):
+    None where it has none."""
 
     path: str
     count: int
     changed: int  # Variables under it that changed
-    size: int
-    rel_change: float
-    max_abs: float
+    size: int  # elements of its floating-point Variables
+    rel_change: float | None
+    max_abs: float | None
     cosine: float | None
-    frac_changed: float
+    frac_changed: float | None
     identical: bool
 
 
@@ -103,14 +121,32 @@ def row_base(m: Match) -> dict:
     )
 
 
-def match_rows(m: Match, base: dict, parts: list[Partials] | None, axis: int | None) -> tuple[list, Partials | None]:
+def match_rows(
+    m: Match,
+    base: dict,
+    parts: list[Partials] | None,
+    axis: int | None,
+    counts: tuple[int, int] | None = None,
+) -> tuple[list, Partials | None]:
     """The rows of a match (``base``: :func:`row_base`; ``parts``: its values, one per layer with
-    ``axis``), and its values summed (None without values)."""
+    ``axis``; ``counts``: an integer scalar's two values), and its values summed (None without values)."""
     a, b = m.a, m.b
     main = a or b
     if not parts:
         return [CompareRow(status=m.status or "error", note=m.note, **base)], None
-    prng = a.kind == "prng_key" or b.kind == "prng_key"
+    prng = is_key(a) or is_key(b)
+    if counts is not None:  # a counter: its two values, not a relative change of a count
+        metrics = parts[0].metrics()
+        status, why = _value_status(metrics, False)
+        row = CompareRow(
+            status=status,
+            identical=metrics["identical"],
+            note=why or m.note or count_text(*counts),
+            count_a=counts[0],
+            count_b=counts[1],
+            **base,
+        )
+        return [row], parts[0]
     if len(parts) == 1:
         whole = parts[0]  # read only from here on (module sums add it into their own)
     else:
@@ -148,30 +184,82 @@ def _valued(base: dict, p: Partials, prng: bool, note: str | None, **layer: Any)
     return CompareRow(status=status, identical=metrics["identical"], note=why or note, **values, **base, **layer)
 
 
-def module_rows(totals: list[tuple[Path, Partials]]) -> list[ModuleRow]:
+def count_text(a: int, b: int) -> str:
+    """A counter's two values: ``count 0 → 80``; ``count 80`` when they are equal."""
+    return f"count {a}" if a == b else f"count {a} \u2192 {b}"
+
+
+def is_key(e: Any) -> bool:
+    """Whether an entry is a PRNG key: a key array, or a checkpoint's key data (Orbax records its impl)."""
+    return e is not None and (e.kind == "prng_key" or getattr(e.value, "key_impl", None) is not None)
+
+
+_FLOAT_KINDS = frozenset("fc")
+_dtype_kinds: dict = {}
+
+
+def _dtype_kind(dtype: str | None) -> str:
+    """numpy's kind letter of a dtype text (``f`` for bfloat16 too); "" for a key or an unknown one."""
+    kind = _dtype_kinds.get(dtype)
+    if kind is None:
+        try:
+            import jax.numpy as jnp
+
+            kind = jnp.dtype(dtype).kind if dtype is not None else ""
+        except TypeError:
+            kind = ""
+        kind = "f" if kind == "V" and dtype == "bfloat16" else kind
+        _dtype_kinds[dtype] = kind
+    return kind
+
+
+def is_floating(m: Match) -> bool:
+    """Whether a match's values are floating-point on every side (a parameter, a statistic): what
+    module aggregates sum. An RNG counter, a key's data, an integer or bool array is not."""
+    return not (is_key(m.a) or is_key(m.b)) and all(
+        _dtype_kind(e.dtype) in _FLOAT_KINDS for e in (m.a, m.b) if e is not None
+    )
+
+
+def is_counter(m: Match) -> bool:
+    """Whether a match is an integer scalar on both sides (an RNG counter, a step): shown as its two values."""
+    return (
+        m.a is not None
+        and m.b is not None
+        and not (is_key(m.a) or is_key(m.b))
+        and all(e.shape == () and _dtype_kind(e.dtype) in "iu" for e in (m.a, m.b))
+    )
+
+
+def module_rows(totals: list[tuple[Path, Partials, bool]]) -> list[ModuleRow]:
+    """Per container (every prefix of a path): ``totals`` are ``(path, values, floating)`` per
+    compared Variable; the figures sum the floating ones only (see :class:`ModuleRow`)."""
     agg: dict[Path, tuple[Partials, list[int]]] = {}
-    for path, p in totals:
+    for path, p, floating in totals:
         changed = 0 if p.ints[1] == 0 else 1
         for i in range(len(path)):
             prefix = path[:i]
-            acc, counts = agg.setdefault(prefix, (Partials.empty(), [0, 0]))
-            acc.add(p)
+            acc, counts = agg.setdefault(prefix, (Partials.empty(), [0, 0, 0]))
+            if floating:
+                acc.add(p)
+                counts[2] += 1
             counts[0] += 1
             counts[1] += changed
     out = []
-    for prefix, (acc, (count, changed)) in agg.items():
+    for prefix, (acc, (count, changed, floats)) in agg.items():
         mt = acc.metrics()
+        has = floats > 0
         out.append(
             ModuleRow(
                 path_text(prefix) or "(root)",
                 count,
                 changed,
                 acc.size,
-                mt["rel_change"],
-                mt["max_abs"],
-                mt["cosine"],
-                mt["frac_changed"],
-                mt["identical"],
+                mt["rel_change"] if has else None,
+                mt["max_abs"] if has else None,
+                mt["cosine"] if has else None,
+                mt["frac_changed"] if has else None,
+                changed == 0,
             )
         )
     return sorted(out, key=lambda r: (-_order(r.rel_change), r.path))
