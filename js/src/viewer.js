@@ -75,6 +75,7 @@ function render({ model, el }) {
     },
   });
   const heatmap = createHeatmap(doc);
+  toolbar.tools.append(table.picker.el); // "+N columns": what the output's width left out
   const root = h(doc, "div", { class: "nnx-lab-viewer" });
   root.append(
     h(doc, "style", null, css()),

@@ -1,5 +1,6 @@
 // Table columns: id (cell class c-<id>, header data-col), header label, width (px; null = the
-// rest), numeric alignment, sortable.
+// rest), numeric alignment, sortable, and fold: the rank at which a column folds into the "+N
+// columns" picker when the output is too narrow (shared/fit.js; lowest first; none = never folds).
 import {
   HISTORY_STATS,
   NONFINITE_LABEL,
@@ -11,6 +12,8 @@ import {
 
 // Statistic columns and labels come from Python (render.STAT_COLUMNS, STAT_LABELS), widths from here.
 const STAT_WIDTHS = { mean: 74, std: 70, min: 74, max: 74, norm: 70 };
+// The key statistics (mean, norm) stay longest; min and max fold first.
+const STAT_FOLDS = { mean: 8, std: 5, min: 3, max: 3, norm: 7 };
 
 // Columns of the series beside the rows (viewer/series.js puts them among a payload's statistics):
 // each shown only when the payload has that series (gradients given; the update measured or given).
@@ -19,23 +22,44 @@ export { SERIES_COLUMNS };
 
 export const COLUMNS = [
   { id: "path", label: "path", width: null },
-  { id: "type", label: "type", width: 96 }, // "BatchStat", "RngCount" and their chip in full
-  { id: "shape", label: "shape", width: 92, num: true }, // "(6, 64, 32)" in full
-  { id: "dtype", label: "dtype", width: 70 },
-  { id: "bytes", label: "bytes", width: 66, num: true },
-  { id: "place", label: "placement", width: 100, title: "sharding if any, else devices" },
-  ...STAT_COLUMNS.map((id) => ({ id, label: STAT_LABELS[id], width: STAT_WIDTHS[id] ?? 74, num: true })),
+  { id: "type", label: "type", width: 96, fold: 9 }, // "BatchStat", "RngCount" and their chip in full
+  { id: "shape", label: "shape", width: 92, num: true, fold: 9 }, // "(6, 64, 32)" in full
+  { id: "dtype", label: "dtype", width: 70, fold: 1 },
+  { id: "bytes", label: "bytes", width: 66, num: true, fold: 2 },
+  { id: "place", label: "placement", width: 100, title: "sharding if any, else devices", fold: 6 },
+  ...STAT_COLUMNS.map((id) => ({
+    id,
+    label: STAT_LABELS[id],
+    width: STAT_WIDTHS[id] ?? 74,
+    num: true,
+    fold: STAT_FOLDS[id] ?? 4,
+  })),
   ...SERIES_COLUMNS.map((id) => ({
     id,
     label: SERIES_LABELS[id][0],
     width: 70,
     num: true,
     title: SERIES_LABELS[id][1],
+    fold: id === "g_norm" ? 8 : 7,
   })),
   // each row's change since the viewer's pinned baseline (viewer/baseline.js): shown once one is pinned
-  { id: "since", label: "since", width: 70, num: true, title: "change since the pinned baseline (compare to)" },
+  {
+    id: "since",
+    label: "since",
+    width: 70,
+    num: true,
+    title: "change since the pinned baseline (compare to)",
+    fold: 8,
+  },
   { id: "nonfinite", label: NONFINITE_LABEL, width: 84, num: true },
-  { id: "spark", label: "trend", width: 56, sortable: false, title: "the chosen statistic over the last refreshes" },
+  {
+    id: "spark",
+    label: "trend",
+    width: 56,
+    sortable: false,
+    title: "the chosen statistic over the last refreshes",
+    fold: 6,
+  },
   { id: "status", label: "status", width: 96 },
 ];
 

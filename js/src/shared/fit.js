@@ -74,6 +74,17 @@ export function createColumnPicker(doc, { onChange }) {
     const box = ev.target;
     if (box && box.matches && box.matches("input[data-col]")) onChange(box.getAttribute("data-col"), box.checked);
   });
+  // Opened, the list is no taller than what the nearest clipping box (a widget's overflow:hidden
+  // frame) shows below it: a short table's picker scrolls instead of being cut off.
+  el.addEventListener("toggle", () => {
+    if (!el.open) return;
+    const view = el.ownerDocument.defaultView;
+    let box = el.parentElement;
+    while (box && view && view.getComputedStyle(box).overflow === "visible") box = box.parentElement;
+    if (!box) return;
+    const room = box.getBoundingClientRect().bottom - list.getBoundingClientRect().top - 4;
+    list.style.maxHeight = `${Math.max(60, Math.floor(room))}px`;
+  });
   let sig = "";
   return {
     el,
@@ -111,7 +122,7 @@ ${R} .nnx-colpick>summary:hover{border-color:${T.ACCENT}}
 ${R} .nnx-colpick[open]>summary{border-color:${T.ACCENT}}
 ${R} .nnx-colpick-list{position:absolute;right:0;top:24px;z-index:6;display:flex;flex-direction:column;
   gap:1px;padding:4px 8px;min-width:140px;background:${T.BG};border:1px solid ${T.BORDER};border-radius:3px;
-  box-shadow:0 2px 6px rgba(0,0,0,0.2)}
+  box-shadow:0 2px 6px rgba(0,0,0,0.2);overflow-y:auto}
 ${R} .nnx-colpick-list label{white-space:nowrap;cursor:pointer}`;
 }
 

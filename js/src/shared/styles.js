@@ -2,6 +2,7 @@
 // VS Code's, then light defaults, so the viewer follows light and dark themes wherever it runs.
 
 import { COLUMNS, TABLE_MIN_WIDTH } from "./columns.js";
+import { columnPickerCss } from "./fit.js";
 
 export const ROW_HEIGHT = 20;
 
@@ -159,5 +160,6 @@ ${R} .nnx-status .msg{color:${MUTED}}
 ${R} .nnx-status[data-state="gone"] .msg,${R} .nnx-status[data-state="error"] .msg{color:${ERROR};font-weight:600}
 ${R} .nnx-status[data-state="missing"] .msg{color:${WARN};font-weight:600}
 ${R} .nnx-status .nnx-tool{margin-left:auto}
+${columnPickerCss(R, THEME)}
 `;
 }

@@ -1,9 +1,12 @@
 // The viewer's virtualized tree table: modules and Variables in the windowed table of
 // windowed.js (only the rows in or near the viewport exist), sortable by a header click, with the
-// rows' cells from treerows.js.
+// rows' cells from treerows.js. Laid out for the width it is given: the least important columns
+// fold into a "+N columns" picker (`picker.el`, placed by the widget) when they do not fit
+// (shared/fit.js), and a cut cell shows its full text on hover.
 
 import { h, patch, setText } from "./dom.js";
-import { COLUMNS, tableMinWidth } from "./columns.js";
+import { COLUMNS, PATH_MIN_WIDTH, tableMinWidth } from "./columns.js";
+import { createColumnPicker, fitColumns, fullTextOnHover, watchWidth } from "./fit.js";
 import { ROW_HEIGHT } from "./styles.js";
 import { scrollToShow } from "./virtual.js";
 import { isStacked } from "./layers.js";
@@ -44,6 +47,19 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
   });
 
   const side = sideScroll(doc, scroller); // wider than the output: sideways, the path column held
+  const hover = fullTextOnHover(table);
+  const chosen = new Map(); // column id -> true (shown) / false (folded): the user's picks
+  let width = 0; // the scroll box's inner width (0 until laid out)
+  const picker = createColumnPicker(doc, {
+    onChange(id, on) {
+      chosen.set(id, on);
+      layoutColumns();
+    },
+  });
+  const sizing = watchWidth(scroller, (w) => {
+    width = w;
+    layoutColumns();
+  });
 
   let state = { tree: null, items: [], sort: null, history: null, stat: "norm" };
   let version = 0; // bumps whenever row contents may have changed
@@ -102,6 +118,18 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
     onSort(th.getAttribute("data-col"));
   });
 
+  /** Hide the columns with nothing to say and fold those that do not fit; the picker lists them. */
+  function layoutColumns() {
+    const hidden = state.hidden || new Set();
+    const present = new Set(COLUMNS.filter((c) => !hidden.has(c.id)).map((c) => c.id));
+    const folded = fitColumns(COLUMNS, width, { present, chosen, minWidth: PATH_MIN_WIDTH });
+    const off = new Set([...hidden, ...folded]);
+    for (const c of COLUMNS) table.classList.toggle(`hide-${c.id}`, off.has(c.id));
+    table.style.minWidth = `${tableMinWidth(off)}px`;
+    picker.fill(COLUMNS, { present, folded });
+    side.edges();
+  }
+
   function setHeader() {
     for (const c of COLUMNS) {
       const { th, label, arrow } = headCells.get(c.id);
@@ -109,21 +137,18 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
       setText(arrow, on ? (state.sort.dir === "asc" ? "\u25B2" : "\u25BC") : "");
       if (on) th.setAttribute("aria-sort", state.sort.dir === "asc" ? "ascending" : "descending");
       else th.removeAttribute("aria-sort");
-      if (c.id === "spark") {
-        setText(label, "\u223F");
-        th.setAttribute("title", `trend of ${state.stat} over the last refreshes`);
-      }
+      if (c.id === "spark") th.setAttribute("title", `trend of ${state.stat} over the last refreshes`);
     }
   }
 
   return {
     el: side.el,
+    /** The "+N columns" control: the widget puts it in its toolbar. */
+    picker,
     /** New state; `rows` true when row contents changed (else only the window moves). */
     update(next, { rows = true, sync = false } = {}) {
       state = { ...state, ...next };
-      const hidden = state.hidden || new Set();
-      for (const c of COLUMNS) table.classList.toggle(`hide-${c.id}`, hidden.has(c.id));
-      table.style.minWidth = `${tableMinWidth(hidden)}px`;
+      layoutColumns();
       if (rows) version += 1;
       setHeader();
       const msg = state.emptyText || "";
@@ -149,6 +174,8 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
     destroy() {
       clearTimeout(flashTimer);
       side.destroy();
+      sizing.destroy();
+      hover.destroy();
       windowing.destroy();
     },
   };

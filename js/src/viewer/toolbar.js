@@ -42,22 +42,15 @@ export function createToolbar(doc, { onQuery, onChip, onStat, onExpand }) {
     { class: "nnx-tool nnx-collapse-all", type: "button", title: "collapse all modules" },
     "collapse all",
   );
-  const el = h(
+  const tools = h(
     doc,
     "div",
-    { class: "nnx-bar-row" },
-    filter,
-    matches,
-    chips,
-    h(
-      doc,
-      "div",
-      { class: "nnx-tools" },
-      h(doc, "label", { class: "nnx-muted" }, "trend ", statSelect),
-      expandAll,
-      collapseAll,
-    ),
+    { class: "nnx-tools" },
+    h(doc, "label", { class: "nnx-muted" }, "trend ", statSelect),
+    expandAll,
+    collapseAll,
   );
+  const el = h(doc, "div", { class: "nnx-bar-row" }, filter, matches, chips, tools);
 
   filter.addEventListener("input", () => onQuery(filter.value));
   // Keep notebook shortcuts (a, b, dd, arrows...) from firing while typing.
@@ -75,6 +68,7 @@ export function createToolbar(doc, { onQuery, onChip, onStat, onExpand }) {
     el,
     filter,
     chips,
+    tools, // where the table's column picker goes
     /** "n of m" Variables matching, or nothing without a filter. */
     setMatches(text) {
       matches.replaceChildren(...(text ? [text] : []));

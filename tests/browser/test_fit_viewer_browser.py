@@ -1,0 +1,78 @@
+"""The viewer fits the output it is given (issue 35): at output widths of 800 and 1048 px (JupyterLab's
+output at a 1500 x 1000 window with the file browser open), with gradients, optimizer state and
+update columns, nothing scrolls sideways, every header says what it is, every cut cell has its
+full text on hover, and the columns left out are one click away."""
+
+from __future__ import annotations
+
+import pytest
+
+from . import pages
+from .test_quickstart_browser import write_notebook
+from .test_series_browser import SETUP
+from .test_viewer_browser import viewer
+
+WIDE = (
+    SETUP[0],
+    SETUP[1].replace(
+        "nnx.Linear(4, 2, rngs=nnx.Rngs(1))", "nnx.Linear(4, 2, rngs=nnx.Rngs(1)), nnx.BatchNorm(2, rngs=nnx.Rngs(2))"
+    ),
+    SETUP[2].replace("viewer.log(grads=grads)", "viewer.log(grads=grads, updates=grads)"),
+)
+
+
+def _wait_for_series_columns(page):
+    page.wait_for_function(
+        "() => document.querySelector('.nnx-lab-viewer .nnx-row[data-path=\"layers[0].kernel\"] .c-u_ratio')"
+        " && document.querySelector('.nnx-lab-viewer .nnx-row[data-path=\"layers[0].kernel\"] .c-u_ratio')"
+        ".textContent !== ''",
+        timeout=30_000,
+    )
+
+
+@pytest.mark.parametrize("width", [800, 1048])
+def test_the_viewer_with_gradient_columns_fits_the_output(
+    width, page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path
+):
+    page.set_viewport_size({"width": 1500, "height": 1000})
+    nb = write_notebook(tmp_path / "fit.ipynb", *WIDE)
+    open_notebook(page, jupyter_server, nb, ui="lab")
+    run_all_cells(page)
+    root = viewer(page)
+    _wait_for_series_columns(page)
+    print(f"output width at a 1500 x 1000 window: {pages.output_width(page, root):.0f} px")
+    reached = pages.set_output_width(page, root, width)
+    assert abs(reached - width) < 1, reached
+    root.scroll_into_view_if_needed()
+    report = pages.fit_report(root)
+    print(f"at {width} px: {report}")
+
+    assert report["root"]["scroll"] <= report["root"]["client"], report["root"]
+    assert not report["wide"], report["wide"]  # no horizontal scroll anywhere in the widget
+    shown = {h["col"] for h in report["headers"]}
+    for col in ("path", "type", "shape", "mean", "g_norm"):
+        assert col in shown, (col, shown)
+    for head in report["headers"]:  # a word, not a symbol alone, and not cut
+        assert any(ch.isalpha() for ch in head["text"]), head
+    assert not [c for c in report["cut"] if not c["full"]], report["cut"]
+
+    # Nothing is lost: the columns left out are listed behind the "+N columns" control, and one shows on a click.
+    picker = root.locator(".nnx-colpick")
+    folded = root.locator(".nnx-colpick input[type=checkbox]:not(:checked)")
+    screenshot(page, f"viewer-lab-{width}", scroll_to=root)
+    if width == 800:
+        assert picker.is_visible()
+        summary = picker.locator("summary")
+        n = folded.count()
+        assert n >= 1 and summary.inner_text().strip() == f"+{n} column{'s' if n > 1 else ''}", summary.inner_text()
+        summary.click()
+        col = folded.first.get_attribute("data-col")
+        root.locator(f'.nnx-colpick input[data-col="{col}"]').check()
+        page.wait_for_function(
+            '(c) => { const th = document.querySelector(`.nnx-lab-viewer th[data-col="${c}"]`);'
+            " return th && th.getClientRects().length > 0; }",
+            arg=col,
+            timeout=5_000,
+        )
+        screenshot(page, f"viewer-lab-{width}-picked", scroll_to=root)
+    assert not page_events.script_dialogs, page_events.dialogs
