@@ -15,7 +15,7 @@ from .._text import one_line
 from ..compat import get_value
 from ..stats import STAT_NAMES
 from ._series_columns import GRAD, MAX, MAX_UNMATCHED, UPDATE, SeriesColumns
-from ._series_match import Entry, Layout, array_problem, flat_leaves
+from ._series_match import STEP_COUNT, Entry, Layout, array_problem, flat_leaves
 
 __all__ = ["SeriesDispatch"]
 
@@ -117,7 +117,11 @@ class SeriesDispatch:
             matched = unmatched = 0
             reshaped: list[Entry] = []  # a Variable's path with another shape (a transposed gradient)
             integers: list[str] = []  # a gradient or update of integers: no norm, no ratio
+            steps = 0  # a transform's step counter (optax's count): the optimizer's step, shown already
             for entry, leaf in zip(layout.entries, leaves):
+                if entry.row == STEP_COUNT:
+                    steps += 1
+                    continue
                 if entry.row < 0:
                     unmatched += 1
                     if entry.what.startswith("shape "):
@@ -157,9 +161,9 @@ class SeriesDispatch:
                     f"(a gradient is a float array): {', '.join(integers[:3])}"
                     f"{f' and {len(integers) - 3} more' if len(integers) > 3 else ''}"
                 )
-            if leaves and not matched and not bad and not reshaped:
+            if len(leaves) > steps and not matched and not bad and not reshaped:
                 self._problems.append(
-                    f"{what}: no leaf matches a Variable of the model by path and shape (e.g. {layout.entries[0].text})"
+                    f"{what}: no leaf matches a Variable of the model by path and shape (e.g. {next(e.text for e in layout.entries if e.row != STEP_COUNT)})"
                 )
         for what, _, _ in trees:  # what each input said last, kept until that input comes again
             self._store.problems[what] = [p for p in self._problems if p.startswith(f"{what}: ")]

@@ -19,7 +19,17 @@ from .._text import quote
 from ..compat import HIJAX_VARIABLE, get_value
 from ..graph import Path, path_key, path_text
 
-__all__ = ["Entry", "Layout", "array_problem", "flat_leaves", "leaf_paths", "match", "series_names"]
+__all__ = [
+    "STEP_COUNT",
+    "Entry",
+    "Layout",
+    "is_step_count",
+    "array_problem",
+    "flat_leaves",
+    "leaf_paths",
+    "match",
+    "series_names",
+]
 
 
 def leaf_paths(tree: Any) -> tuple[list[Path], list[Any]]:
@@ -69,8 +79,24 @@ def _is_variable(x: Any) -> bool:
     return got
 
 
+#: an Entry's row for an optimizer's step counter (optax's ``count`` in a transform's state): the
+#: optimizer's step, shown already; neither matched to a Variable nor listed as unmatched
+STEP_COUNT = -2
+
+
+def is_step_count(path: Path, leaf: Any) -> bool:
+    """Whether an optimizer state's leaf is a transform's step counter: an integer scalar ``count``
+    (``ScaleByAdamState.count``, ``ScaleByScheduleState.count``...)."""
+    if not path or path[-1] != "count" or getattr(leaf, "shape", None) != ():
+        return False
+    try:
+        return np.dtype(leaf.dtype).kind in "iu"
+    except TypeError:
+        return False
+
+
 class Entry:
-    """One array leaf of a series tree: where it goes (a row, or the unmatched list)."""
+    """One array leaf of a series tree: where it goes (a row, :data:`STEP_COUNT`, or the unmatched list)."""
 
     __slots__ = ("series", "row", "text", "what")
 
@@ -127,8 +153,11 @@ def match(paths: list[Path], leaves: list, index: dict, shapes: list, fixed: str
         found.append((prefix if row >= 0 else None, row, what))
     names = series_names(sorted({p for p, _, _ in found if p is not None}, key=repr), "state")
     entries, taken = [], set()
-    for path, (prefix, row, what) in zip(paths, found):
+    for path, leaf, (prefix, row, what) in zip(paths, leaves, found):
         name = fixed or (names[prefix] if prefix is not None else source)
+        if row < 0 and not what and source == "optimizer state" and is_step_count(path, leaf):
+            entries.append(Entry(source, STEP_COUNT, quote(path_text(path)), "the optimizer's step count"))
+            continue
         if row >= 0 and (name, row) in taken:
             row, what = -1, f"a second {name} for {quote(path_text(path[len(prefix) :]))}"
         if row >= 0:

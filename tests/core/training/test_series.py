@@ -11,7 +11,7 @@ from live_helpers import Clock, held_model, slow_step
 
 from nnx_lab.core import compat
 from nnx_lab.core.stats import STAT_NAMES
-from nnx_lab.core.training import GRAD, leaf_paths
+from nnx_lab.core.training import GRAD, leaf_paths, series_meta
 from nnx_lab.core.watcher import Watcher
 
 NORM = STAT_NAMES.index("norm")
@@ -102,7 +102,7 @@ def getattr_path(obj, path):
     return obj
 
 
-def test_optimizer_state_is_aligned_by_path_with_its_step_and_unmatched_leaves_listed(trained):
+def test_optimizer_state_is_aligned_by_path_with_its_step_count_shown_as_the_step_not_unmatched(trained):
     model, opt = trained
     w = Watcher(model, optimizer=opt)
     snap = published(w)
@@ -117,9 +117,29 @@ def test_optimizer_state_is_aligned_by_path_with_its_step_and_unmatched_leaves_l
                 assert series.matrices[name][i, NORM] == pytest.approx(norm(state[key]), rel=1e-5)
             else:
                 assert np.isnan(series.matrices[name][i]).all()
-    # Adam's step count matches no Variable: listed with its value, never dropped.
-    assert [(u[0], u[1]) for u in series.unmatched] == [("optimizer state", "[0].count")]
-    assert series.unmatched[0][3]["max"] == 2
+    # Adam's step count is the optimizer's step (shown as such), not a leaf "matched to no Variable"
+    assert series.unmatched == []
+    meta = series_meta(series, 2)
+    assert meta["unmatched"] == [] and meta["unmatched_total"] == 0 and meta["opt_step"] == 2
+    assert not any("no leaf matches" in p for p in meta["problems"])
+
+
+def test_a_leaf_that_really_matches_no_variable_is_still_listed_beside_the_step_counts():
+    model = MLP(nnx.Rngs(1))
+
+    def init(params):
+        return {"ema_loss": jnp.zeros(()), "count": jnp.zeros((), jnp.int32)}
+
+    def update(updates, state, params=None):
+        return updates, {"ema_loss": state["ema_loss"] + 1.0, "count": state["count"] + 1}
+
+    opt = nnx.Optimizer(model, optax.chain(optax.adam(1e-2), optax.GradientTransformation(init, update)), wrt=nnx.Param)
+    train_step(model, opt)
+    series = published(Watcher(model, optimizer=opt)).series
+    assert [(u[0], u[1]) for u in series.unmatched] == [("optimizer state", "[1].ema_loss")]
+    assert series.unmatched[0][3]["max"] == 1
+    meta = series_meta(series, 1)
+    assert meta["unmatched_total"] == 1 and [u["path"] for u in meta["unmatched"]] == ["[1].ema_loss"]
 
 
 def test_a_chain_names_each_state_and_lists_what_matches_nothing():
@@ -133,7 +153,7 @@ def test_a_chain_names_each_state_and_lists_what_matches_nothing():
     train_step(model, opt)
     series = published(Watcher(model, optimizer=opt)).series
     assert series.names == ("trace",)
-    assert {u[1] for u in series.unmatched} == {"[2].count"}
+    assert series.unmatched == []  # the schedule's count is the optimizer's step, not unmatched
     assert series.opt_step == 1
 
 
