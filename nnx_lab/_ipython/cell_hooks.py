@@ -2,6 +2,11 @@
 ``pre_run_cell`` numbers the cells (:func:`current_cell`).
 
 Cheap to import (no jax, no widgets): the extension registers the hook at load time.
+
+Widgets on screen outlive a reload of nnx_lab: ``importlib.reload`` of this module (autoreload)
+keeps its widget set, and a fresh copy of the package (``%reload_ext nnx_lab`` after the package
+was re-imported or upgraded in a running kernel) adopts the widget set of the earlier copy whose
+hooks are registered in the shell (:func:`adopt`), so every viewer keeps refreshing after cells.
 """
 
 from __future__ import annotations
@@ -12,8 +17,9 @@ from typing import Any
 
 logger = logging.getLogger("nnx_lab")
 
-_widgets: weakref.WeakSet[Any] = weakref.WeakSet()
-_cell = {"n": 0, "running": False}
+if "_widgets" not in globals():  # kept across importlib.reload of this module: the widgets on screen stay
+    _widgets: weakref.WeakSet[Any] = weakref.WeakSet()
+    _cell = {"n": 0, "running": False}
 
 
 def current_cell() -> int | None:
@@ -69,14 +75,40 @@ def _is_ours(fn: Any, event: str) -> bool:
     return getattr(fn, "__module__", None) == __name__ and getattr(fn, "__name__", None) == f"_{event}"
 
 
-def register_hooks(ipython: Any) -> None:
-    """Register the hooks once, whoever asks (``%load_ext`` or a first widget)."""
+def adopt(ipython: Any) -> int:
+    """Take over the widgets of an earlier copy of this module whose hooks are registered in
+    ``ipython`` (the package imported again: ``%reload_ext`` after an upgrade, a module reload), and
+    unregister its hooks: ours refresh those widgets from now on. The earlier copy's widget set itself
+    is kept (the widgets' own classes untrack from it when closed). An earlier hook without such a
+    set stays registered, so its widgets keep refreshing. Returns how many widgets were adopted."""
+    global _widgets, _cell
+    adopted = 0
     for event, hook in _HOOKS.items():
-        if not any(_is_ours(fn, event) for fn in ipython.events.callbacks[event]):
+        for fn in [fn for fn in ipython.events.callbacks[event] if _is_ours(fn, event) and fn is not hook]:
+            earlier = getattr(fn, "__globals__", {})
+            widgets, cell = earlier.get("_widgets"), earlier.get("_cell")
+            if not isinstance(widgets, weakref.WeakSet) or not isinstance(cell, dict):
+                logger.warning("nnx_lab: widgets of an earlier nnx_lab copy are refreshed by its own hook")
+                continue
+            if widgets is not _widgets:
+                adopted += len(widgets)
+                widgets.update(_widgets)
+                cell["n"] = max(cell.get("n", 0), _cell["n"])
+                _widgets, _cell = widgets, cell
+            ipython.events.unregister(event, fn)
+    return adopted
+
+
+def register_hooks(ipython: Any) -> None:
+    """Register the hooks once, whoever asks (``%load_ext`` or a first widget), adopting the widgets
+    of an earlier copy of this module first (:func:`adopt`)."""
+    adopt(ipython)
+    for event, hook in _HOOKS.items():
+        if not any(fn is hook for fn in ipython.events.callbacks[event]):
             ipython.events.register(event, hook)
 
 
 def unregister_hooks(ipython: Any) -> None:
-    for event in _HOOKS:
-        for fn in [fn for fn in ipython.events.callbacks[event] if _is_ours(fn, event)]:
+    for event, hook in _HOOKS.items():
+        for fn in [fn for fn in ipython.events.callbacks[event] if fn is hook]:
             ipython.events.unregister(event, fn)

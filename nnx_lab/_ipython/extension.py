@@ -36,5 +36,6 @@ def unload(ipython: Any) -> None:
         configurables[:] = [c for c in configurables if not _is_ours(c)]
     from . import cell_hooks
 
+    cell_hooks.adopt(ipython)  # an earlier copy's widgets (the package imported again) count too
     if not cell_hooks.widgets(object):  # viewers on screen keep refreshing after cells, as without %load_ext
         cell_hooks.unregister_hooks(ipython)
