@@ -12,18 +12,25 @@
    emitters leave a variadic reduce unvectorized (0.13-0.2 of the floor on jax 0.10, 0.9 on jax 0.7).
    The first call (its compile included) is printed too: that is what a notebook's first compare costs.
    compare and the floor are timed in turn, seven rounds, the best of each (the machine may be shared).
-3. Checkpoint streaming: ``snapshot(path)`` of an Orbax checkpoint beside reading its files in the same
+3. Many small Variables (issue 35): ``compare(a, clone)`` of a model of N ``nnx.Param(jnp.ones(4))``, each N
+   in a fresh process (its first call: compile included), its time and peak RSS above the models
+   (``VmHWM`` reset after they are built). Target: 10,000 Variables in <= 5 s and <= 500 MB, memory
+   linear in N (one program over every pair took 49 s and 1.9 GB at 2,000, and was killed at 10,000).
+4. Checkpoint streaming: ``snapshot(path)`` of an Orbax checkpoint beside reading its files in the same
    run, with ``O_DIRECT`` (the disk's read speed: the page cache bypassed; the target's measure) and
    plainly (the page cache: memory speed, a file just written is there), and beside tensorstore
    reading every array whole (Orbax compresses chunks with zstd: decoding is part of any read).
 
-    python benchmarks/bench_compare.py [--value-mib 256] [--ckpt-mib 256]
+    python benchmarks/bench_compare.py [--value-mib 256] [--ckpt-mib 256] [--scale 1000,2000,10000]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -129,7 +136,7 @@ def values(mib):
     kernel = best(lambda: jax.device_get(_values.device_partials([(x, y, None) for x, y in zip(la, lb)], 0.0)))
     # the same program compiled plainly (before core/_fastmath.py): what the CPU options change
     plain = jax.jit(_values._program_fn, static_argnums=(2,))
-    args = (tuple(la), tuple(lb), tuple(None for _ in la), jnp.float32(0.0))
+    args = (tuple(la), tuple(lb), tuple((1, False, None) for _ in la), jnp.float32(0.0))
     jax.block_until_ready(plain(*args))
     before = best(lambda: jax.block_until_ready(plain(*args)))
     gbs = nbytes / floor / 1e9
@@ -148,6 +155,76 @@ def values(mib):
         f"values: compare() as a whole (both models walked, matched, rows built: host work per Variable) "
         f"{floor / ours:.2f} of the floor, {hand / ours:.2f}x the hand-written jit's throughput"
     )
+
+
+def _vm(field):
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(field + ":"))
+
+
+def scale_child(n):
+    """In a fresh process: compare a model of n small Params with its clone; prints JSON."""
+
+    class Many(nnx.Module):
+        def __init__(self):
+            params = [nnx.Param(jnp.ones(4)) for _ in range(n)]
+            if hasattr(nnx, "List"):
+                self.ps = nnx.List(params)
+            else:  # Colab's flax 0.11
+                for i, p in enumerate(params):
+                    setattr(self, f"p{i}", p)
+
+    a = Many()
+    b = nnx.clone(a)
+    jax.block_until_ready(jax.tree.leaves(nnx.state(b)))
+    base = _vm("VmRSS")
+    try:
+        with open("/proc/self/clear_refs", "w") as f:  # VmHWM back to the RSS now
+            f.write("5")
+        reset = True
+    except OSError:
+        reset = False
+    t = time.perf_counter()
+    cmp = nnx_lab.compare(a, b)
+    first = time.perf_counter() - t
+    peak = _vm("VmHWM")
+    again = best(lambda: nnx_lab.compare(a, b), repeat=1)
+    print(
+        json.dumps(
+            {
+                "n": n,
+                "first": first,
+                "again": again,
+                "peak": peak - base,
+                "reset": reset,
+                "identical": cmp.counts.get("identical", 0),
+            }
+        )
+    )
+
+
+def scaling(ns):
+    out = {}
+    for n in ns:
+        r = subprocess.run([sys.executable, __file__, "--scale-child", str(n)], capture_output=True, text=True)
+        if r.returncode:
+            print(f"scale: N={n:,}: the process failed (rc {r.returncode}): {r.stderr.strip().splitlines()[-1:]}")
+            continue
+        out[n] = res = json.loads(r.stdout.strip().splitlines()[-1])
+        assert res["identical"] == n, res
+        print(
+            f"scale: {n:,} Variables (nnx.Param(jnp.ones(4)) each) vs a clone: compare {res['first']:.2f} s "
+            f"(fresh process, compile included; again {res['again']:.2f} s), peak RSS "
+            f"+{res['peak'] / 2**20:.0f} MB above the models ({res['peak'] / n / 1024:.1f} KB a Variable)"
+            + ("" if res["reset"] else " (VmHWM not resettable here: the peak since start)")
+        )
+    if 10_000 in out:
+        res = out[10_000]
+        ok_t, ok_m = res["first"] <= 5, res["peak"] <= 500 * 2**20
+        print(
+            f"scale: 10,000 Variables in {res['first']:.2f} s (target <= 5 s: {'met' if ok_t else 'NOT met'}), "
+            f"+{res['peak'] / 2**20:.0f} MB (target <= 500 MB: {'met' if ok_m else 'NOT met'})"
+        )
 
 
 def streaming(mib):
@@ -228,7 +305,13 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--value-mib", type=float, default=256, help="MiB of each model compared by value")
     parser.add_argument("--ckpt-mib", type=float, default=256, help="MiB of the main array of the checkpoint")
+    parser.add_argument("--scale", default="1000,2000,10000", help="numbers of small Variables, one process each")
+    parser.add_argument("--scale-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.scale_child:
+        scale_child(args.scale_child)
+        sys.exit()
     structure()
     values(args.value_mib)
+    scaling([int(n) for n in args.scale.split(",") if n])
     streaming(args.ckpt_mib)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import nnx
 
+import nnx_lab
 from nnx_lab.core.compare import _values
 
 
@@ -53,3 +56,69 @@ def test_every_pair_and_layer_matches_float64_numpy():
     # a NaN difference makes max |a-b| NaN whatever the CPU's vectorized max did with it
     assert math.isnan(out["nan"][0].floats[4]) and math.isnan(out["inf"][0].floats[4])
     assert out["inf"][0].metrics()["identical"] and out["empty"][0].metrics()["frac_changed"] == 0.0
+
+
+class Many(nnx.Module):
+    """Thousands of small Variables of three specs (attributes: Colab's flax 0.11 has no nnx.List)."""
+
+    def __init__(self, values: dict[str, np.ndarray]):
+        for name, v in values.items():
+            setattr(self, name, nnx.Param(jnp.asarray(v)))
+
+
+def test_thousands_of_small_pairs_compile_few_bounded_programs_and_match_numpy(monkeypatch):
+    """One program over every pair took 49 s and 1.9 GB at 2,000 Variables (issue 35): programs read
+    at most MAX_PROGRAM_ARRAYS arrays, pairs of one spec share a compiled program, and the values are
+    right across the batch and program boundaries."""
+    from nnx_lab.core import _fastmath
+    from nnx_lab.core.compare._placement import MAX_PROGRAM_ARRAYS
+
+    rng = np.random.default_rng(1)
+    a = {f"v{i}": rng.standard_normal(4).astype(np.float32) for i in range(2000)}
+    a.update({f"m{i}": rng.standard_normal((3, 5)).astype(np.float32) for i in range(900)})
+    a.update({f"s{i}": rng.standard_normal((2, 3)).astype(np.float32) for i in range(130)})  # layers=
+    b = {k: v.copy() for k, v in a.items()}
+    for i in (0, 127, 128, 1919, 1920, 1999):  # the edges of stacked batches and of the padded rest
+        b[f"v{i}"][i % 4] += np.float32(0.25 + i / 1e4)
+    for i in (0, 383, 384, 895, 896, 899):
+        b[f"m{i}"][1] *= np.float32(-2)
+    b["s129"][1, 2] = np.nan
+    b["s7"][0] += 1
+    sizes = []
+    real = _fastmath.ReductionJit.__call__
+
+    def spy(self, platform, *args):
+        n = sum(isinstance(x, jax.Array) for x in jax.tree.leaves(args))
+        assert n <= MAX_PROGRAM_ARRAYS, f"one program over {n} arrays"
+        sizes.append(n)
+        return real(self, platform, *args)
+
+    monkeypatch.setattr(_fastmath.ReductionJit, "__call__", spy)
+    layers = {f"s{i}": 0 for i in range(130)}
+    before = _values._program._cache_size()
+    cmp = nnx_lab.compare(Many(a), Many(b), layers=layers)
+    compiled = _values._program._cache_size() - before
+    assert compiled <= 4, f"{compiled} programs compiled for 3 specs"  # a full batch per spec, one rest
+    assert sum(sizes) >= 2 * len(a)
+    nnx_lab.compare(Many(b), Many(a), layers=layers)  # other models of the same specs: nothing to compile
+    assert _values._program._cache_size() - before == compiled
+
+    def check(row, x: np.ndarray, y: np.ndarray) -> None:
+        x64, y64 = x.astype(np.float64), y.astype(np.float64)
+        d = x64 - y64
+        assert row.identical == bool((x.view(np.uint32) == y.view(np.uint32)).all()), row.path
+        assert row.frac_changed == (d != 0).sum() / x.size, row.path
+        assert row.rel_change == pytest.approx(np.linalg.norm(d) / np.linalg.norm(x64), rel=1e-5, abs=1e-7)
+        assert row.max_abs == pytest.approx(np.abs(d).max(), rel=1e-6)
+        cos = (x64 * y64).sum() / np.linalg.norm(x64) / np.linalg.norm(y64)
+        assert row.cosine == pytest.approx(cos, rel=1e-5)
+
+    for name in a:
+        if name != "s129":
+            check(cmp[name], a[name], b[name])
+    for i in range(2):
+        check(cmp[f"s7[layer {i}]"], a["s7"][i], b["s7"][i])
+        check(cmp[f"s128[layer {i}]"], a["s128"][i], b["s128"][i])
+    assert cmp["s129"].status == "nan" and cmp["s129[layer 0]"].status == "identical"
+    assert cmp["s129[layer 1]"].status == "nan"
+    assert cmp.counts["changed"] == 12 + 1 and cmp["s7[layer 0]"].status == "changed"  # counts: Variables

@@ -1,10 +1,12 @@
 """The value comparison: per pair of arrays a few sums, reduced where the arrays live.
 
-Every pair whose arrays are on the same devices goes into one jitted program (per device group)
-that returns, per run of at most 4096 elements of every pair (or layer of a stacked pair), float32
+The pairs whose arrays are on the same devices go into jitted programs of at most 1,024 arrays
+(``_placement.plan_programs``: small pairs of one spec stacked, a full batch of them a program of its
+own compiled once for all such batches: compile time and memory linear in the number of Variables),
+each returning, per run of at most 4096 elements of every pair (or layer of a stacked pair), float32
 ``[sum (a-b)^2, sum a^2, sum b^2, sum a*b, max |a-b|]`` and int32 ``[elements changed beyond tol
 (and not bit-identical), elements not bit-identical, NaN in a, NaN in b]``: 36 bytes per 4096
-elements, fetched once per group and summed per pair on the host in float64 (no per-pair tail in
+elements, fetched once for every program and summed per pair on the host in float64 (no per-pair tail in
 the program: it compiled 1.3-2.7x slower). No array comes to the host. On CPU the program is compiled
 with reassociation allowed (``core._fastmath``: vectorized). A checkpoint's arrays are streamed block by block
 (``core.checkpoint.read_blocks``, bounded host memory) against the same block of the other side.
@@ -22,7 +24,7 @@ import numpy as np
 from jax import lax
 
 from .._fastmath import ReductionJit, run_width
-from ._placement import group_key, key_data, placed_pair
+from ._placement import key_data, placed_pair, plan_programs
 
 __all__ = ["FLOATS", "INTS", "Partials", "device_partials", "launch_partials", "stream_partials"]
 
@@ -137,10 +139,20 @@ def _run_count(shape: tuple[int, ...], axis: int | None) -> tuple[int, int]:
     return n, (m // w if w else 0)
 
 
-def _program_fn(a_arrays, b_arrays, axes, tol):
-    """Every pair of a device group in one program: ``[5, R]`` floats and ``[4, R]`` ints, the runs of
-    every pair (and layer) side by side in order."""
-    runs = [_runs(a, b, axis, tol) for a, b, axis in zip(a_arrays, b_arrays, axes)]
+def _program_fn(a_arrays, b_arrays, layout, tol):
+    """The batches of one program (``layout``: per batch ``(pairs, stacked, layer axis)``, its
+    arrays in order in ``a_arrays`` and ``b_arrays``): ``[5, R]`` floats and ``[4, R]`` ints, the runs
+    of every pair (and layer) side by side in order. A stacked batch's pairs are stacked and reduced
+    by one vmapped kernel (one kernel to compile, not one per pair)."""
+    runs, at = [], 0
+    for count, stacked, axis in layout:
+        a, b = a_arrays[at : at + count], b_arrays[at : at + count]
+        at += count
+        if stacked:
+            out = jax.vmap(lambda x, y, axis=axis: tuple(_runs(x, y, axis, tol)))(jnp.stack(a), jnp.stack(b))
+            runs.append([o.reshape(-1) for o in out])
+        else:
+            runs.extend(_runs(x, y, axis, tol) for x, y in zip(a, b))
     floats = jnp.stack([jnp.concatenate([r[k] for r in runs]) for k in range(5)])
     ints = jnp.stack([jnp.concatenate([r[k] for r in runs]) for k in range(5, 9)])
     return floats, ints
@@ -185,31 +197,34 @@ def device_partials(pairs: Sequence[tuple[Any, Any, int | None]], tol: float) ->
 def launch_partials(pairs: Sequence[tuple[Any, Any, int | None]], tol: float) -> Callable[[], list[list[Partials]]]:
     """Dispatch the programs of :func:`device_partials` and return at once; the function returned
     waits for them and gives their Partials (the caller's work meanwhile overlaps the device's)."""
-    groups: dict[tuple, list[int]] = {}
     placed = []
-    for k, (a, b, axis) in enumerate(pairs):
+    for a, b, axis in pairs:
         pa, pb = placed_pair(a, b)
         placed.append((pa, pb, axis))
-        groups.setdefault(group_key(pa), []).append(k)
     launched = []
-    for members in groups.values():  # launched all before any fetch: the groups' devices work in parallel
+    for batches in plan_programs(placed):  # launched all before any fetch: the devices work meanwhile
+        members = [k for indices, _, _ in batches for k in indices]
         a_arrays = tuple(placed[k][0] for k in members)
         b_arrays = tuple(placed[k][1] for k in members)
-        axes = tuple(placed[k][2] for k in members)
+        layout = tuple((len(indices), stacked, placed[indices[0]][2]) for indices, _, stacked in batches)
         platform = next(iter(a_arrays[0].sharding.device_set)).platform
-        launched.append((members, _program(platform, a_arrays, b_arrays, axes, jnp.float32(tol))))
+        launched.append((batches, _program(platform, a_arrays, b_arrays, layout, jnp.float32(tol))))
 
     def fetch() -> list[list[Partials]]:
         out: list[list[Partials]] = [[] for _ in pairs]
-        for members, result in launched:
-            floats, ints = jax.device_get(result)
-            shapes = [(placed[k][0].shape, placed[k][2]) for k in members]
+        results = jax.device_get([result for _, result in launched])  # one fetch for every program
+        for (batches, _), (floats, ints) in zip(launched, results):
+            shapes = [(placed[k][0].shape, placed[k][2]) for indices, _, _ in batches for k in indices]
             counts = [r for shape, axis in shapes for n, r in [_run_count(shape, axis)] for _ in range(n)]
             sums = iter(_sum_runs(floats, ints, counts))
-            for k, (shape, axis) in zip(members, shapes):
-                layers = 1 if axis is None else shape[axis]
-                per = math.prod(shape) // max(layers, 1) if layers else 0
-                out[k] = [Partials(*next(sums), per) for _ in range(layers)]
+            for indices, real, _ in batches:
+                for j, k in enumerate(indices):
+                    shape, axis = placed[k][0].shape, placed[k][2]
+                    layers = 1 if axis is None else shape[axis]
+                    per = math.prod(shape) // max(layers, 1) if layers else 0
+                    parts = [Partials(*next(sums), per) for _ in range(layers)]
+                    if j < real:  # a stacked batch's padding is dropped
+                        out[k] = parts
         return out
 
     return fetch
