@@ -10,8 +10,17 @@ import { h, setText } from "./shared/dom.js";
 import { fmtCount, fmtMs, fmtNum } from "./shared/format.js";
 import { defaultExpanded, remapExpanded } from "./shared/tree.js";
 import { createWindowedTable, drawWindow, setColspan, watchWindow } from "./shared/table.js";
+import { tableFit } from "./shared/tablefit.js";
 import { captureCss } from "./capture/styles.js";
-import { columnsWidth, inlineGroups, prepareReport, visibleColumns, visibleItems } from "./capture/data.js";
+import {
+  CAPTURE_COLUMNS,
+  PATH_MIN_WIDTH,
+  columnsWidth,
+  inlineGroups,
+  prepareReport,
+  visibleColumns,
+  visibleItems,
+} from "./capture/data.js";
 import { moduleRow, valueRow } from "./capture/rows.js";
 import { createToggles } from "./capture/toggles.js";
 
@@ -77,20 +86,32 @@ function render({ model, el }) {
     thead,
   });
   const style = h(doc, "style", null, captureCss());
+  // the columns for the output's width: the least important fold behind "+N columns" (issue 35)
+  const fit = tableFit(doc, {
+    root,
+    scroller,
+    minWidth: PATH_MIN_WIDTH,
+    onChange: () => {
+      fillColumns();
+      relayout();
+    },
+  });
+  cleanups.push(() => fit.destroy());
+  const headEnd = h(doc, "span", { class: "nnx-capture-head-end" }, fit.picker);
   if (toggles) root.append(style, head, panel.controls, panel.pending, messages, scroller, status);
   else root.append(style, head, messages, scroller, status);
   el.replaceChildren(root);
 
   function fillHead() {
     const st = model.get("status") || {};
-    head.replaceChildren(...headParts(doc, st, prep, toggles));
+    head.replaceChildren(...headParts(doc, st, prep, toggles), headEnd);
     status.setAttribute("data-level", st.level || "");
     setText(status, st.message || "");
     status.hidden = !st.message;
   }
 
   function fillColumns() {
-    cols = visibleColumns(prep);
+    cols = fit.shown(visibleColumns(prep));
     colgroup.replaceChildren(
       ...cols.map((c) => h(doc, "col", { class: `k-${c.id}`, style: c.width ? `width:${c.width}px` : null })),
     );
@@ -102,7 +123,7 @@ function render({ model, el }) {
           {
             "data-col": c.id,
             scope: "col",
-            title: c.title || null,
+            title: c.title ? `${c.label}: ${c.title}` : c.label,
             class: [c.num ? "num" : "", c.grad ? "grad" : ""].join(" ").trim() || null,
           },
           c.label,
@@ -151,6 +172,7 @@ function render({ model, el }) {
     const oldExpanded = expanded;
     prep = prepareReport(model.get("report"));
     inline = inlineGroups(prep.tree);
+    fit.set(CAPTURE_COLUMNS, new Set(visibleColumns(prep).map((c) => c.id)));
     expanded = old && old.N ? remapExpanded(old, oldExpanded, prep.tree) : defaultExpanded(prep.tree);
     fillColumns();
     messages.replaceChildren(...prep.messages.map((m) => h(doc, "li", null, m)));

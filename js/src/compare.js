@@ -7,8 +7,10 @@
 
 import { h, setText } from "./shared/dom.js";
 import { createWindowedTable, drawWindow, setColspan, watchWindow } from "./shared/table.js";
+import { tableFit } from "./shared/tablefit.js";
 import {
   COLUMNS,
+  PATH_MIN_WIDTH,
   defaultOpen,
   flatten,
   matchRows,
@@ -29,6 +31,7 @@ function render({ model, el }) {
   let filters = { changedOnly: false, status: null, query: "" };
   let items = [];
   let rendered = new Map();
+  let cols = COLUMNS;
 
   const root = h(doc, "div", { class: "nnx-lab-compare" });
   const verdict = h(doc, "div", { class: "nnx-cmp-verdict", role: "status" });
@@ -51,8 +54,20 @@ function render({ model, el }) {
   const expandAll = h(doc, "button", { type: "button", class: "nnx-cmp-tool nnx-cmp-expand" }, "expand all");
   const collapseAll = h(doc, "button", { type: "button", class: "nnx-cmp-tool nnx-cmp-collapse" }, "collapse all");
   const showing = h(doc, "span", { class: "nnx-cmp-showing" });
-  const bar = h(doc, "div", { class: "nnx-cmp-bar-row" }, query, changedLabel, chips, expandAll, collapseAll, showing);
-  const colgroup = h(doc, "colgroup", null, ...COLUMNS.map((c) => h(doc, "col", { class: `k-${c.id}` })));
+  const barEnd = h(doc, "span", { class: "nnx-cmp-bar-end" });
+  const bar = h(
+    doc,
+    "div",
+    { class: "nnx-cmp-bar-row" },
+    query,
+    changedLabel,
+    chips,
+    expandAll,
+    collapseAll,
+    showing,
+    barEnd,
+  );
+  const colgroup = h(doc, "colgroup");
   const headRow = h(doc, "tr");
   const thead = h(doc, "thead", null, headRow);
   const { scroller, table, empty, spacers } = createWindowedTable(doc, {
@@ -60,13 +75,34 @@ function render({ model, el }) {
     colgroup,
     thead,
   });
-  setColspan(spacers, COLUMNS.length);
-  table.style.minWidth = `${tableWidth()}px`;
   root.append(h(doc, "style", null, compareCss()), verdict, bar, scroller);
   el.replaceChildren(root);
+  // the columns for the output's width: the least important fold behind "+N columns" (issue 35)
+  const fit = tableFit(doc, {
+    root,
+    scroller,
+    minWidth: PATH_MIN_WIDTH,
+    onChange: () => {
+      fillColumns();
+      relayout();
+    },
+  });
+  fit.set(COLUMNS);
+  barEnd.append(fit.picker);
+  cleanups.push(() => fit.destroy());
+
+  function fillColumns() {
+    cols = fit.shown(COLUMNS);
+    colgroup.replaceChildren(...cols.map((c) => h(doc, "col", { class: `k-${c.id}` })));
+    setColspan(spacers, cols.length);
+    table.style.minWidth = `${tableWidth(cols)}px`;
+  }
+  fillColumns();
 
   const makeRow = (id) =>
-    id < prep.M ? moduleRow(doc, prep, id, !!open[id] || !!matchRows(prep, filters)) : variableRow(doc, prep, id);
+    id < prep.M
+      ? moduleRow(doc, prep, id, !!open[id] || !!matchRows(prep, filters), cols)
+      : variableRow(doc, prep, id, cols);
   const windowing = watchWindow(scroller, {
     viewportHeight: () => Math.max(0, (scroller.clientHeight || 420) - (thead.offsetHeight || 22)),
     count: () => items.length,
@@ -80,7 +116,7 @@ function render({ model, el }) {
     const match = matchRows(prep, filters);
     items = flatten(prep, open, sort, match);
     rendered = new Map(); // rows rebuilt: open marks and order may have changed
-    headRow.replaceChildren(...COLUMNS.map((c) => headerCell(doc, c, sort)));
+    headRow.replaceChildren(...cols.map((c) => headerCell(doc, c, sort)));
     chips.replaceChildren(...statusChips(doc, prep, filters.status));
     setText(showing, showingText(prep, match));
     const msg = prep.R === 0 ? "nothing to compare" : items.length === 0 ? "no Variable matches the filters" : "";

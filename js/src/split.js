@@ -6,9 +6,19 @@
 import { copyButton } from "./shared/copy.js";
 import { h, setText } from "./shared/dom.js";
 import { filterCss, splitCss } from "./split/styles.js";
-import { REST, columns, prepare, showingText, tableWidth, toggleActive, visibleRows } from "./split/data.js";
+import {
+  PATH_MIN_WIDTH,
+  REST,
+  columns,
+  prepare,
+  showingText,
+  tableWidth,
+  toggleActive,
+  visibleRows,
+} from "./split/data.js";
 import { createProblems, headParts, headerCell, rowEl } from "./split/parts.js";
 import { createWindowedTable, drawWindow, setColspan, watchWindow } from "./shared/table.js";
+import { tableFit } from "./shared/tablefit.js";
 
 function render({ model, el }) {
   const doc = el.ownerDocument || document;
@@ -36,11 +46,26 @@ function render({ model, el }) {
     colgroup,
     thead,
   });
-  root.append(h(doc, "style", null, splitCss()), filterStyle, head, codeBox, problems.el, showing, scroller);
+  // the columns for the output's width: the least important fold behind "+N columns" (issue 35)
+  const fit = tableFit(doc, {
+    root,
+    scroller,
+    minWidth: PATH_MIN_WIDTH,
+    onChange: () => {
+      rendered = new Map();
+      fillTable();
+      relayout();
+    },
+  });
+  cleanups.push(() => fit.destroy());
+  const showingRow = h(doc, "div", { class: "nnx-split-showing-row" }, showing, fit.picker);
+  root.append(h(doc, "style", null, splitCss()), filterStyle, head, codeBox, problems.el, showingRow, scroller);
   el.replaceChildren(root);
 
   function fillTable() {
-    cols = columns(prep);
+    const all = columns(prep);
+    fit.set(all);
+    cols = fit.shown(all);
     filterStyle.replaceChildren(filterCss(prep.filters.length));
     colgroup.replaceChildren(
       ...cols.map((c) => h(doc, "col", { class: `k-${c.id}`, style: c.width ? `width:${c.width}px` : null })),

@@ -7,10 +7,13 @@
 import { h, setText } from "./shared/dom.js";
 import { sideScroll } from "./shared/sidescroll.js";
 import { createWindowedTable, drawWindow, setColspan, watchWindow } from "./shared/table.js";
+import { tableFit } from "./shared/tablefit.js";
 import {
+  COLUMNS,
   PATH_MIN_WIDTH,
   allParents,
   columnsFor,
+  headerTitle,
   nextSort,
   prepare,
   share,
@@ -46,6 +49,8 @@ function render({ model, el }) {
   const collapseAll = h(doc, "button", { type: "button", class: "nnx-sum-collapse" }, "collapse all");
   const showing = h(doc, "span", { class: "nnx-sum-showing", role: "status" });
   const tools = h(doc, "div", { class: "nnx-sum-tools" }, filter, expandAll, collapseAll, showing);
+  const toolsEnd = h(doc, "span", { class: "nnx-sum-tools-end" });
+  tools.append(toolsEnd);
   const colgroup = h(doc, "colgroup");
   const headRow = h(doc, "tr");
   const thead = h(doc, "thead", null, headRow);
@@ -56,11 +61,22 @@ function render({ model, el }) {
   });
   const side = sideScroll(doc, scroller);
   const root = h(doc, "div", { class: "nnx-lab-summary-view" });
+  // the columns for the output's width: the least important fold behind "+N columns" (issue 35)
+  const fit = tableFit(doc, {
+    root,
+    scroller,
+    minWidth: PATH_MIN_WIDTH,
+    onChange: () => {
+      fillHeader();
+      relayout();
+    },
+  });
+  toolsEnd.append(fit.picker);
   root.append(h(doc, "style", null, summaryCss()), title, head, tools, side.el);
   el.replaceChildren(root);
 
   function fillHeader() {
-    cols = columnsFor(payload);
+    cols = fit.shown(columnsFor(payload));
     colgroup.replaceChildren(...cols.map((c) => h(doc, "col", { class: `k-${c.id}` })));
     headRow.replaceChildren(
       ...cols.map((c) => {
@@ -73,7 +89,7 @@ function render({ model, el }) {
             "data-col": c.id,
             class: [c.num ? "num" : "", c.value ? "sortable" : ""].join(" ").trim(),
             scope: "col",
-            title: c.title || null,
+            title: headerTitle(c),
             "aria-sort": on ? (sort.dir === "desc" ? "descending" : "ascending") : null,
           },
           h(doc, "span", { class: "lbl" }, c.label),
@@ -103,7 +119,7 @@ function render({ model, el }) {
       return h(
         doc,
         "td",
-        { class: "c-flops num", title: `${r.flops_exact} FLOPs, ${pct.toFixed(1)}% of the model's` },
+        { class: "c-flops num", title: `${text}: ${r.flops_exact} FLOPs, ${pct.toFixed(1)}% of the model's` },
         h(doc, "span", { class: "bar", style: `width:${pct.toFixed(2)}%` }),
         h(doc, "span", { class: "v" }, text),
       );
@@ -134,6 +150,7 @@ function render({ model, el }) {
   cleanups.push(
     () => windowing.destroy(),
     () => side.destroy(),
+    () => fit.destroy(),
   );
 
   function relayout() {
@@ -160,6 +177,7 @@ function render({ model, el }) {
     const fresh = prepare(payload);
     if (fresh.n !== prep.n) collapsed = new Set(); // a new summary: everything open
     prep = fresh;
+    fit.set(COLUMNS, new Set(columnsFor(payload).map((c) => c.id)));
     setText(title, payload.title || "");
     head.replaceChildren(
       ...(payload.header || []).map((line) =>

@@ -206,38 +206,56 @@ export function rowLabel(tree, r, inline) {
 
 // --- columns ------------------------------------------------------------------------------
 
-// id (cell class c-<id>, header data-col), label, width (px; null = the rest), numeric, grad.
+// id (cell class c-<id>, header data-col), label, width (px; null = the rest), numeric, grad, and
+// `fold`: at a narrow output the lowest folds first (behind the "+N columns" picker); none = never
+// (NaN/Inf, shown only when there are some).
 export const CAPTURE_COLUMNS = [
   { id: "path", label: "path", width: null },
-  { id: "type", label: "type", width: 112 },
-  { id: "shape", label: "shape", width: 84, num: true },
-  { id: "dtype", label: "dtype", width: 66 },
-  { id: "mean", label: "mean", width: 74, num: true },
-  { id: "std", label: "std", width: 74, num: true },
-  { id: "min", label: "min", width: 74, num: true },
-  { id: "max", label: "max", width: 74, num: true },
-  { id: "nonfinite", label: "NaN/Inf", width: 78, num: true },
+  { id: "type", label: "type", width: 112, fold: 4, title: "the Variable type it was collected as" },
+  { id: "shape", label: "shape", width: 100, num: true, fold: 12 }, // "(2, 32, 256)" in full
+  { id: "dtype", label: "dtype", width: 66, fold: 1 },
+  { id: "mean", label: "mean", width: 74, num: true, fold: 11 },
+  { id: "std", label: "std", width: 74, num: true, fold: 6, title: "standard deviation" },
+  { id: "min", label: "min", width: 74, num: true, fold: 2 },
+  { id: "max", label: "max", width: 74, num: true, fold: 3 },
+  { id: "nonfinite", label: "NaN/Inf", width: 78, num: true, title: "how many elements are NaN / Inf" },
   {
     id: "hist",
     label: "histogram",
     width: 88,
+    fold: 8,
     title: "distribution of the values (finite ones), computed on the device",
   },
   {
     id: "gmean",
-    label: "\u2207 mean",
+    label: "grad mean",
     width: 74,
     num: true,
     grad: true,
+    fold: 10,
     title: "mean of the gradient of the loss with respect to this value",
   },
-  { id: "gstd", label: "\u2207 std", width: 74, num: true, grad: true, title: "std of the gradient" },
-  { id: "gnorm", label: "\u2207 norm", width: 74, num: true, grad: true, title: "L2 norm of the gradient" },
-  { id: "gnonfinite", label: "\u2207 NaN/Inf", width: 80, num: true, grad: true },
-  { id: "ghist", label: "\u2207 histogram", width: 100, grad: true, title: "distribution of the gradient" },
+  { id: "gstd", label: "grad std", width: 74, num: true, grad: true, fold: 5, title: "std of the gradient" },
+  { id: "gnorm", label: "grad norm", width: 74, num: true, grad: true, fold: 9, title: "L2 norm of the gradient" },
+  {
+    id: "gnonfinite",
+    label: "grad NaN/Inf",
+    width: 80,
+    num: true,
+    grad: true,
+    title: "how many elements of the gradient are NaN / Inf",
+  },
+  {
+    id: "ghist",
+    label: "grad histogram",
+    width: 100,
+    grad: true,
+    fold: 7,
+    title: "distribution of the gradient",
+  },
 ];
 
-export const PATH_MIN_WIDTH = 150;
+export const PATH_MIN_WIDTH = 170; // "hidden_activation[0]" two levels down, with room to spare
 
 function anyNonfinite(snap) {
   const st = (snap && snap.stats) || {};
@@ -246,9 +264,9 @@ function anyNonfinite(snap) {
 }
 
 /**
- * The columns worth showing: gradient columns only with gradients (then min, max and dtype give
- * way, so the table still about fits a notebook; the shape's tooltip names the dtype), NaN/Inf
- * only when there are some.
+ * The columns worth showing: gradient columns only with gradients, NaN/Inf only when there are
+ * some. Which of them fit the output is the table's fit (shared/tablefit.js: min, max and dtype
+ * fold first; the shape's tooltip names the dtype).
  */
 export function visibleColumns(prep) {
   const grads = !!(prep && prep.grad);
@@ -256,7 +274,6 @@ export function visibleColumns(prep) {
   const gsnap = grads ? prep.grad.tree.snap : null;
   return CAPTURE_COLUMNS.filter((c) => {
     if (c.grad && !grads) return false;
-    if (grads && (c.id === "min" || c.id === "max" || c.id === "dtype")) return false;
     if (c.id === "nonfinite" && !anyNonfinite(snap)) return false;
     if (c.id === "gnonfinite" && !anyNonfinite(gsnap)) return false;
     return true;

@@ -96,9 +96,10 @@ function describeCells(doc, t, r) {
   const rows = snap.rows || {};
   const dtype = tableText(snap.tables, "dtype", rows.dtype ? rows.dtype[r] : null);
   const type = t.rowType[r];
+  const shape = fmtShape(rows.shape ? rows.shape[r] : null);
   return {
     type: typeCell(doc, type),
-    shape: h(doc, "td", { class: "c-shape num", title: dtype || null }, fmtShape(rows.shape ? rows.shape[r] : null)),
+    shape: h(doc, "td", { class: "c-shape num", title: [shape, dtype].filter(Boolean).join(" ") || null }, shape),
     dtype: h(doc, "td", { class: "c-dtype" }, dtype),
   };
 }

@@ -1,6 +1,7 @@
 // Styles of the capture panel, scoped under .nnx-lab-capture. Same theme variables as the viewer
 // (JupyterLab's, then VS Code's, then light defaults), so it follows light and dark themes.
 
+import { columnPickerCss } from "../shared/fit.js";
 import { ROW_HEIGHT, THEME, panelFrameCss } from "../shared/styles.js";
 
 const { FG, MUTED, FAINT, BG, BG2, BORDER, ACCENT, ERROR, WARN, STRIPE, HOVER, FONT, MONO } = THEME;
@@ -20,6 +21,7 @@ ${R} .nnx-capture-head{display:flex;flex-wrap:wrap;align-items:baseline;gap:2px 
 ${R} .nnx-capture-head .root{font-weight:600}
 ${R} .nnx-capture-head .sep{color:${FAINT}}
 ${R} .nnx-capture-head .dim{color:${MUTED}}
+${R} .nnx-capture-head-end{margin-left:auto}${columnPickerCss(R, THEME)}
 ${R} .nnx-capture-head .loss{font-weight:600;border-bottom:2px solid ${GRAD}}
 ${R} .nnx-capture-controls{display:flex;flex-wrap:wrap;align-items:flex-start;gap:4px 14px;margin:4px 0}
 ${R} .nnx-capture-group{display:flex;flex-wrap:wrap;align-items:center;gap:3px 8px}
@@ -38,8 +40,10 @@ ${R} .nnx-capture-module-tools{display:flex;gap:6px;margin:2px 0}
 ${R} .nnx-capture-module-tools button{border:1px solid ${BORDER};border-radius:3px;background:${BG2};cursor:pointer;
   height:20px;padding:0 8px}
 ${R} .nnx-capture-module-tools button:hover{border-color:${ACCENT}}
-${R} .nnx-capture-module-list{max-height:180px;overflow:auto;padding-bottom:3px}
-${R} label.nnx-capture-module{display:flex;align-items:center;gap:4px;white-space:nowrap;height:19px;cursor:pointer}
+${R} .nnx-capture-module-list{max-height:180px;overflow-x:hidden;overflow-y:auto;padding-bottom:3px}
+${R} label.nnx-capture-module{display:flex;align-items:center;gap:4px;white-space:nowrap;height:19px;cursor:pointer;
+  min-width:0}
+${R} label.nnx-capture-module .cls{overflow:hidden;text-overflow:ellipsis;min-width:0}
 ${R} label.nnx-capture-module input{margin:0;accent-color:${ACCENT}}
 ${R} label.nnx-capture-module .k{font-family:${MONO};font-size:11.5px}
 ${R} label.nnx-capture-module .cls{color:${MUTED}}
@@ -54,8 +58,8 @@ ${R} .nnx-capture-status[data-level="warn"]{color:${WARN}}
 ${R} .nnx-scroll{position:relative;max-height:420px;overflow:auto;border:1px solid ${BORDER};border-radius:3px;margin-top:4px}
 ${R} table.nnx-capture-table{border-collapse:separate;border-spacing:0;table-layout:fixed;width:100%}
 ${R} th{position:sticky;top:0;z-index:2;background:${BG2};color:${FG};font-weight:600;text-align:left;
-  height:22px;padding:0 6px;border-bottom:1px solid ${BORDER};white-space:nowrap;overflow:hidden;
-  text-overflow:ellipsis;user-select:none}
+  height:22px;padding:2px 6px;border-bottom:1px solid ${BORDER};overflow:hidden;vertical-align:bottom;
+  line-height:1.25;user-select:none}
 ${R} th[data-col="path"]{left:0;z-index:3}
 ${R} th.num{text-align:right}
 ${R} th.grad{box-shadow:inset 0 3px 0 ${GRAD};background-image:linear-gradient(${GRAD_TINT},${GRAD_TINT})}

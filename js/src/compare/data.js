@@ -7,35 +7,39 @@ export const PROBLEMS = new Set(["missing", "unexpected", "shape", "tied", "erro
 /** Statuses "changed only" keeps: values that moved, and every structural problem. */
 export const CHANGED = new Set(["changed", "nan", ...PROBLEMS]);
 
+// `fold`: at a narrow output the lowest folds first (behind the "+N columns" picker); none = never.
 export const COLUMNS = [
   { id: "path", label: "path", width: null },
-  { id: "status", label: "status", width: 112 },
+  { id: "status", label: "status", width: 120 }, // "12 of 28 changed"
   {
     id: "rel_change",
-    label: "\u2016a\u2212b\u2016/\u2016a\u2016",
-    width: 128,
+    label: "relative change",
+    width: 120,
     num: true,
-    title: "relative change of the Variable: \u2016a\u2212b\u2016/\u2016a\u2016 (bar: against the largest)",
+    fold: 8,
+    title: "\u2016a\u2212b\u2016/\u2016a\u2016 of the Variable (bar: against the largest)",
   },
-  { id: "max_abs", label: "max |a\u2212b|", width: 90, num: true, title: "largest element difference" },
-  { id: "cosine", label: "cosine", width: 74, num: true, title: "cosine similarity of a and b" },
+  { id: "max_abs", label: "max difference", width: 90, num: true, fold: 6, title: "largest |a\u2212b| of an element" },
+  { id: "cosine", label: "cosine", width: 80, num: true, fold: 5, title: "cosine similarity of a and b" },
   {
     id: "frac_changed",
-    label: "changed",
+    label: "fraction changed",
     width: 80,
     num: true,
+    fold: 4,
     title: "fraction of the elements that changed (beyond tol)",
   },
-  { id: "identical", label: "identical", width: 80, title: "bit for bit the same" },
-  { id: "shape", label: "shape", width: 130, num: true },
-  { id: "dtype", label: "dtype", width: 90 },
-  { id: "note", label: "note", width: 180 },
+  { id: "identical", label: "identical", width: 80, fold: 2, title: "bit for bit the same" },
+  { id: "shape", label: "shape", width: 150, num: true, fold: 7, title: "shape in a (vs in b when they differ)" },
+  { id: "dtype", label: "dtype", width: 90, fold: 1, title: "dtype in a (vs in b when they differ)" },
+  { id: "note", label: "note", width: 180, fold: 3, title: "why a row was not compared, and what differs" },
 ];
 
 export const PATH_MIN_WIDTH = 180;
 
-export function tableWidth() {
-  return COLUMNS.reduce((s, c) => s + (c.width ?? PATH_MIN_WIDTH), 0);
+/** Width the columns `cols` (all by default) need, the path at its minimum. */
+export function tableWidth(cols = COLUMNS) {
+  return cols.reduce((s, c) => s + (c.width ?? PATH_MIN_WIDTH), 0);
 }
 
 const finite = (x) => typeof x === "number" && Number.isFinite(x);

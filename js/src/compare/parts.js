@@ -48,7 +48,7 @@ export function headerCell(doc, c, sort) {
       "data-col": c.id,
       class: `sortable${c.num ? " num" : ""}`,
       scope: "col",
-      title: c.title || null,
+      title: c.title ? `${c.label}: ${c.title}` : c.label,
       "aria-sort": on ? (sort.dir === "asc" ? "ascending" : "descending") : null,
     },
     h(doc, "span", { class: "lbl" }, c.label),
@@ -71,7 +71,7 @@ function relCell(doc, e, prep) {
   const rel = e.rel_change;
   const title =
     typeof rel === "number"
-      ? `\u2016a\u2212b\u2016/\u2016a\u2016 = ${rel} (bar: against the largest, ${fmtNum(prep.maxRel)})`
+      ? `${fmtNum(rel)}: \u2016a\u2212b\u2016/\u2016a\u2016 = ${rel} (bar: against the largest, ${fmtNum(prep.maxRel)})`
       : null;
   return h(
     doc,
@@ -98,8 +98,14 @@ function dtypeText(e) {
   return e.dtype_a || e.dtype_b || "";
 }
 
-/** A module's row: its key (open/closed), how many of its Variables changed, its aggregates. */
-export function moduleRow(doc, prep, id, open) {
+/** The cells of `cols` (ids into `cells`, a blank cell where one has none) appended to `tr`. */
+function appendCells(doc, tr, cols, cells) {
+  for (const c of cols) tr.appendChild(cells[c.id] || h(doc, "td", { class: `c-${c.id}` }));
+  return tr;
+}
+
+/** A module's row: its key (open/closed), how many of its Variables changed, its aggregates (the cells of `cols`). */
+export function moduleRow(doc, prep, id, open, cols = COLUMNS) {
   const m = entry(prep, id);
   const tr = h(doc, "tr", {
     class: "nnx-cmp-module",
@@ -110,39 +116,44 @@ export function moduleRow(doc, prep, id, open) {
   const hasAgg = typeof m.count === "number";
   const problems = prep.problems[id];
   const summary = hasAgg ? `${fmtCount(m.changed)} of ${fmtCount(m.count)} changed` : "";
-  tr.append(
-    h(
+  const status = problems ? `${fmtCount(problems)} problem${problems === 1 ? "" : "s"}` : summary;
+  const note = hasAgg ? "" : "no values compared";
+  return appendCells(doc, tr, cols, {
+    path: h(
       doc,
       "td",
-      { class: "c-path", title: m.path, style: `padding-left:${6 + m.depth * INDENT}px` },
+      {
+        class: "c-path",
+        title: [m.path, status, note].filter(Boolean).join("\n"),
+        style: `padding-left:${6 + m.depth * INDENT}px`,
+      },
       h(doc, "span", { class: "tog" }, open ? "\u25BE" : "\u25B8"),
       String(m.key),
     ),
-    h(
+    status: h(doc, "td", { class: `c-status${problems ? " bad" : ""}`, title: status || null }, status),
+    rel_change: relCell(doc, m, prep),
+    max_abs: h(doc, "td", { class: "c-max_abs num" }, fmtNum(m.max_abs)),
+    cosine: h(doc, "td", { class: "c-cosine num" }, fmtNum(m.cosine)),
+    frac_changed: h(doc, "td", { class: "c-frac_changed num" }, fmtNum(m.frac_changed)),
+    identical: h(doc, "td", { class: "c-identical" }, problems ? "" : identicalText(m.identical)), // not "yes" over a problem
+    shape: h(
       doc,
       "td",
-      { class: `c-status${problems ? " bad" : ""}` },
-      problems ? `${fmtCount(problems)} problem${problems === 1 ? "" : "s"}` : summary,
-    ),
-    relCell(doc, m, prep),
-    h(doc, "td", { class: "c-max_abs num" }, fmtNum(m.max_abs)),
-    h(doc, "td", { class: "c-cosine num" }, fmtNum(m.cosine)),
-    h(doc, "td", { class: "c-frac_changed num" }, fmtNum(m.frac_changed)),
-    h(doc, "td", { class: "c-identical" }, problems ? "" : identicalText(m.identical)), // not "yes" over a problem
-    h(
-      doc,
-      "td",
-      { class: "c-shape num", title: hasAgg ? `${fmtCount(m.size)} elements compared` : null },
+      {
+        class: "c-shape num",
+        title: hasAgg ? `${fmtCount(m.count)} vars: ${fmtCount(m.size)} elements compared` : null,
+      },
       hasAgg ? `${fmtCount(m.count)} vars` : "",
     ),
-    h(doc, "td", { class: "c-dtype" }),
-    h(doc, "td", { class: "c-note nnx-cmp-faint" }, hasAgg ? "" : "no values compared here"),
-  );
-  return tr;
+    dtype: h(doc, "td", { class: "c-dtype" }),
+    note: h(doc, "td", { class: "c-note nnx-cmp-faint", title: note || null }, note),
+  });
 }
 
-/** A Variable's row (or one layer of a stacked Variable). */
-export function variableRow(doc, prep, id) {
+/** A Variable's row (or one layer of a stacked Variable): the cells of `cols`. Its path's title
+ * holds what the row says in every column that can fold (shape, dtype, note), so a narrow output
+ * loses none of it. */
+export function variableRow(doc, prep, id, cols = COLUMNS) {
   const e = entry(prep, id);
   const status = String(e.status ?? "");
   const layer = e.layer !== null && e.layer !== undefined;
@@ -156,40 +167,42 @@ export function variableRow(doc, prep, id) {
   const path = e.path_b ? `${e.path} \u2190 ${e.path_b}` : e.path;
   const types =
     e.type_a && e.type_b && e.type_a !== e.type_b
-      ? `\ntype: ${e.type_a} vs ${e.type_b}`
+      ? `type: ${e.type_a} vs ${e.type_b}`
       : e.type_a || e.type_b
-        ? `\ntype: ${e.type_a || e.type_b}`
+        ? `type: ${e.type_a || e.type_b}`
         : "";
   const note = [e.mismatch, e.note].filter(Boolean).join("; ");
-  tr.append(
-    h(
+  const shape = shapeText(e);
+  const dtype = dtypeText(e);
+  const details = [path, types, shape && `shape: ${shape}`, dtype && `dtype: ${dtype}`, note];
+  return appendCells(doc, tr, cols, {
+    path: h(
       doc,
       "td",
-      { class: "c-path", title: `${path}${types}`, style: `padding-left:${20 + e.depth * INDENT}px` },
+      { class: "c-path", title: details.filter(Boolean).join("\n"), style: `padding-left:${20 + e.depth * INDENT}px` },
       String(e.key),
       e.path_b ? h(doc, "span", { class: "from" }, `\u2190 ${e.path_b}`) : null,
     ),
-    h(
+    status: h(
       doc,
       "td",
-      { class: "c-status", title: prep.statuses[status] ?? null },
+      { class: "c-status", title: `${status}: ${prep.statuses[status] ?? ""}` },
       h(doc, "span", { class: `st st-${status}` }, status),
     ),
-    relCell(doc, e, prep),
-    h(doc, "td", { class: "c-max_abs num" }, fmtNum(e.max_abs)),
-    h(doc, "td", { class: "c-cosine num" }, fmtNum(e.cosine)),
-    h(doc, "td", { class: "c-frac_changed num" }, fmtNum(e.frac_changed)),
-    h(doc, "td", { class: "c-identical" }, identicalText(e.identical)),
-    h(
+    rel_change: relCell(doc, e, prep),
+    max_abs: h(doc, "td", { class: "c-max_abs num" }, fmtNum(e.max_abs)),
+    cosine: h(doc, "td", { class: "c-cosine num" }, fmtNum(e.cosine)),
+    frac_changed: h(doc, "td", { class: "c-frac_changed num" }, fmtNum(e.frac_changed)),
+    identical: h(doc, "td", { class: "c-identical" }, identicalText(e.identical)),
+    shape: h(doc, "td", { class: `c-shape num${e.status === "shape" ? " bad" : ""}`, title: shape || null }, shape),
+    dtype: h(
       doc,
       "td",
-      { class: `c-shape num${e.status === "shape" ? " bad" : ""}`, title: shapeText(e) || null },
-      shapeText(e),
+      { class: `c-dtype${e.dtype_a && e.dtype_b && e.dtype_a !== e.dtype_b ? " bad" : ""}`, title: dtype || null },
+      dtype,
     ),
-    h(doc, "td", { class: `c-dtype${e.dtype_a && e.dtype_b && e.dtype_a !== e.dtype_b ? " bad" : ""}` }, dtypeText(e)),
-    h(doc, "td", { class: "c-note", title: note || null }, note),
-  );
-  return tr;
+    note: h(doc, "td", { class: "c-note", title: note || null }, note),
+  });
 }
 
 export { COLUMNS };

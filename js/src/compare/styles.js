@@ -1,6 +1,7 @@
 // Styles of the comparison widget, scoped under .nnx-lab-compare: the viewer's theme (JupyterLab's
 // variables, then VS Code's, then light defaults) and its table look.
 
+import { columnPickerCss } from "../shared/fit.js";
 import { ROW_HEIGHT, THEME, panelFrameCss } from "../shared/styles.js";
 import { COLUMNS } from "./data.js";
 
@@ -29,11 +30,12 @@ ${R} .nnx-cmp-chip.problem{border-color:${ERROR};color:${ERROR}}
 ${R} .nnx-cmp-chip[aria-pressed="true"]{background:${ACCENT};color:${BG};border-color:${ACCENT}}
 ${R} .nnx-cmp-tool{border:1px solid ${BORDER};border-radius:3px;background:${BG2};padding:0 8px;cursor:pointer}
 ${R} .nnx-cmp-showing{color:${MUTED}}
+${R} .nnx-cmp-bar-end{margin-left:auto}${columnPickerCss(R, THEME)}
 ${R} .nnx-scroll{position:relative;max-height:420px;overflow:auto;border:1px solid ${BORDER};border-radius:3px}
 ${R} table.nnx-cmp-table{border-collapse:separate;border-spacing:0;table-layout:fixed;width:100%}
 ${R} th{position:sticky;top:0;z-index:2;background:${BG2};color:${FG};font-weight:600;text-align:left;
-  padding:2px 6px;border-bottom:1px solid ${BORDER};white-space:nowrap;overflow:hidden;
-  text-overflow:ellipsis;user-select:none;cursor:pointer}
+  padding:2px 6px;border-bottom:1px solid ${BORDER};overflow:hidden;vertical-align:bottom;line-height:1.25;
+  user-select:none;cursor:pointer}
 ${R} th[data-col="path"]{left:0;z-index:3}
 ${R} th.num{text-align:right}
 ${R} th .arrow{margin-left:3px;color:${ACCENT}}
@@ -46,7 +48,7 @@ ${R} .c-path .from{color:${MUTED};margin-left:6px}
 ${R} .c-path .tog{display:inline-block;width:14px;color:${MUTED}}
 ${R} tr.nnx-cmp-module{cursor:pointer}
 ${R} tr.nnx-cmp-module td{font-weight:600}
-${R} tr.nnx-cmp-module td.c-status{font-weight:400;color:${MUTED}}
+${R} tr.nnx-cmp-module td.c-status,${R} tr.nnx-cmp-module td.c-note{font-weight:400;color:${MUTED}}
 ${R} td.c-rel_change{position:relative}
 ${R} .nnx-cmp-bar{position:absolute;left:4px;right:4px;bottom:2px;height:3px;background:${BG2}}
 ${R} .nnx-cmp-bar>span{position:absolute;left:0;top:0;bottom:0;background:${WARN}}

@@ -94,14 +94,15 @@ export function hasRemainder(prep) {
 
 /**
  * The table's columns, left to right: the Variable's own, then one per filter, then the
- * remainder when there is one. {id, kind: "var"|"filter"|"rest", ...}.
+ * remainder when there is one. {id, kind: "var"|"filter"|"rest", ...}. A Variable's own columns
+ * but its path fold at a narrow output (`fold`: the lowest first); a filter's column never does.
  */
 export const VAR_COLUMNS = [
   { id: "path", label: "path", width: null },
-  { id: "type", label: "type", width: 96 },
-  { id: "shape", label: "shape", width: 80, num: true },
-  { id: "dtype", label: "dtype", width: 72 },
-  { id: "bytes", label: "bytes", width: 66, num: true },
+  { id: "type", label: "type", width: 96, fold: 3, title: "the Variable's type" },
+  { id: "shape", label: "shape", width: 96, num: true, fold: 4 }, // "(64, 4, 16)" in full
+  { id: "dtype", label: "dtype", width: 72, fold: 1 },
+  { id: "bytes", label: "bytes", width: 66, num: true, fold: 2 },
 ];
 export const PATH_MIN_WIDTH = 200;
 export const FILTER_WIDTH = 104;

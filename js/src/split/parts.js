@@ -33,7 +33,8 @@ export function headParts(doc, prep) {
 /** The header cell of column `c`; a filter's (or the remainder's) is pressed when it is `active`. */
 export function headerCell(doc, prep, c, active) {
   if (c.kind === "var") {
-    return h(doc, "th", { "data-col": c.id, class: c.num ? "num" : null, scope: "col" }, c.label);
+    const title = c.title ? `${c.label}: ${c.title}` : c.label;
+    return h(doc, "th", { "data-col": c.id, class: c.num ? "num" : null, scope: "col", title }, c.label);
   }
   if (c.kind === "filter") {
     const f = c.filter;
@@ -86,20 +87,23 @@ export function rowEl(doc, prep, cols, r) {
   if (aliases.length) pathTd.appendChild(h(doc, "span", { class: "alias" }, `= ${aliases.join(", ")}`));
   const type = rows.type[r];
   const nbytes = rows.nbytes[r];
-  tr.append(
-    pathTd,
-    typeCell(doc, type),
-    h(doc, "td", { class: "c-shape num" }, fmtShape(rows.shape[r])),
-    h(doc, "td", { class: "c-dtype", title: rows.dtype[r] ?? null }, rows.dtype[r] ?? ""),
-    h(
+  const shape = fmtShape(rows.shape[r]);
+  const own = {
+    path: pathTd,
+    type: typeCell(doc, type),
+    shape: h(doc, "td", { class: "c-shape num", title: shape || null }, shape),
+    dtype: h(doc, "td", { class: "c-dtype", title: rows.dtype[r] ?? null }, rows.dtype[r] ?? ""),
+    bytes: h(
       doc,
       "td",
-      { class: "c-bytes num", title: nbytes === null ? null : `${fmtCount(nbytes)} bytes` },
+      { class: "c-bytes num", title: nbytes === null ? null : `${fmtBytes(nbytes)}: ${fmtCount(nbytes)} bytes` },
       fmtBytes(nbytes),
     ),
-  );
+  };
   for (const c of cols) {
-    if (c.kind === "filter") {
+    if (c.kind === "var") {
+      tr.appendChild(own[c.id]);
+    } else if (c.kind === "filter") {
       const f = c.filter;
       const mark = markOf(prep, r, f.index);
       const td = h(doc, "td", { class: `fc f-${f.index}` });

@@ -2,6 +2,7 @@
 // viewer (JupyterLab's, then VS Code's, then light defaults), so it follows light and dark themes.
 
 import { filterColor } from "../shared/colors.js";
+import { columnPickerCss } from "../shared/fit.js";
 import { ROW_HEIGHT, THEME, panelFrameCss } from "../shared/styles.js";
 
 const { FG, MUTED, FAINT, BG, BG2, BORDER, ACCENT, ERROR, WARN, STRIPE, HOVER, FONT, MONO } = THEME;
@@ -30,7 +31,7 @@ ${R} .nnx-split-head .dim{color:${MUTED}}
 ${R} .nnx-split-code{display:flex;align-items:stretch;gap:0;margin:4px 0;border:1px solid ${BORDER};
   border-radius:3px;background:${BG2};max-width:100%}
 ${R} .nnx-split-code code{flex:1 1 auto;min-width:0;font-family:${MONO};font-size:12px;padding:4px 8px;
-  white-space:pre;overflow-x:auto;color:${FG};background:transparent}
+  white-space:pre-wrap;overflow-wrap:anywhere;color:${FG};background:transparent}
 ${R} .nnx-split-copy{flex:none;border:0;border-left:1px solid ${BORDER};background:${BG};padding:0 10px;
   cursor:pointer;border-radius:0 3px 3px 0;color:${MUTED};min-width:64px}
 ${R} .nnx-split-copy:hover{color:${ACCENT}}
@@ -41,7 +42,9 @@ ${R} ul.nnx-split-problems li{margin:1px 0;overflow-wrap:anywhere}
 ${R} ul.nnx-split-problems li:not(.more)::before{content:"\\26A0";color:${WARN};font-weight:700;margin-right:6px}
 ${R} ul.nnx-split-problems li.more button{border:0;background:none;padding:0;color:${ACCENT};cursor:pointer}
 ${R} ul.nnx-split-problems li.more button:hover{text-decoration:underline}
-${R} .nnx-split-showing{color:${MUTED};margin:4px 0 3px}
+${R} .nnx-split-showing{color:${MUTED}}
+${R} .nnx-split-showing-row{display:flex;flex-wrap:wrap;align-items:center;justify-content:space-between;gap:4px 8px;
+  margin:4px 0 3px}${columnPickerCss(R, THEME)}
 ${R} .nnx-scroll{position:relative;max-height:420px;overflow:auto;border:1px solid ${BORDER};border-radius:3px}
 ${R} table.nnx-split-table{border-collapse:separate;border-spacing:0;table-layout:fixed;width:100%}
 ${R} th{position:sticky;top:0;z-index:2;background:${BG2};color:${FG};font-weight:600;text-align:left;

@@ -1,31 +1,56 @@
 // The summary widget's rows as a tree (pure, no DOM): parents from the rows' depths (call order),
 // which rows are listed for a filter, the collapsed rows and a sort, and each row's share of FLOPs.
 
-/** Columns: id (cell class c-<id>), label, width (px; null = the rest), numeric, sort value key. */
+/**
+ * Columns: id (cell class c-<id>), label, width (px; null = the rest), numeric, sort value key, and
+ * `fold`: at a narrow output the lowest folds first (behind the "+N columns" picker); none = never.
+ */
 export const COLUMNS = [
   { id: "path", label: "module call", width: null },
-  { id: "cls", label: "class", width: 100 },
-  { id: "inputs", label: "inputs", width: 120 },
-  { id: "outputs", label: "outputs", width: 110 },
-  { id: "params", label: "params", width: 112, num: true, value: "params" },
+  { id: "cls", label: "class", width: 100, fold: 5 },
+  { id: "inputs", label: "input shapes", width: 130, fold: 3, title: "inputs: dtype[shape] of each argument" },
+  { id: "outputs", label: "output shapes", width: 130, fold: 4, title: "outputs: dtype[shape] of each result" },
+  {
+    id: "params",
+    label: "params",
+    width: 120,
+    num: true,
+    value: "params",
+    fold: 7,
+    title: "parameters: count (bytes)",
+  },
   {
     id: "flops",
     label: "FLOPs",
     width: 115,
     num: true,
     value: "flops",
+    fold: 8,
     title: "forward FLOPs; the bar: share of the model's",
   },
-  { id: "bwd", label: "bwd FLOPs", width: 80, num: true, value: "bwd", title: "backward FLOPs (--grad)" },
-  { id: "bytes", label: "bytes", width: 80, num: true, value: "bytes", title: "bytes accessed" },
-  { id: "out", label: "output", width: 66, num: true, value: "out", title: "output (activation) bytes" },
+  {
+    id: "bwd",
+    label: "backward FLOPs",
+    width: 96,
+    num: true,
+    value: "bwd",
+    fold: 6,
+    title: "FLOPs of the backward pass (--grad)",
+  },
+  { id: "bytes", label: "bytes accessed", width: 80, num: true, value: "bytes", fold: 2, title: "bytes accessed" },
+  { id: "out", label: "output bytes", width: 70, num: true, value: "out", fold: 1, title: "output (activation) bytes" },
 ];
 
-export const PATH_MIN_WIDTH = 170;
+export const PATH_MIN_WIDTH = 200; // "blocks[0].attn.query" three levels down
 
 /** The columns this payload shows (bwd FLOPs only with a backward pass). */
 export function columnsFor(payload) {
   return COLUMNS.filter((c) => c.id !== "bwd" || payload.backward);
+}
+
+/** A header's tooltip: its label, and what it is when the label alone does not say. */
+export function headerTitle(c) {
+  return c.title ? `${c.label}: ${c.title}` : c.label;
 }
 
 /**

@@ -1,6 +1,7 @@
 // Styles of the summary widget, scoped under .nnx-lab-summary-view: the viewer's theme variables
 // (JupyterLab's, then VS Code's, then light defaults) and its table's look.
 
+import { columnPickerCss } from "../shared/fit.js";
 import { ROW_HEIGHT, THEME, panelFrameCss } from "../shared/styles.js";
 import { COLUMNS } from "./data.js";
 
@@ -23,12 +24,13 @@ ${R} .nnx-sum-tools input{flex:0 1 260px;min-width:120px;padding:1px 6px;border:
 ${R} .nnx-sum-tools button{border:1px solid ${BORDER};border-radius:3px;background:${BG2};padding:0 8px;cursor:pointer}
 ${R} .nnx-sum-tools button:hover{color:${ACCENT}}
 ${R} .nnx-sum-showing{color:${MUTED}}
+${R} .nnx-sum-tools-end{margin-left:auto}${columnPickerCss(R, THEME)}
 ${R} .nnx-scroll{position:relative;max-height:460px;overflow:auto;border:1px solid ${BORDER};border-radius:3px}
 ${R} table.nnx-sum-table{border-collapse:separate;border-spacing:0;table-layout:fixed;width:100%}
 ${widths}
 ${R} th{position:sticky;top:0;z-index:2;background:${BG2};color:${FG};font-weight:600;text-align:left;
-  padding:2px 6px;border-bottom:1px solid ${BORDER};white-space:nowrap;overflow:hidden;text-overflow:ellipsis;
-  user-select:none}
+  padding:2px 6px;border-bottom:1px solid ${BORDER};overflow:hidden;overflow-wrap:normal;vertical-align:bottom;
+  line-height:1.25;user-select:none}
 ${R} th.sortable{cursor:pointer}
 ${R} th.sortable:hover{color:${ACCENT}}
 ${R} th.num{text-align:right}
