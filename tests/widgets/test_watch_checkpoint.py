@@ -139,3 +139,33 @@ def test_the_stream_progress_goes_to_the_status_line(ckpt, monkeypatch):
     viewer._progress(Progress(1, 4, 10, 40, 0.5))
     assert messages[-1].endswith("reading the statistics: 1 of 4 arrays, 25%")
     viewer.close()
+
+
+def test_a_prng_key_in_a_checkpoint_is_shown_as_a_key_as_the_live_viewer_shows_it(tmp_path):
+    # Orbax saves a key array as its uint32 key data (and records the impl): shown as a key, no statistics
+    model = nnx.Sequential(nnx.Linear(3, 4, rngs=nnx.Rngs(0)), nnx.Dropout(0.5, rngs=nnx.Rngs(dropout=1)))
+    path = save(tmp_path / "ckpt", model)
+    viewer = nnx_lab.watch(path, display=False)
+    live = nnx_lab.watch(model, display=False)
+    try:
+        rows = {r.path_text: r for r in viewer.last_snapshot.rows}
+        key, live_key = rows["layers[1].rngs.key"], live.last_snapshot["layers[1].rngs.key"]
+        assert (key.status, key.shape, key.dtype, key.stats) == ("prng_key", (), live_key.dtype, None)
+        assert key.dtype.startswith("key<")
+        assert rows["layers[1].rngs.count"].status == "ok"  # the counter is a number, with its statistics
+        payload = viewer.snapshot
+        i = [r.path_text for r in viewer.last_snapshot.rows].index("layers[1].rngs.key")
+        assert payload["stats"]["mean"][i] is None and payload["stats"]["norm"][i] is None  # was mean 1.2e+9
+        status_of = payload["tables"]["status"][payload["rows"]["status"][i]]
+        live_payload = live.snapshot
+        j = [r.path_text for r in live.last_snapshot.rows].index("layers[1].rngs.key")
+        assert status_of == live_payload["tables"]["status"][live_payload["rows"]["status"][j]] == "prng_key"
+        text, _html = viewer._fallback()
+        line = next(s for s in str(viewer.last_snapshot).splitlines() if s.startswith("layers[1].rngs.key"))
+        assert "key<" in line and "prng_key" in line and "e+" not in line
+        # compare() of two such checkpoints: the key is a key there too (bit for bit, no figures)
+        cmp = nnx_lab.compare(path, path)
+        assert cmp["layers[1].rngs.key"].status == "prng_key" and cmp["layers[1].rngs.key"].max_abs is None
+    finally:
+        viewer.close()
+        live.close()

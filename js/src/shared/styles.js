@@ -146,6 +146,7 @@ ${R} td.c-nonfinite.bad{color:${FG};font-weight:600;background-color:rgba(229,57
 ${R} .c-status{color:${MUTED}}
 ${R} .c-status .st{color:${WARN}}
 ${R} .c-status .st.error,${R} .c-status .st.deleted{color:${ERROR}}
+${R} .c-status .st.prng_key{color:${MUTED}}
 ${R} .c-spark{padding:0 4px}
 ${R} .c-spark svg{display:block;margin:3px 0;overflow:visible}
 ${R} .c-spark path{fill:none;stroke:${ACCENT};stroke-width:1.2;stroke-linejoin:round;stroke-linecap:round}

@@ -47,6 +47,7 @@ class CheckpointEntry:
     note: str | None = None  # why the entry cannot be read (then shape/dtype may be None)
     unreadable: bool = False  # its metadata is gone or corrupt (not merely "not an array")
     chunk_shape: tuple[int, ...] | None = None  # the stored (zarr) chunk: the unit tensorstore decodes
+    key_impl: str | None = None  # a PRNG key's data: its impl (``threefry2x32``), as Orbax records it
 
     @property
     def size(self) -> int | None:
@@ -195,6 +196,7 @@ def _opened_entries(directory: str, info: dict) -> list[CheckpointEntry]:
     import tensorstore as ts
 
     shardings = _shardings(directory)
+    key_impls = _key_impls(directory)
     futures = [
         (
             path,
@@ -221,6 +223,7 @@ def _opened_entries(directory: str, info: dict) -> list[CheckpointEntry]:
                     str(np.dtype(dtype)),
                     shardings.get(name),
                     chunk_shape=chunk,
+                    key_impl=key_impls.get(name),
                 )
             )
         except Exception as e:  # noqa: BLE001 - boundary: a damaged array is its row's status
@@ -237,6 +240,28 @@ def _opened_entries(directory: str, info: dict) -> list[CheckpointEntry]:
                 )
             )
     return entries
+
+
+def _key_impls(directory: str) -> dict[str, str]:
+    """Orbax's ``array_metadatas/process_*`` files: array name -> its PRNG key impl, for the arrays
+    saved from key arrays (stored as their uint32 key data, restored as keys)."""
+    import glob
+    import json
+
+    out: dict[str, str] = {}
+    for name in glob.glob(os.path.join(directory, "array_metadatas", "process_*")):
+        try:
+            with open(name) as f:
+                items = json.load(f).get("array_metadatas") or ()
+        except (OSError, ValueError, AttributeError):
+            continue
+        for item in items if isinstance(items, list) else ():
+            meta = item.get("array_metadata") if isinstance(item, dict) else None
+            ext = meta.get("ext_metadata") if isinstance(meta, dict) else None
+            impl = ext.get("random_key_impl") if isinstance(ext, dict) else None
+            if isinstance(impl, str) and isinstance(meta.get("param_name"), str):
+                out[meta["param_name"]] = impl
+    return out
 
 
 def _shardings(directory: str) -> dict[str, str]:

@@ -103,15 +103,36 @@ def array_stats(
     return moments.stats(entry.size)
 
 
+def key_view(impl: str, stored: tuple[int, ...]) -> tuple[tuple[int, ...], str] | None:
+    """A PRNG key saved as its key data: the keys' shape and dtype text (``()``, ``key<fry>``), as a
+    live key array's row says them; None for an impl jax does not know."""
+    import jax
+
+    try:
+        dtype = jax.eval_shape(lambda: jax.random.key(0, impl=impl)).dtype
+        data = jax.eval_shape(jax.random.key_data, jax.ShapeDtypeStruct((), dtype)).shape
+    except Exception:  # noqa: BLE001 - boundary: a checkpoint's impl name this jax does not have
+        _log.info("nnx_lab: unknown PRNG key impl %r in a checkpoint", impl, exc_info=True)
+        return None
+    n = len(data)
+    if tuple(stored[len(stored) - n :]) != tuple(data):
+        return None
+    return tuple(stored[: len(stored) - n]), str(dtype)
+
+
 def _row(entry: CheckpointEntry, status: str, stats: dict | None, note: str | None) -> dict:
     """A snapshot Row's fields (``core.snapshot.Row(**row)``): plain data, so that this package does
     not import the snapshot package, which imports it for ``snapshot(path)``."""
+    shape, dtype, size = entry.shape, entry.dtype, entry.size
+    if status == "prng_key":  # as a live key array's row: the keys' shape and dtype
+        shape, dtype = key_view(entry.key_impl, entry.shape)
+        size = math.prod(shape)
     return dict(
         path=entry.path,
         type="Array",
-        shape=entry.shape,
-        dtype=entry.dtype,
-        size=entry.size,
+        shape=shape,
+        dtype=dtype,
+        size=size,
         nbytes=entry.nbytes,
         sharding=entry.sharding,
         devices="checkpoint",
@@ -164,7 +185,8 @@ def checkpoint_rows(
     start = time.perf_counter()
     report = [auto_progress(progress)]
     tree: CheckpointTree = read_tree(path)
-    streamed = [e for e in tree.entries if stats and e.note is None and _numeric(e.dtype)]
+    keys = {id(e) for e in tree.entries if e.note is None and e.key_impl and key_view(e.key_impl, e.shape)}
+    streamed = [e for e in tree.entries if stats and e.note is None and _numeric(e.dtype) and id(e) not in keys]
     total = sum(e.nbytes or 0 for e in streamed)
     done = [0, 0]  # bytes, arrays
 
@@ -185,6 +207,8 @@ def checkpoint_rows(
     for entry in tree.entries:
         if entry.note is not None:
             rows.append(_row(entry, "error" if entry.unreadable else "non_numeric", None, entry.note))
+        elif id(entry) in keys:  # a PRNG key saved as its key data: a key, no statistics (as a live one)
+            rows.append(_row(entry, "prng_key", None, None))
         elif not stats:
             rows.append(_row(entry, "abstract", None, "not read (stats=False)"))
         elif not _numeric(entry.dtype):
