@@ -29,6 +29,11 @@ test("NaN/Inf and status columns appear when a row needs them", () => {
   assert.ok(!hiddenColumns({ ...base, stats: { nan_count: [0, 2], inf_count: [0, 0] } }).has("nonfinite"));
   assert.ok(!hiddenColumns({ ...base, stats: { nan_count: [0, 0], inf_count: [1, 0] } }).has("nonfinite"));
   assert.ok(!hiddenColumns({ ...base, tables: { ...base.tables, status: ["ok", "deleted"] } }).has("status"));
+  // a live row with a note (its metadata repr raised): the status column says it
+  assert.ok(
+    !hiddenColumns({ ...base, rows: { note: [null, "metadata tag: its repr raised ValueError: boom"] } }).has("status"),
+  );
+  assert.ok(hiddenColumns({ ...base, rows: { note: [null, null] } }).has("status"));
 });
 
 test("an empty payload hides what it cannot fill", () => {

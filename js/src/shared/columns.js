@@ -75,7 +75,8 @@ export const TABLE_MIN_WIDTH = tableMinWidth();
 /**
  * Columns that say nothing for this payload, so a notebook-wide output has room for the rest:
  * placement when nothing is sharded, everything is on one device (the device strip says
- * where) and no annotation disagrees with it, NaN/Inf when there are none (the banner appears with them), status when every row is ok.
+ * where) and no annotation disagrees with it, NaN/Inf when there are none (the banner appears with them), status when every row is ok
+ * and none has a note.
  */
 export function hiddenColumns(payload) {
   const hidden = new Set();
@@ -86,7 +87,8 @@ export function hiddenColumns(payload) {
   if (!(tables.sharding || []).length && (tables.devices || []).length <= 1 && !mismatched) hidden.add("place");
   const any = (col) => (col || []).some((v) => v);
   if (!any(stats.nan_count) && !any(stats.inf_count)) hidden.add("nonfinite");
-  if ((tables.status || []).every((s) => s === "ok")) hidden.add("status");
+  // A note on a live row (a metadata repr that raised) keeps the column: the row says it.
+  if ((tables.status || []).every((s) => s === "ok") && !any(rows.note)) hidden.add("status");
   for (const id of SERIES_COLUMNS) if (!stats[id]) hidden.add(id);
   if (!stats.since) hidden.add("since");
   return hidden;

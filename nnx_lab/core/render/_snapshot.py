@@ -168,6 +168,19 @@ def series_lines(snap: Any) -> list[str]:
     return lines
 
 
+def status_text(row: Any) -> str:
+    """A row's status cell: its status unless ``ok``, and its note.
+
+    >>> from types import SimpleNamespace as R
+    >>> status_text(R(status="ok", note=None)), status_text(R(status="deleted", note="donated"))
+    ('', 'deleted: donated')
+    >>> status_text(R(status="ok", note="metadata tag: its repr raised ValueError"))
+    'metadata tag: its repr raised ValueError'
+    """
+    status = "" if row.status == "ok" else row.status
+    return ": ".join(part for part in (status, row.note or "") if part)
+
+
 def _columns(snap: Any, series: bool = False) -> list[tuple[str, callable]]:
     rows = snap.rows
     cols = [
@@ -187,8 +200,8 @@ def _columns(snap: Any, series: bool = False) -> list[tuple[str, callable]]:
         cols += _series_columns(snap)
     if any(nonfinite_text(r) for r in rows):
         cols.append((NONFINITE_LABEL, nonfinite_text))
-    if any(r.status != "ok" for r in rows):
-        cols.append(("status", lambda r: "" if r.status == "ok" else r.status + (f": {r.note}" if r.note else "")))
+    if any(r.status != "ok" or r.note for r in rows):  # a note on a live row too (a metadata repr that raised)
+        cols.append(("status", status_text))
     return cols
 
 

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 import jax
 import numpy as np
 
-from .._text import safe_repr
+from .._text import clip, one_line
 from ..graph import Leaf, Path, path_text
 from ..stats._kernels import is_numeric_dtype
 from ._devices import annotation_check, placement
@@ -76,13 +76,15 @@ _Tracer = jax.core.Tracer
 def describe_leaf(leaf: Leaf) -> Row:
     """The row of one leaf of the graph walk, without statistics."""
     value = leaf.value
+    metadata, failed = _metadata_text(leaf.metadata)
     common = dict(
         path=leaf.path,
         type=leaf.type_name,
-        metadata=", ".join(f"{k}={safe_repr(v, 200)}" for k, v in leaf.metadata.items()) or None,
+        metadata=metadata,
         aliases=leaf.aliases,
         stats=None,
         param=leaf.param,
+        note=failed,
     )
     if isinstance(value, _Tracer):
         return Row(**common, **_shape_fields(value), sharding=None, devices=None, status="tracer")
@@ -108,6 +110,30 @@ def describe_leaf(leaf: Leaf) -> Row:
         devices=None,
         status="non_numeric",
     )
+
+
+def _metadata_text(metadata: Mapping) -> tuple[str | None, str | None]:
+    """The metadata as ``key=repr`` text (a repr that raises: ``<repr failed: Error>``), and the row's
+    note naming those failures (None when every repr worked): the row shows them, not a blank.
+
+    >>> class Bad:
+    ...     def __repr__(self):
+    ...         raise ValueError("no repr")
+    >>> _metadata_text({"tag": Bad(), "n": 1})
+    ('tag=<repr failed: ValueError>, n=1', 'metadata tag: its repr raised ValueError: no repr')
+    """
+    parts, failures = [], []
+    for key, value in metadata.items():
+        try:
+            text = repr(value)
+            if not isinstance(text, str):
+                raise TypeError(f"__repr__ returned {type(text).__name__}, not str")
+        except Exception as e:  # noqa: BLE001 - any user __repr__ may raise anything: said in the row
+            _log.debug("nnx_lab: the repr of metadata %r raised", key, exc_info=True)
+            failures.append(f"metadata {clip(str(key), 60)}: its repr raised {one_line(e, 160)}")
+            text = f"<repr failed: {type(e).__name__}>"  # as core._text.safe_repr writes it
+        parts.append(f"{key}={clip(text, 200)}")
+    return ", ".join(parts) or None, "; ".join(failures) or None
 
 
 _dtypes: dict = {}  # dtype -> (text, itemsize, status of a live array of it)
