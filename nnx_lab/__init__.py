@@ -22,8 +22,13 @@ Public API (small on purpose):
   models, states, snapshots or Orbax checkpoint directories (``snapshot("path")`` reads one too).
 - ``summary(model, *args, method="__call__", grad=False)``: shapes, parameters, FLOPs and bytes of
   every module call, from one trace (``Summary``: rows, text, HTML, ``to_dict()``, ``to_pandas()``).
+- ``memory()`` -> ``Ledger``: every live array on each device under the name holding it (a model by
+  Variable type, an optimizer, a pytree, ``Out[n]``, "(unreached)"), and what frees the most;
+  ``memory(step, *args)`` -> ``StepPlan``: the step compiled, not run: XLA's memory analysis against
+  the device limit.
 - ``%load_ext nnx_lab``: registers ``%nnx_snapshot``, ``%nnx_watch``, ``%nnx_split`` /
-  ``%%nnx_split``, ``%nnx_mode``, ``%nnx_view``, ``%%nnx_capture`` and the hook that refreshes viewers after each cell.
+  ``%%nnx_split``, ``%nnx_mode``, ``%nnx_view``, ``%%nnx_capture``, ``%nnx_memory`` and the hook that refreshes viewers after each cell
+  (and, after an out-of-memory error, prints what holds the device's memory).
 
 Importing nnx_lab is cheap: jax and flax are imported the first time a model is
 inspected, not before.
@@ -57,6 +62,9 @@ __all__ = [
     "Summary",
     "compare",
     "Comparison",
+    "memory",
+    "Ledger",
+    "StepPlan",
     "load_ipython_extension",
     "unload_ipython_extension",
 ]
@@ -64,6 +72,7 @@ __all__ = [
 if TYPE_CHECKING:
     from .core.capture import Capture, CaptureReport, capture_call, capture_report, intermediate_grads
     from .core.compare import Comparison, compare
+    from .core.memory import Ledger, StepPlan, memory
     from .core.snapshot import Row, Snapshot, snapshot
     from .core.split import split_report
     from .core.summary import Summary, summary
@@ -98,6 +107,9 @@ _LAZY = {
     "Comparison": "widgets.compare",
     "summary": "widgets.summary",  # core.summary's, with the widget as a Summary's display in a kernel
     "Summary": "widgets.summary",
+    "memory": "core.memory",
+    "Ledger": "core.memory",
+    "StepPlan": "core.memory",
 }
 
 

@@ -9,7 +9,8 @@ imports the feature packages, so nothing here closes an import cycle.
 - ``_format``: numbers, bytes, counts, shapes, statistic rounding, labels, filter colours,
   histograms as block characters;
 - ``_snapshot``: snapshot tables, summary and memory lines, the NaN/Inf banner;
-- ``_split``, ``_views``, ``_capture``: the split, view and capture reports.
+- ``_split``, ``_views``, ``_capture``: the split, view and capture reports;
+- ``_memory``: the memory ledger and step plan (``nnx_lab.memory``).
 
 >>> format_bytes(302_700_000)
 '288.7 MiB'
@@ -38,6 +39,7 @@ from ._format import (
     round_significant,
     sparkline,
 )
+from ._memory import memory_html, memory_text, plan_html, plan_text, top_lines
 from ._snapshot import html_table, memory_line, nonfinite_banner, path_cell, series_lines, summary_line, text_table
 from ._split import split_html, split_text
 from ._views import view_text
@@ -62,10 +64,14 @@ __all__ = [
     "format_shape",
     "format_stat",
     "html_table",
+    "memory_html",
     "memory_line",
+    "memory_text",
     "nonfinite_banner",
     "nonfinite_text",
     "path_cell",
+    "plan_html",
+    "plan_text",
     "pre_html",
     "series_lines",
     "round_significant",
@@ -74,5 +80,6 @@ __all__ = [
     "split_text",
     "summary_line",
     "text_table",
+    "top_lines",
     "view_text",
 ]

@@ -1,0 +1,53 @@
+"""Device memory: who holds every live array, and whether a step will fit (``nnx_lab.memory``).
+
+- ``memory()`` -> :class:`Ledger`: every array in ``jax.live_arrays()``, counted per device by its
+  addressable shards, under the name that holds it (a module split by Variable type, an
+  optimizer's state, a pytree, IPython's output cache) or "(unreached)"; a buffer two names reach
+  is counted once. Per device the ledger's total equals the live arrays' bytes, and is shown
+  against ``memory_stats()`` where the backend has it. "What to free" lists the statements that
+  would return the most; nothing is freed here.
+- ``memory(step, *args, **kwargs)`` -> :class:`StepPlan`: ``step`` compiled for ``args`` (real
+  arrays, ``jax.ShapeDtypeStruct``, abstract models from ``nnx.eval_shape``), never run: XLA's
+  memory analysis against the device limit, and the arguments whose donation would save memory.
+
+UI-free: the namespace is IPython's ``user_ns`` reached without importing IPython (``core._shell``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._shell import shell_namespace
+from ._data import DeviceTotal, Freeing, Ledger, Row
+from ._ledger import UNREACHED_NAME, build_ledger
+from ._plan import Donation, StepPlan, plan
+
+__all__ = [
+    "DeviceTotal",
+    "Donation",
+    "Freeing",
+    "Ledger",
+    "Row",
+    "StepPlan",
+    "UNREACHED_NAME",
+    "memory",
+]
+
+
+def memory(step: Any = None, /, *args: Any, namespace: dict | None = None, **kwargs: Any) -> Ledger | StepPlan:
+    """With no step: the live ledger of ``namespace`` (default: the IPython shell's ``user_ns``).
+    With a callable ``step``: its compiled memory plan for ``*args, **kwargs`` (nothing executed)."""
+    if step is None:
+        if args or kwargs:
+            raise TypeError("nnx_lab.memory: arguments were given without a step: memory(step, *args)")
+        if namespace is not None and not isinstance(namespace, dict):
+            raise TypeError(f"nnx_lab.memory: namespace must be a dict, got {type(namespace).__name__}")
+        return build_ledger(shell_namespace() if namespace is None else namespace)
+    if not callable(step):
+        raise TypeError(
+            f"nnx_lab.memory: the first argument must be a step to compile (a function or an nnx Module), "
+            f"got {type(step).__name__}; memory() with no argument is the ledger"
+        )
+    if namespace is not None:
+        kwargs["namespace"] = namespace  # the step's own keyword
+    return plan(step, args, kwargs)

@@ -1,0 +1,181 @@
+"""Who holds what: the namespace's names walked to the jax arrays each reaches, grouped.
+
+A holder is a name (``model``), an entry of IPython's output cache (``Out[12]``, with its aliases
+``_12``, ``_``, ``__``, ``___``) or, for what no name reaches, the ledger's "(unreached)". Each
+reached array is yielded with its group: a module's Variable type (``Param``, ``BatchStat``,
+``RngState``…), an optimizer's state entry (``mu``, ``nu``, ``count``, ``step``), or ``array`` for
+a plain pytree leaf. Nothing is copied and nothing is freed.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import jax
+from flax import nnx
+from flax.nnx import graph as nnx_graph
+
+from .. import compat
+
+# IPython's own names in user_ns: input history, directory history, the shell's helpers.
+_SKIP = re.compile(r"^(In|_ih|_dh|_sh|_oh|Out|exit|quit|get_ipython|_i+|_i\d+|__\w*__)$")
+# The output cache's names: `_`, `__`, `___`, `_12`.
+_OUTPUT_NAME = re.compile(r"^(_{1,3}|_\d+)$")
+
+MODULE, OPTIMIZER, NNX_OBJECT, PYTREE, ARRAY, OUTPUT, UNREACHED = (
+    "module",
+    "optimizer",
+    "nnx object",
+    "pytree",
+    "array",
+    "output cache",
+    "unreached",
+)
+
+
+@dataclass
+class Holder:
+    """One holder: its display name, kind, the statement that drops it, and the arrays it reaches
+    as ``(group, array)`` pairs (filled by :func:`holders`)."""
+
+    name: str
+    kind: str
+    statement: str
+    aliases: tuple[str, ...] = ()
+    arrays: list[tuple[str, Any]] = field(default_factory=list)
+
+
+def holders(namespace: dict) -> list[Holder]:
+    """The namespace's holders in order: user names first (so a buffer is listed under the name the
+    user gave it), then the output cache (``Out[n]`` oldest first, then ``_``/``__``/``___``/``_N``
+    that ``Out`` no longer holds)."""
+    found: list[Holder] = []
+    for name, value in list(namespace.items()):
+        if not isinstance(name, str) or _SKIP.match(name) or _OUTPUT_NAME.match(name) or _skipped(value):
+            continue
+        holder = Holder(name, _kind(value), f"del {name}" if name.isidentifier() else f"del globals()[{name!r}]")
+        holder.arrays = list(reached(value))
+        if holder.arrays:
+            found.append(holder)
+    found.extend(_output_cache(namespace))
+    return found
+
+
+def _skipped(value: Any) -> bool:
+    return isinstance(value, (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, str, bytes))
+
+
+def _output_cache(namespace: dict) -> Iterator[Holder]:
+    out = namespace.get("Out", namespace.get("_oh"))
+    out = out if isinstance(out, dict) else {}
+    recent = {n: namespace.get(n) for n in ("_", "__", "___") if n in namespace}
+    seen: set[int] = set()
+    for n, value in list(out.items()):
+        if id(value) in seen or _skipped(value):
+            continue
+        arrays = list(reached(value))
+        seen.add(id(value))
+        if not arrays:
+            continue
+        aliases = [f"_{n}"] if namespace.get(f"_{n}") is value else []
+        aliases += [k for k, v in recent.items() if v is value]
+        if any(a in recent for a in aliases):  # `_`/`__`/`___` hold it too: only a reset drops all three
+            statement = "%reset -f out"
+        else:
+            statement = f"Out.pop({n!r}, None)" + "".join(f"; del {a}" for a in aliases)
+        yield Holder(f"Out[{n!r}]", OUTPUT, statement, tuple(aliases), arrays)
+    for name, value in list(namespace.items()):
+        if isinstance(name, str) and _OUTPUT_NAME.match(name) and id(value) not in seen and not _skipped(value):
+            seen.add(id(value))
+            arrays = list(reached(value))
+            if arrays:
+                statement = "%reset -f out" if name in recent else f"del {name}"
+                yield Holder(name, OUTPUT, statement, (), arrays)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, nnx.Module):
+        return MODULE
+    if _is_optimizer(value):
+        return OPTIMIZER
+    if nnx_graph.is_graph_node(value):
+        return NNX_OBJECT
+    if isinstance(value, jax.Array):
+        return ARRAY
+    return PYTREE
+
+
+def _is_optimizer(value: Any) -> bool:
+    optimizer = getattr(nnx, "Optimizer", None)
+    return optimizer is not None and isinstance(value, optimizer)
+
+
+def _is_node(x: Any) -> bool:
+    return isinstance(x, nnx.Variable) or _is_variable_state(x) or nnx_graph.is_graph_node(x)
+
+
+with warnings.catch_warnings():  # flax 0.12 warns that VariableState is Variable's alias now
+    warnings.simplefilter("ignore")
+    _VARIABLE_STATE = getattr(nnx, "VariableState", None)  # flax 0.11's leaves of an nnx.State
+if _VARIABLE_STATE is nnx.Variable:
+    _VARIABLE_STATE = None
+
+
+def _is_variable_state(x: Any) -> bool:
+    return _VARIABLE_STATE is not None and isinstance(x, _VARIABLE_STATE)
+
+
+def reached(value: Any) -> Iterator[tuple[str, Any]]:
+    """``(group, array)`` for every jax array ``value`` reaches (arrays twice reached: twice)."""
+    if isinstance(value, jax.Array):
+        yield "array", value
+        return
+    if nnx_graph.is_graph_node(value):
+        yield from _graph_arrays(value)
+        return
+    try:
+        leaves = jax.tree.leaves(value, is_leaf=_is_node)
+    except Exception:  # noqa: BLE001 - an object jax cannot flatten (a broken pytree): it holds nothing we see
+        return
+    for leaf in leaves:
+        if isinstance(leaf, jax.Array):
+            yield "array", leaf
+        elif isinstance(leaf, nnx.Variable):
+            yield from _variable_arrays(compat.variable_type(leaf).__name__, compat.get_value(leaf))
+        elif _is_variable_state(leaf):
+            yield from _variable_arrays(getattr(leaf, "type", type(leaf)).__name__, leaf.value)
+        elif nnx_graph.is_graph_node(leaf):
+            yield from _graph_arrays(leaf)
+
+
+def _graph_arrays(node: Any) -> Iterator[tuple[str, Any]]:
+    optimizer = _is_optimizer(node)
+    for path, value in compat.iter_graph(node):
+        if isinstance(value, nnx.Variable):
+            group = _optimizer_group(path) if optimizer else compat.variable_type(value).__name__
+            yield from _variable_arrays(group, compat.get_value(value))
+        elif isinstance(value, jax.Array):  # an array attribute of a Pytree (flax >= 0.12 data fields)
+            yield "array", value
+
+
+def _variable_arrays(group: str, value: Any) -> Iterator[tuple[str, Any]]:
+    if isinstance(value, jax.Array):
+        yield group, value
+        return
+    for leaf in jax.tree.leaves(value):
+        if isinstance(leaf, jax.Array):
+            yield group, leaf
+
+
+def _optimizer_group(path: tuple) -> str:
+    """``('opt_state', 0, 'mu', 'kernel')`` -> ``'mu'``; ``('step',)`` -> ``'step'``."""
+    keys = [str(k) for k in path if isinstance(k, str)]
+    if keys and keys[0] == "opt_state":
+        keys = keys[1:]
+    if keys and keys[0] == "model":  # older flax: the optimizer holds the model
+        return "model"
+    return keys[0] if keys else "state"

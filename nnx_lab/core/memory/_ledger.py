@@ -1,0 +1,198 @@
+"""The live ledger: every live jax array, counted per device by its addressable shards, under the
+holder that reaches it first (:mod:`._holders`); what no name reaches is "(unreached)".
+
+A buffer is identified by ``(device id, shard.unsafe_buffer_pointer())`` where the backend gives a
+pointer (two Array objects over one buffer count once), else by its Array object. Nothing here
+allocates on a device or frees anything.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from typing import Any
+
+import jax
+
+from ..render import format_bytes
+from ._data import DeviceTotal, Freeing, Ledger, Row
+from ._holders import OUTPUT, UNREACHED, holders
+
+_log = logging.getLogger("nnx_lab")
+
+UNREACHED_NAME = "(unreached)"
+UNREACHED_NOTE = (
+    "no name reaches these: a jit-compiled function's captured constant, an array held by a closure or "
+    "an object outside the namespace, or a deleted model kept by a reference cycle until the collector "
+    "runs (gc.collect()); a donated or deleted buffer is not live and is not counted"
+)
+
+
+def device_name(device: Any) -> str:
+    return f"{device.platform}:{device.id}"
+
+
+def _buffers(array: Any) -> list[tuple[Any, Any, int]]:
+    """``[(key, device, bytes)]``: one per addressable shard of ``array`` ([] when deleted)."""
+    try:
+        if array.is_deleted():
+            return []
+        devices = array.sharding.device_set
+        if len(devices) == 1 and array.is_fully_addressable:  # the common case, without Shard objects
+            (device,) = devices
+            return [(_key(device, array), device, int(array.nbytes))]
+        out = []
+        for shard in array.addressable_shards:
+            data = shard.data
+            out.append((_key(shard.device, data), shard.device, int(data.nbytes)))
+        return out
+    except Exception as e:  # noqa: BLE001 - an array deleted meanwhile (another thread donated it)
+        _log.debug("nnx_lab.memory: an array could not be read (%s)", e)
+        return []
+
+
+def _base(array: Any) -> Any:
+    """A typed PRNG key array's uint32 data (the buffer jax.live_arrays() lists), else ``array``."""
+    if jax.dtypes.issubdtype(array.dtype, jax.dtypes.prng_key):
+        try:
+            return jax.random.key_data(array)
+        except Exception:  # noqa: BLE001 - a deleted key: nothing to count
+            return array
+    return array
+
+
+def _key(device: Any, data: Any) -> tuple:
+    try:
+        return (device.id, data.unsafe_buffer_pointer())
+    except Exception:  # noqa: BLE001 - a backend without pointers: the Array object is the buffer
+        return (device.id, "id", id(data))
+
+
+def _stats(device: Any) -> dict:
+    try:
+        stats = device.memory_stats()
+    except Exception as e:  # noqa: BLE001 - a backend without statistics: said as such
+        _log.debug("nnx_lab.memory: %s has no memory_stats (%s)", device, e)
+        return {}
+    if not stats:
+        return {}
+    keys = ("bytes_in_use", "peak_bytes_in_use", "bytes_limit")
+    return {k: int(stats[k]) for k in keys if stats.get(k) is not None}
+
+
+def build_ledger(namespace: dict | None) -> Ledger:
+    """The ledger of every live array now, grouped by ``namespace``'s holders."""
+    live = [a for a in jax.live_arrays()]
+    by_id: dict[int, list] = {}
+    buffers: dict[tuple, tuple[Any, int]] = {}  # key -> (device, bytes), in live order
+    for array in live:
+        parts = _buffers(array)
+        by_id[id(array)] = parts
+        for key, device, nbytes in parts:
+            buffers.setdefault(key, (device, nbytes))
+    found = holders(namespace or {})
+    owner: dict[tuple, tuple[int, str]] = {}  # key -> (holder index, group) that counts it
+    reachers: dict[tuple, list[int]] = defaultdict(list)
+    counted: dict[tuple, list] = defaultdict(lambda: [0, 0, 0, 0, set()])  # (i, group, dev) -> counts
+    for i, holder in enumerate(found):
+        seen: set = set()
+        for group, array in holder.arrays:
+            parts = by_id.get(id(array))
+            if parts is None:  # an object over a live buffer (a typed PRNG key over its uint32 data)
+                parts = by_id[id(array)] = _buffers(_base(array))
+            for key, device, nbytes in parts:
+                if key in seen:
+                    continue
+                seen.add(key)
+                cell = counted[(i, group, device.id)]
+                first = owner.setdefault(key, (i, group))
+                if first[0] == i:
+                    if first[1] == group:
+                        cell[0] += 1
+                        cell[1] += nbytes
+                else:
+                    cell[2] += 1
+                    cell[3] += nbytes
+                    cell[4].add(found[first[0]].name)
+                if not reachers[key] or reachers[key][-1] != i:
+                    reachers[key].append(i)
+        holder.arrays = []  # the ledger keeps no array
+    # The first holder of a shared buffer names the later ones too.
+    for key, idx in reachers.items():
+        if len(idx) > 1:
+            i, group = owner[key]
+            device = buffers[key][0]
+            counted[(i, group, device.id)][4].update(found[j].name for j in idx[1:])
+    devices_by_id = {}
+    unreached: dict[int, list] = defaultdict(lambda: [0, 0, defaultdict(lambda: [0, 0])])
+    for key, (device, nbytes) in buffers.items():
+        devices_by_id[device.id] = device
+        if key not in owner:
+            cell = unreached[device.id]
+            cell[0] += 1
+            cell[1] += nbytes
+    for array in live:
+        parts = by_id.get(id(array), ())
+        if parts and all(key not in owner for key, _, _ in parts):
+            for _, device, nbytes in parts:
+                shape = unreached[device.id][2][f"{array.dtype}{list(array.shape)}"]
+                shape[0] += 1
+                shape[1] += nbytes
+    rows = []
+    for (i, group, dev), (n, nbytes, ns, sbytes, names) in counted.items():
+        holder = found[i]
+        rows.append(
+            Row(
+                holder.name,
+                holder.kind,
+                group,
+                device_name(devices_by_id[dev]),
+                n,
+                nbytes,
+                ns,
+                sbytes,
+                tuple(sorted(names - {holder.name})),
+            )
+        )
+    for dev, (n, nbytes, shapes) in unreached.items():
+        largest = sorted(shapes.items(), key=lambda kv: (-kv[1][1], kv[0]))[:3]
+        note = UNREACHED_NOTE + (
+            "; largest: " + ", ".join(f"{s} x{c} ({format_bytes(b)})" for s, (c, b) in largest) if largest else ""
+        )
+        rows.append(Row(UNREACHED_NAME, UNREACHED, "array", device_name(devices_by_id[dev]), n, nbytes, 0, 0, (), note))
+    totals = []
+    for dev_id in sorted(devices_by_id):
+        device = devices_by_id[dev_id]
+        name = device_name(device)
+        live_bytes = sum(nb for (d, nb) in buffers.values() if d.id == dev_id)
+        count = sum(1 for (d, _) in buffers.values() if d.id == dev_id)
+        ledger_bytes = sum(r.bytes for r in rows if r.device == name)
+        totals.append(DeviceTotal(name, dev_id, count, live_bytes, ledger_bytes, _stats(device)))
+    freeing = _freeing(found, reachers, buffers)
+    del live, by_id
+    return Ledger(tuple(rows), tuple(totals), tuple(freeing), tuple(h.name for h in found))
+
+
+def _freeing(found: list, reachers: dict, buffers: dict) -> list[Freeing]:
+    """What each set of holders would return if all of them were dropped: the buffers exactly that set
+    reaches (a buffer two names reach is returned only by dropping both)."""
+    by_set: dict[tuple, int] = defaultdict(int)
+    output_only = 0
+    for key, idx in reachers.items():
+        nbytes = buffers[key][1]
+        by_set[tuple(idx)] += nbytes
+        if all(found[i].kind == OUTPUT for i in idx):
+            output_only += nbytes
+    out = []
+    for idx, nbytes in by_set.items():
+        statements = []
+        for i in idx:
+            if found[i].statement not in statements:
+                statements.append(found[i].statement)
+        names = tuple(found[i].name for i in idx)
+        out.append(Freeing(names, "; ".join(statements), nbytes))
+    outputs = [h.name for h in found if h.kind == OUTPUT]
+    if len(outputs) > 1 and output_only:
+        out.append(Freeing(("the output cache",), "%reset -f out", output_only))
+    out.sort(key=lambda f: -f.bytes)
+    return out
