@@ -13,7 +13,8 @@ Three baselines, by what they cost a big model:
 - a :class:`~nnx_lab.Snapshot` or a checkpoint path: that snapshot's statistics (a checkpoint's are
   streamed from disk once, when pinned): the same lower bound as ``"stats"``, nothing on the device.
 
-Rows are matched by path text; a row the baseline lacks shows nothing.
+Rows are matched by path text; a row the baseline lacks shows nothing, a row whose shape differs
+from the baseline's shows ``"shape"`` (not compared, as :func:`nnx_lab.compare` refuses it).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ __all__ = ["Baseline", "pin", "requested_source", "since_message"]
 
 _log = logging.getLogger("nnx_lab")
 _NORM = STAT_NAMES.index("norm")
+#: a row's "since" value where its shape differs from the baseline's (compare()'s status for it)
+SHAPE = "shape"
 #: A relative change of a norm below this is the float32 reduction's rounding (two refreshes of an
 #: unchanged array can differ by ~1e-7: programs that sum in another order), shown as 0.
 NOISE = 1e-6
@@ -46,27 +49,44 @@ def _mb(nbytes: int) -> str:
 class Baseline:
     """A pinned baseline: ``since(snap)`` is each row's change (None where there is none)."""
 
-    def __init__(self, kind: str, label: str, norms: dict[str, float] | None = None, copy: Any = None):
+    def __init__(
+        self,
+        kind: str,
+        label: str,
+        norms: dict[str, float] | None = None,
+        copy: Any = None,
+        shapes: dict[str, tuple | None] | None = None,
+    ):
         self.kind, self.label = kind, label
-        self._norms, self._copy = norms, copy
+        self._norms, self._copy, self._shapes = norms, copy, shapes or {}
         self.device_bytes = 0
         if copy is not None:
             import jax
 
             self.device_bytes = sum(int(x.nbytes) for x in jax.tree.leaves(copy) if isinstance(x, jax.Array))
 
-    def since(self, snap: Snapshot, target: Any = None) -> list[float | None]:
+    def since(self, snap: Snapshot, target: Any = None) -> list[float | str | None]:
+        """Per row its change since the baseline: a number, ``"shape"`` (its shape differs from the
+        baseline's: not compared), or None (nothing to compare)."""
         texts = [row.path_text for row in snap.rows]
         if self._copy is not None:
             if target is None:
                 return [None] * len(texts)
             from ..core.compare import compare
 
-            rows = {r.path: r.rel_change for r in compare(self._copy, target).rows if r.layer is None}
-            return [_finite(rows.get(t)) for t in texts]
+            rows = {
+                r.path: SHAPE if r.status == SHAPE else _finite(r.rel_change)
+                for r in compare(self._copy, target).rows
+                if r.layer is None
+            }
+            return [rows.get(t) for t in texts]
         norms = snap.stat_matrix[:, _NORM]
-        out: list[float | None] = []
-        for text, n in zip(texts, norms.tolist()):
+        out: list[float | str | None] = []
+        shapes = self._shapes
+        for row, text, n in zip(snap.rows, texts, norms.tolist()):
+            if text in shapes and shapes[text] is not None and row.shape is not None and shapes[text] != row.shape:
+                out.append(SHAPE)  # another array at this path: its norm says nothing of a change
+                continue
             n0 = self._norms.get(text) if self._norms else None
             if n0 and math.isfinite(n) and abs(n - n0) <= NOISE * n0:
                 out.append(0.0)  # the same array: two refreshes' float32 norms differ in their last bits
@@ -82,6 +102,10 @@ class Baseline:
 
 def _finite(x: Any) -> float | None:
     return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def _shapes(snap: Snapshot) -> dict[str, tuple | None]:
+    return {row.path_text: row.shape for row in snap.rows}
 
 
 def _norms(snap: Snapshot) -> dict[str, float]:
@@ -103,6 +127,7 @@ def pin(source: Any, snap: Snapshot | None, target: Any, refresh: int) -> Baseli
                 "stats",
                 f"\u2265 |\u0394\u2016\u03b8\u2016|/\u2016\u03b8\u2080\u2016 since refresh {refresh} (statistics)",
                 _norms(snap),
+                shapes=_shapes(snap),
             )
         if target is None:
             raise ValueError("compare to arrays: the watched model is gone or not bound now")
@@ -120,7 +145,10 @@ def pin(source: Any, snap: Snapshot | None, target: Any, refresh: int) -> Baseli
         return base
     if isinstance(source, Snapshot):
         return Baseline(
-            "snapshot", "\u2265 |\u0394\u2016\u03b8\u2016|/\u2016\u03b8\u2080\u2016 against a snapshot", _norms(source)
+            "snapshot",
+            "\u2265 |\u0394\u2016\u03b8\u2016|/\u2016\u03b8\u2080\u2016 against a snapshot",
+            _norms(source),
+            shapes=_shapes(source),
         )
     if isinstance(source, (str, os.PathLike)):
         base = snapshot(source)  # a checkpoint: its statistics streamed once (CheckpointError: one line)
@@ -128,6 +156,7 @@ def pin(source: Any, snap: Snapshot | None, target: Any, refresh: int) -> Baseli
             "checkpoint",
             f"\u2265 |\u0394\u2016\u03b8\u2016|/\u2016\u03b8\u2080\u2016 against {os.fspath(source)}",
             _norms(base),
+            shapes=_shapes(base),
         )
         pinned.path = os.fspath(source)
         return pinned
@@ -168,7 +197,8 @@ def requested_source(content: dict) -> Any:
 
 
 def since_message(baseline: Baseline | None, watcher: Any) -> dict:
-    """The "since" message for the browser: per row its change (None: none), the baseline's label."""
+    """The "since" message for the browser: per row its change (None: none; "shape": its shape differs
+    from the baseline's, not compared), the baseline's label."""
     snap = watcher.snapshot
     if baseline is None or snap is None:
         return {"type": wire.SINCE, "values": None, "baseline": None}

@@ -136,3 +136,46 @@ def test_a_malformed_pin_message_is_an_error_and_keeps_the_baseline(content):
     assert [m for m in sent.sent if m.get("type") == "ack"][-1] == {"type": "ack", "id": 6, "state": "done"}
     assert viewer.since() == {}
     viewer.close()
+
+
+class Two(nnx.Module):
+    def __init__(self, width: int):
+        self.l1 = nnx.Linear(2, width, rngs=nnx.Rngs(0))
+        self.l2 = nnx.Linear(width, 2, rngs=nnx.Rngs(1))
+
+
+@pytest.mark.parametrize("source", ["snapshot", "checkpoint"])
+def test_a_baseline_of_another_shape_is_refused_per_row_as_compare_does(source, tmp_path):
+    # issue 35: matched by path text alone, it said l1.kernel: 0.797 between (2, 4) and (2, 8) arrays
+    model, other = Two(4), Two(8)
+    viewer = nnx_lab.watch(model, display=False)
+    sent = Capture(viewer)
+    if source == "snapshot":
+        baseline = nnx_lab.snapshot(other)
+    else:
+        ocp = pytest.importorskip("orbax.checkpoint")
+        checkpointer = ocp.StandardCheckpointer()
+        baseline = str(tmp_path / "ckpt")
+        checkpointer.save(baseline, nnx.state(other))
+        checkpointer.wait_until_finished()
+    viewer.compare_to(baseline)
+    since = viewer.since()
+    expected = {r.path: r.status for r in nnx_lab.compare(model, other).rows}
+    assert expected == {"l1.kernel": "shape", "l1.bias": "shape", "l2.kernel": "shape", "l2.bias": "identical"}
+    assert since["l1.kernel"] == since["l1.bias"] == since["l2.kernel"] == "shape"
+    assert since["l2.bias"] == 0.0  # the same shape (2,): compared
+    assert dict(zip(paths(viewer), sent.since()["values"])) == since  # what the "since" column gets
+    viewer.close()
+
+
+def test_a_device_copy_baseline_says_shape_where_the_followed_model_changed_shape():
+    import jax.numpy as jnp
+
+    from nnx_lab.widgets.viewer_baseline import Baseline
+
+    base = Baseline("arrays", "", copy={"w": jnp.ones((2, 3)), "b": jnp.ones(2)})
+    snap = nnx_lab.snapshot({"w": jnp.ones((3, 3)), "b": jnp.ones(2) * 2})
+    values = dict(
+        zip([r.path_text for r in snap.rows], base.since(snap, {"w": jnp.ones((3, 3)), "b": jnp.ones(2) * 2}))
+    )
+    assert values["w"] == "shape" and values["b"] == pytest.approx(1.0)

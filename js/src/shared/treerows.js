@@ -180,7 +180,12 @@ export function variableRow(doc, state, id, flash) {
       series && series.stale.has(name) ? `${name} from step ${series.steps[name]} (${since || "none since"})` : null;
     tr.appendChild(h(doc, "td", { class: `c-${c} num${stale ? " stale" : ""}`, title: stale }, fmtNum(st(c))));
   }
-  tr.appendChild(h(doc, "td", { class: "c-since num" }, fmtNum(st("since"))));
+  const since = st("since"); // a number, or "shape": the baseline's array at this path has another shape
+  tr.appendChild(
+    typeof since === "string"
+      ? h(doc, "td", { class: "c-since num bad", title: `${since}: the baseline's shape differs; not compared` }, since)
+      : h(doc, "td", { class: "c-since num" }, fmtNum(since)),
+  );
   const nf = fmtNonfinite(st("nan_count"), st("inf_count"));
   tr.appendChild(h(doc, "td", { class: `c-nonfinite num${nf ? " bad" : ""}` }, nf));
   tr.appendChild(sparkCell(doc, state, r));
