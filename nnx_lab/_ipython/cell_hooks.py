@@ -1,5 +1,6 @@
 """Widgets on screen (viewers, panels), and the IPython hooks: ``post_run_cell`` refreshes them,
-``pre_run_cell`` numbers the cells (:func:`current_cell`).
+``pre_run_cell`` numbers the cells (:func:`current_cell`); after a cell that ran out of device
+memory (XLA's RESOURCE_EXHAUSTED) ``post_run_cell`` prints the memory ledger's biggest holders.
 
 Cheap to import (no jax, no widgets): the extension registers the hook at load time.
 
@@ -66,6 +67,30 @@ def _post_run_cell(result: Any = None) -> None:
             viewer._after_cell()
         except Exception:  # one broken widget must not keep the others from refreshing
             logger.exception("nnx_lab: refreshing a widget after the cell failed")
+    error = getattr(result, "error_in_exec", None)
+    if error is not None and is_out_of_memory(error):
+        _show_memory_holders()
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """Whether ``error`` is XLA's RESOURCE_EXHAUSTED (out of device memory): its type's name or the
+    start of its text; reads the error object only (the hook's cheap path; no jax import)."""
+    if "RESOURCE_EXHAUSTED" in type(error).__name__.upper():
+        return True
+    try:
+        return "RESOURCE_EXHAUSTED" in str(error)[:2000]
+    except Exception:  # noqa: BLE001 - a user exception whose __str__ raises is no OOM we can tell
+        return False
+
+
+def _show_memory_holders() -> None:
+    """Under an out-of-memory traceback: the ledger's biggest holders and what frees them (once)."""
+    try:
+        from ..core.memory import memory
+
+        print(memory().top_text(5))
+    except Exception:  # noqa: BLE001 - boundary: the ledger must not add a second traceback
+        logger.exception("nnx_lab: the memory ledger after an out-of-memory error failed")
 
 
 _HOOKS = {"pre_run_cell": _pre_run_cell, "post_run_cell": _post_run_cell}

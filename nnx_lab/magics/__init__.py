@@ -6,6 +6,7 @@
 - ``_capture``: ``%%nnx_capture``;
 - ``_summary``: ``%nnx_summary``;
 - ``_compare``: ``%nnx_compare``;
+- ``_memory``: ``%nnx_memory``;
 - ``_args``: what they all use (line splitting, TARGET and ``--only`` evaluation, name and
   number checks, the cell-body runner).
 
@@ -33,6 +34,7 @@ from ..core._text import quote_repr
 from ._args import DEFAULT_BINS, DEFAULT_MAX_ROWS, DEFAULT_RATE
 from ._capture import nnx_capture
 from ._compare import nnx_compare
+from ._memory import nnx_memory
 from ._snapshot import nnx_snapshot, nnx_watch
 from ._split import nnx_split
 from ._summary import nnx_summary
@@ -151,3 +153,4 @@ class NnxLabMagics(Magics):
     nnx_capture = cell_magic(nnx_capture)
     nnx_summary = line_magic(nnx_summary)
     nnx_compare = line_magic(nnx_compare)
+    nnx_memory = line_magic(nnx_memory)

@@ -29,6 +29,7 @@ MAGICS = {
     ("cell", "nnx_capture"),
     ("line", "nnx_compare"),
     ("line", "nnx_summary"),
+    ("line", "nnx_memory"),
 }
 
 
