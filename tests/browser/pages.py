@@ -51,14 +51,23 @@ def output_width(page, root) -> float:
 
 
 def set_output_width(page, root, width: int) -> float:
-    """Resize the browser window until the output holding `root` is `width` px wide (the output
-    follows the window's width one for one); returns the width reached."""
+    """Resize the browser window until the output holding `root` is `width` px wide (JupyterLab's
+    output follows the window's width one for one); the classic Notebook's fixed-width page
+    (#notebook-container) is set to the width that gives it. Returns the width reached."""
+    classic = root.evaluate("(el) => !!el.closest('#notebook-container')")
     for _ in range(4):
         now = output_width(page, root)
         if abs(now - width) < 0.5:
             break
-        size = page.viewport_size
-        page.set_viewport_size({"width": int(round(size["width"] + width - now)), "height": size["height"]})
+        if classic:
+            root.evaluate(
+                "(el, d) => { const c = el.closest('#notebook-container');"
+                " c.style.width = `${c.getBoundingClientRect().width + d}px`; }",
+                width - now,
+            )
+        else:
+            size = page.viewport_size
+            page.set_viewport_size({"width": int(round(size["width"] + width - now)), "height": size["height"]})
         page.wait_for_timeout(300)
     page.wait_for_timeout(300)  # ResizeObserver callbacks and the next frame
     return output_width(page, root)

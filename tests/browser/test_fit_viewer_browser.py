@@ -12,19 +12,20 @@ from .test_quickstart_browser import write_notebook
 from .test_series_browser import SETUP
 from .test_viewer_browser import viewer
 
+# A BatchNorm first (BatchStat rows, the widest type) before two Linear layers (gradients not zero).
 WIDE = (
     SETUP[0],
-    SETUP[1].replace(
-        "nnx.Linear(4, 2, rngs=nnx.Rngs(1))", "nnx.Linear(4, 2, rngs=nnx.Rngs(1)), nnx.BatchNorm(2, rngs=nnx.Rngs(2))"
-    ),
-    SETUP[2].replace("viewer.log(grads=grads)", "viewer.log(grads=grads, updates=grads)"),
+    SETUP[1].replace("nnx.Sequential(", "nnx.Sequential(nnx.BatchNorm(3, rngs=nnx.Rngs(2)), "),
+    SETUP[2]
+    .replace("viewer.log(grads=grads)", "viewer.log(grads=grads, updates=grads)")
+    .replace("jnp.ones((5, 3))", "jnp.arange(15.0).reshape(5, 3) ** 0.5"),
 )
 
 
-def _wait_for_series_columns(page):
+def wait_for_series_columns(page):
     page.wait_for_function(
-        "() => document.querySelector('.nnx-lab-viewer .nnx-row[data-path=\"layers[0].kernel\"] .c-u_ratio')"
-        " && document.querySelector('.nnx-lab-viewer .nnx-row[data-path=\"layers[0].kernel\"] .c-u_ratio')"
+        "() => document.querySelector('.nnx-lab-viewer .nnx-row[data-path=\"layers[1].kernel\"] .c-u_ratio')"
+        " && document.querySelector('.nnx-lab-viewer .nnx-row[data-path=\"layers[1].kernel\"] .c-u_ratio')"
         ".textContent !== ''",
         timeout=30_000,
     )
@@ -39,7 +40,7 @@ def test_the_viewer_with_gradient_columns_fits_the_output(
     open_notebook(page, jupyter_server, nb, ui="lab")
     run_all_cells(page)
     root = viewer(page)
-    _wait_for_series_columns(page)
+    wait_for_series_columns(page)
     print(f"output width at a 1500 x 1000 window: {pages.output_width(page, root):.0f} px")
     reached = pages.set_output_width(page, root, width)
     assert abs(reached - width) < 1, reached
