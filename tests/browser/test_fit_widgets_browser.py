@@ -34,7 +34,7 @@ MODEL = (
     "    def __init__(self, d=64, out=16, extra=False, seed=0):\n"
     "        rngs = nnx.Rngs(seed)\n"
     "        self.embed = nnx.Linear(3, d, rngs=rngs)\n"
-    "        self.blocks = nnx.List([Block(d, rngs) for _ in range(2)])\n"
+    "        self.blocks = getattr(nnx, 'List', list)([Block(d, rngs) for _ in range(2)])  # flax 0.11: a list\n"
     "        if extra:\n"
     "            self.adapter = nnx.Sequential(nnx.Linear(d, d, rngs=rngs), nnx.Linear(d, d, rngs=rngs))\n"
     "        self.head = nnx.Linear(d, out, rngs=rngs)\n\n"
@@ -52,9 +52,7 @@ CELLS = (
     "%nnx_summary model (2, 32, 3) --grad --no-memory",
     "other = Net(out=8, extra=True, seed=1)  # the head resized, an adapter added, every value moved\n"
     "nnx_lab.compare(model, other)",
-    "panel = nnx_lab.capture_panel(model)\n"
-    "y = panel(x)\n"
-    "res = panel.grads(lambda m, x: (m(x) ** 2).mean(), x)",
+    "panel = nnx_lab.capture_panel(model)\ny = panel(x)\nres = panel.grads(lambda m, x: (m(x) ** 2).mean(), x)",
     "%nnx_split model nnx.Param nnx.LayerNorm nnx.PathContains('attn')",
 )
 # widget -> (its root in the output, a row that says it has drawn)

@@ -8,8 +8,8 @@
 export const COLUMNS = [
   { id: "path", label: "module call", width: null },
   { id: "cls", label: "class", width: 100, fold: 5 },
-  { id: "inputs", label: "input shapes", width: 130, fold: 3, title: "inputs: dtype[shape] of each argument" },
-  { id: "outputs", label: "output shapes", width: 130, fold: 4, title: "outputs: dtype[shape] of each result" },
+  { id: "inputs", label: "input shapes", width: 140, fold: 3, title: "inputs: dtype[shape] of each argument" },
+  { id: "outputs", label: "output shapes", width: 140, fold: 4, title: "outputs: dtype[shape] of each result" },
   {
     id: "params",
     label: "params",
@@ -22,7 +22,7 @@ export const COLUMNS = [
   {
     id: "flops",
     label: "FLOPs",
-    width: 115,
+    width: 100,
     num: true,
     value: "flops",
     fold: 8,
@@ -31,7 +31,7 @@ export const COLUMNS = [
   {
     id: "bwd",
     label: "backward FLOPs",
-    width: 96,
+    width: 90,
     num: true,
     value: "bwd",
     fold: 6,
