@@ -76,4 +76,7 @@ def test_the_viewer_with_gradient_columns_fits_the_output(
             timeout=5_000,
         )
         screenshot(page, f"viewer-lab-{width}-picked", scroll_to=root)
+        root.locator(".nnx-title").click()  # a click elsewhere closes the list
+        root.locator(".nnx-colpick-list").wait_for(state="hidden")
+        assert not pages.fit_report(root)["wide"]  # the picked column shown, the rest still fit
     assert not page_events.script_dialogs, page_events.dialogs

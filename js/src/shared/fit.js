@@ -85,9 +85,21 @@ export function createColumnPicker(doc, { onChange }) {
     const room = box.getBoundingClientRect().bottom - list.getBoundingClientRect().top - 4;
     list.style.maxHeight = `${Math.max(60, Math.floor(room))}px`;
   });
+  // A click elsewhere or Escape closes it (Escape kept from the notebook's shortcuts).
+  const doc2 = el.ownerDocument;
+  function outside(ev) {
+    if (el.open && !el.contains(ev.target)) el.open = false;
+  }
+  if (doc2 && doc2.addEventListener) doc2.addEventListener("pointerdown", outside, true);
+  el.addEventListener("keydown", (ev) => {
+    if (ev.key !== "Escape" || !el.open) return;
+    el.open = false;
+    ev.stopPropagation();
+  });
   let sig = "";
   return {
     el,
+    destroy: () => doc2 && doc2.removeEventListener && doc2.removeEventListener("pointerdown", outside, true),
     fill(columns, { present = null, folded = new Set() } = {}) {
       const foldable = columns.filter((c) => c.fold !== undefined && (!present || present.has(c.id)));
       const n = foldable.filter((c) => folded.has(c.id)).length;

@@ -175,6 +175,7 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
       clearTimeout(flashTimer);
       side.destroy();
       sizing.destroy();
+      picker.destroy();
       hover.destroy();
       windowing.destroy();
     },
