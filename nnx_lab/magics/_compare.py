@@ -11,6 +11,7 @@ from IPython.display import display
 from ..core._checks import MAX_ROWS
 from ..core._text import first_line
 from ._args import check_name, check_option, evaluate_target, parse_line
+from ._suggest import layers_hint
 
 
 @magic_arguments()
@@ -59,7 +60,8 @@ def nnx_compare(self: Any, line: str) -> None:
     try:
         cmp = compare(a, b, tol=tol, layers=parse_layer_option(args.layers))
     except (TypeError, ValueError) as e:
-        raise UsageError(first_line(str(e))) from None
+        hint = layers_hint(args.layers, a) if args.layers and isinstance(e, ValueError) else ""
+        raise UsageError(first_line(str(e)) + hint) from None
     if name:
         self.shell.user_ns[name] = cmp
     from ..widgets.compare import ComparisonView, widgets_work

@@ -13,6 +13,7 @@ from IPython.display import display
 from ..core._checks import MAX_RATE, MAX_ROWS
 from ..core._text import clip, first_line
 from ._args import DEFAULT_MAX_ROWS, DEFAULT_RATE, check_name, check_option, evaluate_target, parse_line
+from ._suggest import layers_hint
 
 
 @magic_arguments()
@@ -55,7 +56,8 @@ def nnx_snapshot(self: Any, line: str) -> None:
     try:
         snap = snapshot(obj, stats=not args.no_stats, layers=parse_layer_option(args.layers))
     except (TypeError, LayerError) as e:
-        raise UsageError(first_line(str(e))) from None
+        hint = layers_hint(args.layers, obj) if isinstance(e, LayerError) else ""
+        raise UsageError(first_line(str(e)) + hint) from None
     if name:
         self.shell.user_ns[name] = snap
     display({"text/plain": snap.to_text(max_rows=max_rows), "text/html": html_table(snap, max_rows=max_rows)}, raw=True)
@@ -166,6 +168,7 @@ def nnx_watch(self: Any, line: str) -> None:
         if follow and is_dotted_name(args.optimizer.strip()):  # rebound with the model: followed too
             evaluated, optimizer = optimizer, NameTarget(args.optimizer, self.shell.user_ns)
             held.enter_context(optimizer.held(evaluated))
+    given = obj  # the evaluated TARGET (a followed name is replaced by its NameTarget below)
     with held:
         try:
             if follow:
@@ -181,7 +184,8 @@ def nnx_watch(self: Any, line: str) -> None:
                 optimizer=optimizer,
             )
         except (TypeError, LayerError) as e:
-            raise UsageError(first_line(str(e))) from None
+            hint = layers_hint(args.layers, given) if isinstance(e, LayerError) else ""
+            raise UsageError(first_line(str(e)) + hint) from None
         if name:
             self.shell.user_ns[name] = viewer
         viewer.show()

@@ -112,3 +112,26 @@ def expression_hint(error: BaseException, namespace: dict | None) -> str:
             return ""
         return did_you_mean(name, _public(attributes))
     return ""
+
+
+def layers_hint(options: list[str] | None, obj: Any) -> str:
+    """For ``--layers PREFIX=AXIS`` whose PREFIX is no path of ``obj``: ``"; did you mean blocks?"``
+    with the closest path (a module's or a Variable's) of ``obj``; ``""`` otherwise. Walks ``obj``
+    (descriptions only, nothing on the device); only called once a layer option was refused."""
+    from ..core.graph import path_text
+    from ..core.snapshot import snapshot
+
+    prefixes = [option.split("=", 1)[0].strip() for option in options or () if isinstance(option, str)]
+    if not prefixes:
+        return ""
+    try:
+        rows = snapshot(obj, stats=False).rows
+    except Exception:  # noqa: BLE001 - boundary: the layer error is said as it is, without a hint
+        return ""
+    texts = {path_text(row.path[:k]) for row in rows for k in range(1, len(row.path) + 1)}
+    for prefix in prefixes:
+        if not any(t == prefix or t.startswith((prefix + ".", prefix + "[")) for t in texts):
+            hint = did_you_mean(prefix, texts)
+            if hint:
+                return hint
+    return ""

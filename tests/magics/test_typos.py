@@ -50,6 +50,9 @@ CASES = [
     ("nnx_compare", "model modl", "did you mean model?"),
     ("nnx_summary", "model x --method encod", "did you mean encode?"),
     ("nnx_split", "model nnx.Parm ...", "did you mean Param?"),
+    ("nnx_snapshot", "model --layers linaer=0", "no Variable under 'linaer'; did you mean linear?"),
+    ("nnx_watch", "model --layers lnear=0", "no Variable under 'lnear'; did you mean linear?"),
+    ("nnx_compare", "model model --layers linar=0", "no Variable under 'linar' in a; did you mean linear?"),
 ]
 
 
