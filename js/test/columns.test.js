@@ -65,3 +65,15 @@ test("the gradient columns show only with a gradient series", () => {
   const withGrads = hiddenColumns({ ...base, stats: { ...base.stats, g_norm: [1, 2], g_ratio: [0.1, 0.2] } });
   assert.ok(!withGrads.has("g_norm") && !withGrads.has("g_ratio") && withGrads.has("u_ratio"));
 });
+
+test("at JupyterLab's 1048 px and 800 px outputs the viewer folds the least important columns first", async () => {
+  const { fitColumns } = await import("../src/shared/fit.js");
+  // gradients, ratio and update beside the statistics; one device, every row ok (issue 35's widths less padding)
+  const payload = { ...base, stats: { ...base.stats, g_norm: [1], g_ratio: [1], u_ratio: [1] } };
+  const hidden = hiddenColumns(payload);
+  const present = new Set(COLUMNS.filter((c) => !hidden.has(c.id)).map((c) => c.id));
+  const fold = (w) => [...fitColumns(COLUMNS, w, { present, minWidth: PATH_MIN_WIDTH })].sort();
+  assert.deepEqual(fold(1028), ["bytes", "dtype"]);
+  assert.deepEqual(fold(780), ["bytes", "dtype", "max", "min", "std"]);
+  assert.ok(tableMinWidth(new Set([...hidden, ...fold(780)])) <= 780);
+});
