@@ -2,8 +2,9 @@
 // save_changes, on/off, send), so it runs in JupyterLab, Notebook 7, VS Code and Colab.
 // Composed of viewer/panels.js (title, devices, NaN/Inf banner, chips), viewer/scalars.js (the
 // header's curves of logged scalars), viewer/toolbar.js (filter, statistic, expand/collapse,
-// status line), viewer/rows.js (which rows are listed) and shared/table.js (the virtualized tree
-// table with sparklines).
+// status line), viewer/rows.js (which rows are listed), viewer/connection.js (whether the kernel
+// side is still there: a restart is said, not a green "live") and shared/table.js (the virtualized
+// tree table with sparklines).
 
 import { h } from "./shared/dom.js";
 import { css } from "./shared/styles.js";
@@ -17,6 +18,7 @@ import { createSeriesBar, displayed, readSeries } from "./viewer/series.js";
 import { fillScalars, parseScalars } from "./viewer/scalars.js";
 import { createStatusLine, createToolbar, firstPaintMarker } from "./viewer/toolbar.js";
 import { createBaselineBar, withSince } from "./viewer/baseline.js";
+import { createAnswerWait, LOST, watchConnection } from "./viewer/connection.js";
 import { MSG } from "./shared/constants.js";
 
 // User actions redraw at once (tests and people see the result right after the click);
@@ -59,7 +61,13 @@ function render({ model, el }) {
       show(raw);
     },
   });
-  const statusLine = createStatusLine(doc, () => model.send({ type: MSG.REFRESH }));
+  const answers = createAnswerWait(drawStatus); // "refresh now" answered, or "no answer" said
+  let requests = 0;
+  const statusLine = createStatusLine(doc, () => {
+    const id = `refresh-${++requests}`;
+    answers.sent(id);
+    model.send({ type: MSG.REFRESH, id });
+  });
   let since = null; // the latest "since" message: each row's change since the pinned baseline
   const baseline = createBaselineBar(doc, { onPin: (req) => model.send({ type: MSG.COMPARE_TO, ...req }) });
   const table = createTreeTable(doc, {
@@ -90,6 +98,8 @@ function render({ model, el }) {
     statusLine.el,
   );
   el.replaceChildren(root);
+  const connection = watchConnection(model, el, drawStatus); // the kernel restarted: said, buttons stop
+  cleanups.push(connection.stop, answers.stop);
 
   function relayout(opts = {}) {
     const { sort } = rows;
@@ -167,7 +177,17 @@ function render({ model, el }) {
     relayout();
   }
 
+  // The status as Python last said it, unless the front end knows better: the kernel restarted (its
+  // widgets are gone: the buttons that ask it stop), or a "refresh now" got no answer.
+  function drawStatus() {
+    const lost = connection.lost() || (answers.silent() ? LOST.silent : null);
+    const st = model.get("status") || {};
+    statusLine.fill(lost ? { ...st, state: lost.state, message: lost.message } : st);
+    baseline.setEnabled(!(lost && lost.stop));
+  }
+
   function onMsg(msg, buffers) {
+    if (msg) answers.answered(msg.type === MSG.ACK ? msg.id : undefined); // the kernel is there
     if (msg && (msg.type === MSG.SINCE || (msg.type === MSG.ACK && msg.message !== undefined))) {
       if (msg.type === MSG.SINCE) since = msg.values ? msg : null;
       baseline.show(msg);
@@ -193,7 +213,7 @@ function render({ model, el }) {
 
   banner.addEventListener("click", (ev) => {
     if (ev.target && ev.target.closest && ev.target.closest(".nnx-banner-clear")) {
-      model.send({ type: MSG.CLEAR_ALERT });
+      if (!connection.lost()) model.send({ type: MSG.CLEAR_ALERT });
       return;
     }
     if (banner.getAttribute("data-row") === null) return; // a scalar's alert: no row to show
@@ -211,14 +231,18 @@ function render({ model, el }) {
     cleanups.push(() => model.off(name, cb));
   };
   listen("change:snapshot", onSnapshot);
-  listen("change:status", () => statusLine.fill(model.get("status")));
+  listen("change:status", () => {
+    answers.answered(); // news from the kernel: it is there
+    drawStatus();
+  });
   listen("change:sparkline_stat", onStat);
   listen("change:alert", drawBanner);
   listen("msg:custom", onMsg);
 
   // --- first render --------------------------------------------------------------------------
   toolbar.showStat(stat);
-  statusLine.fill(model.get("status"));
+  connection.check(); // a view drawn after the kernel restarted (its element is marked already)
+  drawStatus();
   onSnapshot(true);
   model.send({ type: MSG.STATS }); // the trait holds the statistics of its last structure change
   model.send({ type: MSG.HISTORY, stat });

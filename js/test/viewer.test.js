@@ -217,7 +217,46 @@ test("choosing another statistic saves the trait and asks for its history", asyn
   await tick();
   assert.equal(q("th[data-col=spark]")[0].getAttribute("title"), "trend of abs_max over the last refreshes");
   q("button.nnx-refresh")[0].dispatch("click");
-  assert.deepEqual(model.sent.at(-1), { type: "refresh" });
+  assert.deepEqual(model.sent.at(-1), { type: "refresh", id: "refresh-1" });
+  cleanup();
+});
+
+test("a kernel restart (the comm marked not live) says so, and refresh now and pinning stop", async () => {
+  const { el, model, q, cleanup } = mount(sequential());
+  const status = () => q(".nnx-status")[0];
+  assert.equal(status().getAttribute("data-state"), "live");
+  // ipywidgets 7 and 8 on a restart: the model's comm_live becomes false, its views get this class.
+  el.classList.add("jupyter-widgets-disconnected");
+  model.emit("comm_live_update");
+  await new Promise((r) => setTimeout(r, 5));
+  assert.equal(status().getAttribute("data-state"), "disconnected");
+  assert.ok(status().textContent.includes("disconnected"), status().textContent);
+  assert.ok(status().textContent.includes("the kernel restarted; run the cell again"), status().textContent);
+  assert.equal(q("button.nnx-refresh")[0].disabled, true);
+  assert.equal(q("button.nnx-baseline-pin")[0].disabled, true);
+  model.set("status", { state: "live", message: "", refreshes: 4 }); // (a stale echo) the front end knows better
+  assert.equal(status().getAttribute("data-state"), "disconnected");
+  cleanup();
+});
+
+test("a refresh now that gets no answer says so, until an answer comes", async () => {
+  const { ANSWER_MS } = await import("../src/viewer/connection.js");
+  const { model, q, cleanup } = mount(sequential());
+  const realTimeout = globalThis.setTimeout;
+  const timers = [];
+  globalThis.setTimeout = (f, ms) => (ms === ANSWER_MS ? timers.push(f) : realTimeout(f, ms));
+  try {
+    q("button.nnx-refresh")[0].dispatch("click");
+  } finally {
+    globalThis.setTimeout = realTimeout;
+  }
+  assert.equal(timers.length, 1);
+  timers[0](); // ANSWER_MS passed without an answer
+  const status = q(".nnx-status")[0];
+  assert.ok(status.textContent.includes("no answer from the kernel after 10 s"), status.textContent);
+  assert.equal(q("button.nnx-refresh")[0].disabled, false); // maybe busy: one may try again
+  model.emit("msg:custom", { type: "ack", id: "refresh-1", state: "done" }, []);
+  assert.equal(status.getAttribute("data-state"), "live");
   cleanup();
 });
 

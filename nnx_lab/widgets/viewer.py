@@ -313,8 +313,9 @@ class StateViewer(Widget):
             self.send_since()
 
     @command(wire.REFRESH)
-    def _refresh_request(self, content: dict, _buffers: Any) -> None:
+    def _refresh_request(self, content: dict, _buffers: Any) -> dict:
         self.refresh()
+        return {"state": "done"}  # answered: the front end says "no answer" when none comes
 
     @command(wire.HISTORY)
     def _history_request(self, content: dict, _buffers: Any) -> None:

@@ -388,3 +388,14 @@ def test_where_threads_may_publish_the_rows_show_before_the_statistics(monkeypat
         time.sleep(0.05)
     assert viewer.status["state"] == "live" and viewer._sent_refresh == 1
     assert viewer.last_snapshot.rows[1].stats["norm"] > 0
+
+
+def test_refresh_now_is_answered_so_the_browser_can_tell_a_kernel_that_is_gone():
+    """The browser says "no answer from the kernel" when a "refresh now" gets no ack in time (a
+    restarted kernel drops the message): a living kernel must answer it, with the request's id."""
+    viewer = nnx_lab.watch(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), display=False)
+    sent = []
+    viewer.send = lambda msg, buffers=None: sent.append(msg)
+    viewer._on_message(viewer, {"type": "refresh", "id": "refresh-1"}, [])
+    assert {"type": "ack", "id": "refresh-1", "state": "done"} in sent
+    viewer.close()

@@ -155,10 +155,10 @@ ${R} .nnx-status{display:flex;flex-wrap:wrap;align-items:center;gap:2px 12px;mar
 ${R} .nnx-status .state{display:inline-flex;align-items:center;gap:5px;color:${FG};font-weight:500}
 ${R} .nnx-status .state::before{content:"";width:8px;height:8px;border-radius:50%;background:${FAINT}}
 ${R} .nnx-status[data-state="live"] .state::before{background:${OK}}
-${R} .nnx-status[data-state="paused"] .state::before,${R} .nnx-status[data-state="missing"] .state::before{background:${WARN}}
-${R} .nnx-status[data-state="gone"] .state::before,${R} .nnx-status[data-state="error"] .state::before{background:${ERROR}}
+${R} .nnx-status[data-state="paused"] .state::before,${R} .nnx-status[data-state="missing"] .state::before,${R} .nnx-status[data-state="no answer"] .state::before{background:${WARN}}
+${R} .nnx-status[data-state="gone"] .state::before,${R} .nnx-status[data-state="error"] .state::before,${R} .nnx-status[data-state="disconnected"] .state::before{background:${ERROR}}
 ${R} .nnx-status .msg{color:${MUTED}}
-${R} .nnx-status[data-state="gone"] .msg,${R} .nnx-status[data-state="error"] .msg{color:${ERROR};font-weight:600}
+${R} .nnx-status[data-state="gone"] .msg,${R} .nnx-status[data-state="error"] .msg,${R} .nnx-status[data-state="disconnected"] .msg{color:${ERROR};font-weight:600}
 ${R} .nnx-status[data-state="missing"] .msg{color:${WARN};font-weight:600}
 ${R} .nnx-status .nnx-tool{margin-left:auto}
 ${columnPickerCss(R, THEME)}

@@ -59,6 +59,10 @@ export function createBaselineBar(doc, { onPin }) {
   return {
     el,
     choice,
+    /** Whether pinning can be asked for (not once the kernel restarted: nobody would answer). */
+    setEnabled(on) {
+      for (const t of [choice, path, pinButton]) t.disabled = !on;
+    },
     /** The bytes a device copy would take (the model's), said in the menu before anyone pins. */
     setCopyCost(bytes) {
       const opt = choice.children[2];
