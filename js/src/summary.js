@@ -119,7 +119,10 @@ function render({ model, el }) {
       return h(
         doc,
         "td",
-        { class: "c-flops num", title: `${text}: ${r.flops_exact} FLOPs, ${pct.toFixed(1)}% of the model's` },
+        {
+          class: "c-flops num",
+          title: `${text}: ${r.flops_exact} FLOPs, ${pct.toFixed(1)}% of the model's${r.flops_note ? `; ${r.flops_note}` : ""}`,
+        },
         h(doc, "span", { class: "bar", style: `width:${pct.toFixed(2)}%` }),
         h(doc, "span", { class: "v" }, text),
       );

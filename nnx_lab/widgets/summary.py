@@ -19,7 +19,16 @@ from typing import Any
 import traitlets
 
 from .._ipython import cell_hooks
-from ..core.summary import DISPLAY_HOOKS, Summary, bytes_text, count_text, params_text, summary
+from ..core.summary import (
+    DISPLAY_HOOKS,
+    RNG_MARK,
+    Summary,
+    bytes_text,
+    count_text,
+    params_text,
+    rng_flops_text,
+    summary,
+)
 from ._base import STATIC, Widget, background_unsupported
 
 __all__ = ["Summary", "SummaryView", "display_summary", "summary"]
@@ -43,8 +52,9 @@ def payload(summary: Summary) -> dict:
                 "params": params,
                 "params_text": params_text(r.params_total),
                 "flops": r.flops,
-                "flops_text": count_text(r.flops),
+                "flops_text": count_text(r.flops) + (RNG_MARK if r.rng_flops else ""),
                 "flops_exact": f"{r.flops:,}",
+                "flops_note": rng_flops_text(r),  # why a Dropout costs FLOPs: in the cell's tooltip
                 "bwd": r.backward_flops or 0,
                 "bwd_text": count_text(r.backward_flops),
                 "bytes": r.bytes_accessed,
@@ -55,7 +65,7 @@ def payload(summary: Summary) -> dict:
         )
     return {
         "title": lines[0],
-        "header": lines[1:],
+        "header": lines[1:] + ([note] if (note := summary.rng_note()) else []),  # the FLOPs marked *
         "rows": rows,
         "total_flops": summary.flops,
         "backward": summary.backward_flops is not None,

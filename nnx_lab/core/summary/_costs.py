@@ -32,6 +32,10 @@ SCOPE_PREFIX = "nnxlab."
 _CALL_PARAMS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
 
 Cost = tuple  # (flops, transcendentals, bytes accessed)
+
+#: primitives that generate random bits (jax.random's threefry hash): a Dropout's mask costs FLOPs
+#: as XLA counts them, often more than the layer's arithmetic; rows say how many (``rng_flops``)
+RANDOM_BITS = frozenset({"random_bits", "threefry2x32", "random_split", "random_fold_in"})
 _cache: dict = {}
 
 
@@ -87,6 +91,7 @@ class Tally:
         self.bytes: dict = {}
         self.trips: dict = {}  # call id -> how many times its body ran (scan lengths around it)
         self.total = [0, 0, 0]
+        self.rng_flops: dict = {}  # call id -> its FLOPs that generate random bits (RANDOM_BITS), inclusive
         self.uncosted: dict = {}  # primitive name -> count of equations XLA could not cost
         self.primitives: set = set()
 
@@ -150,6 +155,9 @@ def walk(jaxpr: Any, tally: Tally, cost_of: Callable[[Any], Cost], scopes: tuple
                 tally.uncosted[name] = tally.uncosted.get(name, 0) + 1
                 cost = (0, 0, io_bytes(eqn))
             tally.add(here, mult, cost)
+            if name in RANDOM_BITS and cost[0]:
+                for call in set(here):
+                    tally.rng_flops[call] = tally.rng_flops.get(call, 0) + cost[0] * mult
 
 
 def eqn_cost(eqn: Any) -> Cost:

@@ -43,6 +43,7 @@ class SummaryRow:
     backward_bytes: int | None = None
     layers: int | None = None  # a stacked module's row: how many layers
     layer: int | None = None  # a layer's row: its index
+    rng_flops: int = 0  # of ``flops``, those that generate random bits (jax.random: a dropout mask)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -159,7 +160,7 @@ class Summary:
             ("inputs", lambda r: r.inputs),
             ("outputs", lambda r: r.outputs),
             ("params", lambda r: params_text(r.params_total)),
-            ("FLOPs", lambda r: count_text(r.flops)),
+            ("FLOPs", lambda r: count_text(r.flops) + (RNG_MARK if r.rng_flops else "")),
         ]
         if self.backward_flops is not None:
             cols.append(("bwd FLOPs", lambda r: count_text(r.backward_flops)))
@@ -184,7 +185,27 @@ class Summary:
             out.append(" | ".join(cells).rstrip())
             if i == 0:
                 out.append("-+-".join("-" * w for w in widths))
-        return "\n".join(out)
+        note = self.rng_note()
+        return "\n".join(out + ([note] if note else []))
+
+    def rng_note(self) -> str | None:
+        """The footnote of the FLOPs marked ``*``: how many generate random bits, and where."""
+        rows = self.rows
+        where = []
+        for i, r in enumerate(rows):
+            if not r.rng_flops or r.layer is not None:
+                continue
+            inner = 0  # calls inside it with random bits: named instead of it
+            for q in rows[i + 1 :]:
+                if q.depth <= r.depth:
+                    break
+                if q.layer is None and q.depth == r.depth + 1:
+                    inner += q.rng_flops
+            if inner < r.rng_flops:
+                where.append(f"{r.path or self.model_class} ({r.cls}): {r.rng_flops:,} of its {r.flops:,}")
+        if not where:
+            return None
+        return f"{RNG_MARK} {RNG_WHY}: " + "; ".join(where)
 
     def __repr__(self) -> str:
         return f"<Summary {self.model_class}.{self.method}: {len(self.rows)} rows, {count_text(self.flops)} FLOPs>"
@@ -227,10 +248,27 @@ class Summary:
                     )
             body.append("<tr>" + "".join(cells) + "</tr>")
         header = "".join(f"<th>{esc(name)}</th>" for name, _ in cols)
+        note = self.rng_note()
+        foot = f'<div class="nnx-sum-note">{esc(note)}</div>' if note else ""
         return (
             f'<div class="nnx-lab-summary">{head}<table style="border-collapse:collapse;font-family:monospace">'
-            f"<thead><tr>{header}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+            f"<thead><tr>{header}</tr></thead><tbody>{''.join(body)}</tbody></table>{foot}</div>"
         )
+
+
+#: marks a FLOPs figure that includes random-bit generation; the footnote (``Summary.rng_note``) says why
+RNG_MARK = "*"
+RNG_WHY = "includes random-bit generation (jax.random's threefry hash, e.g. a Dropout's mask), FLOPs as XLA counts them"
+
+
+def rng_flops_text(row: SummaryRow) -> str:
+    """A row's FLOPs of random-bit generation in words (the widget's tooltip); "" for none."""
+    if not row.rng_flops:
+        return ""
+    return (
+        f"{row.rng_flops:,} of these {row.flops:,} FLOPs generate random bits "
+        "(jax.random's threefry hash, e.g. a Dropout's mask), as XLA counts them"
+    )
 
 
 def _clip(text: str, limit: int = 60) -> str:

@@ -106,6 +106,7 @@ def build_rows(
             backward_flops=bwd_flops,
             backward_bytes=bwd_bytes,
             layers=n_layers if n_layers > 1 else None,
+            rng_flops=tally.rng_flops.get(c.id, 0),
         )
         rows.append(row)
         if n_layers > 1:
@@ -131,6 +132,7 @@ def build_rows(
                         backward_flops=None if bwd_flops is None else bwd_flops // n_layers,
                         backward_bytes=None if bwd_bytes is None else bwd_bytes // n_layers,
                         layer=i,
+                        rng_flops=row.rng_flops // n_layers,
                     )
                 )
     return rows

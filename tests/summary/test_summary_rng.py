@@ -1,0 +1,73 @@
+"""A Dropout's FLOPs come with their reason (issue 35): random-bit generation (jax.random's threefry
+hash) costs FLOPs as XLA counts them, often more than the layer's arithmetic; the text, the HTML and
+the widget (a marked figure, a footnote, the cell's tooltip) say so."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+import nnx_lab
+from nnx_lab.core.summary._costs import lowered_cost
+from nnx_lab.widgets.summary import payload
+
+
+class Block(nnx.Module):
+    def __init__(self):
+        self.lin = nnx.Linear(4, 8, rngs=nnx.Rngs(0))
+        self.drop = nnx.Dropout(0.5, rngs=nnx.Rngs(dropout=1))
+
+    def __call__(self, x):
+        return self.drop(self.lin(x))
+
+
+def _random_bits_flops(shape) -> int:
+    """XLA's FLOPs of the random_bits equations of a dropout mask of ``shape``, counted directly."""
+    jaxpr = jax.make_jaxpr(lambda k: jax.random.bernoulli(k, 0.5, shape))(jax.random.key(0))
+    total = 0
+
+    def walk(j):
+        nonlocal total
+        for e in j.eqns:
+            subs = [getattr(v, "jaxpr", v) for v in e.params.values() if hasattr(getattr(v, "jaxpr", v), "eqns")]
+            for sub in subs:
+                walk(sub)
+            if not subs and e.primitive.name in ("random_bits", "threefry2x32"):
+                total += lowered_cost(e)[0]
+
+    walk(jaxpr.jaxpr)
+    return total
+
+
+def test_dropout_flops_say_they_come_from_random_bit_generation():
+    model = nnx.Sequential(Block(), nnx.Linear(8, 2, rngs=nnx.Rngs(1)))
+    s = nnx_lab.summary(model, jnp.ones((3, 4)), memory=False)
+    drop, lin = s["layers[0].drop"], s["layers[0].lin"]
+    assert drop.rng_flops >= _random_bits_flops((3, 8)) > 0 and drop.rng_flops <= drop.flops
+    assert lin.rng_flops == 0 and s["layers[1]"].rng_flops == 0
+    assert s.rows[0].rng_flops == drop.rng_flops  # the model's row includes it
+    text = s.to_text()
+    line = next(t for t in text.splitlines() if "layers[0].drop" in t)
+    assert f"{drop.flops}*" in line  # the figure is marked ...
+    lin_line = next(t for t in text.splitlines() if "layers[0].lin" in t)
+    assert "*" not in lin_line
+    note = text.splitlines()[-1]  # ... and the footnote says why, naming the Dropout
+    assert note.startswith("* includes random-bit generation") and "threefry" in note
+    assert f"layers[0].drop (Dropout): {drop.rng_flops:,} of its {drop.flops:,}" in note
+    assert "layers[0] (Block)" not in note  # the Dropout inside it is named, not each parent
+    assert "random-bit generation" in s.to_html()
+    p = payload(s)
+    rows = {r["path_text"]: r for r in p["rows"]}
+    assert rows["layers[0].drop"]["flops_text"].endswith("*")
+    assert (
+        f"{drop.rng_flops:,} of these {drop.flops:,} FLOPs generate random bits" in rows["layers[0].drop"]["flops_note"]
+    )
+    assert rows["layers[0].lin"]["flops_note"] == "" and not rows["layers[0].lin"]["flops_text"].endswith("*")
+    assert p["header"][-1] == note  # the widget's header carries the footnote
+
+
+def test_a_model_without_random_bits_has_no_mark_nor_footnote():
+    s = nnx_lab.summary(nnx.Linear(4, 8, rngs=nnx.Rngs(0)), jnp.ones((3, 4)), memory=False)
+    assert s.rows[0].rng_flops == 0 and "*" not in s.to_text() and s.rng_note() is None
+    assert "random" not in " ".join(payload(s)["header"])
