@@ -201,3 +201,17 @@ def test_bad_namespace_and_arguments_without_a_step_are_one_line():
         nnx_lab.memory(namespace=[1])
     with pytest.raises(TypeError, match="arguments were given without a step"):
         nnx_lab.memory(None, 1)
+
+
+def test_self_referencing_values_are_walked_safely():
+    loop = [jnp.ones(5)]
+    loop.append(loop)  # jax's own flattening would recurse until RecursionError (and leave its guard raised)
+    model = Net(nnx.Rngs(4))
+    model.parent = nnx.data(model) if hasattr(nnx, "data") else model  # a module cycle: flax's walk
+    ledger = nnx_lab.memory(namespace={"loop": loop, "model": model})
+    assert rows_of(ledger, "model")["Param"].bytes == param_bytes(model)
+
+    class N(nnx.Module):  # a class statement a few frames deep still works (no leaked recursion depth)
+        pass
+
+    assert N() is not None

@@ -9,6 +9,7 @@ a plain pytree leaf. Nothing is copied and nothing is freed.
 
 from __future__ import annotations
 
+import logging
 import re
 import types
 import warnings
@@ -20,6 +21,9 @@ from flax import nnx
 from flax.nnx import graph as nnx_graph
 
 from .. import compat
+from ..graph import flatten
+
+_log = logging.getLogger("nnx_lab")
 
 # IPython's own names in user_ns: input history, directory history, the shell's helpers.
 _SKIP = re.compile(r"^(In|_ih|_dh|_sh|_oh|Out|exit|quit|get_ipython|_i+|_i\d+|__\w*__)$")
@@ -114,60 +118,104 @@ def _is_optimizer(value: Any) -> bool:
     return optimizer is not None and isinstance(value, optimizer)
 
 
-def _is_node(x: Any) -> bool:
-    return isinstance(x, nnx.Variable) or _is_variable_state(x) or nnx_graph.is_graph_node(x)
-
-
 with warnings.catch_warnings():  # flax 0.12 warns that VariableState is Variable's alias now
     warnings.simplefilter("ignore")
     _VARIABLE_STATE = getattr(nnx, "VariableState", None)  # flax 0.11's leaves of an nnx.State
 if _VARIABLE_STATE is nnx.Variable:
     _VARIABLE_STATE = None
 
+ARRAY_T, VARIABLE_T, VSTATE_T, GRAPH_T, OTHER_T = range(5)
+_CLASSES: dict[type, int] = {}  # flax's isinstance checks cost µs each: one per type
 
-def _is_variable_state(x: Any) -> bool:
-    return _VARIABLE_STATE is not None and isinstance(x, _VARIABLE_STATE)
+
+def _classify(x: Any) -> int:
+    t = type(x)
+    c = _CLASSES.get(t)
+    if c is None:
+        if isinstance(x, jax.Array):
+            c = ARRAY_T
+        elif isinstance(x, nnx.Variable):
+            c = VARIABLE_T
+        elif _VARIABLE_STATE is not None and isinstance(x, _VARIABLE_STATE):
+            c = VSTATE_T
+        elif nnx_graph.is_graph_node(x):
+            c = GRAPH_T
+        else:
+            c = OTHER_T
+        _CLASSES[t] = c
+    return c
+
+
+def _is_node(x: Any) -> bool:
+    return _classify(x) in (VARIABLE_T, VSTATE_T, GRAPH_T)
 
 
 def reached(value: Any) -> Iterator[tuple[str, Any]]:
     """``(group, array)`` for every jax array ``value`` reaches (arrays twice reached: twice)."""
-    if isinstance(value, jax.Array):
+    c = _classify(value)
+    if c == ARRAY_T:
         yield "array", value
         return
-    if nnx_graph.is_graph_node(value):
+    if c == GRAPH_T:
         yield from _graph_arrays(value)
         return
-    try:
-        leaves = jax.tree.leaves(value, is_leaf=_is_node)
-    except Exception:  # noqa: BLE001 - an object jax cannot flatten (a broken pytree): it holds nothing we see
+    try:  # graph.flatten: jax's walk, safe from a self-referencing list (jax's recursion guard)
+        leaves = flatten(value, _is_node)[0]
+    except Exception as e:  # noqa: BLE001 - a cycle, a broken pytree: it holds nothing we can see
+        _log.debug("nnx_lab.memory: a value could not be walked (%s)", e)
         return
     for leaf in leaves:
-        if isinstance(leaf, jax.Array):
+        c = _classify(leaf)
+        if c == ARRAY_T:
             yield "array", leaf
-        elif isinstance(leaf, nnx.Variable):
+        elif c == VARIABLE_T:
             yield from _variable_arrays(compat.variable_type(leaf).__name__, compat.get_value(leaf))
-        elif _is_variable_state(leaf):
+        elif c == VSTATE_T:
             yield from _variable_arrays(getattr(leaf, "type", type(leaf)).__name__, leaf.value)
-        elif nnx_graph.is_graph_node(leaf):
+        elif c == GRAPH_T:
             yield from _graph_arrays(leaf)
+
+
+def _is_variable(x: Any) -> bool:
+    return _classify(x) in (VARIABLE_T, VSTATE_T)
 
 
 def _graph_arrays(node: Any) -> Iterator[tuple[str, Any]]:
     optimizer = _is_optimizer(node)
+    if not optimizer:  # jax's flattening of a module (one C++ walk); flax's walk where it refuses (a cycle)
+        try:
+            leaves = flatten(node, _is_variable)[0]
+        except Exception as e:  # noqa: BLE001 - a cycle or a node jax does not flatten: flax's walk below
+            _log.debug("nnx_lab.memory: flax's walk for %s (%s)", type(node).__name__, e)
+        else:
+            for leaf in leaves:
+                c = _classify(leaf)
+                if c == VARIABLE_T:
+                    yield from _variable_arrays(compat.variable_type(leaf).__name__, compat.get_value(leaf))
+                elif c == VSTATE_T:
+                    yield from _variable_arrays(getattr(leaf, "type", type(leaf)).__name__, leaf.value)
+                elif c == ARRAY_T:
+                    yield "array", leaf
+            return
     for path, value in compat.iter_graph(node):
-        if isinstance(value, nnx.Variable):
+        c = _classify(value)
+        if c == VARIABLE_T:
             group = _optimizer_group(path) if optimizer else compat.variable_type(value).__name__
             yield from _variable_arrays(group, compat.get_value(value))
-        elif isinstance(value, jax.Array):  # an array attribute of a Pytree (flax >= 0.12 data fields)
+        elif c == ARRAY_T:  # an array attribute of a Pytree (flax >= 0.12 data fields)
             yield "array", value
 
 
 def _variable_arrays(group: str, value: Any) -> Iterator[tuple[str, Any]]:
-    if isinstance(value, jax.Array):
+    if _classify(value) == ARRAY_T:
         yield group, value
         return
-    for leaf in jax.tree.leaves(value):
-        if isinstance(leaf, jax.Array):
+    try:
+        leaves = flatten(value)[0]
+    except Exception:  # noqa: BLE001 - a value jax cannot walk holds nothing we can see
+        return
+    for leaf in leaves:
+        if _classify(leaf) == ARRAY_T:
             yield group, leaf
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import jax
 
+from .._gc import paused_gc
 from ..render import format_bytes
 from ._data import DeviceTotal, Freeing, Ledger, Row
 from ._holders import OUTPUT, UNREACHED, holders
@@ -32,23 +33,39 @@ def device_name(device: Any) -> str:
     return f"{device.platform}:{device.id}"
 
 
-def _buffers(array: Any) -> list[tuple[Any, Any, int]]:
-    """``[(key, device, bytes)]``: one per addressable shard of ``array`` ([] when deleted)."""
+def _buffers(array: Any, single: dict | None = None) -> list[tuple[Any, Any, int]]:
+    """``[(key, device, bytes)]``: one per addressable shard of ``array`` ([] when deleted).
+    ``single`` caches, per sharding, its one device (None when several or not all addressable)."""
     try:
         if array.is_deleted():
             return []
-        devices = array.sharding.device_set
-        if len(devices) == 1 and array.is_fully_addressable:  # the common case, without Shard objects
-            (device,) = devices
-            return [(_key(device, array), device, int(array.nbytes))]
+        sharding = array.sharding
+        if single is None:
+            single = {}
+        try:
+            device = single[sharding]
+        except KeyError:
+            devices = sharding.device_set
+            device = next(iter(devices)) if len(devices) == 1 and sharding.is_fully_addressable else None
+            single[sharding] = device
+        if device is not None:  # the common case, without Shard objects
+            return [(_key(device, array), device, _nbytes(array))]
         out = []
         for shard in array.addressable_shards:
             data = shard.data
-            out.append((_key(shard.device, data), shard.device, int(data.nbytes)))
+            out.append((_key(shard.device, data), shard.device, _nbytes(data)))
         return out
     except Exception as e:  # noqa: BLE001 - an array deleted meanwhile (another thread donated it)
         _log.debug("nnx_lab.memory: an array could not be read (%s)", e)
         return []
+
+
+def _nbytes(array: Any) -> int:
+    """``array.nbytes`` without jax's ``size`` property (50 µs an array on jax 0.10's CPU arrays)."""
+    n = array.dtype.itemsize
+    for d in array.shape:
+        n *= d
+    return int(n)
 
 
 def _base(array: Any) -> Any:
@@ -80,22 +97,25 @@ def _stats(device: Any) -> dict:
     return {k: int(stats[k]) for k in keys if stats.get(k) is not None}
 
 
+@paused_gc()  # thousands of short-lived tuples: the collector's passes over a large heap cost more than the walk
 def build_ledger(namespace: dict | None) -> Ledger:
     """The ledger of every live array now, grouped by ``namespace``'s holders."""
     live = [a for a in jax.live_arrays()]
     by_id: dict[int, list] = {}
     buffers: dict[tuple, tuple[Any, int]] = {}  # key -> (device, bytes), in live order
+    single: dict = {}
     for array in live:
-        parts = _buffers(array)
+        parts = _buffers(array, single)
         by_id[id(array)] = parts
         for key, device, nbytes in parts:
             buffers.setdefault(key, (device, nbytes))
     found = holders(namespace or {})
     owner: dict[tuple, tuple[int, str]] = {}  # key -> (holder index, group) that counts it
-    reachers: dict[tuple, list[int]] = defaultdict(list)
-    counted: dict[tuple, list] = defaultdict(lambda: [0, 0, 0, 0, set()])  # (i, group, dev) -> counts
+    extra: dict[tuple, list[int]] = {}  # key -> the later holders that reach it too
+    counted: dict[tuple, list] = {}  # (i, group, device id) -> [arrays, bytes, shared arrays, shared bytes, names]
     for i, holder in enumerate(found):
         seen: set = set()
+        last, cell = None, None
         for group, array in holder.arrays:
             parts = by_id.get(id(array))
             if parts is None:  # an object over a live buffer (a typed PRNG key over its uint32 data)
@@ -104,25 +124,22 @@ def build_ledger(namespace: dict | None) -> Ledger:
                 if key in seen:
                     continue
                 seen.add(key)
-                cell = counted[(i, group, device.id)]
+                if last != (group, device.id):
+                    last = (group, device.id)
+                    cell = counted.setdefault((i, group, device.id), [0, 0, 0, 0, set()])
                 first = owner.setdefault(key, (i, group))
                 if first[0] == i:
-                    if first[1] == group:
-                        cell[0] += 1
-                        cell[1] += nbytes
+                    cell[0] += 1
+                    cell[1] += nbytes
                 else:
                     cell[2] += 1
                     cell[3] += nbytes
                     cell[4].add(found[first[0]].name)
-                if not reachers[key] or reachers[key][-1] != i:
-                    reachers[key].append(i)
+                    extra.setdefault(key, []).append(i)
         holder.arrays = []  # the ledger keeps no array
-    # The first holder of a shared buffer names the later ones too.
-    for key, idx in reachers.items():
-        if len(idx) > 1:
-            i, group = owner[key]
-            device = buffers[key][0]
-            counted[(i, group, device.id)][4].update(found[j].name for j in idx[1:])
+    for key, later in extra.items():  # the first holder of a shared buffer names the later ones too
+        i, group = owner[key]
+        counted[(i, group, buffers[key][0].id)][4].update(found[j].name for j in later)
     devices_by_id = {}
     unreached: dict[int, list] = defaultdict(lambda: [0, 0, defaultdict(lambda: [0, 0])])
     for key, (device, nbytes) in buffers.items():
@@ -168,20 +185,23 @@ def build_ledger(namespace: dict | None) -> Ledger:
         count = sum(1 for (d, _) in buffers.values() if d.id == dev_id)
         ledger_bytes = sum(r.bytes for r in rows if r.device == name)
         totals.append(DeviceTotal(name, dev_id, count, live_bytes, ledger_bytes, _stats(device)))
-    freeing = _freeing(found, reachers, buffers)
+    freeing = _freeing(found, owner, extra, buffers)
     del live, by_id
     return Ledger(tuple(rows), tuple(totals), tuple(freeing), tuple(h.name for h in found))
 
 
-def _freeing(found: list, reachers: dict, buffers: dict) -> list[Freeing]:
+def _freeing(found: list, owner: dict, extra: dict, buffers: dict) -> list[Freeing]:
     """What each set of holders would return if all of them were dropped: the buffers exactly that set
     reaches (a buffer two names reach is returned only by dropping both)."""
     by_set: dict[tuple, int] = defaultdict(int)
     output_only = 0
-    for key, idx in reachers.items():
+    outputs = {i for i, h in enumerate(found) if h.kind == OUTPUT}
+    for key, (i, _) in owner.items():
         nbytes = buffers[key][1]
-        by_set[tuple(idx)] += nbytes
-        if all(found[i].kind == OUTPUT for i in idx):
+        later = extra.get(key)
+        idx = (i, *later) if later else (i,)
+        by_set[idx] += nbytes
+        if i in outputs and (not later or outputs.issuperset(later)):
             output_only += nbytes
     out = []
     for idx, nbytes in by_set.items():
