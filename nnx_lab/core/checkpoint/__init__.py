@@ -3,7 +3,8 @@
 - :func:`read_tree` (``_metadata.py``): each array's path (as in the model), shape, dtype, sharding,
   and the directory's bytes on disk; :class:`CheckpointError` for a path that is not a checkpoint.
 - :func:`open_array` / :func:`read_blocks` (``_stream.py``): tensorstore reads of whole stored chunks,
-  a few in flight, within ``3 * max(chunk_bytes, stored chunk)`` (:data:`CHUNK_BYTES`): bounded host memory.
+  a few in flight, within ``3 * max(chunk_bytes, stored chunk)`` (:data:`CHUNK_BYTES`): bounded host memory;
+  :func:`pieces` (a block reduced in pieces), :func:`whole_chunk_note` (a stored chunk read whole).
 - :class:`Progress` / :class:`NotebookProgress` (``_progress.py``): ``checkpoint_rows(progress=...)``'s
   reports while statistics stream; a notebook line updated in place by default.
 - :func:`checkpoint_rows` (``_snapshot.py``): the rows ``nnx_lab.snapshot("path")`` shows (as plain
@@ -19,7 +20,16 @@ from ._metadata import (
 )
 from ._progress import NotebookProgress, Progress
 from ._snapshot import CheckpointRows, array_stats, checkpoint_rows
-from ._stream import CHUNK_BYTES, MAX_IN_FLIGHT, blocks, open_array, read_blocks, read_plan
+from ._stream import (
+    CHUNK_BYTES,
+    MAX_IN_FLIGHT,
+    blocks,
+    open_array,
+    pieces,
+    read_blocks,
+    read_plan,
+    whole_chunk_note,
+)
 
 __all__ = [
     "CHUNK_BYTES",
@@ -34,8 +44,10 @@ __all__ = [
     "is_checkpoint_path",
     "NotebookProgress",
     "open_array",
+    "pieces",
     "Progress",
     "read_blocks",
     "read_plan",
     "read_tree",
+    "whole_chunk_note",
 ]

@@ -23,7 +23,7 @@ from .._text import first_line
 from ._blocks import block_stats
 from ._metadata import CheckpointEntry, CheckpointTree, read_tree
 from ._progress import Progress, auto_progress
-from ._stream import CHUNK_BYTES, open_array, read_blocks
+from ._stream import CHUNK_BYTES, open_array, pieces, read_blocks, whole_chunk_note
 
 __all__ = ["CheckpointRows", "array_stats", "checkpoint_rows"]
 
@@ -73,8 +73,9 @@ def array_stats(
     chunk_bytes: int = CHUNK_BYTES,
     progress: Callable[[int], None] | None = None,
 ) -> dict:
-    """The snapshot statistics of one stored array, read block by block; a block's kernel runs while
-    the next block is read (one launched ahead: ``read_blocks(..., reducing=1)`` keeps the bound)."""
+    """The snapshot statistics of one stored array, read block by block and reduced piece by piece
+    (``pieces``: a device copy is never a whole stored chunk); a piece's kernel runs while the next
+    is launched (one ahead: ``read_blocks(..., reducing=1)`` keeps the bound)."""
     import jax
 
     platform = jax.devices()[0].platform  # a numpy block goes to the default device
@@ -83,23 +84,23 @@ def array_stats(
     launched: collections.deque = collections.deque()
 
     def combine() -> None:
-        index, out, size, nbytes = launched.popleft()
+        piece, out = launched.popleft()
         floats, zeros = jax.device_get(out)
-        ints = (size, 0, 0, zeros)  # every value finite, as the fast kernel assumed
-        if not np.isfinite(floats).all():  # a NaN or Inf (or a square past float32): the exact kernel, read again
-            block = np.asarray(arr[index].read().result())
-            floats, ints = jax.device_get(block_stats(platform, block, exact=True))
+        ints = (piece.size, 0, 0, zeros)  # every value finite, as the fast kernel assumed
+        if not np.isfinite(floats).all():  # a NaN or Inf (or a square past float32): the exact kernel
+            floats, ints = jax.device_get(block_stats(platform, piece, exact=True))
         moments.add(floats, ints)
-        if progress is not None:
-            progress(nbytes)
 
-    for index, block in read_blocks(arr, entry.shape, itemsize, chunk_bytes, entry.chunk_shape, reducing=1):
-        launched.append((index, block_stats(platform, block), block.size, block.nbytes))
-        del block  # jax holds what its kernel reads until it has run
-        if len(launched) > 1:
+    for _, block in read_blocks(arr, entry.shape, itemsize, chunk_bytes, entry.chunk_shape, reducing=1):
+        for _, piece in pieces(block, chunk_bytes):
+            launched.append((piece, block_stats(platform, piece)))
+            if len(launched) > 1:
+                combine()
+        while launched:  # no piece keeps this block alive while the next is read
             combine()
-    while launched:
-        combine()
+        if progress is not None:
+            progress(block.nbytes)
+        del block, piece
     return moments.stats(entry.size)
 
 
@@ -215,14 +216,9 @@ def checkpoint_rows(
             rows.append(_row(entry, "non_numeric", None, f"dtype {entry.dtype}: no statistics"))
         else:
             try:
-                rows.append(
-                    _row(
-                        entry,
-                        "ok",
-                        array_stats(open_array(tree, entry), entry, chunk_bytes, tick),
-                        None,
-                    )
-                )
+                itemsize = np.dtype(entry.dtype).itemsize
+                note = whole_chunk_note(entry.shape, itemsize, entry.chunk_shape, chunk_bytes)
+                rows.append(_row(entry, "ok", array_stats(open_array(tree, entry), entry, chunk_bytes, tick), note))
             except Exception as e:  # noqa: BLE001 - boundary: a missing or corrupt array is its row's status
                 _log.info("nnx_lab: reading %s from %s failed", entry.name, tree.directory, exc_info=True)
                 rows.append(

@@ -2,13 +2,17 @@
 
 A block is a run of whole stored chunks (the unit tensorstore reads and decodes) of at most a
 quarter of ``chunk_bytes`` (default :data:`CHUNK_BYTES`), or one stored chunk where a chunk alone is
-larger. Several blocks are read at once (at most :data:`MAX_IN_FLIGHT`: tensorstore decodes them in
-its thread pool while the caller reduces the previous one), as many as fit, with the block the
-caller holds and, on the CPU backend, the device's copy of it, in ``3 * max(chunk_bytes, stored
-chunk)``: that is the bound of array data per stream, whatever the array's size. Orbax stores one
+larger; the caller's kernels read a block in pieces of at most a quarter of ``chunk_bytes``
+(:func:`pieces`: a device copy is a piece, never a whole block). A read in flight holds up to twice
+its block (the stored bytes and the decoded array). Several blocks are read at once (at most
+:data:`MAX_IN_FLIGHT`: tensorstore decodes them in its thread pool while the caller reduces the
+previous one), as many as fit, with the block the caller holds and its pieces' device copies, in
+``3 * max(chunk_bytes, stored chunk)``: that is the bound of array data of one ``snapshot(path)``
+and of one ``compare`` pair (its two streams share it), whatever the array's size. Orbax stores one
 chunk per array (per shard) unless saved with ``ocp.SaveArgs(chunk_byte_size=...)``: a default
-checkpoint's bound is set by its largest array (tensorstore decodes a stored chunk whole); one saved
-with ``chunk_byte_size`` streams within ``3 * chunk_bytes``.
+checkpoint's bound is set by its largest array (tensorstore decodes a stored chunk whole, and a
+pair of them is held to be compared), and such an array's row says so (:func:`whole_chunk_note`);
+one saved with ``chunk_byte_size`` streams within ``3 * chunk_bytes``.
 """
 
 from __future__ import annotations
@@ -23,7 +27,17 @@ import numpy as np
 
 from ._metadata import CheckpointEntry, CheckpointTree, spec
 
-__all__ = ["CHUNK_BYTES", "MAX_IN_FLIGHT", "blocks", "open_array", "read_blocks", "read_plan", "spec"]
+__all__ = [
+    "CHUNK_BYTES",
+    "MAX_IN_FLIGHT",
+    "blocks",
+    "open_array",
+    "pieces",
+    "read_blocks",
+    "read_plan",
+    "spec",
+    "whole_chunk_note",
+]
 
 #: Default bound of one stream: at most 3 * CHUNK_BYTES of array data held (see the module's docstring).
 CHUNK_BYTES = 32 * 2**20
@@ -92,25 +106,69 @@ def read_plan(
     chunk_bytes: int,
     stored: tuple[int, ...] | None = None,
     reducing: int = 0,
+    streams: int = 1,
 ) -> tuple[int, int]:
     """``(block_bytes, in_flight)`` of a stream: blocks of a quarter of ``chunk_bytes`` (whole stored
-    chunks, at least one), and as many reads in flight as keep ``(in_flight + 2 + reducing) * block_bytes``
-    (the reads, the caller's block, its device copy, and the device copies of ``reducing`` earlier
-    blocks whose kernels still run) within ``3 * max(chunk_bytes, stored chunk)``.
+    chunks, at least one), and as many reads in flight (none: each block read when asked) as keep
+    ``2 * in_flight * block_bytes`` (a read holds the stored bytes and the decoded block) beside the
+    caller's block and the device copies of ``1 + reducing`` pieces (:func:`pieces`) within
+    ``3 * max(chunk_bytes, stored chunk) / streams`` (``streams``: how many read side by side, the
+    two of a compared pair).
 
     >>> read_plan((1024, 1024), 4, 4 * 2**20, (256, 1024))  # 1 MiB stored chunks, 4 MiB bound
     (1048576, 4)
-    >>> read_plan((1024, 1024), 4, 4 * 2**20, (1024, 1024))  # one 4 MiB stored chunk
-    (4194304, 1)
+    >>> read_plan((1024, 1024), 4, 4 * 2**20, (1024, 1024))  # one 4 MiB stored chunk: read when asked
+    (4194304, 0)
     """
     first = next(iter(blocks(shape, itemsize, max(chunk_bytes // 4, 1), stored)), None)
     if first is None:
-        return 0, 1
+        return 0, 0
     # an index names the leading axes it cuts; the others are whole
     block = math.prod(_extent(s, n) for s, n in zip(first, shape)) * math.prod(shape[len(first) :]) * itemsize
     stored_bytes = math.prod(min(c, n) for c, n in zip(stored, shape)) * itemsize if stored else 0
     bound = 3 * max(chunk_bytes, stored_bytes, block)
-    return block, max(1, min(MAX_IN_FLIGHT, bound // max(block, 1) - 2 - reducing))
+    held = block + (1 + reducing) * min(block, max(chunk_bytes // 4, itemsize))
+    return block, max(0, min(MAX_IN_FLIGHT, (bound // max(streams, 1) - held) // max(2 * block, 1)))
+
+
+def pieces(block: np.ndarray, chunk_bytes: int) -> Iterator[tuple[int, np.ndarray]]:
+    """``(flat offset, piece)``: the block flat, in views of at most a quarter of ``chunk_bytes``
+    (one, the block itself, when it is that small; an empty block is one empty piece).
+
+    >>> [(s, p.tolist()) for s, p in pieces(np.arange(6, dtype=np.float32).reshape(2, 3), 64)]
+    [(0, [0.0, 1.0, 2.0, 3.0]), (4, [4.0, 5.0])]
+    """
+    flat = block.reshape(-1)
+    step = max(1, chunk_bytes // 4 // max(block.itemsize, 1))
+    if flat.size <= step:
+        yield 0, flat
+        return
+    for start in range(0, flat.size, step):
+        yield start, flat[start : start + step]
+
+
+def whole_chunk_note(
+    shape: tuple[int, ...], itemsize: int, stored: tuple[int, ...] | None, chunk_bytes: int
+) -> str | None:
+    """What a row says where the stored chunk, not ``chunk_bytes``, sets the memory bound (tensorstore
+    decodes a stored chunk whole): None where it does not.
+
+    >>> whole_chunk_note((51200, 1024), 4, (51200, 1024), 32 * 2**20)
+    'stored as one 200.0 MiB chunk: read whole (chunk_bytes cannot split it; save with ocp.SaveArgs(chunk_byte_size=...))'
+    """
+    from ..render import format_bytes
+
+    if not stored or len(stored) != len(shape):
+        return None
+    chunk = tuple(min(c, n) for c, n in zip(stored, shape))
+    nbytes = math.prod(chunk) * itemsize
+    if nbytes <= chunk_bytes:
+        return None
+    what = "as one" if chunk == tuple(shape) else "in"
+    return (
+        f"stored {what} {format_bytes(nbytes)} chunk{'' if what == 'as one' else 's'}: read whole "
+        "(chunk_bytes cannot split it; save with ocp.SaveArgs(chunk_byte_size=...))"
+    )
 
 
 def _extent(index: Any, n: int) -> int:
@@ -126,11 +184,13 @@ def read_blocks(
     chunk_bytes: int,
     stored: tuple[int, ...] | None = None,
     reducing: int = 0,
+    streams: int = 1,
 ) -> Iterator[tuple[Any, np.ndarray]]:
     """``(index, block)`` for every block in C order, the next reads in flight while the caller
     handles one (:func:`read_plan`: the block size and how many reads, within the bound; ``reducing``:
-    how many earlier blocks the caller's device still holds)."""
-    _, in_flight = read_plan(shape, itemsize, chunk_bytes, stored, reducing)
+    how many earlier pieces the caller's device still holds; ``streams``: how many streams share the
+    bound)."""
+    _, in_flight = read_plan(shape, itemsize, chunk_bytes, stored, reducing, streams)
     pending: collections.deque = collections.deque()
     for index in blocks(shape, itemsize, max(chunk_bytes // 4, 1), stored):
         pending.append((index, arr[index].read()))  # decoded in tensorstore's threads meanwhile

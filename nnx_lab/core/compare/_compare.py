@@ -131,7 +131,7 @@ def compute(
     layers: Any = None,
     chunk_bytes: int | None = None,
 ) -> tuple[list[CompareRow], list[ModuleRow], dict]:
-    from ..checkpoint import CHUNK_BYTES
+    from ..checkpoint import CHUNK_BYTES, whole_chunk_note
 
     if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol) or tol < 0:
         raise TypeError(f"compare: tol= is a finite number >= 0, not {quote_repr(tol)}")
@@ -171,6 +171,8 @@ def compute(
                     stored.value.chunk_shape,
                 )
             ]
+            whole = whole_chunk_note(stored.shape, itemsize, stored.value.chunk_shape, chunk_bytes)
+            m.note = "; ".join(n for n in (m.note, whole) if n) or None  # a stored chunk read whole: said
         except Exception as e:  # noqa: BLE001 - boundary: a missing or corrupt checkpoint array is its row's status
             _log.info("nnx_lab: comparing %s from a checkpoint failed", m.a.text, exc_info=True)
             m.status, m.note = (

@@ -233,8 +233,37 @@ def launch_partials(pairs: Sequence[tuple[Any, Any, int | None]], tol: float) ->
 _block = ReductionJit(lambda a, b, tol: _pair(a, b, None, tol))  # _block(platform, a, b, tol)
 
 
+def _live_piece_fn(live, piece, start, tol, flip):
+    """A piece of a stored block against the same elements of the live array (its flat ``start``):
+    sliced inside the program, where it costs no copy of the live array."""
+    part = lax.dynamic_slice(live.reshape(-1), (start,), (piece.size,))
+    return _pair(piece, part, None, tol) if flip else _pair(part, piece, None, tol)
+
+
+_live_piece = ReductionJit(_live_piece_fn, static_argnums=(4,))  # _live_piece(platform, live, piece, start, tol, flip)
+
+
 def _platform(x: jax.Array) -> str:
     return next(iter(x.sharding.device_set)).platform
+
+
+def _flat_start(index: tuple, shape: tuple[int, ...]) -> int | None:
+    """The flat offset of a block (``index``: ints and slices of the leading axes) where its elements
+    are contiguous in C order, else None."""
+    starts, extents = [], []
+    for k, n in enumerate(shape):
+        e = index[k] if k < len(index) else slice(None)
+        if isinstance(e, slice):
+            start, stop, _ = e.indices(n)
+            starts.append(start)
+            extents.append(max(stop - start, 0))
+        else:
+            starts.append(int(e))
+            extents.append(1)
+    cut = next((k for k, m in enumerate(extents) if m > 1), len(shape))
+    if any(extents[k] != shape[k] for k in range(cut + 1, len(shape))):
+        return None
+    return sum(s * math.prod(shape[k + 1 :]) for k, s in enumerate(starts))
 
 
 def stream_partials(
@@ -249,27 +278,45 @@ def stream_partials(
     """One pair where one side or both are checkpoint arrays: block by block, summed on the host.
 
     A source is ``("array", jax_array)`` or ``("checkpoint", tensorstore)``; blocks are read with
-    ``core.checkpoint.read_blocks`` (one read in flight) and the device side is sliced on its device.
+    ``core.checkpoint.read_blocks`` (two checkpoints: two streams sharing the bound) and reduced in
+    pieces (``core.checkpoint.pieces``: no device copy of a whole stored chunk); a live side is
+    sliced inside the program, on its device.
     """
-    from ..checkpoint import read_blocks
+    from ..checkpoint import pieces, read_blocks
 
     total = Partials.empty()
     tol = jnp.float32(tol)
+    launched: list = []  # one piece's kernel runs while the next is launched
+
+    def launch(result: Any, size: int) -> None:
+        launched.append((result, size))
+        if len(launched) > 1:
+            drain(1)
+
+    def drain(keep: int = 0) -> None:
+        while len(launched) > keep:
+            result, size = launched.pop(0)
+            f, i = jax.device_get(result)
+            total.add(Partials(f[0], i[0], size))
+
     if a_source[0] == "checkpoint" and b_source[0] == "checkpoint":
         platform = jax.devices()[0].platform  # numpy blocks go to the default device
-        b_reads = read_blocks(b_source[1], shape, itemsize, chunk_bytes, stored_chunk)
-        a_reads = read_blocks(a_source[1], shape, itemsize, chunk_bytes, stored_chunk)
+        a_reads = read_blocks(a_source[1], shape, itemsize, chunk_bytes, stored_chunk, reducing=1, streams=2)
+        b_reads = read_blocks(b_source[1], shape, itemsize, chunk_bytes, stored_chunk, reducing=1, streams=2)
         for (_, a_block), (_, b_block) in zip(a_reads, b_reads):
-            f, i = jax.device_get(_block(platform, a_block, b_block, tol))
-            total.add(Partials(f[0], i[0], a_block.size))
+            for (_, a_piece), (_, b_piece) in zip(pieces(a_block, chunk_bytes), pieces(b_block, chunk_bytes)):
+                launch(_block(platform, a_piece, b_piece, tol), a_piece.size)
+            drain()  # no piece keeps these blocks alive while the next are read
         return total
     flip = a_source[0] == "checkpoint"
     stored, live = (a_source[1], b_source[1]) if flip else (b_source[1], a_source[1])
     live = key_data(live if isinstance(live, jax.Array) else jnp.asarray(live))
-    for index, block in read_blocks(stored, shape, itemsize, chunk_bytes, stored_chunk):
-        part = live[index] if index else live
-        block = jax.device_put(block, part.sharding)
-        pair = (block, part) if flip else (part, block)
-        f, i = jax.device_get(_block(_platform(part), *pair, tol))
-        total.add(Partials(f[0], i[0], block.size))
+    platform = _platform(live)
+    for index, block in read_blocks(stored, shape, itemsize, chunk_bytes, stored_chunk, reducing=1):
+        start = _flat_start(index, shape) if live.size < 2**31 else None  # an int32 offset
+        part = live if start is not None else live[index]  # a block not contiguous: its own copy
+        for at, piece in pieces(block, chunk_bytes):  # a numpy piece goes where the live array is
+            launch(_live_piece(platform, part, piece, jnp.int32((start or 0) + at), tol, flip), piece.size)
+        drain()
+        del part
     return total
