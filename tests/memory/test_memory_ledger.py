@@ -2,6 +2,7 @@
 per-device total equal to jax.live_arrays()'s bytes."""
 
 import gc
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -215,3 +216,21 @@ def test_self_referencing_values_are_walked_safely():
         pass
 
     assert N() is not None
+
+
+@pytest.mark.skipif(not hasattr(nnx, "var_defaults"), reason="hijax Variables came in flax 0.12")
+def test_hijax_variables_land_under_their_declared_type():
+    with nnx.var_defaults(hijax=True):
+        model = nnx.Linear(8, 16, rngs=nnx.Rngs(0))
+        optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+    ledger, expected = ledger_and_live({"model": model, "optimizer": optimizer})
+    assert rows_of(ledger, "model")["Param"].bytes == (8 * 16 + 16) * 4
+    assert rows_of(ledger, "optimizer")["mu"].bytes == (8 * 16 + 16) * 4
+    assert {d.device: d.ledger_bytes for d in ledger.devices} == expected
+
+
+def test_without_a_shell_or_namespace_the_ledger_says_how_to_name_holders(monkeypatch):
+    monkeypatch.delitem(sys.modules, "IPython", raising=False)  # a script that never imported IPython
+    ledger = nnx_lab.memory()
+    assert "namespace=globals()" in ledger.to_text()
+    assert all(r.holder == UNREACHED_NAME for r in ledger.rows)

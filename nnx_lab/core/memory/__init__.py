@@ -15,12 +15,18 @@ UI-free: the namespace is IPython's ``user_ns`` reached without importing IPytho
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from .._shell import shell_namespace
 from ._data import DeviceTotal, Freeing, Ledger, Row
 from ._ledger import UNREACHED_NAME, build_ledger
 from ._plan import Donation, StepPlan, plan
+
+NO_NAMESPACE = (
+    "no IPython shell and no namespace= given: every array is unreached; "
+    "nnx_lab.memory(namespace=globals()) names the holders"
+)
 
 __all__ = [
     "DeviceTotal",
@@ -42,7 +48,11 @@ def memory(step: Any = None, /, *args: Any, namespace: dict | None = None, **kwa
             raise TypeError("nnx_lab.memory: arguments were given without a step: memory(step, *args)")
         if namespace is not None and not isinstance(namespace, dict):
             raise TypeError(f"nnx_lab.memory: namespace must be a dict, got {type(namespace).__name__}")
-        return build_ledger(shell_namespace() if namespace is None else namespace)
+        if namespace is None:
+            namespace = shell_namespace()
+            if namespace is None:
+                return replace(build_ledger({}), note=NO_NAMESPACE)
+        return build_ledger(namespace)
     if not callable(step):
         raise TypeError(
             f"nnx_lab.memory: the first argument must be a step to compile (a function or an nnx Module), "

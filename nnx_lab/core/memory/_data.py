@@ -68,6 +68,7 @@ class Ledger:
     freeing: tuple[Freeing, ...]
     holders: tuple[str, ...]
     top: int = 10
+    note: str = ""  # said above the table: no namespace was walked
 
     def total(self, device: str | None = None) -> int:
         return sum(r.bytes for r in self.rows if device is None or r.device == device)

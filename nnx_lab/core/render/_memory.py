@@ -60,6 +60,8 @@ def memory_text(ledger: Any, top: int) -> str:
     arrays = sum(d.arrays for d in ledger.devices)
     lines = [f"nnx_lab.memory: {format_bytes(total)} in {count_noun(arrays, 'live buffer')}"]
     lines += [_device_line(d) for d in ledger.devices]
+    if ledger.note:
+        lines.append(ledger.note)
     rows, left = _shown_rows(ledger, top)
     if rows:
         table = [list(_COLUMNS)] + [_cells(r) for r in rows]
@@ -106,6 +108,8 @@ def top_lines(ledger: Any, top: int) -> str:
 def memory_html(ledger: Any, top: int) -> str:
     esc = html.escape
     parts = [f"<div><b>nnx_lab.memory</b>: {esc(_device_line(d))}</div>" for d in ledger.devices]
+    if ledger.note:
+        parts.append(f"<div>{esc(ledger.note)}</div>")
     rows, left = _shown_rows(ledger, top)
     head = "".join(f"<th{ALIGN_RIGHT if c in ('arrays', 'bytes') else ALIGN_LEFT}>{c}</th>" for c in _COLUMNS)
     body = "".join(
