@@ -142,5 +142,7 @@ def test_summary_compare_capture_and_split_fit_800_and_1048_px(
         col = folded.first.get_attribute("data-col")
         picker.locator(f'input[data-col="{col}"]').check()
         root.locator(f'th[data-col="{col}"]').wait_for(state="visible", timeout=5_000)
+        assert picker.locator(".nnx-colpick-list").is_visible(), name  # the list stays open, over the table
+        root.screenshot(path=str(SHOTS / f"{name}-lab-800-picked.png"))
     assert not page_events.script_dialogs, page_events.dialogs
     assert not page_events.page_errors, page_events.page_errors

@@ -60,6 +60,7 @@ export function tableFit(doc, { root, scroller, minWidth = 150, onChange }) {
     destroy() {
       watch.destroy();
       hover.destroy();
+      if (picker.destroy) picker.destroy();
     },
   };
 }
