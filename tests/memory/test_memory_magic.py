@@ -54,11 +54,13 @@ def test_the_magic_refuses_bad_lines_in_one_line(holders, capsys):
 
 
 def test_an_out_of_memory_cell_prints_the_holders_once_under_the_traceback(holders, capsys):
+    holders.user_ns["alias"] = holders.user_ns["small"]
     code = "raise RuntimeError('RESOURCE_EXHAUSTED: Out of memory while trying to allocate 17179869184 bytes.')"
     result, out = run(holders, capsys, code)
     assert not result.success
     assert out.count("nnx_lab: the device ran out of memory") == 1
     assert "grads_old: 256.0 KiB" in out and "del grads_old" in out
+    assert ": 0 B" not in out  # a holder sharing all its buffers is not listed with nothing
     assert out.index("RESOURCE_EXHAUSTED") < out.index("nnx_lab: the device ran out of memory")  # under it
 
 

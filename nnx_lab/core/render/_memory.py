@@ -100,7 +100,8 @@ def top_lines(ledger: Any, top: int) -> str:
     for r in rows:
         by_holder[r.holder] = by_holder.get(r.holder, 0) + r.bytes
     for holder, nbytes in by_holder.items():
-        lines.append(f"  {holder}: {format_bytes(nbytes)}")
+        if nbytes:  # a holder whose buffers are all counted under another name is in its freeing statement
+            lines.append(f"  {holder}: {format_bytes(nbytes)}")
     lines += _freeing_lines(ledger, top)
     return "\n".join(lines)
 
