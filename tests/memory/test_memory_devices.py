@@ -36,7 +36,9 @@ SCRIPT = textwrap.dedent("""
                 seen.add(key)
                 live[f"cpu:{s.device.id}"] = live.get(f"cpu:{s.device.id}", 0) + s.data.nbytes
     rows = {f"{r.holder}/{r.group}/{r.device}": r.bytes for r in ledger.rows if r.holder != "(unreached)"}
-    print(json.dumps({"rows": rows, "totals": {d.device: d.ledger_bytes for d in ledger.devices}, "live": live,
+    gc.enable()
+    plan = nnx_lab.memory(lambda m, x: m(x), model, jax.ShapeDtypeStruct((8, 64), jnp.float32))
+    print(json.dumps({"plan": [plan.device, plan.analysis], "rows": rows, "totals": {d.device: d.ledger_bytes for d in ledger.devices}, "live": live,
                       "text": ledger.select(device=1).to_text()}))
 """)
 
@@ -53,3 +55,5 @@ def test_a_sharded_model_on_two_devices():
     assert rows["model/Param/cpu:1"] == 64 * 16 * 4 + 32 * 4
     assert rows["batch/array/cpu:1"] == 8 * 64 * 4 and "batch/array/cpu:0" not in rows
     assert "cpu:1" in out["text"] and "cpu:0:" not in out["text"]
+    device, analysis = out["plan"]  # a step over the sharded model: XLA's analysis of one device's program
+    assert device == "cpu:0" and analysis["argument"] >= 64 * 16 * 4 + 32 * 4 + 8 * 64 * 4
