@@ -82,7 +82,9 @@ def test_streamed_statistics_and_comparison_agree_with_the_device(tmp_path):
         for name in r1.stats:
             assert r2["stats"][name] == pytest.approx(r1.stats[name], rel=1e-5, abs=1e-6)
     on_device = nnx_lab.compare(a, b)
-    for left, right in [(a, pb), (pa, b), (pa, pb)]:
+    # stored in chunks of 128 bytes: lin.kernel (3, 64) in (3, 8) chunks, blocks not contiguous in the live array
+    qa, qb = save(tmp_path / "qa", a, 128), save(tmp_path / "qb", b, 128)
+    for left, right in [(a, pb), (pa, b), (pa, pb), (a, qb), (qa, b), (qa, pb)]:
         streamed = nnx_lab.compare(left, right, chunk_bytes=64)
         assert streamed.verdict == on_device.verdict
         for row in on_device.rows:
