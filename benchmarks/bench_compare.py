@@ -16,12 +16,14 @@
    in a fresh process (its first call: compile included), its time and peak RSS above the models
    (``VmHWM`` reset after they are built). Target: 10,000 Variables in <= 5 s and <= 500 MB, memory
    linear in N (one program over every pair took 49 s and 1.9 GB at 2,000, and was killed at 10,000).
+5. One array stored as one chunk (Orbax's default; ``--whole-mib``): what ``snapshot`` and ``compare(ckpt, ckpt)``
+   hold above a warmed process, against ``3 x`` the stored chunk (tensorstore decodes a chunk whole).
 4. Checkpoint streaming: ``snapshot(path)`` of an Orbax checkpoint beside reading its files in the same
    run, with ``O_DIRECT`` (the disk's read speed: the page cache bypassed; the target's measure) and
    plainly (the page cache: memory speed, a file just written is there), and beside tensorstore
    reading every array whole (Orbax compresses chunks with zstd: decoding is part of any read).
 
-    python benchmarks/bench_compare.py [--value-mib 256] [--ckpt-mib 256] [--scale 1000,2000,10000]
+    python benchmarks/bench_compare.py [--value-mib 256] [--ckpt-mib 256] [--scale 1000,2000,10000] [--whole-mib 200]
 """
 
 from __future__ import annotations
@@ -227,6 +229,45 @@ def scaling(ns):
         )
 
 
+def whole_child(path, warm, what):
+    """In a fresh process: snapshot(path) or compare(path, path) after warming on ``warm``; prints JSON."""
+    from nnx_lab.core.checkpoint import CHUNK_BYTES, checkpoint_rows
+
+    checkpoint_rows(warm)
+    nnx_lab.compare(warm, warm)
+    base = _vm("VmRSS")
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    note = checkpoint_rows(path).rows[0]["note"] if what == "snapshot" else nnx_lab.compare(path, path)["w"].note
+    print(json.dumps({"grew": _vm("VmHWM") - base, "note": note, "chunk": CHUNK_BYTES}))
+
+
+def whole_chunk(mib):
+    """One array stored as one chunk (Orbax's default): what snapshot and compare hold, against the bound."""
+    import orbax.checkpoint as ocp
+
+    root = tempfile.mkdtemp(prefix="nnx_lab-bench-")
+    rows = int(mib * 2**20 / 4 / 1024)
+    for name, value in (("one", jax.random.normal(jax.random.key(2), (rows, 1024))), ("warm", jnp.ones((1024, 1024)))):
+        checkpointer = ocp.StandardCheckpointer()
+        checkpointer.save(os.path.join(root, name), nnx.state({"w": nnx.Param(value)}))
+        checkpointer.wait_until_finished()
+    for what in ("snapshot", "compare"):
+        args = [sys.executable, __file__, "--whole-child", os.path.join(root, "one"), os.path.join(root, "warm"), what]
+        r = subprocess.run(args, capture_output=True, text=True)
+        if r.returncode:
+            print(f"whole chunk: {what}: the process failed (rc {r.returncode}): {r.stderr.strip().splitlines()[-1:]}")
+            continue
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+        bound = 3 * rows * 1024 * 4
+        print(
+            f"whole chunk: one {mib:.0f} MiB float32 array stored as one chunk, chunk_bytes {res['chunk'] // 2**20} MiB: "
+            f"{what} rose {res['grew'] / 2**20:.0f} MiB, {res['grew'] / bound:.2f} of the bound of array data (3 x the "
+            f"stored chunk, {bound / 2**20:.0f} MiB; {'held' if res['grew'] <= bound + 16 * 2**20 else 'NOT held'} within "
+            f"the 16 MiB the process's own allocations take beside); the row says: {res['note']}"
+        )
+
+
 def streaming(mib):
     import orbax.checkpoint as ocp
 
@@ -306,12 +347,19 @@ if __name__ == "__main__":
     parser.add_argument("--value-mib", type=float, default=256, help="MiB of each model compared by value")
     parser.add_argument("--ckpt-mib", type=float, default=256, help="MiB of the main array of the checkpoint")
     parser.add_argument("--scale", default="1000,2000,10000", help="numbers of small Variables, one process each")
+    parser.add_argument("--whole-mib", type=float, default=200, help="MiB of the array stored as one chunk (0: none)")
     parser.add_argument("--scale-child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--whole-child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.scale_child:
         scale_child(args.scale_child)
+        sys.exit()
+    if args.whole_child:
+        whole_child(*args.whole_child)
         sys.exit()
     structure()
     values(args.value_mib)
     scaling([int(n) for n in args.scale.split(",") if n])
     streaming(args.ckpt_mib)
+    if args.whole_mib:
+        whole_chunk(args.whole_mib)
