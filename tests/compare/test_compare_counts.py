@@ -103,3 +103,11 @@ def test_arrays_donated_by_map_while_compare_runs_are_deleted_rows():
     assert cmp["kernel"].status == "deleted" and "deleted or donated" in cmp["kernel"].note
     assert cmp["bias"].status == "identical"
     assert "1 not compared" in cmp.verdict
+
+
+def test_low_precision_floats_are_aggregated_and_integer_arrays_are_not():
+    a = {"m": {"w": jnp.ones((4,), jnp.bfloat16), "ids": jnp.arange(4, dtype=jnp.int32)}}
+    b = {"m": {"w": jnp.full((4,), 2.0, jnp.bfloat16), "ids": jnp.arange(4, dtype=jnp.int32) * 1000}}
+    modules = {m.path: m for m in nnx_lab.compare(a, b).modules}
+    assert modules["m"].rel_change == pytest.approx(1.0) and modules["m"].max_abs == 1.0  # w alone, not ids' 3000
+    assert modules["m"].count == 2 and modules["m"].changed == 2

@@ -199,16 +199,16 @@ _dtype_kinds: dict = {}
 
 
 def _dtype_kind(dtype: str | None) -> str:
-    """numpy's kind letter of a dtype text (``f`` for bfloat16 too); "" for a key or an unknown one."""
+    """numpy's kind letter of a dtype text (``f`` for bfloat16 and float8 too); "" for a key or an unknown one."""
     kind = _dtype_kinds.get(dtype)
     if kind is None:
         try:
             import jax.numpy as jnp
 
-            kind = jnp.dtype(dtype).kind if dtype is not None else ""
+            dt = jnp.dtype(dtype) if dtype is not None else None
+            kind = "" if dt is None else "f" if jnp.issubdtype(dt, jnp.floating) else dt.kind
         except TypeError:
             kind = ""
-        kind = "f" if kind == "V" and dtype == "bfloat16" else kind
         _dtype_kinds[dtype] = kind
     return kind
 
