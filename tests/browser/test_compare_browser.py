@@ -101,6 +101,8 @@ def test_comparison_widget_and_viewer_compare_to(
     assert cell.is_visible()
     assert live.locator('.nnx-row[data-path="enc.kernel"] td.c-since').inner_text() == "0"
     assert "since refresh" in live.locator(".nnx-baseline-label").inner_text()
+    # viewer.compare_to('stats') from Python: the menu reads what is pinned, not "nothing".
+    assert live.locator("select.nnx-baseline-choice").input_value() == "stats"
     # The menu says what a device copy costs before anyone pins it; pinning it says so again.
     option = live.locator("select.nnx-baseline-choice option[value=arrays]").inner_text()
     assert "device copy:" in option, option
