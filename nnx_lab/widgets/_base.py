@@ -14,9 +14,11 @@ answering with the request's id; it is not used because ipywidgets 7, on Colab, 
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
 import sys
-from typing import Any, Callable, ClassVar, TypeVar
+import threading
+from typing import Any, Callable, ClassVar, Iterator, TypeVar
 
 import anywidget
 
@@ -56,6 +58,23 @@ def command(*types: str) -> Callable[[F], F]:
         return method
 
     return mark
+
+
+_displaying = threading.local()  # .own: this thread is inside show()'s or _update_display's display call
+
+
+@contextlib.contextmanager
+def _own_display() -> Iterator[None]:
+    before = getattr(_displaying, "own", False)
+    _displaying.own = True
+    try:
+        yield
+    finally:
+        _displaying.own = before
+
+
+def _shown_above() -> None:
+    """The display of a widget already shown above in this cell: nothing more (see ``Widget._ipython_display_``)."""
 
 
 class Widget(compat.MimebundleDisplay, anywidget.AnyWidget):
@@ -126,14 +145,36 @@ class Widget(compat.MimebundleDisplay, anywidget.AnyWidget):
         except ImportError:
             return self
         jax = sys.modules.get("jax")
-        if get_ipython() is not None and (jax is None or jax.process_index() == 0):
+        shell = get_ipython()
+        if shell is not None and (jax is None or jax.process_index() == 0):
             from IPython.display import display
 
-            self._display_handle = display(self, display_id=True)
+            self._shown_in = getattr(shell, "execution_count", None)
+            with _own_display():
+                self._display_handle = display(self, display_id=True)
         return self
 
     #: the display of :meth:`show` (None until shown): :meth:`_update_display` updates it in place
     _display_handle: Any = None
+    #: the execution count of the cell :meth:`show` displayed this widget in
+    _shown_in: Any = None
+
+    @property
+    def _ipython_display_(self) -> Callable[[], None] | None:  # type: ignore[override]
+        """None (IPython then asks :meth:`_repr_mimebundle_`), except for a display of this widget
+        in the very cell :meth:`show` displayed it in: that is the cell's value (``nnx_lab.watch(model)``
+        as its last line) and would draw the same viewer a second time, so nothing is shown for it."""
+        if self._shown_in is None or getattr(_displaying, "own", False):
+            return None
+        try:
+            from IPython import get_ipython
+
+            shell = get_ipython()
+        except ImportError:
+            return None
+        if shell is None or getattr(shell, "execution_count", None) != self._shown_in:
+            return None
+        return _shown_above
 
     def _update_display(self) -> None:
         """Send this widget's display again under the same display id, so the output the notebook
@@ -141,7 +182,8 @@ class Widget(compat.MimebundleDisplay, anywidget.AnyWidget):
         shows now. The front end replaces the output; a new view renders from the same model."""
         handle = self._display_handle
         if handle is not None:
-            handle.update(self)
+            with _own_display():
+                handle.update(self)
 
     def close(self) -> None:
         cell_hooks.untrack_widget(self)

@@ -36,6 +36,8 @@ def outputs(kc, cell, timeout=120):
             raise AssertionError("\n".join(content["traceback"]))
         if kind == "stream" and "ROWS-FIRST" in content["text"]:
             rows_first = "True" in content["text"]
+        if kind == "execute_result":  # the cell's value, shown as its Out[n]
+            shown["execute_result"] = content["data"]
         if kind in ("display_data", "update_display_data"):
             display_id = content.get("transient", {}).get("display_id")
             if kind == "display_data":
@@ -98,3 +100,40 @@ def test_by_default_a_big_model_shows_rows_first_and_a_small_one_with_its_statis
     assert both is True  # the big one went rows first, the small one did not
     small = [v for v in shown.values() if "text/html" in v and v["text/plain"].startswith("StateViewer · Linear")]
     assert small and '<th style="text-align:right">norm</th>' in small[0]["text/html"]  # shown with its numbers
+
+
+LAST_LINE = """
+from flax import nnx
+import nnx_lab
+model = nnx.Sequential(nnx.Linear(7, 13, rngs=nnx.Rngs(0)), nnx.Linear(13, 3, rngs=nnx.Rngs(1)))
+print("ROWS-FIRST True")
+nnx_lab.watch(model, rows_first=True)
+"""
+
+
+def test_watch_as_a_cells_last_line_draws_one_viewer_and_a_later_display_draws_it_again():
+    # watch() displays its viewer and returns it: as the cell's value the same widget was drawn a
+    # second time (an execute_result beside the display_data); a later cell's display(viewer) still draws it.
+    views = []
+    km, kc = jupyter_client.start_new_kernel(kernel_name="python3", env=dict(os.environ))
+    try:
+        shown, updated, _ = outputs(kc, LAST_LINE)
+        kc.execute("viewer = _\nviewer")  # a later cell's value: drawn
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                msg = kc.get_iopub_msg(timeout=1)
+            except Exception:  # queue.Empty
+                continue
+            if msg["msg_type"] in ("display_data", "execute_result"):
+                views.append(msg["msg_type"])
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                if msg["parent_header"].get("msg_type") == "execute_request":
+                    break
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    widget_outputs = [v for v in shown.values() if "application/vnd.jupyter.widget-view+json" in v]
+    assert len(widget_outputs) == 1  # one view (its display id updated in place), not two
+    assert updated  # the saved copy still gets the statistics under that display id
+    assert views == ["execute_result"]
