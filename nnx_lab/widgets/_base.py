@@ -164,7 +164,7 @@ class Widget(compat.MimebundleDisplay, anywidget.AnyWidget):
         """None (IPython then asks :meth:`_repr_mimebundle_`), except for a display of this widget
         in the very cell :meth:`show` displayed it in: that is the cell's value (``nnx_lab.watch(model)``
         as its last line) and would draw the same viewer a second time, so nothing is shown for it."""
-        if self._shown_in is None or getattr(_displaying, "own", False):
+        if self._closed_display or self._shown_in is None or getattr(_displaying, "own", False):
             return None
         try:
             from IPython import get_ipython
@@ -175,6 +175,13 @@ class Widget(compat.MimebundleDisplay, anywidget.AnyWidget):
         if shell is None or getattr(shell, "execution_count", None) != self._shown_in:
             return None
         return _shown_above
+
+    @_ipython_display_.setter
+    def _ipython_display_(self, value: Any) -> None:
+        # ipywidgets 7's close() sets it to None (a closed widget displays as its repr): so it does here
+        self._closed_display = value is None
+
+    _closed_display = False
 
     def _update_display(self) -> None:
         """Send this widget's display again under the same display id, so the output the notebook
