@@ -211,7 +211,8 @@ def viewer_payloads() -> dict:
 
 
 def series_payload() -> dict:
-    """A viewer given an optimizer (mu, nu, its step count) and one step's gradients: the trait
+    """A viewer given an optimizer (mu, nu, its step count; its hyperparameters injected as state:
+    leaves matched to no Variable) and one step's gradients: the trait
     as it is sent with series (``series`` beside ``stats``), and the "stats" message with its
     second buffer as a list of floats."""
     import jax.numpy as jnp
@@ -221,7 +222,7 @@ def series_payload() -> dict:
     from nnx_lab.widgets.viewer import StateViewer
 
     model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), nnx.Linear(3, 1, rngs=nnx.Rngs(1)))
-    opt = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+    opt = nnx.Optimizer(model, optax.inject_hyperparams(optax.adam)(learning_rate=1e-2), wrt=nnx.Param)
     grads = nnx.grad(lambda m: (m(jnp.ones((4, 2))) ** 2).mean())(model)
     opt.update(model, grads)
     viewer = StateViewer(model, optimizer=opt)

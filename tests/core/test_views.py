@@ -117,7 +117,7 @@ def test_nnx_mode_magic_summarises_and_switches(ip, net, capsys):
     "line, message",
     [
         ("missing", "name 'missing' is not defined"),
-        ("net sideways", "argument mode: invalid choice: 'sideways'"),
+        ("net sideways", "mode 'sideways' is not one of train, eval"),
         ("{} eval", "TARGET '{}' is a dict, not an nnx.Module"),
     ],
 )

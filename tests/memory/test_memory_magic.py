@@ -1,7 +1,6 @@
 """%nnx_memory prints the ledger (restricted to names, a device, the top K); after a cell fails with
 XLA's RESOURCE_EXHAUSTED the post-run hook prints the biggest holders once, and costs nothing otherwise."""
 
-import time
 
 import jax.numpy as jnp
 import pytest
@@ -80,17 +79,23 @@ def test_other_errors_and_successful_cells_print_nothing(holders, capsys):
     assert "nnx_lab" not in out
 
 
-def test_the_hook_costs_under_a_millisecond_on_a_cell_that_did_not_fail(ip):
+def test_the_hook_builds_no_ledger_for_a_cell_that_did_not_run_out_of_memory(ip, monkeypatch):
+    # Its cost on ordinary cells (<= 1 ms, benchmarks/bench_memory.py) rests on this: only the error
+    # object is looked at (its type's name, then at most 2,000 characters of its text).
+    built = []
+    monkeypatch.setattr(cell_hooks, "_show_memory_holders", lambda: built.append(1))
+
     class Result:
         error_in_exec = None
 
     class Failed:
-        error_in_exec = ValueError("x" * 10_000)
+        error_in_exec = ValueError("x" * 10_000 + " RESOURCE_EXHAUSTED")  # past what is read of it
+
+    class OutOfMemory:
+        error_in_exec = RuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 2.00GiB")
 
     for result in (Result(), Failed()):
         cell_hooks._post_run_cell(result)
-        n = 200
-        started = time.perf_counter()
-        for _ in range(n):
-            cell_hooks._post_run_cell(result)
-        assert (time.perf_counter() - started) / n < 1e-3
+    assert built == []
+    cell_hooks._post_run_cell(OutOfMemory())
+    assert built == [1]

@@ -44,7 +44,7 @@ def test_namespace_arg_and_shapes_agree(ip, capsys):
             "model x x",
             "layers[0] (Linear.__call__) raised",
         ),  # Sequential takes *args: the first layer says
-        ("model x --method nope", "Sequential has no method 'nope'"),
+        ("model x --method nope", "--method nope: Sequential has no such method"),
         ("model float32[3,5]", "layers[0] (Linear.__call__) raised"),
         ("model x --depth -1", "--depth must be"),
         ("model x --as for", "--as 'for'"),
