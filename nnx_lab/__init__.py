@@ -26,6 +26,9 @@ Public API (small on purpose):
   Variable type, an optimizer, a pytree, ``Out[n]``, "(unreached)"), and what frees the most;
   ``memory(step, *args)`` -> ``StepPlan``: the step compiled, not run: XLA's memory analysis against
   the device limit.
+- ``find_nonfinite(fn, *args, **kwargs)`` -> ``NonfiniteReport``: where NaN/Inf first appears in
+  ``fn`` (a forward pass or a loss): already in the input, or the module call and primitive that
+  first produced it in the forward or the backward pass; the model is left unchanged.
 - ``%load_ext nnx_lab``: registers ``%nnx_snapshot``, ``%nnx_watch``, ``%nnx_split`` /
   ``%%nnx_split``, ``%nnx_mode``, ``%nnx_view``, ``%%nnx_capture``, ``%nnx_memory`` and the hook that refreshes viewers after each cell
   (and, after an out-of-memory error, prints what holds the device's memory).
@@ -65,6 +68,8 @@ __all__ = [
     "memory",
     "Ledger",
     "StepPlan",
+    "find_nonfinite",
+    "NonfiniteReport",
     "load_ipython_extension",
     "unload_ipython_extension",
 ]
@@ -73,6 +78,7 @@ if TYPE_CHECKING:
     from .core.capture import Capture, CaptureReport, capture_call, capture_report, intermediate_grads
     from .core.compare import Comparison, compare
     from .core.memory import Ledger, StepPlan, memory
+    from .core.nonfinite import NonfiniteReport, find_nonfinite
     from .core.snapshot import Row, Snapshot, snapshot
     from .core.split import split_report
     from .core.summary import Summary, summary
@@ -110,6 +116,8 @@ _LAZY = {
     "memory": "core.memory",
     "Ledger": "core.memory",
     "StepPlan": "core.memory",
+    "find_nonfinite": "core.nonfinite",
+    "NonfiniteReport": "core.nonfinite",
 }
 
 

@@ -1,0 +1,121 @@
+"""What ``find_nonfinite`` found: plain data, text and HTML (every user string escaped)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..render import count_noun, format_shape, format_stat, pre_html
+from ._record import is_float
+
+
+def leaf_stats(name: str, x: Any) -> dict:
+    """Shape, dtype, min/max/mean of the finite values, NaN and Inf counts, first bad index."""
+    a = np.asarray(jnp.asarray(x, jnp.float32) if x.dtype == jnp.bfloat16 else x)
+    finite = np.isfinite(a)
+    good = a[finite]
+    bad = np.flatnonzero(~finite.ravel())
+    return {
+        "name": name,
+        "shape": tuple(a.shape),
+        "dtype": str(x.dtype),
+        "min": float(good.min()) if good.size else None,
+        "max": float(good.max()) if good.size else None,
+        "mean": float(good.astype(np.float64).mean()) if good.size else None,
+        "nan": int(np.isnan(a).sum()),
+        "inf": int(np.isinf(a).sum()),
+        "bad": int(bad.size),
+        "first_bad": tuple(int(i) for i in np.unravel_index(int(bad[0]), a.shape)) if bad.size else None,
+    }
+
+
+def tree_stats(prefix: str, tree: Any) -> list[dict]:
+    out = []
+    for path, x in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        if is_float(x) and not isinstance(x, jax.core.Tracer):
+            out.append(leaf_stats(prefix + jax.tree_util.keystr(path), x))
+    return out
+
+
+def _stat_line(s: dict) -> str:
+    line = f"{s['name']}: {format_shape(s['shape'])} {s['dtype']}"
+    if s["min"] is not None:
+        line += f"  min {format_stat(s['min'])}  max {format_stat(s['max'])}  mean {format_stat(s['mean'])}"
+    else:
+        line += "  no finite value"
+    if s["bad"]:
+        line += f"  NaN {s['nan']}  Inf {s['inf']}  first bad at {s['first_bad']}"
+    return line
+
+
+_WHAT = {
+    "forward": "the forward pass first produced NaN/Inf in",
+    "backward": "the backward pass first produced NaN/Inf in the gradient of",
+    "input": "the NaN/Inf values were already in fn's arguments",
+}
+
+
+@dataclasses.dataclass
+class NonfiniteReport:
+    """Where NaN/Inf first appeared in one run of ``fn``: ``direction`` is ``'forward'``,
+    ``'backward'``, ``'input'``, or None when everything was finite."""
+
+    direction: str | None
+    module_path: str | None = None
+    module_class: str | None = None
+    method: str | None = None
+    occurrence: int = 0  # how many calls of that module and method came before (a scan's layer index)
+    primitive: str | None = None
+    primitive_chain: list[str] = dataclasses.field(default_factory=list)
+    source: str | None = None
+    inputs: list[dict] = dataclasses.field(default_factory=list)
+    outputs: list[dict] = dataclasses.field(default_factory=list)
+    bad_variables: list[str] = dataclasses.field(default_factory=list)
+    bad_leaves: list[str] = dataclasses.field(default_factory=list)
+    calls: int = 0
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def to_text(self) -> str:
+        if self.direction is None:
+            return f"find_nonfinite: everything finite ({count_noun(self.calls, 'module call')}). {self.note}".strip()
+        lines = [f"find_nonfinite: {_WHAT[self.direction]}" + (":" if self.direction == "input" else "")]
+        if self.direction == "input":
+            lines += [f"  {leaf}" for leaf in self.bad_leaves]
+        else:
+            if self.module_path is not None:
+                where = f"{self.module_path or '(root)'} ({self.module_class}.{self.method}"
+                where += (
+                    f", its call #{self.occurrence} from 0: in nnx.scan, the layer index)" if self.occurrence else ")"
+                )
+                lines[0] += f" {where}"
+            else:
+                lines[0] += " fn's own code, outside any module call"
+            if self.primitive:
+                via = " > ".join(self.primitive_chain[:-1])
+                lines.append(f"  primitive: {self.primitive}" + (f" (inside {via})" if via else ""))
+            if self.source:
+                lines.append(f"  source: {self.source}")
+            kind = "cotangent " if self.direction == "backward" else ""
+            lines += [f"  input {kind}{_stat_line(s)}" for s in self.inputs]
+            lines += [f"  output {kind}{_stat_line(s)}" for s in self.outputs]
+            if self.bad_variables:
+                what = "gradients" if self.direction == "backward" else "Variables"
+                lines.append(f"  non-finite {what}: " + ", ".join(self.bad_variables))
+        if self.note:
+            lines.append(f"  {self.note}")
+        return "\n".join(lines)
+
+    __str__ = to_text
+
+    def __repr__(self) -> str:
+        return self.to_text()
+
+    def _repr_html_(self) -> str:
+        return pre_html(self.to_text(), ' class="nnx-lab-nonfinite"')

@@ -1,0 +1,198 @@
+"""find_nonfinite (issue 37, first slice): seeded faults, each named by direction, module call and
+primitive; the model and the caller's arguments bit-identical afterwards; one-line errors on bad input."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+from unchanged import assert_unchanged, frozen
+
+import nnx_lab
+
+from .models import AttnModel, MatmulModel, ScannedLayers, Stack, mse
+
+X = jax.random.normal(jax.random.key(1), (16, 8))
+Y = jnp.zeros((16, 1))
+
+
+def call(model, x):
+    return model(x)
+
+
+@pytest.mark.parametrize("k", [1, 4])
+def test_log_of_negative_activation_in_block_k(k):
+    model = Stack(fault_at=k, fault="log")
+    before = frozen(model)
+    report = nnx_lab.find_nonfinite(mse, model, X, Y)
+    assert (report.direction, report.module_path, report.module_class) == ("forward", f"blocks.{k}", "Block")
+    assert (report.method, report.primitive) == ("__call__", "log")
+    assert "models.py" in report.source and "Block.__call__" in report.source
+    out = report.outputs[0]
+    assert out["nan"] > 0 and out["first_bad"] is not None and out["min"] is not None
+    assert report.inputs[0]["bad"] == 0
+    text = str(report)
+    assert f"forward pass first produced NaN/Inf in blocks.{k} (Block.__call__)" in text
+    assert "primitive: log" in text
+    assert_unchanged(model, before)
+
+
+def _sqrt_model():
+    model = Stack(fault_at=2, fault="sqrt")
+    lin = model.blocks[2].linear
+    lin.kernel[...] = lin.kernel[...].at[:, 0].set(0.0)  # a column of exact zeros: sqrt(h*h) at h == 0
+    return model
+
+
+def test_sqrt_at_zero_is_found_in_the_backward_only():
+    model = _sqrt_model()
+    assert bool(jnp.isfinite(mse(model, X, Y)))  # the forward is finite
+    before = frozen(model)
+    report = nnx_lab.find_nonfinite(mse, model, X, Y)
+    assert (report.direction, report.module_path, report.primitive) == ("backward", "blocks.2", "sqrt")
+    assert "models.py" in report.source
+    assert report.outputs[0]["bad"] == 0 and report.inputs[0]["bad"] > 0
+    assert "backward pass first produced NaN/Inf in the gradient of blocks.2" in str(report)
+    assert_unchanged(model, before)
+
+
+def test_all_masked_attention_row_is_a_forward_div():
+    model = AttnModel()
+    mask = jnp.ones((16, 16), bool).at[5].set(False)  # row 5 attends to nothing: 0 / 0
+    before = frozen(model)
+    report = nnx_lab.find_nonfinite(lambda m, x: m(x, mask), model, X)
+    # the innermost call that made the NaN: the attention (its output projection only passes it on)
+    assert (report.direction, report.module_path, report.module_class) == ("forward", "attn", "Attention")
+    assert report.primitive == "div" and "models.py" in report.source
+    assert report.outputs[0]["first_bad"] == (5, 0) and report.outputs[0]["nan"] == 8
+    assert_unchanged(model, before)
+
+
+def test_nan_in_the_batch_names_the_argument_leaf():
+    model = Stack()
+    before = frozen(model)
+    batch = np.array(X)
+    batch[3, 2] = np.nan
+    kept = batch.copy()
+    report = nnx_lab.find_nonfinite(mse, model, batch, Y)
+    assert report.direction == "input" and report.bad_leaves == ["args[1]"]
+    assert "already in fn's arguments" in str(report) and "args[1]" in str(report)
+    assert np.array_equal(batch, kept, equal_nan=True)
+    assert_unchanged(model, before)
+
+
+def test_a_bad_variable_is_an_input_leaf():
+    model = Stack()
+    model.blocks[3].linear.bias[...] = model.blocks[3].linear.bias[...].at[0].set(jnp.inf)
+    report = nnx_lab.find_nonfinite(mse, model, X, Y)
+    assert report.direction == "input"
+    assert report.bad_leaves == ["args[0].blocks[3].linear.bias"]
+
+
+@pytest.mark.parametrize("dtype,value", [(jnp.float16, 30000.0), (jnp.bfloat16, 1e38)])
+def test_low_precision_matmul_overflow(dtype, value):
+    model = MatmulModel(dtype)
+    model.big.kernel[...] = jnp.full((4, 4), value, dtype)
+    before = frozen(model)
+    report = nnx_lab.find_nonfinite(call, model, jnp.ones((2, 4)))
+    assert (report.direction, report.module_path, report.module_class) == ("forward", "big", "Linear")
+    assert report.primitive == "dot_general"
+    assert report.outputs[0]["inf"] == 8 and report.outputs[0]["dtype"] == jnp.dtype(dtype).name
+    assert_unchanged(model, before)
+
+
+def test_scan_stacked_layers_name_the_layer_index():
+    model = ScannedLayers(bad=2)
+    before = frozen(model)
+    report = nnx_lab.find_nonfinite(call, model, jnp.ones((3, 4)))
+    assert (report.direction, report.module_path, report.module_class) == ("forward", "layers", "LogLayer")
+    assert report.occurrence == 2 and report.primitive == "log"
+    assert "call #2" in str(report) and "layer index" in str(report)
+    assert_unchanged(model, before)
+
+
+class Noisy(nnx.Module):
+    """BatchNorm statistics and Dropout RNG counts: state a call changes."""
+
+    def __init__(self):
+        rngs = nnx.Rngs(0, dropout=1)
+        self.linear = nnx.Linear(8, 8, rngs=rngs)
+        self.norm = nnx.BatchNorm(8, rngs=rngs)
+        self.drop = nnx.Dropout(0.5, rngs=rngs)
+        self.head = nnx.Linear(8, 1, rngs=rngs)
+
+    def __call__(self, x):
+        return self.head(jnp.log(self.drop(self.norm(self.linear(x))) + 0.5))
+
+
+def test_stateful_model_is_bit_identical_and_searched_with_its_own_state():
+    model = Noisy()
+    before = frozen(model)
+    report = nnx_lab.find_nonfinite(mse, model, X, Y)
+    assert (report.direction, report.module_path, report.primitive) == ("forward", "", "log")
+    assert "(root) (Noisy.__call__)" in str(report)
+    assert_unchanged(model, before)
+
+
+def test_everything_finite_says_so():
+    model = Stack()
+    before = frozen(model)
+    report = nnx_lab.find_nonfinite(mse, model, X, Y)
+    assert report.direction is None and report.module_path is None
+    assert str(report).startswith("find_nonfinite: everything finite (14 module calls)")
+    assert report.to_dict()["direction"] is None
+    assert_unchanged(model, before)
+
+
+def test_jitted_fn_is_unwrapped():
+    model = Stack(fault_at=1, fault="log")
+    for jitted in (jax.jit(mse), nnx.jit(mse)):
+        report = nnx_lab.find_nonfinite(jitted, model, X, Y)
+        assert (report.direction, report.module_path, report.primitive) == ("forward", "blocks.1", "log")
+
+
+class _Compiled:
+    """Looks jitted (it can be lowered) but hides its Python function."""
+
+    def __call__(self, *a):
+        return 0.0
+
+    def lower(self, *a):
+        raise NotImplementedError
+
+
+@pytest.mark.parametrize(
+    "fn,args,error,words",
+    [
+        (3, (), TypeError, "fn must be callable"),
+        (lambda x: x.sum(), (X,), TypeError, "no nnx.Module in fn's arguments"),
+        (_Compiled(), (Stack(),), TypeError, "pass the function you gave jax.jit / nnx.jit"),
+        (call, (Stack(), X), ValueError, "not a scalar loss"),
+    ],
+)
+def test_bad_input_one_line_nothing_changed(fn, args, error, words):
+    models = [a for a in args if isinstance(a, nnx.Module)]
+    before = [frozen(m) for m in models]
+    with pytest.raises(error) as info:
+        nnx_lab.find_nonfinite(fn, *args)
+    assert words in str(info.value) and "\n" not in str(info.value)
+    for m, b in zip(models, before):
+        assert_unchanged(m, b)
+
+
+def test_report_html_escapes_user_strings():
+    model = Stack()
+    report = nnx_lab.find_nonfinite(mse, model, {"<b>x</b>": X.at[0, 0].set(jnp.nan)}["<b>x</b>"], Y)
+    assert report.direction == "input"
+    report.bad_leaves = ["args[1]['<b>x</b>']"]
+    html = report._repr_html_()
+    assert "<b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
+
+
+def test_to_dict_is_plain_data():
+    report = nnx_lab.find_nonfinite(mse, Stack(fault_at=0, fault="log"), X, Y)
+    d = report.to_dict()
+    assert d["direction"] == "forward" and d["module_path"] == "blocks.0" and d["primitive"] == "log"
+    assert d["primitive_chain"][-1] == "log" and d["outputs"][0]["nan"] > 0
