@@ -196,3 +196,15 @@ def test_to_dict_is_plain_data():
     d = report.to_dict()
     assert d["direction"] == "forward" and d["module_path"] == "blocks.0" and d["primitive"] == "log"
     assert d["primitive_chain"][-1] == "log" and d["outputs"][0]["nan"] > 0
+
+
+def test_a_fault_in_fns_own_code_is_said_to_be_outside_any_module_call():
+    model = nnx.Linear(4, 1, rngs=nnx.Rngs(0))
+
+    def loss_and_aux(m, x):  # sqrt at 0 in the loss itself; (loss, aux) as jax.value_and_grad's has_aux takes it
+        return jnp.sqrt(m(x) * 0).sum(), {"aux": 1}
+
+    report = nnx_lab.find_nonfinite(loss_and_aux, model, jnp.ones((3, 4)))
+    assert report.direction == "backward" and report.module_path is None
+    assert "backward pass first produced NaN/Inf in fn's own code, outside any module call" in str(report)
+    assert sorted(report.bad_variables) == ["bias", "kernel"]

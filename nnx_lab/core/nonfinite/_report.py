@@ -96,7 +96,9 @@ class NonfiniteReport:
                 )
                 lines[0] += f" {where}"
             else:
-                lines[0] += " fn's own code, outside any module call"
+                lines[0] = (
+                    f"find_nonfinite: the {self.direction} pass first produced NaN/Inf in fn's own code, outside any module call"
+                )
             if self.primitive:
                 via = " > ".join(self.primitive_chain[:-1])
                 lines.append(f"  primitive: {self.primitive}" + (f" (inside {via})" if via else ""))
