@@ -47,7 +47,9 @@ class Block(nnx.Module):
 class Transformer(nnx.Module):
     def __init__(self, fault=None, depth=4, dim=64, heads=4, seed=0):
         rngs = nnx.Rngs(seed)
-        self.blocks = nnx.List([Block(dim, heads, rngs, fault if i == 2 else None) for i in range(depth)])
+        self.blocks = getattr(nnx, "List", list)(
+            [Block(dim, heads, rngs, fault if i == 2 else None) for i in range(depth)]
+        )
         self.head = nnx.Linear(dim, 1, rngs=rngs)
 
     def __call__(self, x):

@@ -22,11 +22,8 @@ class Block(nnx.Module):
 class Stack(nnx.Module):
     def __init__(self, n=6, dim=8, fault_at=None, fault=None, seed=0):
         rngs = nnx.Rngs(seed)
-        self.blocks = (
-            nnx.List([Block(dim, rngs, fault if i == fault_at else None) for i in range(n)])
-            if hasattr(nnx, "List")
-            else [Block(dim, rngs, fault if i == fault_at else None) for i in range(n)]
-        )
+        blocks = [Block(dim, rngs, fault if i == fault_at else None) for i in range(n)]
+        self.blocks = getattr(nnx, "List", list)(blocks)  # flax 0.11 takes a plain list
         self.head = nnx.Linear(dim, 1, rngs=rngs)
 
     def __call__(self, x):
@@ -76,31 +73,6 @@ class MatmulModel(nnx.Module):
 
     def __call__(self, x):
         return self.big(jnp.abs(self.pre(x)) + 1.0)
-
-
-class TransformerBlock(nnx.Module):
-    def __init__(self, dim, heads, rngs):
-        self.norm1 = nnx.LayerNorm(dim, rngs=rngs)
-        self.attn = nnx.MultiHeadAttention(heads, dim, decode=False, rngs=rngs)
-        self.norm2 = nnx.LayerNorm(dim, rngs=rngs)
-        self.up = nnx.Linear(dim, 4 * dim, rngs=rngs)
-        self.down = nnx.Linear(4 * dim, dim, rngs=rngs)
-
-    def __call__(self, x):
-        x = x + self.attn(self.norm1(x))
-        return x + self.down(jax.nn.gelu(self.up(self.norm2(x))))
-
-
-class Transformer(nnx.Module):
-    def __init__(self, depth=4, dim=64, heads=4, seed=0):
-        rngs = nnx.Rngs(seed)
-        self.blocks = [TransformerBlock(dim, heads, rngs) for _ in range(depth)]
-        self.head = nnx.Linear(dim, 1, rngs=rngs)
-
-    def __call__(self, x):
-        for block in self.blocks:
-            x = block(x)
-        return self.head(x)
 
 
 class LogLayer(nnx.Module):

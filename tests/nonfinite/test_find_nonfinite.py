@@ -81,6 +81,8 @@ def test_nan_in_the_batch_names_the_argument_leaf():
     assert "already in fn's arguments" in str(report) and "args[1]" in str(report)
     assert np.array_equal(batch, kept, equal_nan=True)
     assert_unchanged(model, before)
+    report = nnx_lab.find_nonfinite(mse, model, X, y=jnp.full((16, 1), jnp.inf))  # a keyword argument
+    assert report.direction == "input" and report.bad_leaves == ["kwargs['y']"]
 
 
 def test_a_bad_variable_is_an_input_leaf():

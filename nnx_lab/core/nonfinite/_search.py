@@ -32,7 +32,7 @@ def unjit(fn: Any) -> Callable:
 
 def _arg_path(path: tuple) -> str:
     head, *rest = path
-    text = f"args[{rest[0]}]" if head == 0 else f"{rest[0]}="
+    text = f"args[{rest[0]}]" if head == 0 else f"kwargs[{rest[0]!r}]"
     return text + "".join(f".{p}" if isinstance(p, str) else f"[{p}]" for p in rest[1:])
 
 
