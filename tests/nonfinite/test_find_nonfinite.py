@@ -210,3 +210,21 @@ def test_a_fault_in_fns_own_code_is_said_to_be_outside_any_module_call():
     assert report.direction == "backward" and report.module_path is None
     assert "backward pass first produced NaN/Inf in fn's own code, outside any module call" in str(report)
     assert sorted(report.bad_variables) == ["bias", "kernel"]
+
+
+def test_an_error_in_fn_propagates_and_restores_every_method():
+    from .models import Block
+
+    model = Stack(fault_at=1, fault="log")
+    before, methods = frozen(model), (Block.__call__, nnx.Linear.__call__)
+
+    def broken(m, x):
+        m(x)
+        raise KeyError("the user's own bug")
+
+    with pytest.raises(KeyError, match="the user's own bug"):
+        nnx_lab.find_nonfinite(broken, model, X)
+    assert (Block.__call__, nnx.Linear.__call__) == methods
+    assert_unchanged(model, before)
+    # and the next search works (the patch lock was released)
+    assert nnx_lab.find_nonfinite(mse, model, X, Y).module_path == "blocks.1"
