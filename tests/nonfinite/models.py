@@ -101,3 +101,17 @@ class ScannedLayers(nnx.Module):
             return layer(x)
 
         return step(x, self.layers)
+
+
+class SqrtLayer(LogLayer):
+    """sqrt(shift): finite at shift == 0, but its gradient there is infinite."""
+
+    def __call__(self, x):
+        return jnp.tanh(self.linear(x)) + jnp.sqrt(self.shift)
+
+
+class ScannedSqrt(ScannedLayers):
+    def __init__(self, zero):
+        make = nnx.vmap(lambda key: SqrtLayer(nnx.Rngs(key)), in_axes=0, out_axes=0)
+        self.layers = make(jax.random.split(jax.random.key(0), 5))
+        self.layers.shift[...] = self.layers.shift[...].at[zero].set(0.0)

@@ -228,3 +228,16 @@ def test_an_error_in_fn_propagates_and_restores_every_method():
     assert_unchanged(model, before)
     # and the next search works (the patch lock was released)
     assert nnx_lab.find_nonfinite(mse, model, X, Y).module_path == "blocks.1"
+
+
+@pytest.mark.parametrize("zero", [1, 3])
+def test_scan_stacked_backward_fault_names_the_layer(zero):
+    from .models import ScannedSqrt
+
+    model = ScannedSqrt(zero)
+    before = frozen(model)
+    report = nnx_lab.find_nonfinite(lambda m, x: jnp.sum(m(x) ** 2), model, jnp.ones((3, 4)))
+    assert (report.direction, report.module_path, report.module_class) == ("backward", "layers", "SqrtLayer")
+    assert report.occurrence == zero and report.primitive == "sqrt"
+    assert report.bad_variables == ["shift"]
+    assert_unchanged(model, before)

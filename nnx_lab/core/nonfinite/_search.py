@@ -77,12 +77,10 @@ def _owner(path: tuple, sites: list[tuple]) -> int | None:
     return best
 
 
-def _innermost(candidates: list[Call], calls: list[Call], last: bool) -> Call:
-    def has_candidate_parent_of(call: Call) -> bool:
-        return any(c.index != call.index and _descends(c, call, calls) for c in candidates)
-
-    leaves = [c for c in candidates if not has_candidate_parent_of(c)] or candidates
-    return max(leaves, key=lambda c: c.done) if last else min(leaves, key=lambda c: c.done)
+def _innermost(candidates: list[Call], calls: list[Call]) -> list[Call]:
+    """The candidates no other candidate is called inside, the last to finish (first in the backward) first."""
+    inner = [c for c in candidates if not any(o.index != c.index and _descends(o, c, calls) for o in candidates)]
+    return sorted(inner or candidates, key=lambda c: -c.done)
 
 
 def _descends(child: Call, ancestor: Call, calls: list[Call]) -> bool:
@@ -211,11 +209,22 @@ def _backward(
         report.note = "no module call's cotangent turned non-finite: the NaN/Inf came from fn's own code"
         report.bad_variables = [".".join(str(k) for k in p[2:]) for p, _ in bad_grads]
         return report
-    tap = _innermost(candidates, taps, last=True)
+    # The innermost candidates, the first in the backward first. One that qualifies by its Params'
+    # gradient alone is taken only when its own walk finds the primitive: the gradient of a module
+    # called several times (a scanned stack's layers) is one sum, its walk tells the guilty call.
+    order = _innermost(candidates, taps)
+    for tap in order:
+        trial = NonfiniteReport("backward")
+        _primitive(trial, calls[tap.index], tap.out_cts)
+        if trial.primitive or _bad(list(tap.in_cts.values())):
+            break
+    else:
+        tap, trial = order[0], NonfiniteReport("backward")
     call = calls[tap.index]
     _locate(report, call, names)
     report.outputs = [leaf_stats(f"out[{i}]", x) for i, x in sorted(tap.out_cts.items())]
     report.inputs = [leaf_stats(f"in[{i}]", x) for i, x in sorted(tap.in_cts.items())]
     report.bad_variables = own.get(call.site, [])
-    _primitive(report, call, tap.out_cts)
+    report.primitive, report.primitive_chain, report.source = trial.primitive, trial.primitive_chain, trial.source
+    report.note = trial.note
     return report
