@@ -70,6 +70,7 @@ __all__ = [
     "StepPlan",
     "find_nonfinite",
     "NonfiniteReport",
+    "NonFiniteStep",
     "load_ipython_extension",
     "unload_ipython_extension",
 ]
@@ -82,6 +83,7 @@ if TYPE_CHECKING:
     from .core.snapshot import Row, Snapshot, snapshot
     from .core.split import split_report
     from .core.summary import Summary, summary
+    from .core.training import NonFiniteStep
     from .core.views import view_report
     from .widgets.capture import CapturePanel, capture_panel
     from .widgets.viewer import StateViewer
@@ -118,6 +120,7 @@ _LAZY = {
     "StepPlan": "core.memory",
     "find_nonfinite": "core.nonfinite",
     "NonfiniteReport": "core.nonfinite",
+    "NonFiniteStep": "core.training",
 }
 
 

@@ -24,12 +24,13 @@ import time
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import jax
+from flax.nnx.graph import is_graph_node
 
 from .live._engine import MAX_IN_FLIGHT, Refresher
 from .live._snapshots import SnapshotSource
 from .live._status import Forward, Listeners, StatusLine
 from .live._throttle import Throttle
-from .training._training import Training
+from .training import LastGood, NonFiniteStep, StepGuard, Training
 
 T = TypeVar("T")
 
@@ -74,6 +75,7 @@ class Watcher:
         work = self.source.dispatch, self.source.publish
         self.engine = self.source.engine = Refresher(throttle, *work, processes=jax.process_count(), clock=clock)
         self._between_steps = between_steps  # run first by every tick (the UI applies queued clicks there)
+        self.guard = StepGuard(self._state_objects)  # stop_on_nonfinite: a loop's NaN/Inf check, kept state
 
     def subscribe(self, listener: Callable[[Watcher], None]) -> None:
         self.listeners.add(listener)  # called after every change; a broken one is logged, never raised
@@ -106,10 +108,16 @@ class Watcher:
         """Record for the step the next :meth:`tick` ends: scalars (``loss=loss``, unsynced; the last per
         step) and ``grads``/``updates`` (by reference, matched to the Variables by path). Never raises."""
         self.training.log(self.engine.ticks + 1, grads, updates, scalars)
+        self.guard.log(self.engine.ticks + 1, scalars, grads)
 
-    def tick(self, *, grads: Any = None, updates: Any = None, **scalars: Any) -> bool:
-        """Call once per training step: refreshes when the throttle allows (``log(...)`` first)."""
-        self.training.log(self.engine.ticks + 1, grads, updates, scalars)
+    def tick(
+        self, *, grads: Any = None, updates: Any = None, stop_on_nonfinite: bool = False,
+        keep_last_good: bool = False, **scalars: Any,
+    ) -> bool:  # fmt: skip
+        """Call once per training step: refreshes when the throttle allows (``log(...)`` first).
+        ``stop_on_nonfinite``: see :meth:`track` (the last step is checked by the next such tick)."""
+        self._arm(stop_on_nonfinite, keep_last_good)
+        self.log(grads=grads, updates=updates, **scalars)
         return self._tick()
 
     def _tick(self, last: bool = False) -> bool:
@@ -122,11 +130,63 @@ class Watcher:
             except Exception:  # noqa: BLE001 - a boundary: the UI's queued clicks must not stop the loop
                 logger.warning("nnx_lab: applying the viewer's queued changes failed", exc_info=True)
         # What this step logged and its refresh did not take is kept until the next step logs again.
-        return False if last else self.source.in_a_tick(self.refresh)
+        refreshed = False if last else self.source.in_a_tick(self.refresh)
+        try:
+            self.guard.tick(self.engine.ticks, last)
+        except NonFiniteStep:
+            self.listeners.notify()  # the status line says where the loop stopped
+            raise
+        return refreshed
 
-    def track(self, iterable: Iterable[T]) -> Iterator[T]:
-        """``for batch in watcher.track(batches): ...`` — ticks after each step, refreshes at the end."""
-        return self.engine.track(iterable, lambda last: self._tick(last=last))
+    def track(
+        self, iterable: Iterable[T], *, stop_on_nonfinite: bool = False, keep_last_good: bool = False
+    ) -> Iterator[T]:
+        """``for batch in watcher.track(batches): ...`` — ticks after each step, refreshes at the end.
+
+        ``stop_on_nonfinite``: each step's logged scalars and gradients are checked on the device (one
+        fused reduction queued with the step, read one step later: no step waits for its own), and
+        :class:`NonFiniteStep` is raised within one step of the first bad one. ``keep_last_good``: an
+        on-device copy of the model's and optimizer's state is taken before each step, two kept at a
+        time: up to 2 × their size in device memory (the status line says how much), so
+        :meth:`restore_last_good` can put back the state from before the bad step."""
+        if not stop_on_nonfinite:
+            if keep_last_good:
+                raise ValueError("keep_last_good=True needs stop_on_nonfinite=True")
+            return self.engine.track(iterable, lambda last: self._tick(last=last))
+        return self._guarded(iterable, keep_last_good)
+
+    def _guarded(self, iterable: Iterable[T], keep_last_good: bool) -> Iterator[T]:
+        self._arm(True, keep_last_good, before_step=self.engine.ticks + 1)
+        try:
+            yield from self.engine.track(iterable, lambda last: self._tick(last=last))
+        finally:
+            self.guard.disarm()  # a stop's last good state stays, for restore_last_good()
+
+    def _arm(self, on: bool, keep_last_good: bool, before_step: int | None = None) -> None:
+        if not on:
+            if keep_last_good:
+                raise ValueError("keep_last_good=True needs stop_on_nonfinite=True")
+            self.guard.disarm()
+            return
+        model = self.source.target.resolve()
+        if keep_last_good and (model is None or not is_graph_node(model)):
+            raise ValueError(f"keep_last_good=True needs a model object to copy, not {type(model).__name__}")
+        self.guard.arm(keep_last_good, before_step)
+
+    def _state_objects(self) -> tuple[Any, Any]:
+        model = self.source.target.resolve()
+        return (model if model is not None and is_graph_node(model) else None), self.training.series.optimizer
+
+    @property
+    def last_good(self) -> LastGood | None:
+        """After a :class:`NonFiniteStep` with ``keep_last_good``: the state from before the bad step."""
+        return self.guard.last_good
+
+    def restore_last_good(self) -> int:
+        """Put the model and optimizer back as they were before the bad step; that step's number."""
+        step = self.guard.restore()
+        self.listeners.notify()
+        return step
 
     def start_background(self) -> None:
         if not self.engine.start_background(lambda: self.state == "gone"):
@@ -142,4 +202,4 @@ class Watcher:
 
     def status(self) -> dict:
         label = self.training.label(self.source.target.label)
-        return self.status_line.to_dict(label, self.training.problems(), self.interval)
+        return self.status_line.to_dict(label, [*self.guard.status(), *self.training.problems()], self.interval)

@@ -96,12 +96,14 @@ class StateViewer(Widget):
             self.start_background()
 
     # -- the training-loop API ----------------------------------------------------
-    def tick(self, *, grads: Any = None, updates: Any = None, **scalars: Any) -> bool:
-        """Call once per step; refreshes when the throttle allows. Never raises.
+    def tick(self, *, grads: Any = None, updates: Any = None, stop_on_nonfinite: bool = False,
+             keep_last_good: bool = False, **scalars: Any) -> bool:  # fmt: skip
+        """Call once per step; refreshes when the throttle allows. Raises only ``NonFiniteStep`` (see :meth:`track`).
 
         ``viewer.tick(loss=loss, lr=lr, grads=grads)`` also records scalars and gradients for this
         step (see :meth:`log`); the scalars' curves are drawn in the viewer's header."""
-        return self._watcher.tick(grads=grads, updates=updates, **scalars)
+        kw = dict(stop_on_nonfinite=stop_on_nonfinite, keep_last_good=keep_last_good)
+        return self._watcher.tick(grads=grads, updates=updates, **kw, **scalars)
 
     def log(self, *, grads: Any = None, updates: Any = None, **scalars: Any) -> None:
         """Record scalars, gradients or updates for the current step without refreshing, e.g. inside
@@ -123,9 +125,20 @@ class StateViewer(Widget):
         """Dismiss the NaN/Inf banner (it names the first step with a NaN/Inf until cleared)."""
         self._watcher.clear_alert()
 
-    def track(self, iterable: Iterable[T]) -> Iterator[T]:
-        """``for batch in viewer.track(batches): step(batch)``: ticks after each step."""
-        return self._watcher.track(iterable)
+    def track(
+        self, iterable: Iterable[T], *, stop_on_nonfinite: bool = False, keep_last_good: bool = False
+    ) -> Iterator[T]:
+        """``for batch in viewer.track(batches): step(batch)``: ticks after each step. ``stop_on_nonfinite``:
+        raise ``nnx_lab.NonFiniteStep`` within one step of the first whose logged scalars or gradients
+        hold a NaN/Inf (checked on the device; no step waits). ``keep_last_good``: an on-device copy of the
+        model's and optimizer's state, up to 2 × their size (the status line says), for :meth:`restore_last_good`."""
+        return self._watcher.track(iterable, stop_on_nonfinite=stop_on_nonfinite, keep_last_good=keep_last_good)
+
+    last_good = property(lambda self: self._watcher.last_good, doc="the state kept before the bad step (or None)")
+
+    def restore_last_good(self) -> int:
+        """Restore the model and optimizer to their state before the bad step; returns that step."""
+        return self._watcher.restore_last_good()
 
     def refresh(self) -> bool:
         """Refresh now, ignoring the throttle."""
