@@ -70,6 +70,16 @@ def _finite(leaves: list) -> jax.Array:
     return jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves])
 
 
+def _plan(grads: Any) -> tuple[list[str], list[int]]:
+    names, indices = [], []
+    for i, (path, leaf) in enumerate(jax.tree_util.tree_flatten_with_path(grads)[0]):
+        if isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jnp.inexact):
+            keys = (path_key(k) for k in path)
+            names.append(path_text(("grads", *(k for k in keys if k != "value"))))  # an nnx.State's ".value"
+            indices.append(i)
+    return names, indices
+
+
 def _copy(tree: Any) -> Any:
     # A fresh buffer for every array (the next step may donate the model's own); queued, not waited for.
     return jax.device_put(tree, may_alias=False)
@@ -91,6 +101,7 @@ class StepGuard:
         self._copies: list[LastGood] = []  # the state before the oldest unread step, then newer
         self.last_good: LastGood | None = None  # kept after a stop, for restore()
         self.stopped: NonFiniteStep | None = None
+        self._plans: dict = {}  # (gradient treedef, dtypes) -> (names, indices of the float leaves)
         self.problem = ""  # a step that could not be checked, said in the status line
         self.waits: list[tuple[int, int]] = []  # (tick's step, step waited for): always an earlier step
 
@@ -156,11 +167,15 @@ class StepGuard:
                 if not math.isfinite(float(np.real(value))) or not math.isfinite(float(np.imag(value))):
                     bad_now.append(name)
         if logged[2] is not None:
-            for path, leaf in jax.tree_util.tree_flatten_with_path(logged[2])[0]:
-                leaf = getattr(leaf, "value", leaf)  # an nnx.State's Variables hold their arrays
-                if isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jnp.inexact):
-                    names.append(path_text(("grads", *(path_key(k) for k in path if path_key(k) != "value"))))
-                    leaves.append(leaf)
+            flat, treedef = jax.tree.flatten(logged[2])
+            key = (treedef, tuple(getattr(x, "dtype", None) for x in flat))
+            plan = self._plans.get(key)
+            if plan is None:  # a structure's names and float leaves, worked out once
+                if len(self._plans) >= 8:
+                    self._plans.clear()
+                plan = self._plans[key] = _plan(logged[2])
+            names += plan[0]
+            leaves += [flat[i] for i in plan[1]]
         if bad_now:
             self._stop(step, bad_now)
         if not leaves:
