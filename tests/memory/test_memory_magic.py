@@ -1,7 +1,6 @@
 """%nnx_memory prints the ledger (restricted to names, a device, the top K); after a cell fails with
 XLA's RESOURCE_EXHAUSTED the post-run hook prints the biggest holders once, and costs nothing otherwise."""
 
-
 import jax.numpy as jnp
 import pytest
 from flax import nnx
