@@ -10,7 +10,16 @@ text, and module paths and selection (``only=``) shared by captures, view report
 from ._flatten import CyclicGraph, SharedNode, TooDeep, flatten, sigint_deferred
 from ._index import GraphIndex, index_graph
 from ._kinds import child_of, is_variable
-from ._modules import OnlyError, PathSelector, is_module_path, module_paths_text, path_roots, select_modules, selector
+from ._modules import (
+    OnlyError,
+    PathSelector,
+    is_module_path,
+    module_methods,
+    module_paths_text,
+    path_roots,
+    select_modules,
+    selector,
+)
 from ._pair import SplitPair, graphdef_type_name, split_pair
 from ._paths import Path, path_key, path_text, plain_path
 from ._shared import aliases_at, shared_prefixes
@@ -36,6 +45,7 @@ __all__ = [
     "index_graph",
     "is_module_path",
     "is_variable",
+    "module_methods",
     "module_paths_text",
     "path_key",
     "path_roots",

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 import threading
 from typing import Any, Callable
 
@@ -22,6 +21,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
+
+from ..graph import module_methods
 
 ATTR = "_nnx_lab_nonfinite_site"
 _lock = threading.Lock()  # the class patches are process-wide: one search at a time
@@ -120,26 +121,6 @@ def _wrap(fn: Callable, name: str) -> Callable:
     return wrapper
 
 
-def _methods(classes: set) -> list[tuple[type, str, Any]]:
-    """(class, name, function): ``__call__`` and the public functions of the module classes (never of
-    nnx.Module and flax's base classes, nor methods nnx.tabulate copied from them)."""
-    base = set(inspect.getmro(nnx.Module))
-    out = {}
-    for cls in classes:
-        for klass in inspect.getmro(cls):
-            if klass in base or not (isinstance(klass, type) and issubclass(klass, nnx.Module)):
-                continue
-            for name, fn in list(vars(klass).items()):
-                if (
-                    inspect.isfunction(fn)
-                    and (name == "__call__" or not name.startswith("_"))
-                    and not hasattr(fn, "__nnx_lab_nonfinite__")
-                    and not any(vars(b).get(name) is fn for b in base)
-                ):
-                    out[(klass, name)] = (klass, name, fn)
-    return list(out.values())
-
-
 def mark(root: Any) -> tuple[list[tuple], set]:
     """Mark every module under ``root`` (the copy) with its site; the sites' paths and classes."""
     paths, classes = [], set()
@@ -165,7 +146,7 @@ class Patched:
         global _recorder
         _lock.acquire()
         try:
-            for klass, name, fn in _methods(self.classes):
+            for klass, name, fn in module_methods(self.classes, "__nnx_lab_nonfinite__"):
                 self.methods.append((klass, name, fn))
                 setattr(klass, name, _wrap(fn, name))
             _recorder = self.recorder

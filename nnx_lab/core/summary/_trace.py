@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 import threading
 from typing import Any
 
@@ -21,7 +20,7 @@ import jax
 from flax import nnx
 
 from .. import compat
-from ..graph import child_of
+from ..graph import child_of, module_methods
 from ._costs import SCOPE_PREFIX
 
 ATTR = "_nnx_lab_summary_site"
@@ -78,27 +77,6 @@ def _wrap(fn: Any, name: str) -> Any:
 
     wrapper.__nnx_lab_wrapped__ = fn  # type: ignore[attr-defined]
     return wrapper
-
-
-def _methods(classes: set) -> list[tuple[type, str, Any]]:
-    """(class, name, function) of the methods to wrap: ``__call__`` and public functions defined on
-    module classes (never on nnx.Module and flax's base classes themselves)."""
-    base = set(inspect.getmro(nnx.Module))
-    out = []
-    for cls in classes:
-        for klass in inspect.getmro(cls):
-            if klass in base or not (isinstance(klass, type) and issubclass(klass, nnx.Module)):
-                continue
-            for name, fn in list(vars(klass).items()):
-                if (
-                    inspect.isfunction(fn)
-                    and (name == "__call__" or not name.startswith("_"))
-                    and not hasattr(fn, "__nnx_lab_wrapped__")
-                    # nnx.Module's own (sow, train...) copied onto a subclass by nnx.tabulate
-                    and not any(vars(b).get(name) is fn for b in base)
-                ):
-                    out.append((klass, name, fn))
-    return list({(k, n): (k, n, f) for k, n, f in out}.values())
 
 
 def mark(module: Any, sites: list) -> set:
@@ -159,7 +137,7 @@ class Patched:
     def add(self, classes: set) -> None:
         """Wrap the methods of ``classes`` (those not wrapped yet) until exit."""
         done = {(k, n) for k, n, _ in self.methods}
-        for klass, name, fn in _methods(classes) if classes else _tracer_origin():
+        for klass, name, fn in module_methods(classes, "__nnx_lab_wrapped__") if classes else _tracer_origin():
             if (klass, name) not in done:
                 self.methods.append((klass, name, fn))
                 setattr(klass, name, _no_origin if name == "_origin_msg" else _wrap(fn, name))
