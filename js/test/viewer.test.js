@@ -239,6 +239,40 @@ test("a kernel restart (the comm marked not live) says so, and refresh now and p
   cleanup();
 });
 
+test("a new kernel process signing IOPub status (a REST restart whose 'starting' was dropped) says so", async () => {
+  const signal = () => {
+    const slots = [];
+    return {
+      slots,
+      connect: (f) => slots.push(f),
+      disconnect: (f) => slots.splice(slots.indexOf(f), 1),
+      emit: (v) => slots.slice().forEach((f) => f(null, v)),
+    };
+  };
+  const kernel = { statusChanged: signal(), iopubMessage: signal() };
+  const doc = new FakeDocument();
+  const el = doc.createElement("div");
+  const model = new FakeModel({
+    snapshot: sequential(),
+    status: { state: "live", message: "", refreshes: 3, interval_s: 1 },
+    sparkline_stat: "norm",
+  });
+  model.widget_manager = { kernel };
+  const cleanup = widget.render({ model, el });
+  const state = () => el.querySelectorAll(".nnx-status")[0].getAttribute("data-state");
+  const msg = (type, session) => ({ header: { msg_type: type, session } });
+  kernel.iopubMessage.emit(msg("status", "old-kernel"));
+  kernel.iopubMessage.emit(msg("stream", "the-server")); // the server's "IOPub data rate exceeded"
+  kernel.iopubMessage.emit(msg("status", "old-kernel"));
+  assert.equal(state(), "live");
+  kernel.iopubMessage.emit(msg("status", "new-kernel"));
+  assert.equal(state(), "disconnected");
+  assert.ok(el.querySelectorAll(".nnx-status")[0].textContent.includes("the kernel restarted; run the cell again"));
+  cleanup();
+  assert.equal(kernel.iopubMessage.slots.length, 0); // a closed view stops listening
+  assert.equal(kernel.statusChanged.slots.length, 0);
+});
+
 test("a refresh now that gets no answer says so, until an answer comes", async () => {
   const { ANSWER_MS } = await import("../src/viewer/connection.js");
   const { model, q, cleanup } = mount(sequential());

@@ -3,7 +3,11 @@
 //
 // - A restart, a dead or shut-down kernel: the widget manager's kernel says so. JupyterLab 4
 //   (ipywidgets 8): `widget_manager.kernel.statusChanged` ("restarting", "autorestarting", "dead", and
-//   "starting": a new kernel process, which is all a restart through the REST API shows);
+//   "starting": a new kernel process, which is all a restart through the REST API shows, and which
+//   the server may drop while its IOPub socket reconnects to the new process). So also: the kernel
+//   process that signs IOPub status messages (`header.session`, a new id in every process) changed:
+//   the status around any request the new kernel answers, even one it ignores, says so (status only:
+//   the server signs its own "IOPub data rate exceeded" stream messages);
 //   Notebook 6.5 (ipywidgets 7): `widget_manager.notebook.events` ("kernel_restarting.Kernel"...).
 //   Both managers also mark the model's comm not live ("comm_live_update"), and Notebook 6.5 its
 //   views' elements `jupyter-widgets-disconnected` (anywidget's model proxy has no `comm_live` to read).
@@ -55,6 +59,18 @@ export function watchConnection(model, el, onChange) {
     };
     signal.connect(onStatus);
     stops.push(() => signal.disconnect(onStatus));
+  }
+  const iopub = wm && wm.kernel && wm.kernel.iopubMessage;
+  if (iopub && typeof iopub.connect === "function") {
+    let session = null; // the kernel process this view first heard from
+    const onIopub = (_, msg) => {
+      const s = msg && msg.header && msg.header.msg_type === "status" && msg.header.session;
+      if (!s) return;
+      if (session === null) session = s;
+      else if (s !== session) set(LOST.restarted);
+    };
+    iopub.connect(onIopub);
+    stops.push(() => iopub.disconnect(onIopub));
   }
   const events = wm && wm.notebook && wm.notebook.events;
   if (events && typeof events.on === "function") {
