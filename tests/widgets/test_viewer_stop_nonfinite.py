@@ -146,3 +146,26 @@ def test_tick_stops_too_and_keep_last_good_needs_stop_on_nonfinite():
             loss, grads = train_step(model, opt, jnp.ones((4, 3)), i == 3, False)
             viewer.tick(loss=loss, grads=grads, stop_on_nonfinite=True)
     assert err.value.step == 3
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "complex64"])
+@pytest.mark.parametrize("bad", [None, np.nan, np.inf, -np.inf])
+def test_every_float_dtype_is_checked_exactly_and_huge_finite_values_are_not_flagged(dtype, bad):
+    """The check names exactly the leaf that holds a NaN/Inf; a leaf of the largest finite values
+    (whose sum would overflow) and a loss at the dtype's maximum pass."""
+    from nnx_lab.core.training import StepGuard
+
+    big = float(jnp.finfo(jnp.dtype(dtype)).max)
+    grads = {"a": jnp.full((64, 33), big, dtype), "b": jnp.ones((7,), dtype), "c": jnp.zeros((3, 3), dtype)}
+    if bad is not None:
+        grads["b"] = grads["b"].at[5].set(bad)
+    guard = StepGuard()
+    guard.arm()
+    guard.log(1, {"loss": jnp.asarray(big, dtype)}, grads)
+    if bad is None:
+        guard.tick(1, last=True)
+        assert guard.stopped is None
+    else:
+        with pytest.raises(nnx_lab.NonFiniteStep) as e:
+            guard.tick(1, last=True)
+        assert e.value.what == ("grads.b",), e.value.what

@@ -66,8 +66,11 @@ class LastGood:
 
 @jax.jit
 def _finite(leaves: list) -> jax.Array:
-    # One program per structure: a bool per leaf, fused by XLA into one pass over each leaf.
-    return jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves])
+    # One program per structure: a bool per leaf, one pass over each leaf. x * 0 is 0 where x is
+    # finite and NaN where it is NaN or Inf; its sum is one vectorised add per element (XLA:CPU's
+    # all(isfinite(x)) takes twice as long: 167 against 82 us on an MLP's 2.7 MB of gradients), and
+    # it cannot overflow. (A max(|x|) is no check: XLA's CPU max drops NaN.)
+    return jnp.stack([jnp.isfinite(jnp.sum(x * jnp.zeros((), x.dtype))) for x in leaves])
 
 
 def _plan(grads: Any) -> tuple[list[str], list[int]]:
