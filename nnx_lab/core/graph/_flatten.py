@@ -176,3 +176,53 @@ def flatten(
     if found:
         raise found[0][0](found[0][1])
     return (flat if with_path else [leaf for _, leaf in flat]), treedef
+
+
+def visits(tree: Any) -> dict[int, int]:
+    """How many times jax's flattening of ``tree`` enters each container that may be part of a cycle
+    (by id): what :func:`flatten_known` allows. ``tree`` must be one :func:`flatten` walked without
+    a :class:`CyclicGraph` or :class:`TooDeep` (so this walk ends)."""
+    seen: dict[int, int] = {}
+    tracked = _tracked
+
+    def count(x: Any) -> bool:
+        t = type(x)
+        if tracked.get(t) or (t not in tracked and _track(t)):
+            seen[id(x)] = seen.get(id(x), 0) + 1
+        return False
+
+    jax.tree_util.tree_flatten(tree, is_leaf=count)
+    return seen
+
+
+def flatten_known(tree: Any, known: dict[int, int]) -> tuple[list, Any] | None:
+    """``jax.tree_util.tree_flatten(tree)`` where ``tree`` is expected to be the structure
+    :func:`visits` counted: None as soon as a container is not one of those or is entered more often
+    than it was then (a changed structure, maybe now cyclic or deeper: the caller walks it with
+    :func:`flatten`). Bounded by ``known``, the walk can neither recurse forever nor go deeper than the
+    remembered one did, so it needs no paths: about half the cost of :func:`flatten` on a deep model
+    (flax builds no key path per attribute)."""
+    left = dict(known)
+    tracked = _tracked
+    stopped: list[BaseException | None] = []
+
+    def bounded(x: Any) -> bool:
+        if stopped:
+            return True
+        t = type(x)
+        if not (tracked.get(t) or (t not in tracked and _track(t))):
+            return False
+        k = id(x)
+        n = left.get(k, 0)
+        if n <= 0:
+            stopped.append(None)
+            return True
+        left[k] = n - 1
+        return False
+
+    with sigint_deferred():
+        try:
+            flat, treedef = jax.tree_util.tree_flatten(tree, is_leaf=bounded)
+        except Exception:  # noqa: BLE001 - a user's pytree node raised: not the known structure
+            return None
+    return None if stopped else (flat, treedef)

@@ -36,7 +36,7 @@ import jax
 import numpy as np
 
 from ..compat import get_value
-from ..graph import Path, flatten, is_variable, path_key, split_pair, walk_graph
+from ..graph import Path, flatten, flatten_known, is_variable, path_key, split_pair, visits, walk_graph
 from ._describe import describe_leaf, devices_of
 
 _log = logging.getLogger("nnx_lab")
@@ -59,6 +59,7 @@ class Structure:
     expansions: dict = dataclasses.field(default_factory=dict)
     # what other packages derive from the structure, under their own keys (core.training's series index)
     derived: dict = dataclasses.field(default_factory=dict)
+    live_nbytes: int | None = None  # bytes of the live rows' arrays (their specs are the structure's)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,6 +103,7 @@ class _Structure:
     described: Described  # arrays emptied: the structure holds no array
     live_k: list[int]  # per live row (status ok): its index into positions
     plans: dict = dataclasses.field(default_factory=dict)  # launch plans, by the layout of the series' arrays
+    known: dict = dataclasses.field(default_factory=dict)  # graph.visits of the object: ids, no objects
 
 
 class StructureCache:
@@ -116,17 +118,24 @@ class StructureCache:
         self._structure = None
 
     def describe(self, obj: Any, *, stats: bool = True) -> Described:
-        try:
-            leaves, treedef = flatten(obj)  # not jax's own: a cycle would break this thread
-        except Exception:  # noqa: BLE001 - boundary: a user's pytree nodes may raise anything; flax walks it
-            _log.debug("nnx_lab: not flattened (flax walks it instead)", exc_info=True)
-            leaves = treedef = None
         s = self._structure
+        # The same containers as last time: flattened without paths, bounded by the visits counted then.
+        fast = flatten_known(obj, s.known) if s is not None and s.known else None
+        if fast is not None:
+            leaves, treedef = fast
+        else:
+            try:
+                leaves, treedef = flatten(obj)  # not jax's own: a cycle would break this thread
+            except Exception:  # noqa: BLE001 - boundary: a user's pytree nodes may raise anything; flax walks it
+                _log.debug("nnx_lab: not flattened (flax walks it instead)", exc_info=True)
+                leaves = treedef = None
         if s is not None and treedef is not None and treedef == s.treedef:
             values = [leaves[p] for p in s.positions]
             specs = [(type(v), v.shape, v.dtype, getattr(v, "sharding", None)) for v in values]
             if specs == s.specs and _none_deleted(values):
                 self.hits += 1
+                if fast is None:  # the same structure in new containers: count them for next time
+                    s.known = _visits(obj)
                 d = s.described
                 return _without_stats(dataclasses.replace(d, arrays=[values[k] for k in s.live_k], reused=True), stats)
         self.walks += 1
@@ -213,5 +222,19 @@ def _build(obj: Any, walk_leaves: list, described: Described, leaves: list | Non
         return None
     specs = [(type(v), v.shape, v.dtype, getattr(v, "sharding", None)) for v in (leaves[p] for p in positions)]
     return _Structure(
-        treedef, positions, specs, dataclasses.replace(described, arrays=[]), [k_of_row[i] for i in described.live]
+        treedef,
+        positions,
+        specs,
+        dataclasses.replace(described, arrays=[]),
+        [k_of_row[i] for i in described.live],
+        known=_visits(obj),
     )
+
+
+def _visits(obj: Any) -> dict:
+    """graph.visits of an object :func:`flatten` just walked, or {} (every refresh then walks with paths)."""
+    try:
+        return visits(obj)
+    except Exception:  # noqa: BLE001 - boundary: a user's pytree nodes may raise anything
+        _log.info("nnx_lab: a model's containers not counted (each refresh flattens it with paths)", exc_info=True)
+        return {}

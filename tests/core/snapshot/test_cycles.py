@@ -21,7 +21,17 @@ from flax.nnx import graph as nnx_graph
 
 import nnx_lab
 from nnx_lab.core import compat
-from nnx_lab.core.graph import CyclicGraph, SharedNode, TooDeep, _walk, flatten, path_text, walk_graph
+from nnx_lab.core.graph import (
+    CyclicGraph,
+    SharedNode,
+    TooDeep,
+    _walk,
+    flatten,
+    flatten_known,
+    path_text,
+    visits,
+    walk_graph,
+)
 from nnx_lab.core.snapshot import _structure, snapshot
 from nnx_lab.core.snapshot._structure import StructureCache
 
@@ -433,4 +443,54 @@ def test_a_graph_too_deep_for_jax_recursion_is_walked_by_flax():
     with pytest.raises(TooDeep):
         flatten(chain)
     assert len(snapshot(chain, stats=False).rows) == sys.getrecursionlimit() - 100
+    health.check()
+
+
+def test_a_refresh_of_the_same_containers_flattens_as_jax_and_stops_at_any_new_or_revisited_one():
+    """The warm refresh's walk without paths (flatten_known): jax's answer for the containers counted
+    before, tied modules included; None (and the thread intact) as soon as a cycle, a chain too deep
+    for jax's recursion, or any new container appears, so the caller walks it the careful way."""
+    health = healthy()
+    model = M()
+    model.tied = model.l  # a module reached twice: counted twice
+    known = visits(model)
+    assert known[id(model.l)] == 2
+    got = flatten_known(model, known)
+    want = jax.tree_util.tree_flatten(model)
+    assert got is not None and got[1] == want[1] and all(a is b for a, b in zip(got[0], want[0]))
+    model.me = model  # a cycle
+    assert flatten_known(model, known) is None
+    del model.me
+
+    class Link(nnx.Module):
+        def __init__(self, child):
+            self.w, self.child = nnx.Param(jnp.ones(1)), child
+
+    chain = None
+    for _ in range(sys.getrecursionlimit() - 100):  # jax's recursion would run out (and leak) here
+        chain = Link(chain)
+    model.chain = chain
+    assert flatten_known(model, known) is None
+    del model.chain
+    model.l = nnx.Linear(2, 2, rngs=nnx.Rngs(1))  # the same shapes in a new module
+    assert flatten_known(model, known) is None
+    assert flatten_known(model, visits(model)) is not None
+    health.check()
+
+
+def test_a_warm_structure_sees_a_too_deep_chain_appear_and_walks_it_with_flax():
+    health = healthy()
+    model, cache = M(), StructureCache()
+    cache.describe(model)
+    cache.describe(model)
+
+    class Link(nnx.Module):
+        def __init__(self, child):
+            self.w, self.child = nnx.Param(jnp.ones(1)), child
+
+    chain = None
+    for _ in range(sys.getrecursionlimit() - 100):
+        chain = Link(chain)
+    model.chain = chain
+    assert len(cache.describe(model, stats=False).rows) == 2 + sys.getrecursionlimit() - 100
     health.check()
