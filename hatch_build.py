@@ -22,7 +22,7 @@ from pathlib import Path
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 ARTIFACTS = "nnx_lab/static/*.js"
-BUNDLES = ("viewer.js", "split.js", "capture.js", "views.js", "compare.js", "summary.js")
+BUNDLES = ("viewer.js", "split.js", "capture.js", "views.js", "compare.js", "summary.js", "memory.js")
 
 
 class JsBuildHook(BuildHookInterface):

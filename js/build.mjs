@@ -14,6 +14,7 @@ export const ENTRIES = [
   { in: "src/views.js", out: "views" },
   { in: "src/summary.js", out: "summary" },
   { in: "src/compare.js", out: "compare" },
+  { in: "src/memory.js", out: "memory" },
 ];
 
 const watch = process.argv.includes("--watch");

@@ -115,9 +115,9 @@ _LAZY = {
     "Comparison": "widgets.compare",
     "summary": "widgets.summary",  # core.summary's, with the widget as a Summary's display in a kernel
     "Summary": "widgets.summary",
-    "memory": "core.memory",
-    "Ledger": "core.memory",
-    "StepPlan": "core.memory",
+    "memory": "widgets.memory",  # core.memory's, with the widget as a Ledger's display in a kernel
+    "Ledger": "widgets.memory",
+    "StepPlan": "widgets.memory",
     "find_nonfinite": "core.nonfinite",
     "NonfiniteReport": "core.nonfinite",
     "NonFiniteStep": "core.training",

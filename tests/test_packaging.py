@@ -32,6 +32,7 @@ BUNDLES = {
     "nnx_lab/static/capture.js": "nnx-lab-capture",
     "nnx_lab/static/compare.js": "nnx-lab-compare",
     "nnx_lab/static/summary.js": "nnx-lab-summary-view",
+    "nnx_lab/static/memory.js": "nnx-lab-memory-view",
 }
 
 

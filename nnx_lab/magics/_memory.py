@@ -46,4 +46,9 @@ def nnx_memory(self: Any, line: str) -> None:
             )
         names = args.names
     shown = ledger.select(names, device=args.device, top=top)
-    display({"text/plain": shown.to_text(), "text/html": shown._repr_html_()}, raw=True)
+    from ..widgets.memory import MemoryView, widgets_work
+
+    if widgets_work():  # a Jupyter kernel: the interactive tree (its static copies for a saved notebook)
+        display(MemoryView(shown))
+    else:
+        display({"text/plain": shown.to_text(), "text/html": shown._repr_html_()}, raw=True)

@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from .._shell import shell_namespace
-from ._data import DeviceTotal, Freeing, Ledger, Row
+from ._data import DISPLAY_HOOKS, DeviceTotal, Freeing, Ledger, Row
 from ._ledger import UNREACHED_NAME, build_ledger
 from ._plan import Donation, StepPlan, plan
 
@@ -29,6 +29,7 @@ NO_NAMESPACE = (
 )
 
 __all__ = [
+    "DISPLAY_HOOKS",
     "DeviceTotal",
     "Donation",
     "Freeing",

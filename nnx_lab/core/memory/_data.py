@@ -7,6 +7,10 @@ from typing import Any
 
 from ..render import memory_html, memory_text, top_lines
 
+#: Functions ``ledger -> mimebundle | None`` asked, in order, when a Ledger is displayed (the widget
+#: in a Jupyter kernel: ``nnx_lab.widgets.memory`` adds one); none answering: its text and HTML.
+DISPLAY_HOOKS: list = []
+
 
 @dataclass(frozen=True)
 class Row:
@@ -106,6 +110,15 @@ class Ledger:
 
     def _repr_html_(self) -> str:
         return memory_html(self, self.top)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict | None:
+        """The widget where a hook offers one (a Jupyter kernel), else None: IPython then asks
+        ``_repr_pretty_`` (the text) and ``_repr_html_`` (the static table)."""
+        for hook in DISPLAY_HOOKS:
+            bundle = hook(self)
+            if bundle:
+                return bundle
+        return None
 
     def to_dict(self) -> dict:
         return {

@@ -40,6 +40,7 @@ from ._format import (
     sparkline,
 )
 from ._memory import memory_html, memory_text, plan_html, plan_text, top_lines
+from ._memory_payload import memory_payload
 from ._snapshot import html_table, memory_line, nonfinite_banner, path_cell, series_lines, summary_line, text_table
 from ._split import split_html, split_text
 from ._views import view_text
@@ -66,6 +67,7 @@ __all__ = [
     "html_table",
     "memory_html",
     "memory_line",
+    "memory_payload",
     "memory_text",
     "nonfinite_banner",
     "nonfinite_text",

@@ -134,7 +134,7 @@ class StructureCache:
             specs = [(type(v), v.shape, v.dtype, getattr(v, "sharding", None)) for v in values]
             if specs == s.specs and _none_deleted(values):
                 self.hits += 1
-                if fast is None:  # the same structure in new containers: count them for next time
+                if fast is None:  # first reused, or in new containers: count them for next time
                     s.known = _visits(obj)
                 d = s.described
                 return _without_stats(dataclasses.replace(d, arrays=[values[k] for k in s.live_k], reused=True), stats)
@@ -227,8 +227,7 @@ def _build(obj: Any, walk_leaves: list, described: Described, leaves: list | Non
         specs,
         dataclasses.replace(described, arrays=[]),
         [k_of_row[i] for i in described.live],
-        known=_visits(obj),
-    )
+    )  # its containers are counted at its first reuse (a one-off snapshot never pays for it)
 
 
 def _visits(obj: Any) -> dict:
