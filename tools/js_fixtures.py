@@ -459,17 +459,44 @@ def capture_payloads() -> dict:
     return out
 
 
+def memory_payloads() -> dict:
+    import jax.numpy as jnp
+    import optax
+    from flax import nnx
+
+    from nnx_lab.core.memory import memory
+    from nnx_lab.widgets.memory import MemoryView
+
+    model = nnx.Linear(64, 64, rngs=nnx.Rngs(0))
+    ns = {
+        "model": model,
+        "optimizer": nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param),
+        "grads_old": {"w": jnp.ones((256, 256))},
+        "Out": {3: model},
+        "<img src=x onerror=alert(1)>": jnp.zeros((8,)),
+    }
+    ns["alias"] = ns["grads_old"]
+    view = MemoryView(memory(namespace=ns))
+    try:
+        return {"memory_ledger": view.ledger}
+    finally:
+        view.close()
+        ns.clear()
+
+
 GROUPS: dict[str, tuple[Callable[[], dict], str | None]] = {
     "viewer": (viewer_payloads, None),
     "split": (split_payloads, None),
     "views": (views_payloads, "nnx.view"),
     "capture": (capture_payloads, "nnx.capture"),
+    "memory": (memory_payloads, None),
 }
 NAMES = {
     "viewer": ["viewer_sequential", "viewer_series", "viewer_layers", "viewer_alert_scalar", "viewer_alert_variable"],
     "split": ["split_shadowing", "split_partial"],
     "views": ["views_mixed", "views_eval", "views_modes", "views_empty"],
     "capture": ["capture_call", "capture_grads", "capture_report_view"],
+    "memory": ["memory_ledger"],
 }
 
 

@@ -10,7 +10,7 @@ from ._format import ALIGN_LEFT, ALIGN_RIGHT, count_noun, format_bytes
 _COLUMNS = ("holder", "kind", "group", "device", "arrays", "bytes", "shared")
 
 
-def _device_line(d: Any) -> str:
+def device_line(d: Any) -> str:
     line = f"{d.device}: ledger {format_bytes(d.ledger_bytes)} = live arrays {format_bytes(d.live_bytes)} ({count_noun(d.arrays, 'buffer')})"
     stats = d.stats
     if not stats:
@@ -27,7 +27,7 @@ def _device_line(d: Any) -> str:
     return line + "; " + ", ".join(parts)
 
 
-def _shown_rows(ledger: Any, top: int) -> tuple[list, int]:
+def shown_rows(ledger: Any, top: int) -> tuple[list, int]:
     """The rows of the ``top`` biggest holders (bytes counted there, then shared), and how many holders are left out."""
     size: dict[str, list] = {}
     for r in ledger.rows:
@@ -59,10 +59,10 @@ def memory_text(ledger: Any, top: int) -> str:
     total = sum(d.ledger_bytes for d in ledger.devices)
     arrays = sum(d.arrays for d in ledger.devices)
     lines = [f"nnx_lab.memory: {format_bytes(total)} in {count_noun(arrays, 'live buffer')}"]
-    lines += [_device_line(d) for d in ledger.devices]
+    lines += [device_line(d) for d in ledger.devices]
     if ledger.note:
         lines.append(ledger.note)
-    rows, left = _shown_rows(ledger, top)
+    rows, left = shown_rows(ledger, top)
     if rows:
         table = [list(_COLUMNS)] + [_cells(r) for r in rows]
         widths = [max(len(t[i]) for t in table) for i in range(len(_COLUMNS))]
@@ -94,8 +94,8 @@ def _freeing_lines(ledger: Any, top: int) -> list[str]:
 def top_lines(ledger: Any, top: int) -> str:
     """The OOM hook's few lines: per device the ledger's total, the biggest holders, the freeing statements."""
     lines = ["nnx_lab: the device ran out of memory. What holds it:"]
-    lines += ["  " + _device_line(d) for d in ledger.devices]
-    rows, _ = _shown_rows(ledger, top)
+    lines += ["  " + device_line(d) for d in ledger.devices]
+    rows, _ = shown_rows(ledger, top)
     by_holder: dict[str, int] = {}
     for r in rows:
         by_holder[r.holder] = by_holder.get(r.holder, 0) + r.bytes
@@ -108,10 +108,10 @@ def top_lines(ledger: Any, top: int) -> str:
 
 def memory_html(ledger: Any, top: int) -> str:
     esc = html.escape
-    parts = [f"<div><b>nnx_lab.memory</b>: {esc(_device_line(d))}</div>" for d in ledger.devices]
+    parts = [f"<div><b>nnx_lab.memory</b>: {esc(device_line(d))}</div>" for d in ledger.devices]
     if ledger.note:
         parts.append(f"<div>{esc(ledger.note)}</div>")
-    rows, left = _shown_rows(ledger, top)
+    rows, left = shown_rows(ledger, top)
     head = "".join(f"<th{ALIGN_RIGHT if c in ('arrays', 'bytes') else ALIGN_LEFT}>{c}</th>" for c in _COLUMNS)
     body = "".join(
         "<tr>"
