@@ -7,7 +7,7 @@ text, and module paths and selection (``only=``) shared by captures, view report
 ['layers[0].bias', 'layers[0].kernel']
 """
 
-from ._flatten import CyclicGraph, SharedNode, TooDeep, flatten, flatten_known, sigint_deferred, visits
+from ._flatten import CyclicGraph, SharedNode, TooDeep, flatten, flatten_known, sigint_deferred
 from ._index import GraphIndex, index_graph
 from ._kinds import child_of, is_variable
 from ._modules import (
@@ -57,6 +57,5 @@ __all__ = [
     "shared_prefixes",
     "sigint_deferred",
     "split_pair",
-    "visits",
     "walk_graph",
 ]

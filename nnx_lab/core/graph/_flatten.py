@@ -115,12 +115,14 @@ def flatten(
     with_path: bool = False,
     shared: bool = True,
     leaf_takes_path: bool = False,
+    counts: dict[int, int] | None = None,
 ) -> tuple[list, Any]:
     """``jax.tree_util.tree_flatten(tree, is_leaf)`` (``tree_flatten_with_path`` with ``with_path``):
     the same leaves and treedef, or :class:`CyclicGraph` where ``tree`` holds a reference cycle
     (:class:`TooDeep` where it is nested too deep for jax's recursion from here).
     ``shared=False``: :class:`SharedNode` for any container reached twice (for a caller that refuses
-    a shared node anyway). ``leaf_takes_path``: ``is_leaf(key_path, x)``, as jax's ``is_leaf_takes_path``.
+    a shared node anyway). ``counts``: filled with how many times jax entered each container that
+    may be part of a cycle (by id), what :func:`flatten_known` allows later. ``leaf_takes_path``: ``is_leaf(key_path, x)``, as jax's ``is_leaf_takes_path``.
     Whatever ``is_leaf`` raises is raised after jax's walk has returned.
 
     A container met again is a cycle when its last visit is still open, i.e. when the path of that
@@ -164,6 +166,8 @@ def flatten(
                 )
                 return True
             last[id(x)] = path
+            if counts is not None:
+                counts[id(x)] = counts.get(id(x), 0) + 1
             return False
         except BaseException as e:  # noqa: BLE001 - raised below, after jax's C++ walk has returned
             raised.append(e)
@@ -178,26 +182,9 @@ def flatten(
     return (flat if with_path else [leaf for _, leaf in flat]), treedef
 
 
-def visits(tree: Any) -> dict[int, int]:
-    """How many times jax's flattening of ``tree`` enters each container that may be part of a cycle
-    (by id): what :func:`flatten_known` allows. ``tree`` must be one :func:`flatten` walked without
-    a :class:`CyclicGraph` or :class:`TooDeep` (so this walk ends)."""
-    seen: dict[int, int] = {}
-    tracked = _tracked
-
-    def count(x: Any) -> bool:
-        t = type(x)
-        if tracked.get(t) or (t not in tracked and _track(t)):
-            seen[id(x)] = seen.get(id(x), 0) + 1
-        return False
-
-    jax.tree_util.tree_flatten(tree, is_leaf=count)
-    return seen
-
-
 def flatten_known(tree: Any, known: dict[int, int]) -> tuple[list, Any] | None:
-    """``jax.tree_util.tree_flatten(tree)`` where ``tree`` is expected to be the structure
-    :func:`visits` counted: None as soon as a container is not one of those or is entered more often
+    """``jax.tree_util.tree_flatten(tree)`` where ``tree`` is expected to be the structure a
+    :func:`flatten` counted (its ``counts``): None as soon as a container is not one of those or is entered more often
     than it was then (a changed structure, maybe now cyclic or deeper: the caller walks it with
     :func:`flatten`). Bounded by ``known``, the walk can neither recurse forever nor go deeper than the
     remembered one did, so it needs no paths: about half the cost of :func:`flatten` on a deep model

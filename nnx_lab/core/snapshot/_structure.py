@@ -36,7 +36,7 @@ import jax
 import numpy as np
 
 from ..compat import get_value
-from ..graph import Path, flatten, flatten_known, is_variable, path_key, split_pair, visits, walk_graph
+from ..graph import Path, flatten, flatten_known, is_variable, path_key, split_pair, walk_graph
 from ._describe import describe_leaf, devices_of
 
 _log = logging.getLogger("nnx_lab")
@@ -121,11 +121,12 @@ class StructureCache:
         s = self._structure
         # The same containers as last time: flattened without paths, bounded by the visits counted then.
         fast = flatten_known(obj, s.known) if s is not None and s.known else None
+        counts: dict[int, int] = {}
         if fast is not None:
             leaves, treedef = fast
         else:
             try:
-                leaves, treedef = flatten(obj)  # not jax's own: a cycle would break this thread
+                leaves, treedef = flatten(obj, counts=counts)  # not jax's own: a cycle would break this thread
             except Exception:  # noqa: BLE001 - boundary: a user's pytree nodes may raise anything; flax walks it
                 _log.debug("nnx_lab: not flattened (flax walks it instead)", exc_info=True)
                 leaves = treedef = None
@@ -134,8 +135,8 @@ class StructureCache:
             specs = [(type(v), v.shape, v.dtype, getattr(v, "sharding", None)) for v in values]
             if specs == s.specs and _none_deleted(values):
                 self.hits += 1
-                if fast is None:  # first reused, or in new containers: count them for next time
-                    s.known = _visits(obj)
+                if fast is None:  # first reused, or in new containers: what the next refresh may take
+                    s.known = counts
                 d = s.described
                 return _without_stats(dataclasses.replace(d, arrays=[values[k] for k in s.live_k], reused=True), stats)
         self.walks += 1
@@ -227,13 +228,4 @@ def _build(obj: Any, walk_leaves: list, described: Described, leaves: list | Non
         specs,
         dataclasses.replace(described, arrays=[]),
         [k_of_row[i] for i in described.live],
-    )  # its containers are counted at its first reuse (a one-off snapshot never pays for it)
-
-
-def _visits(obj: Any) -> dict:
-    """graph.visits of an object :func:`flatten` just walked, or {} (every refresh then walks with paths)."""
-    try:
-        return visits(obj)
-    except Exception:  # noqa: BLE001 - boundary: a user's pytree nodes may raise anything
-        _log.info("nnx_lab: a model's containers not counted (each refresh flattens it with paths)", exc_info=True)
-        return {}
+    )  # its containers are counted by the flatten of its first reuse

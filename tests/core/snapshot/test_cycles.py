@@ -29,7 +29,6 @@ from nnx_lab.core.graph import (
     flatten,
     flatten_known,
     path_text,
-    visits,
     walk_graph,
 )
 from nnx_lab.core.snapshot import _structure, snapshot
@@ -447,13 +446,14 @@ def test_a_graph_too_deep_for_jax_recursion_is_walked_by_flax():
 
 
 def test_a_refresh_of_the_same_containers_flattens_as_jax_and_stops_at_any_new_or_revisited_one():
-    """The warm refresh's walk without paths (flatten_known): jax's answer for the containers counted
-    before, tied modules included; None (and the thread intact) as soon as a cycle, a chain too deep
+    """The warm refresh's walk without paths (flatten_known): jax's answer for the containers a
+    flatten counted before, tied modules included; None (and the thread intact) as soon as a cycle, a chain too deep
     for jax's recursion, or any new container appears, so the caller walks it the careful way."""
     health = healthy()
     model = M()
     model.tied = model.l  # a module reached twice: counted twice
-    known = visits(model)
+    known: dict = {}
+    assert len(flatten(model, counts=known)[0]) == 4
     assert known[id(model.l)] == 2
     got = flatten_known(model, known)
     want = jax.tree_util.tree_flatten(model)
@@ -474,7 +474,9 @@ def test_a_refresh_of_the_same_containers_flattens_as_jax_and_stops_at_any_new_o
     del model.chain
     model.l = nnx.Linear(2, 2, rngs=nnx.Rngs(1))  # the same shapes in a new module
     assert flatten_known(model, known) is None
-    assert flatten_known(model, visits(model)) is not None
+    known = {}
+    flatten(model, counts=known)
+    assert flatten_known(model, known) is not None
     health.check()
 
 
