@@ -116,7 +116,7 @@ def test_distinct_array_objects_over_one_buffer_count_once():
     assert {d.device: d.ledger_bytes for d in ledger.devices} == expected
 
 
-def test_output_cache_entries_are_named_and_freed_with_out_pop():
+def test_output_cache_entries_are_named_and_freed_with_xdel():
     big = jnp.ones((1000,))
     model = Net(nnx.Rngs(1))
     ns = {"Out": {3: model, 5: big}, "_3": model, "_5": big, "_": big}
@@ -125,9 +125,11 @@ def test_output_cache_entries_are_named_and_freed_with_out_pop():
     assert out3["Param"].kind == "output cache" and out3["Param"].bytes == param_bytes(model)
     assert rows_of(ledger, "Out[5]")["array"].bytes == 4000
     statements = {f.statement: f.bytes for f in ledger.freeing}
-    assert statements["Out.pop(3, None); del _3"] == sum(r.bytes for r in out3.values())
-    assert statements["%reset -f out"] == 4000  # `_` holds Out[5] too: only a reset drops every name
-    assert "Out[3]" in ledger.to_text() and "Out.pop(3, None)" in ledger.to_text()
+    assert statements["%xdel _3"] == sum(r.bytes for r in out3.values())  # every reference IPython keeps
+    assert statements["%xdel _5"] == 4000  # `_` holds Out[5] too: %xdel drops it by object
+    assert "Out[3]" in ledger.to_text() and "%xdel _3" in ledger.to_text()
+    gone = nnx_lab.memory(namespace={"Out": {7: big}})  # no `_7`: the output cache's entry alone
+    assert {f.statement for f in gone.freeing} == {"Out.pop(7, None)"}
 
 
 def test_a_model_held_only_through_out_and_a_split_state():

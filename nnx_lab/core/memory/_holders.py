@@ -87,17 +87,18 @@ def _output_cache(namespace: dict) -> Iterator[Holder]:
             continue
         aliases = [f"_{n}"] if namespace.get(f"_{n}") is value else []
         aliases += [k for k, v in recent.items() if v is value]
-        if any(a in recent for a in aliases):  # `_`/`__`/`___` hold it too: only a reset drops all three
-            statement = "%reset -f out"
+        if aliases:  # IPython keeps more references than user_ns shows (its hidden namespace, the display
+            # hook's `_`/`__`/`___`): `del _3` or `%reset -f out` leave them; %xdel drops every one
+            statement = f"%xdel {aliases[0]}"
         else:
-            statement = f"Out.pop({n!r}, None)" + "".join(f"; del {a}" for a in aliases)
+            statement = f"Out.pop({n!r}, None)"
         yield Holder(f"Out[{n!r}]", OUTPUT, statement, tuple(aliases), arrays)
     for name, value in list(namespace.items()):
         if isinstance(name, str) and _OUTPUT_NAME.match(name) and id(value) not in seen and not _skipped(value):
             seen.add(id(value))
             arrays = list(reached(value))
             if arrays:
-                statement = "%reset -f out" if name in recent else f"del {name}"
+                statement = f"%xdel {name}"
                 yield Holder(name, OUTPUT, statement, (), arrays)
 
 

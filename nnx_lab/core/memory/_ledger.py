@@ -209,6 +209,8 @@ def _freeing(found: list, owner: dict, extra: dict, buffers: dict) -> list[Freei
         for i in idx:
             if found[i].statement not in statements:
                 statements.append(found[i].statement)
+        if len(statements) > 1:  # a magic after `;` is not IPython syntax: its Python form
+            statements = [_python_form(st) for st in statements]
         names = tuple(found[i].name for i in idx)
         out.append(Freeing(names, "; ".join(statements), nbytes))
     outputs = [h.name for h in found if h.kind == OUTPUT]
@@ -216,3 +218,11 @@ def _freeing(found: list, owner: dict, extra: dict, buffers: dict) -> list[Freei
         out.append(Freeing(("the output cache",), "%reset -f out", output_only))
     out.sort(key=lambda f: -f.bytes)
     return out
+
+
+def _python_form(statement: str) -> str:
+    """``%xdel _3`` -> ``get_ipython().run_line_magic('xdel', '_3')``; any other statement as it is."""
+    if not statement.startswith("%"):
+        return statement
+    magic, _, line = statement[1:].partition(" ")
+    return f"get_ipython().run_line_magic({magic!r}, {line!r})"
