@@ -115,7 +115,8 @@ function render({ model, el }) {
           title: r.note ? `${r.label}: ${r.note}` : String(r.label),
           style: `padding-left:${6 + (Number(r.depth) || 0) * INDENT}px`,
         },
-        h(doc, "span", { class: "tog" }, parent ? (open ? "\u25BE" : "\u25B8") : ""),
+        // the arrow is CSS (::before): a cut cell's text, and its hover title, are the label alone
+        h(doc, "span", { class: "tog", "data-tog": parent ? (open ? "\u25BE" : "\u25B8") : "" }),
         String(r.label ?? ""),
       );
     }

@@ -176,7 +176,7 @@ test("at 800 px every column shows; narrower, buffers and kind fold behind the p
   assert.deepEqual(m.headers(), ["label", "kind", "arrays", "bytes", "shared"]);
   const minWidth = Number.parseInt(m.el.querySelector("table").style.minWidth, 10);
   assert.ok(minWidth <= 798 - TABLE_CHROME, `${minWidth}`);
-  m.resize(600);
+  m.resize(640);
   await tick(30);
   assert.deepEqual(m.headers(), ["label", "bytes", "shared"]);
   m.resize(420);

@@ -7,7 +7,7 @@
  */
 export const COLUMNS = [
   { id: "label", label: "device / holder / group", width: null, value: "label", text: true },
-  { id: "kind", label: "kind", width: 90, fold: 2, title: "module, optimizer, pytree, output cache, unreached" },
+  { id: "kind", label: "kind", width: 100, fold: 2, title: "module, optimizer, pytree, output cache, unreached" },
   { id: "arrays", label: "buffers", width: 64, num: true, value: "arrays", fold: 1, title: "buffers counted here" },
   {
     id: "bytes",
@@ -17,7 +17,7 @@ export const COLUMNS = [
     value: "bytes",
     title: "bytes counted here; the bar: share of the device's limit (without one, as on CPU: of its live arrays)",
   },
-  { id: "shared", label: "shared", width: 210, fold: 3, title: "buffers other names reach too (each counted once)" },
+  { id: "shared", label: "shared", width: 250, fold: 3, title: "buffers other names reach too (each counted once)" },
 ];
 
 export const LABEL_MIN_WIDTH = 190; // "(unreached)" and "Out[12]" two levels down, a Variable type three

@@ -43,6 +43,7 @@ ${R} tr.d0 td{font-weight:600;background-color:${BG2}}
 ${R} tr.d2 td.c-label{color:${MUTED}}
 ${R} td.c-kind,${R} td.c-shared{color:${MUTED}}
 ${R} .tog{display:inline-block;width:12px;color:${MUTED};font-size:11px;text-align:center;margin-right:2px}
+${R} .tog::before{content:attr(data-tog)}
 ${R} tr.nnx-mem-parent td.c-label{cursor:pointer}
 ${R} td.c-bytes{position:relative}
 ${R} td.c-bytes .bar{position:absolute;left:0;top:3px;bottom:3px;background:${BAR};border-radius:0 2px 2px 0}
