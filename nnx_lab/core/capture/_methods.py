@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import functools
-import inspect
-import threading
 from typing import Callable
 
-from flax import nnx
-
+from ..graph import hook, hooked, module_methods, unhook
 from ._arming import CALLS, LinenIntermediates, MethodOutputs, active_captures, armed_entries, held_by_own_capture
 from ._linen import call_tonnx, is_tonnx_class, mutable_sows
 
@@ -17,32 +14,14 @@ from ._linen import call_tonnx, is_tonnx_class, mutable_sows
 # callables stored on the class), methods inherited from Module subclasses are wrapped too, only
 # the outermost call of a method on an instance sows (super().__call__ does not sow twice), and a
 # wrapper sows only on a module armed for method outputs: any other instance runs the original
-# method and nothing else. Patches are reference counted across captures and always undone.
+# method and nothing else. The wrapping is graph.hook's (shared with the summary and find_nonfinite,
+# reference counted across captures, always undone).
 
-_PATCH_LOCK = threading.RLock()
-_PATCHES: dict[tuple[type, str], list] = {}  # (class, name) -> [original, wrapper, count]
-
-
-def _flax_own(name: str, attr: object) -> bool:
-    """Whether ``attr`` is nnx.Module's own method (``sow``, ``train``...) copied onto a subclass:
-    flax's ``nnx.tabulate`` leaves them there when it restores the methods it wrapped; wrapping
-    ``sow`` would make a method output's own ``sow`` call recurse."""
-    return any(vars(base).get(name) is attr for base in nnx.Module.__mro__)
+OWNER = "capture"
 
 
 def public_methods(cls: type) -> list[tuple[type, str]]:
-    found = []
-    for klass in cls.__mro__:
-        if klass is nnx.Module or not (isinstance(klass, type) and issubclass(klass, nnx.Module)):
-            continue
-        for name, attr in vars(klass).items():
-            if (
-                inspect.isfunction(attr)
-                and (name == "__call__" or not name.startswith("_"))
-                and not _flax_own(name, attr)
-            ):
-                found.append((klass, name))
-    return found
+    return module_methods([cls])
 
 
 def _make_wrapper(cls: type, name: str, original: Callable) -> Callable:
@@ -86,7 +65,6 @@ def _make_wrapper(cls: type, name: str, original: Callable) -> Callable:
             _note_copy(self)
         return result
 
-    wrapper._nnx_lab_capture = True
     return wrapper
 
 
@@ -101,38 +79,16 @@ def _note_copy(module) -> None:
 
 
 def patch(keys: list[tuple[type, str]]) -> list[tuple[type, str]]:
-    done = []
-    with _PATCH_LOCK:
-        for cls, name in keys:
-            entry = _PATCHES.get((cls, name))
-            if entry is None:
-                original = vars(cls)[name]
-                wrapper = _make_wrapper(cls, name, original)
-                setattr(cls, name, wrapper)
-                _PATCHES[(cls, name)] = [original, wrapper, 1]
-            else:
-                entry[2] += 1
-            done.append((cls, name))
+    done: list[tuple[type, str]] = []
+    for cls, name in keys:
+        done += hook([(cls, name)], OWNER, functools.partial(_make_wrapper, cls, name))
     return done
 
 
 def unpatch(keys: list[tuple[type, str]]) -> None:
-    with _PATCH_LOCK:
-        for cls, name in keys:
-            entry = _PATCHES.get((cls, name))
-            if entry is None:
-                continue
-            entry[2] -= 1
-            if entry[2] <= 0:
-                del _PATCHES[(cls, name)]
-                if vars(cls).get(name) is entry[1]:  # not redefined meanwhile by someone else
-                    setattr(cls, name, entry[0])
+    unhook(keys, OWNER)
 
 
 def patched_classes() -> dict[type, list[str]]:
     """Classes whose methods a capture has wrapped right now (empty when none is active)."""
-    out: dict[type, list[str]] = {}
-    with _PATCH_LOCK:
-        for cls, name in _PATCHES:
-            out.setdefault(cls, []).append(name)
-    return out
+    return hooked(OWNER)

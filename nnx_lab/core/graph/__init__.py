@@ -8,6 +8,7 @@ text, and module paths and selection (``only=``) shared by captures, view report
 """
 
 from ._flatten import CyclicGraph, SharedNode, TooDeep, flatten, flatten_known, sigint_deferred
+from ._hooks import hook, hooked, unhook
 from ._index import GraphIndex, index_graph
 from ._kinds import child_of, is_variable
 from ._modules import (
@@ -42,6 +43,8 @@ __all__ = [
     "child_of",
     "flatten",
     "flatten_known",
+    "hook",
+    "hooked",
     "graphdef_type_name",
     "index_graph",
     "is_module_path",
@@ -57,5 +60,6 @@ __all__ = [
     "shared_prefixes",
     "sigint_deferred",
     "split_pair",
+    "unhook",
     "walk_graph",
 ]

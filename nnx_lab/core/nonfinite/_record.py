@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from ..graph import module_methods
+from ..graph import hook, module_methods, unhook
 
 ATTR = "_nnx_lab_nonfinite_site"
 _lock = threading.Lock()  # the class patches are process-wide: one search at a time
@@ -117,7 +117,6 @@ def _wrap(fn: Callable, name: str) -> Callable:
             call.outputs = out
         return out
 
-    wrapper.__nnx_lab_nonfinite__ = fn  # type: ignore[attr-defined]
     return wrapper
 
 
@@ -146,9 +145,8 @@ class Patched:
         global _recorder
         _lock.acquire()
         try:
-            for klass, name, fn in module_methods(self.classes, "__nnx_lab_nonfinite__"):
-                self.methods.append((klass, name, fn))
-                setattr(klass, name, _wrap(fn, name))
+            for key in module_methods(self.classes):
+                self.methods += hook([key], "find_nonfinite", functools.partial(_wrap, name=key[1]))
             _recorder = self.recorder
         except BaseException:
             self.__exit__(None, None, None)
@@ -159,7 +157,6 @@ class Patched:
         global _recorder
         try:
             _recorder = None
-            for klass, name, fn in self.methods:
-                setattr(klass, name, fn)
+            unhook(self.methods, "find_nonfinite")
         finally:
             _lock.release()

@@ -20,7 +20,7 @@ import jax
 from flax import nnx
 
 from .. import compat
-from ..graph import child_of, module_methods
+from ..graph import child_of, hook, module_methods, unhook
 from ._costs import SCOPE_PREFIX
 
 ATTR = "_nnx_lab_summary_site"
@@ -75,7 +75,6 @@ def _wrap(fn: Any, name: str) -> Any:
         call.outputs = out
         return out
 
-    wrapper.__nnx_lab_wrapped__ = fn  # type: ignore[attr-defined]
     return wrapper
 
 
@@ -130,23 +129,27 @@ def _no_origin(self: Any) -> str:
 class Patched:
     """Context manager: the classes' methods wrapped and a recorder active; everything restored on exit."""
 
+    OWNER = "summary"
+
     def __init__(self) -> None:
-        self.methods: list = []
+        self.methods: list = []  # (class, name) hooked
+        self.origin: list = []  # (class, name, function) replaced (jax's _origin_msg)
         self.recorder = Recorder()
 
     def add(self, classes: set) -> None:
         """Wrap the methods of ``classes`` (those not wrapped yet) until exit."""
-        done = {(k, n) for k, n, _ in self.methods}
-        for klass, name, fn in module_methods(classes, "__nnx_lab_wrapped__") if classes else _tracer_origin():
-            if (klass, name) not in done:
-                self.methods.append((klass, name, fn))
-                setattr(klass, name, _no_origin if name == "_origin_msg" else _wrap(fn, name))
+        done = set(self.methods)
+        for key in module_methods(classes):
+            if key not in done:
+                self.methods += hook([key], self.OWNER, functools.partial(_wrap, name=key[1]))
 
     def __enter__(self) -> Patched:
         global _recorder
         _lock.acquire()
         try:
-            self.add(set())
+            for klass, name, fn in _tracer_origin():
+                self.origin.append((klass, name, fn))
+                setattr(klass, name, _no_origin)
             _recorder = self.recorder
         except BaseException:
             self.__exit__(None, None, None)
@@ -157,8 +160,9 @@ class Patched:
         global _recorder
         try:
             _recorder = None
-            for klass, name, fn in self.methods:
-                if vars(klass).get(name) is not fn:
+            unhook(self.methods, self.OWNER)
+            for klass, name, fn in self.origin:
+                if vars(klass).get(name) is _no_origin:
                     setattr(klass, name, fn)
         finally:
             _lock.release()

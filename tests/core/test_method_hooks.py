@@ -1,0 +1,151 @@
+"""One patcher for module-class methods (graph.hook): a capture, the summary and find_nonfinite
+overlapping, in any order, never undo each other, and every class gets its own function back."""
+
+from __future__ import annotations
+
+import threading
+
+import jax.numpy as jnp
+import pytest
+from flax import nnx
+
+import nnx_lab
+from nnx_lab.core.capture import Capture
+from nnx_lab.core.graph import hook, hooked, unhook
+
+
+class Inner(nnx.Module):
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(3, 3, rngs=rngs)
+
+    def __call__(self, x):
+        return self.linear(x) * 2
+
+
+class Outer(nnx.Module):
+    def __init__(self, rngs, gate=None):
+        self.inner = Inner(rngs)
+        self.gate = gate
+
+    def __call__(self, x):
+        if self.gate is not None:
+            self.gate()
+        return self.inner(x).sum()
+
+
+def _functions():
+    return {cls: dict(vars(cls)) for cls in (Inner, Outer, nnx.Linear)}
+
+
+def test_hooks_removed_out_of_order_keep_the_others_and_restore_the_original():
+    before = _functions()
+    keys = [(Inner, "__call__")]
+    hook(keys, "a", lambda fn: lambda self, x: fn(self, x) + 1)
+    hook(keys, "b", lambda fn: lambda self, x: fn(self, x) * 10)
+    model = Inner(nnx.Rngs(0))
+    x = jnp.zeros(3)
+    bias = model.linear.bias[...]
+    assert jnp.allclose(model(x), (bias * 2 + 1) * 10)
+    unhook(keys, "a")  # the first one added leaves first
+    assert jnp.allclose(model(x), bias * 2 * 10)
+    unhook(keys, "b")
+    assert hooked() == {} and _functions() == before
+
+
+@pytest.mark.needs_flax("nnx.capture")
+def test_a_capture_keeps_its_method_outputs_when_a_summary_ends_during_it():
+    """The summary traced on another thread (as its widget's peak-memory compile does) started before
+    the capture and ended during it: it used to put back the function it had found, removing the
+    capture's wrapper, so the capture saw no method call after that (and a class stayed wrapped)."""
+    before = _functions()
+    in_summary, go = threading.Event(), threading.Event()
+    tracer_thread: list[int] = []
+
+    def gate():
+        if tracer_thread and threading.get_ident() == tracer_thread[0]:
+            in_summary.set()
+            go.wait(30)
+
+    model = Outer(nnx.Rngs(0), gate)
+    x = jnp.ones((2, 3))
+    result: list = []
+
+    def run_summary():
+        tracer_thread.append(threading.get_ident())
+        result.append(nnx_lab.summary(model, x))
+
+    thread = threading.Thread(target=run_summary)
+    thread.start()
+    assert in_summary.wait(60)  # the summary is tracing: its wrappers stand on the classes
+    with Capture(model, methods=True) as cap:
+        go.set()
+        thread.join(60)
+        assert not thread.is_alive() and result  # the summary ended while the capture runs
+        model(x)
+    paths = sorted("/".join(map(str, p)) for p, _ in nnx.to_flat_state(cap.captured))
+    assert any(p.startswith("__call__") for p in paths), paths
+    assert any(p.startswith("inner/__call__") for p in paths), paths
+    assert any(p.startswith("inner/linear/__call__") for p in paths), paths
+    assert "Inner" in result[0].to_text()  # the summary has its rows
+    assert hooked() == {} and _functions() == before
+
+
+@pytest.mark.needs_flax("nnx.capture")
+def test_find_nonfinite_inside_a_capture():
+    before = _functions()
+    model = Outer(nnx.Rngs(0))
+    x = jnp.ones((2, 3))
+    with Capture(model, methods=True) as cap:
+        report = nnx_lab.find_nonfinite(lambda m, v: m(v), model, x)
+        model(x)
+    assert "finite" in report.to_text().lower()
+    paths = sorted("/".join(map(str, p)) for p, _ in nnx.to_flat_state(cap.captured))
+    assert any(p.startswith("inner/__call__") for p in paths), paths
+    assert hooked() == {} and _functions() == before
+
+
+class Log(nnx.Module):
+    def __init__(self, rngs, gate=None):
+        self.inner = Inner(rngs)
+        self.gate = gate
+
+    def __call__(self, x):
+        if self.gate is not None:
+            self.gate()
+        return jnp.log(self.inner(x)).sum()
+
+
+def test_find_nonfinite_names_the_culprit_when_a_summary_ends_during_its_run():
+    """The summary's restore used to take find_nonfinite's wrappers off the classes mid-run: no module
+    call was recorded after it, and the report could not name the module that made the NaN."""
+    before = _functions()
+    in_summary, go = threading.Event(), threading.Event()
+    tracer_thread: list[int] = []
+
+    def gate():
+        if tracer_thread and threading.get_ident() == tracer_thread[0]:
+            in_summary.set()
+            go.wait(30)
+
+    model = Log(nnx.Rngs(0), gate)
+    x = -jnp.ones((2, 3)) * 5  # log of a negative linear output somewhere: NaN
+
+    def run_summary():
+        tracer_thread.append(threading.get_ident())
+        nnx_lab.summary(model, x)
+
+    thread = threading.Thread(target=run_summary)
+    thread.start()
+    assert in_summary.wait(60)
+
+    def forward(m, v):
+        go.set()
+        thread.join(60)
+        return m(v)
+
+    report = nnx_lab.find_nonfinite(forward, model, x)
+    assert not thread.is_alive()
+    data = report.to_dict()
+    assert data["direction"] == "forward", data
+    assert (data["module_class"], data["method"], data["primitive"]) == ("Log", "__call__", "log"), data
+    assert hooked() == {} and _functions() == before
