@@ -6,6 +6,7 @@ real shell, and the arrays are gone."""
 import gc
 import weakref
 
+import jax.numpy as jnp
 from flax import nnx
 
 import nnx_lab
@@ -34,3 +35,21 @@ def test_following_the_advice_for_an_output_frees_the_model(ip):
     after = nnx_lab.memory(namespace=ip.user_ns)
     assert ledger.total() - after.total() == advice.bytes
     assert not [r for r in after.rows if r.holder == "(unreached)" and r.bytes >= advice.bytes]
+
+
+def test_the_advice_for_the_whole_output_cache_frees_every_output(ip):
+    ip.user_ns["jnp"] = jnp
+    ip.run_line_magic("reset", "-f out")  # `_`/`__`/`___` follow the outputs again (an earlier test set `_`)
+    refs = []
+    for size in (3000, 5000):
+        n = ip.execution_count
+        ip.run_cell(f"jnp.ones(({size},)) * 2", store_history=True)  # a cell's value: Out[n], _n, `_`
+        refs.append(weakref.ref(ip.user_ns["Out"][n]))
+    ip.run_cell("1", store_history=True)
+    gc.collect()
+    ledger = nnx_lab.memory(namespace=ip.user_ns)
+    (advice,) = [f for f in ledger.freeing if f.holders == ("the output cache",)]
+    assert advice.bytes >= (3000 + 5000) * 4
+    ip.run_cell(advice.statement, store_history=True)
+    gc.collect()
+    assert [r() is None for r in refs] == [True, True]

@@ -213,9 +213,9 @@ def _freeing(found: list, owner: dict, extra: dict, buffers: dict) -> list[Freei
             statements = [_python_form(st) for st in statements]
         names = tuple(found[i].name for i in idx)
         out.append(Freeing(names, "; ".join(statements), nbytes))
-    outputs = [h.name for h in found if h.kind == OUTPUT]
-    if len(outputs) > 1 and output_only:
-        out.append(Freeing(("the output cache",), "%reset -f out", output_only))
+    if len(outputs) > 1 and output_only:  # each output's own statement (`%reset -f out` leaves IPython's hidden copies)
+        statements = list(dict.fromkeys(_python_form(found[i].statement) for i in sorted(outputs)))
+        out.append(Freeing(("the output cache",), "; ".join(statements), output_only))
     out.sort(key=lambda f: -f.bytes)
     return out
 
