@@ -25,6 +25,7 @@ from typing import Any
 from flax import nnx
 
 from .. import compat
+from ..fallbacks import slower
 from ._flatten import SharedNode, TooDeep, flatten
 from ._kinds import GRAPH_NODE, VARIABLE, child_of, node_kind
 from ._paths import Path, path_key
@@ -72,7 +73,7 @@ def _flat_index(obj: Any) -> GraphIndex | None:
     except (SharedNode, TooDeep):  # a tied or shared node, a cycle, a deep graph: flax's walk names them
         return None
     except Exception as e:  # noqa: BLE001 - boundary: a user's pytree flatten function raised; flax's walk says
-        _log.debug("nnx_lab: jax could not flatten %s (%s): flax's walk", type(obj).__name__, e)
+        slower("jax could not flatten %s: flax's walk instead", type(obj).__name__, error=e)
         return None
     if any(node_kind(x) == GRAPH_NODE for x in flat):
         return None  # a graph node jax does not walk into (a pytree=False Module, any Module on flax 0.11)

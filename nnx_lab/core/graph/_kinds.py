@@ -11,6 +11,8 @@ import jax
 from flax import nnx
 from flax.nnx import graph as nnx_graph
 
+from ..fallbacks import slower
+
 _log = logging.getLogger("nnx_lab")
 
 OTHER, VARIABLE, GRAPH_NODE = 0, 1, 2
@@ -47,7 +49,7 @@ def child_of(parent: Any, key: Hashable) -> Any:
             return parent[key]
         return getattr(parent, key)  # a Module's attribute, a namedtuple's field (optax states)
     except Exception as e:  # noqa: BLE001 - boundary: a user's __getitem__/property may raise anything
-        _log.debug("nnx_lab: no entry %r in %s: %s", key, type(parent).__name__, e)
+        slower("no entry %r in %s: flax's walk instead", key, type(parent).__name__, error=e)
         return None  # the caller steps aside (flax's own walk)
 
 

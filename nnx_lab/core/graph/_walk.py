@@ -29,6 +29,7 @@ from flax import nnx
 from flax.nnx import graph as nnx_graph
 
 from .. import compat
+from ..fallbacks import slower
 from ._flatten import CyclicGraph, SharedNode, TooDeep, flatten
 
 # bound here by these names: the walk's jax callback looks them up in this module (tests patch them)
@@ -230,7 +231,7 @@ def _flat_walk(obj: Any) -> GraphWalk | None:
     except (SharedNode, TooDeep):  # a cycle, a shared node, a deep graph: flax walks it
         return None
     except Exception as e:  # noqa: BLE001 - boundary: a user's pytree flatten function raised; flax walks it
-        _log.debug("nnx_lab: jax could not flatten %s (%s): flax's walk", type(obj).__name__, e)
+        slower("jax could not flatten %s: flax's walk instead", type(obj).__name__, error=e)
         return None
     again = _RECENT.reuse(obj, flat, treedef, _fresh_leaf)  # walked before and unchanged: its structure stands
     if again is not None:

@@ -36,6 +36,7 @@ import jax
 import numpy as np
 
 from ..compat import get_value
+from ..fallbacks import slower
 from ..graph import Path, flatten, flatten_known, is_variable, path_key, split_pair, walk_graph
 from ._describe import describe_leaf, devices_of
 
@@ -127,8 +128,8 @@ class StructureCache:
         else:
             try:
                 leaves, treedef = flatten(obj, counts=counts)  # not jax's own: a cycle would break this thread
-            except Exception:  # noqa: BLE001 - boundary: a user's pytree nodes may raise anything; flax walks it
-                _log.debug("nnx_lab: not flattened (flax walks it instead)", exc_info=True)
+            except Exception as e:  # noqa: BLE001 - boundary: a user's pytree nodes may raise anything; flax walks it
+                slower("%s not flattened: flax walks it at every refresh", type(obj).__name__, error=e)
                 leaves = treedef = None
         if s is not None and treedef is not None and treedef == s.treedef:
             values = [leaves[p] for p in s.positions]
@@ -195,8 +196,10 @@ def _build(obj: Any, walk_leaves: list, described: Described, leaves: list | Non
         return None
     try:
         paths = _flat_paths(obj)
-    except Exception:  # noqa: BLE001 - boundary: a user's pytree nodes may raise anything; walked every time
-        _log.debug("nnx_lab: flattened paths not matched to the walk's", exc_info=True)
+    except Exception as e:  # noqa: BLE001 - boundary: a user's pytree nodes may raise anything; walked every time
+        slower(
+            "%s: flattened paths not matched to the walk's: flax walks it at every refresh", type(obj).__name__, error=e
+        )
         return None
     if paths is None or len(paths) != len(leaves):
         return None
