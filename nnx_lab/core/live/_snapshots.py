@@ -17,6 +17,7 @@ from ..snapshot._layers import check_layers
 from ..snapshot._layers import expand as expand_layers
 from ..snapshot._snapshot import PendingSnapshot, Snapshot, Unchanged
 from ..snapshot._structure import StructureCache
+from ..stats import devices_busy
 from ..stats._stats import Deferred, kernel_cache_size
 from ._engine import Refresher
 from ._history import History
@@ -114,6 +115,8 @@ class SnapshotSource:
     # -- the engine's work -----------------------------------------------------------------------
     @paused_gc()
     def dispatch(self, defer: bool, skip_unchanged: bool) -> PendingSnapshot | None:
+        if defer and devices_busy():  # a tick never waits for a place in a device's queue: the next one
+            return None
         obj = self.target.resolve()
         if obj is None:
             self.mark_gone() if self.target.final else self.mark_missing(self.target.problem)

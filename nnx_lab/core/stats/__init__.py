@@ -11,6 +11,7 @@ their few numbers reach the host asynchronously (``_transfer.py``) into a :class
 """
 
 from ._histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch, histograms_prepare
+from ._inflight import devices_busy
 from ._stats import (
     STAT_NAMES,
     Deferred,
@@ -32,6 +33,7 @@ __all__ = [
     "StatsError",
     "StatsTable",
     "compute_stats",
+    "devices_busy",
     "histograms_dispatch",
     "histograms_fetch",
     "histograms_prepare",

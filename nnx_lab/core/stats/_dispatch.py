@@ -14,6 +14,7 @@ import jax
 from .._text import one_line
 from ..compat import outside_context_mesh
 from ._executables import loaded_executable, prepare_executable
+from ._inflight import admit, launched
 from ._kernels import KERNELS
 from ._layered import layered_origin
 from ._table import KERNEL_ERRORS, StatsError
@@ -58,7 +59,16 @@ def _kernel_id(kernel: Any) -> Any:
 
 
 def call(kernel: Any, x: Any) -> Any:
-    """``kernel(x)``, by the executable the disk cache gave for its spec where there is one."""
+    """``kernel(x)``, by the executable the disk cache gave for its spec where there is one; launched
+    once ``x``'s devices have room for it (:mod:`._inflight`: a refresh's hundreds of per-array kernels
+    never fill a device's queue under the user's steps)."""
+    admit(x)
+    result = _call(kernel, x)
+    launched(x, result)
+    return result
+
+
+def _call(kernel: Any, x: Any) -> Any:
     try:
         spec = _spec(kernel, x)
         executable = loaded_executable(spec) if spec is not None else None

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..compat import outside_context_mesh
 from ._executables import compile_program
+from ._inflight import admit, launched
 from ._kernels import float_kernel, float_one_pass
 from ._stacked import own_mesh, stacked_origin
 
@@ -153,9 +154,16 @@ class Program:
         self.one_pass_rows = first_row[self.one_pass]  # the table rows (of :meth:`columns`) of the one-pass arrays
 
     def launch(self, arrays: Sequence[Any], shifts: np.ndarray | None = None, exps: np.ndarray | None = None) -> tuple:
-        """Dispatch the program on ``arrays`` (never waits); its results stay on device. ``shifts``
-        and ``exps``: the guesses of the arrays at :attr:`one_pass` (:mod:`._one_pass`; zeros when
-        not given)."""
+        """Dispatch the program on ``arrays`` (waits only while their devices hold as many launches of
+        ours as :mod:`._inflight` allows); its results stay on device. ``shifts`` and ``exps``: the
+        guesses of the arrays at :attr:`one_pass` (:mod:`._one_pass`; zeros when not given)."""
+        first = arrays[0] if len(arrays) else None
+        admit(first)
+        outputs = self._launch(arrays, shifts, exps)
+        launched(first, outputs)
+        return outputs
+
+    def _launch(self, arrays: Sequence[Any], shifts: np.ndarray | None, exps: np.ndarray | None) -> tuple:
         k = len(self.one_pass)
         if self._mesh is not None:
             with own_mesh(self._mesh):

@@ -263,6 +263,54 @@ STRESS = MODEL + textwrap.dedent("""
 """)
 
 
+PER_ARRAY = MODEL + textwrap.dedent("""
+    # Every refresh reduces each array by its own kernel, as a viewer's first refreshes do while the
+    # model's one-launch program compiles (here for good: chunks of one array get no program): from the
+    # background thread at its highest rate and at ticks, for 15 s, while a loop runs 8-device steps
+    # with all-reduces.
+    from nnx_lab.core.stats import _plan
+    _plan.MAX_PROGRAM_ARRAYS = 1
+
+    class Block(nnx.Module):
+        def __init__(self, d, rngs):
+            self.norm = nnx.LayerNorm(d, rngs=rngs)  # replicated: reduced on device 0
+            self.up = nnx.Linear(d, 2 * d, kernel_init=sharded((None, "model")), rngs=rngs)
+
+    class Stack(nnx.Module):
+        def __init__(self, blocks, d, rngs):
+            blocks = [Block(d, rngs) for _ in range(blocks)]
+            self.blocks = nnx.List(blocks) if hasattr(nnx, "List") else blocks
+
+    mesh = jax.make_mesh((1, jax.device_count()), ("batch", "model"), axis_types=(AxisType.Auto,) * 2)
+    with jax.set_mesh(mesh):
+        model = Stack(40, 16, nnx.Rngs(0))
+        viewer = nnx_lab.watch(model, display=False, max_rate=100.0)
+        viewer._watcher.engine.throttle.cost = lambda seconds: None
+        viewer._watcher.start_background()
+
+        # a step about as long on its devices as the loop's Python (the device is busy, never far behind)
+        data = jax.device_put(np.ones((8 * 64, 1024), np.float32), jax.NamedSharding(mesh, jax.P("model")))
+
+        @jax.jit
+        def step(state, data):
+            scale = sum(jnp.mean(p * p) for p in jax.tree.leaves(state)) + jnp.mean(jnp.tanh(data @ data.T))
+            return jax.tree.map(lambda p: p - 1e-3 * scale * p, state), scale
+
+        state = nnx.state(model)
+        steps, start = 0, time.monotonic()
+        while time.monotonic() - start < 15:
+            state, loss = step(state, data)
+            nnx.update(model, state)
+            viewer.tick(loss=loss)
+            steps += 1
+        viewer._watcher.stop_background()
+        viewer.refresh()
+        viewer._watcher.wait()
+    print("RESULT " + json.dumps([steps, viewer.status["state"], viewer.status["refreshes"],
+                                  check(viewer._watcher.snapshot, model)]))
+""")
+
+
 def _run(script: str, devices: int, timeout: int) -> object:
     env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}", JAX_PLATFORMS="cpu")
     proc = subprocess.run(
@@ -335,3 +383,15 @@ def test_refreshing_from_a_thread_while_sharded_steps_run_never_deadlocks(device
         assert state == "live", (kind, blocks, state)
         assert refreshes >= 3, (kind, blocks, refreshes)
         assert checked == blocks * 6, (kind, blocks, checked)  # every array's statistics equal numpy
+
+
+def test_a_viewers_kernels_never_fill_a_device_queue_under_sharded_steps():
+    """XLA's CPU client admits 32 computations in flight per device, and runs each device's part of
+    an 8-device step on one of its 8 threads: a launch that finds a device full waits on one of them,
+    and the step's all-reduce, one thread short, aborted the process ("only 7 of them arrived"). A
+    viewer's per-array kernels (hundreds on device 0 behind the step that makes their arrays) filled
+    device 0 that way in each of 5 runs of this loop before (the same loop without a viewer: 0 of 3).
+    nnx_lab keeps at most a few launches of its own in flight per device (core/stats/_inflight.py)."""
+    steps, state, refreshes, checked = _run(PER_ARRAY, 8, 300)
+    assert steps > 100 and state == "live" and refreshes >= 3, (steps, state, refreshes)
+    assert checked == 40 * 4  # every array's statistics equal numpy
