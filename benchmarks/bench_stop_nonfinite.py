@@ -6,6 +6,9 @@ gradients and tick a viewer of the model and its optimizer; steps are queued wit
 Printed per model: the median over pairs of (time without / time with) = the throughput ratio and
 its bootstrap 95 % interval, then the same with ``keep_last_good=True`` (its copy's bytes too).
 Models: the MLP of bench_async.py (a queued-steps loop) and flax's diffusion U-Net (models.py).
+First, per model, the floor any check read one step later has here: the same loop without a viewer,
+waiting at each step only for the previous step's loss (a scalar's isfinite) against not waiting.
+On a CPU the host shares the cores with the "device", so that wait alone costs about 0.89 on the MLP.
 Run: python benchmarks/bench_stop_nonfinite.py [--pairs 20] [--window 0.5] [--models mlp,unet]
 """
 
@@ -36,6 +39,33 @@ def window(steps: int, step, viewer, batches, **guard) -> float:
     jax.block_until_ready(out)
     viewer.watcher.wait()
     return time.perf_counter() - start
+
+
+@jax.jit
+def _flag(x):
+    return jnp.isfinite(x)
+
+
+def lag_floor(name: str, step, batches, pairs: int) -> None:
+    """Throughput of a bare loop that waits for the previous step's loss flag, against no wait."""
+
+    def run(steps: int, lag: bool) -> float:
+        start, previous, out = time.perf_counter(), None, None
+        for i in range(steps):
+            out = step(*batches[i % len(batches)])
+            flag = _flag(out[0])
+            flag.copy_to_host_async()
+            if lag and previous is not None:
+                np.asarray(previous)
+            previous = flag
+        jax.block_until_ready(out)
+        return time.perf_counter() - start
+
+    for _ in range(3):
+        run(10, False), run(10, True)
+    ratios = [run(100, False) / run(100, True) for _ in range(pairs)]
+    lo, hi = bootstrap_median(ratios)
+    print(f"{name}: floor (a bare loop waiting one step behind): {np.median(ratios):.3f} (95% CI {lo:.3f}-{hi:.3f})")
 
 
 def ratio(name: str, model, optimizer, step, batches, seconds: float, pairs: int, keep: bool) -> None:
@@ -89,6 +119,7 @@ def main() -> None:
             model, optimizer, step, batches, label = (
                 setup.model, setup.optimizer, setup.step, setup.batches, "diffusion U-Net, batch 32, AdamW",
             )  # fmt: skip
+        lag_floor(label, step, batches, args.pairs)
         for keep in (False,) if args.no_keep else (False, True):
             ratio(label, model, optimizer, step, batches, args.window, args.pairs, keep)
 
