@@ -22,6 +22,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from ..memo import Memo
 from ._formulas import formula, io_bytes
 
 _log = logging.getLogger("nnx_lab")
@@ -36,7 +37,7 @@ Cost = tuple  # (flops, transcendentals, bytes accessed)
 #: primitives that generate random bits (jax.random's threefry hash): a Dropout's mask costs FLOPs
 #: as XLA counts them, often more than the layer's arithmetic; rows say how many (``rng_flops``)
 RANDOM_BITS = frozenset({"random_bits", "threefry2x32", "random_split", "random_fold_in"})
-_cache: dict = {}
+_cache: Memo = Memo(8192)  # an equation's signature -> its (flops, transcendentals, bytes)
 
 
 def _freeze(x: Any) -> Any:

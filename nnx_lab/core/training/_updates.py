@@ -32,6 +32,7 @@ import numpy as np
 from .._text import one_line
 from ..compat import outside_context_mesh
 from ..live._threads import start_thread
+from ..memo import Memo
 from ..stats._compiling import in_background
 from ..stats._executables import compile_program
 
@@ -68,7 +69,7 @@ def _diff_norms(olds, news, layers):
 # 1.4 s against 0.31 s) and run no faster (4.6 against 4.2 ms); LLVM's expensive passes add nothing.
 OPTIONS = ({"xla_llvm_disable_expensive_passes": True}, {})
 
-_compiled: dict = {}  # spec of the arrays -> compiled program, or _COMPILING
+_compiled: Memo = Memo(64)  # spec of the arrays -> compiled program, or _COMPILING (a program per model structure)
 _COMPILING = object()
 _lock = threading.Lock()
 
