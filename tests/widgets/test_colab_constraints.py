@@ -170,3 +170,29 @@ def test_background_refresh_says_when_it_falls_back_on_colab(monkeypatch):
         assert "Colab" in v.status["message"]
     finally:
         v.close()
+
+
+def test_in_colab_the_first_widget_enables_colabs_custom_widget_manager(monkeypatch):
+    """Colab shows third-party widgets only after google.colab.output.enable_custom_widget_manager():
+    anywidget calls it when the first widget is made, so neither %load_ext nnx_lab nor the user has to
+    (docs/colab.md says so). Simulated: a google.colab.output that counts the calls."""
+    import types
+
+    calls = []
+    output = types.ModuleType("google.colab.output")
+    output.enable_custom_widget_manager = lambda *a, **k: calls.append(a)
+    output._widgets = types.SimpleNamespace(_installed_url=None)
+    monkeypatch.setitem(sys.modules, "google.colab.output", output)
+    import anywidget._util as anywidget_util
+
+    if hasattr(anywidget_util.enable_custom_widget_manager_once, "cache_clear"):
+        anywidget_util.enable_custom_widget_manager_once.cache_clear()
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    viewer = nnx_lab.watch(model, display=False)
+    try:
+        nnx_lab.watch(nnx.Linear(2, 2, rngs=nnx.Rngs(1)), display=False).close()
+        assert len(calls) == 1, calls  # enabled once, when the first widget was made
+    finally:
+        viewer.close()
+        if hasattr(anywidget_util.enable_custom_widget_manager_once, "cache_clear"):
+            anywidget_util.enable_custom_widget_manager_once.cache_clear()
