@@ -81,8 +81,16 @@ def _summary_view():
     return SummaryView(nnx_lab.summary(model(), jnp.ones((1, 2))))
 
 
+def _memory_view():
+    from nnx_lab.widgets.memory import MemoryView
+
+    m = model()
+    return MemoryView(nnx_lab.memory(namespace={"model": m}))
+
+
 #: one way to make each widget class, and the flax feature it needs
 MAKERS = {
+    "MemoryView": (_memory_view, None),
     "CheckpointViewer": (_checkpoint_viewer, None),
     "ComparisonView": (_comparison_view, None),
     "SummaryView": (_summary_view, None),
