@@ -7,6 +7,7 @@
 - ``_summary``: ``%nnx_summary``;
 - ``_compare``: ``%nnx_compare``;
 - ``_memory``: ``%nnx_memory``;
+- ``_nonfinite``: ``%%nnx_nonfinite``;
 - ``_args``: what they all use (line splitting, TARGET and ``--only`` evaluation, name and
   number checks, the cell-body runner).
 
@@ -35,6 +36,7 @@ from ._args import DEFAULT_BINS, DEFAULT_MAX_ROWS, DEFAULT_RATE
 from ._capture import nnx_capture
 from ._compare import nnx_compare
 from ._memory import nnx_memory
+from ._nonfinite import nnx_nonfinite
 from ._snapshot import nnx_snapshot, nnx_watch
 from ._split import nnx_split
 from ._summary import nnx_summary
@@ -154,3 +156,4 @@ class NnxLabMagics(Magics):
     nnx_summary = line_magic(nnx_summary)
     nnx_compare = line_magic(nnx_compare)
     nnx_memory = line_magic(nnx_memory)
+    nnx_nonfinite = cell_magic(nnx_nonfinite)

@@ -1,0 +1,69 @@
+"""%%nnx_nonfinite MODEL: the cell's loss or forward searched as find_nonfinite does, the report shown,
+the model and the namespace unchanged; bad input one line each."""
+
+import jax.numpy as jnp
+import pytest
+from IPython.core.error import UsageError
+from unchanged import assert_unchanged, frozen
+
+from nnx_lab.core.nonfinite import NonfiniteReport
+
+from .models import Stack, mse
+
+
+@pytest.fixture
+def ns(ip):
+    x = jnp.linspace(-1.0, 1.0, 32).reshape(4, 8)
+    ip.user_ns.update(model=Stack(fault_at=2, fault="log"), fine=Stack(), x=x, y=jnp.zeros((4, 1)), mse=mse, jnp=jnp)
+    return ip
+
+
+def test_names_the_culprit_block_and_leaves_model_and_namespace_as_they_were(ns, capsys):
+    model = ns.user_ns["model"]
+    before = frozen(model)
+    names = set(ns.user_ns)
+    ns.run_cell_magic("nnx_nonfinite", "model", "pred = model(x)\nloss = jnp.mean((pred - y) ** 2)\nloss")
+    out = capsys.readouterr().out
+    assert "the forward pass first produced NaN/Inf in blocks.2 (Block.__call__)" in out
+    assert "primitive: log" in out
+    assert set(ns.user_ns) == names  # pred and loss stayed in the scratch namespace
+    assert_unchanged(model, before)
+
+
+def test_backward_and_as_binds_the_report(ns):
+    ns.user_ns["model"] = Stack(fault_at=4, fault="sqrt")
+    ns.user_ns["x"] = jnp.zeros((4, 8))
+    before = frozen(ns.user_ns["model"])
+    ns.run_cell_magic("nnx_nonfinite", "model --as report", "mse(model, x, y)")
+    report = ns.user_ns["report"]
+    assert isinstance(report, NonfiniteReport)
+    assert (report.direction, report.module_path) == ("backward", "blocks.4")
+    assert_unchanged(ns.user_ns["model"], before)
+
+
+def test_finite_cell_says_so(ns, capsys):
+    ns.run_cell_magic("nnx_nonfinite", "fine", "mse(fine, x, y)")
+    assert "everything finite" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("line", "body", "message"),
+    [
+        ("modle", "mse(model, x, y)", "MODEL 'modle': name 'modle' is not defined; did you mean model"),
+        ("x", "mse(model, x, y)", "not an nnx.Module"),
+        ("", "mse(model, x, y)", "required: target"),
+        ("model.blocks[0]", "model(x)", "must be a name"),
+        ("model", "loss = mse(model, x, y)", "last line must be an expression"),
+        ("model", "model(", "does not parse"),
+        ("fine", "fine(x)", "not a scalar loss"),
+    ],
+)
+def test_bad_input_is_one_line_and_changes_nothing(ns, line, body, message):
+    model = ns.user_ns["model"]
+    before = frozen(model)
+    names = set(ns.user_ns)
+    with pytest.raises(UsageError, match=message) as info:
+        ns.run_cell_magic("nnx_nonfinite", line, body)
+    assert "\n" not in str(info.value)
+    assert set(ns.user_ns) == names
+    assert_unchanged(model, before)
