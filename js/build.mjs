@@ -15,6 +15,7 @@ export const ENTRIES = [
   { in: "src/summary.js", out: "summary" },
   { in: "src/compare.js", out: "compare" },
   { in: "src/memory.js", out: "memory" },
+  { in: "src/nonfinite.js", out: "nonfinite" },
 ];
 
 const watch = process.argv.includes("--watch");

@@ -118,8 +118,8 @@ _LAZY = {
     "memory": "widgets.memory",  # core.memory's, with the widget as a Ledger's display in a kernel
     "Ledger": "widgets.memory",
     "StepPlan": "widgets.memory",
-    "find_nonfinite": "core.nonfinite",
-    "NonfiniteReport": "core.nonfinite",
+    "find_nonfinite": "widgets.nonfinite",  # core.nonfinite's, with the widget as a report's display in a kernel
+    "NonfiniteReport": "widgets.nonfinite",
     "NonFiniteStep": "core.training",
 }
 

@@ -108,4 +108,6 @@ def show(report: Any) -> None:
     """Display a NonfiniteReport: the widget in a kernel, its text and escaped HTML elsewhere."""
     from IPython.display import display
 
+    from ..widgets import nonfinite  # noqa: F401 - registers the widget as a report's display in a kernel
+
     display(report)

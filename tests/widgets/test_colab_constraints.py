@@ -88,8 +88,16 @@ def _memory_view():
     return MemoryView(nnx_lab.memory(namespace={"model": m}))
 
 
+def _nonfinite_view():
+    from nnx_lab.widgets.nonfinite import NonfiniteView
+
+    m = model()
+    return NonfiniteView(nnx_lab.find_nonfinite(lambda m, x: m(jnp.log(x)).sum(), m, -jnp.ones((1, 2))))
+
+
 #: one way to make each widget class, and the flax feature it needs
 MAKERS = {
+    "NonfiniteView": (_nonfinite_view, None),
     "MemoryView": (_memory_view, None),
     "CheckpointViewer": (_checkpoint_viewer, None),
     "ComparisonView": (_comparison_view, None),

@@ -12,6 +12,10 @@ import numpy as np
 from ..render import count_noun, format_shape, format_stat, pre_html
 from ._record import is_float
 
+#: functions ``report -> displayable or None``, asked in order when a report is displayed
+#: (``nnx_lab.widgets.nonfinite`` adds the widget's, for a Jupyter kernel)
+DISPLAY_HOOKS: list = []
+
 
 def leaf_stats(name: str, x: Any) -> dict:
     """Shape, dtype, min/max/mean of the finite values, NaN and Inf counts, first bad index."""
@@ -78,6 +82,9 @@ class NonfiniteReport:
     bad_leaves: list[str] = dataclasses.field(default_factory=list)
     calls: int = 0
     note: str = ""
+    #: the module calls from the outermost to the culprit: path, class, method, inputs, outputs
+    #: (forward values' statistics) and the non-finite Variables each read
+    path_calls: list[dict] = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -121,3 +128,43 @@ class NonfiniteReport:
 
     def _repr_html_(self) -> str:
         return pre_html(self.to_text(), ' class="nnx-lab-nonfinite"')
+
+    @property
+    def _ipython_display_(self) -> Any:
+        """The first display hook's answer (the widget in a Jupyter kernel), else None: IPython then
+        shows ``_repr_html_`` and the text."""
+        for hook in DISPLAY_HOOKS:
+            show = hook(self)
+            if show is not None:
+                return show
+        return None
+
+    def payload(self) -> dict:
+        """What the widget draws, every number already written here (JSON, strings only)."""
+        text = self.to_text().splitlines()
+        lines = [line.strip() for line in text[1:] if line.strip().startswith(("primitive:", "source:"))]
+        bad = [
+            {"name": s["name"], "nan": str(s["nan"]), "inf": str(s["inf"]), "first": str(s["first_bad"])}
+            for s in self.inputs + self.outputs
+            if s["bad"]
+        ]
+        rows = [
+            {
+                "path": c["path"],
+                "call": f"{c['class']}.{c['method']}",
+                "inputs": "\n".join(_stat_line(s) for s in c["inputs"]),
+                "outputs": "\n".join(_stat_line(s) for s in c["outputs"]),
+                "variables": ", ".join(c["bad_variables"]),
+                "culprit": i == len(self.path_calls) - 1,
+            }
+            for i, c in enumerate(self.path_calls)
+        ]
+        return {
+            "verdict": text[0].removeprefix("find_nonfinite: "),
+            "direction": self.direction or "finite",
+            "lines": lines,
+            "bad": bad,
+            "bad_leaves": list(self.bad_leaves),
+            "rows": rows,
+            "note": self.note,
+        }

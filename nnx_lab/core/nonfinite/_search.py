@@ -92,9 +92,26 @@ def _descends(child: Call, ancestor: Call, calls: list[Call]) -> bool:
     return False
 
 
-def _locate(report: NonfiniteReport, call: Call, names: list[str]) -> None:
+def _locate(report: NonfiniteReport, call: Call, names: list[str], calls: list[Call], sites: list[tuple]) -> None:
     report.module_path, report.module_class = names[call.site], call.cls.__name__
     report.method, report.occurrence = call.method, call.occurrence
+    chain, c = [], call
+    while c is not None:  # the culprit and the calls around it, outermost first
+        site = sites[c.site]
+        chain.append(
+            {
+                "path": names[c.site] or "(root)",
+                "class": c.cls.__name__,
+                "method": c.method,
+                "inputs": tree_stats("", c.inputs[0]) + tree_stats("kwargs", c.inputs[1]),
+                "outputs": tree_stats("out", c.outputs),
+                "bad_variables": [
+                    ".".join(str(k) for k in p[len(site) :]) for p, x in _flat(c.state[1]) if nonfinite(x)
+                ],
+            }
+        )
+        c = calls[c.parent] if c.parent is not None else None
+    report.path_calls = chain[::-1]
 
 
 def _primitive(report: NonfiniteReport, call: Call, out_cts: dict | None = None) -> None:
@@ -158,7 +175,7 @@ def _forward(report: NonfiniteReport, calls: list[Call], names: list[str], sites
     if call is None:
         report.note = "every module call's output was finite: the NaN/Inf came from fn's own code"
         return report
-    _locate(report, call, names)
+    _locate(report, call, names, calls, sites)
     report.inputs = tree_stats("", call.inputs[0]) + tree_stats("kwargs", call.inputs[1])
     report.outputs = tree_stats("out", call.outputs)
     site = sites[call.site]
@@ -221,7 +238,7 @@ def _backward(
     else:
         tap, trial = order[0], NonfiniteReport("backward")
     call = calls[tap.index]
-    _locate(report, call, names)
+    _locate(report, call, names, calls, sites)
     report.outputs = [leaf_stats(f"out[{i}]", x) for i, x in sorted(tap.out_cts.items())]
     report.inputs = [leaf_stats(f"in[{i}]", x) for i, x in sorted(tap.in_cts.items())]
     report.bad_variables = own.get(call.site, [])

@@ -1,0 +1,105 @@
+// nnx_lab non-finite report: an anywidget front end for NonfiniteView. The verdict (forward,
+// backward or input; module path, class and method), the primitive and source line, the bad
+// elements' counts and first positions, and the module calls on the path to the culprit with their
+// inputs' and outputs' statistics and non-finite Variables. Python writes every number and label;
+// every user string goes into the page as text. The table wraps its cells: it never scrolls sideways.
+
+import { h } from "./shared/dom.js";
+import { THEME, panelFrameCss } from "./shared/styles.js";
+
+const { FG, MUTED, BG2, BORDER, ERROR, OK, STRIPE, MONO } = THEME;
+const R = ".nnx-lab-nonfinite-view";
+
+export function nonfiniteCss() {
+  return `${panelFrameCss(R)}
+${R} .nnx-nf-verdict{font-weight:600;overflow-wrap:anywhere}
+${R} .nnx-nf-verdict.bad{color:${ERROR}}
+${R} .nnx-nf-verdict.finite{color:${OK}}
+${R} .nnx-nf-line{font-family:${MONO};overflow-wrap:anywhere;color:${FG}}
+${R} .nnx-nf-note{color:${MUTED};overflow-wrap:anywhere;margin-top:4px}
+${R} .nnx-nf-caption{color:${MUTED};margin:6px 0 2px}
+${R} table{border-collapse:collapse;table-layout:fixed;width:100%;max-width:100%}
+${R} th{background:${BG2};text-align:left;font-weight:600;padding:2px 6px;border-bottom:1px solid ${BORDER}}
+${R} td{padding:2px 6px;vertical-align:top;overflow-wrap:anywhere;white-space:pre-wrap;border-bottom:1px solid ${BORDER}}
+${R} td.stats{font-family:${MONO};font-size:11px}
+${R} tr.culprit td{background:${STRIPE};font-weight:600}
+${R} tr.culprit td.stats{font-weight:normal}`;
+}
+
+/** The panel for one payload (Python's NonfiniteReport.payload()). */
+export function drawReport(doc, p) {
+  const direction = p.direction || "finite";
+  const parts = [
+    h(doc, "style", null, nonfiniteCss()),
+    h(
+      doc,
+      "div",
+      { class: `nnx-nf-verdict ${direction === "finite" ? "finite" : "bad"}`, "data-direction": direction },
+      p.verdict || "",
+    ),
+  ];
+  for (const line of p.lines || []) parts.push(h(doc, "div", { class: "nnx-nf-line" }, line));
+  for (const leaf of p.bad_leaves || []) parts.push(h(doc, "div", { class: "nnx-nf-line nnx-nf-leaf" }, leaf));
+  if ((p.bad || []).length) {
+    parts.push(h(doc, "div", { class: "nnx-nf-caption" }, "bad elements"));
+    const rows = p.bad.map((b) =>
+      h(
+        doc,
+        "tr",
+        null,
+        h(doc, "td", null, b.name),
+        h(doc, "td", null, b.nan),
+        h(doc, "td", null, b.inf),
+        h(doc, "td", null, b.first),
+      ),
+    );
+    const head = h(doc, "tr", null, ...["value", "NaN", "Inf", "first bad at"].map((t) => h(doc, "th", null, t)));
+    parts.push(h(doc, "table", { class: "nnx-nf-bad" }, h(doc, "thead", null, head), h(doc, "tbody", null, ...rows)));
+  }
+  if ((p.rows || []).length) {
+    parts.push(h(doc, "div", { class: "nnx-nf-caption" }, "module calls on the path (forward values)"));
+    const cols = h(
+      doc,
+      "colgroup",
+      null,
+      h(doc, "col", { style: "width:18%" }),
+      h(doc, "col", { style: "width:14%" }),
+      h(doc, "col", { style: "width:29%" }),
+      h(doc, "col", { style: "width:29%" }),
+      h(doc, "col", { style: "width:10%" }),
+    );
+    const head = h(
+      doc,
+      "tr",
+      null,
+      ...["module", "call", "inputs", "outputs", "non-finite Variables"].map((t) => h(doc, "th", null, t)),
+    );
+    const rows = p.rows.map((r) =>
+      h(
+        doc,
+        "tr",
+        { class: r.culprit ? "nnx-nf-call culprit" : "nnx-nf-call" },
+        h(doc, "td", null, r.path),
+        h(doc, "td", null, r.call),
+        h(doc, "td", { class: "stats" }, r.inputs),
+        h(doc, "td", { class: "stats" }, r.outputs),
+        h(doc, "td", null, r.variables),
+      ),
+    );
+    parts.push(
+      h(doc, "table", { class: "nnx-nf-calls" }, cols, h(doc, "thead", null, head), h(doc, "tbody", null, ...rows)),
+    );
+  }
+  if (p.note) parts.push(h(doc, "div", { class: "nnx-nf-note" }, p.note));
+  return h(doc, "div", { class: "nnx-lab-nonfinite-view" }, ...parts);
+}
+
+function render({ model, el }) {
+  const doc = el.ownerDocument || document;
+  const draw = () => el.replaceChildren(drawReport(doc, model.get("report") || {}));
+  draw();
+  model.on("change:report", draw);
+  return () => model.off("change:report", draw);
+}
+
+export default { render };

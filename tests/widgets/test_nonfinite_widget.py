@@ -1,0 +1,64 @@
+"""The non-finite report widget: its payload (Python's strings: verdict, primitive, bad counts, the
+module calls on the path with the culprit last), its saved text/HTML copy, and a report displayed in a
+kernel showing the widget (text and escaped HTML elsewhere, the magic too)."""
+
+import jax.numpy as jnp
+import pytest
+from IPython.core.formatters import DisplayFormatter
+from nonfinite.models import Stack, mse
+
+import nnx_lab
+from nnx_lab.widgets import nonfinite as nonfinite_widget
+from nnx_lab.widgets.nonfinite import NonfiniteView
+
+X = jnp.linspace(-1.0, 1.0, 32).reshape(4, 8)
+
+
+def report():
+    return nnx_lab.find_nonfinite(mse, Stack(fault_at=2, fault="log"), X, jnp.zeros((4, 1)))
+
+
+def strings(tree):
+    if isinstance(tree, dict):
+        return all(strings(v) for v in tree.values())
+    if isinstance(tree, list):
+        return all(strings(v) for v in tree)
+    return isinstance(tree, (str, bool))
+
+
+def test_the_payload_names_the_culprit_and_the_calls_on_its_path():
+    p = report().payload()
+    assert p["verdict"] == "the forward pass first produced NaN/Inf in blocks.2 (Block.__call__)"
+    assert p["direction"] == "forward" and p["lines"][0] == "primitive: log"
+    assert p["bad"] == [{"name": "out", "nan": "15", "inf": "0", "first": "(0, 0)"}]
+    assert [(r["path"], r["call"], r["culprit"]) for r in p["rows"]] == [
+        ("(root)", "Stack.__call__", False),
+        ("blocks.2", "Block.__call__", True),
+    ]
+    assert "NaN 15" in p["rows"][1]["outputs"] and "(4, 8) float32" in p["rows"][1]["inputs"]
+    assert strings(p)  # Python wrote every number
+
+
+def test_the_widget_carries_its_text_and_html_copy():
+    r = report()
+    view = NonfiniteView(r)
+    data = view._repr_mimebundle_()
+    data = data[0] if isinstance(data, tuple) else data
+    assert data["text/plain"] == r.to_text()
+    assert "blocks.2 (Block.__call__)" in data["text/html"]
+    assert view.report == r.payload()
+    with pytest.raises(TypeError, match="NonfiniteView shows a NonfiniteReport"):
+        NonfiniteView("not a report")
+
+
+def test_a_report_shows_the_widget_in_a_kernel_and_text_elsewhere(monkeypatch):
+    r = report()
+    assert r._ipython_display_ is None  # no kernel: IPython shows the text and HTML
+    shown = []
+    monkeypatch.setattr(nonfinite_widget, "widgets_work", lambda: True)
+    monkeypatch.setattr("IPython.display.display", lambda obj, **kw: shown.append(obj))
+    show = r._ipython_display_
+    assert callable(show)
+    show()
+    assert isinstance(shown[0], NonfiniteView) and shown[0].result is r
+    assert DisplayFormatter().format(r)  # still formats as text/HTML
