@@ -30,7 +30,7 @@ Public API (small on purpose):
   ``fn`` (a forward pass or a loss): already in the input, or the module call and primitive that
   first produced it in the forward or the backward pass; the model is left unchanged.
 - ``%load_ext nnx_lab``: registers ``%nnx_snapshot``, ``%nnx_watch``, ``%nnx_split`` /
-  ``%%nnx_split``, ``%nnx_mode``, ``%nnx_view``, ``%%nnx_capture``, ``%nnx_memory`` and the hook that refreshes viewers after each cell
+  ``%%nnx_split``, ``%nnx_mode``, ``%nnx_view``, ``%%nnx_capture``, ``%nnx_memory``, ``%%nnx_nonfinite`` and the hook that refreshes viewers after each cell
   (and, after an out-of-memory error, prints what holds the device's memory).
 
 Importing nnx_lab is cheap: jax and flax are imported the first time a model is

@@ -30,6 +30,7 @@ MAGICS = {
     ("line", "nnx_compare"),
     ("line", "nnx_summary"),
     ("line", "nnx_memory"),
+    ("cell", "nnx_nonfinite"),
 }
 
 
