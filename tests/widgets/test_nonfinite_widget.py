@@ -62,3 +62,13 @@ def test_a_report_shows_the_widget_in_a_kernel_and_text_elsewhere(monkeypatch):
     show()
     assert isinstance(shown[0], NonfiniteView) and shown[0].result is r
     assert DisplayFormatter().format(r)  # still formats as text/HTML
+
+
+def test_backward_and_input_payloads():
+    back = nnx_lab.find_nonfinite(mse, Stack(fault_at=4, fault="sqrt"), jnp.zeros((4, 8)), jnp.zeros((4, 1)))
+    p = back.payload()
+    assert p["direction"] == "backward" and p["verdict"].startswith("the backward pass")
+    assert [r["path"] for r in p["rows"]] == ["(root)", "blocks.4"] and p["rows"][-1]["culprit"]
+    bad_x = X.at[1, 2].set(jnp.nan)
+    p = nnx_lab.find_nonfinite(mse, Stack(), bad_x, jnp.zeros((4, 1))).payload()
+    assert (p["direction"], p["rows"], p["bad_leaves"]) == ("input", [], ["args[1]"])
