@@ -56,6 +56,7 @@ def test_finite_cell_says_so(ns, capsys):
         ("model", "loss = mse(model, x, y)", "last line must be an expression"),
         ("model", "model(", "does not parse"),
         ("fine", "fine(x)", "not a scalar loss"),
+        ("model --ass report", "model(x)", "did you mean --as"),
     ],
 )
 def test_bad_input_is_one_line_and_changes_nothing(ns, line, body, message):
