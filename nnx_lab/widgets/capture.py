@@ -10,6 +10,7 @@ queued (:mod:`nnx_lab._ipython.busy_queue`) and applies at the panel's next call
 
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 from typing import Any, Callable, Iterable, Iterator, TypeVar
@@ -103,6 +104,7 @@ class CapturePanel(Widget):
             throttle, show=self._show, fail=lambda text: self._set_status(text, level="error")
         )
         self._looping = self._calls = self._rev = 0  # track() loops running, calls, revision of the controls
+        self._status_lock = threading.RLock()
         self._cell: Any = None  # the notebook cell of the last call
         super().__init__(**kwargs)
         self._publish_controls()
@@ -182,7 +184,8 @@ class CapturePanel(Widget):
         """Show the last call if a loop's throttle held it back; never raises. Without ``wait``, its
         description is dispatched and shown by a thread once its numbers arrive (where widget
         messages may come from threads), so the end of a loop or cell does not wait for the device."""
-        if self._descriptions.flush(wait=wait):  # on its way: the call count is current at once
+        on_its_way = self._descriptions.flush(wait=wait)
+        if on_its_way or self.status.get("calls") != self._calls:  # the call count is current at once
             self._set_status(self.status.get("message", ""), level=self.status.get("level", ""))
 
     def close(self) -> None:
@@ -298,9 +301,12 @@ class CapturePanel(Widget):
         }
 
     def _set_status(self, message: str = "", *, level: str = "", **extra: Any) -> None:
-        status = {k: v for k, v in self.status.items() if k in ("kind", "elapsed_ms", "loss")}
-        status.update(extra)
-        self.status = {"target": self._target, "calls": self._calls, **status, "message": message, "level": level}
+        # The publishing thread shows descriptions too: the count is read and set under one lock, so a
+        # status built before the loop's last calls can never be set after it (the count stays current).
+        with self._status_lock:
+            status = {k: v for k, v in self.status.items() if k in ("kind", "elapsed_ms", "loss")}
+            status.update(extra)
+            self.status = {"target": self._target, "calls": self._calls, **status, "message": message, "level": level}
 
     def _deliver(self, captured: Any, grads: Any, describe: Callable, modules: Modules, seen: Iterable, elapsed: float,
                  loss: Any = None) -> None:  # fmt: skip
