@@ -4,37 +4,57 @@ del _n` left it alive (found by notebooks/09_memory.ipynb); the advised statemen
 real shell, and the arrays are gone."""
 
 import gc
+import json
+import subprocess
+import sys
 import weakref
 
 import jax.numpy as jnp
-from flax import nnx
 
 import nnx_lab
 
+SESSION = r"""
+import gc, json, weakref
+from IPython.testing.globalipapp import start_ipython
+from flax import nnx
+import nnx_lab
 
-def test_following_the_advice_for_an_output_frees_the_model(ip):
-    ip.user_ns["model"] = nnx.Linear(256, 256, rngs=nnx.Rngs(0))
-    ip.user_ns["nnx"] = nnx
-    ip.run_cell("before = nnx.clone(model)", store_history=True)
-    n = ip.execution_count
-    ip.run_cell("before", store_history=True)  # the cell's value: Out[n], _n, `_`
-    ref = weakref.ref(ip.user_ns["before"])
-    # training replaces the model's arrays (a clone shared them); the user's own `_` freezes IPython's
-    ip.run_cell(
-        "for _ in range(2):\n    model.kernel[...] = model.kernel[...] * 2\nmodel.bias[...] = model.bias[...] + 1\nTrue",
-        store_history=True,
-    )
-    ip.run_cell("del before", store_history=True)
-    gc.collect()  # earlier tests' garbage: the totals below differ by the advice alone
-    ledger = nnx_lab.memory(namespace=ip.user_ns)
-    (advice,) = [f for f in ledger.freeing if f.holders == (f"Out[{n}]",)]
-    assert advice.statement == f"%xdel _{n}" and advice.bytes == (256 * 256 + 256) * 4
-    ip.run_cell(advice.statement, store_history=True)
-    gc.collect()
-    assert ref() is None, [type(r).__name__ for r in gc.get_referrers(ref())]
-    after = nnx_lab.memory(namespace=ip.user_ns)
-    assert ledger.total() - after.total() == advice.bytes
-    assert not [r for r in after.rows if r.holder == "(unreached)" and r.bytes >= advice.bytes]
+ip = start_ipython()
+ip.user_ns["model"] = nnx.Linear(256, 256, rngs=nnx.Rngs(0))
+ip.user_ns["nnx"] = nnx
+ip.run_cell("before = nnx.clone(model)", store_history=True)
+n = ip.execution_count
+ip.run_cell("before", store_history=True)  # the cell's value: Out[n], _n, `_`
+ref = weakref.ref(ip.user_ns["before"])
+# training replaces the model's arrays (a clone shared them); the user's own `_` freezes IPython's
+ip.run_cell(
+    "for _ in range(2):\n    model.kernel[...] = model.kernel[...] * 2\nmodel.bias[...] = model.bias[...] + 1\nTrue",
+    store_history=True,
+)
+ip.run_cell("del before", store_history=True)
+gc.collect()
+ledger = nnx_lab.memory(namespace=ip.user_ns)
+(advice,) = [f for f in ledger.freeing if f.holders == (f"Out[{n}]",)]
+ip.run_cell(advice.statement, store_history=True)
+gc.collect()
+after = nnx_lab.memory(namespace=ip.user_ns)
+print("RESULT" + json.dumps({
+    "n": n, "statement": advice.statement, "bytes": advice.bytes, "freed": ledger.total() - after.total(),
+    "alive": ref() is not None,
+    "big_unreached": [r.bytes for r in after.rows if r.holder == "(unreached)" and r.bytes >= advice.bytes],
+}))
+"""
+
+
+def test_following_the_advice_for_an_output_frees_the_model():
+    """In a session of its own (this process's shared shell holds earlier tests' outputs and names)."""
+    done = subprocess.run([sys.executable, "-c", SESSION], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.rsplit("RESULT", 1)[1])
+    assert got["statement"] == f"%xdel _{got['n']}" and got["bytes"] == (256 * 256 + 256) * 4
+    assert not got["alive"]
+    assert got["freed"] == got["bytes"], got
+    assert got["big_unreached"] == []
 
 
 def test_the_advice_for_the_whole_output_cache_frees_every_output(ip):
