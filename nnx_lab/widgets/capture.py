@@ -23,10 +23,10 @@ from ..core import capture as core
 from ..core import compat
 from ..core._text import first_line, one_line
 from ..core.capture import CaptureToggles, Modules, caller_namespace, intermediate_grads, module_tree
-from ..core.graph import path_text
 from ..core.live import Throttle
 from ..core.render import pre_html
 from ._base import ANY, STATIC, Widget, command
+from ._capture_toggles import ToggleProperties
 from ._describing import Descriptions, LayerAxes, grads_report
 from ._messages import message_id
 
@@ -35,7 +35,7 @@ GONE = "the model is gone (deleted or garbage-collected)"
 T = TypeVar("T")
 
 
-class CapturePanel(Widget):
+class CapturePanel(ToggleProperties, Widget):
     """Capture toggles over one model, and the values its last call captured.
 
     Create it with :func:`capture_panel`. ``panel(*args, **kwargs)`` calls the model and returns
@@ -234,42 +234,6 @@ class CapturePanel(Widget):
         """The description of the last call (described now if a loop's throttle held it back)."""
         self.flush()
         return self._last_report
-
-    # -- toggles from Python -------------------------------------------------------------------
-    @property
-    def types(self) -> tuple[type[nnx.Variable], ...]:
-        """The Variable types collected on the next call (display order)."""
-        return self._toggles.types
-
-    @types.setter
-    def types(self, spec: Any) -> None:
-        self._toggles.set_types(core.resolve_types(spec, caller_namespace(1, spec)))
-        self._publish_controls()
-
-    @property
-    def methods(self) -> bool:
-        """Whether the next call records every method's output (``nnx.capture``'s ``method_outputs``)."""
-        return self._toggles.methods
-
-    @methods.setter
-    def methods(self, value: bool) -> None:
-        self._toggles.methods = value
-        self._publish_controls()
-
-    @property
-    def modules(self) -> tuple[str, ...]:
-        """Paths of the submodules whose values the next call captures ('' is the model itself).
-
-        Set it to a path or a list of paths (``"blocks[1]"``, ``"blocks/1"``, a key tuple): each
-        module given and everything under it, as ticking its checkbox does.
-        """
-        return tuple(path_text(p) for p in self._toggles.ticked(self._module_list()))
-
-    @modules.setter
-    def modules(self, paths: Any) -> None:
-        modules = self._module_list()
-        self._toggles.select(paths, modules)
-        self._publish_controls(modules)
 
     # -- talking to the browser ------------------------------------------------------------------
     def _refuse(self, content: Any, problem: str) -> None:  # from any thread: nothing of it is read
