@@ -19,7 +19,6 @@ and every object, stepped to from its parent by its key, is the one jax found th
 from __future__ import annotations
 
 import dataclasses
-import logging
 from typing import Any
 
 from flax import nnx
@@ -29,8 +28,6 @@ from ..fallbacks import slower
 from ._flatten import SharedNode, TooDeep, flatten
 from ._kinds import GRAPH_NODE, VARIABLE, child_of, node_kind
 from ._paths import Path, path_key
-
-_log = logging.getLogger("nnx_lab")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,7 +3,6 @@ Python, asked per node: a walk of thousands of nodes asks once per type), and a 
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from typing import Any, Hashable
 
@@ -12,8 +11,6 @@ from flax import nnx
 from flax.nnx import graph as nnx_graph
 
 from ..fallbacks import slower
-
-_log = logging.getLogger("nnx_lab")
 
 OTHER, VARIABLE, GRAPH_NODE = 0, 1, 2
 _node_kinds: dict[type, int] = {}  # a type whose instances are all of one kind -> that kind

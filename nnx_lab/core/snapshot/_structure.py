@@ -29,7 +29,6 @@ one of its aliases), and every row's array must be the very object found at its 
 from __future__ import annotations
 
 import dataclasses
-import logging
 from typing import Any
 
 import jax
@@ -39,8 +38,6 @@ from ..compat import get_value
 from ..fallbacks import slower
 from ..graph import Path, flatten, flatten_known, is_variable, path_key, split_pair, walk_graph
 from ._describe import describe_leaf, devices_of
-
-_log = logging.getLogger("nnx_lab")
 
 #: Statuses a reused row may have: they follow from the treedef and the arrays' specs alone
 #: (``deleted``, ``tracer`` and ``error`` rows are described afresh every time).
