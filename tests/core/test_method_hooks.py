@@ -33,6 +33,33 @@ class Outer(nnx.Module):
         return self.inner(x).sum()
 
 
+class PausedSummary:
+    """``nnx_lab.summary(model, x)`` traced on a thread of its own and held inside the model's call
+    (its wrappers stand on the classes) until :meth:`finish`; ``gate`` is what the model calls."""
+
+    def __init__(self):
+        self.inside, self.go, self.thread_id, self.result = threading.Event(), threading.Event(), None, []
+
+    def gate(self):
+        if threading.get_ident() == self.thread_id:
+            self.inside.set()
+            self.go.wait(30)
+
+    def start(self, model, x):
+        def run():
+            self.thread_id = threading.get_ident()
+            self.result.append(nnx_lab.summary(model, x))
+
+        self.thread = threading.Thread(target=run)
+        self.thread.start()
+        assert self.inside.wait(60)  # the summary is tracing
+
+    def finish(self):
+        self.go.set()
+        self.thread.join(60)
+        assert not self.thread.is_alive() and self.result
+
+
 def _functions():
     return {cls: dict(vars(cls)) for cls in (Inner, Outer, nnx.Linear)}
 
@@ -58,35 +85,18 @@ def test_a_capture_keeps_its_method_outputs_when_a_summary_ends_during_it():
     the capture and ended during it: it used to put back the function it had found, removing the
     capture's wrapper, so the capture saw no method call after that (and a class stayed wrapped)."""
     before = _functions()
-    in_summary, go = threading.Event(), threading.Event()
-    tracer_thread: list[int] = []
-
-    def gate():
-        if tracer_thread and threading.get_ident() == tracer_thread[0]:
-            in_summary.set()
-            go.wait(30)
-
-    model = Outer(nnx.Rngs(0), gate)
+    summary = PausedSummary()
+    model = Outer(nnx.Rngs(0), summary.gate)
     x = jnp.ones((2, 3))
-    result: list = []
-
-    def run_summary():
-        tracer_thread.append(threading.get_ident())
-        result.append(nnx_lab.summary(model, x))
-
-    thread = threading.Thread(target=run_summary)
-    thread.start()
-    assert in_summary.wait(60)  # the summary is tracing: its wrappers stand on the classes
+    summary.start(model, x)
     with Capture(model, methods=True) as cap:
-        go.set()
-        thread.join(60)
-        assert not thread.is_alive() and result  # the summary ended while the capture runs
+        summary.finish()  # the summary ended while the capture runs
         model(x)
     paths = sorted("/".join(map(str, p)) for p, _ in nnx.to_flat_state(cap.captured))
     assert any(p.startswith("__call__") for p in paths), paths
     assert any(p.startswith("inner/__call__") for p in paths), paths
     assert any(p.startswith("inner/linear/__call__") for p in paths), paths
-    assert "Inner" in result[0].to_text()  # the summary has its rows
+    assert "Inner" in summary.result[0].to_text()  # the summary has its rows
     assert hooked() == {} and _functions() == before
 
 
@@ -119,32 +129,17 @@ def test_find_nonfinite_names_the_culprit_when_a_summary_ends_during_its_run():
     """The summary's restore used to take find_nonfinite's wrappers off the classes mid-run: no module
     call was recorded after it, and the report could not name the module that made the NaN."""
     before = _functions()
-    in_summary, go = threading.Event(), threading.Event()
-    tracer_thread: list[int] = []
-
-    def gate():
-        if tracer_thread and threading.get_ident() == tracer_thread[0]:
-            in_summary.set()
-            go.wait(30)
-
-    model = Log(nnx.Rngs(0), gate)
+    summary = PausedSummary()
+    model = Log(nnx.Rngs(0), summary.gate)
     x = -jnp.ones((2, 3)) * 5  # log of a negative linear output somewhere: NaN
-
-    def run_summary():
-        tracer_thread.append(threading.get_ident())
-        nnx_lab.summary(model, x)
-
-    thread = threading.Thread(target=run_summary)
-    thread.start()
-    assert in_summary.wait(60)
+    summary.start(model, x)
 
     def forward(m, v):
-        go.set()
-        thread.join(60)
+        if not summary.go.is_set():
+            summary.finish()
         return m(v)
 
     report = nnx_lab.find_nonfinite(forward, model, x)
-    assert not thread.is_alive()
     data = report.to_dict()
     assert data["direction"] == "forward", data
     assert (data["module_class"], data["method"], data["primitive"]) == ("Log", "__call__", "log"), data
