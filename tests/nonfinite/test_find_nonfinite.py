@@ -115,6 +115,37 @@ def test_scan_stacked_layers_name_the_layer_index():
     assert_unchanged(model, before)
 
 
+class HalfNorm(nnx.Module):
+    """Small activations through a BatchNorm (epsilon 1e-8) whose statistics were taken in float32."""
+
+    def __init__(self):
+        rngs = nnx.Rngs(0)
+        self.pre = nnx.Linear(8, 8, rngs=rngs)
+        self.norm = nnx.BatchNorm(8, momentum=0.0, epsilon=1e-8, rngs=rngs)
+        self.head = nnx.Linear(8, 1, rngs=rngs)
+
+    def __call__(self, x):
+        return self.head(self.norm(self.pre(x) * 1e-4))
+
+
+def test_batchnorm_variance_underflowing_in_float16_names_the_norm_and_rsqrt():
+    model = HalfNorm()
+    model(X)  # training-mode call: running variance ~1e-8 (float32)
+    model.eval()
+    # The whole model cast to float16, as for half-precision inference: the running variance
+    # (~1e-8) and epsilon (1e-8) both round to 0 there, so rsqrt(var + epsilon) is Inf.
+    nnx.update(model, jax.tree.map(lambda a: a.astype(jnp.float16), nnx.state(model)))
+    assert not bool(jnp.any(model.norm.var[...]))
+    x = X.astype(jnp.float16)
+    before = frozen(model)
+    report = nnx_lab.find_nonfinite(call, model, x)
+    assert (report.direction, report.module_path, report.module_class) == ("forward", "norm", "BatchNorm")
+    assert report.primitive == "rsqrt" and "normalization.py" in report.source
+    assert report.inputs[0]["bad"] == 0 and report.outputs[0]["bad"] == 16 * 8
+    assert "first produced NaN/Inf in norm (BatchNorm.__call__)" in str(report)
+    assert_unchanged(model, before)
+
+
 class Noisy(nnx.Module):
     """BatchNorm statistics and Dropout RNG counts: state a call changes."""
 
