@@ -40,12 +40,12 @@ import hashlib
 import logging
 import os
 import platform
-import threading
 from pathlib import Path
 from typing import Any
 
 import jax
 
+from ..memo import Memo
 from ._cache_store import (
     MAX_FILES,  # noqa: F401 - re-exported: the cache's size, documented above
     VERSION,
@@ -56,8 +56,9 @@ from ._kernels import KERNELS, kernels_file, result_count
 
 logger = logging.getLogger("nnx_lab")
 
-_loaded: dict = {}  # spec -> executable, this process
-_lock = threading.Lock()
+# spec -> executable, this process; a long session's least recently used leave (jax.jit then
+# compiles them again on their next use)
+_loaded: Memo[Any, Any] = Memo(4096)
 _source_hash: str | None = None
 
 
@@ -115,8 +116,7 @@ def prepare_executable(kernel: Any, kernel_id: Any, x: Any, spec: Any) -> bool:
             logger.debug("nnx_lab cache: kernel %r not compiled for the cache", kernel_id, exc_info=True)
             return False
         _save(store, name, executable, trees, serializer)
-    with _lock:
-        _loaded[spec] = executable
+    _loaded[spec] = executable
     return True
 
 
