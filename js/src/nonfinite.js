@@ -41,7 +41,7 @@ export function drawReport(doc, p) {
   for (const line of p.lines || []) parts.push(h(doc, "div", { class: "nnx-nf-line" }, line));
   for (const leaf of p.bad_leaves || []) parts.push(h(doc, "div", { class: "nnx-nf-line nnx-nf-leaf" }, leaf));
   if ((p.bad || []).length) {
-    parts.push(h(doc, "div", { class: "nnx-nf-caption" }, "bad elements"));
+    parts.push(h(doc, "div", { class: "nnx-nf-caption" }, p.bad_caption || "bad elements"));
     const rows = p.bad.map((b) =>
       h(
         doc,

@@ -69,6 +69,11 @@ def test_backward_and_input_payloads():
     p = back.payload()
     assert p["direction"] == "backward" and p["verdict"].startswith("the backward pass")
     assert [r["path"] for r in p["rows"]] == ["(root)", "blocks.4"] and p["rows"][-1]["culprit"]
+    # The culprit's cotangents and non-finite gradients, as the text says them (the rows hold forward values).
+    assert any(line.startswith("input cotangent ") and "NaN 32" in line for line in p["lines"])
+    assert any(line.startswith("output cotangent ") for line in p["lines"])
+    assert p["bad_caption"] == "bad cotangent elements"
+    assert all(line in back.to_text() for line in p["lines"])
     bad_x = X.at[1, 2].set(jnp.nan)
     p = nnx_lab.find_nonfinite(mse, Stack(), bad_x, jnp.zeros((4, 1))).payload()
     assert (p["direction"], p["rows"], p["bad_leaves"]) == ("input", [], ["args[1]"])

@@ -142,7 +142,12 @@ class NonfiniteReport:
     def payload(self) -> dict:
         """What the widget draws, every number already written here (JSON, strings only)."""
         text = self.to_text().splitlines()
-        lines = [line.strip() for line in text[1:] if line.strip().startswith(("primitive:", "source:"))]
+        # The primitive and its source line; in the backward also the culprit's cotangents and non-finite
+        # gradients, as the text says them (the table's rows hold forward values: the path's calls).
+        wanted = ("primitive:", "source:")
+        if self.direction == "backward":
+            wanted += ("input cotangent ", "output cotangent ", "non-finite gradients:")
+        lines = [line.strip() for line in text[1:] if line.strip().startswith(wanted)]
         bad = [
             {"name": s["name"], "nan": str(s["nan"]), "inf": str(s["inf"]), "first": str(s["first_bad"])}
             for s in self.inputs + self.outputs
@@ -166,5 +171,6 @@ class NonfiniteReport:
             "bad": bad,
             "bad_leaves": list(self.bad_leaves),
             "rows": rows,
+            "bad_caption": "bad cotangent elements" if self.direction == "backward" else "bad elements",
             "note": self.note,
         }
