@@ -40,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from nnx_lab.core._text import first_line, one_line
+from nnx_lab.core.text import first_line, one_line
 
 ROOT = Path(__file__).resolve().parent.parent
 MARK = "NNX_LAB_GUIDES "  # the probe prints one JSON line per probe cell after this marker

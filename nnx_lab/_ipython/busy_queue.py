@@ -102,7 +102,7 @@ def route_while_busy(widget: Any) -> str | None:
         subshell = _nnx_lab_subshell(kernel)
     except Exception as e:  # noqa: BLE001 - boundary: ipykernel's internals; the reason is the returned note
         _log.debug("nnx_lab: no subshell", exc_info=True)
-        from ..core._text import one_line
+        from ..core.text import one_line
 
         return f"could not start a subshell ({one_line(e)})"
 

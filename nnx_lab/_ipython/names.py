@@ -12,7 +12,7 @@ import builtins
 import keyword
 from typing import Any, Mapping
 
-from ..core._text import clip, safe_repr
+from ..core.text import clip, safe_repr
 
 # Names IPython keeps in the user namespace itself; rebinding one breaks the shell.
 _IPYTHON_NAMES = frozenset({"get_ipython", "In", "Out", "exit", "quit", "_", "__", "___", "_dh", "_ih", "_oh", "_sh"})

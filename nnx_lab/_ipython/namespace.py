@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core._shell import shell_namespace
+from ..core.shell import shell_namespace
 
 
 def user_namespace(what: str) -> dict[str, Any]:

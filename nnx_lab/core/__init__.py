@@ -6,5 +6,5 @@ a model: rows, structure, layers, ``Snapshot``), ``live`` (the refresh engine, t
 ``training`` (gradients and optimizer series, update ratio, scalars, NaN/Inf alert), ``capture``,
 ``views``, ``summary``, ``compare``, ``checkpoint``, ``render`` (every static text and HTML
 rendering, and the formats the browser shares); modules ``watcher`` (the live Watcher) and ``split``
-(the split report). The IPython shell's namespace is read through ``_shell`` (no import).
+(the split report). The IPython shell's namespace is read through ``shell`` (no import).
 """

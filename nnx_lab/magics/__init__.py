@@ -30,8 +30,8 @@ from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, 
 from traitlets import Float, Int, TraitError
 from traitlets.config.loader import DeferredConfig, LazyConfigValue
 
-from ..core._checks import MAX_BINS, MAX_RATE, MAX_ROWS, check_number
-from ..core._text import quote_repr
+from ..core.checks import MAX_BINS, MAX_RATE, MAX_ROWS, check_number
+from ..core.text import quote_repr
 from ._args import DEFAULT_BINS, DEFAULT_MAX_ROWS, DEFAULT_RATE
 from ._capture import nnx_capture
 from ._compare import nnx_compare
@@ -46,7 +46,7 @@ __all__ = ["NnxLabMagics"]
 
 
 class _Bounded:
-    """A configurable number checked as its option is (``core._checks.check_number``) on the value as
+    """A configurable number checked as its option is (``core.checks.check_number``) on the value as
     given, before traitlets converts it (``Float`` would take ``True`` as 1.0)."""
 
     def __init__(self, default: Any, low: float, high: float, help: str, **kwargs: Any):

@@ -25,8 +25,8 @@ from typing import Any, Callable, ContextManager
 from IPython.core.error import UsageError
 
 from .._ipython.names import check_name as check_bindable_name
-from ..core._checks import check_number, is_python_name, looks_like_path
-from ..core._text import clip, first_line, one_line
+from ..core.checks import check_number, is_python_name, looks_like_path
+from ..core.text import clip, first_line, one_line
 from ._suggest import expression_hint, unrecognized
 
 _log = logging.getLogger("nnx_lab")
@@ -108,7 +108,7 @@ def evaluate_target(shell: Any, expression: str, what: str = "TARGET") -> Any:
 
 
 def check_option(value: Any, option: str, low: float, high: float, **kwargs: Any) -> Any:
-    """A numeric option in its bounds (``core._checks.check_number``); else a one-line UsageError."""
+    """A numeric option in its bounds (``core.checks.check_number``); else a one-line UsageError."""
     try:
         return check_number(value, option, low, high, **kwargs)
     except ValueError as e:

@@ -14,8 +14,8 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..core._checks import MAX_BINS, is_python_name
-from ..core._text import first_line
+from ..core.checks import MAX_BINS, is_python_name
+from ..core.text import first_line
 from ._args import DEFAULT_BINS, check_name, check_option, evaluate_target, parse_line, parse_only, run_cell_body
 from ._suggest import did_you_mean
 
@@ -163,7 +163,7 @@ def _target_model(shell: Any, target: str) -> Any:
     """TARGET evaluated in the namespace; UsageError unless it is an nnx.Module."""
     from flax import nnx
 
-    from ..core._text import a_kind
+    from ..core.text import a_kind
 
     model = evaluate_target(shell, target)
     if not isinstance(model, nnx.Module):
@@ -173,7 +173,7 @@ def _target_model(shell: Any, target: str) -> Any:
 
 def _loss_fn(shell: Any, grads: str | None) -> Any:
     """The function ``--grads`` names (None without ``--grads``); UsageError unless it is one."""
-    from ..core._text import a_kind
+    from ..core.text import a_kind
 
     if grads is None:
         return None

@@ -8,8 +8,8 @@ from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
-from ..core._checks import MAX_ROWS
-from ..core._text import first_line
+from ..core.checks import MAX_ROWS
+from ..core.text import first_line
 from ._args import check_name, check_option, evaluate_target, parse_line
 from ._suggest import layers_hint
 

@@ -8,8 +8,8 @@ from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
-from ..core._checks import MAX_ROWS
-from ..core._text import clip
+from ..core.checks import MAX_ROWS
+from ..core.text import clip
 from ._args import check_option, parse_line
 
 

@@ -13,8 +13,8 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..core._checks import is_python_name
-from ..core._text import a_kind, first_line
+from ..core.checks import is_python_name
+from ..core.text import a_kind, first_line
 from ._args import check_name, evaluate_target, parse_line
 from ._suggest import did_you_mean
 

@@ -10,8 +10,8 @@ from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
-from ..core._checks import MAX_RATE, MAX_ROWS
-from ..core._text import clip, first_line
+from ..core.checks import MAX_RATE, MAX_ROWS
+from ..core.text import clip, first_line
 from ._args import DEFAULT_MAX_ROWS, DEFAULT_RATE, check_name, check_option, evaluate_target, parse_line
 from ._suggest import layers_hint
 
@@ -135,10 +135,10 @@ def nnx_watch(self: Any, line: str) -> None:
         if args.rate is None
         else check_option(args.rate, "--rate (refreshes per second)", 0, MAX_RATE, low_open=True)
     )
-    from ..core._checks import is_dotted_name
-    from ..core._text import a_kind
+    from ..core.checks import is_dotted_name
     from ..core.live import NameTarget, watch_target
     from ..core.snapshot import LayerError, parse_layer_option
+    from ..core.text import a_kind
     from ..widgets.viewer import StateViewer
 
     if isinstance(obj, (str, os.PathLike)):  # '%nnx_watch "ckpt/step_10"': the checkpoint's static table

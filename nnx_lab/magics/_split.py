@@ -8,7 +8,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..core._text import clip, first_line, one_line
+from ..core.text import clip, first_line, one_line
 from ._args import check_name, evaluate_target, parse_line, run_body
 from ._suggest import expression_hint
 

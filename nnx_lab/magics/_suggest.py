@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 from IPython.core.error import UsageError
 
-from ..core._text import clip
+from ..core.text import clip
 
 #: how close a word must be to a candidate to be suggested (difflib's ratio)
 CUTOFF = 0.6

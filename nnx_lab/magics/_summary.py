@@ -9,7 +9,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..core._text import clip
+from ..core.text import clip
 from ._args import check_name, check_option, evaluate_target, parse_line
 from ._suggest import did_you_mean
 
@@ -93,8 +93,8 @@ def nnx_summary(self: Any, line: str) -> None:
         methods = [n for n in dir(type(model)) if callable(getattr(type(model), n, None))]
         hint = did_you_mean(args.method, [n for n in methods if not n.startswith("_")] + ["__call__"])
         raise UsageError(f"--method {clip(args.method, 80)}: {type(model).__name__} has no such method{hint}")
-    from ..core._text import first_line
     from ..core.summary import SummaryError, summary
+    from ..core.text import first_line
 
     try:
         result = summary(

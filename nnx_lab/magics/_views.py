@@ -9,7 +9,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
-from ..core._text import clip, first_line, one_line
+from ..core.text import clip, first_line, one_line
 from ._args import check_name, evaluate_target, parse_line, parse_only
 from ._suggest import check_choice
 

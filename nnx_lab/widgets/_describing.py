@@ -11,11 +11,11 @@ import logging
 import time
 from typing import Any, Callable
 
-from ..core._text import first_line, one_line
 from ..core.capture import PendingCaptureReport
 from ..core.graph import path_text
 from ..core.live import Refresher, Throttle
 from ..core.snapshot import LayerError, parse_layers, stacked_modules
+from ..core.text import first_line, one_line
 from ._base import background_unsupported
 
 logger = logging.getLogger("nnx_lab")

@@ -6,7 +6,7 @@ import json
 import math
 from typing import Any
 
-from ..core._text import quote, safe_repr
+from ..core.text import quote, safe_repr
 
 #: the largest browser message a widget reads (a click is a few hundred bytes; 100k paths are not a click)
 MAX_MESSAGE_BYTES = 65_536

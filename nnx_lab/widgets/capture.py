@@ -21,10 +21,10 @@ from flax import nnx
 from .._ipython import busy_queue, cell_hooks
 from ..core import capture as core
 from ..core import compat
-from ..core._text import first_line, one_line
 from ..core.capture import CaptureToggles, Modules, caller_namespace, intermediate_grads, module_tree
 from ..core.live import Throttle
 from ..core.render import pre_html
+from ..core.text import first_line, one_line
 from ._base import ANY, STATIC, Widget, command
 from ._capture_toggles import ToggleProperties
 from ._describing import Descriptions, LayerAxes, grads_report

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from ..core._text import first_line, quote_repr
 from ..core.snapshot import Snapshot, snapshot
 from ..core.stats import STAT_NAMES
+from ..core.text import first_line, quote_repr
 from . import wire
 
 __all__ = ["Baseline", "pin", "requested_source", "since_message"]

@@ -18,12 +18,12 @@ from typing import Any
 
 import traitlets
 
-from ..core._checks import is_dotted_name
-from ..core._text import first_line
+from ..core.checks import is_dotted_name
 from ..core.live._threads import start_thread
 from ..core.render import html_table, summary_line
 from ..core.snapshot import Row, Snapshot, device_summary, snapshot
 from ..core.stats import STAT_NAMES
+from ..core.text import first_line
 from . import wire
 from ._base import STATIC, Widget, background_unsupported, command
 

@@ -12,8 +12,8 @@ from .._ipython import busy_queue, cell_hooks
 from .._ipython.names import check_name
 from ..core import compat
 from ..core import views as core
-from ..core._text import clip, first_line, json_key, one_line, safe_repr
 from ..core.render import pre_html
+from ..core.text import clip, first_line, json_key, one_line, safe_repr
 from . import wire
 from ._base import STATIC, Widget, command
 from ._messages import message_id

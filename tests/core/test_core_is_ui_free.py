@@ -1,6 +1,6 @@
 """``nnx_lab.core`` is UI-free (issue 26): no module of it imports IPython or a widget library,
 at import time or later, and all of it works where none is installed; the shell's namespace is
-read through ``core._shell`` only."""
+read through ``core.shell`` only."""
 
 import ast
 import pkgutil

@@ -8,8 +8,8 @@ from typing import Any, NamedTuple
 
 from flax import nnx
 
-from .._text import a_kind
 from ..graph import Path, path_text
+from ..text import a_kind
 
 __all__ = ["InitVar", "check_model", "group_by_module", "method_type", "selects_all"]
 

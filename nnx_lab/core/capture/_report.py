@@ -9,7 +9,7 @@ from typing import Any, Sequence
 from flax import nnx
 
 from .. import render
-from .._checks import MAX_BINS, check_number
+from ..checks import MAX_BINS, check_number
 from ..graph import Path
 from ..snapshot import Snapshot
 from ..stats import DEFAULT_BINS

@@ -12,8 +12,8 @@ from typing import Any, Iterable
 
 from flax import nnx
 
-from .._text import json_key, one_line
 from ..graph import Path, module_paths_text, path_text
+from ..text import json_key, one_line
 
 #: Types every panel offers, ticked or not: what ``sow`` and ``perturb`` store by default.
 BUILTIN_TYPES = (nnx.Intermediate, nnx.Perturbation)

@@ -7,8 +7,8 @@ from typing import Any, Sequence
 
 from flax import nnx
 
-from .._shell import shell_namespace
-from .._text import a_kind
+from ..shell import shell_namespace
+from ..text import a_kind
 
 #: What a capture collects unless told otherwise.
 DEFAULT_TYPES: tuple[type[nnx.Variable], ...] = (nnx.Intermediate,)

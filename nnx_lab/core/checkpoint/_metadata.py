@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from .._text import first_line
 from ..graph import Path
+from ..text import first_line
 
 __all__ = [
     "CheckpointEntry",

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .._text import first_line
+from ..text import first_line
 from ._blocks import block_stats
 from ._metadata import CheckpointEntry, CheckpointTree, read_tree
 from ._progress import Progress, auto_progress

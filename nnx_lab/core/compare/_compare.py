@@ -10,7 +10,7 @@ from typing import Any
 import jax
 
 from .._gc import paused_gc
-from .._text import first_line, quote_repr
+from ..text import first_line, quote_repr
 from ._match import Match, key_of, match_sides
 from ._rows import (
     CompareRow,

@@ -8,8 +8,8 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._text import first_line, quote_repr
 from ..graph import Path, plain_path
+from ..text import first_line, quote_repr
 from ._sides import Entry, Side
 
 __all__ = ["Match", "key_of", "match_sides", "renamer"]

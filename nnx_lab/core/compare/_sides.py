@@ -13,8 +13,8 @@ import jax
 import numpy as np
 from flax import nnx
 
-from .._text import first_line
 from ..graph import Path, path_text, split_pair, walk_graph
+from ..text import first_line
 
 __all__ = ["Entry", "Side", "resolve_side"]
 

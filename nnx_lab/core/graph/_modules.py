@@ -19,7 +19,7 @@ from flax import nnx
 from flax.nnx import filterlib
 
 from .. import compat
-from .._text import a_kind, first_line, one_line, safe_repr
+from ..text import a_kind, first_line, one_line, safe_repr
 from ._hooks import original
 from ._paths import Path, path_text
 

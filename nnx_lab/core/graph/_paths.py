@@ -12,7 +12,7 @@ from typing import Any, Hashable
 
 import jax
 
-from .._text import safe_repr
+from ..text import safe_repr
 
 Path = tuple[Hashable, ...]
 

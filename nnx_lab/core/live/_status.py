@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any, Callable, Iterable
 
-from .._text import one_line
+from ..text import one_line
 
 __all__ = ["Forward", "Listeners", "StatusLine"]
 logger = logging.getLogger("nnx_lab")

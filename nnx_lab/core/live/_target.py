@@ -37,10 +37,10 @@ import numpy as np
 from flax import nnx
 from flax.nnx import graph as nnx_graph
 
-from .._checks import is_dotted_name
-from .._shell import shell_namespace
-from .._text import a_kind, one_line
+from ..checks import is_dotted_name
 from ..graph import check_inspectable, split_pair
+from ..shell import shell_namespace
+from ..text import a_kind, one_line
 
 logger = logging.getLogger("nnx_lab")
 

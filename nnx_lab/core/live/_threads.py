@@ -8,7 +8,7 @@ import logging
 import threading
 from typing import Any, Callable
 
-from .._text import one_line
+from ..text import one_line
 
 # nnx_lab's daemon threads, and how to ask each to stop: joined when the interpreter exits (_join_at_exit).
 _threads: dict[threading.Thread, Callable[[], None] | None] = {}

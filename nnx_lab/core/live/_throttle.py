@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from .._checks import MAX_RATE, check_number
+from ..checks import MAX_RATE, check_number
 
 
 class Throttle:

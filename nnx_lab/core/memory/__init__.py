@@ -10,7 +10,7 @@
   arrays, ``jax.ShapeDtypeStruct``, abstract models from ``nnx.eval_shape``), never run: XLA's
   memory analysis against the device limit, and the arguments whose donation would save memory.
 
-UI-free: the namespace is IPython's ``user_ns`` reached without importing IPython (``core._shell``).
+UI-free: the namespace is IPython's ``user_ns`` reached without importing IPython (``core.shell``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .._shell import shell_namespace
+from ..shell import shell_namespace
 from ._data import DISPLAY_HOOKS, DeviceTotal, Freeing, Ledger, Row
 from ._ledger import UNREACHED_NAME, build_ledger
 from ._plan import Donation, StepPlan, plan

@@ -20,8 +20,8 @@ from flax import nnx
 from flax.nnx import graph as nnx_graph
 
 from .. import compat
-from .._text import first_line, one_line
 from ..render import format_bytes, plan_html, plan_text
+from ..text import first_line, one_line
 from ._ledger import device_name
 
 FIELDS = ("argument", "output", "alias", "temp", "generated_code")

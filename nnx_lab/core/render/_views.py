@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._text import safe_repr
 from ..graph import path_text
+from ..text import safe_repr
 
 
 def _paths(paths: Any, shown: int = 3) -> str:

@@ -11,9 +11,9 @@ from typing import Any, Mapping
 import jax
 import numpy as np
 
-from .._text import clip, one_line
 from ..graph import Leaf, Path, path_text
 from ..stats._kernels import is_numeric_dtype
+from ..text import clip, one_line
 from ._devices import annotation_check, placement
 
 _log = logging.getLogger("nnx_lab")
@@ -131,7 +131,7 @@ def _metadata_text(metadata: Mapping) -> tuple[str | None, str | None]:
         except Exception as e:  # noqa: BLE001 - any user __repr__ may raise anything: said in the row
             _log.debug("nnx_lab: the repr of metadata %r raised", key, exc_info=True)
             failures.append(f"metadata {clip(str(key), 60)}: its repr raised {one_line(e, 160)}")
-            text = f"<repr failed: {type(e).__name__}>"  # as core._text.safe_repr writes it
+            text = f"<repr failed: {type(e).__name__}>"  # as core.text.safe_repr writes it
         parts.append(f"{key}={clip(text, 200)}")
     return ", ".join(parts) or None, "; ".join(failures) or None
 

@@ -32,7 +32,7 @@ import dataclasses
 import re
 from typing import Any, Mapping
 
-from .._text import quote_repr
+from ..text import quote_repr
 from ._describe import LAYER_NAMES, metadata_axis
 from ._structure import Structure, describe
 

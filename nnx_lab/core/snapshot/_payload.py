@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from .._text import json_key
 from ..graph import Path, path_text
 from ..render import round_significant
 from ..stats._kernels import STAT_NAMES
+from ..text import json_key
 
 
 class _NodeTable:

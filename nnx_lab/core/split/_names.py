@@ -9,7 +9,7 @@ from flax import nnx
 from flax.nnx import filterlib
 
 from ..._ipython.names import check_name
-from .._text import ECHO_CHARS, safe_repr
+from ..text import ECHO_CHARS, safe_repr
 
 __all__ = ["default_names", "filter_label"]
 

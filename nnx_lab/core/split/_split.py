@@ -8,9 +8,9 @@ from typing import Any, Sequence
 from flax import nnx
 from flax.nnx import filterlib
 
-from .._text import clip, first_line
 from ..graph import Path, path_text
 from ..snapshot import Row, snapshot
+from ..text import clip, first_line
 from ._names import default_names, filter_label
 from ._report import FilterResult, SplitError, SplitReport, SplitRow
 

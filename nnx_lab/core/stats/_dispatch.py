@@ -11,8 +11,8 @@ from typing import Any
 
 import jax
 
-from .._text import one_line
 from ..compat import outside_context_mesh
+from ..text import one_line
 from ._executables import loaded_executable, prepare_executable
 from ._inflight import admit, launched
 from ._kernels import KERNELS

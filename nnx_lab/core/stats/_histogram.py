@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import MAX_BINS, check_number
+from ..checks import MAX_BINS, check_number
 from ..compat import outside_context_mesh
 from ..render import DIGITS as PRECISION
 from ..render import round_significant

@@ -8,7 +8,7 @@ from typing import Any
 
 import jax
 
-from .._text import one_line
+from ..text import one_line
 from ._table import KERNEL_ERRORS, StatsError
 
 _log = logging.getLogger("nnx_lab")

@@ -132,7 +132,7 @@ def _trace_program(model: Any, sites: list, method: str, args: tuple, kwargs: di
 
 def _call_error(error: Exception, recorder: Any, sites: list) -> Exception:
     call = recorder.failed
-    from .._text import one_line
+    from ..text import one_line
 
     if call is None:
         return SummaryError(f"the call raised {one_line(error)} outside any module")

@@ -91,7 +91,7 @@ def _describe(x: Any, level: int) -> str:
     if isinstance(x, dict):
         return "{" + ", ".join(f"{k!s}: {_describe(v, level + 1)}" for k, v in x.items()) + "}"
     if x is None or isinstance(x, (bool, int, float, str)):
-        from .._text import clip
+        from ..text import clip
 
         return clip(repr(x), 40)
     return f"<{type(x).__name__}>"

@@ -33,7 +33,7 @@ def analyse(traced: Any) -> tuple[dict | None, str | None]:
             compiled = lowered.compile()
         analysis = compiled.memory_analysis()
     except Exception as e:  # noqa: BLE001 - a backend without compile or memory analysis: said in the header
-        from .._text import one_line
+        from ..text import one_line
 
         return None, one_line(e)
     if analysis is None:

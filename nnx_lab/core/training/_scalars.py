@@ -22,7 +22,7 @@ Bad input never raises into the loop: a value that is not a real scalar (an arra
 elements, a traced value inside ``jit``, a PRNG key, a string, a number whose ``__float__``
 raises) is not recorded and becomes a :attr:`problem`, shown until that name records a good value
 after the problem was shown. The problem stays short whatever is logged: names are quoted to
-:data:`~nnx_lab.core._text.ECHO_CHARS` characters, and problems are kept for at most
+:data:`~nnx_lab.core.text.ECHO_CHARS` characters, and problems are kept for at most
 :data:`MAX_NAMES` names, the others counted.
 
 >>> import jax.numpy as jnp
@@ -48,7 +48,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from .._text import one_line, quote
+from ..text import one_line, quote
 from ._scalar_values import Curve, accept
 from ._scalar_values import host_values as _host_values  # a module global: tests count the reads
 

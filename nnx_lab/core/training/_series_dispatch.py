@@ -11,9 +11,9 @@ import jax
 import numpy as np
 from flax import nnx
 
-from .._text import one_line
 from ..compat import get_value
 from ..stats import STAT_NAMES
+from ..text import one_line
 from ._series_columns import GRAD, MAX, MAX_UNMATCHED, UPDATE, SeriesColumns
 from ._series_match import STEP_COUNT, Entry, Layout, array_problem, flat_leaves
 

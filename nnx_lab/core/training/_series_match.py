@@ -15,9 +15,9 @@ import jax
 import numpy as np
 from flax import nnx
 
-from .._text import quote
 from ..compat import HIJAX_VARIABLE, get_value
 from ..graph import Path, path_key, path_text
+from ..text import quote
 
 __all__ = [
     "STEP_COUNT",

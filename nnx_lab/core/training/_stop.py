@@ -33,9 +33,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._text import one_line
 from ..graph import path_key, path_text
 from ..render import format_bytes
+from ..text import one_line
 
 __all__ = ["LastGood", "NonFiniteStep", "StepGuard"]
 logger = logging.getLogger("nnx_lab")

@@ -29,12 +29,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._text import one_line
 from ..compat import outside_context_mesh
 from ..live._threads import start_thread
 from ..memo import Memo
 from ..stats._compiling import in_background
 from ..stats._executables import compile_program
+from ..text import one_line
 
 __all__ = ["DONATED", "UpdateTracker"]
 logger = logging.getLogger("nnx_lab")

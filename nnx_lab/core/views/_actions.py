@@ -17,8 +17,8 @@ from flax import nnx
 from flax.nnx import filterlib
 
 from .. import compat
-from .._text import clip, one_line, safe_repr
 from ..graph import is_module_path, path_roots, path_text
+from ..text import clip, one_line, safe_repr
 from ._code import UNNAMED, class_code, filter_code, path_code, roots_code
 from ._report import MODE_ARGS, ViewArg, ViewReport, only_filter, view_report
 from ._signature import CHECKS, WANTED

@@ -28,8 +28,8 @@ from flax import nnx
 from flax.nnx import filterlib
 
 from .. import compat, render
-from .._text import one_line
 from ..graph import Path, aliases_at, is_module_path, path_roots, path_text, shared_prefixes
+from ..text import one_line
 from ._code import UNNAMED, filter_code
 from ._signature import set_view_params, simple_types
 

@@ -12,7 +12,7 @@ import types
 import typing
 from typing import Any, Callable
 
-from .._text import safe_repr
+from ..text import safe_repr
 
 _log = logging.getLogger("nnx_lab")
 

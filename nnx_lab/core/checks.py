@@ -7,7 +7,7 @@ import keyword
 import re
 from typing import Any
 
-from ._text import clip, safe_repr
+from .text import clip, safe_repr
 
 #: bounds of the numeric options (inclusive), shared by the Python API and the magics
 MAX_RATE = 100.0  # refreshes per second: more says nothing a person can see
