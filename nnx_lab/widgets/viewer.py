@@ -11,7 +11,7 @@ import traitlets
 from .._ipython import busy_queue
 from .._ipython.namespace import user_namespace
 from ..core.live import HISTORY_STATS, NameTarget
-from ..core.live._threads import start_thread
+from ..core.live.threads import start_thread
 from ..core.render import html_table, summary_line
 from ..core.snapshot import PRECISION, round_significant
 from ..core.stats import STAT_NAMES, threads_see_jax_config

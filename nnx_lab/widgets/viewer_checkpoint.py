@@ -19,7 +19,7 @@ from typing import Any
 import traitlets
 
 from ..core.checks import is_dotted_name
-from ..core.live._threads import start_thread
+from ..core.live.threads import start_thread
 from ..core.render import html_table, summary_line
 from ..core.snapshot import Row, Snapshot, device_summary, snapshot
 from ..core.stats import STAT_NAMES

@@ -39,7 +39,7 @@ def test_exit_waits_for_a_thread_still_working(tmp_path):
     done = tmp_path / "done"
     got = run(f"""
         import time
-        from nnx_lab.core.live._threads import start_thread
+        from nnx_lab.core.live.threads import start_thread
 
         def work():
             time.sleep(1.0)  # still working when the script ends
@@ -101,7 +101,7 @@ def test_threads_are_done_before_atexit_handlers_of_modules_imported_later(tmp_p
     # nnx_lab's: atexit runs it first. nnx_lab's threads must be finished before any of them.
     got = run("""
         import atexit, time
-        from nnx_lab.core.live._threads import start_thread
+        from nnx_lab.core.live.threads import start_thread
         done = []
 
         def work():
@@ -126,7 +126,7 @@ def test_a_thread_asked_for_during_exit_runs_nothing(tmp_path):
         atexit.register(lambda: print("alive after the wait:",
                                       [t.name for t in threading.enumerate() if t.name.startswith("nnx_lab")]))
         import time
-        from nnx_lab.core.live._threads import exiting, start_thread
+        from nnx_lab.core.live.threads import exiting, start_thread
 
         def second():
             time.sleep(1.0)

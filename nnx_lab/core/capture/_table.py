@@ -12,7 +12,7 @@ from flax import nnx
 
 from .. import compat
 from ..graph import Path
-from ..live._threads import start_thread
+from ..live.threads import start_thread
 from ..snapshot import LayerError, PendingSnapshot, Snapshot
 from ..stats import histograms_dispatch, histograms_fetch, histograms_prepare, is_ready
 

@@ -32,8 +32,8 @@ import threading
 import time
 from typing import Callable, Generic, Iterable, Iterator, Protocol, TypeVar, runtime_checkable
 
-from ._threads import start_thread, when_ready
 from ._throttle import Throttle
+from .threads import start_thread, when_ready
 
 __all__ = ["MAX_IN_FLIGHT", "POLL_S", "Pending", "Refresher"]
 

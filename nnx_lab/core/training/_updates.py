@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..compat import outside_context_mesh
-from ..live._threads import start_thread
+from ..live.threads import start_thread
 from ..memo import Memo
 from ..stats._compiling import in_background
 from ..stats._executables import compile_program
