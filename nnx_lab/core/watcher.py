@@ -26,10 +26,7 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 import jax
 from flax.nnx.graph import is_graph_node
 
-from .live._engine import MAX_IN_FLIGHT, Refresher
-from .live._snapshots import SnapshotSource
-from .live._status import Forward, Listeners, StatusLine
-from .live._throttle import Throttle
+from .live import MAX_IN_FLIGHT, Forward, Listeners, Refresher, SnapshotSource, StatusLine, Throttle
 from .training import LastGood, NonFiniteStep, StepGuard, Training
 
 T = TypeVar("T")

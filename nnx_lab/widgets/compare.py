@@ -19,9 +19,7 @@ from typing import Any
 
 import traitlets
 
-from ..core.compare import Comparison, compare
-from ..core.compare._comparison import DISPLAY_HOOKS
-from ..core.compare._payload import comparison_payload
+from ..core.compare import DISPLAY_HOOKS, Comparison, compare, comparison_payload
 from ._base import STATIC, Widget
 
 __all__ = ["Comparison", "ComparisonView", "compare", "widgets_work"]

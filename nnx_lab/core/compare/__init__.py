@@ -20,11 +20,22 @@ from __future__ import annotations
 from typing import Any
 
 from ._compare import compute
-from ._comparison import Comparison, verdict
+from ._comparison import DISPLAY_HOOKS, Comparison, verdict
 from ._match import renamer
+from ._payload import comparison_payload
 from ._rows import STATUSES, CompareRow, ModuleRow
 
-__all__ = ["STATUSES", "CompareRow", "Comparison", "ModuleRow", "compare", "renamer", "verdict"]
+__all__ = [
+    "DISPLAY_HOOKS",
+    "STATUSES",
+    "CompareRow",
+    "Comparison",
+    "ModuleRow",
+    "compare",
+    "comparison_payload",
+    "renamer",
+    "verdict",
+]
 
 
 def compare(

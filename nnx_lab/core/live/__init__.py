@@ -9,7 +9,7 @@ from ._engine import MAX_IN_FLIGHT, Pending, Refresher
 from ._history import HISTORY_STATS, History
 from ._snapshots import SnapshotSource
 from ._status import Forward, Listeners, StatusLine
-from ._target import NameTarget, ObjectTarget, PairTarget, Target, watch_target
+from ._target import NameTarget, ObjectTarget, OptimizerSource, PairTarget, Target, watch_target
 from ._throttle import Throttle
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "Listeners",
     "NameTarget",
     "ObjectTarget",
+    "OptimizerSource",
     "PairTarget",
     "Pending",
     "Refresher",

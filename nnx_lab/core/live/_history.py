@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..snapshot._snapshot import PRECISION, Snapshot, round_significant
-from ..stats._kernels import STAT_NAMES
+from ..snapshot import PRECISION, Snapshot, round_significant
+from ..stats import STAT_NAMES
 
 #: Statistics the history keeps (the floating ones a sparkline can show).
 HISTORY_STATS = ("mean", "std", "min", "max", "norm", "abs_max")

@@ -13,12 +13,8 @@ import logging
 from typing import Any, Callable
 
 from .._gc import paused_gc
-from ..snapshot._layers import check_layers
-from ..snapshot._layers import expand as expand_layers
-from ..snapshot._snapshot import PendingSnapshot, Snapshot, Unchanged
-from ..snapshot._structure import StructureCache
-from ..stats import devices_busy
-from ..stats._stats import Deferred, kernel_cache_size
+from ..snapshot import PendingSnapshot, Snapshot, StructureCache, Unchanged, check_layers, expand_layers
+from ..stats import Deferred, devices_busy, kernel_cache_size
 from ._engine import Refresher
 from ._history import History
 from ._status import StatusLine

@@ -16,9 +16,20 @@ Live refreshing is :class:`~nnx_lab.core.watcher.Watcher`; the statistics engine
 ([('bias',), ('kernel',)], (2, 3))
 """
 
+from ._describe import metadata_axis
 from ._devices import device_summary
-from ._layers import LAYER_NAMES, LayerError, LayerKey, parse_layer_option, parse_layers, stacked_modules
-from ._snapshot import PRECISION, STATUSES, PendingSnapshot, Row, Snapshot, round_significant, snapshot
+from ._layers import (
+    LAYER_NAMES,
+    LayerError,
+    LayerKey,
+    check_layers,
+    parse_layer_option,
+    parse_layers,
+    stacked_modules,
+)
+from ._layers import expand as expand_layers
+from ._snapshot import PRECISION, STATUSES, PendingSnapshot, Row, Snapshot, Unchanged, round_significant, snapshot
+from ._structure import StructureCache
 
 __all__ = [
     "LAYER_NAMES",
@@ -29,7 +40,12 @@ __all__ = [
     "PendingSnapshot",
     "Row",
     "Snapshot",
+    "StructureCache",
+    "Unchanged",
+    "check_layers",
     "device_summary",
+    "expand_layers",
+    "metadata_axis",
     "parse_layer_option",
     "parse_layers",
     "round_significant",

@@ -12,7 +12,7 @@ import jax
 import numpy as np
 
 from ..graph import Leaf, Path, path_text
-from ..stats._kernels import is_numeric_dtype
+from ..stats import is_numeric_dtype
 from ..text import clip, one_line
 from ._devices import annotation_check, placement
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..graph import Path, path_text
 from ..render import round_significant
-from ..stats._kernels import STAT_NAMES
+from ..stats import STAT_NAMES
 from ..text import json_key
 
 

@@ -10,6 +10,8 @@ their few numbers reach the host asynchronously (``_transfer.py``) into a :class
 (``_table.py``). Histograms: ``_histogram.py``. Stacked layers' kernels: ``_layered.py``.
 """
 
+from ._compiling import in_background
+from ._executables import compile_program
 from ._histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch, histograms_prepare
 from ._inflight import devices_busy
 from ._stats import (
@@ -32,11 +34,13 @@ __all__ = [
     "PendingStats",
     "StatsError",
     "StatsTable",
+    "compile_program",
     "compute_stats",
     "devices_busy",
     "histograms_dispatch",
     "histograms_fetch",
     "histograms_prepare",
+    "in_background",
     "is_numeric_dtype",
     "is_ready",
     "kernel_cache_size",

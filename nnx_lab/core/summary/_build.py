@@ -64,7 +64,7 @@ def _variables(variables: dict, module_paths: set) -> tuple[dict, dict, bool]:
     """own and total ``{variable type: [count, bytes]}`` per module path (``variables``: path -> Variable,
     from the model's index), and whether a Variable's metadata names a layer axis (flax's
     ``transform_metadata``: then stacked modules are looked for)."""
-    from ..snapshot._layers import metadata_axis
+    from ..snapshot import metadata_axis
 
     layered = False
     own: dict = {p: {} for p in module_paths}

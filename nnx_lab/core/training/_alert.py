@@ -32,7 +32,7 @@ import numpy as np
 
 from ..graph import path_text
 from ..render import count_noun
-from ..stats._kernels import STAT_NAMES
+from ..stats import STAT_NAMES
 
 _COUNTS = [STAT_NAMES.index("nan_count"), STAT_NAMES.index("inf_count")]  # columns of Snapshot.stat_matrix
 

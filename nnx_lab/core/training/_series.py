@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from flax import nnx
 
-from ..live._target import OptimizerSource
+from ..live import OptimizerSource
 from ..stats import STAT_NAMES
 from ._series_columns import GRAD, MAX_UNMATCHED, NORM, UPDATE, SeriesColumns
 from ._series_dispatch import SeriesDispatch

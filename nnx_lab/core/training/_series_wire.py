@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..render import round_significant
-from ..stats._kernels import STAT_NAMES
+from ..stats import STAT_NAMES
 from ._series_columns import MAX_UNMATCHED, SeriesColumns
 
 __all__ = ["series_buffer", "series_meta"]

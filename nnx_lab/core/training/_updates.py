@@ -32,8 +32,7 @@ import numpy as np
 from ..compat import outside_context_mesh
 from ..live.threads import start_thread
 from ..memo import Memo
-from ..stats._compiling import in_background
-from ..stats._executables import compile_program
+from ..stats import compile_program, in_background
 from ..text import one_line
 
 __all__ = ["DONATED", "UpdateTracker"]
