@@ -42,7 +42,7 @@ def test_a_hundred_thousand_unmatched_gradient_leaves_cost_what_two_hundred_do()
     assert time.perf_counter() - start < 20.0  # 90 s before: every leaf was reduced
     series = watcher.snapshot.series
     assert len(series.unmatched) == 200 and series.unmatched_more == 99_800  # listed, the rest counted
-    from nnx_lab.core.training._series_wire import series_meta
+    from nnx_lab.core.training import series_meta
 
     meta = series_meta(series, 1)  # what the viewer says: 100,000 leaves, the first 200 listed
     assert meta["unmatched_total"] == 100_000 and len(meta["unmatched"]) == 200
@@ -84,7 +84,7 @@ def test_a_layer_axis_that_is_not_an_ascii_integer_is_a_type_error(text):
 def test_scalars_that_are_keys_or_raise_in_float_are_problems_not_tracebacks():
     import numbers
 
-    from nnx_lab.core.training._scalars import ScalarStore
+    from nnx_lab.core.training import ScalarStore
 
     class Treacherous:  # registered as a Real; its __float__ raises
         def __float__(self):
@@ -101,7 +101,7 @@ def test_scalars_that_are_keys_or_raise_in_float_are_problems_not_tracebacks():
 
 
 def test_a_million_scalar_names_make_a_short_problem():
-    from nnx_lab.core.training._scalars import MAX_NAMES, ScalarStore
+    from nnx_lab.core.training import MAX_NAMES, ScalarStore
 
     store = ScalarStore()
     for i in range(200_000):

@@ -15,11 +15,12 @@ from nnx_lab.core.checkpoint import (
     MAX_IN_FLIGHT,
     NotebookProgress,
     Progress,
+    auto_progress,
     checkpoint_rows,
+    in_notebook,
     read_blocks,
     read_plan,
 )
-from nnx_lab.core.checkpoint._progress import auto_progress, in_notebook
 
 ocp = pytest.importorskip("orbax.checkpoint", reason="orbax-checkpoint is the checkpoint extra")
 

@@ -14,7 +14,7 @@ import pytest
 from flax import nnx
 
 import nnx_lab
-from nnx_lab.core.compare._payload import comparison_payload
+from nnx_lab.core.compare import comparison_payload
 
 
 def _model():

@@ -9,7 +9,7 @@ import pytest
 from flax import nnx
 
 import nnx_lab
-from nnx_lab.core.compare._payload import comparison_payload, split_path
+from nnx_lab.core.compare import comparison_payload
 from nnx_lab.widgets import compare as compare_widget
 from nnx_lab.widgets.compare import ComparisonView
 
@@ -52,10 +52,23 @@ def test_structure_problems_are_rows_under_modules_without_aggregates():
     assert next(r for r in p["rows"] if r["path"] == "extra")["module"] == -1
 
 
-def test_split_path_keeps_quoted_keys_whole():
-    assert split_path("blocks[0].attn.kernel") == ["blocks", "[0]", "attn", "kernel"]
-    assert split_path(f"d['{HOSTILE}.x'].w") == ["d", f"['{HOSTILE}.x']", "w"]
-    assert split_path("kernel") == ["kernel"]
+def test_the_module_tree_keeps_quoted_keys_whole():
+    import jax.numpy as jnp
+
+    state = {
+        "blocks": {0: {"attn": {"kernel": jnp.ones(2)}}},
+        "d": {f"{HOSTILE}.x": {"w": jnp.ones(2)}},
+        "kernel": jnp.ones(2),
+    }
+    p = comparison_payload(nnx_lab.compare(state, state))
+    modules = [m["path"] for m in p["modules"]]
+    assert modules == ["blocks", "blocks[0]", "blocks[0].attn", "d", f"d['{HOSTILE}.x']"]
+    rows = [(r["path"], r["key"], r["depth"], modules[r["module"]] if r["module"] >= 0 else None) for r in p["rows"]]
+    assert rows == [
+        ("blocks[0].attn.kernel", "kernel", 3, "blocks[0].attn"),
+        (f"d['{HOSTILE}.x'].w", "w", 2, f"d['{HOSTILE}.x']"),  # the dot inside the quoted key splits nothing
+        ("kernel", "kernel", 0, None),
+    ]
 
 
 def test_widget_holds_the_payload_and_the_static_copies():

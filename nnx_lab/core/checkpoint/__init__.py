@@ -18,7 +18,7 @@ from ._metadata import (
     is_checkpoint_path,
     read_tree,
 )
-from ._progress import NotebookProgress, Progress
+from ._progress import NotebookProgress, Progress, auto_progress, in_notebook
 from ._snapshot import CheckpointRows, array_stats, checkpoint_rows
 from ._stream import (
     CHUNK_BYTES,
@@ -39,8 +39,10 @@ __all__ = [
     "CheckpointTree",
     "CheckpointRows",
     "array_stats",
+    "auto_progress",
     "blocks",
     "checkpoint_rows",
+    "in_notebook",
     "is_checkpoint_path",
     "NotebookProgress",
     "open_array",

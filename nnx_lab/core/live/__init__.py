@@ -7,7 +7,7 @@ an object by weak reference, an ``nnx.split`` pair, or a followed name), the thr
 
 from ._engine import MAX_IN_FLIGHT, Pending, Refresher
 from ._history import HISTORY_STATS, History
-from ._snapshots import SnapshotSource
+from ._snapshots import ONE_OFFS, SnapshotSource
 from ._status import Forward, Listeners, StatusLine
 from ._target import NameTarget, ObjectTarget, OptimizerSource, PairTarget, Target, watch_target
 from ._throttle import Throttle
@@ -15,6 +15,7 @@ from ._throttle import Throttle
 __all__ = [
     "HISTORY_STATS",
     "MAX_IN_FLIGHT",
+    "ONE_OFFS",
     "Forward",
     "History",
     "Listeners",

@@ -20,7 +20,7 @@ from ._history import History
 from ._status import StatusLine
 from ._target import watch_target
 
-__all__ = ["SnapshotSource"]
+__all__ = ["ONE_OFFS", "SnapshotSource"]
 
 #: First refreshes of a layout in a row that are not charged to the throttle (the layouts a structure keeps)
 ONE_OFFS = 4

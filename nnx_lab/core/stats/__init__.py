@@ -14,6 +14,7 @@ from ._compiling import in_background
 from ._executables import compile_program
 from ._histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch, histograms_prepare
 from ._inflight import devices_busy
+from ._programs import compiling
 from ._stats import (
     STAT_NAMES,
     Deferred,
@@ -35,6 +36,7 @@ __all__ = [
     "StatsError",
     "StatsTable",
     "compile_program",
+    "compiling",
     "compute_stats",
     "devices_busy",
     "histograms_dispatch",

@@ -4,7 +4,7 @@ the update ratio ‖θₜ − θₜ₋₁‖/‖θₜ₋₁‖ (``_updates.py``)
 NaN/Inf alert (``_alert.py``) and the loop's stop at a non-finite step (``_stop.py``), owned together by one :class:`Training` (``_training.py``)."""
 
 from ._alert import NonfiniteAlert
-from ._scalars import MAX_POINTS, ScalarStore
+from ._scalars import MAX_NAMES, MAX_POINTS, ScalarStore
 from ._series import GRAD, UPDATE, SeriesColumns, SeriesStore, is_optimizer, leaf_paths
 from ._series_wire import series_buffer, series_meta
 from ._stop import LastGood, NonFiniteStep, StepGuard
@@ -15,6 +15,7 @@ __all__ = [
     "LastGood",
     "NonFiniteStep",
     "StepGuard",
+    "MAX_NAMES",
     "MAX_POINTS",
     "UPDATE",
     "NonfiniteAlert",

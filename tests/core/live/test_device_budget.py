@@ -90,7 +90,7 @@ def test_one_offs_that_keep_coming_are_charged():
     """A structure that changes at every refresh makes every refresh a first one: after a few in a
     row, they are the steady cost and the throttle counts them."""
     from nnx_lab.core.compat import set_value
-    from nnx_lab.core.live._snapshots import ONE_OFFS
+    from nnx_lab.core.live import ONE_OFFS
 
     model = nnx.Linear(8, 8, rngs=nnx.Rngs(0))
     w = Watcher(model, budget=1e-5)

@@ -14,9 +14,8 @@ from flax import nnx
 from live_helpers import Clock
 
 from nnx_lab.core.compat import get_value, set_value
-from nnx_lab.core.snapshot._snapshot import PendingSnapshot
-from nnx_lab.core.stats import STAT_NAMES
-from nnx_lab.core.stats._programs import compiling
+from nnx_lab.core.snapshot import PendingSnapshot
+from nnx_lab.core.stats import STAT_NAMES, compiling
 from nnx_lab.core.training import GRAD
 from nnx_lab.core.watcher import Watcher
 

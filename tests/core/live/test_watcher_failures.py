@@ -6,7 +6,7 @@ import logging
 import jax.numpy as jnp
 from flax import nnx
 
-import nnx_lab.core.live._snapshots as snapshots_module
+from nnx_lab.core.snapshot import PendingSnapshot
 from nnx_lab.core.watcher import Watcher
 
 
@@ -23,10 +23,10 @@ def test_a_failing_refresh_is_a_status_and_one_log_line(monkeypatch, caplog):
     w = Watcher(m)
     assert w.refresh(force=True) and w.state == "live"
 
-    def broken(*args, **kwargs):
+    def broken(self, *args, **kwargs):
         raise RuntimeError("Array has been deleted\nwith more detail")
 
-    monkeypatch.setattr(snapshots_module, "PendingSnapshot", broken)
+    monkeypatch.setattr(PendingSnapshot, "__init__", broken)  # every refresh's snapshot fails to start
     with caplog.at_level(logging.DEBUG, logger="nnx_lab"):
         assert w.refresh(force=True) is False
         assert w.refresh(force=True) is False  # the same failure again: not logged again

@@ -31,8 +31,7 @@ from nnx_lab.core.graph import (
     path_text,
     walk_graph,
 )
-from nnx_lab.core.snapshot import _structure, snapshot
-from nnx_lab.core.snapshot._structure import StructureCache
+from nnx_lab.core.snapshot import StructureCache, _structure, snapshot
 
 _data = getattr(nnx, "data", lambda value: value)  # flax 0.12 wants containers of modules marked as data
 

@@ -12,9 +12,7 @@ import pytest
 from flax import nnx
 
 from nnx_lab.core import compat
-from nnx_lab.core.snapshot import PendingSnapshot, snapshot
-from nnx_lab.core.snapshot._layers import LayerError
-from nnx_lab.core.snapshot._structure import StructureCache
+from nnx_lab.core.snapshot import LayerError, PendingSnapshot, StructureCache, snapshot
 from nnx_lab.core.stats import _dispatch as dispatch_lib
 from nnx_lab.core.stats import _programs as programs
 from nnx_lab.core.watcher import Watcher

@@ -10,8 +10,7 @@ import optax
 import pytest
 from flax import nnx
 
-from nnx_lab.core.snapshot import PendingSnapshot, snapshot
-from nnx_lab.core.snapshot._structure import StructureCache
+from nnx_lab.core.snapshot import PendingSnapshot, StructureCache, snapshot
 from nnx_lab.core.watcher import Watcher
 
 

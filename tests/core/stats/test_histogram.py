@@ -4,8 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nnx_lab.core.stats import _histogram
-from nnx_lab.core.stats._histogram import histograms_dispatch, histograms_fetch
+from nnx_lab.core.stats import _histogram, histograms_dispatch, histograms_fetch
 
 
 def _arrays():
@@ -57,7 +56,7 @@ SHARDED = r"""
 import json
 import jax, jax.numpy as jnp, numpy as np
 from nnx_lab.core.stats import _histogram
-from nnx_lab.core.stats._histogram import histograms_dispatch, histograms_fetch, histograms_prepare
+from nnx_lab.core.stats import histograms_dispatch, histograms_fetch, histograms_prepare
 
 mesh = jax.make_mesh((2,), ("model",))
 x = jax.device_put(jnp.linspace(-2.0, 2.0, 64 * 16).reshape(64, 16).at[3, 3].set(jnp.nan),
