@@ -1,0 +1,172 @@
+"""Exported notebooks (issue 39 §3): a notebook executed by nbclient with its widget state saved (what
+`jupyter nbconvert --execute` and JupyterLab's "Save Widget State Automatically" write), whose model
+has a class name and an attribute path made of markup, then exported to HTML.
+
+- Every widget output's static copy (text/html: what GitHub, nbviewer and a page without the widget
+  manager show) is self-contained, no script, no style sheet, nothing fetched, no event handler,
+  and shows the user's strings as text.
+- nnx_lab.export.HTMLExporter (lab and classic) puts that copy under each saved widget's box, and
+  the page holds none of the user's markup as markup; nbconvert's own template leaves the box empty.
+"""
+
+from __future__ import annotations
+
+import sys
+from html.parser import HTMLParser
+
+import nbformat
+import pytest
+from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+from jupyter_client.manager import KernelManager
+from nbclient import NotebookClient
+from nbconvert.exporters import HTMLExporter
+
+from nnx_lab.export import HTMLExporter as NnxLabHTMLExporter
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+EVIL_PATH = '<script>alert("path")</script>&amp;<img src=x onerror=alert(1)>'
+EVIL_CLASS = "Evil<script>alert('class')</script>&<b>"
+
+CELLS = [
+    f"""
+import jax.numpy as jnp
+from flax import nnx
+import nnx_lab
+
+# hex, so that the cell's source (also on the exported page) does not hold the strings themselves
+EVIL_PATH = bytes.fromhex("{EVIL_PATH.encode().hex()}").decode()
+Evil = type(bytes.fromhex("{EVIL_CLASS.encode().hex()}").decode(), (nnx.Module,), {{"__call__": lambda self, x: getattr(self, EVIL_PATH)(x)}})
+model = Evil()
+setattr(model, EVIL_PATH, nnx.Linear(3, 2, rngs=nnx.Rngs(0)))
+other = Evil()
+setattr(other, EVIL_PATH, nnx.Linear(3, 2, rngs=nnx.Rngs(1)))
+""",
+    "viewer = nnx_lab.watch(model, stats=False)",
+    "%load_ext nnx_lab\n%nnx_split model nnx.Param ...",
+    "nnx_lab.summary(model, jnp.ones((1, 3)), memory=False)",
+    "nnx_lab.compare(model, other)",
+]
+WIDGETS = len(CELLS) - 1
+
+
+class _CurrentEnv(KernelSpecManager):
+    """The kernel is this interpreter (as nbval's --nbval-current-env), whatever `python` is on PATH."""
+
+    def get_kernel_spec(self, kernel_name):
+        return KernelSpec(
+            argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            display_name="current env",
+            language="python",
+        )
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src.strip()) for src in CELLS]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    km = KernelManager(kernel_name="python3", kernel_spec_manager=_CurrentEnv())
+    cwd = tmp_path_factory.mktemp("export-run")
+    NotebookClient(
+        nb, km=km, timeout=300, store_widget_state=True, resources={"metadata": {"path": str(cwd)}}
+    ).execute()
+    errors = [o for c in nb.cells for o in c.outputs if o.output_type == "error"]
+    assert not errors, errors
+    return nb
+
+
+def _widget_outputs(nb):
+    return [o for c in nb.cells for o in c.get("outputs", []) if WIDGET_VIEW in o.get("data", {})]
+
+
+class _Page(HTMLParser):
+    """Tags, attributes, script elements (type, text) and the text a reader sees."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict]] = []
+        self.scripts: list[tuple[str, str]] = []
+        self.text: list[str] = []
+        self._script_type: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.tags.append((tag, attrs))
+        if tag == "script":
+            self._script_type = attrs.get("type", "text/javascript")
+            self.scripts.append((self._script_type, ""))
+
+    def handle_endtag(self, tag):
+        if tag == "script":
+            self._script_type = None
+
+    def handle_data(self, data):
+        if self._script_type is not None:
+            kind, text = self.scripts[-1]
+            self.scripts[-1] = (kind, text + data)
+        else:
+            self.text.append(data)
+
+
+def _parse(html: str) -> _Page:
+    page = _Page()
+    page.feed(html)
+    page.close()
+    return page
+
+
+def test_every_widget_saved_its_state_and_a_static_copy(executed):
+    outputs = _widget_outputs(executed)
+    assert len(outputs) == WIDGETS
+    state = executed.metadata["widgets"][WIDGET_STATE]["state"]
+    for out in outputs:
+        model = state[out.data[WIDGET_VIEW]["model_id"]]
+        assert model["state"]["_anywidget_id"].startswith("nnx_lab.widgets.")
+        assert out.data["text/html"].strip()
+
+
+def test_static_copies_are_self_contained_and_show_user_strings_as_text(executed):
+    for out in _widget_outputs(executed):
+        html = out.data["text/html"]
+        page = _parse(html)
+        name = page.tags[0][1].get("class", page.tags[0][0]) if page.tags else "?"
+        where = f"the static copy of {name}"
+        assert not page.scripts, where
+        assert not [t for t, _ in page.tags if t in {"style", "link", "iframe", "object", "embed", "img", "meta"}], (
+            where
+        )
+        handlers = [(t, a) for t, a in page.tags for a in a if a.startswith("on")]
+        assert not handlers, f"{where}: {handlers}"
+        fetched = [
+            (t, k, v) for t, attrs in page.tags for k, v in attrs.items() if k in {"src", "href"} or "url(" in (v or "")
+        ]
+        assert not fetched, f"{where}: {fetched}"
+        # no markup of the user's became an element, and what the reader sees holds the strings as typed
+        assert "<script" not in html.lower() and "<img" not in html.lower(), where
+        text = "".join(page.text)
+        assert EVIL_PATH in text or EVIL_CLASS in text, f"{where} shows neither user string: {text[:300]!r}"
+
+
+@pytest.mark.parametrize("template", ["lab", "classic"])
+def test_nnx_lab_export_shows_each_static_copy_and_no_user_markup(executed, template):
+    html, _ = NnxLabHTMLExporter(template_name=template).from_notebook_node(executed)
+    page = _parse(html)
+    copies = [a for t, a in page.tags if "nnx-lab-static-copy" in (a.get("class") or "").split()]
+    assert len(copies) == WIDGETS
+    for kind, body in page.scripts:  # the page's own scripts; the user's strings only in JSON
+        if kind in ("text/javascript", "module"):
+            assert "alert(" not in body, body[:200]
+    assert EVIL_PATH not in html and EVIL_CLASS not in html  # as markup nowhere, in JSON escaped
+    text = "".join(page.text)
+    assert text.count(EVIL_PATH) >= 3 and EVIL_CLASS in text  # the static copies show them as text
+    assert not [t for t, a in page.tags if t == "img" and "onerror" in a]
+
+
+@pytest.mark.parametrize("template", ["lab", "classic"])
+def test_nbconvert_template_leaves_the_saved_widgets_without_their_copy(executed, template):
+    """Why nnx_lab.export exists: nbconvert's own page has only the view id where each widget goes."""
+    html, _ = HTMLExporter(template_name=template).from_notebook_node(executed)
+    assert "nnx-lab-static-copy" not in html
+    text = "".join(_parse(html).text)
+    assert EVIL_PATH not in text and html.count(f'<script type="{WIDGET_VIEW}">') == WIDGETS
