@@ -802,11 +802,24 @@ def test_histogram_of_a_sharded_array_on_eight_devices():
 # --------------------------------------------------------------------------- scans (nnx.RNN)
 
 
-def test_seen_marker_ne_answers_identity():
-    from nnx_lab.core.capture._arming import Seen as _Seen
+def test_an_armed_modules_own_code_sees_only_the_chosen_types_in_its_captures():
+    """Code that reads ``__captures__`` while a capture is armed (as flax's sow does, or the user's
+    own) sees the chosen types' entries only, and their types compare by identity (== and !=)."""
+    answers = []
 
-    assert _Seen != nnx.Intermediate and not (_Seen != _Seen)
-    assert (_Seen == nnx.Intermediate) is False and _Seen == _Seen
+    class Probe(nnx.Module):
+        def __call__(self, x):
+            for v in self.__captures__:
+                t = type(v)
+                answers.append((t, t != nnx.Intermediate, t != t, t == nnx.Intermediate, t == t))
+            self.sow(nnx.Intermediate, "y", x)
+            return x
+
+    probe = Probe()
+    with Capture(probe) as cap:
+        probe(X)
+    assert answers == [(nnx.Intermediate, False, False, True, True)]
+    assert paths(cap.captured) == ["y"] and cap.seen_types == (nnx.Intermediate,)
 
 
 def test_rnn_with_methods_is_one_line_upstream_limit_and_model_unchanged():

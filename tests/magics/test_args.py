@@ -1,4 +1,4 @@
-"""What every magic uses (``nnx_lab.magics._args``). %%nnx_capture and %%nnx_split run their body
+"""What every magic does with its line and body. %%nnx_capture and %%nnx_split run their body
 as IPython runs a cell: the last expression is displayed and stored in Out/_ (not after a trailing
 ``;``), and a traceback shows the body's lines. The line is split outside brackets and strings;
 ``--only`` is read one way for every magic."""
@@ -10,8 +10,6 @@ import numpy as np
 import pytest
 from flax import nnx
 from IPython.core.error import UsageError
-
-from nnx_lab.magics._args import parse_only, run_cell_body, split_expressions
 
 capture_only = pytest.mark.needs_flax("nnx.capture")
 
@@ -40,7 +38,9 @@ class Armed:
 def ip(ip):
     ip.user_ns.update(nnx=nnx, jnp=jnp, np=np, Armed=Armed, x=jnp.ones((1, 2)), model=Block(nnx.Rngs(0)))
     yield ip
-    for name in ("model", "x", "Armed", "np", "y", "param", "graphdef", "rest", "captured", "z"):
+    for name in ("model", "x", "Armed", "np", "y", "param", "graphdef", "rest", "captured", "z", "events", "Block"):
+        ip.user_ns.pop(name, None)
+    for name in ("g", "a", "b", "c", "r"):
         ip.user_ns.pop(name, None)
 
 
@@ -99,59 +99,52 @@ def test_split_body_error_names_the_body_line(ip):
         ip.run_cell_magic("nnx_split", "model nnx.Param ...", "z = 1\nz / 0\n")
 
 
-def test_run_cell_body_statements_then_expression_within_a_context(ip):
-    events = []
-
-    class Within:
-        def __enter__(self):
-            events.append("enter")
-
-        def __exit__(self, *exc):
-            events.append("exit")
-
-    ip.user_ns["events"] = events
-    ip.displayhook.exec_result = None
-    shown = []
-    real = ip.displayhook
-    ip.displayhook = lambda value: shown.append((value, list(events)))
-    try:
-        run_cell_body(ip, "z = 2\nif z:\n    events.append('body')\nz * 21", within=Within())
-    finally:
-        ip.displayhook = real
-        ip.user_ns.pop("events")
-    assert shown == [(42, ["enter", "body", "exit"])]
-    assert ip.user_ns["z"] == 2
+def test_a_body_runs_its_statements_then_shows_its_last_expression(ip, capsys):
+    ip.user_ns["events"] = []
+    result, n = run(ip, "%%nnx_split model nnx.Param ...\nz = 2\nif z:\n    events.append('body')\nz * 21")
+    assert result.success and result.result == 42 and f"Out[{n}]: 42" in capsys.readouterr().out
+    assert ip.user_ns["z"] == 2 and ip.user_ns["events"] == ["body"]
 
 
-def test_split_expressions_keeps_brackets_and_strings_whole():
-    assert split_expressions("m nnx.All(nnx.Param, nnx.PathContains('a b')) ... --as g,p,r") == [
-        "m",
-        "nnx.All(nnx.Param, nnx.PathContains('a b'))",
-        "...",
-        "--as",
-        "g,p,r",
-    ]
-    assert split_expressions('d["x y"] """a b""" [1, 2]') == ['d["x y"]', '"""a b"""', "[1, 2]"]
+def test_the_line_is_split_outside_brackets_and_strings(ip, capsys):
+    ip.run_line_magic("nnx_split", "model nnx.All(nnx.Param, nnx.PathContains('a b')) ... --as g,p,r")
+    out = capsys.readouterr().out
+    assert "[1] nnx.All(nnx.Param, nnx.PathContains('a b')) -> p: 0 Variables" in out
+    assert "[2] ... -> r: 2 Variables" in out and {"g", "p", "r"} <= set(ip.user_ns)
+    ip.run_line_magic(
+        "nnx_split", 'model [nnx.Param] nnx.PathContains("x y") nnx.PathContains("""a b""") ... --as g,a,b,c,r'
+    )
+    out = capsys.readouterr().out
+    assert "[1] [nnx.Param] -> a: 2 Variables" in out
+    assert '[2] nnx.PathContains("x y") -> b: 0 Variables' in out
+    assert '[3] nnx.PathContains("""a b""") -> c: 0 Variables' in out
     for bad in ("f(x", "'open"):
         with pytest.raises(UsageError, match="unbalanced"):
-            split_expressions(bad)
+            ip.run_line_magic("nnx_split", f"model {bad}")
 
 
-def test_parse_only_reads_a_path_a_filter_or_a_path_that_matches_nothing():
-    model = nnx.Sequential(Block(nnx.Rngs(0)))
-    namespace = {"nnx": nnx}
-    assert parse_only(None, model, namespace) is ...
-    for path in ("layers[0]", "layers/0/linear", "layers.0.linear", " layers[0] "):  # as written, spaces aside
-        assert parse_only(path, model, namespace) == path.strip()
-    assert parse_only("nnx.Linear", model, namespace) is nnx.Linear
-    assert parse_only("'layers[0]'", model, namespace) == "layers[0]"  # a quoted path is a path
-    # Written as a path, naming nothing in the namespace: a path that matches no module (reported later).
-    assert parse_only("blocks[7]", model, namespace) == "blocks[7]"
-    assert parse_only("blocks.7.attn", model, namespace) == "blocks.7.attn"
+@capture_only
+def test_only_reads_a_path_a_filter_or_a_path_that_matches_nothing(ip, capsys):
+    ip.user_ns.update(model=nnx.Sequential(Block(nnx.Rngs(0))), Block=Block)
+
+    def captured(only):
+        ip.user_ns.pop("captured", None)
+        ip.run_cell_magic("nnx_capture", f"model --only {only}", "model(x)")
+        return ["/".join(map(str, path)) for path, _ in nnx.to_flat_state(ip.user_ns["captured"])]
+
+    for path in ("layers[0]", "layers/0", " layers[0] ", "'layers[0]'"):  # as written, spaces aside; quoted too
+        assert captured(path) == ["layers/0/h"], path
+    assert captured("Block") == ["layers/0/h"]  # a filter: the Block sows
+    assert captured("nnx.Linear") == [] and captured("layers.0.linear") == []  # the Linear inside it does not
+    capsys.readouterr()
+    # Written as a path, naming nothing in the namespace: a path that matches no module, said so.
+    for path in ("blocks[7]", "blocks.7.attn"):
+        assert captured(path) == []
+        assert f"--only {path} matched no module, so nothing was captured" in capsys.readouterr().out
     # Anything else that fails is refused, naming the error.
     for text, error in [("1/0", "ZeroDivisionError"), ("nnx.Nope", "AttributeError"), ("f(x)", "NameError")]:
         with pytest.raises(
             UsageError,
             match=f"--only '{re.escape(text)}' is not a module path of TARGET, and as an expression it raised {error}",
         ):
-            parse_only(text, model, namespace)
+            ip.run_cell_magic("nnx_capture", f"model --only {text}", "model(x)")

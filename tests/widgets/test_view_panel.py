@@ -7,7 +7,6 @@ from flax import nnx
 from view_models import make, modes
 
 import nnx_lab
-from nnx_lab._ipython import busy_queue as inbox
 
 pytestmark = pytest.mark.needs_flax("nnx.view")
 
@@ -209,10 +208,10 @@ def test_requests_from_another_thread_are_queued_until_a_step():
     )
     thread.start()
     thread.join()
-    assert panel.acks[-1]["state"] == "queued" and inbox.pending() == 1
+    assert panel.acks[-1]["state"] == "queued"
     assert model.layers[0].drop.deterministic is False  # nothing touched off the main thread
     steps = list(panel.widget.track(range(3)))
-    assert steps == [0, 1, 2] and inbox.pending() == 0
+    assert steps == [0, 1, 2]
     assert panel.acks[-1] == {
         "type": "ack",
         "id": 7,
@@ -224,10 +223,16 @@ def test_requests_from_another_thread_are_queued_until_a_step():
 
 
 def test_a_viewers_tick_applies_queued_clicks_too():
+    import threading
+
     model = make()
     panel = Panel(model)
     viewer = nnx_lab.watch(model, display=False)
-    inbox.post(lambda: panel.widget._answer(panel.widget._request, {"type": "mode", "mode": "eval"}, 1, []))
+    click = {"type": "mode", "id": 1, "mode": "eval"}  # sent while a cell runs: from another thread
+    thread = threading.Thread(target=panel.widget._on_message, args=(panel.widget, click, []))
+    thread.start()
+    thread.join()
+    assert panel.acks[-1]["state"] == "queued" and model.layers[0].drop.deterministic is False
     viewer.tick()
     assert model.layers[0].drop.deterministic is True and panel.acks[-1]["state"] == "done"
     viewer.close()
@@ -246,10 +251,14 @@ def test_panels_follow_cells_without_load_ext():
     """`import nnx_lab` and a panel, no `%load_ext`: the first panel registers the after-cell hook."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    from nnx_lab._ipython import cell_hooks as live
-
     shell = InteractiveShell.instance()
-    live.unregister_hooks(shell)  # a kernel where nnx_lab was only imported
+
+    def unregister_nnx_labs_hooks():  # a kernel where nnx_lab was only imported: none of its cell hooks
+        for event, callbacks in shell.events.callbacks.items():
+            for fn in [fn for fn in callbacks if getattr(fn, "__module__", "").startswith("nnx_lab.")]:
+                shell.events.unregister(event, fn)
+
+    unregister_nnx_labs_hooks()
     try:
         shell.user_ns["model"] = make()
         shell.run_cell(
@@ -263,7 +272,7 @@ def test_panels_follow_cells_without_load_ext():
         shell.run_cell("del model\nimport gc\ngc.collect();")
         assert toggle.payload["gone"] is True and panel.status["message"].startswith("the model is gone")
     finally:
-        live.unregister_hooks(shell)
+        unregister_nnx_labs_hooks()
         for name in ("model", "toggle", "panel"):
             shell.user_ns.pop(name, None)
 
