@@ -52,8 +52,9 @@ extensions = [
 
 # Tutorials: the outputs saved in the notebook, never executed here (nbval checks they are right).
 nb_execution_mode = "off"
-# A widget's saved output is its model id plus a static text/HTML table; the notebooks do not
-# save widget state, so the site shows the static table (what GitHub and nbviewer show).
+# A widget's saved output is its model id plus a static text/HTML table; the site shows the table
+# (what GitHub shows), also for the tutorials that saved widget state (09, 10): myst-nb would draw
+# those as html-manager's bare box, empty wherever the CDN does not load (docs/troubleshooting.md).
 nb_mime_priority_overrides = [("html", "application/vnd.jupyter.widget-view+json", None)]
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
