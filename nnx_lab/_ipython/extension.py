@@ -7,10 +7,18 @@ from typing import Any
 #: the magics class, by module and name: unload recognises it without importing it
 MAGICS_CLASS = ("nnx_lab.magics", "NnxLabMagics")
 
+#: what ``load`` says where there is no IPython shell (``get_ipython()`` is None: marimo, a script)
+NO_IPYTHON = (
+    "nnx_lab's magics (%nnx_watch, %nnx_summary, ...) are IPython's, and this is no IPython shell "
+    "(marimo, a script): call the functions instead, e.g. nnx_lab.watch(model), nnx_lab.summary(model, x)"
+)
+
 
 def load(ipython: Any) -> None:
     """Register the magics (one instance, also one of ``ipython.configurables``, so ``%config
-    NnxLabMagics`` reaches it) and the cell hooks."""
+    NnxLabMagics`` reaches it) and the cell hooks. No shell (marimo's ``get_ipython()``): one-line RuntimeError."""
+    if ipython is None or not hasattr(ipython, "register_magics"):
+        raise RuntimeError(NO_IPYTHON)
     from ..magics import NnxLabMagics
     from . import cell_hooks
 

@@ -7,7 +7,7 @@ only" and a path filter; the one-line verdict above. The widget holds the compar
 payload and its static text and HTML (what a notebook saved or opened without a kernel shows): no
 array, so no device memory.
 
-Importing this module makes a :class:`Comparison` displayed in a Jupyter kernel show this widget
+Importing this module makes a :class:`Comparison` displayed in a Jupyter kernel or in marimo show this widget
 (``nnx_lab.compare`` is imported from here); elsewhere (a terminal, a script) it stays text.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 
 import traitlets
 
-from ..core.compare import DISPLAY_HOOKS, Comparison, compare, comparison_payload
+from ..core.compare import DISPLAY_HOOKS, MARIMO_HOOKS, Comparison, compare, comparison_payload
 from ._base import STATIC, Widget
 
 __all__ = ["Comparison", "ComparisonView", "compare", "widgets_work"]
@@ -77,3 +77,12 @@ def _bundle(cmp: Comparison) -> dict | None:
 
 if _bundle not in DISPLAY_HOOKS:
     DISPLAY_HOOKS.append(_bundle)
+
+
+def _marimo_hook(cmp: Comparison) -> Any:
+    """Comparison's display in marimo (its ``_display_``): the widget."""
+    return lambda: ComparisonView(cmp)
+
+
+if _marimo_hook not in MARIMO_HOOKS:
+    MARIMO_HOOKS.append(_marimo_hook)

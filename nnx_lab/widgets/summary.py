@@ -6,7 +6,7 @@ shown, the widget lists the rows at once and compiles on a background thread, th
 header and its saved HTML. Where a kernel cannot deliver updates from a thread (ipykernel < 6,
 Colab) it compiles after the cell instead, on the main thread.
 
-Importing this module makes a :class:`Summary` displayed in a Jupyter kernel show this widget
+Importing this module makes a :class:`Summary` displayed in a Jupyter kernel or in marimo show this widget
 (``nnx_lab.summary`` is imported from here); elsewhere it stays text and static HTML.
 """
 
@@ -21,6 +21,7 @@ import traitlets
 from .._ipython import cell_hooks
 from ..core.summary import (
     DISPLAY_HOOKS,
+    MARIMO_HOOKS,
     RNG_MARK,
     Summary,
     bytes_text,
@@ -167,3 +168,19 @@ def _display_hook(s: Summary) -> Any:
 
 if _display_hook not in DISPLAY_HOOKS:
     DISPLAY_HOOKS.append(_display_hook)
+
+
+def _marimo_hook(s: Summary) -> Any:
+    """Summary's display in marimo (its ``_display_``): the widget, peak memory included. marimo runs
+    no after-cell hook and takes no widget update from a thread, so the peak is computed first."""
+
+    def view() -> SummaryView:
+        if s.peak is not None:
+            s.peak.result()
+        return SummaryView(s)
+
+    return view
+
+
+if _marimo_hook not in MARIMO_HOOKS:
+    MARIMO_HOOKS.append(_marimo_hook)

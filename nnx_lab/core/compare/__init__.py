@@ -20,13 +20,14 @@ from __future__ import annotations
 from typing import Any
 
 from ._compare import compute
-from ._comparison import DISPLAY_HOOKS, Comparison, verdict
+from ._comparison import DISPLAY_HOOKS, MARIMO_HOOKS, Comparison, verdict
 from ._match import renamer
 from ._payload import comparison_payload
 from ._rows import STATUSES, CompareRow, ModuleRow
 
 __all__ = [
     "DISPLAY_HOOKS",
+    "MARIMO_HOOKS",
     "STATUSES",
     "CompareRow",
     "Comparison",

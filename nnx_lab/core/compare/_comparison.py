@@ -9,11 +9,14 @@ from typing import Any
 
 from ._rows import STATUSES, CompareRow, ModuleRow
 
-__all__ = ["DISPLAY_HOOKS", "Comparison", "verdict"]
+__all__ = ["DISPLAY_HOOKS", "MARIMO_HOOKS", "Comparison", "verdict"]
 
 #: Functions ``(comparison) -> mimebundle dict | None`` asked first when IPython displays a
 #: Comparison (``nnx_lab.widgets.compare`` adds the widget's): core stays free of widgets.
 DISPLAY_HOOKS: list = []
+#: Functions ``(comparison) -> zero-argument callable returning the object to show | None``, asked when
+#: marimo displays a Comparison (its ``_display_`` protocol; ``nnx_lab.widgets.compare`` adds the widget's).
+MARIMO_HOOKS: list = []
 
 
 def _plural(n: int, word: str, plural: str | None = None) -> str:
@@ -141,6 +144,16 @@ class Comparison:
             bundle = hook(self)
             if bundle:
                 return bundle
+        return None
+
+    @property
+    def _display_(self) -> Any:
+        """marimo's display protocol: what a hook offers (the widget, which marimo shows through its
+        anywidget support), else None: marimo then shows ``_repr_html_``."""
+        for hook in MARIMO_HOOKS:
+            show = hook(self)
+            if show is not None:
+                return show
         return None
 
 

@@ -12,11 +12,12 @@ inputs is summarised without allocating anything.
 """
 
 from ._build import summary
-from ._data import DISPLAY_HOOKS, RNG_MARK, Summary, SummaryError, SummaryRow, rng_flops_text
+from ._data import DISPLAY_HOOKS, MARIMO_HOOKS, RNG_MARK, Summary, SummaryError, SummaryRow, rng_flops_text
 from ._formats import bytes_text, count_text, params_text
 
 __all__ = [
     "DISPLAY_HOOKS",
+    "MARIMO_HOOKS",
     "RNG_MARK",
     "Summary",
     "SummaryError",

@@ -12,6 +12,9 @@ from ._memory import NOT_COMPUTED, PENDING
 #: Functions ``(summary) -> zero-argument callable that displays it | None``, asked when IPython
 #: displays a Summary (``nnx_lab.widgets.summary`` adds the widget's): core stays free of widgets.
 DISPLAY_HOOKS: list = []
+#: Functions ``(summary) -> zero-argument callable returning the object to show | None``, asked when
+#: marimo displays a Summary (its ``_display_`` protocol; ``nnx_lab.widgets.summary`` adds the widget's).
+MARIMO_HOOKS: list = []
 
 
 class SummaryError(ValueError):
@@ -218,6 +221,16 @@ class Summary:
         """What a display hook offers (the widget in a Jupyter kernel: ``nnx_lab.widgets.summary`` adds
         it), else None: IPython then shows ``_repr_html_`` and ``__repr__`` as usual."""
         for hook in DISPLAY_HOOKS:
+            show = hook(self)
+            if show is not None:
+                return show
+        return None
+
+    @property
+    def _display_(self) -> Any:
+        """marimo's display protocol: what a hook offers (the widget, which marimo shows through its
+        anywidget support), else None: marimo then shows ``_repr_html_``."""
+        for hook in MARIMO_HOOKS:
             show = hook(self)
             if show is not None:
                 return show
