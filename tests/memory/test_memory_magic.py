@@ -5,8 +5,6 @@ import jax.numpy as jnp
 import pytest
 from flax import nnx
 
-from nnx_lab._ipython import cell_hooks
-
 
 def run(ip, capsys, code):
     capsys.readouterr()
@@ -78,11 +76,18 @@ def test_other_errors_and_successful_cells_print_nothing(holders, capsys):
     assert "nnx_lab" not in out
 
 
-def test_the_hook_builds_no_ledger_for_a_cell_that_did_not_run_out_of_memory(ip, monkeypatch):
+def test_the_hook_builds_no_ledger_for_a_cell_that_did_not_run_out_of_memory(ip, monkeypatch, capsys):
     # Its cost on ordinary cells (<= 1 ms, benchmarks/bench_memory.py) rests on this: only the error
     # object is looked at (its type's name, then at most 2,000 characters of its text).
+    import nnx_lab.core.memory as core_memory
+
     built = []
-    monkeypatch.setattr(cell_hooks, "_show_memory_holders", lambda: built.append(1))
+
+    class Ledger:
+        def top_text(self, n):
+            return "LEDGER"
+
+    monkeypatch.setattr(core_memory, "memory", lambda: built.append(1) or Ledger())  # what the hook prints
 
     class Result:
         error_in_exec = None
@@ -94,7 +99,7 @@ def test_the_hook_builds_no_ledger_for_a_cell_that_did_not_run_out_of_memory(ip,
         error_in_exec = RuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 2.00GiB")
 
     for result in (Result(), Failed()):
-        cell_hooks._post_run_cell(result)
+        ip.events.trigger("post_run_cell", result)  # as IPython does after each cell
     assert built == []
-    cell_hooks._post_run_cell(OutOfMemory())
-    assert built == [1]
+    ip.events.trigger("post_run_cell", OutOfMemory())
+    assert built == [1] and "LEDGER" in capsys.readouterr().out
