@@ -23,7 +23,6 @@ from IPython.core.interactiveshell import InteractiveShell
 from ipywidgets.widgets.widget import _remove_buffers
 
 import nnx_lab
-from nnx_lab._ipython import busy_queue as inbox
 from nnx_lab.core import compat
 from nnx_lab.widgets import capture_report, split, views
 
@@ -165,16 +164,6 @@ def test_saved_tutorials_show_the_fallback_where_widget_state_is_not_kept(notebo
         if WIDGET_VIEW in o.get("data", {})
     ]
     assert all(o["data"].get("text/html") for o in widget_outputs)
-
-
-def test_without_subshells_a_pending_click_says_it_waits_for_the_cell(monkeypatch):
-    # Colab's ipykernel 6.17 has no subshells: route_while_busy gives the reason, the panel says so.
-    monkeypatch.setattr(inbox, "route_while_busy", lambda widget: "needs ipykernel 7 subshells")
-    panel = views.mode_toggle(model(), display=False)
-    assert panel.busy_note == inbox.busy_note("needs ipykernel 7 subshells")
-    assert "running cell to end" in panel.busy_note
-    monkeypatch.setattr(inbox, "route_while_busy", lambda widget: None)
-    assert views.mode_toggle(model(), display=False).busy_note == ""
 
 
 def test_background_refresh_says_when_it_falls_back_on_colab(monkeypatch):

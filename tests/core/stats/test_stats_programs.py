@@ -1,7 +1,15 @@
 """A model refreshed again is reduced by one compiled program: one launch, one place in the device's
 queue, the same numbers as the per-array kernels; while it compiles, a viewer skips refreshes
-rather than queue one kernel per array; anything odd falls back to the per-array kernels."""
+rather than queue one kernel per array; anything odd falls back to the per-array kernels. A viewer's
+program is the same in every session: its arrays' order never depends on memory addresses, or its
+text (and its key in the disk cache) changes and a later session compiles it again.
 
+Reaches inside ``nnx_lab.core.stats`` (why this file may): which program runs, in what order its
+arrays go and when it compiles are the engine's own choices; only their numbers and timing show
+outside, so the programs, plans and kernels are checked where they are made.
+"""
+
+import builtins
 import threading
 import time
 
@@ -15,6 +23,7 @@ from live_helpers import Clock
 from nnx_lab.core import compat
 from nnx_lab.core.snapshot import PendingSnapshot, snapshot
 from nnx_lab.core.stats import _dispatch as dispatch_lib
+from nnx_lab.core.stats import _plan
 from nnx_lab.core.stats import _programs as programs
 from nnx_lab.core.stats._kernels import kernel_and_names
 from nnx_lab.core.watcher import Watcher
@@ -217,3 +226,31 @@ def test_a_structure_with_more_arrays_than_a_program_takes_keeps_the_per_array_k
     arrays, kernels = leaves_and_kernels(model)
     assert programs.program_for(kernels, arrays, background=True, eager=True) is None
     assert calls["program"] == 0 and watcher.refreshes == 3 and watcher.state == "live"
+
+
+# -- a program's arrays in the same order in every session
+
+
+def chunk_dtypes(arrays):
+    plan = _plan.LaunchPlan(arrays)
+    [(chunk, _)] = plan.chunks
+    return [str(arrays[plan.index[m]].dtype) for m in chunk]
+
+
+def test_a_chunks_order_does_not_follow_the_kernels_addresses(monkeypatch):
+    arrays = [jnp.arange(4, dtype=jnp.int32), jnp.ones((6, 5)), jnp.ones(5), jnp.arange(3, dtype=jnp.int32)]
+    order = chunk_dtypes(arrays)
+    assert order == ["float32", "float32", "int32", "int32"]  # the float kernel's arrays first, then the integer's
+    # Addresses ordered the other way round (another process): the same order.
+    monkeypatch.setattr(_plan, "id", lambda obj: -builtins.id(obj), raising=False)
+    assert chunk_dtypes(arrays) == order
+
+
+def test_kernel_ranks_name_the_kernel_not_its_address():
+    from nnx_lab.core.stats._kernels import KERNELS
+    from nnx_lab.core.stats._layered import layered
+
+    ranks = [_plan.kernel_rank(k) for k in KERNELS]
+    assert ranks == sorted(ranks) and len(set(ranks)) == len(KERNELS)
+    assert _plan.kernel_rank(layered(KERNELS[0], 1)) == _plan.kernel_rank(layered(KERNELS[0], 1)) != ranks[0]
+    assert str(builtins.id(KERNELS[0])) not in _plan.kernel_rank(KERNELS[0])
