@@ -13,6 +13,9 @@
 //   views' elements `jupyter-widgets-disconnected` (anywidget's model proxy has no `comm_live` to read).
 // - Anywhere else (Colab, VS Code): a "refresh now" whose answer
 //   does not come within ANSWER_MS says so (busy, or restarted), until an answer comes.
+//   marimo: its model's `widget_manager` has only `get_model` (no kernel, no notebook), so nothing
+//   above is watched and the view never says "disconnected"; marimo reads a widget's messages between
+//   cells, so a click while a cell runs is answered when the cell ends (tests/browser/test_marimo_browser.py).
 // A restart is never undone for this view: the new kernel has no widget behind it.
 
 /** How long a "refresh now" waits for the kernel's answer before saying there is none. */
