@@ -23,6 +23,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from export_notebook import EVIL_CLASS, EVIL_PATH, WIDGETS, execute
 
 from .conftest import REPO_ROOT, VIEWPORT, _unavailable
 
@@ -126,8 +127,8 @@ def _route(network: bool, requested: list[str]):
     return handle
 
 
-def _open(browser, page_path: Path, *, network: bool):
-    """The exported page, loaded, its widgets given time to draw; (page, context, requested URLs)."""
+def _open(browser, page_path: Path, *, network: bool, dialogs: list | None = None):
+    """The exported page, loaded, its widgets given time to draw; (page, context, requested URLs, errors)."""
     context = browser.new_context(viewport=VIEWPORT)
     context.set_default_timeout(30_000)
     requested: list[str] = []
@@ -135,6 +136,7 @@ def _open(browser, page_path: Path, *, network: bool):
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("dialog", lambda d: (dialogs.append(d.message) if dialogs is not None else None, d.dismiss()))
     page.goto(page_path.as_uri(), wait_until="load")
     page.wait_for_timeout(SETTLE_MS)
     return page, context, requested, errors
@@ -158,6 +160,11 @@ _JS_WIDGET_BOXES = """() => {
         };
     });
 }"""
+
+
+# Resolves once n widgets have drawn (a .widget-subarea holding an element of nnx_lab's front end).
+_JS_DRAWN_AT_LEAST = """(n) => [...document.querySelectorAll('.widget-subarea')]
+    .filter((w) => w.querySelector('[class*="nnx-"]')).length >= n"""
 
 
 def _page_text(page) -> str:
@@ -234,7 +241,7 @@ def test_saved_state_renders_the_widgets_through_html_manager(browser, exported,
         page, context, requested, errors = _open(browser, exported[exporter, template, nb_path.stem], network=True)
         try:
             page.wait_for_function(
-                "n => document.querySelectorAll('.widget-subarea [class*=\"nnx-\"]').length >= n",
+                _JS_DRAWN_AT_LEAST,
                 arg=len(widgets),
                 timeout=60_000,
             )
@@ -252,3 +259,51 @@ def test_saved_state_renders_the_widgets_through_html_manager(browser, exported,
                 screenshot(page, f"export-{exporter}-{nb_path.stem}", scroll_to=page.locator(".widget-subarea").first)
         finally:
             context.close()
+
+
+# Elements the user's strings would make were they markup, and script elements that would run them.
+_JS_INJECTED = """() => ({
+    imgs: document.querySelectorAll('img[onerror]').length,
+    scripts: [...document.querySelectorAll('script')]
+        .filter((s) => !s.type || /javascript|module/.test(s.type))
+        .filter((s) => s.textContent.includes('alert(')).length,
+    drawn: [...document.querySelectorAll('.widget-subarea')]
+        .filter((w) => w.querySelector('[class*="nnx-"]')).map((w) => w.innerText),
+})"""
+
+
+@pytest.mark.parametrize("network", [False, True], ids=["offline", "cdn"])
+@pytest.mark.parametrize("exporter", ["nbconvert", "nnx_lab"])
+def test_user_markup_in_an_exported_page_stays_text(browser, tmp_path, exporter, network):
+    """A model whose class name and attribute path are markup, exported with its widget state: no
+    script runs, no element is made from them, and the reader sees them as typed, in the static copy
+    (offline) and in the widgets html-manager draws (VS Code's path)."""
+    from nbconvert.exporters import HTMLExporter
+
+    from nnx_lab.export import HTMLExporter as OurExporter
+
+    nb = execute(tmp_path)
+    cls = OurExporter if exporter == "nnx_lab" else HTMLExporter
+    path = tmp_path / "hostile.html"
+    path.write_text(cls(template_name="lab").from_notebook_node(nb)[0], encoding="utf-8")
+    dialogs: list[str] = []
+    page, context, _, _ = _open(browser, path, network=network, dialogs=dialogs)
+    try:
+        if network:
+            page.wait_for_function(
+                _JS_DRAWN_AT_LEAST,
+                arg=WIDGETS,
+                timeout=60_000,
+            )
+        found = page.evaluate(_JS_INJECTED)
+        assert not dialogs and found["imgs"] == 0 and found["scripts"] == 0, (dialogs, found)
+        text = page.evaluate("() => document.body.innerText")
+        if network:
+            assert len(found["drawn"]) == WIDGETS
+            assert all(EVIL_PATH in t or EVIL_CLASS in t for t in found["drawn"]), found["drawn"]
+        elif exporter == "nnx_lab":
+            assert text.count(EVIL_PATH) >= 3 and EVIL_CLASS in text
+        else:
+            assert EVIL_PATH not in text  # nbconvert's empty boxes
+    finally:
+        context.close()
