@@ -11,8 +11,12 @@ has a class name and an attribute path made of markup, then exported to HTML.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from html.parser import HTMLParser
+from pathlib import Path
 
+import nbformat
 import pytest
 from export_notebook import EVIL_CLASS, EVIL_PATH, WIDGET_STATE, WIDGET_VIEW, WIDGETS, execute
 from nbconvert.exporters import HTMLExporter
@@ -119,3 +123,19 @@ def test_nbconvert_template_leaves_the_saved_widgets_without_their_copy(executed
     assert "nnx-lab-static-copy" not in html
     text = "".join(_parse(html).text)
     assert EVIL_PATH not in text and html.count(f'<script type="{WIDGET_VIEW}">') == WIDGETS
+
+
+@pytest.mark.parametrize("template", ["lab", "classic"])
+def test_jupyter_nbconvert_to_nnx_lab_html_exports_a_tutorial_with_its_static_copies(tmp_path, template):
+    """The command the docs give, on a tutorial that saved its widget state (pyproject's entry point)."""
+    tutorial = Path(__file__).resolve().parents[1] / "notebooks" / "10_nonfinite.ipynb"
+    saved = _widget_outputs(nbformat.read(tutorial, as_version=4))
+    assert saved, "tutorial 10 shows no widget"
+    cmd = [sys.executable, "-m", "jupyter", "nbconvert", "--to", "nnx_lab_html", "--template", template]
+    subprocess.run([*cmd, "--output-dir", str(tmp_path), str(tutorial)], check=True, capture_output=True, timeout=120)
+    page = _parse((tmp_path / "10_nonfinite.html").read_text(encoding="utf-8"))
+    copies = [a for t, a in page.tags if "nnx-lab-static-copy" in (a.get("class") or "").split()]
+    assert len(copies) == len(saved)
+    text = " ".join("".join(page.text).split())
+    first = " ".join("".join(_parse(saved[0].data["text/html"]).text).split())
+    assert first[:120] in text  # the viewer's table: title, header, first rows

@@ -11,8 +11,11 @@ output carries its own static copy (``text/html``: plain tables, inline styles, 
 widget has rendered from the saved state: the reader sees the live widget, or its table, never an
 empty box. Outputs without saved state are unchanged (nbconvert already shows their ``text/html``).
 
-    jupyter nbconvert --to nnx_lab.export.HTMLExporter notebook.ipynb                     # lab
-    jupyter nbconvert --to nnx_lab.export.HTMLExporter --template classic notebook.ipynb
+    jupyter nbconvert --to nnx_lab_html notebook.ipynb                     # lab
+    jupyter nbconvert --to nnx_lab_html --template classic notebook.ipynb
+
+(``nnx_lab_html`` is this class's entry point in pyproject.toml; ``--to nnx_lab.export.HTMLExporter``
+names it without one.)
 """
 
 from __future__ import annotations
