@@ -11,6 +11,9 @@ import pytest
 from flax import nnx
 
 import nnx_lab
+
+# Reaches inside core.compare (why this file may): how many programs the value reduction compiles and how
+# many arrays each takes are its own choices, seen only in its program cache and its compile calls.
 from nnx_lab.core.compare import _values
 
 

@@ -7,6 +7,9 @@ import pytest
 from flax import nnx
 
 import nnx_lab
+
+# Reaches inside core (why this file may): the paused collector is a process-wide side effect of a walk;
+# its nesting across threads is checked on paused_gc itself, and the walk is spied on where it runs.
 from nnx_lab.core._gc import paused_gc
 
 

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from flax import nnx
 
+# Reaches inside core.summary (why this file may): the FLOP formulas are checked against XLA's own count of
+# the traced program, which only _costs.tally and _build._trace_program expose.
 from nnx_lab.core.summary import SummaryError, _costs, summary
 
 from . import models as zoo

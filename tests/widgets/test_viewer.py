@@ -14,6 +14,9 @@ from IPython.core.error import UsageError
 from viewer_wire import Wire
 
 import nnx_lab
+
+# Reaches inside nnx_lab._ipython (why this file may): which widgets the cell hooks track, and when they
+# let go, is only seen in cell_hooks' registry; a viewer's refresh dispatch is spied on in core.live.
 from nnx_lab._ipython import cell_hooks as live
 from nnx_lab.core import compat
 from nnx_lab.core.watcher import Watcher

@@ -10,6 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+# Reaches inside core.stats (why this file may): when a background compile starts against a user's compile
+# is timing inside XLA's compile frames; the test stands in for jax's frame and compiles directly.
 from nnx_lab.core.stats import _compiling
 from nnx_lab.core.stats._compiling import compile_lowered, in_background, others_compiling
 

@@ -5,6 +5,10 @@ collective in one process. Before, the 4-block transformer below (65 arrays over
 the process in its first snapshot (about 40 independent all-reduce programs in flight on XLA's CPU
 client), and ``watch(model, optimizer=...)`` did the same before any step (first calls compiled and
 run from a pool of threads). Each case runs in a subprocess: the device count is fixed when jax starts.
+
+Reaches inside ``nnx_lab.core.stats`` (why this file may): a sharded array's statistics are checked
+against the kernels run on the whole array, shard by shard (``_shards``, ``_kernels``, ``_stacked``),
+and a replicated array's cached executable is counted (``_executables``).
 """
 
 import json
@@ -194,7 +198,7 @@ HISTOGRAMS = textwrap.dedent("""
     faulthandler.dump_traceback_later(int(sys.argv[1]), exit=True)
     import jax, numpy as np
     from jax.sharding import NamedSharding, PartitionSpec as P
-    from nnx_lab.core.stats._histogram import histograms_dispatch, histograms_fetch
+    from nnx_lab.core.stats import histograms_dispatch, histograms_fetch
     mesh = jax.make_mesh((2,), ("m",))
     xs = [np.random.default_rng(i).normal(size=(64, 8)).astype(np.float32) for i in range(100)]
     hists = histograms_fetch(histograms_dispatch([jax.device_put(x, NamedSharding(mesh, P("m"))) for x in xs], 16))
