@@ -24,6 +24,7 @@ import anywidget
 
 from .._ipython import busy_queue, cell_hooks
 from ..core import compat
+from ..core.shell import shell_namespace
 from . import wire
 from ._messages import message_id, message_problem
 
@@ -40,14 +41,21 @@ ANY = "*"
 def background_unsupported() -> str | None:
     """Why widget updates from a thread would not arrive here, or None when they do."""
     kernel_module = sys.modules.get("ipykernel")
-    if kernel_module is None:
-        return "not running in an IPython kernel"
+    if kernel_module is None or ("marimo" in sys.modules and shell_namespace() is None):
+        return "not running in an IPython kernel"  # marimo may import ipykernel, and runs none
     version = getattr(kernel_module, "__version__", "0")
     if int(version.split(".")[0]) < 6:
         return f"ipykernel {version} sends messages from the main thread only"
     if "google.colab" in sys.modules:
         return "thread-delivered widget updates are not verified on Colab"
     return None
+
+
+def background_note(reason: str) -> str:
+    """What a viewer says where ``reason`` keeps it from refreshing on a thread: when it refreshes
+    instead (after each cell only where IPython runs cell hooks; marimo runs none)."""
+    when = "after each cell and on tick()" if shell_namespace() is not None else "on tick()"
+    return f"background refresh unavailable ({reason}); refreshing {when}"
 
 
 def command(*types: str) -> Callable[[F], F]:

@@ -18,7 +18,7 @@ from ..core.stats import STAT_NAMES, threads_see_jax_config
 from ..core.training import series_buffer, series_meta
 from ..core.watcher import Watcher
 from . import wire
-from ._base import STATIC, Widget, background_unsupported, command
+from ._base import STATIC, Widget, background_note, background_unsupported, command
 
 T = TypeVar("T")
 
@@ -148,7 +148,7 @@ class StateViewer(Widget):
         """Refresh from a background thread, where the kernel delivers widget updates from threads."""
         reason = background_unsupported()
         if reason:
-            self._watcher.note = f"background refresh unavailable ({reason}); refreshing after each cell and on tick()"
+            self._watcher.note = background_note(reason)
             self._publish(self._watcher)
             return
         self._watcher.start_background()
