@@ -2,13 +2,14 @@
 // (JupyterLab's, then VS Code's, then light defaults), so it follows light and dark themes.
 
 import { columnPickerCss } from "../shared/fit.js";
-import { ROW_HEIGHT, THEME, panelFrameCss } from "../shared/styles.js";
+import { ROW_HEIGHT, THEME, darkCss, panelFrameCss } from "../shared/styles.js";
 
 const { FG, MUTED, FAINT, BG, BG2, BORDER, ACCENT, ERROR, WARN, STRIPE, HOVER, FONT, MONO } = THEME;
 const WARN_TINT = "rgba(245,124,0,0.13)";
 // Gradients in purple: no theme variable means "purple", and the bars and borders drawn with it
 // need only graphic contrast; text stays in the theme's foreground colour.
-const GRAD = "#ab47bc";
+// In dark themes a lighter purple (3:1 on the dark tint), and the histograms' axis line in the faint colour.
+const GRAD = "var(--nnx-grad)";
 const GRAD_TINT = "rgba(171,71,188,0.08)";
 
 export const HIST_W = 64;
@@ -17,6 +18,8 @@ export const HIST_H = 14;
 export function captureCss() {
   const R = ".nnx-lab-capture";
   return `${panelFrameCss(R, ["button", "input"])}
+${R}{--nnx-grad:#ab47bc;--nnx-axis:${BORDER}}
+${darkCss(R, `--nnx-grad:#ce93d8;--nnx-axis:${FAINT};`)}
 ${R} .nnx-capture-head{display:flex;flex-wrap:wrap;align-items:baseline;gap:2px 6px;margin-bottom:4px}
 ${R} .nnx-capture-head .root{font-weight:600}
 ${R} .nnx-capture-head .sep{color:${FAINT}}
@@ -84,7 +87,7 @@ ${R} .st{color:${MUTED};font-style:italic}
 ${R} td.c-hist,${R} td.c-ghist{padding:0 6px}
 ${R} svg.nnx-capture-hist{display:block;margin:3px 0;overflow:visible}
 ${R} svg.nnx-capture-hist path{fill:${ACCENT};opacity:.85}
-${R} svg.nnx-capture-hist line{stroke:${BORDER};stroke-width:1}
+${R} svg.nnx-capture-hist line{stroke:var(--nnx-axis);stroke-width:1}
 ${R} td.c-ghist svg.nnx-capture-hist path{fill:${GRAD}}
 ${R} tr.nnx-spacer td{padding:0;height:0;line-height:0;border:0;background:none}
 ${R} .nnx-empty{padding:14px;color:${MUTED};text-align:center}

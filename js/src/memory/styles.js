@@ -2,11 +2,10 @@
 // (JupyterLab's, then VS Code's, then light defaults) and the summary's table look.
 
 import { columnPickerCss } from "../shared/fit.js";
-import { ROW_HEIGHT, THEME, panelFrameCss } from "../shared/styles.js";
+import { ROW_HEIGHT, THEME, dataBarCss, panelFrameCss } from "../shared/styles.js";
 import { COLUMNS } from "./data.js";
 
 const { FG, MUTED, FAINT, BG, BG2, BORDER, ACCENT, STRIPE, HOVER, FONT, MONO } = THEME;
-const BAR = "rgba(66,133,244,0.28)";
 
 export function memoryCss() {
   const R = ".nnx-lab-memory-view";
@@ -46,7 +45,7 @@ ${R} .tog{display:inline-block;width:12px;color:${MUTED};font-size:11px;text-ali
 ${R} .tog::before{content:attr(data-tog)}
 ${R} tr.nnx-mem-parent td.c-label{cursor:pointer}
 ${R} td.c-bytes{position:relative}
-${R} td.c-bytes .bar{position:absolute;left:0;top:3px;bottom:3px;background:${BAR};border-radius:0 2px 2px 0}
+${dataBarCss(R, "td.c-bytes .bar")}
 ${R} td.c-bytes .v{position:relative}
 ${R} tr.nnx-mem-row:hover td{background-image:linear-gradient(${HOVER},${HOVER})}
 ${R} tr.nnx-mem-row.match td.c-label{box-shadow:inset 3px 0 0 ${ACCENT}}

@@ -38,16 +38,18 @@ function hexRgb(hex) {
   return [(n >> 16) & 255, (n >> 8) & 255, n & 255];
 }
 
-/** Colour of filter `index` (0-based); with `alpha` < 1 a translucent tint of it. */
-export function filterColor(index, alpha = 1) {
+/** Colour of filter `index` (0-based); with `alpha` < 1 a translucent tint of it. `light`: the
+ * colour mixed 45% towards white, for text and marks on a dark background (4.5:1 there). */
+export function filterColor(index, alpha = 1, light = false) {
   const i = Math.max(0, Math.floor(Number(index) || 0));
   if (i < FILTER_COLORS.length) {
-    if (alpha >= 1) return FILTER_COLORS[i];
-    const [r, g, b] = hexRgb(FILTER_COLORS[i]);
-    return `rgba(${r},${g},${b},${alpha})`;
+    if (alpha >= 1 && !light) return FILTER_COLORS[i];
+    const [r, g, b] = hexRgb(FILTER_COLORS[i]).map((c) => (light ? Math.round(c + (255 - c) * 0.45) : c));
+    return alpha >= 1 ? `rgb(${r},${g},${b})` : `rgba(${r},${g},${b},${alpha})`;
   }
   const hue = Math.round((i * 137.508) % 360);
-  return alpha >= 1 ? `hsl(${hue}, 60%, 45%)` : `hsla(${hue}, 60%, 45%, ${alpha})`;
+  const l = light ? 72 : 45;
+  return alpha >= 1 ? `hsl(${hue}, 60%, ${l}%)` : `hsla(${hue}, 60%, ${l}%, ${alpha})`;
 }
 
 /** A table's Variable-type cell: the type's colour dot and its name (as text), in a chip. */
@@ -64,4 +66,12 @@ export function typeCell(doc, type) {
       h(doc, "span", { class: "t" }, type),
     ),
   );
+}
+
+/** Whether `el` is drawn on a dark background: its text colour (the theme's foreground) is light. */
+export function onDarkBackground(el) {
+  const view = el && el.ownerDocument && el.ownerDocument.defaultView;
+  if (!view || !el.isConnected) return false;
+  const m = /rgba?\((\d+),\s*(\d+),\s*(\d+)/.exec(view.getComputedStyle(el).color || "");
+  return !!m && 0.2126 * m[1] + 0.7152 * m[2] + 0.0722 * m[3] > 140;
 }

@@ -1,21 +1,83 @@
 // Styles, scoped under .nnx-lab-viewer. Colours come from JupyterLab's theme variables, then
-// VS Code's, then light defaults, so the viewer follows light and dark themes wherever it runs.
+// VS Code's, then defaults for the page's colour scheme, so the viewer follows light and dark themes.
 
 import { COLUMNS, TABLE_MIN_WIDTH } from "./columns.js";
 import { columnPickerCss } from "./fit.js";
 
 export const ROW_HEIGHT = 20;
 
-const FG = "var(--jp-ui-font-color1, var(--vscode-editor-foreground, #222))";
-const MUTED = "var(--jp-ui-font-color2, var(--vscode-descriptionForeground, #6b6b6b))";
-const FAINT = "var(--jp-ui-font-color3, var(--vscode-disabledForeground, #999))";
-const BG = "var(--jp-layout-color1, var(--vscode-editor-background, #fff))";
-const BG2 = "var(--jp-layout-color2, var(--vscode-sideBar-background, #f3f3f3))";
-const BORDER = "var(--jp-border-color2, var(--vscode-panel-border, #ccc))";
-const ACCENT = "var(--jp-brand-color1, var(--vscode-focusBorder, #1976d2))";
-const ERROR = "var(--jp-error-color1, var(--vscode-errorForeground, #d32f2f))";
-const OK = "var(--jp-success-color1, var(--vscode-testing-iconPassed, #388e3c))";
-const WARN = "var(--jp-warn-color1, var(--vscode-editorWarning-foreground, #f57c00))";
+// Each theme colour is a custom property of the widget's root: the host's variable (JupyterLab's
+// --jp-*, then VS Code's --vscode-*), else a default. Dark hosts (JupyterLab Dark, VS Code's dark and
+// high-contrast themes) and pages without theme variables in a dark colour scheme (Colab's dark
+// mode) take the dark set, picked so that text reads at WCAG AA (4.5:1) and marks at 3:1 there
+// (tests/browser/test_dark_theme_browser.py measures it).
+const LIGHT_VARS = {
+  fg: "var(--jp-ui-font-color1, var(--vscode-editor-foreground, #222))",
+  muted: "var(--jp-ui-font-color2, var(--vscode-descriptionForeground, #6b6b6b))",
+  faint: "var(--jp-ui-font-color3, var(--vscode-disabledForeground, #999))",
+  bg: "var(--jp-layout-color1, var(--vscode-editor-background, #fff))",
+  bg2: "var(--jp-layout-color2, var(--vscode-sideBar-background, #f3f3f3))",
+  border: "var(--jp-border-color2, var(--vscode-panel-border, #ccc))",
+  accent: "var(--jp-brand-color1, var(--vscode-focusBorder, #1976d2))",
+  "accent-fill": "var(--jp-brand-color1, var(--vscode-focusBorder, #1976d2))",
+  error: "var(--jp-error-color1, var(--vscode-errorForeground, #d32f2f))",
+  ok: "var(--jp-success-color1, var(--vscode-testing-iconPassed, #388e3c))",
+  warn: "var(--jp-warn-color1, var(--vscode-editorWarning-foreground, #f57c00))",
+  bar: "rgba(66,133,244,0.28)",
+};
+// JupyterLab Dark's --jp-layout-color2 (#424242) leaves its own --jp-ui-font-color2 at 4.2:1, and its
+// --jp-error-color1 / --jp-success-color1 under 4.5:1 on #212121: the dark set takes the next shade.
+const DARK_VARS = {
+  fg: "var(--jp-ui-font-color1, var(--vscode-editor-foreground, #e0e0e0))",
+  muted: "var(--jp-ui-font-color2, var(--vscode-descriptionForeground, #a8a8a8))",
+  faint: "var(--jp-ui-font-color2, var(--vscode-descriptionForeground, #9a9a9a))",
+  bg: "var(--jp-layout-color1, var(--vscode-editor-background, #1e1e1e))",
+  bg2: "var(--jp-layout-color0, var(--vscode-sideBar-background, #161616))",
+  border: "var(--jp-border-color1, var(--vscode-panel-border, #555))",
+  accent: "var(--jp-brand-color1, var(--vscode-textLink-foreground, #3794ff))",
+  "accent-fill": "var(--jp-brand-color0, var(--vscode-button-background, #0e639c))",
+  error: "var(--jp-error-color2, var(--vscode-errorForeground, #f48771))",
+  ok: "var(--jp-success-color2, var(--vscode-testing-iconPassed, #73c991))",
+  warn: "var(--jp-warn-color1, var(--vscode-editorWarning-foreground, #cca700))",
+  bar: "var(--jp-brand-color1, var(--vscode-textLink-foreground, #3794ff))",
+};
+const DARK_HOSTS = [
+  'body[data-jp-theme-light="false"]',
+  "body.vscode-dark",
+  "body.vscode-high-contrast:not(.vscode-high-contrast-light)",
+];
+// A page with no theme of its own: not JupyterLab / Notebook 7, not VS Code, not the classic Notebook.
+const PLAIN_HOST = 'body:not([data-jp-theme-name]):not([class*="vscode-"]):not(.notebook_app)';
+
+const decls = (vars) =>
+  Object.entries(vars)
+    .map(([k, v]) => `--nnx-${k}:${v};`)
+    .join("");
+
+/** `rules` (a declaration block's body) for root `R` in a dark host or a plain page in a dark scheme. */
+export function darkCss(R, rules) {
+  return `${DARK_HOSTS.map((host) => `${host} ${R}`).join(",")}{${rules}}
+@media (prefers-color-scheme: dark){${PLAIN_HOST} ${R}{${rules}}}`;
+}
+
+/** The theme's custom properties on root `R`: the light set, and the dark one in dark hosts. */
+export function themeVarsCss(R) {
+  return `${R}{${decls(LIGHT_VARS)}}
+${darkCss(R, `${decls(DARK_VARS)}color-scheme:dark;`)}`;
+}
+
+const FG = "var(--nnx-fg)";
+const MUTED = "var(--nnx-muted)";
+const FAINT = "var(--nnx-faint)";
+const BG = "var(--nnx-bg)";
+const BG2 = "var(--nnx-bg2)";
+const BORDER = "var(--nnx-border)";
+const ACCENT = "var(--nnx-accent)";
+const ACCENT_FILL = "var(--nnx-accent-fill)";
+const ERROR = "var(--nnx-error)";
+const OK = "var(--nnx-ok)";
+const WARN = "var(--nnx-warn)";
+const BAR = "var(--nnx-bar)";
 const STRIPE = "rgba(127,127,127,0.06)";
 const HOVER = "rgba(127,127,127,0.16)";
 const FONT = "var(--jp-ui-font-family, var(--vscode-font-family, system-ui, -apple-system, 'Segoe UI', sans-serif))";
@@ -23,11 +85,36 @@ const MONO =
   "var(--jp-code-font-family, var(--vscode-editor-font-family, ui-monospace, SFMono-Regular, Menlo, Consolas, monospace))";
 
 /** The theme colours and fonts above, for other widgets' styles (the split report). */
-export const THEME = { FG, MUTED, FAINT, BG, BG2, BORDER, ACCENT, ERROR, OK, WARN, STRIPE, HOVER, FONT, MONO };
+export const THEME = {
+  FG,
+  MUTED,
+  FAINT,
+  BG,
+  BG2,
+  BORDER,
+  ACCENT,
+  ACCENT_FILL,
+  ERROR,
+  OK,
+  WARN,
+  BAR,
+  STRIPE,
+  HOVER,
+  FONT,
+  MONO,
+};
+
+/** A cell's data bar (`.bar` under the value): a translucent band in light themes; in dark ones, where
+ * no translucent band keeps both the bar at 3:1 and the value over it at 4.5:1, a line under the value. */
+export function dataBarCss(R, sel) {
+  return `${R} ${sel}{position:absolute;left:0;top:3px;bottom:3px;background:${BAR};border-radius:0 2px 2px 0}
+${darkCss(`${R} ${sel}`, "top:auto;bottom:1px;height:3px;border-radius:0")}`;
+}
 
 /** The frame every panel widget (split report, views, capture) shares: root `R`, its form controls `controls`. */
 export function panelFrameCss(R, controls = ["button"]) {
   return `
+${themeVarsCss(R)}
 ${R}{color:${FG};background:${BG};font-family:${FONT};font-size:12px;line-height:1.45;
   border:1px solid ${BORDER};border-radius:4px;padding:6px 8px;box-sizing:border-box;
   font-variant-numeric:tabular-nums;max-width:100%;overflow:hidden}
@@ -42,6 +129,7 @@ export function css() {
     .map((c) => `${R} col.k-${c.id}{width:${c.width}px}`)
     .join("\n");
   return `
+${themeVarsCss(R)}
 ${R}{color:${FG};background:${BG};font-family:${FONT};font-size:12px;line-height:1.45;
   border:1px solid ${BORDER};border-radius:4px;padding:6px 8px;box-sizing:border-box;
   font-variant-numeric:tabular-nums;max-width:100%;overflow:hidden}

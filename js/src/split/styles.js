@@ -3,7 +3,7 @@
 
 import { filterColor } from "../shared/colors.js";
 import { columnPickerCss } from "../shared/fit.js";
-import { ROW_HEIGHT, THEME, panelFrameCss } from "../shared/styles.js";
+import { ROW_HEIGHT, THEME, darkCss, panelFrameCss } from "../shared/styles.js";
 
 const { FG, MUTED, FAINT, BG, BG2, BORDER, ACCENT, ERROR, WARN, STRIPE, HOVER, FONT, MONO } = THEME;
 const WARN_TINT = "rgba(245,124,0,0.13)";
@@ -17,6 +17,7 @@ export function filterCss(count) {
   const out = [];
   for (let i = 0; i < count; i++) {
     out.push(`${R} .f-${i}{--fc:${filterColor(i)};--fct:${filterColor(i, 0.07)};--fca:${filterColor(i, 0.2)}}`);
+    out.push(darkCss(`${R} .f-${i}`, `--fc:${filterColor(i, 1, true)};--fca:${filterColor(i, 0.12)};`));
   }
   return out.join("\n");
 }

@@ -2,11 +2,10 @@
 // (JupyterLab's, then VS Code's, then light defaults) and its table's look.
 
 import { columnPickerCss } from "../shared/fit.js";
-import { ROW_HEIGHT, THEME, panelFrameCss } from "../shared/styles.js";
+import { ROW_HEIGHT, THEME, dataBarCss, panelFrameCss } from "../shared/styles.js";
 import { COLUMNS } from "./data.js";
 
 const { FG, MUTED, FAINT, BG, BG2, BORDER, ACCENT, STRIPE, HOVER, FONT, MONO } = THEME;
-const BAR = "rgba(66,133,244,0.28)";
 
 export function summaryCss() {
   const R = ".nnx-lab-summary-view";
@@ -44,7 +43,7 @@ ${R} td.c-inputs,${R} td.c-outputs{font-family:${MONO};font-size:11px;color:${MU
 ${R} .tog{display:inline-block;width:12px;color:${MUTED};font-size:11px;text-align:center;margin-right:2px}
 ${R} tr.nnx-sum-parent td.c-path{cursor:pointer}
 ${R} td.c-flops{position:relative}
-${R} td.c-flops .bar{position:absolute;left:0;top:3px;bottom:3px;background:${BAR};border-radius:0 2px 2px 0}
+${dataBarCss(R, "td.c-flops .bar")}
 ${R} td.c-flops .v{position:relative}
 ${R} tr.nnx-sum-row.odd td{background-image:linear-gradient(${STRIPE},${STRIPE})}
 ${R} tr.nnx-sum-row:hover td{background-image:linear-gradient(${HOVER},${HOVER})}

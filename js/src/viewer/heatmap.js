@@ -3,6 +3,7 @@
 // value also as text (a cell's tooltip, the readout line on hover). Opened from the group row's
 // button; follows the Variable by path across structure changes.
 
+import { onDarkBackground } from "../shared/colors.js";
 import { h, s, setText } from "../shared/dom.js";
 import { fmtNum } from "../shared/format.js";
 
@@ -41,10 +42,14 @@ export function heatGrid(tree, history, r) {
   return { L: ids.length, T, values, lo: lo <= hi ? lo : NaN, hi: lo <= hi ? hi : NaN, layers };
 }
 
-/** The colour of `v` on the lo..hi scale (the middle colour when they are equal; grey: no value). */
-export function heatColor(v, lo, hi) {
+// On a dark background the scale starts at viridis' teal: its purple and blue end fall under 3:1 there.
+export const DARK_FROM = 0.45;
+
+/** The colour of `v` on the lo..hi scale (the middle colour when they are equal; grey: no value),
+ * on viridis from `from` (0..1) to its yellow end. */
+export function heatColor(v, lo, hi, from = 0) {
   if (!Number.isFinite(v)) return MISSING;
-  const t = hi > lo ? Math.min(1, Math.max(0, (v - lo) / (hi - lo))) : 0.5;
+  const t = from + (1 - from) * (hi > lo ? Math.min(1, Math.max(0, (v - lo) / (hi - lo))) : 0.5);
   const x = t * (STOPS.length - 1);
   const i = Math.min(STOPS.length - 2, Math.floor(x));
   const f = x - i;
@@ -134,7 +139,7 @@ export function createHeatmap(doc, { onClose } = {}) {
         `${name} \u00b7 ${grid.L} layers \u00d7 ${grid.T} refresh${grid.T === 1 ? "" : "es"} \u00b7 ` +
           `${fmtNum(grid.lo)} \u2026 ${fmtNum(grid.hi)}`,
       );
-      plot.replaceChildren(drawGrid(doc, grid, name));
+      plot.replaceChildren(drawGrid(doc, grid, name, onDarkBackground(el) ? DARK_FROM : 0));
     },
   };
   return api;
@@ -146,7 +151,7 @@ function cellText(grid, l, t, stat) {
   return `layer ${grid.layers[l]} \u00b7 ${ago === 0 ? "latest refresh" : `${ago} refresh${ago === 1 ? "" : "es"} ago`} \u00b7 ${stat} ${Number.isFinite(v) ? fmtNum(v) : "\u2014"}`;
 }
 
-function drawGrid(doc, grid, stat) {
+function drawGrid(doc, grid, stat, from) {
   const { L, T, values, lo, hi } = grid;
   const { w, h: ch } = cellSize(L, T);
   const left = 52;
@@ -172,7 +177,15 @@ function drawGrid(doc, grid, stat) {
         s(
           doc,
           "rect",
-          { x: left + t * w, y: l * ch, width: w, height: ch, fill: heatColor(v, lo, hi), "data-l": l, "data-t": t },
+          {
+            x: left + t * w,
+            y: l * ch,
+            width: w,
+            height: ch,
+            fill: heatColor(v, lo, hi, from),
+            "data-l": l,
+            "data-t": t,
+          },
           s(doc, "title", null, cellText(grid, l, t, stat)),
         ),
       );

@@ -3,7 +3,7 @@
 
 import { THEME, panelFrameCss } from "../shared/styles.js";
 
-const { FG, MUTED, FAINT, BG, BG2, BORDER, ACCENT, ERROR, OK, WARN, STRIPE, HOVER, FONT, MONO } = THEME;
+const { FG, MUTED, FAINT, BG, BG2, BORDER, ACCENT, ACCENT_FILL, ERROR, OK, WARN, STRIPE, HOVER, FONT, MONO } = THEME;
 const WARN_TINT = "rgba(245,124,0,0.13)";
 const ERROR_TINT = "rgba(229,57,53,0.12)";
 const OK_TINT = "rgba(56,142,60,0.16)";
@@ -31,7 +31,7 @@ ${R} .nnx-views-switch button:first-child,${R} .nnx-views-seg button:first-child
 ${R} .nnx-views-switch button:not([aria-pressed="true"]):hover:not([disabled]),
 ${R} .nnx-views-seg button:not([aria-pressed="true"]):hover{background:${HOVER}}
 ${R} .nnx-views-switch button[aria-pressed="true"],${R} .nnx-views-seg button[aria-pressed="true"]{
-  background:${ACCENT};color:#fff}
+  background:${ACCENT_FILL};color:#fff}
 ${R} .nnx-views-seg button[data-value="unset"][aria-pressed="true"]{background:${GREY_TINT};color:${FG};
   box-shadow:inset 0 0 0 1px ${FAINT}}
 ${R} button[disabled]{opacity:.5;cursor:default}
