@@ -12,15 +12,22 @@ const { default: widget } = await import("../src/viewer.js");
 
 const EVIL = "<img src=x onerror=alert(1)>";
 
-function mount(snapshot, extra = {}) {
+// manager: the model's widget manager (a notebook's has a kernel; html-manager's, on a saved page, none)
+function mount(snapshot, extra = {}, { manager = { kernel: {} }, parent = null } = {}) {
   const doc = new FakeDocument();
   const el = doc.createElement("div");
+  if (parent) {
+    const outer = doc.createElement("div");
+    outer.classList.add(parent);
+    outer.appendChild(el);
+  }
   const model = new FakeModel({
     snapshot,
     status: { state: "live", message: "", last_refresh: 1700000000, cost_ms: 4.5, refreshes: 3, interval_s: 1 },
     sparkline_stat: "norm",
     ...extra,
   });
+  if (manager) model.widget_manager = manager;
   const cleanup = widget.render({ model, el });
   const q = (sel) => el.querySelectorAll(sel);
   const paths = () => q("tr[data-path]").map((t) => t.getAttribute("data-path"));
@@ -236,6 +243,17 @@ test("a kernel restart (the comm marked not live) says so, and refresh now and p
   assert.equal(q("button.nnx-baseline-pin")[0].disabled, true);
   model.set("status", { state: "live", message: "", refreshes: 4 }); // (a stale echo) the front end knows better
   assert.equal(status().getAttribute("data-state"), "disconnected");
+  cleanup();
+});
+
+test("a page drawn from saved widget state (no kernel behind its manager) says 'a saved copy', not a restart", async () => {
+  // html-manager (an exported notebook, VS Code's saved outputs): the views are marked disconnected from the start.
+  const { q, cleanup } = mount(sequential(), {}, { manager: null, parent: "jupyter-widgets-disconnected" });
+  const status = q(".nnx-status")[0];
+  assert.equal(status.getAttribute("data-state"), "saved");
+  assert.ok(status.textContent.includes("a saved copy: no kernel is behind this page"), status.textContent);
+  assert.ok(!status.textContent.includes("restarted"), status.textContent);
+  assert.equal(q("button.nnx-refresh")[0].disabled, true);
   cleanup();
 });
 

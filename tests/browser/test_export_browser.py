@@ -301,6 +301,14 @@ def test_user_markup_in_an_exported_page_stays_text(browser, tmp_path, exporter,
         if network:
             assert len(found["drawn"]) == WIDGETS
             assert all(EVIL_PATH in t or EVIL_CLASS in t for t in found["drawn"]), found["drawn"]
+            # The viewer (its saved ES module is this build's) says it is a saved copy, not that a
+            # kernel restarted: there is no kernel behind the page.
+            statuses = page.evaluate(
+                "() => [...document.querySelectorAll('.nnx-status')].map((s) => [s.dataset.state, s.innerText])"
+            )
+            assert len(statuses) == 1, statuses
+            state, status = statuses[0]
+            assert state == "saved" and "a saved copy" in status and "restarted" not in status, statuses
         elif exporter == "nnx_lab":
             assert text.count(EVIL_PATH) >= 3 and EVIL_CLASS in text
         else:

@@ -11,6 +11,8 @@
 //   Notebook 6.5 (ipywidgets 7): `widget_manager.notebook.events` ("kernel_restarting.Kernel"...).
 //   Both managers also mark the model's comm not live ("comm_live_update"), and Notebook 6.5 its
 //   views' elements `jupyter-widgets-disconnected` (anywidget's model proxy has no `comm_live` to read).
+// - A page drawn from saved widget state (an exported notebook, html-manager: no kernel, no notebook;
+//   its views are marked disconnected from the start): "a saved copy", never "the kernel restarted".
 // - Anywhere else (Colab, VS Code): a "refresh now" whose answer
 //   does not come within ANSWER_MS says so (busy, or restarted), until an answer comes.
 //   marimo: its model's `widget_manager` has only `get_model` (no kernel, no notebook), so nothing
@@ -25,6 +27,11 @@ export const ANSWER_MS = 10000;
 export const LOST = {
   restarted: { state: "disconnected", message: "the kernel restarted; run the cell again", stop: true },
   stopped: { state: "disconnected", message: "the kernel stopped; start one and run the cell again", stop: true },
+  saved: {
+    state: "saved",
+    message: "a saved copy: no kernel is behind this page; run the notebook to see it live",
+    stop: true,
+  },
   silent: {
     state: "no answer",
     message: `no answer from the kernel after ${ANSWER_MS / 1000} s: it is busy, or it restarted (then run the cell again)`,
@@ -44,15 +51,18 @@ export function watchConnection(model, el, onChange) {
     lost = what;
     onChange();
   };
+  const wm = model.widget_manager;
+  // No kernel and no notebook behind the manager, and the view marked disconnected: a page drawn from
+  // saved widget state (an exported notebook through @jupyter-widgets/html-manager), not a restart.
+  const kernelless = !(wm && (wm.kernel || wm.notebook));
   const check = () => {
-    if (el && el.closest && el.closest(`.${DISCONNECTED}`)) set(LOST.restarted);
+    if (el && el.closest && el.closest(`.${DISCONNECTED}`)) set(kernelless ? LOST.saved : LOST.restarted);
   };
   const stops = [];
   // The view's own listener (which sets the class) may run after this one: read it once they all ran.
   const onLive = () => setTimeout(check, 0);
   model.on("comm_live_update", onLive);
   stops.push(() => model.off("comm_live_update", onLive));
-  const wm = model.widget_manager;
   const signal = wm && wm.kernel && wm.kernel.statusChanged;
   if (signal && typeof signal.connect === "function") {
     const onStatus = (_, status) => {

@@ -201,6 +201,11 @@ export function fillStatus(doc, el, slots, status) {
     bits.push(`${fmtCount(st.refreshes)} refresh${st.refreshes === 1 ? "" : "es"}`);
   if (state === "live" && st.interval_s) bits.push(`every ${fmtMs(st.interval_s * 1000)}`);
   slots.info.replaceChildren(bits.join(" \u00B7 "));
-  slots.button.disabled = state === "gone" || state === "disconnected";
-  slots.button.title = state === "disconnected" ? "its kernel is gone: run the cell again for a live viewer" : "";
+  slots.button.disabled = state === "gone" || state === "disconnected" || state === "saved";
+  slots.button.title =
+    state === "disconnected"
+      ? "its kernel is gone: run the cell again for a live viewer"
+      : state === "saved"
+        ? "a saved copy: there is no kernel to refresh from"
+        : "";
 }
