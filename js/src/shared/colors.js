@@ -73,5 +73,5 @@ export function onDarkBackground(el) {
   const view = el && el.ownerDocument && el.ownerDocument.defaultView;
   if (!view || !el.isConnected) return false;
   const m = /rgba?\((\d+),\s*(\d+),\s*(\d+)/.exec(view.getComputedStyle(el).color || "");
-  return !!m && 0.2126 * m[1] + 0.7152 * m[2] + 0.0722 * m[3] > 140;
+  return !!m && 0.2126 * Number(m[1]) + 0.7152 * Number(m[2]) + 0.0722 * Number(m[3]) > 140;
 }

@@ -20,6 +20,13 @@ const STAT_FOLDS = { mean: 8, std: 5, min: 3, max: 3, norm: 7 };
 // Ids and labels from Python (render.SERIES_COLUMNS, SERIES_LABELS: the saved notebook's table shows the same).
 export { SERIES_COLUMNS };
 
+/**
+ * A table column: `width` null takes what is left; `fold` orders which fold first when narrow.
+ * @typedef {{id: string, label: string, width: number | null, num?: boolean, fold?: number, title?: string,
+ *   sortable?: boolean}} Column
+ */
+
+/** @type {Column[]} */
 export const COLUMNS = [
   { id: "path", label: "path", width: null },
   // never folds: a module's row spans its path over the type column (treerows.js, colspan 2)

@@ -108,7 +108,13 @@ export const PATH_MIN_WIDTH = 200;
 export const FILTER_WIDTH = 104;
 export const REST_WIDTH = 92;
 
+/**
+ * The split report's columns: the Variable columns, one per filter, and the remainder's.
+ * @returns {Array<{id: string, kind: string, width: number | null, label?: string, fold?: number,
+ *   title?: string, num?: boolean, filter?: object}>}
+ */
 export function columns(prep) {
+  /** @type {ReturnType<typeof columns>} */
   const cols = VAR_COLUMNS.map((c) => ({ ...c, kind: "var" }));
   for (const f of prep.filters) cols.push({ id: `f-${f.index}`, kind: "filter", filter: f, width: FILTER_WIDTH });
   if (hasRemainder(prep)) cols.push({ id: REST, kind: "rest", width: REST_WIDTH });

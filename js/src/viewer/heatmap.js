@@ -75,7 +75,11 @@ const CSS = `
 .nnx-heat{margin-left:6px;padding:0 3px;border:1px solid var(--nnx-border,#ccc);border-radius:3px;background:none;cursor:pointer;font-size:11px;line-height:14px}
 `;
 
-/** The heatmap panel: `open(tree, r)`, `draw({tree, history, stat})` on every refresh, `close()`. */
+/**
+ * The heatmap panel: `open(tree, r)`, `draw({tree, history, stat})` on every refresh, `close()`.
+ * @param {Document} doc
+ * @param {{onClose?: () => void}} [options]
+ */
 export function createHeatmap(doc, { onClose } = {}) {
   const title = h(doc, "span", { class: "hm-title" });
   const info = h(doc, "span", { class: "hm-info" });
