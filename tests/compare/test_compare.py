@@ -189,23 +189,6 @@ def test_plain_data_and_renderings_escape_user_strings():
         assert list(cmp.to_pandas()["status"]) == ["changed"]
 
 
-def test_one_program_for_all_pairs_of_a_device():
-    from nnx_lab.core.compare import _values
-
-    a, b = Net(width=6), Net(width=6, seed=1)
-    before = _values._program._cache_size()
-    calls = []
-    real = jax.device_get
-    try:
-        jax.device_get = lambda x: calls.append(1) or real(x)
-        compare(a, b)
-    finally:
-        jax.device_get = real
-    assert _values._program._cache_size() == before + 1
-    # one host fetch of the few sums of every pair, one of the RNG counter's values (shown as a count)
-    assert len(calls) == 2
-
-
 def test_snapshot_side_is_structure_only():
     cmp = compare(Net(), nnx_lab.snapshot(Net(width=5), stats=False))
     assert cmp.counts["shape"] == 7 and cmp.counts["abstract"] == 3
