@@ -1,3 +1,4 @@
+// @ts-check
 // nnx_lab capture panel: an anywidget front end for CapturePanel. Toggles (which Variable types
 // to collect, method outputs, a checkbox per submodule: capture/toggles.js) go to Python as
 // custom messages; `report` is what the last call captured: one row per value with statistics
@@ -60,6 +61,7 @@ function headParts(doc, st, prep, toggles) {
   return parts;
 }
 
+/** @param {import("./shared/model").RenderProps} props */
 function render({ model, el }) {
   const doc = el.ownerDocument || document;
   const cleanups = [];

@@ -1,3 +1,4 @@
+// @ts-check
 // nnx_lab comparison widget: an anywidget front end for ComparisonView. The one-line verdict on
 // top, a chip per status (click: only those rows), "changed only" and a path filter, and the
 // windowed tree table of shared/table.js: modules with their aggregates (click to open or close),
@@ -22,6 +23,7 @@ import {
 import { headerCell, moduleRow, statusChips, variableRow, verdictParts } from "./compare/parts.js";
 import { compareCss } from "./compare/styles.js";
 
+/** @param {import("./shared/model").RenderProps} props */
 function render({ model, el }) {
   const doc = el.ownerDocument || document;
   const cleanups = [];

@@ -1,3 +1,4 @@
+// @ts-check
 // nnx_lab memory ledger: an anywidget front end for MemoryView. A tree device -> holder -> group
 // (Variable type, optimizer entry, array), collapsible, sortable among siblings by bytes, buffers or
 // name, filterable, each row's bytes with a bar against the device's limit (or, without one, its
@@ -25,6 +26,7 @@ import { memoryCss } from "./memory/styles.js";
 
 const INDENT = 14;
 
+/** @param {import("./shared/model").RenderProps} props */
 function render({ model, el }) {
   const doc = el.ownerDocument || document;
   const cleanups = [];

@@ -1,3 +1,4 @@
+// @ts-check
 // nnx_lab non-finite report: an anywidget front end for NonfiniteView. The verdict (forward,
 // backward or input; module path, class and method), the primitive and source line, the bad
 // elements' counts and first positions, and the module calls on the path to the culprit with their
@@ -94,6 +95,7 @@ export function drawReport(doc, p) {
   return h(doc, "div", { class: "nnx-lab-nonfinite-view" }, ...parts);
 }
 
+/** @param {import("./shared/model").RenderProps} props */
 function render({ model, el }) {
   const doc = el.ownerDocument || document;
   const draw = () => el.replaceChildren(drawReport(doc, model.get("report") || {}));

@@ -1,3 +1,4 @@
+// @ts-check
 // nnx_lab split report: an anywidget front end for SplitReportView. Which Variables each filter
 // of an `nnx.split` takes (filled mark), which it matches but an earlier filter took (hollow
 // mark), and what no filter matched (the remainder). Uses only anywidget's model API (get, on,
@@ -20,6 +21,7 @@ import { createProblems, headParts, headerCell, rowEl } from "./split/parts.js";
 import { createWindowedTable, drawWindow, setColspan, watchWindow } from "./shared/table.js";
 import { tableFit } from "./shared/tablefit.js";
 
+/** @param {import("./shared/model").RenderProps} props */
 function render({ model, el }) {
   const doc = el.ownerDocument || document;
   const cleanups = [];

@@ -1,3 +1,4 @@
+// @ts-check
 // nnx_lab model summary: an anywidget front end for SummaryView. One row per module call, as a
 // tree (collapsible), sortable by params, FLOPs, bytes and output bytes (among siblings),
 // filterable by path or class, with a bar per row showing its share of the model's FLOPs. Built
@@ -24,6 +25,7 @@ import { summaryCss } from "./summary/styles.js";
 
 const INDENT = 14;
 
+/** @param {import("./shared/model").RenderProps} props */
 function render({ model, el }) {
   const doc = el.ownerDocument || document;
   const cleanups = [];

@@ -1,3 +1,4 @@
+// @ts-check
 // nnx_lab model viewer: an anywidget front end. Uses only anywidget's model API (get, set,
 // save_changes, on/off, send), so it runs in JupyterLab, Notebook 7, VS Code and Colab.
 // Composed of viewer/panels.js (title, devices, NaN/Inf banner, chips), viewer/scalars.js (the
@@ -25,6 +26,7 @@ import { MSG } from "./shared/constants.js";
 // snapshot updates wait for the next frame, so that bursts of them coalesce.
 const NOW = { sync: true };
 
+/** @param {import("./shared/model").RenderProps} props */
 function render({ model, el }) {
   const t0 = performance.now();
   const doc = el.ownerDocument || document;
@@ -186,6 +188,10 @@ function render({ model, el }) {
     baseline.setEnabled(!(lost && lost.stop));
   }
 
+  /**
+   * @param {import("./shared/wire").ToBrowser} msg
+   * @param {DataView[]} buffers
+   */
   function onMsg(msg, buffers) {
     if (msg) answers.answered(msg.type === MSG.ACK ? msg.id : undefined); // the kernel is there
     if (msg && (msg.type === MSG.SINCE || (msg.type === MSG.ACK && msg.message !== undefined))) {

@@ -1,3 +1,4 @@
+// @ts-check
 // nnx_lab view panel and mode toggle: an anywidget front end for ViewPanel. Shows the mode of
 // every submodule instance with set_view (grouped by class), switches train/eval in place, and
 // (variant "views") builds `nnx.view(model, only=..., **values)` / `model.set_attributes(...)`
@@ -19,6 +20,7 @@ import { createRequests } from "./views/requests.js";
 import { viewsCss } from "./views/styles.js";
 import { MSG } from "./shared/constants.js";
 
+/** @param {import("./shared/model").RenderProps} props */
 function render({ model, el }) {
   const doc = el.ownerDocument || document;
   const cleanups = [];

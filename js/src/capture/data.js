@@ -1,3 +1,4 @@
+// @ts-check
 // The capture panel's data (pure, no DOM): the report payload as a tree of captured values with
 // their histograms and (after panel.grads) the gradient at each perturbed value, next to the
 // value sown under that name or in its own row under its module; the

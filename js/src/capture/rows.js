@@ -1,3 +1,4 @@
+// @ts-check
 // The capture table's rows: a module row (toggle, key, class, how many values) and a value row
 // (type, shape, dtype, statistics, histogram, and the gradient's beside them). Every user string
 // is text.

@@ -1,3 +1,4 @@
+// @ts-check
 // The capture panel's toggles: which Variable types to collect, method outputs, a checkbox per
 // submodule. A click goes to Python as a custom message; Python validates it and re-sends
 // `controls` naming the last message it applied, so until then the toggle says it is waiting (or
@@ -139,6 +140,7 @@ export function createToggles(doc, model, seen) {
     fillPending();
   }
 
+  /** @param {import("../shared/wire").ToPython} msg */
   function send(msg) {
     model.send(requests.start(msg, "toggle"));
     fillPending();
@@ -163,6 +165,7 @@ export function createToggles(doc, model, seen) {
     controls,
     pending,
     fill,
+    /** @param {import("../shared/wire").ToBrowser} msg */
     onAck(msg) {
       if (msg && msg.type === MSG.ACK && requests.ack(msg)) fillPending();
     },

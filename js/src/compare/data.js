@@ -1,3 +1,4 @@
+// @ts-check
 // The comparison widget's data, no DOM: the payload (nnx_lab.core.compare._payload) made a tree of
 // modules and Variable rows, the order (largest change first, structural problems on top, or a
 // clicked column), the filters ("changed only", a status, path text) and the listed items.

@@ -1,3 +1,4 @@
+// @ts-check
 // The comparison widget's pieces: the verdict line, the status chips, the header cells and the
 // rows (a module's aggregate, a Variable's differences with its bar). Every user string is text.
 

@@ -1,3 +1,4 @@
+// @ts-check
 // Styles of the comparison widget, scoped under .nnx-lab-compare: the viewer's theme (JupyterLab's
 // variables, then VS Code's, then light defaults) and its table look.
 

@@ -1,3 +1,4 @@
+// @ts-check
 // The memory widget's rows as a tree (pure, no DOM): device -> holder -> group from the rows' depths
 // (Python lists them depth first), which rows a filter or collapse lists, a sort among siblings.
 

@@ -1,3 +1,4 @@
+// @ts-check
 // Styles of the memory widget, scoped under .nnx-lab-memory-view: the viewer's theme variables
 // (JupyterLab's, then VS Code's, then light defaults) and the summary's table look.
 

@@ -1,3 +1,4 @@
+// @ts-check
 // Variable type -> colour. Fixed colours for flax's own types, a stable hashed hue otherwise.
 import { FILTER_COLORS } from "./constants.js";
 import { h } from "./dom.js";

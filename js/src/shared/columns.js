@@ -1,3 +1,4 @@
+// @ts-check
 // Table columns: id (cell class c-<id>, header data-col), header label, width (px; null = the
 // rest), numeric alignment, sortable, and fold: the rank at which a column folds into the "+N
 // columns" picker when the output is too narrow (shared/fit.js; lowest first; none = never folds).

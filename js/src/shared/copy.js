@@ -1,3 +1,4 @@
+// @ts-check
 // A "copy" button for a line of code: the clipboard where the page may use it, otherwise the line is
 // selected for Ctrl+C; the button says which for a moment. Shared by the split report and the views panel.
 

@@ -1,3 +1,4 @@
+// @ts-check
 // The only way this package puts data into the DOM: text nodes and attributes, never HTML.
 // Every function takes the document explicitly so that tests can pass a fake one.
 

@@ -1,3 +1,4 @@
+// @ts-check
 // A table laid out for the width it is given (issue 35), for every widget's table:
 // - fitColumns: which columns to fold so the rest fit, least important first (a column's `fold`:
 //   the lower, the sooner it folds; none = never folds);

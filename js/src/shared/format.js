@@ -1,3 +1,4 @@
+// @ts-check
 // Pure text formatting: numbers, bytes, shapes and Python-style paths. No DOM.
 
 // The number and byte rules are nnx_lab.core.render's (format_number, format_bytes); the tests

@@ -1,3 +1,4 @@
+// @ts-check
 // Stacked layers: a Variable with a layer axis (nnx.vmap / nnx.scan over blocks) is a row whose
 // layers are rows too (the payload's `layer_of` and `layer` columns), listed under it when it is
 // open. Pure, no DOM.

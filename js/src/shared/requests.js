@@ -1,3 +1,4 @@
+// @ts-check
 // Requests a panel sent to the kernel and is waiting on: each shows "pending" until the kernel
 // answers (an ack message, or new state naming the last message it applied). Shared by the view
 // panel and the capture panel.
@@ -19,7 +20,13 @@ export class Requests {
     this.open = new Map();
   }
 
-  /** Record `msg` (a {type, ...} message) as sent from `control`; returns it with its id. */
+  /**
+   * Record `msg` (a {type, ...} message) as sent from `control`; returns it with its id.
+   * @template {import("./wire").ToPython} M
+   * @param {M} msg
+   * @param {string} control
+   * @returns {M & {id: number}}
+   */
   start(msg, control) {
     const id = nextId++;
     const full = { ...msg, id };

@@ -1,3 +1,4 @@
+// @ts-check
 // Per-row ring buffers of one statistic over refreshes, and the bookkeeping that keeps them in
 // step with snapshots and history replies (pure, no DOM).
 import { MSG } from "./constants.js";
@@ -127,7 +128,11 @@ export class History {
     return true;
   }
 
-  /** Apply a history reply; returns true when it was used. */
+  /**
+   * Apply a history reply; returns true when it was used.
+   * @param {import("./wire").ToBrowser} msg
+   * @param {DataView | ArrayBuffer} [buffer]
+   */
   onHistory(msg, buffer) {
     if (!msg || msg.type !== MSG.HISTORY || msg.stat !== this.stat) return false;
     if (!same(msg.structure, this.structure)) return false;

@@ -1,3 +1,4 @@
+// @ts-check
 // A table wider than its output (gradient columns beside the statistics) scrolls sideways with the
 // path column held at the left (CSS: .nnx-hframe, .nnx-more-right, .scrolled-x): a shade at the right
 // edge says that more columns follow, a shadow beside the path column that the table is scrolled.

@@ -1,3 +1,4 @@
+// @ts-check
 // Sparkline geometry (pure): an SVG path through the finite values, gaps at NaN.
 
 function r1(x) {

@@ -1,3 +1,4 @@
+// @ts-check
 // Styles, scoped under .nnx-lab-viewer. Colours come from JupyterLab's theme variables, then
 // VS Code's, then defaults for the page's colour scheme, so the viewer follows light and dark themes.
 

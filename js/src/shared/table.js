@@ -1,3 +1,4 @@
+// @ts-check
 // The viewer's virtualized tree table: modules and Variables in the windowed table of
 // windowed.js (only the rows in or near the viewport exist), sortable by a header click, with the
 // rows' cells from treerows.js. Laid out for the width it is given: the least important columns

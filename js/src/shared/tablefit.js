@@ -1,3 +1,4 @@
+// @ts-check
 // A widget's table laid out for its width (issue 35), on shared/fit.js: the summary, compare,
 // capture and split widgets each keep one. It watches the widget's root, folds the least important
 // columns (their `fold` rank) until the rest fit the table's room, keeps the "+N columns" picker

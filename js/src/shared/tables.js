@@ -1,3 +1,4 @@
+// @ts-check
 // A snapshot payload's string tables: columns such as dtype, sharding or status hold indices into
 // `snap.tables[name]`, so that each text is sent once; tree.js, treesort.js and treerows.js read them here.
 

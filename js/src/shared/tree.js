@@ -1,3 +1,4 @@
+// @ts-check
 // The snapshot payload as a tree of modules and Variables: its paths, depths, child order and
 // the aggregates under each module, with expand/collapse state. Pure, no DOM. Filtering and
 // flattening live in treeitems.js, sorting in treesort.js (re-exported here, as before).

@@ -1,3 +1,4 @@
+// @ts-check
 // Which items of a tree (tree.js) are listed: the filter mask and the depth-first flattening
 // under expanded modules and opened stacked Variables. Pure, no DOM.
 

@@ -1,3 +1,4 @@
+// @ts-check
 // The cells of the viewer's tree table (table.js): a module's row and a Variable's row, built
 // from the table's state ({tree, history, stat, expanded, openRows}). DOM only, no listeners.
 

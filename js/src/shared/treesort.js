@@ -1,3 +1,4 @@
+// @ts-check
 // Sorting the tree table's rows by a column: each module's children ordered by the column's
 // value (Variables among themselves; modules by key or aggregate where that means something).
 // Pure, no DOM; `tree` is from tree.js's buildTree.

@@ -1,3 +1,4 @@
+// @ts-check
 // Virtualization window math (pure).
 
 /**

@@ -1,3 +1,4 @@
+// @ts-check
 // The windowed table every widget's front end shares: a <table> with a sticky header inside a
 // scroll box; only the rows in (or near) the viewport exist, between two spacer rows that keep
 // the scroll height. The viewer's tree table (table.js) and the split, capture, summary and

@@ -1,3 +1,4 @@
+// @ts-check
 // The split report's pure parts (no DOM): columns, marks, row kinds, the filter toggle.
 //
 // A report is SplitReport.to_dict() plus `code` and `names`:

@@ -1,3 +1,4 @@
+// @ts-check
 // The split report's pieces: the head line, the header cells (one per filter, and the
 // remainder), the rows with their marks, and the problems list. Every user string is text.
 

@@ -1,3 +1,4 @@
+// @ts-check
 // The summary widget's rows as a tree (pure, no DOM): parents from the rows' depths (call order),
 // which rows are listed for a filter, the collapsed rows and a sort, and each row's share of FLOPs.
 

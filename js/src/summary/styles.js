@@ -1,3 +1,4 @@
+// @ts-check
 // Styles of the summary widget, scoped under .nnx-lab-summary-view: the viewer's theme variables
 // (JupyterLab's, then VS Code's, then light defaults) and its table's look.
 

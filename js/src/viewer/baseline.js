@@ -1,3 +1,4 @@
+// @ts-check
 // The viewer's "compare to" control: pin a baseline (the current statistics: free; a device copy
 // of the arrays: its bytes said first; a snapshot or checkpoint path) and show each row's change
 // since it in the "since" column while training goes on. Python computes the change

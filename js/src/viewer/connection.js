@@ -1,3 +1,4 @@
+// @ts-check
 // Whether a viewer's kernel side is still there, said in its status line: the front end knows what
 // Python cannot say once its kernel is gone.
 //

@@ -1,3 +1,4 @@
+// @ts-check
 // The layer × refresh heatmap of a stacked Variable: one cell per layer and refresh, coloured by the
 // statistic the sparklines show, from the layer rows' history (no message of its own). SVG, every
 // value also as text (a cell's tooltip, the readout line on hover). Opened from the group row's

@@ -1,3 +1,4 @@
+// @ts-check
 // The small pieces around the table: title line with device strip, NaN/Inf banner, type chips,
 // status line. Each fill function rebuilds its piece from data, with text nodes only.
 

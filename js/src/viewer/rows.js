@@ -1,3 +1,4 @@
+// @ts-check
 // Which rows the viewer lists: the snapshot's tree, the modules open (their own set while a filter
 // is on: all open unless the user closes one), the filter (path text and Variable type) and the
 // sort. Pure state over shared/tree.js; no DOM.

@@ -1,3 +1,4 @@
+// @ts-check
 // The header's scalar curves: one small sparkline per name logged with viewer.tick(loss=...) or
 // viewer.log(...), with its last value and step. The data is Python's "scalars" message (names and
 // point counts; two float64 buffers: the steps, the values, names one after the other), sent
@@ -19,6 +20,8 @@ export const toFloat64 = (buf) => toTyped(buf, Float64Array);
 /**
  * The curves of a "scalars" message: [{name, steps, values}] (Float64Arrays, oldest first), or
  * null when the message and its buffers do not agree (then the last curves stay).
+ * @param {import("../shared/wire").ToBrowser} msg
+ * @param {DataView[]} buffers
  */
 export function parseScalars(msg, buffers) {
   if (!msg || msg.type !== MSG.SCALARS || !Array.isArray(msg.names) || !Array.isArray(msg.counts)) return null;

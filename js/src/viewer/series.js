@@ -1,3 +1,4 @@
+// @ts-check
 // Series beside the rows (nnx_lab.core.training._series): gradients and optimizer state matched
 // to the Variables by path. Their numbers arrive as float32[series, stats + ratio, rows] (a second
 // buffer of the "stats" message, or `values` in the snapshot trait); this module reads them, adds

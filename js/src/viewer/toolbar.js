@@ -1,3 +1,4 @@
+// @ts-check
 // The viewer's controls: the path filter and its match count, the type chips, the sparkline
 // statistic, expand/collapse all; and the status line with "refresh now".
 

@@ -1,3 +1,4 @@
+// @ts-check
 // The view panel's pure parts (no DOM): the payload with every field defaulted, scopes (the
 // `only=` of nnx.view / set_attributes), the arguments a scope takes, parsing what the user typed,
 // the Python line a click runs, and the bookkeeping of requests waiting for the kernel.

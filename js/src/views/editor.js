@@ -1,3 +1,4 @@
+// @ts-check
 // The view panel's form (variant "views"): the scope chooser ("only"), one control per set_view
 // argument of the scope, the view's name, and the two lines the buttons run ("create view",
 // "apply in place"), previewed live as the values are edited.

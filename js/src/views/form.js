@@ -1,3 +1,4 @@
+// @ts-check
 // The view panel's argument controls: a tri-state (unset/True/False) for bool and `bool | None`
 // arguments, a text input (an int, or a Python literal the kernel parses safely) for the rest,
 // and one row per argument with its signature and docstring help. Every user string is text.

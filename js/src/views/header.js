@@ -1,3 +1,4 @@
+// @ts-check
 // The view panel's head: the model's class, its mode badge, the train/eval switch, the "mixed
 // modes" warning and the panel's message. Built once; `fill(prep)` shows a payload.
 

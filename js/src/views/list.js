@@ -1,3 +1,4 @@
+// @ts-check
 // The view panel's listing: one section per set_view class (header with its signature, a table
 // of instances with their mode and current values), "show more" past a cap, and which section or
 // row is the chosen scope. Pure DOM builders over `prepare(...)`'s data; every user string is text.

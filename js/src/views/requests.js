@@ -1,3 +1,4 @@
+// @ts-check
 // The view panel's requests to the kernel: each sent message shows "pending…" on its button and in
 // the status line until the kernel acks its id (queued while a cell runs, then done or error).
 
@@ -53,6 +54,11 @@ export function createRequests(doc, model, st, buttons, onAnswered) {
     markPending(buttons.apply, requests.of("apply"));
   }
 
+  /**
+   * Send `msg` from `control`, shown as pending until its ack.
+   * @param {import("../shared/wire").ToPython} msg
+   * @param {string} control
+   */
   function send(msg, control) {
     const full = requests.start(msg, control);
     model.send(full);
@@ -66,6 +72,7 @@ export function createRequests(doc, model, st, buttons, onAnswered) {
     return full;
   }
 
+  /** @param {import("../shared/wire").ToBrowser} msg */
   function onAck(msg) {
     if (!msg || msg.type !== MSG.ACK) return;
     const req = requests.ack(msg);

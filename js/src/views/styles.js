@@ -1,3 +1,4 @@
+// @ts-check
 // Styles of the view panel and mode toggle, scoped under .nnx-lab-views. Same theme variables as
 // the viewer (JupyterLab's, then VS Code's, then light defaults), so it follows light and dark themes.
 

@@ -1,0 +1,86 @@
+"""The front end's types catch what a person gets wrong: ``tsc`` (``npm test``, js/tsconfig.json) rejects JS
+that misspells a field of a widget message, and JS that still uses a field Python renamed in
+``nnx_lab/widgets/wire.py`` (the one source of the messages' types, written into js/src/shared/wire.d.ts by
+tools/js_constants.py). Each test checks a copy of js/ with one change, so the tree itself is untouched."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import typing
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+JS = REPO / "js"
+TSC = JS / "node_modules" / "typescript" / "bin" / "tsc"
+
+
+def _js_copy(tmp_path: Path) -> Path:
+    node = shutil.which("node")
+    if node is None or not TSC.exists():
+        if os.environ.get("CI"):
+            pytest.fail("node or js/node_modules/typescript is missing; CI installs them (npm ci in js/)")
+        pytest.skip("node or typescript (npm ci in js/) not installed")
+    copy = tmp_path / "js"
+    shutil.copytree(JS / "src", copy / "src")
+    shutil.copy(JS / "tsconfig.json", copy / "tsconfig.json")
+    (copy / "node_modules").symlink_to(JS / "node_modules")
+    return copy
+
+
+def _tsc(js: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [shutil.which("node") or "node", str(TSC), "--noEmit", "-p", "."],
+        cwd=js,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _replace(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) >= 1, (path, old)
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def test_tsc_rejects_misspelled_message_fields_in_js(tmp_path):
+    js = _js_copy(tmp_path)
+    # a reply's field read under a wrong name, and a request sent with one
+    _replace(js / "src" / "viewer.js", "msg.series ?", "msg.serie ?")
+    _replace(
+        js / "src" / "views.js", "requests.send({ type: MSG.MODE, mode }", "requests.send({ type: MSG.MODE, mod: mode }"
+    )
+    result = _tsc(js)
+    out = result.stdout + result.stderr
+    assert result.returncode != 0, out
+    assert "src/viewer.js" in out and "'serie' does not exist on type 'Stats'" in out, out
+    assert "src/views.js" in out and "'mod' does not exist in type 'ModeRequest'" in out, out
+
+
+def test_tsc_rejects_js_that_uses_a_field_python_renamed(tmp_path, monkeypatch):
+    js = _js_copy(tmp_path)
+    spec = importlib.util.spec_from_file_location("js_constants", REPO / "tools" / "js_constants.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    from nnx_lab.widgets import wire
+
+    # Python's history request names its statistic "statistic" now; the viewer still sends "stat"
+    class HistoryRequest(typing.TypedDict):
+        type: typing.Literal["history"]
+        statistic: str
+
+    monkeypatch.setattr(
+        wire, "TO_PYTHON", tuple(HistoryRequest if c is wire.HistoryRequest else c for c in wire.TO_PYTHON)
+    )
+    text = tool.wire_text()
+    assert "  statistic: string;" in text
+    (js / "src" / "shared" / "wire.d.ts").write_text(text, encoding="utf-8")
+    result = _tsc(js)
+    out = result.stdout + result.stderr
+    assert result.returncode != 0, out
+    assert "src/viewer.js" in out and "'stat' does not exist in type 'HistoryRequest'" in out, out
