@@ -180,14 +180,14 @@ def test_snapshot_of_a_path_in_a_notebook_ends_with_its_progress_line(tmp_path, 
     from IPython.utils.capture import capture_output
 
     import nnx_lab
-    from nnx_lab.core.checkpoint import _progress
+    from nnx_lab.core.checkpoint import NotebookProgress, auto_progress
 
     path = save(tmp_path / "ckpt", {"w": nnx.Param(jnp.ones((64, 32)))}, 1024)
     monkeypatch.setattr(InteractiveShell.instance(), "kernel", object(), raising=False)
-    monkeypatch.setattr(_progress, "SHOW_AFTER_S", 0.0)  # as if the checkpoint were big and slow
-    monkeypatch.setattr(_progress, "SHOW_FROM_BYTES", 0)
+    assert isinstance(auto_progress(None), NotebookProgress)  # in a kernel, progress=None is the notebook line
+    # as if the checkpoint were big and slow: the same line, shown from the start
     with capture_output() as out:
-        snap = nnx_lab.snapshot(path)
+        snap = nnx_lab.snapshot(path, progress=NotebookProgress(show_after_s=0.0, show_from_bytes=0))
     assert snap.rows[0].stats["mean"] == 1.0
     texts = [o.data["text/plain"] for o in out.outputs]
     assert texts[0].startswith("checkpoint statistics: 0 of 1 arrays,")
