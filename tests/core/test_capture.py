@@ -348,31 +348,32 @@ def test_failing_body_leaves_model_and_classes_as_before(net, error):
     assert_unchanged(net, before)
 
 
-def test_ctrl_c_while_arming_disarms(net, monkeypatch):
+def test_ctrl_c_while_arming_disarms():
     """A Ctrl-C arriving while modules are being armed is held until arming ends, then raised:
     __exit__ never runs then, so __enter__ itself must disarm."""
     import signal
 
-    from nnx_lab.core.capture import _capture as capture_module
-
-    dicts = class_dicts()
-    before = frozen(net)
-    armable = capture_module._armable
     fired = []
 
-    def interrupting(module):
-        if not fired:
-            fired.append(True)
-            os.kill(os.getpid(), signal.SIGINT)  # delivered now: the deferral's handler holds it
-        return armable(module)
+    class Interrupting(nnx.Module):  # a user's module whose attribute writes can be slow to return
+        def __init__(self, rngs):
+            self.net = Net(rngs)
 
-    monkeypatch.setattr(capture_module, "_armable", interrupting)
+        def __setattr__(self, name, value):
+            if name == "__captures__" and not fired:  # arming it: the Ctrl-C arrives now
+                fired.append(True)
+                os.kill(os.getpid(), signal.SIGINT)  # delivered now: the deferral's handler holds it
+            super().__setattr__(name, value)
+
+    model = Interrupting(nnx.Rngs(0))
+    dicts = class_dicts()
+    before = frozen(model)
     with pytest.raises(KeyboardInterrupt):
-        with Capture(net, methods=True):
+        with Capture(model, methods=True):
             pytest.fail("the body must not run")
     assert fired
-    assert_disarmed(net, dicts)
-    assert_unchanged(net, before)
+    assert_disarmed(model, dicts)
+    assert_unchanged(model, before)
 
 
 def test_model_state_and_graph_equal_after_capture():
