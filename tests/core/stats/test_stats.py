@@ -1,7 +1,5 @@
 """Statistics are computed on device, agree with numpy, and compile once per distinct spec."""
 
-import logging
-import threading
 import time
 
 import jax
@@ -12,11 +10,7 @@ from flax import nnx
 
 import nnx_lab
 from nnx_lab.core import compat
-from nnx_lab.core.stats import _dispatch as dispatch_lib
-from nnx_lab.core.stats import _executables as executables
-from nnx_lab.core.stats import _kernels as stats_kernels
-from nnx_lab.core.stats import _programs as stats_programs
-from nnx_lab.core.stats import _stats as stats_lib
+from nnx_lab.core.stats import compiling, compute_stats, kernel_cache_size
 
 
 def numpy_stats(x: np.ndarray) -> dict:
@@ -55,15 +49,15 @@ CASES = {
 @pytest.mark.parametrize("name", CASES)
 def test_float_stats_match_numpy(name):
     x = CASES[name]
-    [got] = stats_lib.compute_stats([jnp.asarray(x)])
+    [got] = compute_stats([jnp.asarray(x)])
     assert_close(got, numpy_stats(x))
 
 
 def test_bfloat16_upcast_and_all_nonfinite():
     x = RNG.normal(size=(300,)).astype(np.float32)
-    [got] = stats_lib.compute_stats([jnp.asarray(x, jnp.bfloat16)])
+    [got] = compute_stats([jnp.asarray(x, jnp.bfloat16)])
     assert_close(got, numpy_stats(np.asarray(jnp.asarray(x, jnp.bfloat16)).astype(np.float32)))
-    [nothing] = stats_lib.compute_stats([jnp.array([np.nan, np.inf, np.nan])])
+    [nothing] = compute_stats([jnp.array([np.nan, np.inf, np.nan])])
     assert nothing["mean"] is None and nothing["max"] is None
     assert (nothing["nan_count"], nothing["inf_count"]) == (2, 1)
 
@@ -72,7 +66,7 @@ def test_integer_bool_complex_subsets():
     i = RNG.integers(-50, 50, (1000,)).astype(np.int32)
     b = RNG.random(777) < 0.25
     c = (RNG.normal(size=64) + 1j * RNG.normal(size=64)).astype(np.complex64)
-    gi, gb, gc = stats_lib.compute_stats([jnp.asarray(i), jnp.asarray(b), jnp.asarray(c)])
+    gi, gb, gc = compute_stats([jnp.asarray(i), jnp.asarray(b), jnp.asarray(c)])
     assert_close(gi, {k: v for k, v in numpy_stats(i).items() if k in ("mean", "std", "min", "max", "zero_frac")})
     assert_close(gb, {"mean": b.mean(), "zero_frac": 1 - b.mean()})
     assert_close(
@@ -98,7 +92,7 @@ def test_no_implicit_device_to_host_transfer(net):
 def test_one_host_fetch_per_snapshot(net, monkeypatch):
     calls = []
     real = jax.device_get
-    monkeypatch.setattr(stats_lib.jax, "device_get", lambda x: calls.append(x) or real(x))
+    monkeypatch.setattr(jax, "device_get", lambda x: calls.append(x) or real(x))
     snap = nnx_lab.snapshot(net)
     assert len(calls) == 1
     fetched = jax.tree.leaves(calls[0])
@@ -117,67 +111,16 @@ def test_compiles_once_per_distinct_spec_and_reuses():
             self.cs = nnx.List([nnx.Param(jnp.full((23,), i, jnp.int32)) for i in range(2)])
 
     deadline = time.monotonic() + 120
-    while stats_programs.compiling() and time.monotonic() < deadline:  # an earlier test's program, compiling
+    while compiling() and time.monotonic() < deadline:  # an earlier test's program, compiling
         time.sleep(0.05)
-    before = stats_lib.kernel_cache_size()
+    before = kernel_cache_size()
     nnx_lab.snapshot(M())
-    after_first = stats_lib.kernel_cache_size()
+    after_first = kernel_cache_size()
     assert after_first - before == 3
     m = M()
     for _ in range(3):
         nnx_lab.snapshot(m)
-    assert stats_lib.kernel_cache_size() == after_first
-
-
-def test_the_masked_kernel_is_compiled_only_for_arrays_with_nan_or_inf():
-    shape = (29, 7)  # a spec no other test uses
-    clean = jnp.asarray(RNG.normal(size=shape).astype(np.float32))
-
-    def masked_compiles():  # through jax.jit, or loaded/compiled for the disk cache
-        kernel = stats_kernels.float_masked
-        return kernel._cache_size() + sum(spec[0] == id(kernel) for spec in list(executables._loaded))
-
-    masked_before = masked_compiles()
-    [got] = stats_lib.compute_stats([clean])
-    assert_close(got, numpy_stats(np.asarray(clean)))
-    assert masked_compiles() == masked_before  # finite: the fast kernel was exact
-    dirty = np.asarray(clean).copy()
-    dirty[3, 4], dirty[5, 6] = np.nan, -np.inf
-    a, b = stats_lib.compute_stats([clean, jnp.asarray(dirty)])
-    assert_close(a, numpy_stats(np.asarray(clean)))
-    assert_close(b, numpy_stats(dirty))
-    assert (b["nan_count"], b["inf_count"]) == (1, 1)
-    assert masked_compiles() == masked_before + 1
-
-
-@pytest.fixture
-def kernel_threads(monkeypatch):
-    """The name of the thread each statistics kernel was called on."""
-    names = []
-    real = dispatch_lib.call
-    monkeypatch.setattr(dispatch_lib, "call", lambda k, x: names.append(threading.current_thread().name) or real(k, x))
-    return names
-
-
-def test_new_specs_compile_side_by_side_and_agree_with_one_by_one(kernel_threads, monkeypatch):
-    threads = kernel_threads
-    arrays = [jnp.asarray(RNG.normal(size=(31 + k, 5)).astype(np.float32)) for k in range(4)]
-    arrays += [jnp.asarray(RNG.integers(0, 9, (37,)).astype(np.int32))]
-    together = stats_lib.compute_stats(arrays)  # five specs never seen: dispatched on threads
-    assert sum(name.startswith("nnx_lab-compile") for name in threads) == 5, threads
-    monkeypatch.undo()
-    for x, got in zip(arrays, together):
-        [alone] = stats_lib.compute_stats([x])
-        assert got == alone
-
-
-def test_under_a_thread_local_default_device_everything_runs_on_the_calling_thread(kernel_threads):
-    seen = kernel_threads
-    arrays = [jnp.asarray(RNG.normal(size=(41 + k, 3)).astype(np.float32)) for k in range(3)]
-    with jax.default_device(jax.devices()[0]):
-        got = stats_lib.compute_stats(arrays)
-    assert all(isinstance(g, dict) for g in got)
-    assert set(seen) == {threading.current_thread().name}
+    assert kernel_cache_size() == after_first
 
 
 # Near both ends of each float type's range (numpy in float64 is the reference). Before the scaled
@@ -196,13 +139,13 @@ def test_norm_and_std_are_exact_at_every_magnitude(dtype):
     for scale in scales:
         x = np.asarray(jnp.asarray(base * scale, kind))  # the values as the dtype holds them
         assert np.isfinite(x.astype(np.float64)).all() and (x != 0).all()
-        [got] = stats_lib.compute_stats([jnp.asarray(x)])
+        [got] = compute_stats([jnp.asarray(x)])
         want = numpy_stats(x)
         for k in ("mean", "std", "norm", "min", "max", "abs_max"):
             assert got[k] == pytest.approx(want[k], rel=2e-5), (dtype, scale, k, got[k], want[k])
         # Offset values (|mean| >> std) at the same magnitudes: no cancellation.
         y = np.asarray(jnp.asarray(scale * (1.5 + 1e-2 * base), kind))
-        [got] = stats_lib.compute_stats([jnp.asarray(y)])
+        [got] = compute_stats([jnp.asarray(y)])
         want = numpy_stats(y)
         assert got["std"] == pytest.approx(want["std"], rel=1e-3), (dtype, scale)
         assert got["norm"] == pytest.approx(want["norm"], rel=2e-5), (dtype, scale)
@@ -210,7 +153,7 @@ def test_norm_and_std_are_exact_at_every_magnitude(dtype):
 
 def test_nan_and_inf_beside_huge_and_tiny_values():
     x = np.array([3e38, -3e38, np.nan, np.inf, 1e-30, 0.0], np.float32)
-    [got] = stats_lib.compute_stats([jnp.asarray(x)])
+    [got] = compute_stats([jnp.asarray(x)])
     want = numpy_stats(x)
     assert got["mean"] == pytest.approx(want["mean"], abs=1e-7 * 3e38)  # float32 rounding of a sum of +-3e38
     assert_close(
@@ -221,28 +164,28 @@ def test_nan_and_inf_beside_huge_and_tiny_values():
 
 def test_integers_beyond_2_to_the_24_keep_exact_extremes():
     x = np.array([2**24 + 1, 2**31 - 1, -(2**31), 7], np.int32)
-    [got] = stats_lib.compute_stats([jnp.asarray(x)])
+    [got] = compute_stats([jnp.asarray(x)])
     assert (got["min"], got["max"]) == (-(2**31), 2**31 - 1)
     assert isinstance(got["max"], int)
     assert got["mean"] == pytest.approx(x.astype(np.float64).mean(), rel=1e-6)
     u = np.array([0, 2**32 - 1, 2**25 + 3], np.uint32)
-    [got] = stats_lib.compute_stats([jnp.asarray(u)])
+    [got] = compute_stats([jnp.asarray(u)])
     assert (got["min"], got["max"]) == (0, 2**32 - 1)
 
 
 X64_SCRIPT = """
 import jax, jax.numpy as jnp, numpy as np, json
-from nnx_lab.core.stats import _stats as stats_lib
+from nnx_lab.core.stats import compute_stats
 rng = np.random.default_rng(0)
 out = []
 for scale in (1e-300, 1e-200, 1e200, 1e300):
     x = rng.normal(size=(333,)) * scale
-    [got] = stats_lib.compute_stats([jnp.asarray(x)])
+    [got] = compute_stats([jnp.asarray(x)])
     f = x / scale  # numpy's own std and norm underflow and overflow here: the reference is scaled
     out.append([got["std"] / (f.std() * scale), got["norm"] / (np.sqrt((f ** 2).sum()) * scale),
                 got["mean"] / (f.mean() * scale), str(jnp.asarray(x).dtype)])
 big = np.array([2**53 + 1, -(2**62), 5], np.int64)
-[g] = stats_lib.compute_stats([jnp.asarray(big)])
+[g] = compute_stats([jnp.asarray(big)])
 out.append([g["min"], g["max"]])
 print(json.dumps(out))
 """
@@ -262,48 +205,3 @@ def test_float64_and_int64_with_x64_on():
         assert dtype == "float64"
         assert abs(std_ratio - 1) < 1e-12 and abs(norm_ratio - 1) < 1e-12 and abs(mean_ratio - 1) < 1e-9
     assert ints == [-(2**62), 2**53 + 1]
-
-
-def test_a_thread_publishing_while_another_reads_the_table_never_sees_numbers_missing(monkeypatch):
-    """A viewer's publishing thread asks ready() while the kernel's thread reads the table: one of
-    them fetches, the other waits for it (it once got rows with no statistics: 'None == 3.0')."""
-    import time
-
-    arrays = [jnp.arange(10.0) + k for k in range(3)]
-    pending = stats_lib.PendingStats(arrays)
-    for r in pending._waiting:
-        jax.block_until_ready(jax.tree.leaves(r))
-    real, fetching = stats_lib._fetch, threading.Event()
-
-    def slow_fetch(results):
-        fetching.set()
-        time.sleep(0.5)
-        return real(results)
-
-    monkeypatch.setattr(stats_lib, "_fetch", slow_fetch)
-    publisher = threading.Thread(target=pending.ready)
-    publisher.start()
-    assert fetching.wait(10)
-    means = pending.table().matrix()[:, stats_lib.STAT_NAMES.index("mean")]  # while the other fetches
-    publisher.join()
-    assert np.allclose(means, [4.5, 5.5, 6.5])
-
-
-def test_a_failing_kernel_is_its_rows_error_and_logged(caplog):
-    """A per-array kernel that fails as jax fails (RuntimeError: a deleted or donated buffer, an XLA
-    error) becomes that array's StatsError, logged; any other exception is a bug and is raised."""
-    x = jnp.ones(3)
-
-    def failing(_):
-        raise RuntimeError("INVALID_ARGUMENT: buffer deleted or donated")
-
-    with caplog.at_level(logging.DEBUG, logger="nnx_lab"):
-        got = dispatch_lib.call(failing, x)
-    assert isinstance(got, stats_lib.StatsError) and "buffer deleted" in str(got)
-    assert any(r.exc_info and r.exc_info[0] is RuntimeError for r in caplog.records if r.name == "nnx_lab")
-
-    def buggy(_):
-        raise KeyError("a bug")
-
-    with pytest.raises(KeyError):
-        dispatch_lib.call(buggy, x)

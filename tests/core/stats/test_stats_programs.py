@@ -10,6 +10,7 @@ outside, so the programs, plans and kernels are checked where they are made.
 """
 
 import builtins
+import logging
 import threading
 import time
 
@@ -19,13 +20,14 @@ import numpy as np
 import pytest
 from flax import nnx
 from live_helpers import Clock
+from test_stats import assert_close, numpy_stats
 
 from nnx_lab.core import compat
 from nnx_lab.core.snapshot import PendingSnapshot, snapshot
+from nnx_lab.core.stats import STAT_NAMES, PendingStats, StatsError, _executables, _plan, _stats, compute_stats
 from nnx_lab.core.stats import _dispatch as dispatch_lib
-from nnx_lab.core.stats import _plan
 from nnx_lab.core.stats import _programs as programs
-from nnx_lab.core.stats._kernels import kernel_and_names
+from nnx_lab.core.stats._kernels import float_masked, kernel_and_names
 from nnx_lab.core.watcher import Watcher
 
 RNG = np.random.default_rng(7)
@@ -254,3 +256,99 @@ def test_kernel_ranks_name_the_kernel_not_its_address():
     assert ranks == sorted(ranks) and len(set(ranks)) == len(KERNELS)
     assert _plan.kernel_rank(layered(KERNELS[0], 1)) == _plan.kernel_rank(layered(KERNELS[0], 1)) != ranks[0]
     assert str(builtins.id(KERNELS[0])) not in _plan.kernel_rank(KERNELS[0])
+
+
+def test_the_masked_kernel_is_compiled_only_for_arrays_with_nan_or_inf():
+    shape = (29, 7)  # a spec no other test uses
+    clean = jnp.asarray(RNG.normal(size=shape).astype(np.float32))
+
+    def masked_compiles():  # through jax.jit, or loaded/compiled for the disk cache
+        kernel = float_masked
+        return kernel._cache_size() + sum(spec[0] == id(kernel) for spec in list(_executables._loaded._data))
+
+    masked_before = masked_compiles()
+    [got] = compute_stats([clean])
+    assert_close(got, numpy_stats(np.asarray(clean)))
+    assert masked_compiles() == masked_before  # finite: the fast kernel was exact
+    dirty = np.asarray(clean).copy()
+    dirty[3, 4], dirty[5, 6] = np.nan, -np.inf
+    a, b = compute_stats([clean, jnp.asarray(dirty)])
+    assert_close(a, numpy_stats(np.asarray(clean)))
+    assert_close(b, numpy_stats(dirty))
+    assert (b["nan_count"], b["inf_count"]) == (1, 1)
+    assert masked_compiles() == masked_before + 1
+
+
+@pytest.fixture
+def kernel_threads(monkeypatch):
+    """The name of the thread each statistics kernel was called on."""
+    names = []
+    real = dispatch_lib.call
+    monkeypatch.setattr(dispatch_lib, "call", lambda k, x: names.append(threading.current_thread().name) or real(k, x))
+    return names
+
+
+def test_new_specs_compile_side_by_side_and_agree_with_one_by_one(kernel_threads, monkeypatch):
+    threads = kernel_threads
+    arrays = [jnp.asarray(RNG.normal(size=(31 + k, 5)).astype(np.float32)) for k in range(4)]
+    arrays += [jnp.asarray(RNG.integers(0, 9, (37,)).astype(np.int32))]
+    together = compute_stats(arrays)  # five specs never seen: dispatched on threads
+    assert sum(name.startswith("nnx_lab-compile") for name in threads) == 5, threads
+    monkeypatch.undo()
+    for x, got in zip(arrays, together):
+        [alone] = compute_stats([x])
+        assert got == alone
+
+
+def test_under_a_thread_local_default_device_everything_runs_on_the_calling_thread(kernel_threads):
+    seen = kernel_threads
+    arrays = [jnp.asarray(RNG.normal(size=(41 + k, 3)).astype(np.float32)) for k in range(3)]
+    with jax.default_device(jax.devices()[0]):
+        got = compute_stats(arrays)
+    assert all(isinstance(g, dict) for g in got)
+    assert set(seen) == {threading.current_thread().name}
+
+
+def test_a_thread_publishing_while_another_reads_the_table_never_sees_numbers_missing(monkeypatch):
+    """A viewer's publishing thread asks ready() while the kernel's thread reads the table: one of
+    them fetches, the other waits for it (it once got rows with no statistics: 'None == 3.0')."""
+    import time
+
+    arrays = [jnp.arange(10.0) + k for k in range(3)]
+    pending = PendingStats(arrays)
+    for r in pending._waiting:
+        jax.block_until_ready(jax.tree.leaves(r))
+    real, fetching = _stats._fetch, threading.Event()
+
+    def slow_fetch(results):
+        fetching.set()
+        time.sleep(0.5)
+        return real(results)
+
+    monkeypatch.setattr(_stats, "_fetch", slow_fetch)
+    publisher = threading.Thread(target=pending.ready)
+    publisher.start()
+    assert fetching.wait(10)
+    means = pending.table().matrix()[:, STAT_NAMES.index("mean")]  # while the other fetches
+    publisher.join()
+    assert np.allclose(means, [4.5, 5.5, 6.5])
+
+
+def test_a_failing_kernel_is_its_rows_error_and_logged(caplog):
+    """A per-array kernel that fails as jax fails (RuntimeError: a deleted or donated buffer, an XLA
+    error) becomes that array's StatsError, logged; any other exception is a bug and is raised."""
+    x = jnp.ones(3)
+
+    def failing(_):
+        raise RuntimeError("INVALID_ARGUMENT: buffer deleted or donated")
+
+    with caplog.at_level(logging.DEBUG, logger="nnx_lab"):
+        got = dispatch_lib.call(failing, x)
+    assert isinstance(got, StatsError) and "buffer deleted" in str(got)
+    assert any(r.exc_info and r.exc_info[0] is RuntimeError for r in caplog.records if r.name == "nnx_lab")
+
+    def buggy(_):
+        raise KeyError("a bug")
+
+    with pytest.raises(KeyError):
+        dispatch_lib.call(buggy, x)
