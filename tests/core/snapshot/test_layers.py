@@ -2,98 +2,16 @@
 layer, whose statistics equal numpy's per layer; the axis comes from flax's metadata or a declaration,
 never from a shape alone."""
 
-import contextlib
-import time
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from layer_models import RNG, assert_layers_equal_numpy, randomize, scanned, vmapped
 
 from nnx_lab.core import compat
 from nnx_lab.core.snapshot import LayerError, PendingSnapshot, StructureCache, snapshot
-from nnx_lab.core.stats import _dispatch as dispatch_lib
-from nnx_lab.core.stats import _programs as programs
 from nnx_lab.core.watcher import Watcher
-
-RNG = np.random.default_rng(3)
-
-
-class Block(nnx.Module):
-    def __init__(self, rngs, annotate=False):
-        init = nnx.initializers.lecun_normal()
-        if annotate:
-            init = nnx.with_partitioning(init, ("embed", "mlp"))
-        self.lin = nnx.Linear(4, 6, kernel_init=init, rngs=rngs)
-        self.norm = nnx.LayerNorm(6, rngs=rngs)
-        self.steps = nnx.Variable(jnp.arange(3, dtype=jnp.int32))
-
-
-class Model(nnx.Module):
-    def __init__(self, blocks):
-        self.blocks = blocks
-        self.head = nnx.Linear(6, 2, rngs=nnx.Rngs(9))
-
-
-def vmapped(n=3, annotate=False, metadata=True):
-    kwargs = {"transform_metadata": {nnx.PARTITION_NAME: "layers"}} if metadata else {}
-    make = nnx.vmap(lambda key: Block(nnx.Rngs(key), annotate), in_axes=0, out_axes=0, **kwargs)
-    with _mesh() if annotate else contextlib.nullcontext():
-        return Model(make(jax.random.split(jax.random.key(0), n)))
-
-
-def scanned(n=4, annotate=False):
-    make = nnx.scan(
-        lambda key: Block(nnx.Rngs(key), annotate),
-        in_axes=0,
-        out_axes=0,
-        transform_metadata={nnx.PARTITION_NAME: "layers"},
-    )
-    with _mesh() if annotate else contextlib.nullcontext():
-        return Model(make(jax.random.split(jax.random.key(1), n)))
-
-
-def _mesh():
-    mesh = jax.make_mesh((1, 1), ("embed", "mlp"))
-    if hasattr(jax, "set_mesh"):
-        return jax.set_mesh(mesh)
-    return jax.sharding.use_mesh(mesh)
-
-
-def randomize(model):
-    """Distinct numbers per layer (the initial biases and norms are all zeros and ones)."""
-    for _, v in nnx.iter_graph(model):
-        if isinstance(v, nnx.Param):
-            x = np.asarray(compat.get_value(v))
-            compat.set_value(
-                v, jnp.asarray(RNG.normal(size=x.shape).astype(x.dtype) * (1 + np.arange(x.size).reshape(x.shape) % 5))
-            )
-    return model
-
-
-def assert_layers_equal_numpy(snap, path, array, axis):
-    parent = snap[path]
-    layers = [r for r in snap.rows if r.layer_of is not None and snap.rows[r.layer_of].path == parent.path]
-    assert [r.layer for r in layers] == list(range(array.shape[axis]))
-    assert parent.layer_axis == axis
-    for r in layers:
-        x = np.take(array, r.layer, axis=axis).astype(np.float64)
-        assert r.shape == x.shape and r.size == x.size
-        assert r.path_text == f"{snap[path].path_text}[layer {r.layer}]"
-        s = r.stats
-        if np.issubdtype(array.dtype, np.integer):
-            assert (s["min"], s["max"]) == (int(x.min()), int(x.max()))
-            assert s["mean"] == pytest.approx(x.mean())
-            continue
-        assert s["mean"] == pytest.approx(x.mean(), rel=1e-5, abs=1e-6)
-        assert s["std"] == pytest.approx(x.std(), rel=1e-4, abs=1e-6)
-        assert (s["min"], s["max"]) == (pytest.approx(x.min()), pytest.approx(x.max()))
-        assert s["norm"] == pytest.approx(np.sqrt((x * x).sum()), rel=1e-5)
-        assert s["abs_max"] == pytest.approx(np.abs(x).max())
-        assert s["zero_frac"] == pytest.approx((x == 0).mean())
-    whole = np.asarray(array, np.float64)
-    assert parent.stats["mean"] == pytest.approx(whole.mean(), rel=1e-5, abs=1e-6)  # the group: all layers
 
 
 def test_declared_layers_of_a_vmapped_stack_equal_numpy_per_layer():
@@ -208,33 +126,6 @@ def test_the_structure_cache_reuses_the_layer_rows_and_sees_new_numbers():
     assert again.rows[parent].path_text == "blocks.norm.scale" and payload["rows"]["layer"][child] == 2
     assert payload["rows"]["parent"][child] == payload["rows"]["parent"][parent]  # beside it, not under a node
     assert "layer_of" not in snapshot(model).to_dict()["rows"]  # no stacks: no columns
-
-
-def test_a_viewer_refreshes_layers_in_one_program_launch(monkeypatch):
-    counts = {"kernel": 0, "program": 0}
-    real_call, real_launch = dispatch_lib.call, programs.Program.launch
-    monkeypatch.setattr(
-        dispatch_lib, "call", lambda k, x: (counts.__setitem__("kernel", counts["kernel"] + 1), real_call(k, x))[1]
-    )
-    monkeypatch.setattr(
-        programs.Program,
-        "launch",
-        lambda self, *a: (counts.__setitem__("program", counts["program"] + 1), real_launch(self, *a))[1],
-    )
-    model = randomize(vmapped(n=5, metadata=False))
-    watcher = Watcher(model, max_rate=100.0, layers={"blocks": 0})
-    deadline = time.monotonic() + 120
-    while True:
-        counts.update(kernel=0, program=0)
-        watcher.refresh(force=True)
-        if counts["program"] or time.monotonic() > deadline:
-            break
-        while programs.compiling():
-            time.sleep(0.05)
-    assert counts == {"kernel": 0, "program": 1}
-    snap = watcher.snapshot
-    for path in ("blocks.lin.kernel", "blocks.steps", "blocks.norm.scale"):
-        assert_layers_equal_numpy(snap, path, np.asarray(compat.get_value(eval("model." + path))), 0)
 
 
 def test_the_nan_alert_counts_a_stacked_variable_once_and_names_it():

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from layer_models import assert_layers_equal_numpy, randomize, vmapped
 from live_helpers import Clock
 from test_histogram import some_arrays
 from test_stats import assert_close
@@ -695,3 +696,33 @@ def test_an_array_sharded_over_devices_gets_a_kernel_compiled_beforehand_and_num
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["compiled"] == got["after"] == 1  # prepared once, reused by both dispatches
     assert got["row"][2:] == got["numpy"] and got["again"]
+
+
+# --------------------------------------------------------------------------- stacked layers
+
+
+def test_a_viewer_refreshes_layers_in_one_program_launch(monkeypatch):
+    counts = {"kernel": 0, "program": 0}
+    real_call, real_launch = dispatch_lib.call, programs.Program.launch
+    monkeypatch.setattr(
+        dispatch_lib, "call", lambda k, x: (counts.__setitem__("kernel", counts["kernel"] + 1), real_call(k, x))[1]
+    )
+    monkeypatch.setattr(
+        programs.Program,
+        "launch",
+        lambda self, *a: (counts.__setitem__("program", counts["program"] + 1), real_launch(self, *a))[1],
+    )
+    model = randomize(vmapped(n=5, metadata=False))
+    watcher = Watcher(model, max_rate=100.0, layers={"blocks": 0})
+    deadline = time.monotonic() + 120
+    while True:
+        counts.update(kernel=0, program=0)
+        watcher.refresh(force=True)
+        if counts["program"] or time.monotonic() > deadline:
+            break
+        while programs.compiling():
+            time.sleep(0.05)
+    assert counts == {"kernel": 0, "program": 1}
+    snap = watcher.snapshot
+    for path in ("blocks.lin.kernel", "blocks.steps", "blocks.norm.scale"):
+        assert_layers_equal_numpy(snap, path, np.asarray(compat.get_value(eval("model." + path))), 0)
