@@ -147,9 +147,9 @@ def test_device_memory_in_use_peak_and_limit_per_device():
     import jax.numpy as jnp
 
     import nnx_lab
-    from nnx_lab.core.snapshot import _devices as devices
+    from nnx_lab.core.snapshot import device_summary
 
-    summary = devices.device_summary([FakeAccelerator(1), FakeAccelerator(0)])
+    summary = device_summary([FakeAccelerator(1), FakeAccelerator(0)])
     assert [(d["id"], d["bytes_in_use"], d["peak_bytes_in_use"], d["bytes_limit"]) for d in summary["devices"]] == [
         (0, 1 << 30, 3 << 30, 80 << 30),
         (1, 2 << 30, 3 << 30, 80 << 30),
@@ -161,5 +161,5 @@ def test_device_memory_in_use_peak_and_limit_per_device():
     )
     assert "<b>H100</b>" not in snap._repr_html_() and "gpu:1 2.0 GiB" in snap._repr_html_()
     assert snap.to_dict()["devices"]["devices"][1]["bytes_limit"] == 80 << 30  # the viewer's memory strip
-    cpu = devices.device_summary()
+    cpu = device_summary()
     assert all(d["bytes_in_use"] is None or isinstance(d["bytes_in_use"], int) for d in cpu["devices"])

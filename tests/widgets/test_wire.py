@@ -9,7 +9,7 @@ import ast
 import re
 from pathlib import Path
 
-from nnx_lab.core.capture import _toggles
+from nnx_lab.core.capture import TOGGLE_MESSAGES
 from nnx_lab.widgets import wire
 
 REPO = Path(__file__).resolve().parents[2]
@@ -81,4 +81,4 @@ def test_every_type_has_one_name_and_the_capture_toggles_agree():
     assert len(TYPES) == len(wire.MESSAGES)
     assert all(name.isupper() for name in wire.MESSAGES)
     # core/capture answers the toggles but stays free of widgets: its own list must be the wire's
-    assert tuple(_toggles.MESSAGES) == wire.CAPTURE_TOGGLES
+    assert tuple(TOGGLE_MESSAGES) == wire.CAPTURE_TOGGLES

@@ -28,6 +28,7 @@ from ._methods import patched_classes
 from ._options import check_model
 from ._report import CaptureReport, PendingCaptureReport, capture_report
 from ._table import flatten_captured
+from ._toggles import MESSAGES as TOGGLE_MESSAGES
 from ._toggles import CaptureToggles, Modules, Ticked, module_tree
 from ._types import DEFAULT_TYPES, caller_namespace, resolve_types, type_names
 
@@ -42,6 +43,7 @@ __all__ = [
     "NoPerturbations",
     "PendingCaptureReport",
     "SownInScan",
+    "TOGGLE_MESSAGES",
     "Ticked",
     "caller_namespace",
     "capture_call",
