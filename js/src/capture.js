@@ -160,7 +160,7 @@ function render({ model, el }) {
     windowing.refresh(true);
   }
 
-  tbody.addEventListener("click", (ev) => {
+  tbody.addEventListener("click", (/** @type {import("./shared/dom.js").On} */ ev) => {
     const tr = ev.target && ev.target.closest ? ev.target.closest("tr.nnx-capture-module") : null;
     if (!tr) return;
     const i = Number(tr.getAttribute("data-id"));

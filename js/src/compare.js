@@ -146,7 +146,7 @@ function render({ model, el }) {
     scroller.scrollTop = 0;
     relayout();
   });
-  chips.addEventListener("click", (ev) => {
+  chips.addEventListener("click", (/** @type {import("./shared/dom.js").On} */ ev) => {
     const chip = ev.target && ev.target.closest ? ev.target.closest("button[data-status]") : null;
     if (!chip) return;
     const name = chip.getAttribute("data-status");
@@ -161,13 +161,13 @@ function render({ model, el }) {
     open.fill(0);
     relayout();
   });
-  thead.addEventListener("click", (ev) => {
+  thead.addEventListener("click", (/** @type {import("./shared/dom.js").On} */ ev) => {
     const th = ev.target && ev.target.closest ? ev.target.closest("th[data-col]") : null;
     if (!th) return;
     sort = nextSort(sort, th.getAttribute("data-col"));
     relayout();
   });
-  scroller.addEventListener("click", (ev) => {
+  scroller.addEventListener("click", (/** @type {import("./shared/dom.js").On} */ ev) => {
     const tr = ev.target && ev.target.closest ? ev.target.closest("tr.nnx-cmp-module") : null;
     if (!tr || matchRows(prep, filters)) return; // while filtering every module is open
     const id = Number(tr.getAttribute("data-id"));

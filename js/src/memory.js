@@ -244,14 +244,14 @@ function render({ model, el }) {
     collapsed = holderRows(prep);
     relayout();
   });
-  thead.addEventListener("click", (ev) => {
+  thead.addEventListener("click", (/** @type {import("./shared/dom.js").On} */ ev) => {
     const th = ev.target && ev.target.closest ? ev.target.closest("th.sortable") : null;
     if (!th) return;
     sort = nextSort(sort, th.getAttribute("data-col"));
     fillHeader();
     relayout();
   });
-  scroller.addEventListener("click", (ev) => {
+  scroller.addEventListener("click", (/** @type {import("./shared/dom.js").On} */ ev) => {
     const td = ev.target && ev.target.closest ? ev.target.closest("td.c-label") : null;
     const tr = td ? td.closest("tr") : null;
     if (!tr || !tr.classList.contains("nnx-mem-parent") || query.trim() !== "") return;

@@ -119,7 +119,7 @@ function render({ model, el }) {
     relayout();
   }
 
-  thead.addEventListener("click", (ev) => {
+  thead.addEventListener("click", (/** @type {import("./shared/dom.js").On} */ ev) => {
     const th = ev.target && ev.target.closest ? ev.target.closest("th[data-filter]") : null;
     if (!th) return;
     const key = th.getAttribute("data-filter");

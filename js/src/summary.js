@@ -207,14 +207,14 @@ function render({ model, el }) {
     for (const i of prep.roots) collapsed.delete(i);
     relayout();
   });
-  thead.addEventListener("click", (ev) => {
+  thead.addEventListener("click", (/** @type {import("./shared/dom.js").On} */ ev) => {
     const th = ev.target && ev.target.closest ? ev.target.closest("th.sortable") : null;
     if (!th) return;
     sort = nextSort(sort, th.getAttribute("data-col"));
     fillHeader();
     relayout();
   });
-  scroller.addEventListener("click", (ev) => {
+  scroller.addEventListener("click", (/** @type {import("./shared/dom.js").On} */ ev) => {
     const td = ev.target && ev.target.closest ? ev.target.closest("tr.nnx-sum-parent td.c-path") : null;
     if (!td || query.trim() !== "") return;
     const i = Number(td.parentElement.getAttribute("data-row"));

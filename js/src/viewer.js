@@ -217,7 +217,7 @@ function render({ model, el }) {
     if (history.onHistory(msg, buffers && buffers[0])) relayout();
   }
 
-  banner.addEventListener("click", (ev) => {
+  banner.addEventListener("click", (/** @type {import("./shared/dom.js").On} */ ev) => {
     if (ev.target && ev.target.closest && ev.target.closest(".nnx-banner-clear")) {
       if (!connection.lost()) model.send({ type: MSG.CLEAR_ALERT });
       return;

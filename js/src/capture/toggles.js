@@ -146,7 +146,7 @@ export function createToggles(doc, model, seen) {
     fillPending();
   }
 
-  controls.addEventListener("change", (ev) => {
+  controls.addEventListener("change", (/** @type {import("../shared/dom.js").On<HTMLInputElement>} */ ev) => {
     const t = ev.target;
     if (!t || !t.getAttribute) return;
     const on = !!t.checked;

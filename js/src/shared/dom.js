@@ -4,11 +4,38 @@
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 
-/** A text node holding `s` verbatim (null/undefined -> empty). */
+/**
+ * Attributes of h()/s(): null, undefined and false leave one out, true sets it to "".
+ * @typedef {Record<string, string | number | boolean | null | undefined>} Props
+ */
+/**
+ * A child of h()/s(): a node, or what becomes a text node (null, undefined and false: none).
+ * @typedef {Node | string | number | boolean | null | undefined} Child
+ */
+/**
+ * An event whose target is an element: what the widgets' delegated listeners read (`closest`, `checked`).
+ * @template {Element} [E=HTMLElement]
+ * @template {Event} [V=Event]
+ * @typedef {V & {target: E}} On
+ */
+
+/**
+ * A text node holding `s` verbatim (null/undefined -> empty).
+ * @param {Document} doc
+ * @param {unknown} s
+ */
 export function text(doc, s) {
   return doc.createTextNode(s === null || s === undefined ? "" : String(s));
 }
 
+/**
+ * @template {Element} E
+ * @param {Document} doc
+ * @param {E} node
+ * @param {Props | null | undefined} props
+ * @param {Child[]} children
+ * @returns {E}
+ */
 function fill(doc, node, props, children) {
   if (props) {
     for (const k of Object.keys(props)) {
@@ -30,12 +57,26 @@ function fill(doc, node, props, children) {
 /**
  * h(doc, "span", {class: "x", title: path}, "text", childNode, ...): an element whose string
  * children become text nodes and whose props become attributes (`text` sets textContent).
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {Document} doc
+ * @param {K} tag
+ * @param {Props | null} [props]
+ * @param {...Child} children
+ * @returns {HTMLElementTagNameMap[K]}
  */
 export function h(doc, tag, props, ...children) {
   return fill(doc, doc.createElement(tag), props, children);
 }
 
-/** Same as h() for SVG elements. */
+/**
+ * Same as h() for SVG elements.
+ * @template {keyof SVGElementTagNameMap} K
+ * @param {Document} doc
+ * @param {K} tag
+ * @param {Props | null} [props]
+ * @param {...Child} children
+ * @returns {SVGElementTagNameMap[K]}
+ */
 export function s(doc, tag, props, ...children) {
   return fill(doc, doc.createElementNS(SVG_NS, tag), props, children);
 }

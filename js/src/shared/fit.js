@@ -71,7 +71,7 @@ export function createColumnPicker(doc, { onChange }) {
   const summary = h(doc, "summary", { title: "show or hide columns" });
   const list = h(doc, "div", { class: "nnx-colpick-list" });
   const el = h(doc, "details", { class: "nnx-colpick", hidden: true }, summary, list);
-  list.addEventListener("change", (ev) => {
+  list.addEventListener("change", (/** @type {import("./dom.js").On<HTMLInputElement>} */ ev) => {
     const box = ev.target;
     if (box && box.matches && box.matches("input[data-col]")) onChange(box.getAttribute("data-col"), box.checked);
   });

@@ -104,7 +104,7 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
 
   const windowing = watchWindow(scroller, { viewportHeight, count: () => state.items.length, draw });
 
-  tbody.addEventListener("click", (ev) => {
+  tbody.addEventListener("click", (/** @type {import("./dom.js").On} */ ev) => {
     const heat = ev.target.closest ? ev.target.closest("button.nnx-heat") : null;
     const tr = ev.target.closest ? ev.target.closest("tr.nnx-module") || ev.target.closest("tr.nnx-group") : null;
     if (!tr || !state.tree) return;
@@ -113,7 +113,7 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
     if (heat && onHeatmap) onHeatmap(id - state.tree.N);
     else if (id < state.tree.N || isStacked(state.tree, id - state.tree.N)) onToggle(id);
   });
-  thead.addEventListener("click", (ev) => {
+  thead.addEventListener("click", (/** @type {import("./dom.js").On} */ ev) => {
     const th = ev.target.closest ? ev.target.closest("th[data-col]") : null;
     if (!th || !th.classList.contains("sortable")) return;
     onSort(th.getAttribute("data-col"));

@@ -52,7 +52,7 @@ export function createBaselineBar(doc, { onPin }) {
   /** The menu shows what is pinned, wherever it was pinned from (viewer.compare_to in Python too). */
   function selectPinned(b) {
     const value = b ? CHOICE_OF_KIND[b.kind] || "stats" : "none";
-    choice.children[4].hidden = value !== "snapshot";
+    /** @type {HTMLElement} */ (choice.children[4]).hidden = value !== "snapshot";
     choice.value = value;
     path.hidden = value !== "path";
     if (value === "path" && b.path) path.value = String(b.path);

@@ -104,7 +104,7 @@ export function createHeatmap(doc, { onClose } = {}) {
     api.close();
     if (onClose) onClose();
   });
-  plot.addEventListener("mouseover", (ev) => {
+  plot.addEventListener("mouseover", (/** @type {import("../shared/dom.js").On} */ ev) => {
     const cell = ev.target && ev.target.getAttribute ? ev.target : null;
     const l = cell ? cell.getAttribute("data-l") : null;
     if (l === null || !grid) return;

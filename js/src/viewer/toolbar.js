@@ -56,7 +56,7 @@ export function createToolbar(doc, { onQuery, onChip, onStat, onExpand }) {
   filter.addEventListener("input", () => onQuery(filter.value));
   // Keep notebook shortcuts (a, b, dd, arrows...) from firing while typing.
   for (const t of [filter, statSelect]) t.addEventListener("keydown", (ev) => ev.stopPropagation());
-  chips.addEventListener("click", (ev) => {
+  chips.addEventListener("click", (/** @type {import("../shared/dom.js").On} */ ev) => {
     const chip = ev.target.closest ? ev.target.closest(".nnx-type-chip") : null;
     if (chip) onChip(chip.getAttribute("data-type"));
   });

@@ -111,6 +111,7 @@ function mixedText(doc, prep) {
   }
   const common = [...counts.entries()].sort((a, b) => b[1] - a[1])[0];
   const paths = prep.disagreeing;
+  /** @type {Array<string | Node>} */
   const parts = [
     common ? `Mixed modes: most modules are ${common[0]}; not like them: ` : "Mixed modes; not like the rest: ",
   ];

@@ -207,7 +207,7 @@ export function createList(doc, st, { onPick, views, selectedClasses }) {
   }
 
   list.addEventListener("click", (ev) => choose(ev.target));
-  list.addEventListener("keydown", (ev) => {
+  list.addEventListener("keydown", (/** @type {import("../shared/dom.js").On<HTMLElement, KeyboardEvent>} */ ev) => {
     if (ev.key !== "Enter" && ev.key !== " ") return;
     const t = ev.target;
     if (!t || typeof t.closest !== "function") return;
