@@ -10,8 +10,8 @@ from scan_models import Scanned
 from unchanged import assert_unchanged as _assert_unchanged
 from unchanged import frozen
 
+import nnx_lab.widgets.capture_report as capture_report  # the panel %%nnx_capture draws its report in
 from nnx_lab.core.capture import CaptureReport, patched_classes
-from nnx_lab.magics import _capture as capture_magic
 
 pytestmark = pytest.mark.needs_flax("nnx.capture")
 
@@ -57,7 +57,7 @@ def ip(ip):
 @pytest.fixture
 def shown(monkeypatch):
     reports = []
-    monkeypatch.setattr(capture_magic, "show", lambda report, **view: reports.append(report))
+    monkeypatch.setattr(capture_report, "CaptureReportView", lambda report, **view: reports.append(report) or report)
     return reports
 
 
@@ -382,7 +382,7 @@ def _layer_rows(report):
 @pytest.mark.parametrize("how", ["declared", "metadata"])
 def test_values_sown_inside_nnx_scan_get_one_row_per_layer(ip, monkeypatch, how):
     shown = []
-    monkeypatch.setattr(capture_magic, "show", lambda report, **kw: shown.append(report))
+    monkeypatch.setattr(capture_report, "CaptureReportView", lambda report, **kw: shown.append(report) or report)
     model = Scanned(metadata=how == "metadata")
     ip.user_ns.update(model=model, x=jnp.ones((2, 3)))
     ip.run_cell_magic("nnx_capture", "model" + (" --layers blocks=0" if how == "declared" else ""), "y = model(x)")
@@ -401,7 +401,7 @@ def test_values_sown_inside_nnx_scan_get_one_row_per_layer(ip, monkeypatch, how)
 
 def test_a_layers_option_that_fits_no_captured_value_is_a_message(ip, monkeypatch):
     shown = []
-    monkeypatch.setattr(capture_magic, "show", lambda report, **kw: shown.append(report))
+    monkeypatch.setattr(capture_report, "CaptureReportView", lambda report, **kw: shown.append(report) or report)
     ip.user_ns.update(model=Scanned(), x=jnp.ones((2, 3)))
     ip.run_cell_magic("nnx_capture", "model --layers nothing=0", "y = model(x)")
     assert "--layers: layers={'nothing': 0}: no Variable under 'nothing'" in shown[-1].messages

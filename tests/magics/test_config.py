@@ -58,7 +58,7 @@ def test_config_rate_is_the_viewers_default(ip, model, reset):
 
 @pytest.mark.needs_flax("nnx.capture")
 def test_config_bins_is_the_capture_reports_default(ip, reset, monkeypatch):
-    from nnx_lab.magics import _capture
+    import nnx_lab.widgets.capture_report as capture_report  # the panel %%nnx_capture draws
 
     class Tap(nnx.Module):
         def __init__(self):
@@ -70,7 +70,7 @@ def test_config_bins_is_the_capture_reports_default(ip, reset, monkeypatch):
 
     ip.user_ns.update(tap=Tap(), jnp=jnp)
     reports = []
-    monkeypatch.setattr(_capture, "show", lambda report, **view: reports.append(report))
+    monkeypatch.setattr(capture_report, "CaptureReportView", lambda report, **view: reports.append(report) or report)
     ip.run_line_magic("config", "NnxLabMagics.bins = 3")
     ip.run_cell_magic("nnx_capture", "tap", "tap(jnp.ones((1, 2)))")
     ip.run_cell_magic("nnx_capture", "tap --bins 5", "tap(jnp.ones((1, 2)))")

@@ -118,10 +118,10 @@ def test_capture_methods_around_a_scan_without_graph_is_one_line(ip):
 def test_capture_methods_around_jax_jit_of_a_module_says_where_the_values_went(ip, monkeypatch):
     import jax
 
-    from nnx_lab.magics import _capture
+    import nnx_lab.widgets.capture_report as capture_report  # the panel %%nnx_capture draws
 
     reports = []
-    monkeypatch.setattr(_capture, "show", lambda report, **view: reports.append(report))
+    monkeypatch.setattr(capture_report, "CaptureReportView", lambda report, **view: reports.append(report) or report)
     ip.user_ns.update(linear=nnx.Linear(2, 3, rngs=nnx.Rngs(0)), x=jnp.ones((1, 2)), jax=jax, nnx=nnx)
     ip.run_cell_magic("nnx_capture", "linear --methods", "y = jax.jit(lambda m, x: m(x))(linear, x)")
     (report,) = reports

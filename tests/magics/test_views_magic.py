@@ -12,11 +12,17 @@ pytestmark = pytest.mark.needs_flax("nnx.view")
 
 def shown_by_nnx_view(ip, monkeypatch, model, *lines):
     """The panels `%nnx_view LINE` displays, for each line, with `net` bound to ``model``."""
-    from nnx_lab.magics import _views as magics
+    import nnx_lab.widgets.views as views_widgets  # the panels %nnx_view displays
 
     ip.user_ns.update(net=model, nnx=nnx)
     shown = []
-    monkeypatch.setattr(magics, "display", shown.append)
+
+    class Shown(views_widgets.ViewPanel):  # each panel the magic makes, recorded as it is made (then displayed)
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            shown.append(self)
+
+    monkeypatch.setattr(views_widgets, "ViewPanel", Shown)
     for line in lines:
         ip.run_line_magic("nnx_view", line)
     return shown

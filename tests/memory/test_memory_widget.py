@@ -114,7 +114,13 @@ def test_a_ledger_shows_the_widget_only_in_a_kernel(namespace, monkeypatch):
 def test_the_magic_shows_the_widget_in_a_kernel(ip, namespace, monkeypatch):
     shown = []
     monkeypatch.setattr(memory_widget, "widgets_work", lambda: True)
-    monkeypatch.setattr("nnx_lab.magics._memory.display", lambda obj, **kw: shown.append(obj))
+
+    class Shown(MemoryView):  # each view the magic makes, recorded as it is made (then displayed)
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            shown.append(self)
+
+    monkeypatch.setattr(memory_widget, "MemoryView", Shown)
     ip.user_ns.update(model=namespace["model"], grads_old=namespace["grads_old"])
     ip.run_line_magic("nnx_memory", "grads_old --top 3")
     (view,) = shown
