@@ -13,6 +13,8 @@ def test_import_and_load_ext_do_not_import_jax():
         "ip.run_line_magic('load_ext', 'nnx_lab')\n"
         "assert 'nnx_snapshot' in ip.magics_manager.magics['line']\n"
         "assert 'jax' not in sys.modules, '%load_ext nnx_lab imported jax'\n"
+        "ip.run_cell('x = 1')\n"  # after the cell: the cell hooks ran and drained the queue of widget messages
+        "assert 'jax' not in sys.modules, 'a cell after %load_ext nnx_lab imported jax'\n"
         "print('clean')\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -52,15 +54,6 @@ def test_reload_leaves_one_copy_and_unload_removes_all(ip):
     ip.run_line_magic("unload_ext", "nnx_lab")
     assert ours(ip) == set() and "NnxLabMagics" not in ip.magics_manager.registry
     ip.run_line_magic("load_ext", "nnx_lab")
-
-
-def test_the_ipython_package_does_not_import_jax():
-    code = (
-        "import sys, nnx_lab._ipython, nnx_lab._ipython.extension, nnx_lab._ipython.cell_hooks, "
-        "nnx_lab._ipython.busy_queue\nassert 'jax' not in sys.modules\nprint('clean')\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0 and proc.stdout.strip() == "clean", proc.stderr
 
 
 def test_unload_removes_the_configurable_and_reload_leaves_one(ip):
