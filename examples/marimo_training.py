@@ -37,7 +37,8 @@ def _(mo):
 
     A two-layer MLP learns a noisy linear map. Below: its model summary, which Variables
     `nnx.Param` takes, its `set_view` options, every layer's output, a live viewer that refreshes
-    during the training loop, and what training changed.
+    during the training loop, what training changed, what holds the device's memory, and where a
+    deliberately broken copy first makes NaN.
     """)
     return
 
@@ -134,6 +135,29 @@ def _(model, nnx_lab, steps):
     assert steps
     nnx_lab.snapshot(model)
     return
+
+
+@app.cell
+def _(model, nnx_lab, optimizer, steps):
+    assert steps
+    # Every live array on the device, under the name holding it (marimo has no IPython namespace to
+    # read the names from: pass them); arrays no name reaches are listed as unreached.
+    nnx_lab.memory(namespace={"model": model, "optimizer": optimizer})
+    return
+
+
+@app.cell
+def _(MLP, jnp, nnx, nnx_lab, x, y):
+    # A deliberately broken copy: its hidden layer takes the log of a linear map that goes negative.
+    class LogLinear(nnx.Linear):
+        def __call__(self, inputs):
+            return jnp.log(super().__call__(inputs))
+
+    broken = MLP(8, 32, 2, rngs=nnx.Rngs(0))
+    broken.hidden = LogLinear(8, 32, rngs=nnx.Rngs(3))
+    # Where NaN first appears: the module call and the primitive (the model itself is not changed).
+    nnx_lab.find_nonfinite(lambda m, x, y: ((m(x) - y) ** 2).mean(), broken, x, y)
+    return (LogLinear, broken)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ with …" notes, the per-device total line, and the statements that would free t
 bytes each returns, as text to copy (nothing is run). The widget holds the ledger's JSON payload
 and its static text and HTML (what a notebook saved or opened without a kernel shows): no array.
 
-Importing this module makes a :class:`Ledger` displayed in a Jupyter kernel show this widget
+Importing this module makes a :class:`Ledger` displayed in a Jupyter kernel or in marimo show this widget
 (``nnx_lab.memory`` is imported from here); elsewhere (a terminal, a script) it stays text.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import traitlets
 
-from ..core.memory import DISPLAY_HOOKS, Ledger, StepPlan, memory
+from ..core.memory import DISPLAY_HOOKS, MARIMO_HOOKS, Ledger, StepPlan, memory
 from ..core.render import memory_payload
 from ._base import STATIC, Widget
 from .compare import widgets_work
@@ -64,3 +64,12 @@ def _bundle(ledger: Ledger) -> dict | None:
 
 if _bundle not in DISPLAY_HOOKS:
     DISPLAY_HOOKS.append(_bundle)
+
+
+def _marimo_hook(ledger: Ledger) -> Any:
+    """A Ledger's display in marimo (its ``_display_``): the widget."""
+    return lambda: MemoryView(ledger)
+
+
+if _marimo_hook not in MARIMO_HOOKS:
+    MARIMO_HOOKS.append(_marimo_hook)

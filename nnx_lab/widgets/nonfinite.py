@@ -4,8 +4,8 @@ counts and first positions, and a table of the module calls on the path to the c
 inputs' and outputs' statistics and the non-finite Variables each read. The widget holds the
 report's payload (strings only, every number written by Python) and its static text and HTML.
 
-Importing this module makes a :class:`NonfiniteReport` displayed in a Jupyter kernel show this
-widget (``nnx_lab.find_nonfinite`` is imported from here); elsewhere it stays text.
+Importing this module makes a :class:`NonfiniteReport` displayed in a Jupyter kernel or in marimo
+show this widget (``nnx_lab.find_nonfinite`` is imported from here); elsewhere it stays text.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import traitlets
 
-from ..core.nonfinite import DISPLAY_HOOKS, NonfiniteReport, find_nonfinite
+from ..core.nonfinite import DISPLAY_HOOKS, MARIMO_HOOKS, NonfiniteReport, find_nonfinite
 from ._base import STATIC, Widget
 from .compare import widgets_work
 
@@ -70,3 +70,12 @@ def _bundle(report: NonfiniteReport) -> Any:
 
 if _bundle not in DISPLAY_HOOKS:
     DISPLAY_HOOKS.append(_bundle)
+
+
+def _marimo_hook(report: NonfiniteReport) -> Any:
+    """A report's display in marimo (its ``_display_``): the widget."""
+    return lambda: NonfiniteView(report)
+
+
+if _marimo_hook not in MARIMO_HOOKS:
+    MARIMO_HOOKS.append(_marimo_hook)

@@ -157,9 +157,9 @@ def _texts(root, selector: str) -> list[str]:
     return [t.strip() for t in root.locator(selector).all_inner_texts()]
 
 
-def _row(root, selector: str, path: str) -> dict[str, str]:
-    """{column: text} of the row whose data-path is `path` (cells are td.c-<column>)."""
-    cells = root.locator(f'{selector}[data-path="{path}"] td')
+def _row(root, selector: str, path: str, attr: str = "path") -> dict[str, str]:
+    """{column: text} of the row whose data-<attr> is `path` (cells are td.c-<column>)."""
+    cells = root.locator(f'{selector}[data-{attr}="{path}"] td')
     return cells.evaluate_all(
         "tds => Object.fromEntries(tds.map(td => [([...td.classList].find(c => c.startsWith('c-')) || '?').slice(2),"
         " td.innerText.trim()]))"
@@ -256,3 +256,43 @@ def test_panels_and_static_tables_in_marimo(app):
     split = page.locator("table").filter(has_text="dropout.rngs.count").first
     assert "graphdef, param, rest = nnx.split(model, nnx.Param, ...)" in page.locator("body").inner_text()
     assert split.locator("tr", has_text="hidden.kernel").count() == 1
+
+
+def test_memory_is_its_widget_in_marimo(app):
+    """nnx_lab.memory(namespace={"model": ..., "optimizer": ...}) after training: the ledger's tree, not its static table."""
+    page, _ = app
+    root = page.locator(".nnx-lab-memory-view")
+    root.locator("tr.nnx-mem-row").first.wait_for(timeout=60_000)
+    labels = root.locator("tr.nnx-mem-row").evaluate_all("rs => rs.map(r => r.dataset.label)")
+    assert {"cpu:0", "model", "optimizer", "(unreached)", "Param", "mu", "nu"} <= set(labels), labels
+    # The model's 354 float32 Params (8·32 + 32 + 32·2 + 2) are 1,416 B, its RNG key and count 12 B more;
+    # the optimizer's Adam moments twice 1,416 B, its step and count 8 B.
+    model = _row(root, "tr.nnx-mem-row", "model", "label")
+    assert model["bytes"] == "1.4 KiB" and model["kind"] == "module", model
+    optimizer = _row(root, "tr.nnx-mem-row", "optimizer", "label")
+    assert optimizer["bytes"] == "2.8 KiB" and optimizer["kind"] == "optimizer", optimizer
+    # The device's total line: the ledger's bytes are the live arrays' on this CPU backend.
+    line = root.locator(".nnx-mem-device").first.inner_text()
+    m = re.match(r"cpu:0: ledger ([\d.]+) KiB = live arrays ([\d.]+) KiB \((\d+) buffers\)", line)
+    assert m and m.group(1) == m.group(2) and float(m.group(1)) > 1.4 + 2.8, line
+    assert _row(root, "tr.nnx-mem-row", "cpu:0", "label")["bytes"] == f"{m.group(1)} KiB"
+    statements = root.locator("li.nnx-mem-freeing code").all_inner_texts()
+    assert "del optimizer" in statements and "del model" in statements, statements
+    _shot(page, root, "marimo-memory")
+
+
+def test_nonfinite_is_its_widget_in_marimo(app):
+    """find_nonfinite on the example's broken copy (log of a linear map): the report's panel, not its text."""
+    page, _ = app
+    root = page.locator(".nnx-lab-nonfinite-view")
+    root.locator("tr.nnx-nf-call").first.wait_for(timeout=60_000)
+    verdict = root.locator(".nnx-nf-verdict").inner_text()
+    assert verdict == "the forward pass first produced NaN/Inf in hidden (LogLinear.__call__)", verdict
+    assert root.locator(".nnx-nf-line").first.inner_text() == "primitive: log"
+    culprit = root.locator("tr.culprit")
+    assert culprit.locator("td").first.inner_text() == "hidden"
+    assert culprit.locator("td").nth(1).inner_text() == "LogLinear.__call__"
+    # The culprit's output: the hidden layer's (batch, hidden) activations, some of them NaN.
+    assert f"({BATCH}, {DHIDDEN})" in culprit.inner_text()
+    assert re.search(r"NaN [1-9]", root.inner_text()), root.inner_text()
+    _shot(page, root, "marimo-nonfinite")

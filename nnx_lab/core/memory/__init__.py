@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..shell import shell_namespace
-from ._data import DISPLAY_HOOKS, DeviceTotal, Freeing, Ledger, Row
+from ._data import DISPLAY_HOOKS, MARIMO_HOOKS, DeviceTotal, Freeing, Ledger, Row
 from ._ledger import UNREACHED_NAME, build_ledger
 from ._plan import Donation, StepPlan, plan
 
@@ -34,6 +34,7 @@ __all__ = [
     "Donation",
     "Freeing",
     "Ledger",
+    "MARIMO_HOOKS",
     "Row",
     "StepPlan",
     "UNREACHED_NAME",

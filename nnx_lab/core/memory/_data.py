@@ -10,6 +10,9 @@ from ..render import memory_html, memory_text, top_lines
 #: Functions ``ledger -> mimebundle | None`` asked, in order, when a Ledger is displayed (the widget
 #: in a Jupyter kernel: ``nnx_lab.widgets.memory`` adds one); none answering: its text and HTML.
 DISPLAY_HOOKS: list = []
+#: Functions ``ledger -> zero-argument callable returning the object to show | None``, asked when marimo
+#: displays a Ledger (its ``_display_`` protocol; ``nnx_lab.widgets.memory`` adds the widget's).
+MARIMO_HOOKS: list = []
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,16 @@ class Ledger:
             bundle = hook(self)
             if bundle:
                 return bundle
+        return None
+
+    @property
+    def _display_(self) -> Any:
+        """marimo's display protocol: what a hook offers (the widget, which marimo shows through its
+        anywidget support), else None: marimo then shows ``_repr_html_``."""
+        for hook in MARIMO_HOOKS:
+            show = hook(self)
+            if show is not None:
+                return show
         return None
 
     def to_dict(self) -> dict:

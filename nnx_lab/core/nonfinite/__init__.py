@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ._report import DISPLAY_HOOKS, NonfiniteReport
+from ._report import DISPLAY_HOOKS, MARIMO_HOOKS, NonfiniteReport
 from ._search import search
 
-__all__ = ["DISPLAY_HOOKS", "find_nonfinite", "NonfiniteReport"]
+__all__ = ["DISPLAY_HOOKS", "MARIMO_HOOKS", "find_nonfinite", "NonfiniteReport"]
 
 
 def find_nonfinite(fn: Callable, *args: Any, **kwargs: Any) -> NonfiniteReport:

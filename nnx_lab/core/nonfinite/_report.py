@@ -15,6 +15,9 @@ from ._record import is_float
 #: functions ``report -> displayable or None``, asked in order when a report is displayed
 #: (``nnx_lab.widgets.nonfinite`` adds the widget's, for a Jupyter kernel)
 DISPLAY_HOOKS: list = []
+#: functions ``report -> zero-argument callable returning the object to show | None``, asked when marimo
+#: displays a report (its ``_display_`` protocol; ``nnx_lab.widgets.nonfinite`` adds the widget's)
+MARIMO_HOOKS: list = []
 
 
 def leaf_stats(name: str, x: Any) -> dict:
@@ -134,6 +137,16 @@ class NonfiniteReport:
         """The first display hook's answer (the widget in a Jupyter kernel), else None: IPython then
         shows ``_repr_html_`` and the text."""
         for hook in DISPLAY_HOOKS:
+            show = hook(self)
+            if show is not None:
+                return show
+        return None
+
+    @property
+    def _display_(self) -> Any:
+        """marimo's display protocol: what a hook offers (the widget, which marimo shows through its
+        anywidget support), else None: marimo then shows ``_repr_html_``."""
+        for hook in MARIMO_HOOKS:
             show = hook(self)
             if show is not None:
                 return show
