@@ -111,6 +111,15 @@ def test_a_ledger_shows_the_widget_only_in_a_kernel(namespace, monkeypatch):
     assert WIDGET in data and data["text/plain"] == ledger.to_text() and "<table>" in data["text/html"]
 
 
+def test_a_ledger_shows_the_widget_in_marimo(namespace):
+    """marimo asks ``_display_()`` (tests/browser/test_marimo_browser.py draws it): the widget of this ledger."""
+    ledger = nnx_lab.memory(namespace=namespace)
+    view = ledger._display_()
+    assert isinstance(view, MemoryView) and view.result is ledger
+    assert view.ledger["title"] == ledger.to_text().splitlines()[0]
+    view.close()
+
+
 def test_the_magic_shows_the_widget_in_a_kernel(ip, namespace, monkeypatch):
     shown = []
     monkeypatch.setattr(memory_widget, "widgets_work", lambda: True)

@@ -64,6 +64,15 @@ def test_a_report_shows_the_widget_in_a_kernel_and_text_elsewhere(monkeypatch):
     assert DisplayFormatter().format(r)  # still formats as text/HTML
 
 
+def test_a_report_shows_the_widget_in_marimo():
+    """marimo asks ``_display_()`` (tests/browser/test_marimo_browser.py draws it): the widget of this report."""
+    r = report()
+    view = r._display_()
+    assert isinstance(view, NonfiniteView) and view.result is r
+    assert view.report == r.payload()
+    view.close()
+
+
 def test_backward_and_input_payloads():
     back = nnx_lab.find_nonfinite(mse, Stack(fault_at=4, fault="sqrt"), jnp.zeros((4, 8)), jnp.zeros((4, 1)))
     p = back.payload()
