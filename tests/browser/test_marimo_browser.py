@@ -3,9 +3,9 @@
 ``marimo run`` (headless, 127.0.0.1, a free port, no token) serves examples/marimo_training.py; one
 page opens it, which runs the notebook in a fresh marimo kernel: a small MLP's summary, split
 report, view panel, capture panel, a live viewer ticked in a 200-step training loop, a comparison
-with the untrained copy and a snapshot. The page is read while the loop runs (the viewer's refresh
-count must climb before the loop's cell ends: marimo has no IPython cell hooks and no Jupyter kernel
-status) and after it (each widget's rows and numbers, checked against the model's sizes, the loop's
+with the untrained copy, a snapshot, a memory ledger and a non-finite report on a broken copy. The
+page is read while the loop runs (the viewer's refresh count must climb before the loop's cell ends:
+marimo has no IPython cell hooks and no Jupyter kernel status) and after it (each widget's rows and numbers, checked against the model's sizes, the loop's
 final loss and the snapshot's statistics).
 
 Needs marimo (the test extra); Colab's stack runs no browser test (``-m "not browser or ..."``).
