@@ -48,14 +48,24 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx.ext.intersphinx",
     "nnx_api",  # docs/_ext/nnx_api.py: the API page's entries, from nnx_lab.__all__ and the magics
+    "nnx_widgets",  # docs/_ext/nnx_widgets.py: saved widgets drawn by html-manager, static copy under
 ]
 
 # Tutorials: the outputs saved in the notebook, never executed here (nbval checks they are right).
 nb_execution_mode = "off"
-# A widget's saved output is its model id plus a static text/HTML table; the site shows the table
-# (what GitHub shows), also for the tutorials that saved widget state (09, 10): myst-nb would draw
-# those as html-manager's bare box, empty wherever the CDN does not load (docs/troubleshooting.md).
+# A widget's saved output is its model id plus a static text/HTML table. Where the notebook saved
+# its widget state, docs/_ext/nnx_widgets.py writes html-manager's widget view with the table under
+# it (hidden once the widget draws, shown where the CDN does not load); elsewhere the site shows the
+# table (what GitHub shows).
 nb_mime_priority_overrides = [("html", "application/vnd.jupyter.widget-view+json", None)]
+# html-manager 1.x (ipywidgets 8) draws the saved widgets; anywidget's front end from the same CDN.
+nb_ipywidgets_js = {
+    "https://cdnjs.cloudflare.com/ajax/libs/require.js/2.3.8/require.min.js": {"crossorigin": "anonymous"},
+    "https://cdn.jsdelivr.net/npm/@jupyter-widgets/html-manager@1.0.15/dist/embed-amd.js": {
+        "data-jupyter-widgets-cdn": "https://cdn.jsdelivr.net/npm/",
+        "crossorigin": "anonymous",
+    },
+}
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
 
@@ -77,4 +87,5 @@ html_theme_options = {
 }
 # The site's pages live under docs/ and notebooks/; index.html at the top forwards to docs/index.
 html_extra_path = ["_extra"]
+html_static_path = ["_static"]
 html_last_updated_fmt = None
