@@ -10,6 +10,7 @@ The notebooks are rendered with the outputs saved in them (nothing is executed).
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -59,8 +60,13 @@ nb_execution_mode = "off"
 # table (what GitHub shows).
 nb_mime_priority_overrides = [("html", "application/vnd.jupyter.widget-view+json", None)]
 # html-manager 1.x (ipywidgets 8) draws the saved widgets; anywidget's front end from the same CDN.
+# require.js is myst-nb's default, with its integrity hash; tests/browser/test_docs_widgets_browser.py
+# builds with NNX_LAB_DOCS_LOCAL_CDN=1 (no hash) to serve npm's require.js in its place (no network there).
+_REQUIRE = {"crossorigin": "anonymous"}
+if not os.environ.get("NNX_LAB_DOCS_LOCAL_CDN"):
+    _REQUIRE["integrity"] = "sha256-Ae2Vz/4ePdIu6ZyI/5ZGsYnb+m0JlOmKPjt6XZ9JJkA="
 nb_ipywidgets_js = {
-    "https://cdnjs.cloudflare.com/ajax/libs/require.js/2.3.8/require.min.js": {"crossorigin": "anonymous"},
+    "https://cdnjs.cloudflare.com/ajax/libs/require.js/2.3.4/require.min.js": _REQUIRE,
     "https://cdn.jsdelivr.net/npm/@jupyter-widgets/html-manager@1.0.15/dist/embed-amd.js": {
         "data-jupyter-widgets-cdn": "https://cdn.jsdelivr.net/npm/",
         "crossorigin": "anonymous",

@@ -8,6 +8,7 @@ One page is built (tutorial 09 with docs/conf.py, a few seconds), not the whole 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -50,7 +51,11 @@ def docs_page(tmp_path_factory):
     out = tmp_path_factory.mktemp("docs")
     cmd = [sys.executable, "-m", "sphinx", "-q", "-b", "html", "-c", "docs", "-d", str(out / "doctrees")]
     cmd += ["-D", "root_doc=notebooks/09_memory", "-D", "include_patterns=notebooks/09_memory.ipynb"]
-    done = subprocess.run([*cmd, ".", str(out / "html")], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    # The local CDN's require.js is npm's, not cdnjs's file: built without the integrity hash (docs/conf.py).
+    env = dict(os.environ, NNX_LAB_DOCS_LOCAL_CDN="1")
+    done = subprocess.run(
+        [*cmd, ".", str(out / "html")], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, env=env
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return out / "html" / "notebooks" / "09_memory.html"
 
