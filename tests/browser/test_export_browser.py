@@ -236,6 +236,7 @@ def test_saved_state_renders_the_widgets_through_html_manager(browser, exported,
     front end runs the widget's ES module), with the rows and numbers of its static copy."""
     stateful = [nb for nb in NOTEBOOKS if _saved_state(json.loads(nb.read_text(encoding="utf-8")))]
     assert stateful
+    viewers = 0
     for nb_path in stateful:
         widgets = [w for w in _widget_outputs(json.loads(nb_path.read_text(encoding="utf-8"))) if w["saved"]]
         page, context, requested, errors = _open(browser, exported[exporter, template, nb_path.stem], network=True)
@@ -255,10 +256,17 @@ def test_saved_state_renders_the_widgets_through_html_manager(browser, exported,
                 if exporter == "nnx_lab":
                     assert box["copy_shown"] is False, f"{nb_path.stem} widget {i}: static copy under the widget"
             assert not [e for e in errors if "nnx" in e.lower() or "anywidget" in e.lower()], errors
+            # A viewer on the page (tutorial 10's) says it is a saved copy, not that a kernel restarted.
+            statuses = page.evaluate(
+                "() => [...document.querySelectorAll('.nnx-status')].map((s) => [s.dataset.state, s.innerText])"
+            )
+            assert all(st == "saved" and "restarted" not in text for st, text in statuses), statuses
+            viewers += len(statuses)
             if template == "lab":
                 screenshot(page, f"export-{exporter}-{nb_path.stem}", scroll_to=page.locator(".widget-subarea").first)
         finally:
             context.close()
+    assert viewers >= 1  # tutorial 10 saved a viewer
 
 
 # Elements the user's strings would make were they markup, and script elements that would run them.
