@@ -170,8 +170,11 @@ def test_viewer_refreshes_during_the_loop_in_marimo(app):
     page, run = app
     counts = [n for n, _ in run["seen"]]
     distinct = sorted(set(counts))
-    # The viewer was drawn before the loop's cell ended and its refresh count climbed while the cell ran.
-    assert len(distinct) >= 3, f"refresh counts seen while the training cell ran: {distinct}"
+    # The viewer was drawn before the loop's cell ended and its refresh count climbed while the cell ran
+    # (with tick() only logging it stays at its first count). Two counts, not more: on a cold kernel
+    # cache (CI's fresh machine) the first refreshes compile their kernels, and a loaded machine saw
+    # only [1, 2] in the loop's ~6 s.
+    assert len(distinct) >= 2, f"refresh counts seen while the training cell ran: {distinct}"
     assert counts == sorted(counts), counts
     # marimo's widget model has no Jupyter kernel: nothing may claim a lost or silent kernel.
     assert run["states"] <= {"live", "waiting"}, run["states"]
