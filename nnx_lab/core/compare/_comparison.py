@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from ..offers import offer
 from ._rows import STATUSES, CompareRow, ModuleRow
 
 __all__ = ["DISPLAY_HOOKS", "MARIMO_HOOKS", "Comparison", "verdict"]
@@ -150,11 +151,7 @@ class Comparison:
     def _display_(self) -> Any:
         """marimo's display protocol: what a hook offers (the widget, which marimo shows through its
         anywidget support), else None: marimo then shows ``_repr_html_``."""
-        for hook in MARIMO_HOOKS:
-            show = hook(self)
-            if show is not None:
-                return show
-        return None
+        return offer(MARIMO_HOOKS, self)
 
 
 def _plain(d: dict) -> dict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from ..offers import offer
 from ..render import memory_html, memory_text, top_lines
 
 #: Functions ``ledger -> mimebundle | None`` asked, in order, when a Ledger is displayed (the widget
@@ -127,11 +128,7 @@ class Ledger:
     def _display_(self) -> Any:
         """marimo's display protocol: what a hook offers (the widget, which marimo shows through its
         anywidget support), else None: marimo then shows ``_repr_html_``."""
-        for hook in MARIMO_HOOKS:
-            show = hook(self)
-            if show is not None:
-                return show
-        return None
+        return offer(MARIMO_HOOKS, self)
 
     def to_dict(self) -> dict:
         return {

@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..offers import offer
 from ..render import count_noun, format_shape, format_stat, pre_html
 from ._record import is_float
 
@@ -136,21 +137,13 @@ class NonfiniteReport:
     def _ipython_display_(self) -> Any:
         """The first display hook's answer (the widget in a Jupyter kernel), else None: IPython then
         shows ``_repr_html_`` and the text."""
-        for hook in DISPLAY_HOOKS:
-            show = hook(self)
-            if show is not None:
-                return show
-        return None
+        return offer(DISPLAY_HOOKS, self)
 
     @property
     def _display_(self) -> Any:
         """marimo's display protocol: what a hook offers (the widget, which marimo shows through its
         anywidget support), else None: marimo then shows ``_repr_html_``."""
-        for hook in MARIMO_HOOKS:
-            show = hook(self)
-            if show is not None:
-                return show
-        return None
+        return offer(MARIMO_HOOKS, self)
 
     def payload(self) -> dict:
         """What the widget draws, every number already written here (JSON, strings only)."""

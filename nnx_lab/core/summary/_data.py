@@ -6,6 +6,7 @@ import dataclasses
 import html
 from typing import Any
 
+from ..offers import offer
 from ._formats import bytes_text, count_text, params_text
 from ._memory import NOT_COMPUTED, PENDING
 
@@ -220,21 +221,13 @@ class Summary:
     def _ipython_display_(self) -> Any:
         """What a display hook offers (the widget in a Jupyter kernel: ``nnx_lab.widgets.summary`` adds
         it), else None: IPython then shows ``_repr_html_`` and ``__repr__`` as usual."""
-        for hook in DISPLAY_HOOKS:
-            show = hook(self)
-            if show is not None:
-                return show
-        return None
+        return offer(DISPLAY_HOOKS, self)
 
     @property
     def _display_(self) -> Any:
         """marimo's display protocol: what a hook offers (the widget, which marimo shows through its
         anywidget support), else None: marimo then shows ``_repr_html_``."""
-        for hook in MARIMO_HOOKS:
-            show = hook(self)
-            if show is not None:
-                return show
-        return None
+        return offer(MARIMO_HOOKS, self)
 
     def to_html(self, wait: bool = True) -> str:
         """Static HTML (every string escaped) that a saved notebook keeps; ``wait`` as in :meth:`header_lines`."""
