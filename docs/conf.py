@@ -93,5 +93,6 @@ html_theme_options = {
 }
 # The site's pages live under docs/ and notebooks/; index.html at the top forwards to docs/index.
 html_extra_path = ["_extra"]
-html_static_path = ["_static"]
+# nnx_lab_widgets.css (hides a drawn widget's static copy): the same file nnx_lab.export inlines
+html_static_path = [str(Path(nnx_lab.__file__).parent / "export" / "templates" / "nnx_lab_widgets.css")]
 html_last_updated_fmt = None

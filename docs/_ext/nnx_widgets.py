@@ -8,7 +8,7 @@ copy (``text/html``: plain tables, inline styles, no script).
 
 This post-transform runs before myst-nb picks one mime type per output (SelectMimeType): for an
 nnx_lab widget whose model is in the notebook's saved state it writes the widget view and the
-static copy under it, in a ``.nnx-lab-widget-output`` box; ``_static/nnx_lab_widgets.css`` hides
+static copy under it, in a ``.nnx-lab-widget-output`` box; ``nnx_lab/export/templates/nnx_lab_widgets.css`` hides
 the copy once html-manager has drawn the widget (the same design as ``nnx_lab.export``). Other
 widget outputs keep myst-nb's choice (conf.py's ``nb_mime_priority_overrides``: the static copy).
 """
