@@ -4,6 +4,8 @@ peak memory arriving from the background compile, and the static HTML a saved no
 
 from __future__ import annotations
 
+import time
+
 import nbformat
 
 from . import test_classic_notebook_browser as classic
@@ -39,6 +41,16 @@ def paths(root):
     return root.locator(ROW).evaluate_all("rows => rows.map(r => r.dataset.path)")
 
 
+def settled_paths(root, expected, timeout_s=30.0):
+    """The rows once they read ``expected`` (or what they read at the timeout): the display is
+    updated when the peak memory arrives, and the classic notebook then draws the widget anew, its
+    rows empty for a moment."""
+    deadline = time.monotonic() + timeout_s
+    while (got := paths(root)) != expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return got
+
+
 def test_summary_widget_in_the_classic_notebook(classic_server, classic_page, page_events):
     page = classic_page
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
@@ -49,8 +61,16 @@ def test_summary_widget_in_the_classic_notebook(classic_server, classic_page, pa
         _run_cell(page, i)
     root = page.locator(".output_area .nnx-lab-summary-view").first
     root.locator(ROW).first.wait_for(state="visible")
-    assert paths(root) == CALL_ORDER
+    assert settled_paths(root, CALL_ORDER) == CALL_ORDER
     root.locator(".nnx-sum-head").get_by_text("Peak memory per device").wait_for(timeout=60_000)
+    # The display update that follows (the saved copy's peak memory) draws the widget anew: once the
+    # output holds it, the view on the page is the one the clicks below reach.
+    page.wait_for_function(
+        """() => Jupyter.notebook.get_cell(2).output_area.outputs.some(
+            o => ((o.data || {})["text/html"] || "").includes("Peak memory per device"))""",
+        timeout=30_000,
+    )
+    assert settled_paths(root, CALL_ORDER) == CALL_ORDER
 
     root.locator('th[data-col="flops"]').click()  # costliest first among siblings
     assert paths(root) == ["(Net)", "block", "block.up", "block.down", "embed", "head"]
