@@ -261,6 +261,12 @@ def test_saved_state_renders_the_widgets_through_html_manager(browser, exported,
                 "() => [...document.querySelectorAll('.nnx-status')].map((s) => [s.dataset.state, s.innerText])"
             )
             assert all(st == "saved" and "restarted" not in text for st, text in statuses), statuses
+            # ... and its paths have their column (cut to a letter when hidden columns took its room).
+            path_widths = page.evaluate(
+                """() => [...document.querySelectorAll('.nnx-lab-viewer th[data-col="path"]')]
+                    .map((th) => th.getBoundingClientRect().width)"""
+            )
+            assert all(w >= 150 for w in path_widths), path_widths
             viewers += len(statuses)
             if template == "lab":
                 screenshot(page, f"export-{exporter}-{nb_path.stem}", scroll_to=page.locator(".widget-subarea").first)

@@ -80,3 +80,39 @@ def test_the_viewer_with_gradient_columns_fits_the_output(
         root.locator(".nnx-colpick-list").wait_for(state="hidden")
         assert not pages.fit_report(root)["wide"]  # the picked column shown, the rest still fit
     assert not page_events.script_dialogs, page_events.dialogs
+
+
+# More rows than the table's window (40 Linear layers: 120 rows): the spacer row below the drawn ones shows.
+TALL = (
+    "from flax import nnx\nimport nnx_lab",
+    "model = nnx.Sequential(*[nnx.Linear(8, 8, rngs=nnx.Rngs(i)) for i in range(40)])\nviewer = nnx_lab.watch(model)",
+)
+
+
+def test_a_tall_model_keeps_the_path_column_wide(
+    page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path
+):
+    """The spacer rows of the windowed table span only the shown columns: spanning the folded ones
+    made them columns again without a width, sharing the path column's room (paths cut to a letter,
+    "b…" for bias, on any model taller than the window)."""
+    page.set_viewport_size({"width": 1500, "height": 1000})
+    nb = write_notebook(tmp_path / "tall.ipynb", *TALL)
+    open_notebook(page, jupyter_server, nb, ui="lab")
+    run_all_cells(page)
+    root = viewer(page)
+    root.locator('.nnx-row[data-path="layers[0].kernel"]').wait_for()
+    assert root.locator(".nnx-spacer:not([hidden])").count() >= 1  # the window does not hold every row
+    pages.set_output_width(page, root, 1048)
+    root.scroll_into_view_if_needed()
+    widths = root.evaluate(
+        """(r) => ({path: r.querySelector('th[data-col="path"]').getBoundingClientRect().width,
+                    table: r.querySelector('table.nnx-table').getBoundingClientRect().width,
+                    shown: [...r.querySelectorAll('th')].filter((th) => th.getClientRects().length)
+                        .reduce((s, th) => s + th.getBoundingClientRect().width, 0)})"""
+    )
+    screenshot(page, "viewer-lab-tall-1048", scroll_to=root)
+    assert widths["path"] >= 150, widths  # the path column's minimum (columns.js PATH_MIN_WIDTH)
+    assert abs(widths["shown"] - widths["table"]) < 2, widths  # no room given to a column nobody sees
+    report = pages.fit_report(root)
+    assert not [c for c in report["cut"] if not c["full"]], report["cut"]
+    assert not page_events.page_errors, page_events.page_errors

@@ -12,7 +12,7 @@ import { ROW_HEIGHT } from "./styles.js";
 import { scrollToShow } from "./virtual.js";
 import { isStacked } from "./layers.js";
 import { sideScroll } from "./sidescroll.js";
-import { createWindowedTable, fillWindow, watchWindow } from "./windowed.js";
+import { createWindowedTable, fillWindow, setColspan, watchWindow } from "./windowed.js";
 import { moduleRow, variableRow } from "./treerows.js";
 
 // The windowed-table helpers, also imported from here by the other widgets' front ends.
@@ -126,6 +126,9 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
     const folded = fitColumns(COLUMNS, width, { present, chosen, minWidth: PATH_MIN_WIDTH });
     const off = new Set([...hidden, ...folded]);
     for (const c of COLUMNS) table.classList.toggle(`hide-${c.id}`, off.has(c.id));
+    // The spacer rows span the shown columns only: spanning a hidden one would make it a column
+    // again, without its width, and share the path column's room with it.
+    setColspan(spacers, COLUMNS.length - off.size);
     table.style.minWidth = `${tableMinWidth(off)}px`;
     picker.fill(COLUMNS, { present, folded });
     side.edges();
