@@ -272,13 +272,13 @@ def _host(page, css: str, body_class: str = "") -> None:
     )
 
 
-def _measure(page, roots: dict, host: str) -> list[str]:
+def _measure(page, roots: dict, host: str, dark: bool = True) -> list[str]:
     page.mouse.move(2, 2)  # no row :hover-tinted
     offenders = []
     for name, root in roots.items():
         root.scroll_into_view_if_needed()
         page.wait_for_timeout(250)  # the windowed tables draw the rows that scrolled in
-        result = root.evaluate(f"(el) => ({_JS_CONTRAST})([el, true])")
+        result = root.evaluate(f"(el) => ({_JS_CONTRAST})([el, {'true' if dark else 'false'}])")
         print(
             f"{host} {name}: {result['texts']} text nodes, {result['graphics']} marks, {len(result['found'])} offenders"
         )
@@ -337,5 +337,35 @@ def test_every_widget_reads_at_wcag_aa_in_dark_themes(
 
     report = "\n".join(offenders)
     (SHOTS / "dark-offenders.txt").write_text(report + "\n")
+    assert not offenders, f"{len(offenders)} below WCAG AA:\n" + report
+    assert not page_events.page_errors, page_events.page_errors
+
+
+def test_every_widget_reads_at_wcag_aa_in_jupyterlab_light(
+    page, page_events, jupyter_server, open_notebook, run_all_cells, tmp_path
+):
+    """The same measure in JupyterLab's default light theme (what most users see), at full width and
+    at 800 px: every text at AA, the bars, sparklines and heatmap cells at 3:1."""
+    page.set_viewport_size({"width": 1500, "height": 1000})
+    nb = write_notebook(tmp_path / "light_theme.ipynb", *CELLS)
+    open_notebook(page, jupyter_server, nb, ui="lab")
+    assert page.evaluate("() => document.body.dataset.jpThemeLight") == "true"
+    run_all_cells(page)
+    roots = {name: pages.widget_root(page, sel, row) for name, (sel, row) in WIDGETS.items()}
+    roots["capture"].locator("th[data-col=gmean]").wait_for(state="attached", timeout=30_000)
+    roots["viewer"].locator('.nnx-row.nnx-group[data-path="blocks.kernel"] button.nnx-heat').click()
+    roots["viewer"].locator(".nnx-heatmap rect").first.wait_for(state="visible", timeout=10_000)
+    roots["viewer"].locator(".c-spark path").first.wait_for(state="attached", timeout=30_000)
+    offenders = _measure(page, roots, "JupyterLab Light", dark=False)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for name in SHOT_WIDGETS:
+        roots[name].scroll_into_view_if_needed()
+        page.mouse.move(2, 2)
+        roots[name].screenshot(path=str(SHOTS / f"light-{name}.png"))
+    reached = pages.set_output_width(page, roots["summary"], 800)
+    assert abs(reached - 800) < 1, reached
+    offenders += _measure(page, roots, "JupyterLab Light at 800 px", dark=False)
+    report = "\n".join(offenders)
+    (SHOTS / "light-offenders.txt").write_text(report + "\n")
     assert not offenders, f"{len(offenders)} below WCAG AA:\n" + report
     assert not page_events.page_errors, page_events.page_errors

@@ -19,8 +19,8 @@ export const HIST_H = 14;
 export function captureCss() {
   const R = ".nnx-lab-capture";
   return `${panelFrameCss(R, ["button", "input"])}
-${R}{--nnx-grad:#ab47bc;--nnx-axis:${BORDER}}
-${darkCss(R, `--nnx-grad:#ce93d8;--nnx-axis:${FAINT};`)}
+${R}{--nnx-grad:#ab47bc;--nnx-axis:${FAINT}}
+${darkCss(R, `--nnx-grad:#ce93d8;`)}
 ${R} .nnx-capture-head{display:flex;flex-wrap:wrap;align-items:baseline;gap:2px 6px;margin-bottom:4px}
 ${R} .nnx-capture-head .root{font-weight:600}
 ${R} .nnx-capture-head .sep{color:${FAINT}}

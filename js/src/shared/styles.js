@@ -10,24 +10,25 @@ export const ROW_HEIGHT = 20;
 // Each theme colour is a custom property of the widget's root: the host's variable (JupyterLab's
 // --jp-*, then VS Code's --vscode-*), else a default. Dark hosts (JupyterLab Dark, VS Code's dark and
 // high-contrast themes) and pages without theme variables in a dark colour scheme (Colab's dark
-// mode) take the dark set, picked so that text reads at WCAG AA (4.5:1) and marks at 3:1 there
-// (tests/browser/test_dark_theme_browser.py measures it).
+// mode) take the dark set. Both are picked so that text reads at WCAG AA (4.5:1) and marks at 3:1
+// (tests/browser/test_dark_theme_browser.py measures JupyterLab Light, Dark, VS Code and plain hosts).
+// JupyterLab Light's own secondary text (--jp-ui-font-color2, 54 % black) is 4.4:1 on its
+// --jp-layout-color2, its success/error colour1 under 4.5:1 on a tinted row and its orange 2.5:1:
+// the light set takes the text colour at 72 %, the darker shades, and its orange darkened.
 const LIGHT_VARS = {
   fg: "var(--jp-ui-font-color1, var(--vscode-editor-foreground, #222))",
-  muted: "var(--jp-ui-font-color2, var(--vscode-descriptionForeground, #6b6b6b))",
-  faint: "var(--jp-ui-font-color3, var(--vscode-disabledForeground, #999))",
+  muted: "color-mix(in srgb, var(--jp-ui-font-color1, var(--vscode-editor-foreground, #222)) 72%, transparent)",
+  faint: "color-mix(in srgb, var(--jp-ui-font-color1, var(--vscode-editor-foreground, #222)) 72%, transparent)",
   bg: "var(--jp-layout-color1, var(--vscode-editor-background, #fff))",
   bg2: "var(--jp-layout-color2, var(--vscode-sideBar-background, #f3f3f3))",
   border: "var(--jp-border-color2, var(--vscode-panel-border, #ccc))",
   accent: "var(--jp-brand-color1, var(--vscode-focusBorder, #1976d2))",
   "accent-fill": "var(--jp-brand-color1, var(--vscode-focusBorder, #1976d2))",
-  error: "var(--jp-error-color1, var(--vscode-errorForeground, #d32f2f))",
-  ok: "var(--jp-success-color1, var(--vscode-testing-iconPassed, #388e3c))",
-  warn: "var(--jp-warn-color1, var(--vscode-editorWarning-foreground, #f57c00))",
-  bar: "rgba(66,133,244,0.28)",
+  error: "var(--jp-error-color0, var(--vscode-errorForeground, #b71c1c))",
+  ok: "var(--jp-success-color0, #1b5e20)",
+  warn: "color-mix(in srgb, var(--jp-warn-color0, var(--vscode-editorWarning-foreground, #e65100)) 70%, #000)",
+  bar: "var(--jp-brand-color1, var(--vscode-focusBorder, #1976d2))",
 };
-// JupyterLab Dark's --jp-layout-color2 (#424242) leaves its own --jp-ui-font-color2 at 4.2:1, and its
-// --jp-error-color1 / --jp-success-color1 under 4.5:1 on #212121: the dark set takes the next shade.
 const DARK_VARS = {
   fg: "var(--jp-ui-font-color1, var(--vscode-editor-foreground, #e0e0e0))",
   muted: "var(--jp-ui-font-color2, var(--vscode-descriptionForeground, #a8a8a8))",
@@ -105,11 +106,10 @@ export const THEME = {
   MONO,
 };
 
-/** A cell's data bar (`.bar` under the value): a translucent band in light themes; in dark ones, where
- * no translucent band keeps both the bar at 3:1 and the value over it at 4.5:1, a line under the value. */
+/** A cell's data bar (`.bar` under the value): a line under the value, in the accent colour. (No
+ * translucent band keeps both the bar at 3:1 against the row and the value over it at 4.5:1.) */
 export function dataBarCss(R, sel) {
-  return `${R} ${sel}{position:absolute;left:0;top:3px;bottom:3px;background:${BAR};border-radius:0 2px 2px 0}
-${darkCss(`${R} ${sel}`, "top:auto;bottom:1px;height:3px;border-radius:0")}`;
+  return `${R} ${sel}{position:absolute;left:0;bottom:1px;height:3px;background:${BAR}}`;
 }
 
 /** The frame every panel widget (split report, views, capture) shares: root `R`, its form controls `controls`. */

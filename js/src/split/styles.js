@@ -59,7 +59,8 @@ ${R} th.nnx-split-filter,${R} th.nnx-split-rest{text-align:center;cursor:pointer
 ${R} .nnx-split-rest{--fc:${ERROR};--fct:${REST_TINT};--fca:${REST_TINT_STRONG}}
 ${R} th.nnx-split-filter:hover,${R} th.nnx-split-rest:hover{background-image:linear-gradient(var(--fca),var(--fca))}
 ${R} th[aria-pressed="true"]{background-image:linear-gradient(var(--fca),var(--fca));box-shadow:inset 0 -3px 0 var(--fc)}
-${R} th .nm{font-weight:700;color:var(--fc);overflow:hidden;text-overflow:ellipsis}
+${R} th .nm{font-weight:700;color:color-mix(in srgb,var(--fc) 58%,#000);overflow:hidden;text-overflow:ellipsis}
+${darkCss(`${R} th .nm`, "color:var(--fc)")}
 ${R} th .lb{font-family:${MONO};font-size:11px;color:${MUTED};white-space:normal;overflow-wrap:anywhere;
   display:-webkit-box;-webkit-box-orient:vertical;-webkit-line-clamp:2;overflow:hidden;line-height:1.3}
 ${R} th .ct{font-size:11px;color:${FG};overflow:hidden;text-overflow:ellipsis}
