@@ -52,7 +52,7 @@ test("the minimum width leaves hidden columns out and fits a notebook output", (
   const all = COLUMNS.reduce((s, c) => s + (c.width ?? PATH_MIN_WIDTH), 0);
   assert.equal(tableMinWidth(), all);
   const single = tableMinWidth(hiddenColumns(base));
-  assert.equal(single, all - 100 - 84 - 96 - 70 * 4); // placement, nonfinite, status; 70: the series and "since"
+  assert.equal(single, all - 100 - 84 - 96 - 70 * 4); // (96: status) // placement, nonfinite, status; 70: the series and "since"
   // JupyterLab's and Notebook 6.5's outputs are about 900-1150 px wide at 1280 px; narrower ones scroll sideways
   assert.ok(single <= 900, `single-device table needs ${single}px`);
 });

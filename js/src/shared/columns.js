@@ -31,7 +31,7 @@ export { SERIES_COLUMNS };
 export const COLUMNS = [
   { id: "path", label: "path", width: null },
   // never folds: a module's row spans its path over the type column (treerows.js, colspan 2)
-  { id: "type", label: "type", width: 96 }, // "BatchStat", "RngCount" and their chip in full
+  { id: "type", label: "type", width: 104 }, // "Intermediate", "Perturbation" and their chip in full
   { id: "shape", label: "shape", width: 92, num: true, fold: 9 }, // "(6, 64, 32)" in full
   { id: "dtype", label: "dtype", width: 70, fold: 1 },
   { id: "bytes", label: "bytes", width: 66, num: true, fold: 2 },
