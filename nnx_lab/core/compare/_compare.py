@@ -95,9 +95,10 @@ def _counts(side_a: Side, side_b: Side, matches: dict[int, Match]) -> dict[int, 
     device: list = []
     where: dict[int, list[tuple[bool, int]]] = {}  # per match: (on the device, index) or (False, value)
     for k, m in matches.items():
+        a, b = m.pair  # a counter: is_counter holds for both sides
         try:
             pair = []
-            for side, e in ((side_a, m.a), (side_b, m.b)):
+            for side, e in ((side_a, a), (side_b, b)):
                 if e.kind == "checkpoint":
                     pair.append((False, int(open_array(side.checkpoint, e.value).read().result())))
                 else:
@@ -105,19 +106,24 @@ def _counts(side_a: Side, side_b: Side, matches: dict[int, Match]) -> dict[int, 
                     device.append(e.value)
             where[k] = pair
         except Exception:  # noqa: BLE001 - boundary: the row keeps its values, without the two counts
-            _log.info("nnx_lab: the count %s could not be read", m.a.text, exc_info=True)
+            _log.info("nnx_lab: the count %s could not be read", a.text, exc_info=True)
     try:
         fetched = [int(v) for v in jax.device_get(device)] if device else []
     except Exception:  # noqa: BLE001 - boundary: those rows keep their values, without the two counts
         _log.info("nnx_lab: the counts could not be read", exc_info=True)
         where = {k: p for k, p in where.items() if not (p[0][0] or p[1][0])}
-    return {k: tuple(fetched[v] if on_device else v for on_device, v in p) for k, p in where.items()}
+
+    def value(on_device: bool, v: int) -> int:
+        return fetched[v] if on_device else v
+
+    return {k: (value(*p[0]), value(*p[1])) for k, p in where.items()}
 
 
 def _skip_reason(m: Match) -> tuple[str, str] | None:
-    for e in (m.a, m.b):
+    a, b = m.pair  # asked of a match with no structural status: a pair
+    for e in (a, b):
         if e.kind in ("error", "tracer", "abstract", "non_numeric", "deleted"):
-            return e.kind, f"{'a' if e is m.a else 'b'}: {e.note}"
+            return e.kind, f"{'a' if e is a else 'b'}: {e.note}"
     return None
 
 
@@ -144,11 +150,12 @@ def compute(
     for k, m in enumerate(matches):
         if m.status is not None:
             continue
-        _deleted_since_read(m.a), _deleted_since_read(m.b)
+        _deleted_since_read(m.a)
+        _deleted_since_read(m.b)
         skip = _skip_reason(m)
         if skip is not None:
             m.status, m.note = skip
-        elif m.a.kind == "checkpoint" or m.b.kind == "checkpoint":
+        elif any(e.kind == "checkpoint" for e in m.pair):
             streamed.append(k)
         else:
             device.append(k)
@@ -196,7 +203,7 @@ def compute(
         out, whole = match_rows(m, bases[k], parts, axis, counts.get(k))
         rows.extend(out)
         if whole is not None:
-            totals.append((m.a.path, whole, is_floating(m)))
+            totals.append((m.pair[0].path, whole, is_floating(m)))  # values: a pair
     modules: list[ModuleRow] = module_rows(totals)
     info = {
         "a_type": side_a.root_type,

@@ -82,6 +82,21 @@ class Match:
     mismatch: list[str] = dataclasses.field(default_factory=list)  # dtype / type / sharding differences
     note: str | None = None
 
+    @property
+    def main(self) -> Entry:
+        """a's entry, or b's for an entry in b only."""
+        main = self.a or self.b
+        assert main is not None, "match_sides makes no match without an entry"
+        return main
+
+    @property
+    def pair(self) -> tuple[Entry, Entry]:
+        """Both entries of a matched pair: a match whose values are compared (``status`` None, as
+        match_sides leaves only a pair), or that has values."""
+        a, b = self.a, self.b
+        assert a is not None and b is not None, "a one-sided match has no pair"
+        return a, b
+
 
 def match_sides(a: Side, b: Side, map: Any = None) -> list[Match]:
     rename = renamer(map)

@@ -36,9 +36,9 @@ def _is_key(dtype: Any) -> bool:
     try:
         known = _key_dtypes.get(dtype)
     except TypeError:  # an unhashable extended dtype: decided each time
-        return jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+        return jnp.issubdtype(dtype, jax.dtypes.prng_key)
     if known is None:
-        known = _key_dtypes[dtype] = jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+        known = _key_dtypes[dtype] = jnp.issubdtype(dtype, jax.dtypes.prng_key)
     return known
 
 

@@ -105,7 +105,7 @@ def _value_status(metrics: dict, prng: bool) -> tuple[str, str | None]:
 def row_base(m: Match) -> dict:
     """What a match's rows say before its values are known (built while the device computes them)."""
     a, b = m.a, m.b
-    main = a or b
+    main = m.main
     path_b = b.text if a is not None and b is not None and b.text != a.text else None
     return dict(
         path=main.text,
@@ -131,7 +131,7 @@ def match_rows(
     """The rows of a match (``base``: :func:`row_base`; ``parts``: its values, one per layer with
     ``axis``; ``counts``: an integer scalar's two values), and its values summed (None without values)."""
     a, b = m.a, m.b
-    main = a or b
+    main = m.main
     if not parts:
         return [CompareRow(status=m.status or "error", note=m.note, **base)], None
     prng = is_key(a) or is_key(b)
@@ -155,8 +155,10 @@ def match_rows(
             whole.add(p)
     out = [_valued(base, whole, prng, m.note)]
     if axis is not None:
+        stacked = m.pair[0].shape  # an axis is a's, of a known shape (compare's _layer_axes)
+        assert stacked is not None
         for i, p in enumerate(parts):
-            shape = tuple(n for j, n in enumerate(a.shape) if j != axis)
+            shape = tuple(n for j, n in enumerate(stacked) if j != axis)
             out.append(
                 _valued(
                     dict(
@@ -274,7 +276,7 @@ def _order(x: float | None) -> float:
 def sorted_rows(rows: list[CompareRow]) -> list[CompareRow]:
     """Structural problems first, then by relative change (largest first); layers after their Variable."""
     parents = [r for r in rows if r.layer is None]
-    children: dict[str, list[CompareRow]] = {}
+    children: dict[str | None, list[CompareRow]] = {}  # by layer_of (set on every layer's row)
     for r in rows:
         if r.layer is not None:
             children.setdefault(r.layer_of, []).append(r)

@@ -7,11 +7,13 @@ import dataclasses
 import functools
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from flax import nnx
+from jax.core import Tracer
 
 from ..graph import Path, path_text, split_pair, walk_graph
 from ..text import first_line
@@ -65,14 +67,14 @@ def _sharding_text(value: Any) -> str | None:
 
 
 def _dtype_text(dtype: Any) -> str:
-    return str(np.dtype(dtype)) if not jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key) else str(dtype)
+    return str(np.dtype(dtype)) if not jnp.issubdtype(dtype, jax.dtypes.prng_key) else str(dtype)
 
 
 def _numeric(dtype: Any) -> bool:
     return (
-        jax.dtypes.issubdtype(dtype, np.number)
-        and not jax.dtypes.issubdtype(dtype, np.complexfloating)
-        or jax.dtypes.issubdtype(dtype, np.bool_)
+        jnp.issubdtype(dtype, np.number)
+        and not jnp.issubdtype(dtype, np.complexfloating)
+        or jnp.issubdtype(dtype, np.bool_)
     )
 
 
@@ -85,7 +87,7 @@ def _facts(dtype: Any) -> tuple[bool, bool, str]:
     except TypeError:  # an unhashable extended dtype: decided each time
         facts = None
     if facts is None:
-        prng = jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+        prng = jnp.issubdtype(dtype, jax.dtypes.prng_key)
         numeric = not prng and _numeric(dtype)
         facts = (prng, numeric, _dtype_text(dtype) if numeric else str(dtype))
         try:
@@ -95,9 +97,16 @@ def _facts(dtype: Any) -> tuple[bool, bool, str]:
     return facts
 
 
-def _entry(path: Path, type_name: str | None, value: Any, aliases: tuple, metadata: Mapping | None) -> Entry:
-    common = dict(path=path, type=type_name, aliases=aliases, metadata=metadata)
-    if isinstance(value, jax.core.Tracer):
+class _Common(TypedDict):  # the fields every kind of Entry takes from the walk
+    path: Path
+    type: str | None
+    aliases: tuple[Path, ...]
+    metadata: Mapping | None
+
+
+def _entry(path: Path, type_name: str | None, value: Any, aliases: tuple[Path, ...], metadata: Mapping | None) -> Entry:
+    common = _Common(path=path, type=type_name, aliases=aliases, metadata=metadata)
+    if isinstance(value, Tracer):
         return Entry(
             shape=None,
             dtype=None,
@@ -233,7 +242,7 @@ def resolve_side(label: str, obj: Any) -> Side:
         return _checkpoint_side(label, obj)
     if isinstance(obj, Snapshot):
         return _snapshot_side(label, obj)
-    if isinstance(obj, jax.core.Tracer):
+    if isinstance(obj, Tracer):
         raise TypeError(
             f"compare: {label} is a jax tracer (compare() was called inside jit/grad/vmap); "
             "call it outside the transformation"
