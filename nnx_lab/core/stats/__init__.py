@@ -14,13 +14,13 @@ from ._compiling import in_background
 from ._executables import compile_program
 from ._histogram import DEFAULT_BINS, histograms_dispatch, histograms_fetch, histograms_prepare
 from ._inflight import devices_busy
-from ._programs import compiling
 from ._stats import (
     STAT_NAMES,
     Deferred,
     PendingStats,
     StatsError,
     StatsTable,
+    compiling,
     compute_stats,
     is_numeric_dtype,
     is_ready,

@@ -14,7 +14,7 @@ from ._programs import Program
 
 class Batch:
     """Device results for some arrays (their positions among a plan's calls): one program launch
-    for the plan's chunk ``chunk``, or one kernel call (or its StatsError) for one."""
+    for the plan's chunk ``chunk``, or one kernel call (or its StatsError) for one, or one grouped launch (:mod:`._grouped`) for several."""
 
     def __init__(
         self,
@@ -36,7 +36,9 @@ class Batch:
 
     def owner(self, plan: LaunchPlan, k: int) -> int:
         """The call (position in the plan's calls) that fills the k-th of :meth:`rows`."""
-        return self.members[0] if self.chunk is None else int(plan.owners(self.chunk)[k])
+        if self.chunk is None:  # one call (a layered one fills a row per layer), or a grouped launch: a row each
+            return self.members[0] if len(self.members) == 1 else self.members[k]
+        return int(plan.owners(self.chunk)[k])
 
     def columns(self, host: Any, plan: LaunchPlan) -> tuple:
         """(floats [k, 6], counts [k, 4], {position: exact integer extremes}) from the fetched outputs."""

@@ -45,6 +45,7 @@ from typing import Any
 
 import jax
 
+from ..compat import outside_context_mesh
 from ..memo import Memo
 from ._cache_store import (
     MAX_FILES,  # noqa: F401 - re-exported: the cache's size, documented above
@@ -52,13 +53,14 @@ from ._cache_store import (
     open_store,
 )
 from ._compiling import compile_lowered, kernel_options
-from ._kernels import KERNELS, kernels_file, result_count
+from ._kernels import KERNELS, grouped, kernels_file, result_count
 
 logger = logging.getLogger("nnx_lab")
 
 # spec -> executable, this process; a long session's least recently used leave (jax.jit then
 # compiles them again on their next use)
 _loaded: Memo[Any, Any] = Memo(4096)
+_grouped: Memo[Any, Any] = Memo(256)  # (kernel, k, spec) -> a grouped executable (:mod:`._grouped`)
 _source_hash: str | None = None
 
 
@@ -118,6 +120,51 @@ def prepare_executable(kernel: Any, kernel_id: Any, x: Any, spec: Any) -> bool:
         _save(store, name, executable, trees, serializer)
     _loaded[spec] = executable
     return True
+
+
+def grouped_executable(kernel: Any, x: Any, k: int, *, compile: bool) -> Any | None:
+    """The executable of ``grouped(kernel, k)`` (:mod:`._grouped`: ``kernel`` mapped over ``k``
+    arrays of ``x``'s spec, one launch) for a single-device ``x`` (an array or a
+    ``ShapeDtypeStruct``): this process's, else loaded from the disk cache (authenticated as every
+    entry), else with ``compile`` compiled with ``kernel``'s own options and kept there. None when
+    the cache is off or refused, or it is not there and not to be compiled."""
+    if jax.process_count() > 1 or kernel not in KERNELS:
+        return None
+    sharding = getattr(x, "sharding", None)
+    if not isinstance(sharding, jax.sharding.SingleDeviceSharding):
+        return None
+    memo_key = (KERNELS.index(kernel), k, x.shape, str(x.dtype), sharding, getattr(x, "weak_type", False))
+    executable = _grouped.get(memo_key)
+    if executable is not None:
+        return executable
+    opened = _open()
+    if opened is None:
+        return None
+    store, serializer = opened
+    kernel_id = KERNELS.index(kernel)
+    name = f"kernel-{_key(('grouped', kernel_id, k), x)}.xla"
+    # The trees jax would give: k arrays in; the kernel's results out (each with k rows).
+    trees = (
+        jax.tree_util.tree_structure(((0,) * k, {})),
+        jax.tree_util.tree_structure((0,) * result_count(kernel)),
+    )
+    device = next(iter(sharding.device_set))
+    executable = _load(store, name, trees, serializer, device)
+    if executable is None:
+        if not compile:
+            return None
+        spec = jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding, weak_type=getattr(x, "weak_type", False))
+        with outside_context_mesh():
+            lowered = grouped(kernel, k).lower(*[spec] * k)
+        executable = compile_lowered(lowered, kernel_options(spec))  # its error is the caller's to report
+        _save(store, name, executable, trees, serializer)
+    _grouped[memo_key] = executable
+    return executable
+
+
+def grouped_count() -> int:
+    """Grouped executables this process compiled or loaded (part of ``kernel_cache_size``)."""
+    return len(_grouped)
 
 
 def compile_program(lowered: Any, options: tuple[dict, ...], specs: Any) -> Any:

@@ -194,6 +194,15 @@ int_kernel = jax.jit(_integer)
 KERNELS = (float_kernel, float_masked, complex_kernel, complex_masked, int_kernel)
 
 
+@functools.cache
+def grouped(kernel, k: int):
+    """``kernel`` over ``k`` arrays of one spec in one launch: ``lax.map`` over them stacked (a loop
+    whose body is ``kernel`` on one array, compiled with ``kernel``'s options: bitwise the numbers
+    ``kernel`` gives each array alone, which ``vmap``'s batched reduction is not). Each result
+    gains a leading axis of ``k`` rows, in the arrays' order."""
+    return jax.jit(lambda *xs: lax.map(kernel, jnp.stack(xs)))
+
+
 def result_count(kernel) -> int:
     """How many arrays ``kernel`` (one of KERNELS) returns: the disk cache rebuilds an executable's
     output tree from it (:mod:`._executables`), never from the file."""

@@ -77,7 +77,19 @@ class LaunchPlan:
             # Several processes must launch the same programs in the same order: a program compiled
             # in the background would be ready on one process before another, so they keep per-array kernels.
             xs = [arrays[i] for i in self.index]
-            spec = lambda m: (kernel_rank(self.calls[m][1]), xs[m].ndim, xs[m].shape, str(xs[m].dtype))  # noqa: E731
+            ranks: dict[int, str] = {}  # per kernel, per dtype: worked out once, not per array
+            names: dict[Any, str] = {}
+
+            def spec(m: int) -> tuple:
+                kernel, x = self.calls[m][1], xs[m]
+                rank = ranks.get(id(kernel))
+                if rank is None:
+                    rank = ranks[id(kernel)] = kernel_rank(kernel)
+                name = names.get(x.dtype)
+                if name is None:
+                    name = names[x.dtype] = str(x.dtype)
+                return (rank, len(x.shape), x.shape, name)
+
             for members in device_groups(xs):  # device arrays only
                 members = sorted(members, key=spec)
                 for start in range(0, len(members), MAX_PROGRAM_ARRAYS):

@@ -121,11 +121,11 @@ def _remember(key: Any, value: Any) -> None:
         del _programs[k]
 
 
-_one_at_a_time = threading.Lock()  # background compiles run one after another (a model's chunks queue up)
+one_at_a_time = threading.Lock()  # background compiles run one after another (a model's chunks queue up)
 
 
 def _compile_in_turn(key: Any, kernels: tuple, specs: list) -> None:
-    with _one_at_a_time, in_background():  # the user's own compiles come first (see _kernels)
+    with one_at_a_time, in_background():  # the user's own compiles come first (see _kernels)
         _compile(key, kernels, specs)
 
 

@@ -30,11 +30,13 @@ import numpy as np
 
 from ._batch import Batch
 from ._dispatch import dispatch, threads_see_jax_config
-from ._executables import executables_count
+from ._executables import executables_count, grouped_count
+from ._grouped import compiling_grouped, dispatch_grouped
 from ._kernels import KERNELS, STAT_NAMES, is_numeric_dtype
 from ._layered import layered_cache_size
 from ._plan import LaunchPlan
 from ._programs import COMPILING, Program, program_for, programs_compiled
+from ._programs import compiling as compiling_programs
 from ._stacked import stacked_cache_size
 from ._table import KERNEL_ERRORS, StatsError, StatsTable
 from ._transfer import copy_to_host as _copy_to_host
@@ -50,6 +52,7 @@ __all__ = [
     "StatsTable",
     "threads_see_jax_config",
     "StatsError",
+    "compiling",
     "compute_stats",
     "is_numeric_dtype",
     "is_ready",
@@ -63,10 +66,16 @@ def kernel_cache_size() -> int:
     return (
         sum(k._cache_size() for k in KERNELS)
         + executables_count()
+        + grouped_count()
         + programs_compiled()
         + layered_cache_size()
         + stacked_cache_size()
     )
+
+
+def compiling() -> bool:
+    """Whether some statistics program or grouped kernel is being compiled (or waits its turn) now."""
+    return compiling_programs() or compiling_grouped()
 
 
 class Deferred(Exception):
@@ -279,6 +288,6 @@ def _launch(plan: LaunchPlan, xs: list[Any], repeated: bool, defer: bool) -> lis
         batches.append(Batch(outputs, chunk, program, c, (calls, shifts, known) if len(calls) else None))
         launched[chunk] = True
     rest = np.flatnonzero(~launched).tolist()
-    for m, r in zip(rest, dispatch([(kernels[m], xs[m]) for m in rest])):
-        batches.append(Batch(r, [m]))
+    for r, members in dispatch_grouped([(kernels[m], xs[m]) for m in rest]):
+        batches.append(Batch(r, [rest[j] for j in members]))
     return batches
