@@ -30,7 +30,7 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from typing import Callable, Generic, Iterable, Iterator, Protocol, TypeVar, runtime_checkable
+from typing import Callable, Generic, Iterable, Iterator, Protocol, TypeVar, cast, runtime_checkable
 
 from ._throttle import Throttle
 from .threads import start_thread, when_ready
@@ -50,12 +50,15 @@ class Pending(Protocol):
 
     def ready(self) -> bool:
         """Whether its numbers have arrived (never waits)."""
+        ...
 
     def wait(self) -> None:
         """Wait for its numbers (the device's time)."""
+        ...
 
-    def finish(self):
+    def finish(self) -> object:
         """Its result, once arrived; raises what went wrong."""
+        ...
 
 
 P = TypeVar("P", bound=Pending)
@@ -182,7 +185,7 @@ class Refresher(Generic[P]):
             done = object()
             item = next(items, done)
             while item is not done:
-                yield item
+                yield cast(T, item)  # not the sentinel: one of iterable's items
                 item = next(items, done)
                 tick(item is done)  # the last step's gradients reach the refresh below
         finally:  # where a thread may publish them, the loop's end does not wait for the device either

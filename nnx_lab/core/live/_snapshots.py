@@ -44,7 +44,7 @@ class SnapshotSource:
         notify: Callable[[], None],
     ):
         self.stats, self.training, self.line, self._notify = stats, training, line, notify
-        self.engine: Refresher | None = None
+        self._engine: Refresher[PendingSnapshot] | None = None  # see the engine property
         self.history = History(history)
         self.snapshot: Snapshot | None = None
         self.snapshot_step = 0  # the step (ticks so far) at which the published snapshot was dispatched
@@ -60,6 +60,17 @@ class SnapshotSource:
         # against the model now (a bad declaration raises here).
         self.target = watch_target(obj, on_gone=self.mark_gone)
         self.layers = check_layers(self.target.resolve(), layers)
+
+    @property
+    def engine(self) -> Refresher[PendingSnapshot]:
+        """The :class:`Refresher` running this source's dispatch and publish (set by the owner)."""
+        engine = self._engine
+        assert engine is not None, "SnapshotSource.engine is read before its owner set it"
+        return engine
+
+    @engine.setter
+    def engine(self, engine: Refresher[PendingSnapshot]) -> None:
+        self._engine = engine
 
     # -- the rows alone (nothing runs on the device) ----------------------------------------
     @paused_gc()  # no full collection of the user's heap for our temporaries (see paused_gc)
@@ -198,6 +209,6 @@ class SnapshotSource:
     def mark_gone(self) -> None:
         self.structure.clear()
         if self.line.gone(self.target.problem):
-            if self.engine is not None:
-                self.engine.stop_background()
+            if self._engine is not None:  # (gone before its owner set it: nothing running)
+                self._engine.stop_background()
             self._notify()

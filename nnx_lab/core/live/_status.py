@@ -37,7 +37,7 @@ class Forward:
     Forward("status_line")`` in a class makes ``obj.state`` ``obj.status_line.state``."""
 
     def __init__(self, part: str, name: str | None = None):
-        self.part, self.name = part, name
+        self.part, self.name = part, name or ""  # "": the attribute's own name (__set_name__)
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = self.name or name

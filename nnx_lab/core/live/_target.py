@@ -29,7 +29,7 @@ import itertools
 import logging
 import sys
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Reversible
 from typing import Any, Callable, Iterator
 
 import jax
@@ -209,7 +209,8 @@ def _ends(container: Any) -> list:
         values = container.values()
         head = list(itertools.islice(values, _SAMPLE))
         try:
-            tail = list(itertools.islice(reversed(values), _SAMPLE)) if len(container) > _SAMPLE else []
+            many = len(container) > _SAMPLE
+            tail = list(itertools.islice(reversed(values), _SAMPLE)) if many and isinstance(values, Reversible) else []
         except TypeError:  # a mapping whose values cannot be reversed: its first entries only
             tail = []
         return head + tail
