@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -31,6 +31,7 @@ class Snapshot:
     class name), ``totals`` (per Variable type: count, size, bytes; plus ``"all"``),
     ``device_summary`` and ``elapsed_s`` (what taking the snapshot cost). The statistics are
     also columns: ``stat_matrix`` (one row per Variable, one column per ``STAT_NAMES``).
+    ``checkpoint``: what ``snapshot(path)`` read (its directory and bytes on disk), else None.
 
     >>> from flax import nnx
     >>> from nnx_lab import snapshot
@@ -38,6 +39,8 @@ class Snapshot:
     >>> snap.root_type, [row.path_text for row in snap.rows], snap.totals["all"]
     ('Linear', ['bias', 'kernel'], {'count': 2, 'size': 9, 'bytes': 36})
     """
+
+    checkpoint: Any = None
 
     def __init__(
         self,
