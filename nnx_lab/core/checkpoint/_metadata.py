@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -52,6 +52,13 @@ class CheckpointEntry:
     @property
     def size(self) -> int | None:
         return None if self.shape is None else int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def array_shape(self) -> tuple[int, ...]:
+        """The shape of an entry that can be read (``note`` None: its metadata gave one)."""
+        if self.shape is None:
+            raise ValueError(f"{self.name}: the checkpoint's metadata gives no shape ({self.note})")
+        return self.shape
 
     @property
     def nbytes(self) -> int | None:
@@ -213,7 +220,9 @@ def _opened_entries(directory: str, info: dict) -> list[CheckpointEntry]:
         try:
             arr = future.result()
             dtype = arr.dtype.numpy_dtype
-            stored = arr.chunk_layout.read_chunk.shape  # None for a 0-d array (an RNG count): one chunk
+            # None for a 0-d array (an RNG count): one chunk. An opened array's read chunk has every
+            # dimension (tensorstore's stub allows None, for a layout still unconstrained).
+            stored = cast("tuple[int, ...] | None", arr.chunk_layout.read_chunk.shape)
             chunk = tuple(int(c) for c in stored) if stored is not None else tuple(int(d) for d in arr.shape)
             entries.append(
                 CheckpointEntry(
@@ -257,10 +266,13 @@ def _key_impls(directory: str) -> dict[str, str]:
             continue
         for item in items if isinstance(items, list) else ():
             meta = item.get("array_metadata") if isinstance(item, dict) else None
-            ext = meta.get("ext_metadata") if isinstance(meta, dict) else None
+            if not isinstance(meta, dict):
+                continue
+            ext = meta.get("ext_metadata")
             impl = ext.get("random_key_impl") if isinstance(ext, dict) else None
-            if isinstance(impl, str) and isinstance(meta.get("param_name"), str):
-                out[meta["param_name"]] = impl
+            param = meta.get("param_name")
+            if isinstance(impl, str) and isinstance(param, str):
+                out[param] = impl
     return out
 
 

@@ -91,7 +91,7 @@ def array_stats(
             floats, ints = jax.device_get(block_stats(platform, piece, exact=True))
         moments.add(floats, ints)
 
-    for _, block in read_blocks(arr, entry.shape, itemsize, chunk_bytes, entry.chunk_shape, reducing=1):
+    for _, block in read_blocks(arr, entry.array_shape, itemsize, chunk_bytes, entry.chunk_shape, reducing=1):
         for _, piece in pieces(block, chunk_bytes):
             launched.append((piece, block_stats(platform, piece)))
             if len(launched) > 1:
@@ -121,12 +121,19 @@ def key_view(impl: str, stored: tuple[int, ...]) -> tuple[tuple[int, ...], str] 
     return tuple(stored[: len(stored) - n]), str(dtype)
 
 
-def _row(entry: CheckpointEntry, status: str, stats: dict | None, note: str | None) -> dict:
+def _row(
+    entry: CheckpointEntry,
+    status: str,
+    stats: dict | None,
+    note: str | None,
+    key: tuple[tuple[int, ...], str] | None = None,
+) -> dict:
     """A snapshot Row's fields (``core.snapshot.Row(**row)``): plain data, so that this package does
-    not import the snapshot package, which imports it for ``snapshot(path)``."""
+    not import the snapshot package, which imports it for ``snapshot(path)``. ``key``: a PRNG key's
+    :func:`key_view`, its row's shape and dtype (as a live key array's)."""
     shape, dtype, size = entry.shape, entry.dtype, entry.size
-    if status == "prng_key":  # as a live key array's row: the keys' shape and dtype
-        shape, dtype = key_view(entry.key_impl, entry.shape)
+    if key is not None:
+        shape, dtype = key
         size = math.prod(shape)
     return dict(
         path=entry.path,
@@ -186,7 +193,11 @@ def checkpoint_rows(
     start = time.perf_counter()
     report = [auto_progress(progress)]
     tree: CheckpointTree = read_tree(path)
-    keys = {id(e) for e in tree.entries if e.note is None and e.key_impl and key_view(e.key_impl, e.shape)}
+    keys = {  # a PRNG key saved as its key data, by entry: its key_view
+        id(e): view
+        for e in tree.entries
+        if e.note is None and e.key_impl and (view := key_view(e.key_impl, e.array_shape)) is not None
+    }
     streamed = [e for e in tree.entries if stats and e.note is None and _numeric(e.dtype) and id(e) not in keys]
     total = sum(e.nbytes or 0 for e in streamed)
     done = [0, 0]  # bytes, arrays
@@ -209,7 +220,7 @@ def checkpoint_rows(
         if entry.note is not None:
             rows.append(_row(entry, "error" if entry.unreadable else "non_numeric", None, entry.note))
         elif id(entry) in keys:  # a PRNG key saved as its key data: a key, no statistics (as a live one)
-            rows.append(_row(entry, "prng_key", None, None))
+            rows.append(_row(entry, "prng_key", None, None, keys[id(entry)]))
         elif not stats:
             rows.append(_row(entry, "abstract", None, "not read (stats=False)"))
         elif not _numeric(entry.dtype):
@@ -217,7 +228,7 @@ def checkpoint_rows(
         else:
             try:
                 itemsize = np.dtype(entry.dtype).itemsize
-                note = whole_chunk_note(entry.shape, itemsize, entry.chunk_shape, chunk_bytes)
+                note = whole_chunk_note(entry.array_shape, itemsize, entry.chunk_shape, chunk_bytes)
                 rows.append(_row(entry, "ok", array_stats(open_array(tree, entry), entry, chunk_bytes, tick), note))
             except Exception as e:  # noqa: BLE001 - boundary: a missing or corrupt array is its row's status
                 _log.info("nnx_lab: reading %s from %s failed", entry.name, tree.directory, exc_info=True)
