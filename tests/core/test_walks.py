@@ -25,7 +25,7 @@ import nnx_lab
 from nnx_lab.core import compat
 from nnx_lab.core._gc import paused_gc
 from nnx_lab.core.graph import _index, _walk, index_graph, walk_graph
-from nnx_lab.core.snapshot import _recent, _structure
+from nnx_lab.core.snapshot import _structure, remembered
 from nnx_lab.core.summary import summary
 
 
@@ -365,15 +365,15 @@ def test_a_summary_is_the_same_from_either_walk(make, x, monkeypatch):
 
 
 # --------------------------------------------------------------------------------- a walk reused
-# A model walked again reuses its last walk's structure only while nothing moved: every change a
-# user makes between two walks (a training step, a replaced layer, a Variable of another type, new
-# metadata, a sow'd tuple) shows in the second walk exactly as a first walk would show it, and the
-# remembered walk keeps nothing alive.
+# A model walked again (compare, a second snapshot) reuses its last walk's structure only while
+# nothing moved: every change a user makes between two walks (a training step, a replaced layer, a
+# Variable of another type, new metadata, a sow'd tuple) shows in the second walk exactly as a first
+# walk would show it, and the remembered structure keeps nothing alive.
 
 
-def fresh_walk(obj):
-    _walk._RECENT.clear()
-    return walk_graph(obj)
+def cached_walk(obj):
+    """What compare() reads of ``obj``: its remembered structure's walk."""
+    return remembered(obj).walk(obj)
 
 
 def same_walk(w1, w2):
@@ -393,69 +393,82 @@ class RewalkNet(nnx.Module):
 
 @pytest.fixture
 def rewalk_net():
-    _walk._RECENT.clear()
     return RewalkNet(nnx.Rngs(0))
 
 
 def test_an_unchanged_model_walked_again_is_reused_and_equal(rewalk_net):
-    first = walk_graph(rewalk_net)
-    assert len(_walk._RECENT) == 1
-    same_walk(walk_graph(rewalk_net), fresh_walk(rewalk_net))
-    same_walk(first, walk_graph(rewalk_net))
+    first = cached_walk(rewalk_net)
+    again = cached_walk(rewalk_net)
+    assert (remembered(rewalk_net).walks, remembered(rewalk_net).hits) == (1, 1)
+    same_walk(again, walk_graph(rewalk_net))
+    same_walk(first, again)
 
 
 def test_new_values_are_read_afresh(rewalk_net):
-    walk_graph(rewalk_net)
+    cached_walk(rewalk_net)
     compat.set_value(rewalk_net.a.kernel, jnp.ones((3, 4)))  # a training step's update
-    again = walk_graph(rewalk_net)
+    again = cached_walk(rewalk_net)
     [kernel] = [l for l in again.leaves if l.path == ("a", "kernel")]
     assert kernel.value is compat.get_value(rewalk_net.a.kernel)
-    same_walk(again, fresh_walk(rewalk_net))
+    same_walk(again, walk_graph(rewalk_net))
+    assert remembered(rewalk_net).hits == 1
 
 
 def test_a_replaced_layer_a_new_type_and_new_metadata_are_seen(rewalk_net):
-    walk_graph(rewalk_net)
-    rewalk_net.b = nnx.Linear(4, 5, rngs=nnx.Rngs(1))  # same_walk structure, other Variables and shapes
-    same_walk(walk_graph(rewalk_net), fresh_walk(rewalk_net))
-    walk_graph(rewalk_net)
-    rewalk_net.count = nnx.Param(jnp.zeros(()))  # the same_walk path, another Variable type
-    again = walk_graph(rewalk_net)
+    cached_walk(rewalk_net)
+    rewalk_net.b = nnx.Linear(4, 5, rngs=nnx.Rngs(1))  # same structure, other Variables and shapes
+    same_walk(cached_walk(rewalk_net), walk_graph(rewalk_net))
+    cached_walk(rewalk_net)
+    rewalk_net.count = nnx.Param(jnp.zeros(()))  # the same path, another Variable type
+    again = cached_walk(rewalk_net)
     assert [l.type_name for l in again.leaves if l.path == ("count",)] == ["Param"]
-    same_walk(again, fresh_walk(rewalk_net))
-    walk_graph(rewalk_net)
+    same_walk(again, walk_graph(rewalk_net))
+    cached_walk(rewalk_net)
     kernel = vars(rewalk_net.a)["kernel"]  # the Variable itself
     if hasattr(kernel, "set_metadata"):
         kernel.set_metadata("note", "frozen")
     else:  # flax 0.11: an attribute is metadata
         kernel.note = "frozen"
-    same_walk(walk_graph(rewalk_net), fresh_walk(rewalk_net))
-    walk_graph(rewalk_net)
+    same_walk(cached_walk(rewalk_net), walk_graph(rewalk_net))
+    cached_walk(rewalk_net)
     rewalk_net.c = nnx.Linear(2, 2, rngs=nnx.Rngs(2))  # a new attribute: another treedef
-    same_walk(walk_graph(rewalk_net), fresh_walk(rewalk_net))
+    same_walk(cached_walk(rewalk_net), walk_graph(rewalk_net))
 
 
 def test_a_sowed_tuple_is_walked_afresh(rewalk_net):
-    walk_graph(rewalk_net)
+    cached_walk(rewalk_net)
     rewalk_net.count = nnx.Intermediate((jnp.zeros(2), jnp.ones(2)))
-    again = walk_graph(rewalk_net)
+    again = cached_walk(rewalk_net)
     assert [l.path for l in again.leaves if l.path[0] == "count"] == [("count", 0), ("count", 1)]
-    same_walk(again, fresh_walk(rewalk_net))
+    same_walk(again, walk_graph(rewalk_net))
+
+
+def test_compare_reads_a_model_seen_before_from_its_structure(rewalk_net):
+    """compare() of a model snapshotted (or compared) before flattens it, not walks it, and its
+    numbers are those of the arrays now."""
+    other = RewalkNet(nnx.Rngs(0))
+    nnx_lab.snapshot(rewalk_net)
+    compat.set_value(rewalk_net.a.kernel, compat.get_value(other.a.kernel) + 1.0)
+    result = nnx_lab.compare(rewalk_net, other)
+    assert (remembered(rewalk_net).walks, remembered(rewalk_net).hits) == (1, 1)
+    fresh = nnx_lab.compare(nnx.clone(rewalk_net), other)
+    assert str(result) == str(fresh) and "a.kernel" in str(result)
 
 
 def test_the_remembered_walk_keeps_nothing_alive():
-    _walk._RECENT.clear()
     rewalk_net = RewalkNet(nnx.Rngs(0))
-    walk_graph(rewalk_net)
+    cached_walk(rewalk_net)
+    cached_walk(rewalk_net)
     old = weakref.ref(compat.get_value(rewalk_net.b.kernel))
     rewalk_net.b = nnx.Linear(
         4, 2, rngs=nnx.Rngs(1)
     )  # the old layer's Variables and arrays: only the cache could hold them
     gc.collect()
-    assert old() is None
+    assert old() is None  # nor its Variable (which holds it)
     gone = weakref.ref(rewalk_net)
     del rewalk_net
     gc.collect()
-    assert gone() is None and len(_walk._RECENT) == 0
+    assert gone() is None
 
 
 class Odd:
@@ -468,36 +481,15 @@ class Odd:
 
 
 def test_a_static_attribute_whose_eq_raises_is_walked_afresh():
-    _walk._RECENT.clear()
     rewalk_net = RewalkNet(nnx.Rngs(0))
     rewalk_net.odd = Odd()
-    walk_graph(rewalk_net)
+    cached_walk(rewalk_net)
     rewalk_net.odd = Odd()  # another one: the treedefs' comparison calls its __eq__
     compat.set_value(rewalk_net.a.kernel, jnp.ones((3, 4)))
-    again = walk_graph(rewalk_net)
+    again = cached_walk(rewalk_net)
     assert [l.value for l in again.leaves if l.path == ("a", "kernel")][0] is compat.get_value(rewalk_net.a.kernel)
-
-
-def test_a_model_collected_while_the_cache_is_locked_does_not_deadlock():
-    """A weak reference's callback runs inside whatever garbage collection frees the model, which may
-    start while this very thread holds the cache's lock (inside a walk): it must not wait for it."""
-    import threading
-
-    _walk._RECENT.clear()
-    done = threading.Event()
-
-    def run():
-        rewalk_net = RewalkNet(nnx.Rngs(0))
-        walk_graph(rewalk_net)
-        with _walk._RECENT._lock:  # as a collection inside remember() or reuse() would find it
-            del rewalk_net
-            gc.collect()
-        done.set()
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    assert done.wait(60), "the collection's callback waited for a lock its own thread held"
-    assert len(_walk._RECENT) == 0
+    snap = nnx_lab.snapshot(rewalk_net)  # and a snapshot of it (a viewer's refresh) works as well
+    assert snap["a.kernel"].stats["mean"] == 1.0
 
 
 # ----------------------------------------------------------------- a snapshot's structure reused
@@ -505,14 +497,10 @@ def test_a_model_collected_while_the_cache_is_locked_does_not_deadlock():
 # and still sees every change.
 
 
-def recent_structure(model):
-    return _recent._recent[(id(model), repr(None))][1]
-
-
 def test_a_second_snapshot_of_an_unchanged_model_is_not_walked_again():
     model = nnx.Sequential(nnx.Linear(4, 8, rngs=nnx.Rngs(0)), nnx.Linear(8, 2, rngs=nnx.Rngs(1)))
     first = nnx_lab.snapshot(model)
-    structure = recent_structure(model)
+    structure = remembered(model)
     assert structure.walks == 1 and structure.hits == 0
     second = nnx_lab.snapshot(model)
     assert structure.walks == 1 and structure.hits == 1
@@ -534,17 +522,17 @@ def test_a_changed_model_is_seen_by_the_next_snapshot():
 
 
 def test_structures_are_held_weakly_and_few():
-    models = [nnx.Linear(2, 2, rngs=nnx.Rngs(i)) for i in range(_recent.RECENT_STRUCTURES + 4)]
+    models = [nnx.Linear(2, 2, rngs=nnx.Rngs(i)) for i in range(_structure.REMEMBERED + 4)]
     for m in models:
         nnx_lab.snapshot(m)
-    assert len(_recent._recent) <= _recent.RECENT_STRUCTURES
+    assert len(_structure._remembered) <= _structure.REMEMBERED
+    refs = [weakref.ref(m) for m in models]
     del models, m
-    import gc
-
     gc.collect()
+    assert all(r() is None for r in refs)  # the remembered structures hold none of them
     keep = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
     nnx_lab.snapshot(keep)  # entries of models that are gone are dropped
-    assert [ref() for ref, _ in _recent._recent.values()] == [keep]
+    assert [ref() for ref, _ in _structure._remembered.values()] == [keep]
 
 
 # --------------------------------------------------------------------- a structure not flattened

@@ -234,7 +234,7 @@ def _snapshot_side(label: str, snap: Any) -> Side:
 
 def resolve_side(label: str, obj: Any) -> Side:
     """``obj`` as a :class:`Side`; a TypeError in one line for anything else."""
-    from ..snapshot import Snapshot
+    from ..snapshot import Snapshot, remembered
 
     if isinstance(obj, (str, bytes)) or hasattr(obj, "__fspath__"):
         if isinstance(obj, bytes):
@@ -258,7 +258,8 @@ def resolve_side(label: str, obj: Any) -> Side:
             "state) pair, a Snapshot or a checkpoint path"
         )
     try:
-        walk = walk_graph(obj)
+        structure = remembered(obj)  # a model compared again (or snapshotted before) is not walked again
+        walk = structure.walk(obj) if structure is not None else walk_graph(obj)
     except (TypeError, ValueError) as e:
         raise TypeError(f"compare: {label} cannot be walked: {first_line(str(e), 200)}") from None
     # A type only where it is a Variable's: a bare array's ("Array") or a Linen collection's ("params")

@@ -115,14 +115,16 @@ def flatten(
     with_path: bool = False,
     shared: bool = True,
     leaf_takes_path: bool = False,
-    counts: dict[int, int] | None = None,
+    visits: list[int] | None = None,
 ) -> tuple[list, Any]:
     """``jax.tree_util.tree_flatten(tree, is_leaf)`` (``tree_flatten_with_path`` with ``with_path``):
     the same leaves and treedef, or :class:`CyclicGraph` where ``tree`` holds a reference cycle
     (:class:`TooDeep` where it is nested too deep for jax's recursion from here).
     ``shared=False``: :class:`SharedNode` for any container reached twice (for a caller that refuses
-    a shared node anyway). ``counts``: filled with how many times jax entered each container that
-    may be part of a cycle (by id), what :func:`flatten_known` allows later. ``leaf_takes_path``: ``is_leaf(key_path, x)``, as jax's ``is_leaf_takes_path``.
+    a shared node anyway). ``visits``: filled with the id of each container that may be part of a
+    cycle, once per time jax enters it, in order: what :func:`flatten_known` allows later (the
+    sequence also says which positions share a node). ``leaf_takes_path``: ``is_leaf(key_path, x)``,
+    as jax's ``is_leaf_takes_path``.
     Whatever ``is_leaf`` raises is raised after jax's walk has returned.
 
     A container met again is a cycle when its last visit is still open, i.e. when the path of that
@@ -166,8 +168,8 @@ def flatten(
                 )
                 return True
             last[id(x)] = path
-            if counts is not None:
-                counts[id(x)] = counts.get(id(x), 0) + 1
+            if visits is not None:
+                visits.append(id(x))
             return False
         except BaseException as e:  # noqa: BLE001 - raised below, after jax's C++ walk has returned
             raised.append(e)
@@ -182,16 +184,18 @@ def flatten(
     return (flat if with_path else [leaf for _, leaf in flat]), treedef
 
 
-def flatten_known(tree: Any, known: dict[int, int]) -> tuple[list, Any] | None:
+def flatten_known(tree: Any, visits: list[int]) -> tuple[list, Any] | None:
     """``jax.tree_util.tree_flatten(tree)`` where ``tree`` is expected to be the structure a
-    :func:`flatten` counted (its ``counts``): None as soon as a container is not one of those or is entered more often
-    than it was then (a changed structure, maybe now cyclic or deeper: the caller walks it with
-    :func:`flatten`). Bounded by ``known``, the walk can neither recurse forever nor go deeper than the
-    remembered one did, so it needs no paths: about half the cost of :func:`flatten` on a deep model
-    (flax builds no key path per attribute)."""
-    left = dict(known)
+    :func:`flatten` walked (its ``visits``): None as soon as jax enters a container other than the one
+    it entered at that point then (a changed structure, maybe now cyclic, deeper, or tied differently:
+    the caller walks it with :func:`flatten`). Following the remembered walk step by step, it can
+    neither recurse forever nor go deeper than that walk did, so it needs no paths: about half the cost
+    of :func:`flatten` on a deep model (flax builds no key path per attribute). Objects alive together
+    have distinct ids, so the same sequence is the same sharing: the same nodes reached twice."""
     tracked = _tracked
-    stopped: list[BaseException | None] = []
+    n = len(visits)
+    at = [0]  # the next visit expected
+    stopped: list[None] = []
 
     def bounded(x: Any) -> bool:
         if stopped:
@@ -199,12 +203,11 @@ def flatten_known(tree: Any, known: dict[int, int]) -> tuple[list, Any] | None:
         t = type(x)
         if not (tracked.get(t) or (t not in tracked and _track(t))):
             return False
-        k = id(x)
-        n = left.get(k, 0)
-        if n <= 0:
+        i = at[0]
+        if i >= n or visits[i] != id(x):
             stopped.append(None)
             return True
-        left[k] = n - 1
+        at[0] = i + 1
         return False
 
     with sigint_deferred():
@@ -212,4 +215,4 @@ def flatten_known(tree: Any, known: dict[int, int]) -> tuple[list, Any] | None:
             flat, treedef = jax.tree_util.tree_flatten(tree, is_leaf=bounded)
         except Exception:  # noqa: BLE001 - a user's pytree node raised: not the known structure
             return None
-    return None if stopped else (flat, treedef)
+    return None if stopped or at[0] != n else (flat, treedef)

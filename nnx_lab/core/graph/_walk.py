@@ -40,7 +40,6 @@ from ._kinds import is_variable  # noqa: F401 - tests name it here
 from ._kinds import node_kind as _node_kind
 from ._pair import split_pair
 from ._paths import Path, path_key, path_text  # noqa: F401 - path_text: the doctest's
-from ._rewalk import RecentWalks
 from ._shared import aliases_at, shared_prefixes
 
 _log = logging.getLogger("nnx_lab")
@@ -50,7 +49,6 @@ LINEN_COLLECTIONS = frozenset(
     {"params", "batch_stats", "cache", "intermediates", "losses", "constants", "perturbations", "spectral", "stats"}
 )
 _SCALARS = (int, float, complex)
-_RECENT = RecentWalks()  # the last fast walks' structure, per object (see _rewalk.py)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -227,15 +225,12 @@ def _flat_walk(obj: Any) -> GraphWalk | None:
         return kind == _VARIABLE
 
     try:  # never jax's own flattening: a reference cycle would break this thread (see _flatten.py)
-        flat, treedef = flatten(obj, is_leaf, with_path=True, shared=False)  # shared: flax names its aliases
+        flat, _ = flatten(obj, is_leaf, with_path=True, shared=False)  # shared: flax names its aliases
     except (SharedNode, TooDeep):  # a cycle, a shared node, a deep graph: flax walks it
         return None
     except Exception as e:  # noqa: BLE001 - boundary: a user's pytree flatten function raised; flax walks it
         slower("jax could not flatten %s: flax's walk instead", type(obj).__name__, error=e)
         return None
-    again = _RECENT.reuse(obj, flat, treedef, _fresh_leaf)  # walked before and unchanged: its structure stands
-    if again is not None:
-        return GraphWalk(*again)
     objects: dict[Path, Any] = {(): obj}
     nodes: dict[Path, str] = {}
     leaves: list[Leaf] = []
@@ -267,16 +262,7 @@ def _flat_walk(obj: Any) -> GraphWalk | None:
     found = {id(o) for o in objects.values()}
     if len(found) != len(objects) or any(id(n) not in found for n in graph_nodes):
         return None
-    _RECENT.remember(obj, flat, treedef, leaves, nodes, type(obj).__name__)
     return GraphWalk(leaves, nodes, type(obj).__name__)
-
-
-def _fresh_leaf(leaf: Leaf, var: nnx.Variable) -> Leaf | None:
-    """A remembered leaf with its Variable's value and metadata now (None: the value is a container now)."""
-    value = compat.get_value(var)
-    if isinstance(value, (tuple, list, dict)):
-        return None
-    return Leaf(leaf.path, leaf.type_name, value, _metadata_of(var), (), leaf.param)
 
 
 def check_inspectable(obj: Any) -> None:

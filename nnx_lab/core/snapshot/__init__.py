@@ -1,10 +1,10 @@
 """Snapshots: describe every Variable of a model, with its arrays' statistics from ``core.stats``.
 
 - :func:`snapshot` / :class:`PendingSnapshot` (``_snapshot.py``): walk, describe, launch the
-  statistics, and fetch their few numbers (a :class:`Snapshot` of :class:`Row` objects: ``_data.py``;
-  one-off snapshots remember recent structures: ``_recent.py``);
+  statistics, and fetch their few numbers (a :class:`Snapshot` of :class:`Row` objects: ``_data.py``);
 - a Variable described without reading its data (``_describe.py``), placement and sharding text
-  (``_devices.py``), a model's structure walked once and reused (``_structure.py``), stacked layers
+  (``_devices.py``), a model's structure walked once and reused (``_structure.py``: a viewer's own,
+  or :func:`remembered` per object for one-off snapshots and ``compare``), stacked layers
   (``_layers.py``: one row per layer of a Variable with a layer axis) and the browser's payload
   (``_payload.py``).
 
@@ -29,7 +29,7 @@ from ._layers import (
 )
 from ._layers import expand as expand_layers
 from ._snapshot import PRECISION, STATUSES, PendingSnapshot, Row, Snapshot, Unchanged, round_significant, snapshot
-from ._structure import StructureCache
+from ._structure import StructureCache, remembered
 
 __all__ = [
     "LAYER_NAMES",
@@ -48,6 +48,7 @@ __all__ = [
     "metadata_axis",
     "parse_layer_option",
     "parse_layers",
+    "remembered",
     "round_significant",
     "snapshot",
     "stacked_modules",

@@ -27,8 +27,7 @@ from ._describe import STATUSES, Row
 from ._devices import device_summary
 from ._layers import expand as expand_layers
 from ._layers import parse_layers
-from ._recent import recent_structure
-from ._structure import Described, StructureCache, describe
+from ._structure import Described, StructureCache, describe, remembered
 
 # Snapshot, PRECISION, Row and round_significant are this module's too: the live refresh takes them here.
 __all__ = ["PRECISION", "STATUSES", "PendingSnapshot", "Row", "Snapshot", "Unchanged", "round_significant", "snapshot"]
@@ -75,7 +74,7 @@ def snapshot(obj: Any, *, stats: bool = True, layers: dict | None = None, progre
         )
         snap.checkpoint = found.info  # its directory and bytes on disk
         return snap
-    structure = recent_structure(obj, layers)
+    structure = remembered(obj, layers)
     # A structure seen before (its launch plan kept): statistics as a viewer's refresh takes them, by
     # its one-launch programs with the one-pass guesses the last snapshot learned.
     seen = structure is not None and structure.plan is not None

@@ -1,14 +1,20 @@
-"""A model's structure, described once and reused while it does not change.
+"""A model's structure, walked once and reused while it does not change: the one structure cache.
 
 flax's graph walk (``nnx.iter_graph`` + ``nnx.find_duplicates``, in Python) costs about 100 µs per
 Variable; jax's pytree flattening of the same module (C++, with flax's small per-node callbacks)
-costs about 8 µs. A viewer refreshes the same structure again and again, so :class:`StructureCache`
-walks with flax once, keeps the described rows, and afterwards only flattens: the treedef (every
-container's class, every attribute's name, every Variable's type and metadata, in order) equal to the
-one remembered, and every array's (type, shape, dtype, sharding) equal, is the same structure; the
-new arrays are taken from the flattened leaves at the positions remembered. Anything else (a new or
-removed Variable, a replaced Module, a renamed attribute, new metadata, a changed shape, dtype or
-sharding, a tracer) is a different structure: flax walks again.
+costs about 8 µs. :class:`StructureCache` walks with flax once (``graph.walk_graph``), keeps the
+walk and the described rows, and afterwards only flattens (``graph.flatten``: safe from cycles). The
+same structure is: the treedef (every container's class, every attribute's name, every Variable's
+type and metadata, in order) equal to the one remembered, the same positions reaching one node (a
+tie made or undone), and every array's (type, shape, dtype, sharding) equal; the new arrays are
+taken from the flattened leaves at the positions remembered. Anything else (a new or removed
+Variable, a renamed attribute, new metadata, a changed shape, dtype or sharding, a tracer, a deleted
+buffer) is a different structure: flax walks again. While jax enters the very containers of the
+last flatten in the same order, it follows them without key paths (``graph.flatten_known``).
+
+Users: a viewer keeps its own (``core.live``); one-off snapshots and ``compare`` share one per object,
+:func:`remembered` (the last :data:`REMEMBERED` objects, by weak reference). None holds an array, a
+Variable or a Module: ids, the treedef, the rows and the walk with its arrays left out.
 
 A structure is reused only where jax's flattening provably gives the same answer as flax's walk:
 when it is built, every flattened leaf must be an array at a path the walk names (a row's path or
@@ -28,15 +34,19 @@ one of its aliases), and every row's array must be the very object found at its 
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import threading
+import weakref
 from typing import Any
 
 import jax
 import numpy as np
+from jax.core import Tracer
 
 from ..compat import get_value
 from ..fallbacks import slower
-from ..graph import Path, flatten, flatten_known, is_variable, path_key, split_pair, walk_graph
+from ..graph import GraphWalk, Leaf, Path, flatten, flatten_known, is_variable, path_key, split_pair, walk_graph
 from ._describe import describe_leaf, devices_of
 
 #: Statuses a reused row may have: they follow from the treedef and the arrays' specs alone
@@ -84,11 +94,11 @@ def _without_stats(described: Described, stats: bool) -> Described:
     return described if stats else dataclasses.replace(described, live=[], arrays=[])
 
 
-def _walk(obj: Any) -> tuple[list, Described]:
+def _walk(obj: Any) -> tuple[GraphWalk, Described]:
     walk = walk_graph(obj)
     rows = [describe_leaf(leaf) for leaf in walk.leaves]
     live = [i for i, row in enumerate(rows) if row.status == "ok"]
-    return walk.leaves, Described(
+    return walk, Described(
         rows, walk.nodes, walk.root_type, devices_of(walk.leaves), live, [walk.leaves[i].value for i in live]
     )
 
@@ -100,8 +110,11 @@ class _Structure:
     specs: list[tuple]  # per array row: (type, shape, dtype, sharding)
     described: Described  # arrays emptied: the structure holds no array
     live_k: list[int]  # per live row (status ok): its index into positions
+    visits: list[int]  # the containers jax entered, in order (graph.flatten's visits): ids, no objects
+    leaves: list[Leaf]  # the walk's leaves, each array left out (its value None): see walk()
+    array_rows: list[int]  # per array row: its index among the leaves (and rows)
     plans: dict = dataclasses.field(default_factory=dict)  # launch plans, by the layout of the series' arrays
-    known: dict = dataclasses.field(default_factory=dict)  # graph.visits of the object: ids, no objects
+    pattern: tuple[int, ...] | None = None  # which visits meet the same container (see _sharing)
 
 
 class StructureCache:
@@ -116,31 +129,66 @@ class StructureCache:
         self._structure = None
 
     def describe(self, obj: Any, *, stats: bool = True) -> Described:
+        """``obj``'s rows and the arrays to reduce for them: the remembered ones while its structure is
+        unchanged (``reused``), else walked with flax."""
+        s, values = self._reuse(obj)
+        if s is None:
+            return _without_stats(self._walk(obj, values)[1], stats)
+        d = s.described
+        return _without_stats(dataclasses.replace(d, arrays=[values[k] for k in s.live_k], reused=True), stats)
+
+    def walk(self, obj: Any) -> GraphWalk:
+        """``walk_graph(obj)``: the remembered walk with the arrays now at its positions while its
+        structure is unchanged, else walked with flax (what ``compare`` reads of a model)."""
+        s, values = self._reuse(obj)
+        if s is None:
+            return self._walk(obj, values)[0]
+        leaves = list(s.leaves)
+        for k, i in enumerate(s.array_rows):
+            leaves[i] = dataclasses.replace(leaves[i], value=values[k])
+        d = s.described
+        return GraphWalk(leaves, dict(d.nodes), d.root_type)
+
+    def _reuse(self, obj: Any) -> tuple[_Structure, list] | tuple[None, _Flat | None]:
+        """(the structure, the arrays at its positions) when ``obj`` has the remembered structure; else
+        (None, what flattening ``obj`` gave: its leaves, treedef and visits, or None)."""
         s = self._structure
-        # The same containers as last time: flattened without paths, bounded by the visits counted then.
-        fast = flatten_known(obj, s.known) if s is not None and s.known else None
-        counts: dict[int, int] = {}
+        # The same containers, in the same order, as last time: flattened without paths.
+        fast = flatten_known(obj, s.visits) if s is not None else None
+        visits: list[int] = []
         if fast is not None:
             leaves, treedef = fast
+            visits = s.visits if s is not None else visits
         else:
             try:
-                leaves, treedef = flatten(obj, counts=counts)  # not jax's own: a cycle would break this thread
+                leaves, treedef = flatten(obj, visits=visits)  # not jax's own: a cycle would break this thread
             except Exception as e:  # noqa: BLE001 - boundary: a user's pytree nodes may raise anything; flax walks it
                 slower("%s not flattened: flax walks it at every refresh", type(obj).__name__, error=e)
-                leaves = treedef = None
-        if s is not None and treedef is not None and treedef == s.treedef:
-            values = [leaves[p] for p in s.positions]
-            specs = [(type(v), v.shape, v.dtype, getattr(v, "sharding", None)) for v in values]
-            if specs == s.specs and _none_deleted(values):
-                self.hits += 1
-                if fast is None:  # first reused, or in new containers: what the next refresh may take
-                    s.known = counts
-                d = s.described
-                return _without_stats(dataclasses.replace(d, arrays=[values[k] for k in s.live_k], reused=True), stats)
+                return None, None
+        flat = _Flat(leaves, treedef, visits)
+        if s is None or not _same_treedef(obj, treedef, s.treedef):
+            return None, flat
+        # New containers (a replaced or swapped Module): the same structure only if the same positions
+        # share a node (a tie made or undone shows in nothing else: not in the treedef, not in the specs).
+        if fast is None:
+            if s.pattern is None:
+                s.pattern = _sharing(s.visits)
+            if _sharing(visits) != s.pattern:
+                return None, flat
+        values = [leaves[p] for p in s.positions]
+        specs = [(type(v), v.shape, v.dtype, getattr(v, "sharding", None)) for v in values]
+        if specs != s.specs or not _none_deleted(values):
+            return None, flat
+        self.hits += 1
+        if fast is None:  # in new containers: what the next refresh follows
+            s.visits, s.pattern = visits, None
+        return s, values
+
+    def _walk(self, obj: Any, flat: _Flat | None) -> tuple[GraphWalk, Described]:
         self.walks += 1
-        walk_leaves, described = _walk(obj)
-        self._structure = _build(obj, walk_leaves, described, leaves, treedef)
-        return _without_stats(described, stats)
+        walk, described = _walk(obj)
+        self._structure = _build(obj, walk.leaves, described, flat)
+        return walk, described
 
     @property
     def plan(self) -> Any:
@@ -157,6 +205,30 @@ class StructureCache:
             if len(self._structure.plans) >= 4 and extra not in self._structure.plans:
                 self._structure.plans.pop(next(iter(self._structure.plans)))
             self._structure.plans[extra] = plan
+
+
+@dataclasses.dataclass(frozen=True)
+class _Flat:
+    """What flattening a model gave: its leaves, treedef, and the containers entered (graph.flatten)."""
+
+    leaves: list
+    treedef: Any
+    visits: list[int]
+
+
+def _same_treedef(obj: Any, treedef: Any, known: Any) -> bool:
+    try:
+        return bool(treedef == known)
+    except Exception as e:  # noqa: BLE001 - boundary: a static attribute's __eq__ (a user's, a numpy array's)
+        slower("comparing %s's treedefs raised: walked afresh", type(obj).__name__, error=e)
+        return False
+
+
+def _sharing(visits: list[int]) -> tuple[int, ...]:
+    """Per visit, its container's number (numbered by first visit): equal for two walks exactly when
+    the same positions reach one node (tied Modules and Variables), whatever the nodes' ids."""
+    first: dict[int, int] = {}
+    return tuple(first.setdefault(i, len(first)) for i in visits)
 
 
 def _none_deleted(values: list) -> bool:
@@ -183,13 +255,14 @@ def _flat_paths(obj: Any) -> list[Path] | None:
     return paths
 
 
-def _build(obj: Any, walk_leaves: list, described: Described, leaves: list | None, treedef: Any) -> _Structure | None:
+def _build(obj: Any, walk_leaves: list[Leaf], described: Described, flat: _Flat | None) -> _Structure | None:
     """The structure to reuse, or None where jax's flattening and flax's walk do not agree."""
-    if leaves is None or len(walk_leaves) != len(described.rows):
+    if flat is None or len(walk_leaves) != len(described.rows):
         return None
+    leaves = flat.leaves
     if any(row.status not in _STABLE for row in described.rows):
         return None
-    if not all(isinstance(v, (jax.Array, jax.ShapeDtypeStruct)) and not isinstance(v, jax.core.Tracer) for v in leaves):
+    if not all(isinstance(v, (jax.Array, jax.ShapeDtypeStruct)) and not isinstance(v, Tracer) for v in leaves):
         return None
     try:
         paths = _flat_paths(obj)
@@ -222,10 +295,45 @@ def _build(obj: Any, walk_leaves: list, described: Described, leaves: list | Non
     if any(i not in k_of_row for i in described.live):
         return None
     specs = [(type(v), v.shape, v.dtype, getattr(v, "sharding", None)) for v in (leaves[p] for p in positions)]
+    bare = list(walk_leaves)
+    for i in array_rows:
+        bare[i] = dataclasses.replace(bare[i], value=None)
     return _Structure(
-        treedef,
+        flat.treedef,
         positions,
         specs,
         dataclasses.replace(described, arrays=[]),
         [k_of_row[i] for i in described.live],
-    )  # its containers are counted by the flatten of its first reuse
+        flat.visits,
+        bare,
+        array_rows,
+    )
+
+
+#: How many objects' structures one-off snapshots and ``compare`` remember (by weak reference).
+REMEMBERED = 8
+_remembered: collections.OrderedDict[tuple[int, str], tuple[weakref.ref, StructureCache]] = collections.OrderedDict()
+_remembered_lock = threading.Lock()
+
+
+def remembered(obj: Any, layers: Any = None) -> StructureCache | None:
+    """The StructureCache of ``obj`` (with these ``layers``) shared by one-off snapshots and ``compare``:
+    a second look at an unchanged model costs a flatten, not a walk. None for an object that cannot be
+    held by weak reference (a dict: walked every time)."""
+    try:
+        ref = weakref.ref(obj)
+    except TypeError:
+        return None
+    with _remembered_lock:
+        for key in [k for k, (r, _) in _remembered.items() if r() is None]:
+            del _remembered[key]
+        key = (id(obj), repr(layers))
+        entry = _remembered.get(key)
+        if entry is not None and entry[0]() is obj:
+            _remembered.move_to_end(key)
+            return entry[1]
+        cache = StructureCache()
+        _remembered[key] = (ref, cache)
+        while len(_remembered) > REMEMBERED:
+            _remembered.popitem(last=False)
+        return cache

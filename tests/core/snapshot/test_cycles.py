@@ -446,14 +446,15 @@ def test_a_graph_too_deep_for_jax_recursion_is_walked_by_flax():
 
 def test_a_refresh_of_the_same_containers_flattens_as_jax_and_stops_at_any_new_or_revisited_one():
     """The warm refresh's walk without paths (flatten_known): jax's answer for the containers a
-    flatten counted before, tied modules included; None (and the thread intact) as soon as a cycle, a chain too deep
-    for jax's recursion, or any new container appears, so the caller walks it the careful way."""
+    flatten entered before, in the same order, tied modules included; None (and the thread intact) as
+    soon as a cycle, a chain too deep for jax's recursion, a new container or a tie moved appears, so
+    the caller walks it the careful way."""
     health = healthy()
     model = M()
-    model.tied = model.l  # a module reached twice: counted twice
-    known: dict = {}
-    assert len(flatten(model, counts=known)[0]) == 4
-    assert known[id(model.l)] == 2
+    model.tied = model.l  # a module reached twice: entered twice
+    known: list = []
+    assert len(flatten(model, visits=known)[0]) == 4
+    assert known.count(id(model.l)) == 2
     got = flatten_known(model, known)
     want = jax.tree_util.tree_flatten(model)
     assert got is not None and got[1] == want[1] and all(a is b for a, b in zip(got[0], want[0]))
@@ -473,9 +474,11 @@ def test_a_refresh_of_the_same_containers_flattens_as_jax_and_stops_at_any_new_o
     del model.chain
     model.l = nnx.Linear(2, 2, rngs=nnx.Rngs(1))  # the same shapes in a new module
     assert flatten_known(model, known) is None
-    known = {}
-    flatten(model, counts=known)
+    known = []
+    flatten(model, visits=known)
     assert flatten_known(model, known) is not None
+    model.tied = model.l  # tied again: the same containers, entered in another order
+    assert flatten_known(model, known) is None
     health.check()
 
 

@@ -198,3 +198,35 @@ def test_rows_first_then_statistics_with_one_walk():
     w.refresh(force=True)
     assert w.refreshes == 1 and w.snapshot["embed.embedding"].stats["norm"] > 0
     assert (w._structure.walks, w._structure.hits) == (1, 1)
+
+
+class TwoHeads(nnx.Module):
+    def __init__(self, rngs):
+        self.a = nnx.Linear(3, 3, rngs=rngs)
+        self.b = nnx.Linear(3, 3, rngs=rngs)
+        self.h1 = self.a  # tied to a
+        self.h2 = self.b  # tied to b
+
+
+@pytest.mark.parametrize("change", ["untie", "tie", "move_tie"])
+def test_a_tie_made_undone_or_moved_is_seen(change):
+    """A tie is in neither the treedef nor the arrays' specs: the same classes, names and shapes
+    whichever module an attribute points at. The rows (one per Variable, the others as aliases)
+    must follow it at the next refresh."""
+    model, cache = TwoHeads(nnx.Rngs(0)), StructureCache()
+    _same_as_a_walk(cache, model)
+    _same_as_a_walk(cache, model)
+    if change == "untie":
+        model.h1 = nnx.Linear(3, 3, rngs=nnx.Rngs(1))  # new containers: the careful flatten
+    elif change == "tie":
+        model.b = model.a  # b, h1 and a are one module now; h2 keeps the old b
+    else:
+        model.h1, model.h2 = model.b, model.a  # the very same containers, tied the other way round
+    snap = _same_as_a_walk(cache, model)
+    aliases = {r.path_text: sorted(".".join(map(str, a)) for a in r.aliases) for r in snap.rows}
+    if change == "untie":
+        assert aliases["a.kernel"] == [] and "h1.kernel" in aliases
+    elif change == "tie":
+        assert aliases["a.kernel"] == ["b.kernel", "h1.kernel"]
+    else:
+        assert aliases["a.kernel"] == ["h2.kernel"] and aliases["b.kernel"] == ["h1.kernel"]
