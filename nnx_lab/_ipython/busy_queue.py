@@ -96,7 +96,7 @@ def route_while_busy(widget: Any) -> str | None:
     comm = getattr(widget, "comm", None)
     original = getattr(comm, "_reply_subshell_for", None)
     lock = getattr(kernel, "_main_asyncio_lock", None)
-    if original is None or lock is None or getattr(kernel, "shell_channel_thread", None) is None:
+    if comm is None or original is None or lock is None or getattr(kernel, "shell_channel_thread", None) is None:
         return "this kernel cannot read widget messages while a cell runs (needs ipykernel 7 subshells)"
     try:
         subshell = _nnx_lab_subshell(kernel)

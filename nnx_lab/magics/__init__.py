@@ -49,6 +49,8 @@ class _Bounded:
     """A configurable number checked as its option is (``core.checks.check_number``) on the value as
     given, before traitlets converts it (``Float`` would take ``True`` as 1.0)."""
 
+    name: str | None  # the option's name: set by traitlets' TraitType, the class this one is mixed into
+
     def __init__(self, default: Any, low: float, high: float, help: str, **kwargs: Any):
         super().__init__(default, help=help)  # type: ignore[call-arg]
         self._bounds = (low, high, kwargs)

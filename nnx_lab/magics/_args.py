@@ -194,7 +194,7 @@ def run_cell_body(shell: Any, body: str, within: ContextManager | None = None) -
     tree = parse(source, filename)
     last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
 
-    def compiled(node: ast.AST, mode: str) -> Any:
+    def compiled(node: ast.Module | ast.Expression, mode: str) -> Any:
         return compiler(node, filename, mode) if compiler is not None else compile(node, filename, mode)
 
     statements = compiled(tree, "exec")

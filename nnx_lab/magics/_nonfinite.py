@@ -85,12 +85,13 @@ def _cell_function(shell: Any, target: str, body: str) -> Any:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as e:
         raise UsageError(f"%%nnx_nonfinite: the cell does not parse: {first_line(str(e))}") from None
-    if not tree.body or not isinstance(tree.body[-1], ast.Expr):
+    last = tree.body[-1] if tree.body else None
+    if not isinstance(last, ast.Expr):
         raise UsageError(
             "%%nnx_nonfinite: the cell's last line must be an expression: the forward output or the loss, "
             f"e.g. loss_fn({target}, batch)"
         )
-    last = tree.body.pop()
+    tree.body.pop()
     statements = compile(tree, filename, "exec")
     expression = compile(ast.fix_missing_locations(ast.Expression(last.value)), filename, "eval")
 

@@ -208,6 +208,7 @@ def check_round_trip(before: dict[str, dict], after: dict[str, Any]) -> None:
     line naming what changed. ``before`` maps each name to :func:`signatures` of its State."""
     import jax
     from flax import nnx
+    from jax.core import Tracer
 
     from ..core.graph import path_text
 
@@ -228,7 +229,7 @@ def check_round_trip(before: dict[str, dict], after: dict[str, Any]) -> None:
             if path not in new_flat:
                 continue
             value = _value(new_flat[path])
-            if isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer) and value.is_deleted():
+            if isinstance(value, jax.Array) and not isinstance(value, Tracer) and value.is_deleted():
                 problems.append(f"`{name}` {path_text(path)} was deleted (a donated buffer?)")
                 continue
             new_sig = _signature(value)

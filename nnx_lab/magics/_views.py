@@ -105,7 +105,9 @@ def nnx_view(self: Any, line: str) -> None:
     from ..widgets.views import ViewPanel
 
     try:
-        only_code = None if only is ... or is_module_path(only) else args.only.strip()  # a path: spelled as a filter
+        only_code = (
+            None if only is ... or args.only is None or is_module_path(only) else args.only.strip()
+        )  # a path: spelled as a filter
         panel = ViewPanel(
             model,
             variant="modes" if args.modes else "views",

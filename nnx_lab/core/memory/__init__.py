@@ -16,7 +16,7 @@ UI-free: the namespace is IPython's ``user_ns`` reached without importing IPytho
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Callable, overload
 
 from ..shell import shell_namespace
 from ._data import DISPLAY_HOOKS, MARIMO_HOOKS, DeviceTotal, Freeing, Ledger, Row
@@ -40,6 +40,14 @@ __all__ = [
     "UNREACHED_NAME",
     "memory",
 ]
+
+
+@overload
+def memory(step: None = None, /, *, namespace: dict | None = None) -> Ledger: ...
+
+
+@overload
+def memory(step: Callable[..., Any], /, *args: Any, namespace: dict | None = None, **kwargs: Any) -> StepPlan: ...
 
 
 def memory(step: Any = None, /, *args: Any, namespace: dict | None = None, **kwargs: Any) -> Ledger | StepPlan:

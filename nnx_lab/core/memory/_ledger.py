@@ -13,6 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 from .._gc import paused_gc
 from ..render import format_bytes
@@ -70,7 +71,7 @@ def _nbytes(array: Any) -> int:
 
 def _base(array: Any) -> Any:
     """A typed PRNG key array's uint32 data (the buffer jax.live_arrays() lists), else ``array``."""
-    if jax.dtypes.issubdtype(array.dtype, jax.dtypes.prng_key):
+    if jnp.issubdtype(array.dtype, jax.dtypes.prng_key):
         try:
             return jax.random.key_data(array)
         except Exception:  # noqa: BLE001 - a deleted key: nothing to count
@@ -115,7 +116,8 @@ def build_ledger(namespace: dict | None) -> Ledger:
     counted: dict[tuple, list] = {}  # (i, group, device id) -> [arrays, bytes, shared arrays, shared bytes, names]
     for i, holder in enumerate(found):
         seen: set = set()
-        last, cell = None, None
+        last: tuple | None = None
+        cell: list = []  # the counts of (group, device) last: set at the first array (last is None then)
         for group, array in holder.arrays:
             parts = by_id.get(id(array))
             if parts is None:  # an object over a live buffer (a typed PRNG key over its uint32 data)

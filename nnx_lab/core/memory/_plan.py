@@ -18,6 +18,7 @@ from typing import Any
 import jax
 from flax import nnx
 from flax.nnx import graph as nnx_graph
+from jax.core import Tracer
 
 from .. import compat
 from ..render import format_bytes, plan_html, plan_text
@@ -122,7 +123,7 @@ def _leaves(value: Any) -> list:
 
 def check_no_tracer(args: tuple, kwargs: dict) -> None:
     for leaf in _node_leaves(args, kwargs):
-        if isinstance(leaf, jax.core.Tracer):
+        if isinstance(leaf, Tracer):
             raise TypeError(
                 "nnx_lab.memory: an argument is a jax tracer (memory() was called inside jit/grad/vmap): "
                 "call it outside any jax transformation"
