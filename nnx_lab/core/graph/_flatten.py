@@ -39,6 +39,7 @@ from typing import Any, Callable
 
 import jax
 import numpy as np
+from jax.core import Tracer
 
 
 class SharedNode(ValueError):
@@ -74,7 +75,7 @@ _tracked: dict[type, bool] = {}
 
 def _track(t: type) -> bool:
     """Whether instances of ``t`` may be part of a cycle (remembered per type)."""
-    got = _tracked[t] = not issubclass(t, _UNTRACKED) and not issubclass(t, jax.core.Tracer)
+    got = _tracked[t] = not issubclass(t, _UNTRACKED) and not issubclass(t, Tracer)
     return got
 
 

@@ -9,6 +9,7 @@ from typing import Any, Hashable
 import jax
 from flax import nnx
 from flax.nnx import graph as nnx_graph
+from jax.core import Tracer
 
 from ..fallbacks import slower
 
@@ -27,7 +28,7 @@ def node_kind(x: Any) -> int:
             kind = GRAPH_NODE
         else:
             kind = OTHER
-        if not issubclass(t, (jax.Array, jax.core.Tracer)):  # an array ref, a traced Variable: by value
+        if not issubclass(t, (jax.Array, Tracer)):  # an array ref, a traced Variable: by value
             _node_kinds[t] = kind
     return kind
 

@@ -135,7 +135,7 @@ def _is_param(t: type) -> bool:
     return got
 
 
-def _data_flags(value: Any) -> dict | None:
+def _data_flags(value: Any) -> Mapping | None:
     """Which attributes of a Module flax treats as data (``nnx.data``), where flax records it."""
     flags = getattr(value, "_pytree__nodes", None)
     return flags if isinstance(flags, Mapping) else None

@@ -153,7 +153,7 @@ class Snapshot:
         changes = self._status_changes()
         if changes:
             status = list(rows["status"])
-            notes = list(rows.get("note") or [None] * len(status))
+            notes: list[str | None] = list(rows.get("note") or [None] * len(status))
             for i, (new, note) in changes.items():
                 if new not in tables["status"]:
                     tables["status"].append(new)

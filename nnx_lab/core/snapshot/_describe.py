@@ -9,7 +9,9 @@ import math
 from typing import Any, Mapping
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 
 from ..graph import Leaf, Path, path_text
 from ..stats import is_numeric_dtype
@@ -70,14 +72,14 @@ class Row:
         return path_text(self.path)
 
 
-_Tracer = jax.core.Tracer
+_Tracer = Tracer
 
 
 def describe_leaf(leaf: Leaf) -> Row:
     """The row of one leaf of the graph walk, without statistics."""
     value = leaf.value
     metadata, failed = _metadata_text(leaf.metadata)
-    common = dict(
+    common: dict[str, Any] = dict(
         path=leaf.path,
         type=leaf.type_name,
         metadata=metadata,
@@ -149,7 +151,7 @@ def _dtype_facts(dtype: Any) -> tuple[str, int | None, str]:
     except Exception:  # noqa: BLE001 - boundary: a user's dtype object may raise anything; the row says what it can
         _log.debug("nnx_lab: a dtype without an item size: %r", dtype, exc_info=True)
         itemsize = None
-    if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+    if jnp.issubdtype(dtype, jax.dtypes.prng_key):
         status = "prng_key"
     else:
         status = "ok" if is_numeric_dtype(dtype) else "non_numeric"
@@ -172,7 +174,7 @@ def devices_of(leaves: list[Leaf]) -> list | None:
     found = set()
     for leaf in leaves:
         v = leaf.value
-        if isinstance(v, jax.Array) and not isinstance(v, jax.core.Tracer):
+        if isinstance(v, jax.Array) and not isinstance(v, Tracer):
             found.update(v.sharding.device_set)
     return sorted(found, key=lambda d: (d.platform, d.id)) or None
 

@@ -21,16 +21,17 @@ _log = logging.getLogger("nnx_lab")
 
 
 def compress_ids(ids: Iterable[int]) -> str:
-    ids = sorted(set(ids))
+    """Device ids as runs: ``0-3,6``."""
     runs: list[str] = []
-    start = prev = None
-    for i in ids + [None]:
-        if start is not None and (i is None or i != prev + 1):
-            runs.append(str(start) if start == prev else f"{start}-{prev}")
-            start = None
-        if i is not None and start is None:
+    start = prev = -2
+    for i in sorted(set(ids)):
+        if i != prev + 1:
+            if prev >= start >= 0:
+                runs.append(str(start) if start == prev else f"{start}-{prev}")
             start = i
         prev = i
+    if prev >= start >= 0:
+        runs.append(str(start) if start == prev else f"{start}-{prev}")
     return ",".join(runs)
 
 

@@ -3,7 +3,7 @@ and the statistics' (rounded as they are shown)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -59,7 +59,7 @@ class _Interner:
         return lookup[value]
 
 
-def structure_payload(rows: list, nodes: dict[Path, str]) -> dict:
+def structure_payload(rows: Sequence[Any], nodes: dict[Path, str]) -> dict:
     """The columns of a payload that follow from the structure alone (statistics and status changes apart)."""
     table = _NodeTable(nodes)
     tables = _Interner(("type", "dtype", "sharding", "devices", "metadata", "status", "logical"))

@@ -169,8 +169,8 @@ class PendingSnapshot:
                 # The program of this layout (new series: the loop's first gradients) is compiling: the
                 # refresh goes on with what an existing program reduces, the parameters and the series
                 # whose layout is unchanged; the rest follow once it is ready.
-                fallbacks = series.fallbacks() if extra else []
-                if not fallbacks:
+                fallbacks = series.fallbacks() if series is not None and extra else []
+                if series is None or not fallbacks:
                     raise
                 for k, without in enumerate(fallbacks):
                     extra, layout = series.prepare(described, without)

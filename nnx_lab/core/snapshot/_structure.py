@@ -131,27 +131,27 @@ class StructureCache:
     def describe(self, obj: Any, *, stats: bool = True) -> Described:
         """``obj``'s rows and the arrays to reduce for them: the remembered ones while its structure is
         unchanged (``reused``), else walked with flax."""
-        s, values = self._reuse(obj)
+        s, values, flat = self._reuse(obj)
         if s is None:
-            return _without_stats(self._walk(obj, values)[1], stats)
+            return _without_stats(self._walk(obj, flat)[1], stats)
         d = s.described
         return _without_stats(dataclasses.replace(d, arrays=[values[k] for k in s.live_k], reused=True), stats)
 
     def walk(self, obj: Any) -> GraphWalk:
         """``walk_graph(obj)``: the remembered walk with the arrays now at its positions while its
         structure is unchanged, else walked with flax (what ``compare`` reads of a model)."""
-        s, values = self._reuse(obj)
+        s, values, flat = self._reuse(obj)
         if s is None:
-            return self._walk(obj, values)[0]
+            return self._walk(obj, flat)[0]
         leaves = list(s.leaves)
         for k, i in enumerate(s.array_rows):
             leaves[i] = dataclasses.replace(leaves[i], value=values[k])
         d = s.described
         return GraphWalk(leaves, dict(d.nodes), d.root_type)
 
-    def _reuse(self, obj: Any) -> tuple[_Structure, list] | tuple[None, _Flat | None]:
-        """(the structure, the arrays at its positions) when ``obj`` has the remembered structure; else
-        (None, what flattening ``obj`` gave: its leaves, treedef and visits, or None)."""
+    def _reuse(self, obj: Any) -> tuple[_Structure | None, list, _Flat | None]:
+        """(the structure, the arrays at its positions, None) when ``obj`` has the remembered structure;
+        else (None, [], what flattening ``obj`` gave: its leaves, treedef and visits, or None)."""
         s = self._structure
         # The same containers, in the same order, as last time: flattened without paths.
         fast = flatten_known(obj, s.visits) if s is not None else None
@@ -164,25 +164,25 @@ class StructureCache:
                 leaves, treedef = flatten(obj, visits=visits)  # not jax's own: a cycle would break this thread
             except Exception as e:  # noqa: BLE001 - boundary: a user's pytree nodes may raise anything; flax walks it
                 slower("%s not flattened: flax walks it at every refresh", type(obj).__name__, error=e)
-                return None, None
+                return None, [], None
         flat = _Flat(leaves, treedef, visits)
         if s is None or not _same_treedef(obj, treedef, s.treedef):
-            return None, flat
+            return None, [], flat
         # New containers (a replaced or swapped Module): the same structure only if the same positions
         # share a node (a tie made or undone shows in nothing else: not in the treedef, not in the specs).
         if fast is None:
             if s.pattern is None:
                 s.pattern = _sharing(s.visits)
             if _sharing(visits) != s.pattern:
-                return None, flat
+                return None, [], flat
         values = [leaves[p] for p in s.positions]
         specs = [(type(v), v.shape, v.dtype, getattr(v, "sharding", None)) for v in values]
         if specs != s.specs or not _none_deleted(values):
-            return None, flat
+            return None, [], flat
         self.hits += 1
         if fast is None:  # in new containers: what the next refresh follows
             s.visits, s.pattern = visits, None
-        return s, values
+        return s, values, None
 
     def _walk(self, obj: Any, flat: _Flat | None) -> tuple[GraphWalk, Described]:
         self.walks += 1
