@@ -213,6 +213,6 @@ class Widget(compat.MimebundleDisplay, anywidget.AnyWidget):
         bundle = super()._repr_mimebundle_(**kwargs)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
         fallback = self._fallback()
-        if fallback is not None:
+        if fallback is not None and data is not None:  # None: anywidget shows nothing (a closed widget)
             data["text/plain"], data["text/html"] = fallback
         return bundle

@@ -27,10 +27,7 @@ class Description:
 
     def __init__(self, pending: Any, modules: Any, elapsed: float, loss: Any):
         self._pending, self.modules, self.elapsed, self.loss = pending, modules, elapsed, loss
-
-    @property
-    def host_s(self) -> float:
-        return self._pending.host_s  # finishing adds its own
+        self.host_s: float = pending.host_s  # the pending report's, again after finish() (which adds its own)
 
     def ready(self) -> bool:
         return self._pending.ready()
@@ -39,7 +36,10 @@ class Description:
         self._pending.wait()
 
     def finish(self) -> Any:
-        return self._pending.finish()
+        try:
+            return self._pending.finish()
+        finally:
+            self.host_s = self._pending.host_s
 
 
 class Descriptions:

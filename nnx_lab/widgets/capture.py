@@ -25,6 +25,7 @@ from ..core.capture import CaptureToggles, Modules, caller_namespace, intermedia
 from ..core.live import Throttle
 from ..core.render import pre_html
 from ..core.text import first_line, one_line
+from . import traits
 from ._base import ANY, STATIC, Widget, command
 from ._capture_toggles import ToggleProperties
 from ._describing import Descriptions, LayerAxes, grads_report
@@ -66,9 +67,9 @@ class CapturePanel(ToggleProperties, Widget):
     """
 
     _esm = STATIC / "capture.js"
-    controls = traitlets.Dict().tag(sync=True)
-    status = traitlets.Dict().tag(sync=True)
-    report = traitlets.Dict().tag(sync=True)
+    controls = traits.Payload(traits.CaptureControls).tag(sync=True)
+    status = traits.Payload(traits.CaptureStatus).tag(sync=True)
+    report = traits.Payload(traits.CaptureReport).tag(sync=True)
     busy_note = traitlets.Unicode("").tag(sync=True)  # busy_queue.busy_note: empty where clicks are read mid-cell
     _queue_while_busy = True  # a click while a cell runs: acked "queued", applied at the next call
 
@@ -144,7 +145,8 @@ class CapturePanel(ToggleProperties, Widget):
 
         def call() -> tuple[Any, core.Capture]:
             with core.Capture(model, **options) as cap:
-                return (model if fn is None else fn)(*args, **kwargs), cap
+                out = (model if fn is None else fn)(*args, **kwargs)
+            return out, cap
 
         (result, cap), elapsed = self._timed(failed, call)
         describe = self._layers.later(lambda spec: cap.pending_report(layers=spec), layers)
@@ -304,8 +306,9 @@ class CapturePanel(ToggleProperties, Widget):
 
     # -- what a saved notebook shows without a kernel ----------------------------------
     def _fallback(self) -> tuple[str, str]:
-        if self.last_report is not None:
-            return self._last_report.to_text(), self._last_report.to_html()
+        report = self.last_report
+        if report is not None:
+            return report.to_text(), report.to_html()
         return repr(self), pre_html(repr(self), ' class="nnx-lab-capture-static"')
 
     def __repr__(self) -> str:

@@ -14,6 +14,7 @@ import traitlets
 
 from ..core.capture import CaptureReport
 from ..core.graph import Path
+from . import traits
 from ._base import STATIC, Widget
 
 
@@ -26,9 +27,9 @@ class CaptureReportView(Widget):
 
     _esm = STATIC / "capture.js"
     variant = traitlets.Unicode("report").tag(sync=True)
-    controls = traitlets.Dict().tag(sync=True)
-    status = traitlets.Dict().tag(sync=True)
-    report = traitlets.Dict().tag(sync=True)
+    controls = traits.Payload(traits.CaptureControls).tag(sync=True)
+    status = traits.Payload(traits.CaptureStatus).tag(sync=True)
+    report = traits.Payload(traits.CaptureReport).tag(sync=True)
 
     def __init__(
         self,

@@ -17,9 +17,8 @@ import logging
 import sys
 from typing import Any
 
-import traitlets
-
 from ..core.compare import DISPLAY_HOOKS, MARIMO_HOOKS, Comparison, compare, comparison_payload
+from . import traits
 from ._base import STATIC, Widget
 
 __all__ = ["Comparison", "ComparisonView", "compare", "widgets_work"]
@@ -31,7 +30,7 @@ class ComparisonView(Widget):
     """A :class:`~nnx_lab.Comparison` as an interactive table (``ComparisonView(nnx_lab.compare(a, b))``)."""
 
     _esm = STATIC / "compare.js"
-    comparison = traitlets.Dict().tag(sync=True)
+    comparison = traits.Payload(traits.ComparisonPayload).tag(sync=True)
 
     def __init__(self, cmp: Comparison, *, max_rows: int | None = 50, **kwargs: Any):
         if not isinstance(cmp, Comparison):

@@ -14,10 +14,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import traitlets
-
 from ..core.memory import DISPLAY_HOOKS, MARIMO_HOOKS, Ledger, StepPlan, memory
 from ..core.render import memory_payload
+from . import traits
 from ._base import STATIC, Widget
 from .compare import widgets_work
 
@@ -30,7 +29,7 @@ class MemoryView(Widget):
     """A :class:`~nnx_lab.Ledger` as an interactive tree (``MemoryView(nnx_lab.memory())``)."""
 
     _esm = STATIC / "memory.js"
-    ledger = traitlets.Dict().tag(sync=True)
+    ledger = traits.Payload(traits.LedgerPayload).tag(sync=True)
 
     def __init__(self, ledger: Ledger, **kwargs: Any):
         if not isinstance(ledger, Ledger):

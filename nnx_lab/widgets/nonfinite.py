@@ -13,9 +13,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import traitlets
-
 from ..core.nonfinite import DISPLAY_HOOKS, MARIMO_HOOKS, NonfiniteReport, find_nonfinite
+from . import traits
 from ._base import STATIC, Widget
 from .compare import widgets_work
 
@@ -28,7 +27,7 @@ class NonfiniteView(Widget):
     """A :class:`~nnx_lab.NonfiniteReport` as a panel (``NonfiniteView(nnx_lab.find_nonfinite(...))``)."""
 
     _esm = STATIC / "nonfinite.js"
-    report = traitlets.Dict().tag(sync=True)
+    report = traits.Payload(traits.NonfiniteReport).tag(sync=True)
 
     def __init__(self, report: NonfiniteReport, **kwargs: Any):
         if not isinstance(report, NonfiniteReport):

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import traitlets
-
 from ..core.split import SplitReport
+from . import traits
 from ._base import STATIC, Widget
 
 
@@ -18,7 +17,7 @@ class SplitReportView(Widget):
     """
 
     _esm = STATIC / "split.js"
-    report = traitlets.Dict().tag(sync=True)
+    report = traits.Payload(traits.SplitReport).tag(sync=True)
 
     def __init__(
         self, report: SplitReport, *, target: str = "model", names: Sequence[str] | None = None, **kwargs: Any

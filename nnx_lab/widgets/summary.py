@@ -16,8 +16,6 @@ import logging
 import sys
 from typing import Any
 
-import traitlets
-
 from .._ipython import cell_hooks
 from ..core.summary import (
     DISPLAY_HOOKS,
@@ -30,6 +28,7 @@ from ..core.summary import (
     rng_flops_text,
     summary,
 )
+from . import traits
 from ._base import STATIC, Widget, background_unsupported
 
 __all__ = ["Summary", "SummaryView", "display_summary", "summary"]
@@ -77,7 +76,7 @@ class SummaryView(Widget):
     """A :class:`~nnx_lab.core.summary.Summary` in a notebook; ``summary_data`` is the Summary."""
 
     _esm = STATIC / "summary.js"
-    summary = traitlets.Dict().tag(sync=True)
+    summary = traits.Payload(traits.SummaryPayload).tag(sync=True)
 
     def __init__(self, summary: Summary, **kwargs: Any):
         if not isinstance(summary, Summary):
@@ -98,7 +97,7 @@ class SummaryView(Widget):
         pending = peak is not None and not peak.ready
         super().show()
         self._start_memory()
-        if pending and peak.ready:  # the compile ended before the display's handle existed
+        if pending and peak is not None and peak.ready:  # the compile ended before the display's handle existed
             self._memory_ready()
         return self
 

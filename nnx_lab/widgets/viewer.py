@@ -17,7 +17,7 @@ from ..core.snapshot import PRECISION, round_significant
 from ..core.stats import STAT_NAMES, threads_see_jax_config
 from ..core.training import series_buffer, series_meta
 from ..core.watcher import Watcher
-from . import wire
+from . import traits, wire
 from ._base import STATIC, Widget, background_note, background_unsupported, command
 
 T = TypeVar("T")
@@ -39,11 +39,11 @@ class StateViewer(Widget):
     """
 
     _esm = STATIC / "viewer.js"
-    snapshot = traitlets.Dict().tag(sync=True)
-    status = traitlets.Dict().tag(sync=True)
+    snapshot = traits.Payload(traits.ViewerSnapshot).tag(sync=True)
+    status = traits.Payload(traits.ViewerStatus).tag(sync=True)
     sparkline_stat = traitlets.Unicode("norm").tag(sync=True)
     #: the NaN/Inf alert (core.training.NonfiniteAlert.to_dict): first step, refresh and path; {} when none
-    alert = traitlets.Dict().tag(sync=True)
+    alert = traits.Payload(traits.Alert).tag(sync=True)
     _scalars_sent = -1  # the ScalarStore version last sent to the browser
 
     def __init__(

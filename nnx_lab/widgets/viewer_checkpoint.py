@@ -24,7 +24,7 @@ from ..core.render import html_table, summary_line
 from ..core.snapshot import Row, Snapshot, device_summary, snapshot
 from ..core.stats import STAT_NAMES
 from ..core.text import first_line
-from . import wire
+from . import traits, wire
 from ._base import STATIC, Widget, background_unsupported, command
 
 __all__ = ["CheckpointViewer", "checkpoint_path", "notebook_namespace"]
@@ -90,10 +90,10 @@ class CheckpointViewer(Widget):
     """
 
     _esm = STATIC / "viewer.js"
-    snapshot = traitlets.Dict().tag(sync=True)
-    status = traitlets.Dict().tag(sync=True)
+    snapshot = traits.Payload(traits.ViewerSnapshot).tag(sync=True)
+    status = traits.Payload(traits.ViewerStatus).tag(sync=True)
     sparkline_stat = traitlets.Unicode("norm").tag(sync=True)
-    alert = traitlets.Dict().tag(sync=True)
+    alert = traits.Payload(traits.Alert).tag(sync=True)
 
     def __init__(self, path: str | os.PathLike, *, stats: bool = True, rows_first: bool | None = None, **kwargs: Any):
         self.path = os.fspath(path)

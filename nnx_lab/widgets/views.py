@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from typing import Any, Iterable, Iterator, Mapping, TypeVar
+from typing import Any, Iterable, Iterator, Mapping, MutableMapping, TypeVar
 
 import traitlets
 
@@ -14,7 +14,7 @@ from ..core import compat
 from ..core import views as core
 from ..core.render import pre_html
 from ..core.text import clip, first_line, json_key, one_line, safe_repr
-from . import wire
+from . import traits, wire
 from ._base import STATIC, Widget, command
 from ._messages import message_id
 
@@ -43,7 +43,7 @@ class ViewPanel(Widget):
     """
 
     _esm = STATIC / "views.js"
-    payload = traitlets.Dict().tag(sync=True)
+    payload = traits.Payload(traits.ViewsPayload).tag(sync=True)
     busy_note = traitlets.Unicode("").tag(sync=True)  # busy_queue.busy_note: empty where clicks are read mid-cell
     _queue_while_busy = True
     _queued_ack = {"code": "", "text": "queued: applies at the next tick()/track() step, or when the cell ends"}
@@ -57,7 +57,7 @@ class ViewPanel(Widget):
         only_code: str | None = None,
         target: str | None = None,
         name: str | None = None,
-        namespace: Mapping[str, Any] | None = None,
+        namespace: MutableMapping[str, Any] | None = None,
         **kwargs: Any,
     ):
         from flax import nnx
@@ -167,6 +167,8 @@ class ViewPanel(Widget):
         kind = content.get("type")
         if kind == wire.MODE:
             mode = content.get("mode")
+            if not isinstance(mode, str):
+                raise core.ViewError(f"mode is 'train' or 'eval', not {mode!r}")
             code = core.set_mode(model, mode, self._target)
             after = core.view_report(model, only=self._only)
             return model, code, f"{self._target} is now {after.mode}"

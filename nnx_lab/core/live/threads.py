@@ -28,7 +28,7 @@ def exiting() -> bool:
 
 
 def start_thread(
-    target: Callable[..., None], name: str, *, stop: Callable[[], None] | None = None, **kwargs: Any
+    target: Callable[..., object], name: str, *, stop: Callable[[], None] | None = None, **kwargs: Any
 ) -> threading.Thread:
     """Start a daemon thread that interpreter exit waits for (up to :data:`EXIT_WAIT_S` in all),
     calling ``stop()`` first if given. A daemon thread still inside jax's C++ when Python finalizes is
