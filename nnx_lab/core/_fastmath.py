@@ -46,7 +46,7 @@ class ReductionJit:
         if fn is None:
             import jax
 
-            options = {"compiler_options": dict(CPU_OPTIONS)} if cpu else {}
+            options: dict[str, Any] = {"compiler_options": dict(CPU_OPTIONS)} if cpu else {}
             fn = self._jits[cpu] = jax.jit(self._fun, **self._kwargs, **options)
         return fn
 

@@ -47,4 +47,6 @@ def capture_call(
         if inspect.ismethod(fn) and isinstance(fn.__self__, nnx.Module):
             fn = getattr(fn.__self__, fn.__name__)  # bound before the class was patched: bind again
         result = fn(*args, **kwargs)
-    return result, cap.captured
+    captured = cap.captured
+    assert captured is not None  # set when the with block exits (Capture._disarm)
+    return result, captured

@@ -35,10 +35,11 @@ False
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence, cast
 
 from flax import nnx
 from flax.nnx import graph as nnx_graph
+from flax.typing import PathParts
 
 from .. import compat
 from ..graph import Path, select_modules, selector, sigint_deferred
@@ -146,7 +147,7 @@ class Capture:
         self.matched: tuple[Path, ...] = ()
         self._seen: list[type] = []
         self.inside_own = 0  # calls of the user's own nnx.capture while armed: their values went to it
-        self._armed: list[tuple[Path, Any, bool, Any]] = []  # path, module, selected, stashed __captures__
+        self._armed: list[tuple[PathParts, Any, bool, Any]] = []  # path, module, selected, stashed __captures__
         self._armed_ids: set[int] = set()
         self._patched: list[tuple[type, str]] = []
         self._slots: list[type] = []
@@ -171,7 +172,7 @@ class Capture:
 
     def _arm(self) -> None:
         modules = list(nnx.iter_modules(self.model))
-        selected = select_modules(modules, self._selector)
+        selected = select_modules(cast("list[tuple[Path, Any]]", modules), self._selector)  # only read there
         self.matched = tuple(path for (path, _), s in zip(modules, selected) if s)
         init_by_module = self._init_by_module
         tonnx = tonnx_class()
@@ -202,7 +203,7 @@ class Capture:
 
     # -- disarming
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> Literal[False]:
         with sigint_deferred():
             self._disarm()
         if exc is not None and sown_in_scan(exc, getattr(self, "_recorded_names", ())):
@@ -229,7 +230,7 @@ class Capture:
             unpatch(self._patched)
         finally:
             self._patched = []
-            flat: list[tuple[Path, nnx.Variable]] = []
+            flat: list[tuple[PathParts, nnx.Variable]] = []
             try:
                 for path, module, sel, _stash in self._armed:
                     entries = armed_entries(module)
@@ -292,7 +293,8 @@ def _armable(module: Any) -> bool:
     """False for a module whose children are keyed by integers (``nnx.List``): a string key beside
     them would make its state unsortable for jax's tree functions. Such containers do not sow."""
     try:
-        keys = nnx_graph.get_node_impl(module).node_dict(module)
+        impl = nnx_graph.get_node_impl(module)  # None only for a non-node: no children to list
+        keys = impl.node_dict(module) if impl is not None else ()
     except Exception:  # noqa: BLE001 - boundary: a user's graph node may raise anything; armed as any module
         _log.debug("nnx_lab: the children of %s not listed", type(module).__name__, exc_info=True)
         return True

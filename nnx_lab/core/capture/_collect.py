@@ -6,17 +6,17 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from flax import nnx
+from flax.typing import PathParts
 
-from ..graph import Path
 from ._arming import MARKERS, MethodOutputs, armed_entries, concat
 
 __all__ = ["absorb", "collect"]
 
 
-def collect(path: Path, entries: tuple, sown_types: Sequence[type]) -> list[tuple[Path, nnx.Variable]]:
+def collect(path: PathParts, entries: tuple, sown_types: Sequence[type]) -> list[tuple[PathParts, nnx.Variable]]:
     """One (path, Variable) per sow name. A method output kept apart (its type is not chosen
     for sows) whose name a chosen sow also uses is keyed ``name()``, so neither hides the other."""
-    out: dict[Path, nnx.Variable] = {}
+    out: dict[PathParts, nnx.Variable] = {}
     methods = []
     for var in entries:
         if type(var) is MethodOutputs:
@@ -34,7 +34,7 @@ def collect(path: Path, entries: tuple, sown_types: Sequence[type]) -> list[tupl
 
 def absorb(
     state: nnx.State,
-    modules: dict[Path, Any],
+    modules: dict[PathParts, Any],
     types: Sequence[type],
     sown_types: Sequence[type],
     seen: list[type],

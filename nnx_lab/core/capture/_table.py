@@ -9,6 +9,8 @@ from typing import Any
 import jax
 import numpy as np
 from flax import nnx
+from flax.typing import PathParts
+from jax.core import Tracer
 
 from .. import compat
 from ..graph import Path
@@ -28,7 +30,7 @@ def flatten_captured(captured: nnx.State) -> nnx.State:
     >>> [path_text(p) for p, _ in nnx.to_flat_state(flatten_captured(s))]
     ['block.h[0]', 'block.h[1]']
     """
-    flat: list[tuple[Path, Any]] = []
+    flat: list[tuple[PathParts, Any]] = []
     for path, var in nnx.to_flat_state(captured):
         if not isinstance(var, nnx.Variable):
             flat.append((tuple(path), var))
@@ -68,7 +70,7 @@ class PendingTable:
         self.paths = list(by_path)
         live = [
             by_path[p]
-            if isinstance(by_path[p], (jax.Array, np.ndarray)) and not isinstance(by_path[p], jax.core.Tracer)
+            if isinstance(by_path[p], (jax.Array, np.ndarray)) and not isinstance(by_path[p], Tracer)
             else None
             for p in self.paths
         ]
@@ -95,5 +97,5 @@ class PendingTable:
 
     def finish(self) -> Table:
         snap = self.snapshot.finish()
-        hists = dict(zip(self.paths, histograms_fetch(self.hists)))
+        hists: dict[Path, Any] = dict(zip(self.paths, histograms_fetch(self.hists)))
         return Table(self.state, snap, tuple(hists.get(r.path) if r.status == "ok" else None for r in snap.rows))

@@ -24,10 +24,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
+from jax.extend.core import Literal as _Literal
 
 from ._record import Call, is_float, nonfinite
 
-_Literal = jax.extend.core.Literal
 _SUB = ("jaxpr", "call_jaxpr", "fun_jaxpr")  # params that hold a sub-jaxpr we can enter
 
 
@@ -35,7 +35,8 @@ def _library_dirs() -> tuple[str, ...]:
     import flax
     import jaxlib
 
-    dirs = [os.path.dirname(m.__file__) for m in (jax, jaxlib, flax)]
+    files = [m.__file__ for m in (jax, jaxlib, flax)]  # regular packages: each has its __init__'s file
+    dirs = [os.path.dirname(f) for f in files if f is not None]
     dirs.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # nnx_lab/core
     return tuple(d + os.sep for d in dirs)
 

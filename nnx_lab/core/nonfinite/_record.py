@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
+from jax.core import Tracer
 
 from ..graph import hook, module_methods, unhook
 
@@ -61,7 +62,7 @@ def is_float(x: Any) -> bool:
 
 def nonfinite(x: Any) -> bool:
     """Whether ``x`` is a concrete floating array holding NaN or Inf (a tracer is never judged)."""
-    return is_float(x) and not isinstance(x, jax.core.Tracer) and not bool(jnp.isfinite(x).all())
+    return is_float(x) and not isinstance(x, Tracer) and not bool(jnp.isfinite(x).all())
 
 
 def _tap(store: dict, key: int) -> Callable:

@@ -8,6 +8,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 
 from ..offers import offer
 from ..render import count_noun, format_shape, format_stat, pre_html
@@ -44,7 +45,7 @@ def leaf_stats(name: str, x: Any) -> dict:
 def tree_stats(prefix: str, tree: Any) -> list[dict]:
     out = []
     for path, x in jax.tree_util.tree_flatten_with_path(tree)[0]:
-        if is_float(x) and not isinstance(x, jax.core.Tracer):
+        if is_float(x) and not isinstance(x, Tracer):
             out.append(leaf_stats(prefix + jax.tree_util.keystr(path), x))
     return out
 

@@ -61,7 +61,7 @@ def _value(v: Any) -> Any:
 
 def _loss(out: Any) -> Any:
     """The scalar a loss returns (the first element of ``(loss, aux)``), or None."""
-    x = out[0] if isinstance(out, (tuple, list)) and out else out
+    x: Any = out[0] if isinstance(out, (tuple, list)) and out else out  # the user's loss, as returned
     return x if is_float(x) and x.shape == () else None
 
 
