@@ -1,15 +1,7 @@
 """What every nnx_lab widget shares: where its bundle is, what a notebook shows without a kernel,
-following cells, showing itself, and one table of the browser's messages.
-
-A widget class lists its browser messages with :func:`command`: ``@command(wire.VIEW, wire.APPLY)``
-on a method ``(self, content, buffers)`` that returns the acknowledgement's fields (sent back as
-``{"type": "ack", "id": <the message's id>, **fields}``), or None to answer otherwise (new traits,
-a custom message). Messages are checked (:func:`~nnx_lab.widgets._messages.message_problem`) before any
-handler sees them. A class with ``_queue_while_busy`` routes its messages to the nnx_lab subshell
-while a cell runs (:mod:`nnx_lab._ipython.busy_queue`): there a message is only acknowledged as queued
-(``state: "queued"``) and its handler runs on the main thread at the next ``tick()``/``track()``
-step or after the cell. (anywidget's experimental ``command`` has the same shape, one dispatcher
-answering with the request's id; it is not used because ipywidgets 7, on Colab, lacks it.)
+following cells, showing itself, and the browser's requests (:mod:`nnx_lab.widgets.requests`: the
+``@command`` table, acks, clicks queued while a cell runs; why it is not anywidget's
+``experimental.command``/``invoke`` is said there, with the probe that decided it).
 """
 
 from __future__ import annotations
@@ -18,24 +10,19 @@ import contextlib
 import pathlib
 import sys
 import threading
-from typing import Any, Callable, ClassVar, Iterator, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 import anywidget
 
-from .._ipython import busy_queue, cell_hooks
+from .._ipython import cell_hooks
 from ..core import compat
 from ..core.shell import shell_namespace
-from . import wire
-from ._messages import message_id, message_problem
+from .requests import Requests
 
 #: The built front-end bundles (``js/`` -> ``nnx_lab/static/*.js``).
 STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
 
-F = TypeVar("F", bound=Callable[..., Any])
 W = TypeVar("W", bound="Widget")
-
-#: Handles every message type no other command names.
-ANY = "*"
 
 
 def background_unsupported() -> str | None:
@@ -58,16 +45,6 @@ def background_note(reason: str) -> str:
     return f"background refresh unavailable ({reason}); refreshing {when}"
 
 
-def command(*types: str) -> Callable[[F], F]:
-    """Mark a method ``(self, content, buffers) -> dict | None`` as the handler of these message types."""
-
-    def mark(method: F) -> F:
-        method._nnx_lab_commands = types  # type: ignore[attr-defined]
-        return method
-
-    return mark
-
-
 _displaying = threading.local()  # .own: this thread is inside show()'s or _update_display's display call
 
 
@@ -85,65 +62,18 @@ def _shown_above() -> None:
     """The display of a widget already shown above in this cell: nothing more (see ``Widget._ipython_display_``)."""
 
 
-class Widget(compat.MimebundleDisplay, anywidget.AnyWidget):
+class Widget(compat.MimebundleDisplay, Requests, anywidget.AnyWidget):
     """The base of nnx_lab's widgets (an ``anywidget.AnyWidget``); see the module's docstring.
 
     Subclasses set ``_esm = STATIC / "<bundle>.js"``, define ``_fallback()`` for the saved
     notebook, and ``_after_cell()`` to be called after every cell while they live.
     """
 
-    #: message type -> method name, from the ``@command`` methods of the class and its bases
-    _commands: ClassVar[dict[str, str]] = {}
-    #: route messages to the nnx_lab subshell while a cell runs (needs a ``busy_note`` trait)
-    _queue_while_busy: ClassVar[bool] = False
-    #: fields of the "queued" acknowledgement besides type, id and state
-    _queued_ack: ClassVar[dict[str, Any]] = {}
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        commands: dict[str, str] = {}
-        for klass in reversed(cls.__mro__):
-            for name, member in vars(klass).items():
-                for kind in getattr(member, "_nnx_lab_commands", ()):
-                    commands[kind] = name
-        cls._commands = commands
-
     def __init__(self, **kwargs: Any):
         super().__init__(**kwargs)
-        self.on_msg(self._on_message)
-        if self._queue_while_busy:
-            self.routing = busy_queue.route_while_busy(self)  # None, or why clicks wait for the cell to end
-            self.busy_note = busy_queue.busy_note(self.routing)  # said on screen beside a pending click
+        self._listen(self.on_msg)
         if hasattr(self, "_after_cell"):
             cell_hooks.track_widget(self)
-
-    # -- the browser's messages ---------------------------------------------------------------
-    def _on_message(self, _widget: Any, content: Any, buffers: Any) -> None:
-        problem = message_problem(content)
-        if problem:
-            self._refuse(content, problem)
-            return
-        kind = content.get("type")
-        name = self._commands.get(kind) if isinstance(kind, str) else None
-        name = name or self._commands.get(ANY)
-        if name is None:
-            return
-        handler = getattr(self, name)
-        rid = message_id(content)
-        if self._queue_while_busy and not busy_queue.on_main_thread():
-            # A subshell thread, while a cell runs: never touch the model here.
-            self.send({"type": wire.ACK, "id": rid, "state": "queued", **self._queued_ack})
-            busy_queue.post(lambda: self._answer(handler, content, rid, buffers))
-            return
-        self._answer(handler, content, rid, buffers)
-
-    def _answer(self, handler: Callable[[Any, Any], dict | None], content: dict, rid: Any, buffers: Any) -> None:
-        reply = handler(content, buffers)
-        if reply is not None:
-            self.send({"type": wire.ACK, "id": rid, **reply})
-
-    def _refuse(self, content: Any, problem: str) -> None:
-        """A message refused before it was read (not an object, too large): ignored unless overridden."""
 
     # -- showing -----------------------------------------------------------------------------
     def show(self: W) -> W:

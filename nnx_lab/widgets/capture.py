@@ -26,10 +26,10 @@ from ..core.live import Throttle
 from ..core.render import pre_html
 from ..core.text import first_line, one_line
 from . import traits
-from ._base import ANY, STATIC, Widget, command
+from ._base import STATIC, Widget
 from ._capture_toggles import ToggleProperties
 from ._describing import Descriptions, LayerAxes, grads_report
-from ._messages import message_id
+from .requests import ANY, command, message_id
 
 GONE = "the model is gone (deleted or garbage-collected)"
 

@@ -18,7 +18,8 @@ from ..core.stats import STAT_NAMES, threads_see_jax_config
 from ..core.training import series_buffer, series_meta
 from ..core.watcher import Watcher
 from . import traits, wire
-from ._base import STATIC, Widget, background_note, background_unsupported, command
+from ._base import STATIC, Widget, background_note, background_unsupported
+from .requests import AckFields, command
 
 T = TypeVar("T")
 
@@ -200,7 +201,7 @@ class StateViewer(Widget):
         self.send(since_message(self._baseline, self._watcher))
 
     @command(wire.COMPARE_TO)
-    def _compare_to_request(self, content: dict, _buffers: Any) -> dict:
+    def _compare_to_request(self, content: dict, _buffers: Any) -> AckFields:
         from .viewer_baseline import describe_problem, requested_source
 
         try:  # only source "none" unpins: a malformed message is an error, the baseline stays
@@ -326,7 +327,7 @@ class StateViewer(Widget):
             self.send_since()
 
     @command(wire.REFRESH)
-    def _refresh_request(self, content: dict, _buffers: Any) -> dict:
+    def _refresh_request(self, content: dict, _buffers: Any) -> AckFields:
         self.refresh()
         return {"state": "done"}  # answered: the front end says "no answer" when none comes
 

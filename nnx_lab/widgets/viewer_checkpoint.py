@@ -25,7 +25,8 @@ from ..core.snapshot import Row, Snapshot, device_summary, snapshot
 from ..core.stats import STAT_NAMES
 from ..core.text import first_line
 from . import traits, wire
-from ._base import STATIC, Widget, background_unsupported, command
+from ._base import STATIC, Widget, background_unsupported
+from .requests import AckFields, command
 
 __all__ = ["CheckpointViewer", "checkpoint_path", "notebook_namespace"]
 
@@ -207,7 +208,7 @@ class CheckpointViewer(Widget):
             self.refresh()
 
     @command(wire.COMPARE_TO)
-    def _compare_to_request(self, content: dict, _buffers: Any) -> dict:
+    def _compare_to_request(self, content: dict, _buffers: Any) -> AckFields:
         return {
             "state": "error",
             "message": "compare to: a checkpoint's table does not train; nnx_lab.compare(path, model) compares it",

@@ -15,8 +15,8 @@ from ..core import views as core
 from ..core.render import pre_html
 from ..core.text import clip, first_line, json_key, one_line, safe_repr
 from . import traits, wire
-from ._base import STATIC, Widget, command
-from ._messages import message_id
+from ._base import STATIC, Widget
+from .requests import AckFields, command, message_id
 
 _log = logging.getLogger("nnx_lab")
 
@@ -143,8 +143,9 @@ class ViewPanel(Widget):
         self.send({"type": wire.ACK, "id": message_id(content), "state": "error", "text": problem, "code": ""})
 
     @command(wire.VIEW, wire.APPLY, wire.MODE)
-    def _request(self, content: dict, _buffers: Any) -> dict:
+    def _request(self, content: dict, _buffers: Any) -> AckFields:
         """A request from the browser; answered with its outcome after every panel on the model shows it."""
+        ack: AckFields
         try:
             _, code, text = self._run(content, from_text=True)
             ack = {"state": "done", "text": clip(text, 300), "code": code}

@@ -44,8 +44,8 @@ export function createRequests(doc, model, st, buttons, onAnswered) {
 
   /** The switch shows the newest mode click still waiting, else the model's mode; buttons their requests. */
   function fillSwitch() {
-    const newest = [...requests.open.values()].filter((r) => r.type === MSG.MODE).pop();
-    const want = newest ? newest.msg.mode : st.doneMode || st.prep.mode;
+    let want = st.doneMode || st.prep.mode;
+    for (const r of requests.open.values()) if (r.msg.type === MSG.MODE) want = r.msg.mode; // the newest last
     buttons.train.setAttribute("aria-pressed", want === "train" ? "true" : "false");
     buttons.eval.setAttribute("aria-pressed", want === "eval" ? "true" : "false");
     markPending(buttons.train, requests.of("mode:train"));
@@ -83,7 +83,7 @@ export function createRequests(doc, model, st, buttons, onAnswered) {
       setStatus("queued", `${what}: ${QUEUED}`);
     } else if (req.state === "done") {
       if (req.code) st.ran[req.type] = req.code;
-      if (req.type === MSG.MODE) st.doneMode = req.msg.mode; // until the payload that shows it arrives
+      if (req.msg.type === MSG.MODE) st.doneMode = req.msg.mode; // until the payload that shows it arrives
       setStatus("done", req.text || `${what}: done`);
     } else {
       setStatus("error", req.text || `${what} failed`);
