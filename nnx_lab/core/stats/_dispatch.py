@@ -114,4 +114,6 @@ def threads_see_jax_config() -> bool:
     """Whether work done on another thread sees this thread's jax settings: not under a thread-local
     setting (``jax.default_device(...)``, x64) that worker threads would not inherit, nor with several
     processes (each must launch the same programs in the same order): then all runs on this thread."""
-    return not jax.config.jax_enable_x64 and jax.config.jax_default_device is None and jax.process_count() == 1
+    x64 = jax.config.jax_enable_x64  # pyright: ignore[reportAttributeAccessIssue] - jax's Config sets its flags as attributes at run time
+    default_device = jax.config.jax_default_device  # pyright: ignore[reportAttributeAccessIssue] - jax's Config sets its flags as attributes at run time
+    return not x64 and default_device is None and jax.process_count() == 1

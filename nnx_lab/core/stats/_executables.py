@@ -172,10 +172,10 @@ def compile_program(lowered: Any, options: tuple[dict, ...], specs: Any) -> Any:
     disk cache when kept there, else compiled (and kept when its inputs ``specs``, arrays or
     ``ShapeDtypeStruct``s, all live on one and the same device, in one process)."""
     sharding = getattr(specs[0], "sharding", None) if specs else None
-    single = isinstance(sharding, jax.sharding.SingleDeviceSharding) and all(
-        getattr(s, "sharding", None) == sharding for s in specs
-    )
-    opened = _open() if single and jax.process_count() == 1 else None
+    if not isinstance(sharding, jax.sharding.SingleDeviceSharding) or jax.process_count() > 1:
+        return compile_lowered(lowered, options)
+    single = all(getattr(s, "sharding", None) == sharding for s in specs)
+    opened = _open() if single else None
     if opened is None:
         return compile_lowered(lowered, options)
     store, serializer = opened
@@ -231,7 +231,7 @@ def _environment(device: Any) -> tuple:
         getattr(device.client, "platform_version", ""),
         cpu_features() if device.platform == "cpu" else "",
         os.environ.get("XLA_FLAGS", ""),
-        bool(jax.config.jax_enable_x64),
+        bool(jax.config.jax_enable_x64),  # pyright: ignore[reportAttributeAccessIssue] - jax's Config sets its flags as attributes at run time
     )
 
 

@@ -19,7 +19,7 @@ import logging
 import math
 import threading
 from collections import OrderedDict
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -206,7 +206,7 @@ def histograms_fetch(pending: list) -> list[list[float] | None]:
     """``[lo, hi, c0, ..., cB-1]`` per array (None without finite values), in one device_get."""
     live = [p for p in pending if p is not None]
     try:
-        fetched = iter(jax.device_get(live))
+        fetched: Iterator[Any] = iter(jax.device_get(live))
     except (RuntimeError, ValueError):  # a buffer deleted or donated: no histograms (the rows say why)
         _log.debug("nnx_lab: fetching the histograms failed", exc_info=True)
         fetched = iter([None] * len(live))

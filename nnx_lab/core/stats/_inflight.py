@@ -44,7 +44,8 @@ def _devices(x: Any) -> tuple:
 
 def _arrived(result: Any) -> bool:
     try:
-        return all(leaf.is_ready() for leaf in jax.tree.leaves(result) if isinstance(leaf, jax.Array))
+        leaves = [leaf for leaf in jax.tree.leaves(result) if isinstance(leaf, jax.Array)]
+        return all(leaf.is_ready() for leaf in leaves)  # pyright: ignore[reportAttributeAccessIssue] - jax.Array's stub lacks is_ready (ArrayImpl has it)
     except RuntimeError:  # deleted or failed: nothing of it is left in flight
         return True
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -86,7 +87,7 @@ class PlanHints:
     of the same structure) and learned from whatever describes its arrays (the first refresh's per-array
     kernels included, so the program's first launch already has them)."""
 
-    def __init__(self, chunks: list, dtypes: list):
+    def __init__(self, chunks: list, dtypes: Mapping[int, Any]):
         # chunks: the plan's (calls, program key); dtypes: per call
         self.chunks = []
         for calls, key in chunks:

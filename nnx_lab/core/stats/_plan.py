@@ -78,16 +78,16 @@ class LaunchPlan:
             # in the background would be ready on one process before another, so they keep per-array kernels.
             xs = [arrays[i] for i in self.index]
             ranks: dict[int, str] = {}  # per kernel, per dtype: worked out once, not per array
-            names: dict[Any, str] = {}
+            dtype_names: dict[Any, str] = {}
 
             def spec(m: int) -> tuple:
                 kernel, x = self.calls[m][1], xs[m]
                 rank = ranks.get(id(kernel))
                 if rank is None:
                     rank = ranks[id(kernel)] = kernel_rank(kernel)
-                name = names.get(x.dtype)
+                name = dtype_names.get(x.dtype)
                 if name is None:
-                    name = names[x.dtype] = str(x.dtype)
+                    name = dtype_names[x.dtype] = str(x.dtype)
                 return (rank, len(x.shape), x.shape, name)
 
             for members in device_groups(xs):  # device arrays only

@@ -45,12 +45,12 @@ class Program:
         # shard): the program is the single-device program of one device's blocks, run on every device
         # at once inside one shard_map (no collective); a device's rows stay on it until fetched.
         origins = [stacked_origin(k) for k in kernels]
-        self._across = len(specs[0].sharding.device_set) > 1 and all(o is not None for o in origins)
+        outer_specs, sharding = specs, specs[0].sharding
+        n = len(sharding.device_set)
+        self._across = n > 1 and all(o is not None for o in origins)
         if self._across:
-            outer_specs, sharding = specs, specs[0].sharding
-            n = len(sharding.device_set)
             local = jax.sharding.SingleDeviceSharding(next(iter(sharding.device_set)))
-            kernels = [kernel for kernel, _ in origins]
+            kernels = [o[0] for o in origins if o is not None]  # (every one is, across devices)
             specs = [
                 jax.ShapeDtypeStruct((s.shape[0] // n,) + tuple(s.shape[1:]), s.dtype, sharding=local) for s in specs
             ]
@@ -70,7 +70,8 @@ class Program:
             np.int64,
         )  # (guesses are per array, not per shard)
         hint = {int(j): h for h, j in enumerate(self.one_pass)}
-        self._hint_dtype = np.float64 if jax.config.jax_enable_x64 else np.float32
+        x64 = jax.config.jax_enable_x64  # pyright: ignore[reportAttributeAccessIssue] - jax's Config sets its flags as attributes at run time
+        self._hint_dtype = np.float64 if x64 else np.float32
         # The guesses are two more inputs, on the device of the one-pass arrays (a program runs on one
         # set of devices, and one-pass arrays are single-device); a program without any takes none.
         hinted = len(self.one_pass) > 0
@@ -84,6 +85,7 @@ class Program:
             for members in batches_list:
                 kernel = kernels[members[0]]
                 if members[0] in hint:  # mapped over the arrays stacked (or over one, read in place)
+                    assert shifts is not None and exps is not None  # (a program with one-pass arrays is hinted)
                     at = np.asarray([hint[j] for j in members])
                     stacked = xs[members[0]][None] if len(members) == 1 else jnp.stack([xs[j] for j in members])
                     result = jax.vmap(float_one_pass)(stacked, shifts[at], exps[at])
@@ -116,20 +118,22 @@ class Program:
             if hinted
             else []
         )
+        program: Any = run
+        mesh = None
         if self._across:
-            per_device = run
-            block = sharding.spec
+            assert isinstance(sharding, jax.sharding.NamedSharding)  # (shards side by side: ._stacked.stack_sharding)
+            mesh, block = sharding.mesh, sharding.spec
 
-            def run(*blocks):  # noqa: F811 - each device's outputs, side by side: [device, rows, ...]
-                return tuple(out[None] for out in per_device(*blocks))
+            def side_by_side(*blocks):  # each device's outputs, side by side: [device, rows, ...]
+                return tuple(out[None] for out in run(*blocks))
 
-            run = jax.shard_map(
-                run, mesh=sharding.mesh, in_specs=(block,) * len(specs), out_specs=block, check_vma=False
+            program = jax.shard_map(
+                side_by_side, mesh=mesh, in_specs=(block,) * len(specs), out_specs=block, check_vma=False
             )
             specs = outer_specs
-        with own_mesh(sharding.mesh) if self._across else outside_context_mesh():
-            lowered = jax.jit(run).lower(*specs, *hints)  # (fills ``layout`` as it traces ``run``)
-        self._mesh = sharding.mesh if self._across else None
+        with own_mesh(mesh) if self._across else outside_context_mesh():
+            lowered = jax.jit(program).lower(*specs, *hints)  # (fills ``layout`` as it traces ``run``)
+        self._mesh = mesh if self._across else None
         if self._across:
             # A device's rows follow one another in the fetched outputs (see columns): an array's come
             # one per device, n in a row.

@@ -61,11 +61,10 @@ class ShardParts:
 
     def __init__(self, arrays: Sequence[Any], layers: dict | None):
         layers = layers or {}
-        self._take: list[
-            tuple[int, int | None]
-        ] = []  # per part: (array position, its shard's addressable index or None)
+        # per part: (array position, its shard's addressable index, None, or STACK)
+        self._take: list[tuple[int, int | str | None]] = []
         self.targets: list[int] = []  # per part: the array row (a layer's row for a stacked one) it counts towards
-        self.layers: dict[int, tuple[int, int]] = {}  # the parts' own layer blocks, for their launch plan
+        self.layers: dict[int, tuple[int | Stacked, int]] = {}  # the parts' own layer blocks, for their launch plan
         self.combined = np.zeros(len(arrays), bool)  # rows made of several shards' numbers
         self._stacks: dict[int, tuple] = {}  # first part slot -> (addressable indices, shape, sharding) of a stack
         covered = 0

@@ -64,7 +64,7 @@ def kernel_cache_size() -> int:
     """Executables compiled so far for statistics: one per distinct spec and kernel, plus one
     program per model structure refreshed repeatedly (see :mod:`._programs`)."""
     return (
-        sum(k._cache_size() for k in KERNELS)
+        sum(k._cache_size() for k in KERNELS)  # pyright: ignore[reportAttributeAccessIssue] - jax.jit's wrapper has no public count of its executables
         + executables_count()
         + grouped_count()
         + programs_compiled()
@@ -179,9 +179,11 @@ class PendingStats:
         """Every array's statistics as columns (waits for the devices)."""
         if self._parts is not None:
             parts = self._parts.table()
+            shards, parts_plan = self.plan.shards, self.plan.parts
+            assert shards is not None and parts_plan is not None  # (a plan with parts has both)
             with self._lock:
                 if not self._combined:
-                    self.plan.shards.combine(parts, self._table, self.plan.parts.sizes)
+                    shards.combine(parts, self._table, parts_plan.sizes)
                     self._combined = True
             return self._table
         with self._lock:
@@ -257,18 +259,21 @@ def _launch(plan: LaunchPlan, xs: list[Any], repeated: bool, defer: bool) -> lis
     the second time the structure is seen. ``defer``: raise :class:`Deferred` instead of launching
     per-array kernels while a program compiles."""
     kernels = [c[1] for c in plan.calls]
-    programs = list(plan.programs)  # a chunk's program, once compiled, is kept by the plan: no key hashed again
+    programs: list[Program | str | None] = list(
+        plan.programs
+    )  # a chunk's program, once compiled, is kept by the plan: no key hashed again
     for c, (chunk, key) in enumerate(plan.chunks):
         if programs[c] is None:
-            programs[c] = program_for(
+            found = program_for(
                 [kernels[m] for m in chunk],
                 [xs[m] for m in chunk],
                 key=key,
                 background=threads_see_jax_config(),
                 eager=repeated,
             )
-            if isinstance(programs[c], Program):
-                plan.programs[c] = programs[c]
+            programs[c] = found
+            if isinstance(found, Program):
+                plan.programs[c] = found
     if defer and COMPILING in programs:
         raise Deferred("the statistics program for this model is being compiled")
     batches: list[Batch] = []

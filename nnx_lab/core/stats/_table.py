@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -46,7 +46,7 @@ class StatsTable:
         self._plan = plan
         self._matrix: np.ndarray | None = None
 
-    def put(self, rows: list[int], floats: np.ndarray, counts: np.ndarray, exact: dict) -> None:
+    def put(self, rows: Sequence[int] | np.ndarray, floats: np.ndarray, counts: np.ndarray, exact: dict) -> None:
         self._floats[rows] = floats
         self._counts[rows] = counts
         self._filled[rows] = True
@@ -60,7 +60,7 @@ class StatsTable:
         with np.errstate(over="ignore", invalid="ignore"):
             return np.ldexp(f[:, 0], self._counts[rows, 3]), f[:, 2], f[:, 3]
 
-    def nonfinite(self, rows: list[int]) -> list[int]:
+    def nonfinite(self, rows: Sequence[int] | np.ndarray) -> list[int]:
         """Positions (in ``rows``) whose mean, std, min or max came back non-finite."""
         return np.flatnonzero(~np.isfinite(self._floats[rows, :4]).all(axis=1)).tolist()
 
@@ -115,10 +115,10 @@ class StatsTable:
             return self.errors[i]
         if not self._filled[i]:
             return None
-        values = self.matrix()[i].tolist() if values is None else values
+        row: list = self.matrix()[i].tolist() if values is None else values
         stats = {}
         for j in self._plan.stat_columns[i]:
-            v = values[j]
+            v = row[j]
             stats[STAT_NAMES[j]] = None if v != v else (int(v) if j in (6, 7) else v)
         if i in self._exact and "min" in stats:  # an integer array's extremes, exactly (not a bool's)
             stats["min"], stats["max"] = self._exact[i]
