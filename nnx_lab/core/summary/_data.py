@@ -147,10 +147,11 @@ class Summary:
                 f"+ temporaries {bytes_text(m['temp'])} - aliased {bytes_text(m['alias'])}"
             )
         else:
+            note = self.memory_note  # (a str: memory is None)
             lines.append(
-                f"Peak memory: {self.memory_note}"
-                if self.memory_note.startswith("not computed")
-                else f"Peak memory: unavailable ({self.memory_note})"
+                f"Peak memory: {note}"
+                if note is not None and note.startswith("not computed")
+                else f"Peak memory: unavailable ({note})"
             )
         if self.uncosted:
             ops = ", ".join(f"{k} x{v}" for k, v in sorted(self.uncosted.items()))

@@ -58,12 +58,12 @@ def leaves_bytes(leaves: list) -> int:
 
 
 def _sharding_text(x: Any) -> str:
-    import jax
+    from jax.core import Tracer
 
     from .. import compat
 
     # a tracer's own .sharding raises with a message jax builds by searching the program: its aval's
-    sharding = getattr(x.aval, "sharding", None) if isinstance(x, jax.core.Tracer) else getattr(x, "sharding", None)
+    sharding = getattr(x.aval, "sharding", None) if isinstance(x, Tracer) else getattr(x, "sharding", None)
     spec = getattr(sharding, "spec", None)
     mesh = getattr(sharding, "mesh", None)
     if spec is None or not getattr(mesh, "shape", None) or all(s is None for s in spec):
@@ -84,7 +84,10 @@ def _describe(x: Any, level: int) -> str:
         dtype = getattr(x.dtype, "name", None) or str(x.dtype)
         return f"{dtype}[{','.join(str(d) for d in x.shape)}]{_sharding_text(x)}"
     if isinstance(x, tuple) and hasattr(x, "_fields"):
-        return f"{type(x).__name__}(" + ", ".join(f"{k}={_describe(v, level + 1)}" for k, v in zip(x._fields, x)) + ")"
+        named: Any = x  # a namedtuple
+        return (
+            f"{type(x).__name__}(" + ", ".join(f"{k}={_describe(v, level + 1)}" for k, v in zip(named._fields, x)) + ")"
+        )
     if isinstance(x, (tuple, list)):
         inner = ", ".join(_describe(v, level + 1) for v in x)
         return f"({inner}{',' if len(x) == 1 else ''})" if isinstance(x, tuple) else f"[{inner}]"

@@ -154,7 +154,7 @@ def formula(eqn: Any) -> tuple | None:
     if name in _ZERO:
         return 0, 0, io_bytes(eqn)
     if name in _ELEMENTWISE:
-        if name == "convert_element_type" and eqn.invars[0].aval.dtype == out.dtype:
+        if name == "convert_element_type" and out is not None and eqn.invars[0].aval.dtype == out.dtype:
             return 0, 0, 0
         return _size(out), 0, io_bytes(eqn)
     if name in _TRANSCENDENTAL:

@@ -150,6 +150,8 @@ def _series_candidates(snap: Any, step: int) -> list:
     ``snap.series``, see ``_series.py``): a gradient at a step comes before the parameters it made."""
     series = getattr(snap, "series", None)
     out = []
+    if series is None:
+        return out
     for name in getattr(series, "names", ()):
         if name in series.stale:
             continue

@@ -12,6 +12,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 
 __all__ = ["Curve", "accept", "host_values", "is_real"]
 
@@ -53,7 +54,7 @@ class Curve:
 def accept(value: Any) -> tuple[Any, str | None]:
     """(what to keep, None) for a real scalar: the device array itself (read when computed) or a
     Python float; (None, why not) otherwise. Never waits for the device."""
-    if isinstance(value, jax.core.Tracer):
+    if isinstance(value, Tracer):
         return None, "a traced value (logged inside jit/grad?)"
     if isinstance(value, jax.Array):
         if value.shape and math.prod(value.shape) != 1:
@@ -90,7 +91,7 @@ def is_real(dtype: Any) -> bool:
     if got is None:
         # jax's issubdtype knows bfloat16 and the float8 types (numpy sees them as void); a PRNG key's
         # dtype (key<fry>) is none of numpy's: np.dtype() raises on it.
-        if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+        if jnp.issubdtype(dtype, jax.dtypes.prng_key):
             got = False
         else:
             got = bool(np.dtype(dtype).kind in "biu" or jnp.issubdtype(dtype, jnp.floating))

@@ -158,7 +158,7 @@ class ScalarStore:
                     if value.is_deleted():  # (is_ready() of a deleted array crashes some jaxlibs)
                         ready.append((step, ValueError("deleted (donated?) before it was read")))
                         continue
-                    if not value.is_ready():
+                    if not value.is_ready():  # pyright: ignore[reportAttributeAccessIssue] - jax's Array stub lacks is_ready (every jax array has it)
                         break
                 except RuntimeError as e:  # the computation that made it failed: said below, as a problem
                     ready.append((step, e))

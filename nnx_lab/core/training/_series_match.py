@@ -14,6 +14,7 @@ from typing import Any
 import jax
 import numpy as np
 from flax import nnx
+from jax.core import Tracer
 
 from ..compat import HIJAX_VARIABLE, get_value
 from ..graph import Path, path_key, path_text
@@ -105,7 +106,7 @@ class Entry:
 
 
 def array_problem(x: Any) -> str | None:
-    if isinstance(x, jax.core.Tracer):
+    if isinstance(x, Tracer):
         return "a tracer (logged inside a jit/grad-transformed function?)"
     if isinstance(x, jax.Array):
         try:
@@ -158,7 +159,7 @@ def match(paths: list[Path], leaves: list, index: dict, shapes: list, fixed: str
         if row < 0 and not what and source == "optimizer state" and is_step_count(path, leaf):
             entries.append(Entry(source, STEP_COUNT, quote(path_text(path)), "the optimizer's step count"))
             continue
-        if row >= 0 and (name, row) in taken:
+        if row >= 0 and prefix is not None and (name, row) in taken:  # (a row: its prefix is set)
             row, what = -1, f"a second {name} for {quote(path_text(path[len(prefix) :]))}"
         if row >= 0:
             taken.add((name, row))
