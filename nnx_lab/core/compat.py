@@ -156,7 +156,7 @@ def partition_spec_of(metadata: dict) -> Any:
             names = meta[key]
             break
     meta["out_sharding"] = meta["sharding_names"] = names
-    return spmd.get_var_pspec(_Annotated(meta))
+    return spmd.get_var_pspec(_Annotated(meta))  # pyright: ignore[reportArgumentType] - a stand-in: flax reads only get_metadata()
 
 
 def iter_graph(node: Any) -> Iterator[tuple[tuple, Any]]:

@@ -9,7 +9,7 @@ imports the one above it.
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -106,7 +106,7 @@ def _series(snap: Any) -> Any:
     )
 
 
-def _series_columns(snap: Any) -> list[tuple[str, callable]]:
+def _series_columns(snap: Any) -> list[tuple[str, Callable[[Any], str]]]:
     """The series columns the live viewer shows (‖grad‖, ‖g‖/‖θ‖, ‖Δθ‖/‖θ‖), then each optimizer
     state's norm (``‖mu‖``: the viewer shows it under its "statistics of" switch)."""
     series = _series(snap)
@@ -116,9 +116,9 @@ def _series_columns(snap: Any) -> list[tuple[str, callable]]:
     index = {id(r): i for i, r in enumerate(rows)}
     param_norm = np.array([np.nan if (r.stats or {}).get("norm") is None else r.stats["norm"] for r in rows], float)
 
-    def column(label: str, values: np.ndarray) -> tuple[str, callable]:
-        values = [None if v != v else v for v in values.tolist()]
-        return label, lambda r: format_stat(values[index[id(r)]])
+    def column(label: str, values: np.ndarray) -> tuple[str, Callable[[Any], str]]:
+        shown = [None if v != v else v for v in values.tolist()]
+        return label, lambda r: format_stat(shown[index[id(r)]])
 
     def norms(name: str) -> np.ndarray:
         values = (series.stats_dict(name, i)["norm"] for i in range(len(rows)))
@@ -181,7 +181,7 @@ def status_text(row: Any) -> str:
     return ": ".join(part for part in (status, row.note or "") if part)
 
 
-def _columns(snap: Any, series: bool = False) -> list[tuple[str, callable]]:
+def _columns(snap: Any, series: bool = False) -> list[tuple[str, Callable[[Any], str]]]:
     rows = snap.rows
     cols = [
         ("path", path_cell),

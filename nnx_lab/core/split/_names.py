@@ -56,8 +56,9 @@ def _name_of(f: Any) -> str | None:
         return f"not_{inner}" if inner else None
     if isinstance(f, (tuple, filterlib.Any, filterlib.All)):
         parts = [_name_of(p) for p in (f if isinstance(f, tuple) else f.predicates)]
+        named = [p for p in parts if p]
         joiner = "_and_" if isinstance(f, filterlib.All) else "_or_"
-        return joiner.join(parts) if all(parts) else None
+        return joiner.join(named) if len(named) == len(parts) else None
     name = getattr(f, "__name__", None)
     return None if name == "<lambda>" else name
 

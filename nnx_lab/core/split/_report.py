@@ -83,7 +83,7 @@ class SplitReport:
         groups: dict[tuple[int, int], list[str]] = {}
         for r in self.shadowed:
             for later in r.matched_by[1:]:
-                groups.setdefault((r.taken_by, later), []).append(r.row.path_text)
+                groups.setdefault((r.matched_by[0], later), []).append(r.row.path_text)  # (= taken_by)
         for (first, later), paths in groups.items():
             shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
             lines.append(

@@ -40,7 +40,9 @@ def filter_code(only: Any, namespace: Mapping[str, Any] | None = None) -> str | 
         return repr(only)
     if isinstance(only, (tuple, list)):
         parts = [filter_code(f, namespace) for f in only]
-        if None not in parts:
+        known = [p for p in parts if p is not None]
+        if len(known) == len(parts):
+            parts = known
             return f"({parts[0]},)" if len(parts) == 1 else f"({', '.join(parts)})"
     elif isinstance(only, filterlib.OfType):
         return filter_code(only.type, namespace)
@@ -56,7 +58,9 @@ def filter_code(only: Any, namespace: Mapping[str, Any] | None = None) -> str | 
     elif isinstance(only, (nnx.All, nnx.Any, nnx.Not)):
         inner = only.predicates if isinstance(only, (nnx.All, nnx.Any)) else (only.predicate,)
         parts = [filter_code(f, namespace) for f in inner]
-        if None not in parts:
+        known = [p for p in parts if p is not None]
+        if len(known) == len(parts):
+            parts = known
             return f"nnx.{type(only).__name__}({', '.join(parts)})"
     if namespace is not None:
         return next((k for k, v in namespace.items() if v is only and not k.startswith("_")), None)

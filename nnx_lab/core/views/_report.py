@@ -202,8 +202,8 @@ def view_report(model: Any, *, only: Any = ...) -> ViewReport:
             continue
         if compat.set_view(module):
             views = _module_views(path, module)
-        elif isinstance(_current(module, "training"), (bool, type(None))) and hasattr(module, "training"):
-            views = _attribute_views(path, module)
+        elif isinstance(training := _current(module, "training"), (bool, type(None))) and hasattr(module, "training"):
+            views = _attribute_views(path, module, training)
         else:
             continue
         modules.append(dataclasses.replace(views, aliases=aliases_at(path, shared)))
@@ -228,6 +228,6 @@ def _module_views(path: Path, module: nnx.Module) -> ModuleViews:
     return ModuleViews(path, type(module).__name__, args, signature, type(module))
 
 
-def _attribute_views(path: Path, module: nnx.Module) -> ModuleViews:
-    arg = ViewArg("training", "bool | None", None, _ATTRIBUTE_DOC, module.training, "tri_bool")
+def _attribute_views(path: Path, module: nnx.Module, training: bool | None) -> ModuleViews:
+    arg = ViewArg("training", "bool | None", None, _ATTRIBUTE_DOC, training, "tri_bool")
     return ModuleViews(path, type(module).__name__, (arg,), "training attribute", type(module), has_set_view=False)
