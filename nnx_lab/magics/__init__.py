@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class
-from traitlets import Float, Int, TraitError
+from traitlets import Float, Int, TraitError, TraitType
 from traitlets.config.loader import DeferredConfig, LazyConfigValue
 
 from ..core.checks import MAX_BINS, MAX_RATE, MAX_ROWS, check_number
@@ -45,14 +45,23 @@ from ._views import nnx_mode, nnx_view
 __all__ = ["NnxLabMagics"]
 
 
-class _Bounded:
+if TYPE_CHECKING:
+
+    class _Trait(TraitType):
+        """What _Bounded is mixed into, for the checker: a TraitType with a validate (Int, Float)."""
+
+        def validate(self, obj: Any, value: Any) -> Any: ...
+
+else:
+    _Trait = object
+
+
+class _Bounded(_Trait):
     """A configurable number checked as its option is (``core.checks.check_number``) on the value as
     given, before traitlets converts it (``Float`` would take ``True`` as 1.0)."""
 
-    name: str | None  # the option's name: set by traitlets' TraitType, the class this one is mixed into
-
     def __init__(self, default: Any, low: float, high: float, help: str, **kwargs: Any):
-        super().__init__(default, help=help)  # type: ignore[call-arg]
+        super().__init__(default, help=help)
         self._bounds = (low, high, kwargs)
 
     def validate(self, obj: Any, value: Any) -> Any:
@@ -61,7 +70,7 @@ class _Bounded:
             check_number(value, f"NnxLabMagics.{self.name}", low, high, **kwargs)
         except ValueError as e:
             raise TraitError(str(e)) from None
-        return super().validate(obj, value)  # type: ignore[misc]
+        return super().validate(obj, value)
 
 
 class _BoundedInt(_Bounded, Int):
