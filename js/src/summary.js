@@ -16,6 +16,7 @@ import {
   columnsFor,
   headerTitle,
   nextSort,
+  ownPath,
   prepare,
   share,
   showingText,
@@ -113,7 +114,7 @@ function render({ model, el }) {
         "td",
         { class: "c-path", title: r.path_text, style: `padding-left:${6 + (Number(r.depth) || 0) * INDENT}px` },
         h(doc, "span", { class: "tog" }, parent ? (open ? "\u25BE" : "\u25B8") : ""),
-        r.path_text,
+        ownPath(prep, i),
       );
     }
     if (c.id === "flops") {

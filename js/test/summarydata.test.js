@@ -2,7 +2,16 @@
 // ancestors, collapse, the FLOPs share.
 import test from "node:test";
 import assert from "node:assert/strict";
-import { allParents, columnsFor, nextSort, prepare, share, showingText, visibleRows } from "../src/summary/data.js";
+import {
+  allParents,
+  columnsFor,
+  nextSort,
+  ownPath,
+  prepare,
+  share,
+  showingText,
+  visibleRows,
+} from "../src/summary/data.js";
 
 const row = (path_text, depth, flops, cls = "Linear") => ({ path_text, depth, flops, cls, params: flops / 10 });
 const PAYLOAD = {
@@ -60,4 +69,23 @@ test("share of FLOPs and the backward column", () => {
   assert.equal(share(prepare({ rows: [row("m", 0, 5)], total_flops: 0 }), 0), 0);
   assert.ok(!columnsFor({}).some((c) => c.id === "bwd"));
   assert.ok(columnsFor({ backward: true }).some((c) => c.id === "bwd"));
+});
+
+test("a row shows what its path adds to its parent's; the root's children and strangers in full", () => {
+  const prep = prepare({
+    rows: [
+      row("(Net)", 0, 0, "Net"),
+      row("blocks", 1, 0, "Sequential"),
+      row("blocks.layers[0]", 2, 0, "Block"),
+      row("blocks.layers[0].mha", 3, 0, "MultiHeadAttention"),
+      row("head", 3, 0), // a module called from inside another: not under its path
+      row("blocksx", 2, 0), // a prefix that is not a path step
+      row("layers", 1, 0, "List"),
+      row("layers[2]", 2, 0),
+    ],
+  });
+  assert.deepEqual(
+    prep.rows.map((_, i) => ownPath(prep, i)),
+    ["(Net)", "blocks", "layers[0]", "mha", "head", "blocksx", "layers", "[2]"],
+  );
 });

@@ -79,3 +79,25 @@ def test_a_model_without_random_bits_has_no_mark_nor_footnote():
     s = nnx_lab.summary(nnx.Linear(4, 8, rngs=nnx.Rngs(0)), jnp.ones((3, 4)), memory=False)
     assert s.rows[0].rng_flops == 0 and "*" not in s.to_text() and s.rng_note() is None
     assert "random" not in " ".join(payload(s)["header"])
+
+
+def test_alike_dropouts_are_said_once_in_the_footnote():
+    """A transformer's Dropouts (one per block, the same shapes) make one clause of the footnote, with
+    their count and the first three paths, not a paragraph naming each."""
+
+    class Parallel(nnx.Module):
+        def __init__(self):
+            self.a, self.b, self.c, self.d, self.e = (Block() for _ in range(5))
+
+        def __call__(self, x):
+            return sum(blk(x) for blk in (self.a, self.b, self.c, self.d, self.e))
+
+    s = nnx_lab.summary(Parallel(), jnp.ones((3, 4)), memory=False)
+    drop = s["a.drop"]
+    note = s.rng_note()
+    assert note is not None
+    assert (
+        f"5 Dropout calls, {drop.rng_flops:,} of their {drop.flops:,} each: "
+        "a.drop, b.drop, c.drop and 2 more"
+    ) in note
+    assert "d.drop" not in note and note.count("Dropout") == 2  # the clause, and "e.g. a Dropout's mask"

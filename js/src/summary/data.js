@@ -77,6 +77,21 @@ export function prepare(payload) {
   return { rows, parent, kids, roots, total, n: rows.length };
 }
 
+/**
+ * Row `i`'s path as its tree row shows it: what it adds to its parent row's path ("mha" under
+ * "blocks[0]", "[0]" under "layers"), or the whole path where it is not under its parent's (the
+ * root's children, a module called from elsewhere). The row's title keeps the whole path.
+ */
+export function ownPath(prep, i) {
+  const text = String(prep.rows[i].path_text ?? "");
+  const p = prep.parent[i];
+  if (p < 0) return text;
+  const base = String(prep.rows[p].path_text ?? "");
+  if (base && text.startsWith(`${base}.`) && text.length > base.length + 1) return text.slice(base.length + 1);
+  if (base && text.startsWith(`${base}[`)) return text.slice(base.length);
+  return text;
+}
+
 /** A row's share of the model's FLOPs, 0..1 (0 when the model has none). */
 export function share(prep, i) {
   const f = Number(prep.rows[i].flops) || 0;

@@ -196,7 +196,7 @@ class Summary:
     def rng_note(self) -> str | None:
         """The footnote of the FLOPs marked ``*``: how many generate random bits, and where."""
         rows = self.rows
-        where = []
+        where: dict[tuple[str, int, int], list[str]] = {}  # (class, random-bit FLOPs, FLOPs) -> paths
         for i, r in enumerate(rows):
             if not r.rng_flops or r.layer is not None:
                 continue
@@ -207,10 +207,19 @@ class Summary:
                 if q.layer is None and q.depth == r.depth + 1:
                     inner += q.rng_flops
             if inner < r.rng_flops:
-                where.append(f"{r.path or self.model_class} ({r.cls}): {r.rng_flops:,} of its {r.flops:,}")
+                where.setdefault((r.cls, r.rng_flops, r.flops), []).append(r.path or self.model_class)
         if not where:
             return None
-        return f"{RNG_MARK} {RNG_WHY}: " + "; ".join(where)
+        parts = []
+        for (cls, rng, flops), paths in where.items():  # alike calls (a model's Dropouts) said once
+            if len(paths) == 1:
+                parts.append(f"{paths[0]} ({cls}): {rng:,} of its {flops:,}")
+            else:
+                named = ", ".join(paths[:RNG_NAMED]) + (
+                    f" and {len(paths) - RNG_NAMED} more" if len(paths) > RNG_NAMED else ""
+                )
+                parts.append(f"{len(paths)} {cls} calls, {rng:,} of their {flops:,} each: {named}")
+        return f"{RNG_MARK} {RNG_WHY}: " + "; ".join(parts)
 
     def __repr__(self) -> str:
         return f"<Summary {self.model_class}.{self.method}: {len(self.rows)} rows, {count_text(self.flops)} FLOPs>"
@@ -265,6 +274,8 @@ class Summary:
 
 #: marks a FLOPs figure that includes random-bit generation; the footnote (``Summary.rng_note``) says why
 RNG_MARK = "*"
+#: paths the footnote names for alike calls; the rest are counted
+RNG_NAMED = 3
 RNG_WHY = "includes random-bit generation (jax.random's threefry hash, e.g. a Dropout's mask), FLOPs as XLA counts them"
 
 
