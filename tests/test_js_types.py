@@ -84,3 +84,27 @@ def test_tsc_rejects_js_that_uses_a_field_python_renamed(tmp_path, monkeypatch):
     out = result.stdout + result.stderr
     assert result.returncode != 0, out
     assert "src/viewer.js" in out and "'stat' does not exist in type 'HistoryRequest'" in out, out
+
+
+def test_tsc_rejects_js_that_reads_a_trait_field_python_renamed(tmp_path, monkeypatch):
+    """The synced traits' payloads (nnx_lab/widgets/traits.py) are written into wire.d.ts too."""
+    js = _js_copy(tmp_path)
+    spec = importlib.util.spec_from_file_location("js_constants", REPO / "tools" / "js_constants.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    from nnx_lab.widgets import traits
+
+    # Python's viewer snapshot calls its gradients/optimizer columns "columns" now; the viewer reads "series"
+    class ViewerSnapshot(traits.SnapshotPayload, total=False):
+        columns: dict[str, typing.Any]
+
+    monkeypatch.setattr(
+        traits, "PAYLOADS", tuple(ViewerSnapshot if c is traits.ViewerSnapshot else c for c in traits.PAYLOADS)
+    )
+    text = tool.wire_text()
+    assert "  columns?: Record<string, any>;" in text
+    (js / "src" / "shared" / "wire.d.ts").write_text(text, encoding="utf-8")
+    result = _tsc(js)
+    out = result.stdout + result.stderr
+    assert result.returncode != 0, out
+    assert "src/viewer.js" in out and "'series' does not exist on type 'Partial<ViewerSnapshot>'" in out, out

@@ -116,6 +116,18 @@ def wire_text() -> str:
         unions[union] = " | ".join(cls.__name__ for cls in classes)
     for union, members in unions.items():
         lines.append(f"export type {union} = {members};")
+    from nnx_lab.widgets import traits  # the synced traits' payloads (typed, checked at assignment)
+
+    lines.append("// The widgets' synced traits (nnx_lab/widgets/traits.py).")
+    for cls in traits.PAYLOADS:
+        doc = (cls.__doc__ or "").strip()
+        if doc and not doc.startswith(cls.__name__ + "("):
+            lines.append("/** " + " ".join(doc.split()) + " */")
+        lines.append(f"export interface {cls.__name__} {{")
+        for key, hint in typing.get_type_hints(cls).items():
+            optional = "" if key in cls.__required_keys__ else "?"
+            lines.append(f"  {key}{optional}: {ts_type(hint)};")
+        lines.append("}")
     sent = {typing.get_args(typing.get_type_hints(c)["type"])[0] for c in (*wire.TO_BROWSER, *wire.TO_PYTHON)}
     if known - sent:
         raise TypeError(f"nnx_lab/widgets/wire.py: no TypedDict for the messages {sorted(known - sent)}")

@@ -26,7 +26,15 @@ import { MSG } from "./shared/constants.js";
 // snapshot updates wait for the next frame, so that bursts of them coalesce.
 const NOW = { sync: true };
 
-/** @param {import("./shared/model").RenderProps} props */
+/**
+ * @typedef {object} ViewerTraits the viewer's synced traits (nnx_lab/widgets/viewer.py, typed by traits.py)
+ * @property {import("./shared/wire").ViewerSnapshot} snapshot
+ * @property {import("./shared/wire").ViewerStatus} status
+ * @property {Partial<import("./shared/wire").Alert>} alert {} when none
+ * @property {string} sparkline_stat
+ */
+
+/** @param {import("./shared/model").RenderProps<ViewerTraits>} props */
 function render({ model, el }) {
   const t0 = performance.now();
   const doc = el.ownerDocument || document;
@@ -145,6 +153,7 @@ function render({ model, el }) {
   const rowCount = (p) => (p.rows && p.rows.parent ? p.rows.parent.length : 0);
 
   function onSnapshot(initial = false) {
+    /** @type {Partial<import("./shared/wire").ViewerSnapshot>} */
     const next = model.get("snapshot") || {};
     const meta = next.series;
     show({ ...next, seriesData: meta ? readSeries(meta, meta.values, rowCount(next)) : null }, initial);

@@ -207,6 +207,24 @@ class ViewsPayload(_ViewsBase, total=False):
     gone: bool
 
 
+#: every synced payload, written as TypeScript into js/src/shared/wire.d.ts by tools/js_constants.py
+PAYLOADS = (
+    SnapshotPayload,
+    ViewerSnapshot,
+    ViewerStatus,
+    Alert,
+    CaptureStatus,
+    CaptureControls,
+    CaptureReport,
+    ComparisonPayload,
+    LedgerPayload,
+    NonfiniteReport,
+    SplitReport,
+    SummaryPayload,
+    ViewsPayload,
+)
+
+
 # -- checking ------------------------------------------------------------------------------------
 Check = Callable[[object], "str | None"]  # why a value is not of a type (None: it is)
 

@@ -114,3 +114,148 @@ export interface ToggleModulesRequest {
 }
 export type ToBrowser = Ack | Stats | History | Scalars | Since;
 export type ToPython = StatsRequest | RefreshRequest | HistoryRequest | ScalarsRequest | ClearAlertRequest | CompareToRequest | ViewRequest | ApplyRequest | ModeRequest | ToggleTypeRequest | ToggleMethodsRequest | ToggleModuleRequest | ToggleModulesRequest;
+// The widgets' synced traits (nnx_lab/widgets/traits.py).
+/** ``Snapshot.to_dict()``: columns of the rows and their statistics (core/snapshot). */
+export interface SnapshotPayload {
+  version: number;
+  root_type: string;
+  nodes: Record<string, any[]>;
+  rows: Record<string, any[]>;
+  stats: Record<string, (number | null)[]>;
+  tables: Record<string, any[]>;
+  totals: Record<string, Record<string, number>>;
+  devices: Record<string, any>;
+}
+/** A viewer's ``snapshot`` trait: the rows and the refresh and structure they belong to. */
+export interface ViewerSnapshot {
+  version: number;
+  root_type: string;
+  nodes: Record<string, any[]>;
+  rows: Record<string, any[]>;
+  stats: Record<string, (number | null)[]>;
+  tables: Record<string, any[]>;
+  totals: Record<string, Record<string, number>>;
+  devices: Record<string, any>;
+  refresh: number;
+  structure: number;
+  series?: Record<string, any>;
+}
+/** A viewer's status line (core/live's StatusLine.to_dict; the checkpoint viewer's). */
+export interface ViewerStatus {
+  state: "waiting" | "live" | "error" | "missing" | "gone" | "static";
+  message: string;
+  last_refresh: number | null;
+  refreshes: number | null;
+  cost_ms?: number | null;
+  device_ms?: number | null;
+  interval_s?: number;
+}
+/** A viewer's NaN/Inf alert (core.training's NonfiniteAlert.to_dict), or ``{}`` when none. */
+export interface Alert {
+  step: number;
+  refresh: number;
+  where: string;
+  source: string;
+  nan: number;
+  inf: number;
+  outside: boolean;
+  now_variables: number;
+  now_scalars: string[];
+  head: string;
+  tail: string;
+}
+/** The capture panel's and report's status line. */
+export interface CaptureStatus {
+  target: string;
+  message: string;
+  level: "" | "error";
+  calls?: number;
+  kind?: "call" | "grads";
+  elapsed_ms?: number;
+  loss?: number | null;
+}
+/** The capture panel's toggles (core.capture's CaptureToggles.to_dict) and its answer state. */
+export interface CaptureControls {
+  rev: number;
+  types: Record<string, any>[];
+  methods: boolean;
+  modules: Record<string, any>[];
+  answered: number | number | string | null;
+  pending: boolean;
+}
+/** A capture report (core.capture's CaptureReport.to_dict). */
+export interface CaptureReport {
+  snapshot: SnapshotPayload;
+  hist: Record<string, any>;
+  grads: Record<string, any> | null;
+  messages: any[];
+  types: string[];
+  seen: string[];
+}
+/** ``nnx_lab.compare``'s widget data (core.compare's comparison_payload). */
+export interface ComparisonPayload {
+  verdict: string;
+  a_type: string;
+  b_type: string;
+  tol: number;
+  loadable: boolean;
+  identical: boolean;
+  counts: Record<string, number>;
+  statuses: Record<string, string>;
+  modules: Record<string, any>[];
+  rows: Record<string, any>[];
+}
+/** ``nnx_lab.memory``'s widget data (core.render's memory_payload). */
+export interface LedgerPayload {
+  title: string;
+  note: string;
+  devices: Record<string, any>[];
+  rows: Record<string, any>[];
+  left: string;
+  empty: string;
+  freeing_title: string;
+  freeing_note: string;
+  freeing: Record<string, any>[];
+}
+/** ``find_nonfinite``'s widget data (core.nonfinite's NonfiniteReport.payload): strings only. */
+export interface NonfiniteReport {
+  verdict: string;
+  direction: "forward" | "backward" | "finite";
+  lines: string[];
+  bad: Record<string, string>[];
+  bad_leaves: any[];
+  rows: Record<string, any>[];
+  bad_caption: string;
+  note: string;
+}
+/** ``%%nnx_split``'s report (core.split's SplitReport.to_dict) with its code and names. */
+export interface SplitReport {
+  root_type: string;
+  filters: Record<string, any>[];
+  rows: Record<string, any[]>;
+  problems: any[];
+  code: string;
+  names: string[];
+}
+/** ``nnx_lab.summary``'s widget data (widgets/summary.py's payload). */
+export interface SummaryPayload {
+  title: string;
+  header: string[];
+  rows: Record<string, any>[];
+  total_flops: number;
+  backward: boolean;
+}
+/** The view panel's data (widgets/views.py); ``gone``: its model went. */
+export interface ViewsPayload {
+  variant: "views" | "modes";
+  root: string;
+  target: string;
+  default_name: string;
+  mode: string;
+  summary: string;
+  disagreeing: any[];
+  message: string;
+  base_only: string;
+  classes: Record<string, any>[];
+  gone?: boolean;
+}
