@@ -70,6 +70,8 @@ class GraphWalk:
     leaves: list[Leaf]
     nodes: dict[Path, str]  # container path -> class name (Module, List, Dict, State, dict...)
     root_type: str
+    # from jax's flattening (its order): the leaves are its Variables, each where jax reaches it
+    flat: bool = False
 
 
 def _is_array_leaf(value: Any) -> bool:
@@ -262,7 +264,7 @@ def _flat_walk(obj: Any) -> GraphWalk | None:
     found = {id(o) for o in objects.values()}
     if len(found) != len(objects) or any(id(n) not in found for n in graph_nodes):
         return None
-    return GraphWalk(leaves, nodes, type(obj).__name__)
+    return GraphWalk(leaves, nodes, type(obj).__name__, flat=True)
 
 
 def check_inspectable(obj: Any) -> None:

@@ -87,18 +87,17 @@ class Described:
 
 def describe(obj: Any, *, stats: bool = True) -> Described:
     """Walk ``obj`` with flax and describe every Variable (no cache)."""
-    return _without_stats(_walk(obj)[1], stats)
+    return _without_stats(_described(walk_graph(obj)), stats)
 
 
 def _without_stats(described: Described, stats: bool) -> Described:
     return described if stats else dataclasses.replace(described, live=[], arrays=[])
 
 
-def _walk(obj: Any) -> tuple[GraphWalk, Described]:
-    walk = walk_graph(obj)
+def _described(walk: GraphWalk) -> Described:
     rows = [describe_leaf(leaf) for leaf in walk.leaves]
     live = [i for i, row in enumerate(rows) if row.status == "ok"]
-    return walk, Described(
+    return Described(
         rows, walk.nodes, walk.root_type, devices_of(walk.leaves), live, [walk.leaves[i].value for i in live]
     )
 
@@ -108,11 +107,14 @@ class _Structure:
     treedef: Any
     positions: list[int]  # per array row: its position among the flattened leaves
     specs: list[tuple]  # per array row: (type, shape, dtype, sharding)
-    described: Described  # arrays emptied: the structure holds no array
-    live_k: list[int]  # per live row (status ok): its index into positions
     visits: list[int]  # the containers jax entered, in order (graph.flatten's visits): ids, no objects
     leaves: list[Leaf]  # the walk's leaves, each array left out (its value None): see walk()
     array_rows: list[int]  # per array row: its index among the leaves (and rows)
+    nodes: dict
+    root_type: str
+    # the rows, arrays emptied (None until a snapshot asks: compare reads the walk alone)
+    described: Described | None = None
+    live_k: list[int] = dataclasses.field(default_factory=list)  # per live row (status ok): its index into positions
     plans: dict = dataclasses.field(default_factory=dict)  # launch plans, by the layout of the series' arrays
     pattern: tuple[int, ...] | None = None  # which visits meet the same container (see _sharing)
 
@@ -133,21 +135,24 @@ class StructureCache:
         unchanged (``reused``), else walked with flax."""
         s, values, flat = self._reuse(obj)
         if s is None:
-            return _without_stats(self._walk(obj, flat)[1], stats)
+            described = _described(self._walk(obj, flat))
+            s = self._structure
+            if s is not None:
+                self._keep(s, described)
+            return _without_stats(described, stats)
+        if s.described is None:  # walked for compare: its rows described once, now
+            described = _described(_filled(s, values))
+            if not self._keep(s, described):
+                return _without_stats(described, stats)
         d = s.described
+        assert d is not None
         return _without_stats(dataclasses.replace(d, arrays=[values[k] for k in s.live_k], reused=True), stats)
 
     def walk(self, obj: Any) -> GraphWalk:
         """``walk_graph(obj)``: the remembered walk with the arrays now at its positions while its
         structure is unchanged, else walked with flax (what ``compare`` reads of a model)."""
         s, values, flat = self._reuse(obj)
-        if s is None:
-            return self._walk(obj, flat)[0]
-        leaves = list(s.leaves)
-        for k, i in enumerate(s.array_rows):
-            leaves[i] = dataclasses.replace(leaves[i], value=values[k])
-        d = s.described
-        return GraphWalk(leaves, dict(d.nodes), d.root_type)
+        return self._walk(obj, flat) if s is None else _filled(s, values)
 
     def _reuse(self, obj: Any) -> tuple[_Structure | None, list, _Flat | None]:
         """(the structure, the arrays at its positions, None) when ``obj`` has the remembered structure;
@@ -184,11 +189,22 @@ class StructureCache:
             s.visits, s.pattern = visits, None
         return s, values, None
 
-    def _walk(self, obj: Any, flat: _Flat | None) -> tuple[GraphWalk, Described]:
+    def _walk(self, obj: Any, flat: _Flat | None) -> GraphWalk:
         self.walks += 1
-        walk, described = _walk(obj)
-        self._structure = _build(obj, walk.leaves, described, flat)
-        return walk, described
+        walk = walk_graph(obj)
+        self._structure = _build(obj, walk, flat)
+        return walk
+
+    def _keep(self, s: _Structure, described: Described) -> bool:
+        """Keep ``described``'s rows with the structure, or forget the structure where a row's status
+        would not follow from it alone; whether kept."""
+        k_of_row = {i: k for k, i in enumerate(s.array_rows)}
+        if any(row.status not in _STABLE for row in described.rows) or any(i not in k_of_row for i in described.live):
+            self._structure = None
+            return False
+        s.described = dataclasses.replace(described, arrays=[])
+        s.live_k = [k_of_row[i] for i in described.live]
+        return True
 
     @property
     def plan(self) -> Any:
@@ -255,15 +271,41 @@ def _flat_paths(obj: Any) -> list[Path] | None:
     return paths
 
 
-def _build(obj: Any, walk_leaves: list[Leaf], described: Described, flat: _Flat | None) -> _Structure | None:
+_ARRAYS = (jax.Array, jax.ShapeDtypeStruct, np.ndarray)
+
+
+def _build(obj: Any, walk: GraphWalk, flat: _Flat | None) -> _Structure | None:
     """The structure to reuse, or None where jax's flattening and flax's walk do not agree."""
-    if flat is None or len(walk_leaves) != len(described.rows):
+    if flat is None:
         return None
     leaves = flat.leaves
-    if any(row.status not in _STABLE for row in described.rows):
-        return None
     if not all(isinstance(v, (jax.Array, jax.ShapeDtypeStruct)) and not isinstance(v, Tracer) for v in leaves):
         return None
+    if not _none_deleted(leaves):
+        return None
+    array_rows = [i for i, leaf in enumerate(walk.leaves) if isinstance(leaf.value, _ARRAYS)]
+    if (
+        walk.flat
+        and len(array_rows) == len(walk.leaves) == len(leaves)
+        and all(v is leaf.value for v, leaf in zip(leaves, walk.leaves))
+    ):
+        # jax's walk, one array per Variable: the k-th leaf of both flattens is the k-th Variable's
+        positions: list[int] | None = list(range(len(leaves)))
+    else:
+        positions = _positions(obj, walk.leaves, leaves)
+    if positions is None:
+        return None
+    specs = [(type(v), v.shape, v.dtype, getattr(v, "sharding", None)) for v in (leaves[p] for p in positions)]
+    bare = list(walk.leaves)
+    for i in array_rows:
+        leaf = bare[i]
+        bare[i] = Leaf(leaf.path, leaf.type_name, None, leaf.metadata, leaf.aliases, leaf.param)
+    return _Structure(flat.treedef, positions, specs, flat.visits, bare, array_rows, dict(walk.nodes), walk.root_type)
+
+
+def _positions(obj: Any, walk_leaves: list[Leaf], leaves: list) -> list[int] | None:
+    """Per array leaf of the walk, its position among the flattened ``leaves``, matched by path (None
+    where a flattened leaf is not at a path the walk names, or an array not at its own path)."""
     try:
         paths = _flat_paths(obj)
     except Exception as e:  # noqa: BLE001 - boundary: a user's pytree nodes may raise anything; walked every time
@@ -278,36 +320,27 @@ def _build(obj: Any, walk_leaves: list[Leaf], described: Described, flat: _Flat 
         where.setdefault(path, p)
     named: set[Path] = set()
     positions: list[int] = []
-    array_rows: list[int] = []
-    for i, (leaf, row) in enumerate(zip(walk_leaves, described.rows)):
-        named.update((row.path, *row.aliases))
-        if isinstance(leaf.value, (jax.Array, jax.ShapeDtypeStruct, np.ndarray)):
-            p = where.get(row.path)
+    for leaf in walk_leaves:
+        named.update((leaf.path, *leaf.aliases))
+        if isinstance(leaf.value, _ARRAYS):
+            p = where.get(leaf.path)
             if p is None or leaves[p] is not leaf.value:
                 return None
             positions.append(p)
-            array_rows.append(i)
-        elif row.path in where:
+        elif leaf.path in where:
             return None
-    if not set(paths) <= named or len(array_rows) != len(set(positions)):
+    if not set(paths) <= named or len(positions) != len(set(positions)):
         return None
-    k_of_row = {i: k for k, i in enumerate(array_rows)}
-    if any(i not in k_of_row for i in described.live):
-        return None
-    specs = [(type(v), v.shape, v.dtype, getattr(v, "sharding", None)) for v in (leaves[p] for p in positions)]
-    bare = list(walk_leaves)
-    for i in array_rows:
-        bare[i] = dataclasses.replace(bare[i], value=None)
-    return _Structure(
-        flat.treedef,
-        positions,
-        specs,
-        dataclasses.replace(described, arrays=[]),
-        [k_of_row[i] for i in described.live],
-        flat.visits,
-        bare,
-        array_rows,
-    )
+    return positions
+
+
+def _filled(s: _Structure, values: list) -> GraphWalk:
+    """The remembered walk with ``values`` (the arrays now at its positions) in its leaves."""
+    leaves = list(s.leaves)
+    for k, i in enumerate(s.array_rows):
+        leaf = leaves[i]
+        leaves[i] = Leaf(leaf.path, leaf.type_name, values[k], leaf.metadata, leaf.aliases, leaf.param)
+    return GraphWalk(leaves, dict(s.nodes), s.root_type)
 
 
 #: How many objects' structures one-off snapshots and ``compare`` remember (by weak reference).
