@@ -84,8 +84,11 @@ export function rowEl(doc, prep, cols, r) {
   const aliases = rows.aliases[r];
   let title = path || "(root)";
   if (aliases.length) title += `\nalso reachable as: ${aliases.join(", ")}`;
-  const pathTd = h(doc, "td", { class: "c-path", title }, path || "(root)");
-  if (aliases.length) pathTd.appendChild(h(doc, "span", { class: "alias" }, `= ${aliases.join(", ")}`));
+  // One left-to-right run in a right-to-left cell: a path too long for the column loses its start
+  // ("…layers[0].mha.key.kernel"), not the end that tells its rows apart.
+  const text = h(doc, "span", { class: "pt" }, path || "(root)");
+  if (aliases.length) text.appendChild(h(doc, "span", { class: "alias" }, `= ${aliases.join(", ")}`));
+  const pathTd = h(doc, "td", { class: "c-path", title }, text);
   const type = rows.type[r];
   const nbytes = rows.nbytes[r];
   const shape = fmtShape(rows.shape[r]);
