@@ -176,6 +176,8 @@ def test_everything_finite_says_so():
     assert report.direction is None and report.module_path is None
     assert str(report).startswith("find_nonfinite: everything finite (14 module calls)")
     assert report.to_dict()["direction"] is None
+    shown = report.payload()  # the widget: the verdict, and what was checked under it once
+    assert shown["verdict"] == "everything finite (14 module calls)." and report.note and shown["note"] == report.note
     assert_unchanged(model, before)
 
 

@@ -172,7 +172,11 @@ class NonfiniteReport:
             for i, c in enumerate(self.path_calls)
         ]
         return {
-            "verdict": text[0].removeprefix("find_nonfinite: "),
+            # (finite: the one line ends with the note, which the widget shows under the verdict)
+            "verdict": text[0]
+            .removeprefix("find_nonfinite: ")
+            .removesuffix(self.note if self.direction is None else "")
+            .strip(),
             "direction": self.direction or "finite",
             "lines": lines,
             "bad": bad,
