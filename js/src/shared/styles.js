@@ -112,6 +112,16 @@ export function dataBarCss(R, sel) {
   return `${R} ${sel}{position:absolute;left:0;bottom:1px;height:3px;background:${BAR}}`;
 }
 
+/**
+ * A flat table's path cell `sel` (its text in a `.pt` span) that, too long for its column, loses
+ * its start ("…layers[0].mha.key.kernel") instead of the end that tells its rows apart: one
+ * left-to-right run in a right-to-left cell. (A tree table's rows show their last step instead.)
+ */
+export function keepEndCss(R, sel) {
+  return `${R} ${sel}{direction:rtl;text-align:left}
+${R} ${sel} .pt{direction:ltr;unicode-bidi:isolate}`;
+}
+
 /** The frame every panel widget (split report, views, capture) shares: root `R`, its form controls `controls`. */
 export function panelFrameCss(R, controls = ["button"]) {
   return `

@@ -84,8 +84,7 @@ export function rowEl(doc, prep, cols, r) {
   const aliases = rows.aliases[r];
   let title = path || "(root)";
   if (aliases.length) title += `\nalso reachable as: ${aliases.join(", ")}`;
-  // One left-to-right run in a right-to-left cell: a path too long for the column loses its start
-  // ("…layers[0].mha.key.kernel"), not the end that tells its rows apart.
+  // (styles.js keepEndCss: a path too long for the column loses its start, not its end)
   const text = h(doc, "span", { class: "pt" }, path || "(root)");
   if (aliases.length) text.appendChild(h(doc, "span", { class: "alias" }, `= ${aliases.join(", ")}`));
   const pathTd = h(doc, "td", { class: "c-path", title }, text);

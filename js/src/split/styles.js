@@ -4,7 +4,7 @@
 
 import { filterColor } from "../shared/colors.js";
 import { columnPickerCss } from "../shared/fit.js";
-import { ROW_HEIGHT, THEME, darkCss, panelFrameCss } from "../shared/styles.js";
+import { ROW_HEIGHT, THEME, darkCss, keepEndCss, panelFrameCss } from "../shared/styles.js";
 
 const { FG, MUTED, FAINT, BG, BG2, BORDER, ACCENT, ERROR, WARN, STRIPE, HOVER, FONT, MONO } = THEME;
 const WARN_TINT = "rgba(245,124,0,0.13)";
@@ -67,8 +67,8 @@ ${R} th .ct{font-size:11px;color:${FG};overflow:hidden;text-overflow:ellipsis}
 ${R} td{height:${ROW_HEIGHT}px;padding:0 6px;line-height:${ROW_HEIGHT}px;white-space:nowrap;overflow:hidden;
   text-overflow:ellipsis;vertical-align:middle}
 ${R} td.num{text-align:right}
-${R} td.c-path{position:sticky;left:0;z-index:1;background-color:${BG};direction:rtl;text-align:left}
-${R} td.c-path .pt{direction:ltr;unicode-bidi:isolate}
+${R} td.c-path{position:sticky;left:0;z-index:1;background-color:${BG}}
+${keepEndCss(R, "td.c-path")}
 ${R} .c-path,${R} .c-shape,${R} .c-dtype{font-family:${MONO};font-size:11.5px}
 ${R} .c-path .alias{color:${MUTED};margin-left:6px;font-family:${FONT};font-size:11px}
 ${R} .c-type .chip{display:inline-flex;align-items:center;gap:4px;max-width:100%}

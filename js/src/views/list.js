@@ -25,7 +25,7 @@ export function instanceRow(doc, c, i, { odd, views }) {
       title: views ? `${i.path}: click (or Enter) to change only this instance` : i.path,
       tabindex: views ? "0" : null,
     },
-    h(doc, "td", { class: "c-path" }, i.path),
+    h(doc, "td", { class: "c-path" }, h(doc, "span", { class: "pt" }, i.path)),
     h(
       doc,
       "td",

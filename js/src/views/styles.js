@@ -2,7 +2,7 @@
 // Styles of the view panel and mode toggle, scoped under .nnx-lab-views. Same theme variables as
 // the viewer (JupyterLab's, then VS Code's, then light defaults), so it follows light and dark themes.
 
-import { THEME, panelFrameCss } from "../shared/styles.js";
+import { THEME, keepEndCss, panelFrameCss } from "../shared/styles.js";
 
 const { FG, MUTED, FAINT, BG, BG2, BORDER, ACCENT, ACCENT_FILL, ERROR, OK, WARN, STRIPE, HOVER, FONT, MONO } = THEME;
 const WARN_TINT = "rgba(245,124,0,0.13)";
@@ -104,6 +104,7 @@ ${R} table.nnx-views-table th{text-align:left;font-weight:400;color:${MUTED};fon
 ${R} table.nnx-views-table td{padding:0 8px;height:20px;line-height:20px;white-space:nowrap;
   max-width:300px;overflow:hidden;text-overflow:ellipsis}
 ${R} td.c-path,${R} td.c-val{font-family:${MONO};font-size:11.5px}
+${keepEndCss(R, "td.c-path")}
 ${R} td.c-val.missing{color:${FAINT}}
 ${R} tr.nnx-views-instance:nth-child(even) td{background-image:linear-gradient(${STRIPE},${STRIPE})}
 ${R}[data-variant="views"] tr.nnx-views-instance{cursor:pointer}
