@@ -31,7 +31,7 @@ import numpy as np
 from ._batch import Batch
 from ._dispatch import dispatch, threads_see_jax_config
 from ._executables import executables_count, grouped_count
-from ._grouped import compiling_grouped, dispatch_grouped
+from ._grouped import compiling_grouped, dispatch_grouped, look_done
 from ._kernels import KERNELS, STAT_NAMES, is_numeric_dtype
 from ._layered import layered_cache_size
 from ._plan import LaunchPlan
@@ -162,7 +162,10 @@ class PendingStats:
         with self._lock:  # a thread waiting to publish asks too: one of them fetches, the other waits
             if self._todo:
                 self._advance()
-            return not self._todo
+            done = not self._todo
+        if done:
+            look_done()
+        return done
 
     def wait(self) -> None:
         """Block until every dispatched result (masked ones included) is on the host's side."""
@@ -189,6 +192,7 @@ class PendingStats:
         with self._lock:
             while self._todo:
                 self._advance()
+        look_done()
         return self._table
 
     def result(self) -> list[dict | StatsError | None]:

@@ -10,13 +10,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nnx_lab.core.stats import _cache_store, _executables, compiling, compute_stats
+from nnx_lab.core.stats import PendingStats, _cache_store, _executables, compiling, compute_stats
 from nnx_lab.core.stats._kernels import KERNELS, float_kernel
 
 SESSION = r"""
@@ -105,3 +106,21 @@ def test_nothing_is_grouped_or_compiled_with_the_cache_off(monkeypatch):
     stats = compute_stats(arrays)
     assert not compiling() and _executables.grouped_count() == before
     assert [s["mean"] for s in stats] == pytest.approx(list(range(40)))
+
+
+def test_a_look_has_its_numbers_before_its_grouped_kernels_compile(tmp_path, monkeypatch):
+    # Compiling a grouped kernel starts by tracing it in Python (the GIL held): started at once, it
+    # slowed the first look that wanted it (+250 ms at 1,000 Variables); it waits for that look's numbers.
+    monkeypatch.setenv("NNX_LAB_CACHE_DIR", str(tmp_path))
+    before = _executables.grouped_count()
+    arrays = [jnp.asarray(np.full((13, 3), i, np.float32)) for i in range(16)]  # a spec no other test groups
+    pending = PendingStats(arrays)
+    time.sleep(2.0)
+    assert compiling() and _executables.grouped_count() == before  # wanted, waiting for the look
+    stats = pending.result()
+    deadline = time.monotonic() + 120
+    while compiling() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _executables.grouped_count() == before + 1
+    assert grouped_entry(float_kernel, (13, 3), jnp.float32, 16) in os.listdir(tmp_path)
+    assert [s["mean"] for s in stats] == list(range(16))
