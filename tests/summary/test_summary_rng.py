@@ -97,7 +97,6 @@ def test_alike_dropouts_are_said_once_in_the_footnote():
     note = s.rng_note()
     assert note is not None
     assert (
-        f"5 Dropout calls, {drop.rng_flops:,} of their {drop.flops:,} each: "
-        "a.drop, b.drop, c.drop and 2 more"
+        f"5 Dropout calls, {drop.rng_flops:,} of their {drop.flops:,} each: a.drop, b.drop, c.drop and 2 more"
     ) in note
     assert "d.drop" not in note and note.count("Dropout") == 2  # the clause, and "e.g. a Dropout's mask"
