@@ -287,6 +287,18 @@ def _measure(page, roots: dict, host: str, dark: bool = True) -> list[str]:
     return offenders
 
 
+def _every_widget_drawn(page, run_all_cells) -> dict:
+    """Run the notebook's cells; each widget's root once it has drawn, with the viewer's heatmap of the
+    stacked blocks open and the sparklines of the tracked loop drawn."""
+    run_all_cells(page)
+    roots = {name: pages.widget_root(page, sel, row) for name, (sel, row) in WIDGETS.items()}
+    roots["capture"].locator("th[data-col=gmean]").wait_for(state="attached", timeout=30_000)
+    roots["viewer"].locator('.nnx-row.nnx-group[data-path="blocks.kernel"] button.nnx-heat').click()
+    roots["viewer"].locator(".nnx-heatmap rect").first.wait_for(state="visible", timeout=10_000)
+    roots["viewer"].locator(".c-spark path").first.wait_for(state="attached", timeout=30_000)
+    return roots
+
+
 def test_every_widget_reads_at_wcag_aa_in_dark_themes(
     page, page_events, jupyter_server, open_notebook, run_all_cells, tmp_path
 ):
@@ -296,14 +308,7 @@ def test_every_widget_reads_at_wcag_aa_in_dark_themes(
         open_notebook(page, jupyter_server, nb, ui="lab")
         page.wait_for_function("() => document.body.dataset.jpThemeName === 'JupyterLab Dark'", timeout=30_000)
         assert page.evaluate("() => document.body.dataset.jpThemeLight") == "false"
-        run_all_cells(page)
-        roots = {name: pages.widget_root(page, sel, row) for name, (sel, row) in WIDGETS.items()}
-        roots["capture"].locator("th[data-col=gmean]").wait_for(state="attached", timeout=30_000)
-        # the heatmap of the stacked blocks, and the sparklines of the tracked loop
-        roots["viewer"].locator('.nnx-row.nnx-group[data-path="blocks.kernel"] button.nnx-heat').click()
-        roots["viewer"].locator(".nnx-heatmap rect").first.wait_for(state="visible", timeout=10_000)
-        roots["viewer"].locator(".c-spark path").first.wait_for(state="attached", timeout=30_000)
-
+        roots = _every_widget_drawn(page, run_all_cells)
         offenders = _measure(page, roots, "JupyterLab Dark")
 
         SHOTS.mkdir(parents=True, exist_ok=True)
@@ -350,12 +355,7 @@ def test_every_widget_reads_at_wcag_aa_in_jupyterlab_light(
     nb = write_notebook(tmp_path / "light_theme.ipynb", *CELLS)
     open_notebook(page, jupyter_server, nb, ui="lab")
     assert page.evaluate("() => document.body.dataset.jpThemeLight") == "true"
-    run_all_cells(page)
-    roots = {name: pages.widget_root(page, sel, row) for name, (sel, row) in WIDGETS.items()}
-    roots["capture"].locator("th[data-col=gmean]").wait_for(state="attached", timeout=30_000)
-    roots["viewer"].locator('.nnx-row.nnx-group[data-path="blocks.kernel"] button.nnx-heat').click()
-    roots["viewer"].locator(".nnx-heatmap rect").first.wait_for(state="visible", timeout=10_000)
-    roots["viewer"].locator(".c-spark path").first.wait_for(state="attached", timeout=30_000)
+    roots = _every_widget_drawn(page, run_all_cells)
     offenders = _measure(page, roots, "JupyterLab Light", dark=False)
     SHOTS.mkdir(parents=True, exist_ok=True)
     for name in SHOT_WIDGETS:
