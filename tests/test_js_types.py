@@ -42,6 +42,28 @@ def _tsc(js: Path) -> subprocess.CompletedProcess:
     )
 
 
+def _tsc_errors(js: Path) -> str:
+    """tsc's output over the copy `js`, which must fail to check."""
+    result = _tsc(js)
+    out = result.stdout + result.stderr
+    assert result.returncode != 0, out
+    return out
+
+
+def _wire_tool():
+    """tools/js_constants.py, loaded as a module (it writes wire.d.ts from Python's types)."""
+    spec = importlib.util.spec_from_file_location("js_constants", REPO / "tools" / "js_constants.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return tool
+
+
+def _tsc_with_wire(js: Path, tool) -> str:
+    """tsc's failing output once the copy's wire.d.ts is what `tool` writes now."""
+    (js / "src" / "shared" / "wire.d.ts").write_text(tool.wire_text(), encoding="utf-8")
+    return _tsc_errors(js)
+
+
 def _replace(path: Path, old: str, new: str) -> None:
     text = path.read_text(encoding="utf-8")
     assert text.count(old) >= 1, (path, old)
@@ -55,18 +77,14 @@ def test_tsc_rejects_misspelled_message_fields_in_js(tmp_path):
     _replace(
         js / "src" / "views.js", "requests.send({ type: MSG.MODE, mode }", "requests.send({ type: MSG.MODE, mod: mode }"
     )
-    result = _tsc(js)
-    out = result.stdout + result.stderr
-    assert result.returncode != 0, out
+    out = _tsc_errors(js)
     assert "src/viewer.js" in out and "'serie' does not exist on type 'Stats'" in out, out
     assert "src/views.js" in out and "'mod' does not exist in type 'ModeRequest'" in out, out
 
 
 def test_tsc_rejects_js_that_uses_a_field_python_renamed(tmp_path, monkeypatch):
     js = _js_copy(tmp_path)
-    spec = importlib.util.spec_from_file_location("js_constants", REPO / "tools" / "js_constants.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = _wire_tool()
     from nnx_lab.widgets import wire
 
     # Python's history request names its statistic "statistic" now; the viewer still sends "stat"
@@ -77,21 +95,15 @@ def test_tsc_rejects_js_that_uses_a_field_python_renamed(tmp_path, monkeypatch):
     monkeypatch.setattr(
         wire, "TO_PYTHON", tuple(HistoryRequest if c is wire.HistoryRequest else c for c in wire.TO_PYTHON)
     )
-    text = tool.wire_text()
-    assert "  statistic: string;" in text
-    (js / "src" / "shared" / "wire.d.ts").write_text(text, encoding="utf-8")
-    result = _tsc(js)
-    out = result.stdout + result.stderr
-    assert result.returncode != 0, out
+    assert "  statistic: string;" in tool.wire_text()
+    out = _tsc_with_wire(js, tool)
     assert "src/viewer.js" in out and "'stat' does not exist in type 'HistoryRequest'" in out, out
 
 
 def test_tsc_rejects_js_that_reads_a_trait_field_python_renamed(tmp_path, monkeypatch):
     """The synced traits' payloads (nnx_lab/widgets/traits.py) are written into wire.d.ts too."""
     js = _js_copy(tmp_path)
-    spec = importlib.util.spec_from_file_location("js_constants", REPO / "tools" / "js_constants.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = _wire_tool()
     from nnx_lab.widgets import traits
 
     # Python's viewer snapshot calls its gradients/optimizer columns "columns" now; the viewer reads "series"
@@ -101,10 +113,6 @@ def test_tsc_rejects_js_that_reads_a_trait_field_python_renamed(tmp_path, monkey
     monkeypatch.setattr(
         traits, "PAYLOADS", tuple(ViewerSnapshot if c is traits.ViewerSnapshot else c for c in traits.PAYLOADS)
     )
-    text = tool.wire_text()
-    assert "  columns?: Record<string, any>;" in text
-    (js / "src" / "shared" / "wire.d.ts").write_text(text, encoding="utf-8")
-    result = _tsc(js)
-    out = result.stdout + result.stderr
-    assert result.returncode != 0, out
+    assert "  columns?: Record<string, any>;" in tool.wire_text()
+    out = _tsc_with_wire(js, tool)
     assert "src/viewer.js" in out and "'series' does not exist on type 'Partial<ViewerSnapshot>'" in out, out

@@ -287,6 +287,23 @@ def _measure(page, roots: dict, host: str, dark: bool = True) -> list[str]:
     return offenders
 
 
+def _shoot(page, roots: dict, name: str) -> None:
+    """Screenshots of SHOT_WIDGETS to $NNX_LAB_SHOTS/<name, the widget in its {}>.png."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for widget in SHOT_WIDGETS:
+        roots[widget].scroll_into_view_if_needed()
+        page.mouse.move(2, 2)
+        roots[widget].screenshot(path=str(SHOTS / f"{name.format(widget)}.png"))
+
+
+def _assert_none_below_aa(offenders: list[str], filename: str) -> None:
+    """The offenders to $NNX_LAB_SHOTS/filename; none may be left."""
+    report = "\n".join(offenders)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    (SHOTS / filename).write_text(report + "\n")
+    assert not offenders, f"{len(offenders)} below WCAG AA:\n" + report
+
+
 def _every_widget_drawn(page, run_all_cells) -> dict:
     """Run the notebook's cells; each widget's root once it has drawn, with the viewer's heatmap of the
     stacked blocks open and the sparklines of the tracked loop drawn."""
@@ -311,18 +328,11 @@ def test_every_widget_reads_at_wcag_aa_in_dark_themes(
         roots = _every_widget_drawn(page, run_all_cells)
         offenders = _measure(page, roots, "JupyterLab Dark")
 
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        for name in SHOT_WIDGETS:
-            roots[name].scroll_into_view_if_needed()
-            page.mouse.move(2, 2)
-            roots[name].screenshot(path=str(SHOTS / f"dark-{name}.png"))
+        _shoot(page, roots, "dark-{}")
         reached = pages.set_output_width(page, roots["summary"], 800)
         assert abs(reached - 800) < 1, reached
         offenders += _measure(page, roots, "JupyterLab Dark at 800 px")
-        for name in SHOT_WIDGETS:
-            roots[name].scroll_into_view_if_needed()
-            page.mouse.move(2, 2)
-            roots[name].screenshot(path=str(SHOTS / f"dark-{name}-800.png"))
+        _shoot(page, roots, "dark-{}-800")
 
         # VS Code: no --jp-* variables in its webview, its --vscode-* ones instead, body.vscode-dark.
         unset = "".join(f"{v}:initial;" for v in _jp_variables(page))
@@ -340,9 +350,7 @@ def test_every_widget_reads_at_wcag_aa_in_dark_themes(
         roots["viewer"].scroll_into_view_if_needed()
         roots["viewer"].screenshot(path=str(SHOTS / "dark-viewer-nohost.png"))
 
-    report = "\n".join(offenders)
-    (SHOTS / "dark-offenders.txt").write_text(report + "\n")
-    assert not offenders, f"{len(offenders)} below WCAG AA:\n" + report
+    _assert_none_below_aa(offenders, "dark-offenders.txt")
     assert not page_events.page_errors, page_events.page_errors
 
 
@@ -357,15 +365,9 @@ def test_every_widget_reads_at_wcag_aa_in_jupyterlab_light(
     assert page.evaluate("() => document.body.dataset.jpThemeLight") == "true"
     roots = _every_widget_drawn(page, run_all_cells)
     offenders = _measure(page, roots, "JupyterLab Light", dark=False)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    for name in SHOT_WIDGETS:
-        roots[name].scroll_into_view_if_needed()
-        page.mouse.move(2, 2)
-        roots[name].screenshot(path=str(SHOTS / f"light-{name}.png"))
+    _shoot(page, roots, "light-{}")
     reached = pages.set_output_width(page, roots["summary"], 800)
     assert abs(reached - 800) < 1, reached
     offenders += _measure(page, roots, "JupyterLab Light at 800 px", dark=False)
-    report = "\n".join(offenders)
-    (SHOTS / "light-offenders.txt").write_text(report + "\n")
-    assert not offenders, f"{len(offenders)} below WCAG AA:\n" + report
+    _assert_none_below_aa(offenders, "light-offenders.txt")
     assert not page_events.page_errors, page_events.page_errors
