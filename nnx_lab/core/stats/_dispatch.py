@@ -12,6 +12,7 @@ from typing import Any
 import jax
 
 from ..compat import outside_context_mesh
+from ..fallbacks import slower
 from ..text import one_line
 from ._executables import loaded_executable, prepare_executable
 from ._inflight import admit, launched
@@ -75,8 +76,9 @@ def _call(kernel: Any, x: Any) -> Any:
         if executable is not None:
             try:
                 return executable(x)
-            except KERNEL_ERRORS:  # jax.jit below says what is wrong, or copes
-                _log.debug("nnx_lab cache: the loaded executable failed; jax.jit runs the kernel", exc_info=True)
+            except KERNEL_ERRORS as e:  # jax.jit below says what is wrong, or copes
+                if not (isinstance(x, jax.Array) and x.is_deleted()):  # a donated buffer is expected, not slower
+                    slower("a cached statistics kernel failed: jax.jit runs it instead", error=e)
         with outside_context_mesh():  # the user's jax.set_mesh would refuse one shard's or one device's array
             return kernel(x)
     except KERNEL_ERRORS as e:  # a buffer deleted or donated (RuntimeError), a spec jax refuses

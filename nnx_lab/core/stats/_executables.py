@@ -46,6 +46,7 @@ from typing import Any
 import jax
 
 from ..compat import outside_context_mesh
+from ..fallbacks import slower
 from ..memo import Memo
 from ._cache_store import (
     MAX_FILES,  # noqa: F401 - re-exported: the cache's size, documented above
@@ -114,8 +115,8 @@ def prepare_executable(kernel: Any, kernel_id: Any, x: Any, spec: Any) -> bool:
     if executable is None:
         try:
             executable = compile_lowered(kernel.lower(x), kernel_options(x))
-        except Exception:  # noqa: BLE001 - boundary of the optional cache: the caller's kernel(x) reports it
-            logger.debug("nnx_lab cache: kernel %r not compiled for the cache", kernel_id, exc_info=True)
+        except Exception as e:  # noqa: BLE001 - boundary of the optional cache: the caller's kernel(x) reports it
+            slower("kernel %r not compiled for the disk cache: compiled anew in each session", kernel_id, error=e)
             return False
         _save(store, name, executable, trees, serializer)
     _loaded[spec] = executable

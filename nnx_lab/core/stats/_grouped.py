@@ -26,6 +26,7 @@ from typing import Any
 
 import jax
 
+from ..fallbacks import slower
 from ._compiling import SMALL_ELEMENTS, in_background
 from ._dispatch import dispatch, threads_see_jax_config
 from ._executables import cache_dir, grouped_executable
@@ -170,8 +171,8 @@ def _compile_wanted() -> None:
             # after the user's own compiles; a viewer's programs and these compile one after another
             with one_at_a_time, in_background():
                 grouped_executable(kernel, spec, k, compile=True)
-        except Exception:  # noqa: BLE001 - boundary (a compile thread): the per-array kernels go on
-            _log.debug("nnx_lab: a grouped statistics kernel failed to compile", exc_info=True)
+        except Exception as e:  # noqa: BLE001 - boundary (a compile thread): the per-array kernels go on
+            slower("a grouped statistics kernel failed to compile: per-array kernels instead", error=e)
         with _lock:
             del _wanted[key]
             _tried.add(key)

@@ -14,17 +14,15 @@ launches the per-array kernels, whose executables are shared between all models.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import OrderedDict
 from typing import Any, Sequence
 
 import jax
 
+from ..fallbacks import slower
 from ._compiling import in_background
 from ._program import COMPILER_OPTIONS, Program
-
-_log = logging.getLogger("nnx_lab")
 
 __all__ = ["COMPILER_OPTIONS", "COMPILING", "MAX_PROGRAMS", "Program", "compiling", "program_for", "programs_compiled"]
 
@@ -133,8 +131,8 @@ def _compile(key: Any, kernels: tuple, specs: list) -> Program | None:
     global _compiled
     try:
         program = Program(kernels, specs)
-    except Exception:  # noqa: BLE001 - boundary (a compile thread): the per-array kernels describe it, row by row
-        _log.debug("nnx_lab: the statistics program failed to compile; per-array kernels instead", exc_info=True)
+    except Exception as e:  # noqa: BLE001 - boundary (a compile thread): the per-array kernels describe it, row by row
+        slower("a structure's statistics program failed to compile: per-array kernels instead", error=e)
         program = None
     with _lock:
         if program is None:

@@ -198,6 +198,31 @@ def test_a_program_that_fails_to_compile_leaves_the_per_array_kernels_in_charge(
     assert programs.program_for(kernels, arrays, background=True, eager=True) is None  # not retried
 
 
+def test_a_program_that_fails_to_compile_is_said_once_at_info(monkeypatch, caplog):
+    """Its cost is speed only, so the log is the one place it shows: at INFO the first time, then DEBUG."""
+
+    class NoProgramToday(RuntimeError):  # its own cause: said once per process, whatever ran before
+        pass
+
+    def broken(self, *a, **k):
+        raise NoProgramToday("no program today")
+
+    monkeypatch.setattr(programs.Program, "__init__", broken)
+    with caplog.at_level(logging.INFO, logger="nnx_lab"):
+        for seed in range(2):  # two structures, two failed compiles
+            model = Stack(2 + seed, 6)
+            arrays, kernels = leaves_and_kernels(model)
+            programs.program_for(kernels, arrays, background=False, eager=True)
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if "NoProgramToday" in r.getMessage()]
+    assert said == [
+        (
+            "INFO",
+            "nnx_lab: a structure's statistics program failed to compile: per-array kernels instead "
+            "(slower; said once): NoProgramToday: no program today",
+        )
+    ]
+
+
 def test_an_array_donated_before_the_launch_is_said_deleted_and_the_others_are_described(calls):
     model = Stack(3, 8)
     Watcher(model).refresh(force=True)
