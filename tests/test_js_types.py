@@ -116,3 +116,38 @@ def test_tsc_rejects_js_that_reads_a_trait_field_python_renamed(tmp_path, monkey
     assert "  columns?: Record<string, any>;" in tool.wire_text()
     out = _tsc_with_wire(js, tool)
     assert "src/viewer.js" in out and "'series' does not exist on type 'Partial<ViewerSnapshot>'" in out, out
+
+
+def _rename_field(wire: Path, interface: str, field: str) -> None:
+    """Rename ``field`` of ``interface`` in a copy's wire.d.ts, as a Python rename would write it."""
+    text = wire.read_text(encoding="utf-8")
+    start = text.index(f"export interface {interface} ")
+    end = text.index("\n}", start)
+    block = text[start:end]
+    renamed = block.replace(f"\n  {field}:", f"\n  {field}_renamed:").replace(
+        f"\n  {field}?:", f"\n  {field}_renamed?:"
+    )
+    assert renamed != block, (interface, field)
+    wire.write_text(text[:start] + renamed + text[end:], encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "interface, field, reader",
+    [
+        ("SummaryPayload", "rows", "src/summary/data.js"),
+        ("ComparisonPayload", "modules", "src/compare/data.js"),
+        ("LedgerPayload", "rows", "src/memory/data.js"),
+        ("SplitReport", "rows", "src/split/data.js"),
+        ("ViewsPayload", "classes", "src/views/data.js"),
+        ("CaptureReport", "snapshot", "src/capture/data.js"),
+        ("CaptureStatus", "level", "src/capture.js"),
+        ("NonfiniteReport", "verdict", "src/nonfinite.js"),
+    ],
+)
+def test_every_widget_reads_its_traits_typed(tmp_path, interface, field, reader):
+    """Each widget's JS reads its synced payload as the type Python declares (traits.py -> wire.d.ts), so a
+    field Python renames is an error where that widget reads it, not an empty panel in the browser."""
+    js = _js_copy(tmp_path)
+    _rename_field(js / "src" / "shared" / "wire.d.ts", interface, field)
+    out = _tsc_errors(js)
+    assert reader in out and f"'{field}' does not exist on type 'Partial<{interface}>'" in out, out

@@ -61,7 +61,16 @@ function headParts(doc, st, prep, toggles) {
   return parts;
 }
 
-/** @param {import("./shared/model").RenderProps} props */
+/**
+ * @typedef {object} CaptureTraits the widget's synced traits (nnx_lab/widgets/capture.py and capture_report.py, typed by traits.py)
+ * @property {import("./shared/wire").CaptureControls} controls
+ * @property {import("./shared/wire").CaptureStatus} status
+ * @property {import("./shared/wire").CaptureReport} report
+ * @property {string} busy_note
+ * @property {string} variant
+ */
+
+/** @param {import("./shared/model").RenderProps<CaptureTraits>} props */
 function render({ model, el }) {
   const doc = el.ownerDocument || document;
   const cleanups = [];
@@ -105,6 +114,7 @@ function render({ model, el }) {
   el.replaceChildren(root);
 
   function fillHead() {
+    /** @type {Partial<import("./shared/wire").CaptureStatus>} */
     const st = model.get("status") || {};
     head.replaceChildren(...headParts(doc, st, prep, toggles), headEnd);
     status.setAttribute("data-level", st.level || "");

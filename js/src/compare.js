@@ -23,7 +23,12 @@ import {
 import { headerCell, moduleRow, statusChips, variableRow, verdictParts } from "./compare/parts.js";
 import { compareCss } from "./compare/styles.js";
 
-/** @param {import("./shared/model").RenderProps} props */
+/**
+ * @typedef {object} CompareTraits the widget's synced traits (nnx_lab/widgets/compare.py, typed by traits.py)
+ * @property {import("./shared/wire").ComparisonPayload} comparison
+ */
+
+/** @param {import("./shared/model").RenderProps<CompareTraits>} props */
 function render({ model, el }) {
   const doc = el.ownerDocument || document;
   const cleanups = [];

@@ -26,7 +26,12 @@ import { memoryCss } from "./memory/styles.js";
 
 const INDENT = 14;
 
-/** @param {import("./shared/model").RenderProps} props */
+/**
+ * @typedef {object} MemoryTraits the widget's synced traits (nnx_lab/widgets/memory.py, typed by traits.py)
+ * @property {import("./shared/wire").LedgerPayload} ledger
+ */
+
+/** @param {import("./shared/model").RenderProps<MemoryTraits>} props */
 function render({ model, el }) {
   const doc = el.ownerDocument || document;
   const cleanups = [];

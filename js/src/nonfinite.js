@@ -27,7 +27,11 @@ ${R} tr.culprit td{background:${STRIPE};font-weight:600}
 ${R} tr.culprit td.stats{font-weight:normal}`;
 }
 
-/** The panel for one payload (Python's NonfiniteReport.payload()). */
+/**
+ * The panel for one payload (Python's NonfiniteReport.payload()).
+ * @param {Document} doc
+ * @param {Partial<import("./shared/wire").NonfiniteReport>} p the synced trait (traits.py)
+ */
 export function drawReport(doc, p) {
   const direction = p.direction || "finite";
   const parts = [
@@ -95,7 +99,12 @@ export function drawReport(doc, p) {
   return h(doc, "div", { class: "nnx-lab-nonfinite-view" }, ...parts);
 }
 
-/** @param {import("./shared/model").RenderProps} props */
+/**
+ * @typedef {object} NonfiniteTraits the widget's synced traits (nnx_lab/widgets/nonfinite.py, typed by traits.py)
+ * @property {import("./shared/wire").NonfiniteReport} report
+ */
+
+/** @param {import("./shared/model").RenderProps<NonfiniteTraits>} props */
 function render({ model, el }) {
   const doc = el.ownerDocument || document;
   const draw = () => el.replaceChildren(drawReport(doc, model.get("report") || {}));

@@ -21,7 +21,12 @@ import { createProblems, headParts, headerCell, rowEl } from "./split/parts.js";
 import { createWindowedTable, drawWindow, setColspan, watchWindow } from "./shared/table.js";
 import { tableFit } from "./shared/tablefit.js";
 
-/** @param {import("./shared/model").RenderProps} props */
+/**
+ * @typedef {object} SplitTraits the widget's synced traits (nnx_lab/widgets/split.py, typed by traits.py)
+ * @property {import("./shared/wire").SplitReport} report
+ */
+
+/** @param {import("./shared/model").RenderProps<SplitTraits>} props */
 function render({ model, el }) {
   const doc = el.ownerDocument || document;
   const cleanups = [];

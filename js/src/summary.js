@@ -26,7 +26,12 @@ import { summaryCss } from "./summary/styles.js";
 
 const INDENT = 14;
 
-/** @param {import("./shared/model").RenderProps} props */
+/**
+ * @typedef {object} SummaryTraits the widget's synced traits (nnx_lab/widgets/summary.py, typed by traits.py)
+ * @property {import("./shared/wire").SummaryPayload} summary
+ */
+
+/** @param {import("./shared/model").RenderProps<SummaryTraits>} props */
 function render({ model, el }) {
   const doc = el.ownerDocument || document;
   const cleanups = [];

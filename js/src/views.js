@@ -20,7 +20,13 @@ import { createRequests } from "./views/requests.js";
 import { viewsCss } from "./views/styles.js";
 import { MSG } from "./shared/constants.js";
 
-/** @param {import("./shared/model").RenderProps} props */
+/**
+ * @typedef {object} ViewsTraits the widget's synced traits (nnx_lab/widgets/views.py, typed by traits.py)
+ * @property {import("./shared/wire").ViewsPayload} payload
+ * @property {string} busy_note
+ */
+
+/** @param {import("./shared/model").RenderProps<ViewsTraits>} props */
 function render({ model, el }) {
   const doc = el.ownerDocument || document;
   const cleanups = [];

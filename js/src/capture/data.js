@@ -127,6 +127,7 @@ export function mergeRows(snap, tree, gsnap, gtree, extra) {
  * gradient rows that have no forward value, under their modules), `hist[r]`, `gradOnly[r]`,
  * `grad` (null, or {tree, hist, row: Int32Array row -> gradient row or -1}), `messages`,
  * `types`, `seen`, `called`.
+ * @param {Partial<import("../shared/wire").CaptureReport> | null | undefined} report the synced trait (traits.py)
  */
 export function prepareReport(report) {
   const rep = report && typeof report === "object" ? report : {};

@@ -45,7 +45,10 @@ export function tableWidth(cols = COLUMNS) {
 
 const finite = (x) => typeof x === "number" && Number.isFinite(x);
 
-/** The payload as a tree: {M, R, modules, rows, kids (per module, -1 -> "root"), layers, maxRel, ...}. */
+/**
+ * The payload as a tree: {M, R, modules, rows, kids (per module, -1 -> "root"), layers, maxRel, ...}.
+ * @param {Partial<import("../shared/wire").ComparisonPayload> | null | undefined} payload the synced trait (traits.py)
+ */
 export function prepare(payload) {
   const p = payload || {};
   const modules = Array.isArray(p.modules) ? p.modules : [];

@@ -28,7 +28,10 @@ export function headerTitle(c) {
   return c.title ? `${c.label}: ${c.title}` : c.label;
 }
 
-/** prepare(payload) -> {rows, parent, kids, roots, n}: the tree from the rows' depths, in order. */
+/**
+ * prepare(payload) -> {rows, parent, kids, roots, n}: the tree from the rows' depths, in order.
+ * @param {Partial<import("../shared/wire").LedgerPayload> | null | undefined} payload the synced trait (traits.py)
+ */
 export function prepare(payload) {
   const rows = Array.isArray(payload && payload.rows) ? payload.rows : [];
   const parent = new Array(rows.length).fill(-1);

@@ -18,6 +18,7 @@ const list = (x) => (Array.isArray(x) ? x : []);
  * prepare(report) -> {n, rows, filters, rest, problems, code, rootType}: the report with every
  * field defaulted, per filter the rows it took and the rows it matched but an earlier filter took
  * (shadowed), and the remainder (rows no filter matched).
+ * @param {Partial<import("../shared/wire").SplitReport> | null | undefined} report the synced trait (traits.py)
  */
 export function prepare(report) {
   const rep = report && typeof report === "object" ? report : {};

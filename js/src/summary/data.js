@@ -57,6 +57,7 @@ export function headerTitle(c) {
 /**
  * prepare(payload) -> {rows, parent, kids, roots, total, n}: `parent[i]` the nearest earlier row one
  * level up (-1 for the roots), `kids[i]` its children in call order.
+ * @param {Partial<import("../shared/wire").SummaryPayload> | null | undefined} payload the synced trait (traits.py)
  */
 export function prepare(payload) {
   const rows = Array.isArray(payload && payload.rows) ? payload.rows : [];

@@ -38,8 +38,10 @@ function prepArg(a) {
 /**
  * prepare(payload) -> the payload with every field defaulted; classes keep their order, each
  * instance gets `keyId` and its class index `ci`. `count` is the number of instances.
+ * @param {Partial<import("../shared/wire").ViewsPayload> | null | undefined} payload the synced trait (traits.py)
  */
 export function prepare(payload) {
+  /** @type {Partial<import("../shared/wire").ViewsPayload>} */
   const p = obj(payload);
   let count = 0;
   const classes = list(p.classes).map((c, ci) => {
