@@ -85,7 +85,9 @@ function render({ model, el }) {
 
   function fillHeader() {
     cols = fit.shown(columnsFor(payload));
-    colgroup.replaceChildren(...cols.map((c) => h(doc, "col", { class: `k-${c.id}` })));
+    colgroup.replaceChildren(
+      ...cols.map((c) => h(doc, "col", { class: `k-${c.id}`, style: c.width ? `width:${c.width}px` : null })),
+    );
     headRow.replaceChildren(
       ...cols.map((c) => {
         const on = sort && sort.column === c.id;
@@ -188,7 +190,8 @@ function render({ model, el }) {
     const fresh = prepare(payload);
     if (fresh.n !== prep.n) collapsed = new Set(); // a new summary: everything open
     prep = fresh;
-    fit.set(COLUMNS, new Set(columnsFor(payload).map((c) => c.id)));
+    const present = columnsFor(payload);
+    fit.set(present, new Set(present.map((c) => c.id)));
     setText(title, payload.title || "");
     head.replaceChildren(
       ...(payload.header || []).map((line) =>

@@ -4,6 +4,8 @@ import test from "node:test";
 import assert from "node:assert/strict";
 import {
   allParents,
+  classWidth,
+  COLUMNS,
   columnsFor,
   nextSort,
   ownPath,
@@ -88,4 +90,14 @@ test("a row shows what its path adds to its parent's; the root's children and st
     prep.rows.map((_, i) => ownPath(prep, i)),
     ["(Net)", "blocks", "layers[0]", "mha", "head", "blocksx", "layers", "[2]"],
   );
+});
+
+test("the class column is as wide as its longest class name, within bounds", () => {
+  const cls = (payload) => columnsFor(payload).find((c) => c.id === "cls").width;
+  assert.equal(cls({}), 100);
+  assert.equal(cls({ rows: [{ cls: "Linear" }] }), 100);
+  const long = cls({ rows: [{ cls: "Linear" }, { cls: "TokenAndPositionEmbedding" }] });
+  assert.ok(long >= 25 * 7 && long <= 220, String(long));
+  assert.equal(classWidth({ rows: [{ cls: "X".repeat(80) }] }), 220);
+  assert.equal(COLUMNS.find((c) => c.id === "cls").width, 100); // the table's own columns untouched
 });

@@ -44,9 +44,30 @@ export const COLUMNS = [
 
 export const PATH_MIN_WIDTH = 200; // "blocks[0].attn.query" three levels down
 
-/** The columns this payload shows (bwd FLOPs only with a backward pass). */
+export const CLASS_MAX_WIDTH = 220; // a longer class name is cut, its full text on hover
+
+/**
+ * The class column's width for these rows: its 100 px, or wide enough for the longest class name
+ * (7 px a character of the table's 12 px font, and the cell's padding), at most CLASS_MAX_WIDTH.
+ * @param {Partial<import("../shared/wire").SummaryPayload>} payload
+ */
+export function classWidth(payload) {
+  const rows = Array.isArray(payload.rows) ? payload.rows : [];
+  let longest = 0;
+  for (const r of rows) longest = Math.max(longest, String((r && r.cls) || "").length);
+  return Math.min(CLASS_MAX_WIDTH, Math.max(100, Math.ceil(longest * 7 + 12)));
+}
+
+/**
+ * The columns this payload shows (bwd FLOPs only with a backward pass), the class column as wide
+ * as its names need (classWidth).
+ * @param {Partial<import("../shared/wire").SummaryPayload>} payload
+ */
 export function columnsFor(payload) {
-  return COLUMNS.filter((c) => c.id !== "bwd" || payload.backward);
+  const cls = classWidth(payload);
+  return COLUMNS.filter((c) => c.id !== "bwd" || payload.backward).map((c) =>
+    c.id === "cls" ? { ...c, width: cls } : c,
+  );
 }
 
 /** A header's tooltip: its label, and what it is when the label alone does not say. */
