@@ -100,3 +100,24 @@ def test_alike_dropouts_are_said_once_in_the_footnote():
         f"5 Dropout calls, {drop.rng_flops:,} of their {drop.flops:,} each: a.drop, b.drop, c.drop and 2 more"
     ) in note
     assert "d.drop" not in note and note.count("Dropout") == 2  # the clause, and "e.g. a Dropout's mask"
+
+
+class TakesRngs(nnx.Module):
+    """As flax's ViT example: the call takes ``rngs`` and hands it to its Dropout."""
+
+    def __init__(self):
+        self.lin = nnx.Linear(4, 8, rngs=nnx.Rngs(0))
+        self.drop = nnx.Dropout(0.5)
+
+    def __call__(self, x, rngs=None):
+        return self.drop(self.lin(x), rngs=rngs)
+
+
+def test_a_call_given_rngs_is_summarized_with_rngs_named_as_an_input():
+    model = TakesRngs()
+    before = jax.tree.map(lambda v: v, nnx.state(model))
+    s = nnx_lab.summary(model, jnp.ones((3, 4)), rngs=nnx.Rngs(7), memory=False)  # a default stream: any name
+    assert s.rows[0].inputs == "((float32[3,4],), {rngs: <Rngs>})"
+    assert s["drop"].inputs == "((float32[3,8],), {rngs: <Rngs>})"
+    assert s["drop"].rng_flops > 0
+    assert jax.tree.all(jax.tree.map(lambda a, b: bool((a == b).all()), before, nnx.state(model)))

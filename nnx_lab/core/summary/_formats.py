@@ -80,7 +80,7 @@ def describe(x: Any, limit: int = 300) -> str:
 def _describe(x: Any, level: int) -> str:
     if level > 6:
         return "…"
-    if hasattr(x, "shape") and hasattr(x, "dtype"):
+    if isinstance(getattr(x, "shape", None), tuple) and hasattr(x, "dtype"):  # nnx.Rngs has any attribute
         dtype = getattr(x.dtype, "name", None) or str(x.dtype)
         return f"{dtype}[{','.join(str(d) for d in x.shape)}]{_sharding_text(x)}"
     if isinstance(x, tuple) and hasattr(x, "_fields"):
