@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .compat import outside_context_mesh
+from .compat import auto_axes, outside_context_mesh
 
 __all__ = ["CPU_OPTIONS", "ReductionJit", "run_width"]
 
@@ -51,10 +51,16 @@ class ReductionJit:
         return fn
 
     def __call__(self, platform: str, *args: Any) -> Any:
+        import jax
+
+        args = jax.tree.map(auto_axes, args)  # an Explicit mesh's types would refuse our reshapes
         with outside_context_mesh():  # the user's jax.set_mesh would refuse arrays on other devices
             return self._jit(platform)(*args)
 
     def lower(self, platform: str, *args: Any) -> Any:
+        import jax
+
+        args = jax.tree.map(auto_axes, args)
         with outside_context_mesh():
             return self._jit(platform).lower(*args)
 

@@ -265,6 +265,25 @@ def outside_context_mesh() -> Any:
         return contextlib.nullcontext()
 
 
+def auto_axes(x: Any) -> Any:
+    """``x`` typed on Auto mesh axes: the same buffers (no copy), for nnx_lab's own programs.
+
+    On a mesh with Explicit axes (``jax.make_mesh`` in flax's ViT example), an array's sharding is
+    part of its type inside ``jax.jit``, and a reshape of a sharded dimension is refused
+    ("ShardingTypeError: This reshape is not supported"). Our reductions leave the partitioning to
+    XLA, as on an Auto mesh; anything not a jax.Array on such a mesh comes back unchanged.
+    """
+    axis_type = getattr(jax.sharding, "AxisType", None)
+    sharding = getattr(x, "sharding", None)
+    if axis_type is None or not isinstance(x, jax.Array) or not isinstance(sharding, jax.sharding.NamedSharding):
+        return x
+    mesh = sharding.mesh
+    if not isinstance(mesh, jax.sharding.Mesh) or all(t != axis_type.Explicit for t in mesh.axis_types or ()):
+        return x
+    auto = jax.sharding.Mesh(mesh.devices, mesh.axis_names, axis_types=(axis_type.Auto,) * len(mesh.axis_names))
+    return jax.device_put(x, jax.sharding.NamedSharding(auto, sharding.spec, memory_kind=sharding.memory_kind))
+
+
 def _has_context_mesh() -> bool:
     """Whether a concrete mesh is set on this thread (``jax.set_mesh``, ``jax.sharding.use_mesh``)."""
     getter = getattr(jax.sharding, "get_mesh", None)

@@ -20,7 +20,7 @@ SCRIPT = textwrap.dedent("""
     from nnx_lab.core import compat
     from nnx_lab.core.stats import compute_stats
 
-    out = {"stats": [], "rows": {}}
+    out = {"stats": [], "rows": {}, "compare": []}
     rng = np.random.default_rng(0)
     kinds = {"auto": (AxisType.Auto,) * 2, "explicit": (AxisType.Explicit,) * 2,
              "mixed": (AxisType.Explicit, AxisType.Auto)}
@@ -38,6 +38,15 @@ SCRIPT = textwrap.dedent("""
             want = [f.mean(), f.std(), f.min(), f.max(), float(np.sqrt((f ** 2).sum())), 1]
             have = None if not isinstance(got, dict) else [got[k] for k in ("mean", "std", "min", "max", "norm", "nan_count")]
             out["stats"].append([kind, name, have, want, None if isinstance(got, dict) else str(got)])
+            w = rng.normal(size=(16, 8)).astype(np.float32)
+            moved = w.copy()
+            moved[3, 4] += 1.0
+            try:
+                c = nnx_lab.compare({"w": jax.device_put(w, NamedSharding(mesh, spec))},
+                                    {"w": jax.device_put(moved, NamedSharding(mesh, spec))})
+                out["compare"].append([kind, name, c.counts, c.rows[0].max_abs, None])
+            except Exception as e:
+                out["compare"].append([kind, name, None, None, f"{type(e).__name__}: {e}"[:300]])
 
     mesh8 = jax.make_mesh((8,), ("data",))
     # Manual axes exist inside shard_map: the values there are tracers, said as such.
@@ -98,6 +107,13 @@ def test_statistics_on_every_mesh_kind_equal_numpy_without_gathering(meshes):
         assert error is None, (kind, name, error)  # Explicit axes raised ShardingTypeError before
         for h, w in zip(have, want):
             assert h == pytest.approx(w, rel=1e-5, abs=1e-6), (kind, name, have, want)
+
+
+def test_compare_on_every_mesh_kind_finds_the_one_changed_value(meshes):
+    assert len(meshes["compare"]) == 15
+    for kind, name, counts, max_abs, error in meshes["compare"]:
+        assert error is None, (kind, name, error)  # Explicit axes raised ShardingTypeError (flax's ViT example)
+        assert counts == {"changed": 1} and max_abs == pytest.approx(1.0, rel=1e-6), (kind, name, counts, max_abs)
 
 
 @pytest.mark.needs_flax("nnx.view")  # flax 0.11 predates out_sharding and jax.set_mesh meshes in eval_shape
