@@ -1,16 +1,5 @@
-"""Device memory: who holds every live array, and whether a step will fit (``nnx_lab.memory``).
-
-- ``memory()`` -> :class:`Ledger`: every array in ``jax.live_arrays()``, counted per device by its
-  addressable shards, under the name that holds it (a module split by Variable type, an
-  optimizer's state, a pytree, IPython's output cache) or "(unreached)"; a buffer two names reach
-  is counted once. Per device the ledger's total equals the live arrays' bytes, and is shown
-  against ``memory_stats()`` where the backend has it. "What to free" lists the statements that
-  would return the most; nothing is freed here.
-- ``memory(step, *args, **kwargs)`` -> :class:`StepPlan`: ``step`` compiled for ``args`` (real
-  arrays, ``jax.ShapeDtypeStruct``, abstract models from ``nnx.eval_shape``), never run: XLA's
-  memory analysis against the device limit, and the arguments whose donation would save memory.
-
-UI-free: the namespace is IPython's ``user_ns`` reached without importing IPython (``core.shell``).
+"""Device memory: who holds every live array (``memory()`` -> :class:`Ledger`) and whether a step
+will fit (``memory(step, *args)`` -> :class:`StepPlan`); see docs/guide/memory.md. UI-free.
 """
 
 from __future__ import annotations

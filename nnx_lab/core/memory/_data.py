@@ -118,11 +118,7 @@ class Ledger:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict | None:
         """The widget where a hook offers one (a Jupyter kernel), else None: IPython then asks
         ``_repr_pretty_`` (the text) and ``_repr_html_`` (the static table)."""
-        for hook in DISPLAY_HOOKS:
-            bundle = hook(self)
-            if bundle:
-                return bundle
-        return None
+        return offer(DISPLAY_HOOKS, self) or None
 
     @property
     def _display_(self) -> Any:

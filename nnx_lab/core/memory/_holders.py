@@ -1,10 +1,5 @@
-"""Who holds what: the namespace's names walked to the jax arrays each reaches, grouped.
-
-A holder is a name (``model``), an entry of IPython's output cache (``Out[12]``, with its aliases
-``_12``, ``_``, ``__``, ``___``) or, for what no name reaches, the ledger's "(unreached)". Each
-reached array is yielded with its group: a module's Variable type (``Param``, ``BatchStat``,
-``RngState``…), an optimizer's state entry (``mu``, ``nu``, ``count``, ``step``), or ``array`` for
-a plain pytree leaf. Nothing is copied and nothing is freed.
+"""Who holds what: the namespace's names (and IPython's output cache) walked to the jax arrays each
+reaches, each grouped by Variable type, optimizer state entry or ``array`` (docs/guide/memory.md).
 """
 
 from __future__ import annotations
@@ -12,7 +7,6 @@ from __future__ import annotations
 import logging
 import re
 import types
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -105,7 +99,7 @@ def _output_cache(namespace: dict) -> Iterator[Holder]:
 def _kind(value: Any) -> str:
     if isinstance(value, nnx.Module):
         return MODULE
-    if _is_optimizer(value):
+    if isinstance(value, nnx.Optimizer):
         return OPTIMIZER
     if nnx_graph.is_graph_node(value):
         return NNX_OBJECT
@@ -114,18 +108,7 @@ def _kind(value: Any) -> str:
     return PYTREE
 
 
-def _is_optimizer(value: Any) -> bool:
-    optimizer = getattr(nnx, "Optimizer", None)
-    return optimizer is not None and isinstance(value, optimizer)
-
-
-with warnings.catch_warnings():  # flax 0.12 warns that VariableState is Variable's alias now
-    warnings.simplefilter("ignore")
-    _VARIABLE_STATE = getattr(nnx, "VariableState", None)  # flax 0.11's leaves of an nnx.State
-if _VARIABLE_STATE is nnx.Variable:
-    _VARIABLE_STATE = None
-
-ARRAY_T, VARIABLE_T, VSTATE_T, GRAPH_T, OTHER_T = range(5)
+ARRAY_T, VARIABLE_T, GRAPH_T, OTHER_T = range(4)
 _CLASSES: dict[type, int] = {}  # flax's isinstance checks cost µs each: one per type
 
 
@@ -137,8 +120,6 @@ def _classify(x: Any) -> int:
             c = ARRAY_T
         elif isinstance(x, nnx.Variable):
             c = VARIABLE_T
-        elif _VARIABLE_STATE is not None and isinstance(x, _VARIABLE_STATE):
-            c = VSTATE_T
         elif nnx_graph.is_graph_node(x):
             c = GRAPH_T
         else:
@@ -148,7 +129,7 @@ def _classify(x: Any) -> int:
 
 
 def _is_node(x: Any) -> bool:
-    return _classify(x) in (VARIABLE_T, VSTATE_T, GRAPH_T)
+    return _classify(x) in (VARIABLE_T, GRAPH_T)
 
 
 def reached(value: Any) -> Iterator[tuple[str, Any]]:
@@ -171,18 +152,16 @@ def reached(value: Any) -> Iterator[tuple[str, Any]]:
             yield "array", leaf
         elif c == VARIABLE_T:
             yield from _variable_arrays(compat.variable_type(leaf).__name__, compat.get_value(leaf))
-        elif c == VSTATE_T:
-            yield from _variable_arrays(getattr(leaf, "type", type(leaf)).__name__, leaf.value)
         elif c == GRAPH_T:
             yield from _graph_arrays(leaf)
 
 
 def _is_variable(x: Any) -> bool:
-    return _classify(x) in (VARIABLE_T, VSTATE_T)
+    return _classify(x) == VARIABLE_T
 
 
 def _graph_arrays(node: Any) -> Iterator[tuple[str, Any]]:
-    optimizer = _is_optimizer(node)
+    optimizer = isinstance(node, nnx.Optimizer)
     if not optimizer:  # jax's flattening of a module (one C++ walk); flax's walk where it refuses (a cycle)
         try:
             leaves = flatten(node, _is_variable)[0]
@@ -193,8 +172,6 @@ def _graph_arrays(node: Any) -> Iterator[tuple[str, Any]]:
                 c = _classify(leaf)
                 if c == VARIABLE_T:
                     yield from _variable_arrays(compat.variable_type(leaf).__name__, compat.get_value(leaf))
-                elif c == VSTATE_T:
-                    yield from _variable_arrays(getattr(leaf, "type", type(leaf)).__name__, leaf.value)
                 elif c == ARRAY_T:
                     yield "array", leaf
             return
@@ -225,6 +202,4 @@ def _optimizer_group(path: tuple) -> str:
     keys = [str(k) for k in path if isinstance(k, str)]
     if keys and keys[0] == "opt_state":
         keys = keys[1:]
-    if keys and keys[0] == "model":  # older flax: the optimizer holds the model
-        return "model"
     return keys[0] if keys else "state"

@@ -1,16 +1,11 @@
 """Will this step fit: ``memory(step, *args, **kwargs)`` compiles ``step`` without running it and
-reads XLA's memory analysis (arguments, outputs, aliased, temporaries, generated code, per device).
-
-Lowering: a function with ``.lower`` (``jax.jit``, ``nnx.jit``) is lowered as it is; a plain one
-whose arguments hold an nnx graph node (a Module, an Optimizer) through ``nnx.jit``'s own path
-(flax splits the modules to state; flax 0.11 and 0.12 alike); any other through ``jax.jit``. An
-nnx Module given as the step is its ``__call__``. Tracing happens on flax's copies: no Variable and
-no RNG count of the arguments changes, and nothing is executed.
+reads XLA's memory analysis (docs/guide/memory.md says how each kind of step is lowered).
 """
 
 from __future__ import annotations
 
 import inspect
+import math
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +18,7 @@ from jax.core import Tracer
 from .. import compat
 from ..render import format_bytes, plan_html, plan_text
 from ..text import first_line, one_line
-from ._ledger import device_name
+from ._ledger import _stats, device_name
 
 FIELDS = ("argument", "output", "alias", "temp", "generated_code")
 
@@ -190,13 +185,6 @@ def _device(compiled: Any) -> Any:
     return jax.devices()[0]
 
 
-def _stats(device: Any) -> dict:
-    try:
-        return dict(device.memory_stats() or {})
-    except Exception:  # noqa: BLE001 - a backend without statistics
-        return {}
-
-
 def _resident(x: Any, device: Any) -> int:
     """Bytes of a real argument array already on ``device`` (its memory is counted in bytes_in_use)."""
     if not isinstance(x, jax.Array) or x.is_deleted():
@@ -233,17 +221,10 @@ def _donations(step: Any, lowered: Any, args: tuple, kwargs: dict) -> tuple[tupl
             key = (tuple(leaf.shape), str(leaf.dtype))
             if outputs[key] > 0:
                 outputs[key] -= 1
-                saved += int(leaf.dtype.itemsize) * int(_size(leaf.shape))
+                saved += int(leaf.dtype.itemsize) * math.prod(leaf.shape)
         if saved:
             found.append(Donation(name, saved))
     return tuple(sorted(found, key=lambda d: -d.bytes)), ""
-
-
-def _size(shape: tuple) -> int:
-    n = 1
-    for s in shape:
-        n *= int(s)
-    return n
 
 
 def _argument_names(step: Any, args: tuple, kwargs: dict) -> list[str]:
