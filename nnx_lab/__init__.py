@@ -76,6 +76,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
     from .core.capture import Capture, CaptureReport, capture_call, capture_report, intermediate_grads
     from .core.compare import Comparison, compare
     from .core.memory import Ledger, StepPlan, memory
@@ -130,14 +132,14 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
 
 
-def load_ipython_extension(ipython: Any) -> None:
+def load_ipython_extension(ipython: InteractiveShell | None) -> None:
     """``%load_ext nnx_lab``: register nnx_lab's magics in this shell."""
     from ._ipython.extension import load
 
     load(ipython)
 
 
-def unload_ipython_extension(ipython: Any) -> None:
+def unload_ipython_extension(ipython: InteractiveShell) -> None:
     """Remove everything ``load_ipython_extension`` added."""
     from ._ipython.extension import unload
 

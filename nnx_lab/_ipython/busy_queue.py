@@ -21,13 +21,16 @@ from __future__ import annotations
 import collections
 import logging
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from ipykernel.kernelbase import Kernel
 
 _log = logging.getLogger("nnx_lab")
 
 _lock = threading.Lock()
 _queue: collections.deque[Callable[[], None]] = collections.deque()
-_subshell: dict[str, Any] = {}  # "id": the nnx_lab subshell of this kernel, once made
+_subshell: dict[str, str] = {}  # "id": the nnx_lab subshell of this kernel, once made
 
 
 def on_main_thread() -> bool:
@@ -84,7 +87,7 @@ def busy_note(routing: str | None) -> str:
     )
 
 
-def route_while_busy(widget: Any) -> str | None:
+def route_while_busy(widget: object) -> str | None:
     """Route ``widget``'s browser messages to the nnx_lab subshell while the main shell is busy.
 
     Returns ``None`` when routed, else the reason it cannot be (then messages wait for the cell
@@ -106,7 +109,7 @@ def route_while_busy(widget: Any) -> str | None:
 
         return f"could not start a subshell ({one_line(e)})"
 
-    def route(data: Any, default: Any) -> Any:
+    def route(data: object, default: str | None) -> str | None:
         # While the main shell runs a cell, ours. (Not ipykernel's own choice: it sends a comm's
         # messages back to where the comm last published from, the busy main shell, even when
         # the frontend addressed them to a subshell, as JupyterLab 4.4+ does.)
@@ -118,7 +121,7 @@ def route_while_busy(widget: Any) -> str | None:
     return None
 
 
-def _kernel() -> Any:
+def _kernel() -> Kernel | None:
     try:
         from ipykernel.kernelbase import Kernel
     except ImportError:
@@ -126,28 +129,29 @@ def _kernel() -> Any:
     return Kernel.instance() if Kernel.initialized() else None
 
 
-def _nnx_lab_subshell(kernel: Any) -> str:
+def _nnx_lab_subshell(kernel: Kernel) -> str:
     """One subshell per kernel, made on the shell-channel thread as a create_subshell_request would."""
     channel = kernel.shell_channel_thread
     manager = channel.manager
     known = _subshell.get("id")
     if known is not None and known in manager.list_subshell():
         return known
-    made: dict[str, Any] = {}
+    made: dict[str, str] = {}
+    failed: list[BaseException] = []
     ready = threading.Event()
 
     def create() -> None:
         try:
             made["id"] = manager._create_subshell()
         except BaseException as e:  # reported to the caller below
-            made["error"] = e
+            failed.append(e)
         finally:
             ready.set()
 
     channel.io_loop.add_callback(create)
     if not ready.wait(10):
         raise TimeoutError("the shell channel thread did not answer")
-    if "error" in made:
-        raise made["error"]
+    if failed:
+        raise failed[0]
     _subshell["id"] = made["id"]
     return made["id"]

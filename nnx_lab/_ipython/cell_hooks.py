@@ -14,12 +14,25 @@ from __future__ import annotations
 
 import logging
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Callable, Protocol, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import ExecutionInfo, ExecutionResult, InteractiveShell
 
 logger = logging.getLogger("nnx_lab")
 
+T = TypeVar("T")
+
+
+@runtime_checkable
+class AfterCell(Protocol):
+    """A widget refreshed after every cell while it lives (what :func:`track_widget` takes)."""
+
+    def _after_cell(self) -> None: ...
+
+
 if "_widgets" not in globals():  # kept across importlib.reload of this module: the widgets on screen stay
-    _widgets: weakref.WeakSet[Any] = weakref.WeakSet()
+    _widgets: weakref.WeakSet[AfterCell] = weakref.WeakSet()
     _cell = {"n": 0, "running": False}
 
 
@@ -29,12 +42,12 @@ def current_cell() -> int | None:
     return _cell["n"] if _cell["running"] else None
 
 
-def _pre_run_cell(info: Any = None) -> None:
+def _pre_run_cell(info: ExecutionInfo | None = None) -> None:
     _cell["n"] += 1
     _cell["running"] = True
 
 
-def track_widget(widget: Any) -> None:
+def track_widget(widget: AfterCell) -> None:
     """``widget._after_cell()`` runs after every cell while the widget lives (in IPython, with or
     without ``%load_ext nnx_lab``: the first widget registers the hook)."""
     _widgets.add(widget)
@@ -47,16 +60,17 @@ def track_widget(widget: Any) -> None:
         register_hooks(ip)
 
 
-def untrack_widget(widget: Any) -> None:
-    _widgets.discard(widget)
+def untrack_widget(widget: object) -> None:
+    if isinstance(widget, AfterCell):
+        _widgets.discard(widget)
 
 
-def widgets(kind: type) -> list[Any]:
+def widgets(kind: type[T]) -> list[T]:
     """The live widgets of one class."""
     return [w for w in list(_widgets) if isinstance(w, kind)]
 
 
-def _post_run_cell(result: Any = None) -> None:
+def _post_run_cell(result: ExecutionResult | None = None) -> None:
     """After every cell: apply clicks queued while it ran, then refresh each widget (never raises)."""
     from . import busy_queue
 
@@ -96,11 +110,11 @@ def _show_memory_holders() -> None:
 _HOOKS = {"pre_run_cell": _pre_run_cell, "post_run_cell": _post_run_cell}
 
 
-def _is_ours(fn: Any, event: str) -> bool:
+def _is_ours(fn: Callable[..., object], event: str) -> bool:
     return getattr(fn, "__module__", None) == __name__ and getattr(fn, "__name__", None) == f"_{event}"
 
 
-def adopt(ipython: Any) -> int:
+def adopt(ipython: InteractiveShell) -> int:
     """Take over the widgets of an earlier copy of this module whose hooks are registered in
     ``ipython`` (the package imported again: ``%reload_ext`` after an upgrade, a module reload), and
     unregister its hooks: ours refresh those widgets from now on. The earlier copy's widget set itself
@@ -124,7 +138,7 @@ def adopt(ipython: Any) -> int:
     return adopted
 
 
-def register_hooks(ipython: Any) -> None:
+def register_hooks(ipython: InteractiveShell) -> None:
     """Register the hooks once, whoever asks (``%load_ext`` or a first widget), adopting the widgets
     of an earlier copy of this module first (:func:`adopt`)."""
     adopt(ipython)
@@ -133,7 +147,7 @@ def register_hooks(ipython: Any) -> None:
             ipython.events.register(event, hook)
 
 
-def unregister_hooks(ipython: Any) -> None:
+def unregister_hooks(ipython: InteractiveShell) -> None:
     for event, hook in _HOOKS.items():
         for fn in [fn for fn in ipython.events.callbacks[event] if fn is hook]:
             ipython.events.unregister(event, fn)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
 #: the magics class, by module and name: unload recognises it without importing it
 MAGICS_CLASS = ("nnx_lab.magics", "NnxLabMagics")
@@ -14,7 +17,7 @@ NO_IPYTHON = (
 )
 
 
-def load(ipython: Any) -> None:
+def load(ipython: InteractiveShell | None) -> None:
     """Register the magics (one instance, also one of ``ipython.configurables``, so ``%config
     NnxLabMagics`` reaches it) and the cell hooks. No shell (marimo's ``get_ipython()``): one-line RuntimeError."""
     if ipython is None or not hasattr(ipython, "register_magics"):
@@ -27,11 +30,11 @@ def load(ipython: Any) -> None:
     cell_hooks.register_hooks(ipython)
 
 
-def _is_ours(obj: Any) -> bool:
+def _is_ours(obj: object) -> bool:
     return (type(obj).__module__, type(obj).__name__) == MAGICS_CLASS
 
 
-def unload(ipython: Any) -> None:
+def unload(ipython: InteractiveShell) -> None:
     """Remove the magics and their configurable; the cell hooks too unless widgets on screen need them."""
     manager = ipython.magics_manager
     for table in manager.magics.values():

@@ -19,11 +19,11 @@ _IPYTHON_NAMES = frozenset({"get_ipython", "In", "Out", "exit", "quit", "_", "__
 
 
 def check_name(
-    name: Any,
+    name: object,
     *,
     what: str = "--as",
     namespace: Mapping[str, Any] | None = None,
-    target: Any = None,
+    target: object = None,
     target_text: str | None = None,
 ) -> str:
     """``name`` if nnx_lab may bind it in the user namespace; otherwise ValueError saying why.
