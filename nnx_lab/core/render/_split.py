@@ -14,6 +14,19 @@ from ._format import ALIGN_LEFT, ALIGN_RIGHT, FILTER_COLORS, format_bytes, forma
 from ._snapshot import path_cell
 
 
+def _readable(color: str) -> str:
+    """``color`` as CSS, mixed with the page's text colour: darker on a light page, lighter on a dark
+    one, so it reads at WCAG AA on both (the plain colour first, for a browser without color-mix)."""
+    return f"color:{color};color:color-mix(in srgb,{color} 65%,currentColor)"
+
+
+def _filter_color(index: int) -> str:
+    return _readable(FILTER_COLORS[index % len(FILTER_COLORS)])
+
+
+_WARN = _readable("#d32f2f")
+
+
 def split_text(report: Any, names: Sequence[str] | None = None) -> str:
     """Plain text of ``report`` (a SplitReport); ``names``: the names bound (graphdef first), when
     not the default ones."""
@@ -37,17 +50,17 @@ def split_html(report: Any, target: str = "model", names: Sequence[str] | None =
     parts = ['<div class="nnx-lab-split">', f"<div><b>{esc(split_text(report).splitlines()[0])}</b></div>"]
     parts.append(f'<pre style="margin:4px 0">{esc(report.code(target, names))}</pre>')
     for line in report.problems():
-        parts.append(f'<div class="nnx-lab-warn" style="color:#d32f2f">{esc(line)}</div>')
+        parts.append(f'<div class="nnx-lab-warn" style="{_WARN}">{esc(line)}</div>')
     table = '<table style="border-collapse:collapse;font-size:12px;white-space:nowrap">'
     head = (
         "".join(f"<th{ALIGN_LEFT}>{esc(n)}</th>" for n in ("path", "type", "shape", "dtype"))
         + f"<th{ALIGN_RIGHT}>bytes</th>"
     )
     for f in report.filters:
-        color = FILTER_COLORS[f.index % len(FILTER_COLORS)]
-        head += f'<th style="text-align:center;color:{color}" title="{esc(f.label)}">{esc(f.name)}<br>{f.count}</th>'
+        color = _filter_color(f.index)
+        head += f'<th style="text-align:center;{color}" title="{esc(f.label)}">{esc(f.name)}<br>{f.count}</th>'
     if not report.exhaustive:
-        head += '<th style="text-align:center;color:#d32f2f">remainder</th>'
+        head += f'<th style="text-align:center;{_WARN}">remainder</th>'
     parts.append('<div style="max-height:420px;overflow:auto">' + table + f"<tr>{head}</tr>")
     for r in report.rows[:max_rows]:
         row = r.row
@@ -57,11 +70,11 @@ def split_html(report: Any, target: str = "model", names: Sequence[str] | None =
         )
         cells += f"<td{ALIGN_RIGHT}>{format_bytes(row.nbytes)}</td>"
         for f in report.filters:
-            color = FILTER_COLORS[f.index % len(FILTER_COLORS)]
+            color = _filter_color(f.index)
             mark = "●" if r.taken_by == f.index else ("○" if f.index in r.matched_by else "")
-            cells += f'<td style="text-align:center;color:{color}">{mark}</td>'
+            cells += f'<td style="text-align:center;{color}">{mark}</td>'
         if not report.exhaustive:
-            cells += '<td style="text-align:center;color:#d32f2f">' + ("●" if r.taken_by is None else "") + "</td>"
+            cells += f'<td style="text-align:center;{_WARN}">' + ("●" if r.taken_by is None else "") + "</td>"
         parts.append(f"<tr>{cells}</tr>")
     parts.append("</table></div>")
     if len(report.rows) > max_rows:

@@ -1,0 +1,75 @@
+"""Every static HTML copy (what a saved notebook, nbviewer, GitHub or an exported page shows where no
+widget runs: ``_repr_html_`` of a snapshot, split report, summary, comparison, memory ledger and
+non-finite report) reads at WCAG AA on a light page and on two dark ones: JupyterLab Dark's text on
+its background, and VS Code's Dark+. The page's own colours are all these copies know, as on
+GitHub; contrast is measured as in test_dark_theme_browser (each text node's colour over what is
+painted under it). Before the split report mixed its filter colours with the text colour, its filter
+names were 3.3-3.7:1 on white (#43a047, #1e88e5)."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import pytest
+from flax import nnx
+
+import nnx_lab
+
+from .test_dark_theme_browser import _JS_CONTRAST
+
+# page background, text colour, whether the page is dark
+HOSTS = {
+    "light": ("#ffffff", "#000000", False),
+    "lab-dark": ("#111111", "rgba(255, 255, 255, 0.87)", True),
+    "vscode-dark-plus": ("#1e1e1e", "#cccccc", True),
+}
+
+
+class Net(nnx.Module):
+    def __init__(self, seed=0, extra=False):
+        rngs = nnx.Rngs(seed)
+        self.lin = nnx.Linear(4, 8, rngs=rngs)
+        self.bn = nnx.BatchNorm(8, rngs=rngs)
+        self.drop = nnx.Dropout(0.5, rngs=rngs)
+        if extra:
+            self.adapter = nnx.Linear(8, 8, rngs=rngs)
+        self.head = nnx.Linear(8, 2, rngs=rngs)
+
+    def __call__(self, x):
+        return self.head(self.drop(self.bn(self.lin(x))))
+
+
+@pytest.fixture(scope="module")
+def copies() -> dict[str, str]:
+    model, other, x = Net(), Net(1, extra=True), jnp.ones((3, 4))
+    faulty = Net(2)
+    faulty.head.kernel[...] = faulty.head.kernel[...].at[0, 0].set(jnp.nan)
+    return {
+        "snapshot": nnx_lab.snapshot(model)._repr_html_(),
+        # no `...`: the remainder column is shown too
+        "split": nnx_lab.split_report(model, nnx.Param, nnx.BatchStat, nnx.Variable)._repr_html_(),
+        "split-remainder": nnx_lab.split_report(model, nnx.Param)._repr_html_(),
+        "summary": nnx_lab.summary(model, x, memory=False)._repr_html_(),
+        "compare": nnx_lab.compare(model, other)._repr_html_(),
+        "memory": nnx_lab.memory(namespace={"model": model})._repr_html_(),
+        "nonfinite": nnx_lab.find_nonfinite(lambda m, x: m(x).mean(), faulty, x)._repr_html_(),
+    }
+
+
+@pytest.mark.parametrize("host", list(HOSTS))
+def test_every_static_copy_reads_at_wcag_aa(browser, copies, host):
+    background, text, dark = HOSTS[host]
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    page = context.new_page()
+    found = []
+    try:
+        for name, html in copies.items():
+            page.set_content(
+                f'<html><body style="background:{background};color:{text};font-family:sans-serif;font-size:13px">'
+                f'<div id="copy">{html}</div></body></html>'
+            )
+            result = page.evaluate(f"(dark) => ({_JS_CONTRAST})([document.getElementById('copy'), dark])", dark)
+            assert result["texts"] >= 1, f"{host} {name}: no text measured"
+            found += [f"{host} {name}: {line}" for line in dict.fromkeys(result["found"])]
+    finally:
+        context.close()
+    assert not found, "\n".join(found)
