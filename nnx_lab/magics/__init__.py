@@ -27,8 +27,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class
-from traitlets import Float, Int, TraitError, TraitType
-from traitlets.config.loader import DeferredConfig, LazyConfigValue
+from traitlets import Float, HasTraits, Int, TraitError, TraitType
+from traitlets.config.loader import Config, DeferredConfig, LazyConfigValue
 
 from ..core.checks import MAX_BINS, MAX_RATE, MAX_ROWS, check_number
 from ..core.text import quote_repr
@@ -46,11 +46,12 @@ __all__ = ["NnxLabMagics"]
 
 
 if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
     class _Trait(TraitType):
         """What _Bounded is mixed into, for the checker: a TraitType with a validate (Int, Float)."""
 
-        def validate(self, obj: Any, value: Any) -> Any: ...
+        def validate(self, obj: HasTraits, value: object) -> float: ...
 
 else:
     _Trait = object
@@ -60,11 +61,11 @@ class _Bounded(_Trait):
     """A configurable number checked as its option is (``core.checks.check_number``) on the value as
     given, before traitlets converts it (``Float`` would take ``True`` as 1.0)."""
 
-    def __init__(self, default: Any, low: float, high: float, help: str, **kwargs: Any):
+    def __init__(self, default: float, low: float, high: float, help: str, **kwargs: bool):
         super().__init__(default, help=help)
         self._bounds = (low, high, kwargs)
 
-    def validate(self, obj: Any, value: Any) -> Any:
+    def validate(self, obj: HasTraits, value: object) -> float:
         low, high, kwargs = self._bounds
         try:
             check_number(value, f"NnxLabMagics.{self.name}", low, high, **kwargs)
@@ -121,14 +122,19 @@ class NnxLabMagics(Magics):
         help=f"%%nnx_capture: histogram bins per captured array when --bins is not given, 1..{MAX_BINS}",
     ).tag(config=True)
 
-    def __init__(self, shell: Any = None, **kwargs: Any):
+    def __init__(self, shell: InteractiveShell | None = None, **kwargs: Any):
         self._loading = True  # the config read while constructing: a bad value warns, the default stays
         try:
             super().__init__(shell=shell, **kwargs)
         finally:
             self._loading = False
 
-    def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
+    def _load_config(
+        self,
+        cfg: Config,
+        section_names: list[str] | None = None,
+        traits: dict[str, TraitType[Any, Any]] | None = None,
+    ) -> None:
         """traitlets' loading; while the magics load (``%load_ext``, ``%reload_ext``), a refused value
         is a warning (once per value) and its default stays, never a traceback that leaves no magic
         registered. ``%config`` afterwards raises as traitlets does (IPython reports it)."""

@@ -13,6 +13,7 @@ hands it to ``shell.displayhook`` (so it is shown, ``Out[n]`` and ``_`` are upda
 
 from __future__ import annotations
 
+import argparse
 import ast
 import contextlib
 import io
@@ -20,7 +21,7 @@ import logging
 import sys
 import tokenize
 import traceback
-from typing import Any, Callable, ContextManager
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Protocol
 
 from IPython.core.error import UsageError
 
@@ -29,12 +30,26 @@ from ..core.checks import check_number, is_python_name, looks_like_path
 from ..core.text import clip, first_line, one_line
 from ._suggest import expression_hint, unrecognized
 
+if TYPE_CHECKING:
+    from flax import nnx
+    from IPython.core.interactiveshell import InteractiveShell
+
 _log = logging.getLogger("nnx_lab")
 
 #: the numeric options' defaults; ``%config NnxLabMagics.<name> = ...`` changes them per shell
 DEFAULT_MAX_ROWS = 200  # %nnx_snapshot --max-rows
 DEFAULT_RATE = 2.0  # %nnx_watch --rate (refreshes per second)
 DEFAULT_BINS = 16  # %%nnx_capture --bins
+
+
+class MagicsHost(Protocol):
+    """What a magic function reads of its ``self`` (the :class:`~nnx_lab.magics.NnxLabMagics`
+    it is a method of): the shell and the configured defaults of the numeric options."""
+
+    shell: InteractiveShell
+    max_rows: int
+    rate: float
+    bins: int
 
 
 def split_expressions(text: str) -> list[str]:
@@ -81,7 +96,7 @@ def split_expressions(text: str) -> list[str]:
     return parts
 
 
-def parse_line(magic: Callable, line: str) -> Any:
+def parse_line(magic: Callable[..., object], line: str) -> argparse.Namespace:
     """``line`` parsed by ``magic``'s ``@magic_arguments`` parser after :func:`split_expressions`
     (so expressions may hold spaces); a bad line is a UsageError with the parser's message, and an
     unknown option gets the closest of the magic's own ("--gard ...; did you mean --grads?")."""
@@ -91,7 +106,7 @@ def parse_line(magic: Callable, line: str) -> Any:
     return args
 
 
-def evaluate_target(shell: Any, expression: str, what: str = "TARGET") -> Any:
+def evaluate_target(shell: InteractiveShell, expression: str, what: str = "TARGET") -> Any:
     """Evaluate a TARGET expression in the user namespace; a clear one-line error otherwise."""
     expression = expression.strip()
     if not expression:
@@ -107,7 +122,7 @@ def evaluate_target(shell: Any, expression: str, what: str = "TARGET") -> Any:
         raise UsageError(f"{what} {clip(repr(expression))} raised {one_line(e)}{hint}") from None
 
 
-def check_option(value: Any, option: str, low: float, high: float, **kwargs: Any) -> Any:
+def check_option(value: object, option: str, low: float, high: float, **kwargs: bool) -> Any:
     """A numeric option in its bounds (``core.checks.check_number``); else a one-line UsageError."""
     try:
         return check_number(value, option, low, high, **kwargs)
@@ -115,7 +130,9 @@ def check_option(value: Any, option: str, low: float, high: float, **kwargs: Any
         raise UsageError(str(e)) from None
 
 
-def check_name(name: str, what: str = "--as", shell: Any = None, target_text: str | None = None) -> str:
+def check_name(
+    name: str, what: str = "--as", shell: InteractiveShell | None = None, target_text: str | None = None
+) -> str:
     """``name`` if nnx_lab may bind it in the user namespace (``_ipython.names.check_name``: not a
     keyword, builtin, IPython name, nor the name holding TARGET); else a one-line UsageError."""
     namespace = getattr(shell, "user_ns", None)
@@ -128,7 +145,7 @@ def check_name(name: str, what: str = "--as", shell: Any = None, target_text: st
         raise UsageError(first_line(str(e))) from None
 
 
-def parse_only(text: str | None, model: Any, namespace: dict) -> Any:
+def parse_only(text: str | None, model: nnx.Module, namespace: dict[str, Any]) -> Any:
     """``--only`` (``%nnx_view``, ``%%nnx_capture``): ``...`` when not given; a module path of
     the model as written (``blocks[0]``, ``blocks/0``, ``blocks.0``); else the expression's value
     in the namespace (an NNX filter, or a path as a string). Text written like a path that names
@@ -154,7 +171,7 @@ def parse_only(text: str | None, model: Any, namespace: dict) -> Any:
         ) from None
 
 
-def run_body(shell: Any, body: str) -> None:
+def run_body(shell: InteractiveShell, body: str) -> None:
     """Run the cell body as a cell (:func:`run_cell_body`); a failure becomes one UsageError
     line naming the body's line and saying the model is unchanged."""
     try:
@@ -173,7 +190,7 @@ def run_body(shell: Any, body: str) -> None:
         raise UsageError(f"the cell body raised {one_line(e)}{where}; the model is unchanged") from None
 
 
-def run_cell_body(shell: Any, body: str, within: ContextManager | None = None) -> None:
+def run_cell_body(shell: InteractiveShell, body: str, within: ContextManager | None = None) -> None:
     """Run ``body`` (a cell magic's cell) in ``shell``'s user namespace, as IPython runs a cell.
 
     Every statement runs; when the last one is an expression, its value goes to

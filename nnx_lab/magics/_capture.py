@@ -6,18 +6,34 @@ Reading --types against the namespace, running the body under a
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..core.checks import MAX_BINS, is_python_name
 from ..core.text import first_line
-from ._args import DEFAULT_BINS, check_name, check_option, evaluate_target, parse_line, parse_only, run_cell_body
+from ._args import (
+    DEFAULT_BINS,
+    MagicsHost,
+    check_name,
+    check_option,
+    evaluate_target,
+    parse_line,
+    parse_only,
+    run_cell_body,
+)
 from ._suggest import did_you_mean
+
+if TYPE_CHECKING:
+    from flax import nnx
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from ..core.capture import Capture, CaptureReport
 
 _log = logging.getLogger("nnx_lab")
 
@@ -60,7 +76,7 @@ _log = logging.getLogger("nnx_lab")
     help="values sown inside nnx.scan/nnx.vmap over layers under PREFIX are stacked on AXIS, e.g. "
     "blocks=0: one row per layer (repeatable)",
 )
-def nnx_capture(self: Any, line: str, cell: str) -> None:
+def nnx_capture(self: MagicsHost, line: str, cell: str) -> None:
     """Run the cell with every call of TARGET captured: what its modules sow, with statistics.
 
     Every call of TARGET in the body — directly, through a submodule, or through an nnx.jit
@@ -97,7 +113,7 @@ class LossSpy:
     the loss; any other call goes straight to the function.
     """
 
-    def __init__(self, fn: Any, model: Any, capture: Any, name: str):
+    def __init__(self, fn: Callable[..., Any], model: nnx.Module, capture: Capture, name: str):
         self.fn, self.model, self.capture, self.name = fn, model, capture, name
         self.calls = 0
         self.result = None
@@ -138,7 +154,7 @@ class LossSpy:
         return []
 
 
-def run_capture(shell: Any, args: Any, body: str, bins: int) -> None:
+def run_capture(shell: InteractiveShell, args: argparse.Namespace, body: str, bins: int) -> None:
     """Everything ``%%nnx_capture`` does after parsing, step by step; bad input raises UsageError
     before anything runs. ``bins``: the default when ``--bins`` is not given (``NnxLabMagics.bins``)."""
     from ..core import compat
@@ -159,7 +175,7 @@ def run_capture(shell: Any, args: Any, body: str, bins: int) -> None:
     show(report, target=args.target.strip(), classes=dict(module_tree(model)), elapsed=elapsed)
 
 
-def _target_model(shell: Any, target: str) -> Any:
+def _target_model(shell: InteractiveShell, target: str) -> nnx.Module:
     """TARGET evaluated in the namespace; UsageError unless it is an nnx.Module."""
     from flax import nnx
 
@@ -171,7 +187,7 @@ def _target_model(shell: Any, target: str) -> Any:
     return model
 
 
-def _loss_fn(shell: Any, grads: str | None) -> Any:
+def _loss_fn(shell: InteractiveShell, grads: str | None) -> Callable[..., Any] | None:
     """The function ``--grads`` names (None without ``--grads``); UsageError unless it is one."""
     from ..core.text import a_kind
 
@@ -188,7 +204,7 @@ def _loss_fn(shell: Any, grads: str | None) -> Any:
     return loss_fn
 
 
-def _make_capture(model: Any, args: Any, namespace: dict) -> Any:
+def _make_capture(model: nnx.Module, args: argparse.Namespace, namespace: dict[str, Any]) -> Capture:
     """The (not yet armed) Capture for ``--types``, ``--methods`` and ``--only``; UsageError on bad input."""
     from ..core.capture import Capture
     from ..core.graph import OnlyError
@@ -202,7 +218,7 @@ def _make_capture(model: Any, args: Any, namespace: dict) -> Any:
         raise UsageError(first_line(str(e)) or type(e).__name__) from None
 
 
-def _run_body(shell: Any, body: str, capture: Any, spy: LossSpy | None) -> float:
+def _run_body(shell: InteractiveShell, body: str, capture: Capture, spy: LossSpy | None) -> float:
     """Run the cell body under ``capture``, with ``spy`` standing in for the loss function meanwhile;
     the seconds it took. An upstream limit becomes a UsageError; any other error gets a note."""
     from ..core.capture import CapturesInGraph, SownInScan
@@ -224,7 +240,7 @@ def _run_body(shell: Any, body: str, capture: Any, spy: LossSpy | None) -> float
             shell.user_ns[spy.name] = spy.fn
 
 
-def _layers(model: Any, options: list[str] | None) -> tuple:
+def _layers(model: nnx.Module, options: list[str] | None) -> tuple:
     """The layer axes of the captured values: those of the model's stacked modules (flax's metadata;
     a value sown inside the scan over them is stacked the same way), then ``--layers PREFIX=AXIS``
     (which win). A malformed option is a UsageError before the body runs."""
@@ -242,15 +258,19 @@ def _layers(model: Any, options: list[str] | None) -> tuple:
     return derived + declared
 
 
-def _report(capture: Any, spy: LossSpy | None, args: Any, bins: int) -> Any:
+def _report(capture: Capture, spy: LossSpy | None, args: argparse.Namespace, bins: int) -> CaptureReport:
     """The CaptureReport of what was captured, with the gradients and ``--grads`` messages (a
     ``--layers`` that fits nothing captured: a message, and one row per value)."""
     from ..core.capture import capture_report
     from ..core.snapshot import LayerError
 
+    captured = capture.captured
+    if captured is None:  # the body ran under the Capture (_run_body), whose exit sets it
+        raise RuntimeError("nothing captured: the cell body did not run under the Capture")
+
     def report_with(layers):
         return capture_report(
-            capture.captured,
+            captured,
             grads=_grads(spy),
             types=capture.types,
             seen_types=capture.seen_types,
@@ -269,7 +289,7 @@ def _report(capture: Any, spy: LossSpy | None, args: Any, bins: int) -> Any:
     if spy is not None:
         report = dataclasses.replace(report, messages=(*report.messages, *spy.messages(args.target.strip())))
     copied = getattr(capture, "copied_calls", 0)
-    if copied and not jax_leaves(capture.captured):
+    if copied and not jax_leaves(captured):
         # jax.jit(lambda m, x: m(x))(model, x): the Module went in as a pytree and was rebuilt inside
         # the trace; what its methods recorded stayed on that copy.
         report = dataclasses.replace(
@@ -286,13 +306,13 @@ def _report(capture: Any, spy: LossSpy | None, args: Any, bins: int) -> Any:
     return report
 
 
-def jax_leaves(tree: Any) -> list:
+def jax_leaves(tree: nnx.State) -> list:
     import jax
 
     return jax.tree_util.tree_leaves(tree)
 
 
-def _bind(shell: Any, name: str, capture: Any, spy: LossSpy | None) -> None:
+def _bind(shell: InteractiveShell, name: str, capture: Capture, spy: LossSpy | None) -> None:
     """NAME = the captured State (and NAME_grads = the gradients with ``--grads``)."""
     if spy is not None:
         shell.user_ns[f"{name}_grads"] = _grads(spy)
@@ -330,7 +350,7 @@ def _type_hint(text: str, namespace: dict) -> str:
     return ""
 
 
-def show(report: Any, **view: Any) -> None:
+def show(report: CaptureReport, **view: Any) -> None:
     """Display a CaptureReport as the capture panel's table, without toggles (``view``: the
     :class:`~nnx_lab.widgets.capture_report.CaptureReportView` arguments); frontends without
     widgets show its text and escaped HTML."""

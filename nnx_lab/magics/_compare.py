@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from ..core.checks import MAX_ROWS
 from ..core.text import first_line
-from ._args import check_name, check_option, evaluate_target, parse_line
+from ._args import MagicsHost, check_name, check_option, evaluate_target, parse_line
 from ._suggest import layers_hint
 
 
@@ -36,7 +34,7 @@ from ._suggest import layers_hint
     default=None,
     help=f"rows shown in the table, 1..{MAX_ROWS} (default %%config NnxLabMagics.max_rows)",
 )
-def nnx_compare(self: Any, line: str) -> None:
+def nnx_compare(self: MagicsHost, line: str) -> None:
     """Compare B against A: paths on one side only, shape/dtype/type/sharding mismatches, tied weights,
     and per Variable ||a-b||/||a||, max|a-b|, cosine, fraction changed, bit-identical (largest change first).
 

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from ..core.checks import MAX_ROWS
 from ..core.text import clip
-from ._args import check_option, parse_line
+from ._args import MagicsHost, check_option, parse_line
 
 
 @magic_arguments()
 @argument("names", nargs="*", metavar="NAME", help="show only these holders (a name, Out[12], (unreached))")
 @argument("--device", type=int, default=None, help="show only the device of this id (jax.devices()[N].id)")
 @argument("--top", type=int, default=10, help="the biggest holders shown (default 10)")
-def nnx_memory(self: Any, line: str) -> None:
+def nnx_memory(self: MagicsHost, line: str) -> None:
     """Every live jax array on each device, under the name that holds it (a model by Variable type,
     an optimizer's state, a pytree, IPython's output cache, or "(unreached)"), the per-device total
     against memory_stats(), and the statements that would free the most (nothing is freed).

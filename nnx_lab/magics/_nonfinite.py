@@ -7,22 +7,29 @@ namespace, so nothing it assigns is kept and the model stays bit-identical.
 
 from __future__ import annotations
 
+import argparse
 import ast
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..core.checks import is_python_name
 from ..core.text import a_kind, first_line
-from ._args import check_name, evaluate_target, parse_line
+from ._args import MagicsHost, check_name, evaluate_target, parse_line
 from ._suggest import did_you_mean
+
+if TYPE_CHECKING:
+    from flax import nnx
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from ..core.nonfinite import NonfiniteReport
 
 
 @magic_arguments()
 @argument("target", help="the name of the nnx.Module the cell calls (it runs on a copy)")
 @argument("--as", dest="name", default=None, help="also bind the NonfiniteReport to this name")
-def nnx_nonfinite(self: Any, line: str, cell: str) -> None:
+def nnx_nonfinite(self: MagicsHost, line: str, cell: str) -> None:
     """Run the cell's forward pass or loss once more, eagerly, and name the module call (and the
     primitive in it) that first made NaN or Inf: forward, backward, or already in the input.
 
@@ -46,7 +53,7 @@ def nnx_nonfinite(self: Any, line: str, cell: str) -> None:
     show(report)
 
 
-def run_nonfinite(shell: Any, args: Any, body: str) -> Any:
+def run_nonfinite(shell: InteractiveShell, args: argparse.Namespace, body: str) -> NonfiniteReport:
     """Everything ``%%nnx_nonfinite`` does after parsing; the NonfiniteReport. Bad input raises
     UsageError before anything runs."""
     from flax import nnx
@@ -73,7 +80,7 @@ def run_nonfinite(shell: Any, args: Any, body: str) -> Any:
     return report
 
 
-def _cell_function(shell: Any, target: str, body: str) -> Any:
+def _cell_function(shell: InteractiveShell, target: str, body: str) -> Callable[[nnx.Module], Any]:
     """``fn(model)``: the cell run in a scratch copy of the namespace with ``target`` bound to
     ``model``; the value of its last line. UsageError when that line is no expression."""
     source = shell.transform_cell(body) if hasattr(shell, "transform_cell") else body
@@ -95,7 +102,7 @@ def _cell_function(shell: Any, target: str, body: str) -> Any:
     statements = compile(tree, filename, "exec")
     expression = compile(ast.fix_missing_locations(ast.Expression(last.value)), filename, "eval")
 
-    def fn(model: Any) -> Any:
+    def fn(model: nnx.Module) -> Any:
         scratch = dict(shell.user_global_ns)
         scratch.update(shell.user_ns)
         scratch[target] = model
@@ -105,7 +112,7 @@ def _cell_function(shell: Any, target: str, body: str) -> Any:
     return fn
 
 
-def show(report: Any) -> None:
+def show(report: NonfiniteReport) -> None:
     """Display a NonfiniteReport: the widget in a kernel, its text and escaped HTML elsewhere."""
     from IPython.display import display
 

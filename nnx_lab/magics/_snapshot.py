@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments
@@ -12,7 +11,7 @@ from IPython.display import display
 
 from ..core.checks import MAX_RATE, MAX_ROWS
 from ..core.text import clip, first_line
-from ._args import DEFAULT_MAX_ROWS, DEFAULT_RATE, check_name, check_option, evaluate_target, parse_line
+from ._args import DEFAULT_MAX_ROWS, DEFAULT_RATE, MagicsHost, check_name, check_option, evaluate_target, parse_line
 from ._suggest import layers_hint
 
 
@@ -34,7 +33,7 @@ from ._suggest import layers_hint
     default=None,
     help=f"rows shown in the table, 1..{MAX_ROWS} (default {DEFAULT_MAX_ROWS}; %%config NnxLabMagics.max_rows)",
 )
-def nnx_snapshot(self: Any, line: str) -> None:
+def nnx_snapshot(self: MagicsHost, line: str) -> None:
     """Show every Variable of TARGET with its shape, dtype, bytes, sharding and statistics.
 
     Examples::
@@ -99,7 +98,7 @@ def nnx_snapshot(self: Any, line: str) -> None:
     help="an nnx.Optimizer of TARGET: its state (Adam's mu, nu...) beside each parameter and its step count; "
     "followed by name like TARGET (not with --pin)",
 )
-def nnx_watch(self: Any, line: str) -> None:
+def nnx_watch(self: MagicsHost, line: str) -> None:
     """Show a live viewer of TARGET that refreshes after every cell while it trains.
 
     A TARGET that is a name (``model``, ``trainer.model``) is *followed*: looked up again at every

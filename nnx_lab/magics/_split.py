@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..core.text import clip, first_line, one_line
-from ._args import check_name, evaluate_target, parse_line, run_body
+from ._args import MagicsHost, check_name, evaluate_target, parse_line, run_body
 from ._suggest import expression_hint
+
+if TYPE_CHECKING:
+    from flax import nnx
+    from IPython.core.interactiveshell import InteractiveShell
 
 _log = logging.getLogger("nnx_lab")
 
@@ -37,7 +42,7 @@ _log = logging.getLogger("nnx_lab")
 )
 @argument("--overwrite", action="store_true", help="(cell) let --merge-into replace a name that is not a Module")
 @argument("--no-update", dest="no_update", action="store_true", help="(cell) do not merge back at all")
-def nnx_split(self: Any, line: str, cell: str | None = None) -> None:
+def nnx_split(self: MagicsHost, line: str, cell: str | None = None) -> None:
     """Split a model by NNX filters and see exactly which Variables each filter took.
 
     As a line magic, binds the GraphDef and one State per filter (default names: graphdef,
@@ -98,7 +103,9 @@ def nnx_split(self: Any, line: str, cell: str | None = None) -> None:
         nnx.update(split.target, *after.values())
 
 
-def parse_names(spec: str, count: int, shell: Any = None, target_text: str | None = None) -> list[str]:
+def parse_names(
+    spec: str, count: int, shell: InteractiveShell | None = None, target_text: str | None = None
+) -> list[str]:
     """``--as a,b,c``: one name per result, each one nnx_lab may bind, none repeated."""
     names = [n.strip() for n in spec.split(",")]
     if len(names) != count:
@@ -113,7 +120,7 @@ def parse_names(spec: str, count: int, shell: Any = None, target_text: str | Non
 class Split:
     """One parsed ``%nnx_split`` invocation: target, filters, report, names."""
 
-    def __init__(self, shell: Any, args: Any):
+    def __init__(self, shell: InteractiveShell, args: argparse.Namespace):
         from ..core.split import SplitError, split_report
 
         self.shell = shell
@@ -162,7 +169,7 @@ class Split:
             self.shell.user_ns[name] = piece
 
 
-def detach(state: Any) -> Any:
+def detach(state: nnx.State) -> nnx.State:
     """A State with fresh Variable objects around the same (immutable) arrays.
 
     ``nnx.split`` hands out the model's own Variables; the body gets these instead, so an
@@ -173,7 +180,7 @@ def detach(state: Any) -> Any:
     return jax.tree.map(lambda x: x, state)
 
 
-def splittable(obj: Any) -> bool:
+def splittable(obj: object) -> bool:
     """Whether ``nnx.split`` takes ``obj``: any flax graph node (Module, State, Optimizer, Rngs, ...)
     or a plain dict/list/tuple pytree (a Linen variables dict)."""
     from collections.abc import Mapping
@@ -183,7 +190,7 @@ def splittable(obj: Any) -> bool:
     return graph.is_graph_node(obj) or isinstance(obj, (Mapping, list, tuple))
 
 
-def signatures(state: Any) -> dict:
+def signatures(state: nnx.State) -> dict:
     """path -> (shape, dtype) of every leaf, taken before the body runs."""
     from flax import nnx
 

@@ -20,7 +20,7 @@ CUTOFF = 0.6
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
 
-def close_matches(word: Any, candidates: Iterable[Any], n: int = 1) -> list[str]:
+def close_matches(word: object, candidates: Iterable[object], n: int = 1) -> list[str]:
     """The candidates closest to ``word`` (case ignored), best first; ``[]`` when none is close.
 
     >>> close_matches("evel", ["train", "eval"]), close_matches("zzz", ["train", "eval"])
@@ -36,7 +36,7 @@ def close_matches(word: Any, candidates: Iterable[Any], n: int = 1) -> list[str]
     return [by_key[k] for k in keys]
 
 
-def did_you_mean(word: Any, candidates: Iterable[Any]) -> str:
+def did_you_mean(word: object, candidates: Iterable[object]) -> str:
     """``"; did you mean X?"`` for the candidate closest to ``word``, or ``""``."""
     found = close_matches(word, candidates)
     return f"; did you mean {found[0]}?" if found else ""
@@ -74,7 +74,7 @@ def unrecognized(parser: argparse.ArgumentParser, extras: list[str]) -> str:
     return line
 
 
-def check_choice(value: Any, choices: Iterable[str], what: str) -> Any:
+def check_choice(value: str | None, choices: Iterable[str], what: str) -> str | None:
     """``value`` if it is one of ``choices`` (or None); else a one-line UsageError with the closest.
 
     >>> check_choice("evel", ("train", "eval"), "mode")

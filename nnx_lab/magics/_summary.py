@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..core.text import clip
-from ._args import check_name, check_option, evaluate_target, parse_line
+from ._args import MagicsHost, check_name, check_option, evaluate_target, parse_line
 from ._suggest import did_you_mean
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
 _TYPED_SHAPE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)\[([0-9,\s]*)\]$")
 
 
-def parse_arg(shell: Any, text: str) -> Any:
+def parse_arg(shell: InteractiveShell, text: str) -> Any:
     """One ARG of the line: ``(8, 224, 224, 3)`` (float32) or ``bfloat16[8,224]`` as a
     ``jax.ShapeDtypeStruct``; anything else a Python expression in the user namespace."""
     import jax
@@ -71,7 +74,7 @@ def parse_arg(shell: Any, text: str) -> Any:
     help="skip XLA's memory analysis (it compiles the program once)",
 )
 @argument("--as", dest="name", default=None, help="also bind the Summary to this name")
-def nnx_summary(self: Any, line: str) -> None:
+def nnx_summary(self: MagicsHost, line: str) -> None:
     """Show what each module of MODEL takes, gives and costs for one call: inputs and outputs (shape,
     dtype, sharding), parameters per Variable type, FLOPs and bytes accessed (forward, and backward
     with --grad), output bytes; totals and XLA's peak memory at the top. One trace, no compile per module.

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from ..core.text import clip, first_line, one_line
-from ._args import check_name, evaluate_target, parse_line, parse_only
+from ._args import MagicsHost, check_name, evaluate_target, parse_line, parse_only
 from ._suggest import check_choice
+
+if TYPE_CHECKING:
+    from flax import nnx
+    from IPython.core.interactiveshell import InteractiveShell
 
 #: what ``%nnx_mode TARGET MODE`` switches to
 MODES = ("train", "eval")
@@ -19,7 +23,7 @@ MODES = ("train", "eval")
 _log = logging.getLogger("nnx_lab")
 
 
-def module_target(shell: Any, text: str) -> Any:
+def module_target(shell: InteractiveShell, text: str) -> nnx.Module:
     """TARGET evaluated, and refused unless it is an nnx.Module."""
     model = evaluate_target(shell, text)
     from flax import nnx
@@ -37,7 +41,7 @@ def module_target(shell: Any, text: str) -> Any:
     metavar="{train,eval}",
     help="switch the whole model in place (model.train() / model.eval())",
 )
-def nnx_mode(self: Any, line: str) -> None:
+def nnx_mode(self: MagicsHost, line: str) -> None:
     """Show the train/eval mode of every submodule, or switch it in place.
 
     Lists each submodule instance with set_view, its arguments and current values, and says
@@ -76,7 +80,7 @@ def nnx_mode(self: Any, line: str) -> None:
     "NNX filter expression (nnx.Dropout, nnx.PathContains('decoder'), a function of (path, module))",
 )
 @argument("--modes", action="store_true", help="only the train/eval switch and each instance's mode")
-def nnx_view(self: Any, line: str) -> None:
+def nnx_view(self: MagicsHost, line: str) -> None:
     """Show the set_view options of every submodule as controls.
 
     "create view" binds ``nnx.view(TARGET, only=..., **options)`` to --as NAME (arrays shared
