@@ -133,6 +133,17 @@ def test_missing_and_corrupt_files_are_rows(tmp_path):
         nnx_lab.compare(Net(), str(tmp_path / "nothing"))
 
 
+@pytest.mark.parametrize("metadata", ["garbage", '{"use_ocdbt": true}', '{"tree_metadata": 3}'])
+def test_a_metadata_file_without_a_tree_is_one_line(tmp_path, metadata):
+    path = save(tmp_path / "ckpt", Net())
+    with open(os.path.join(path, "_METADATA"), "w") as f:
+        f.write(metadata)
+    for call in (lambda: nnx_lab.snapshot(path), lambda: nnx_lab.compare(Net(), path)):
+        with pytest.raises(TypeError, match="cannot read the checkpoint's metadata at ") as info:
+            call()
+        assert "\n" not in str(info.value)
+
+
 BOUNDED = r"""
 import sys, threading, time
 from nnx_lab.core.checkpoint import checkpoint_rows

@@ -12,14 +12,12 @@
 """
 
 from ._metadata import (
-    CheckpointEntry,
     CheckpointError,
     CheckpointTree,
-    is_checkpoint_path,
     read_tree,
 )
 from ._progress import NotebookProgress, Progress, auto_progress, in_notebook
-from ._snapshot import CheckpointRows, array_stats, checkpoint_rows
+from ._snapshot import checkpoint_rows, numeric_dtype
 from ._stream import (
     CHUNK_BYTES,
     MAX_IN_FLIGHT,
@@ -34,17 +32,14 @@ from ._stream import (
 __all__ = [
     "CHUNK_BYTES",
     "MAX_IN_FLIGHT",
-    "CheckpointEntry",
     "CheckpointError",
     "CheckpointTree",
-    "CheckpointRows",
-    "array_stats",
     "auto_progress",
     "blocks",
     "checkpoint_rows",
     "in_notebook",
-    "is_checkpoint_path",
     "NotebookProgress",
+    "numeric_dtype",
     "open_array",
     "pieces",
     "Progress",

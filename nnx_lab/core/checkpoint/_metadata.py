@@ -2,8 +2,7 @@
 
 What ``ocp.StandardCheckpointer().save(path, nnx.state(model))`` (flax's checkpointing guide)
 writes: ``_METADATA`` (the tree), per-array zarr metadata and the data, usually in one OCDBT
-database (``manifest.ocdbt``, ``d/``). Orbax's own ``metadata()`` reads the tree, shapes, dtypes
-and shardings; no array data is read.
+database (``manifest.ocdbt``, ``d/``). No array data is read.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ __all__ = [
     "CheckpointEntry",
     "CheckpointError",
     "CheckpointTree",
-    "is_checkpoint_path",
     "read_tree",
     "spec",
 ]
@@ -44,8 +42,7 @@ class CheckpointEntry:
     shape: tuple[int, ...] | None
     dtype: str | None
     sharding: str | None
-    note: str | None = None  # why the entry cannot be read (then shape/dtype may be None)
-    unreadable: bool = False  # its metadata is gone or corrupt (not merely "not an array")
+    note: str | None = None  # why the entry cannot be read (its metadata is gone or corrupt: no shape/dtype)
     chunk_shape: tuple[int, ...] | None = None  # the stored (zarr) chunk: the unit tensorstore decodes
     key_impl: str | None = None  # a PRNG key's data: its impl (``threefry2x32``), as Orbax records it
 
@@ -79,11 +76,6 @@ class CheckpointTree:
     disk_bytes: int  # every file under the directory
 
 
-def is_checkpoint_path(obj: Any) -> bool:
-    """Whether ``obj`` names a checkpoint (a ``str`` or ``os.PathLike``)."""
-    return isinstance(obj, (str, os.PathLike))
-
-
 def _disk_bytes(directory: str) -> int:
     total = 0
     for root, _, files in os.walk(directory):
@@ -93,41 +85,6 @@ def _disk_bytes(directory: str) -> int:
             except OSError:  # a file removed while we walk: counted as absent
                 pass
     return total
-
-
-def _key_of(k: Any) -> Any:
-    for attr in ("key", "idx", "name"):
-        if hasattr(k, attr):
-            return getattr(k, attr)
-    return str(k)
-
-
-def _entry(keys: tuple, meta: Any) -> CheckpointEntry:
-    path = tuple(_key_of(k) for k in keys)
-    if len(path) > 1 and path[-1] == "value":  # nnx.state's Variable state: {'kernel': {'value': array}}
-        path = path[:-1]
-    name = getattr(meta, "name", None)
-    shape = getattr(meta, "shape", None)
-    if name is None or shape is None:  # a scalar saved as a number, a string...: no array to read
-        return CheckpointEntry(path, str(name), None, None, None, f"not an array: {first_line(repr(meta), 120)}")
-    dtype = getattr(meta, "dtype", None)
-    sharding = getattr(meta, "sharding", None)
-    chunk = getattr(getattr(meta, "storage", None), "chunk_shape", None)
-    return CheckpointEntry(
-        path,
-        name,
-        tuple(int(d) for d in shape),
-        None if dtype is None else str(np.dtype(dtype)),
-        _sharding_text(sharding),
-        chunk_shape=None if chunk is None else tuple(int(d) for d in chunk),
-    )
-
-
-def _sharding_text(sharding: Any) -> str | None:
-    """How the array was placed when saved; None for one device (as a live array's row)."""
-    if sharding is None or type(sharding).__name__ == "SingleDeviceShardingMetadata":
-        return None
-    return first_line(str(sharding), 200)
 
 
 def read_tree(path: Any) -> CheckpointTree:
@@ -142,48 +99,13 @@ def read_tree(path: Any) -> CheckpointTree:
         raise CheckpointError(f"no checkpoint at {directory!r}: no _METADATA file (not an Orbax PyTree checkpoint)")
 
     info = _metadata_flags(directory)
-    if info.get("paths"):  # the usual case: each array's zarr metadata opened by tensorstore, all at once
-        entries = _opened_entries(directory, info)
-    else:  # no tree in _METADATA (another layout): Orbax's own metadata reader
-        entries = _orbax_entries(directory)
     return CheckpointTree(
         directory,
-        entries,
+        _opened_entries(directory, info),
         info.get("use_ocdbt", True),
         info.get("use_zarr3", False),
         _disk_bytes(directory),
     )
-
-
-class _quiet_absl(logging.Filter):
-    """Orbax warns through absl when an array's metadata is unreadable; the rows say it (without the
-    warning's temporary path, which a saved notebook's output would carry)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "Failed to get item metadata" not in record.getMessage()
-
-    def __enter__(self) -> None:
-        logging.getLogger("absl").addFilter(self)
-
-    def __exit__(self, *exc: Any) -> None:
-        logging.getLogger("absl").removeFilter(self)
-
-
-def _orbax_entries(directory: str) -> list[CheckpointEntry]:
-    import jax
-    import orbax.checkpoint as ocp
-
-    try:
-        with _quiet_absl():
-            meta = ocp.StandardCheckpointer().metadata(directory)
-        meta = getattr(meta, "item_metadata", meta)  # orbax >= 0.11: StepMetadata(item_metadata=TreeMetadata)
-        flat, _ = jax.tree_util.tree_flatten_with_path(getattr(meta, "tree", meta))
-    except Exception as e:  # noqa: BLE001 - boundary: any orbax failure is the user's file, said in one line
-        _log.info("nnx_lab: orbax could not read the metadata of %s", directory, exc_info=True)
-        raise CheckpointError(
-            f"cannot read the checkpoint's metadata at {directory!r}: {type(e).__name__}: {first_line(str(e), 200)}"
-        ) from None
-    return [_entry(keys, m) for keys, m in flat]
 
 
 def spec(directory: str, name: str, use_ocdbt: bool, use_zarr3: bool) -> dict:
@@ -245,7 +167,6 @@ def _opened_entries(directory: str, info: dict) -> list[CheckpointEntry]:
                     None,
                     None,
                     f"missing or corrupt data: {type(e).__name__}: {first_line(str(e), 200)}",
-                    True,
                 )
             )
     return entries
@@ -299,14 +220,16 @@ def _shardings(directory: str) -> dict[str, str]:
 
 
 def _metadata_flags(directory: str) -> dict:
+    """``_METADATA``'s flags and each array's keys with Orbax's name for it (the keys joined by dots);
+    a :class:`CheckpointError` where it holds no tree (Orbax's own reader refuses it too)."""
     import json
 
     try:
         with open(os.path.join(directory, "_METADATA")) as f:
             data = json.load(f)
         out: dict = {k: bool(data[k]) for k in ("use_ocdbt", "use_zarr3") if k in data}
-        paths = []  # each array's keys, and Orbax's name for it (the keys joined by dots)
-        for item in (data.get("tree_metadata") or {}).values():
+        paths = []
+        for item in data["tree_metadata"].values():
             keys = tuple(k.get("key") for k in item.get("key_metadata", ()))
             path = keys[:-1] if len(keys) > 1 and keys[-1] == "value" else keys
             paths.append(
@@ -317,6 +240,8 @@ def _metadata_flags(directory: str) -> dict:
             )
         out["paths"] = paths
         return out
-    except (OSError, ValueError, TypeError) as e:
-        _log.info("nnx_lab: _METADATA of %s unreadable (%s); assuming OCDBT", directory, e)
-        return {}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
+        _log.info("nnx_lab: _METADATA of %s unreadable", directory, exc_info=True)
+        raise CheckpointError(
+            f"cannot read the checkpoint's metadata at {directory!r}: {type(e).__name__}: {first_line(str(e), 200)}"
+        ) from None

@@ -25,7 +25,7 @@ from ._metadata import CheckpointEntry, CheckpointTree, read_tree
 from ._progress import Progress, auto_progress
 from ._stream import CHUNK_BYTES, open_array, pieces, read_blocks, whole_chunk_note
 
-__all__ = ["CheckpointRows", "array_stats", "checkpoint_rows"]
+__all__ = ["CheckpointRows", "array_stats", "checkpoint_rows", "numeric_dtype"]
 
 _log = logging.getLogger("nnx_lab")
 
@@ -164,7 +164,8 @@ class CheckpointRows:
     elapsed_s: float
 
 
-def _numeric(dtype: str | None) -> bool:
+def numeric_dtype(dtype: str | None) -> bool:
+    """Whether a stored dtype (its text) is a number or bool array's: read and compared; not complex."""
     try:
         return dtype is not None and np.dtype(dtype).kind in "biuf" or str(dtype) == "bfloat16"
     except TypeError:
@@ -198,7 +199,7 @@ def checkpoint_rows(
         for e in tree.entries
         if e.note is None and e.key_impl and (view := key_view(e.key_impl, e.array_shape)) is not None
     }
-    streamed = [e for e in tree.entries if stats and e.note is None and _numeric(e.dtype) and id(e) not in keys]
+    streamed = [e for e in tree.entries if stats and e.note is None and numeric_dtype(e.dtype) and id(e) not in keys]
     total = sum(e.nbytes or 0 for e in streamed)
     done = [0, 0]  # bytes, arrays
 
@@ -218,12 +219,12 @@ def checkpoint_rows(
     rows = []
     for entry in tree.entries:
         if entry.note is not None:
-            rows.append(_row(entry, "error" if entry.unreadable else "non_numeric", None, entry.note))
+            rows.append(_row(entry, "error", None, entry.note))
         elif id(entry) in keys:  # a PRNG key saved as its key data: a key, no statistics (as a live one)
             rows.append(_row(entry, "prng_key", None, None, keys[id(entry)]))
         elif not stats:
             rows.append(_row(entry, "abstract", None, "not read (stats=False)"))
-        elif not _numeric(entry.dtype):
+        elif not numeric_dtype(entry.dtype):
             rows.append(_row(entry, "non_numeric", None, f"dtype {entry.dtype}: no statistics"))
         else:
             try:

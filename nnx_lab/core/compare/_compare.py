@@ -22,7 +22,7 @@ from ._rows import (
     row_base,
     sorted_rows,
 )
-from ._sides import Entry, Side, metadata_axis, resolve_side
+from ._sides import Entry, Side, resolve_side
 from ._values import launch_partials, stream_partials
 
 __all__ = ["compute"]
@@ -32,12 +32,12 @@ _log = logging.getLogger("nnx_lab")
 
 def _layer_axes(side: Side, layers: Any) -> dict[str, int]:
     """Per a entry's key: its layer axis (layers= declarations win over flax's metadata)."""
-    from ..snapshot import parse_layers
+    from ..snapshot import metadata_axis, parse_layers
 
     spec = parse_layers(layers)
     axes: dict[str, int] = {}
     for e in side.entries:
-        axis = metadata_axis(e)
+        axis = metadata_axis(e.metadata, len(e.shape)) if e.metadata and e.shape else None
         if axis is not None:
             axes[key_of(e.path)] = axis
     for prefix, axis in spec:
@@ -210,6 +210,7 @@ def compute(
         "b_type": side_b.root_type,
         "tol": float(tol),
         "elapsed_s": time.perf_counter() - start,
+        "paths": {m.main.text: m.main.path for m in matches},
     }
     return sorted_rows(rows), modules, info
 

@@ -7,8 +7,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from ..graph import Path
 from ..offers import offer
-from ._rows import STATUSES, CompareRow, ModuleRow
+from ._rows import CompareRow, ModuleRow
 
 __all__ = ["DISPLAY_HOOKS", "MARIMO_HOOKS", "Comparison", "verdict"]
 
@@ -70,6 +71,7 @@ class Comparison:
         self.tol = info["tol"]
         self.a_type, self.b_type = info["a_type"], info["b_type"]
         self.elapsed_s = info["elapsed_s"]
+        self.paths: dict[str, Path] = info["paths"]  # a row's path text -> its keys (the widget's tree)
         self.verdict = verdict(self.rows)
         self.counts = dict(collections.Counter(r.status for r in self.rows if r.layer is None))
 
@@ -165,6 +167,3 @@ def _plain(d: dict) -> dict:
             v = list(v)
         out[k] = v
     return out
-
-
-STATUS_HELP = STATUSES

@@ -4,12 +4,13 @@ at most :data:`MAX_PROGRAM_ARRAYS` arrays a program (:func:`plan_programs`)."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-__all__ = ["MAX_PROGRAM_ARRAYS", "STACK_BYTES", "group_key", "key_data", "placed_pair", "plan_programs"]
+__all__ = ["MAX_PROGRAM_ARRAYS", "STACK_BYTES", "key_data", "placed_pair", "plan_programs"]
 
 
 def placed_pair(a: Any, b: Any) -> tuple[Any, Any]:
@@ -29,33 +30,15 @@ def key_data(x: Any) -> Any:
     return jax.random.key_data(x) if _is_key(x.dtype) else x
 
 
-_key_dtypes: dict = {}  # dtype -> whether it is a PRNG key's: asked per array, decided per dtype
-
-
+@functools.cache  # asked per array, decided per dtype
 def _is_key(dtype: Any) -> bool:
-    try:
-        known = _key_dtypes.get(dtype)
-    except TypeError:  # an unhashable extended dtype: decided each time
-        return jnp.issubdtype(dtype, jax.dtypes.prng_key)
-    if known is None:
-        known = _key_dtypes[dtype] = jnp.issubdtype(dtype, jax.dtypes.prng_key)
-    return known
+    return jnp.issubdtype(dtype, jax.dtypes.prng_key)
 
 
-_groups: dict = {}  # sharding -> its devices' ids (a few shardings per model, asked per array)
-
-
-def group_key(x: jax.Array) -> tuple:
-    sharding = x.sharding
-    try:
-        return _groups[sharding]
-    except KeyError:
-        if len(_groups) > 256:
-            _groups.clear()
-        key = _groups[sharding] = tuple(sorted(d.id for d in sharding.device_set))
-        return key
-    except TypeError:  # an unhashable sharding
-        return tuple(sorted(d.id for d in sharding.device_set))
+@functools.lru_cache(maxsize=256)  # a few shardings per model, asked per array
+def _devices(sharding: Any) -> tuple:
+    """The ids of a sharding's devices: pairs on the same ones share a program."""
+    return tuple(sorted(d.id for d in sharding.device_set))
 
 
 #: A pair whose arrays are single-device and each at most this many bytes is "small": reduced stacked
@@ -80,7 +63,7 @@ def plan_programs(placed: list[tuple[Any, Any, int | None]]) -> list[list[tuple[
     :data:`STACK_BATCH_BYTES`) is a program of its own, the rest are packed in order."""
     groups: dict[tuple, dict[Any, list[int]]] = {}
     for k, (a, b, axis) in enumerate(placed):
-        specs = groups.setdefault(group_key(a), {})
+        specs = groups.setdefault(_devices(a.sharding), {})
         small = a.nbytes <= STACK_BYTES and b.nbytes <= STACK_BYTES and len(a.sharding.device_set) == 1
         key = (a.shape, a.dtype, b.shape, b.dtype, axis) if small else ("alone", k)
         specs.setdefault(key, []).append(k)

@@ -5,6 +5,7 @@ relative change."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any
 
@@ -197,22 +198,18 @@ def is_key(e: Any) -> bool:
 
 
 _FLOAT_KINDS = frozenset("fc")
-_dtype_kinds: dict = {}
 
 
+@functools.cache
 def _dtype_kind(dtype: str | None) -> str:
     """numpy's kind letter of a dtype text (``f`` for bfloat16 and float8 too); "" for a key or an unknown one."""
-    kind = _dtype_kinds.get(dtype)
-    if kind is None:
-        try:
-            import jax.numpy as jnp
+    import jax.numpy as jnp
 
-            dt = jnp.dtype(dtype) if dtype is not None else None
-            kind = "" if dt is None else "f" if jnp.issubdtype(dt, jnp.floating) else dt.kind
-        except TypeError:
-            kind = ""
-        _dtype_kinds[dtype] = kind
-    return kind
+    try:
+        dt = jnp.dtype(dtype) if dtype is not None else None
+    except TypeError:
+        return ""
+    return "" if dt is None else "f" if jnp.issubdtype(dt, jnp.floating) else dt.kind
 
 
 def is_floating(m: Match) -> bool:

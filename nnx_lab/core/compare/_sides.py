@@ -20,9 +20,6 @@ from ..text import first_line
 
 __all__ = ["Entry", "Side", "resolve_side"]
 
-_LAYER_NAMES = ("layers",)  # flax's nnx.PARTITION_NAME convention, as the snapshot's stacked rows read it
-_SHARDING_KEYS = ("out_sharding", "sharding_names", "sharding")
-
 
 @dataclasses.dataclass
 class Entry:
@@ -78,23 +75,12 @@ def _numeric(dtype: Any) -> bool:
     )
 
 
-_dtype_facts: dict = {}  # dtype -> (is a PRNG key, numeric, its text): asked per array, decided per dtype
-
-
+@functools.cache  # asked per array, decided per dtype
 def _facts(dtype: Any) -> tuple[bool, bool, str]:
-    try:
-        facts = _dtype_facts.get(dtype)
-    except TypeError:  # an unhashable extended dtype: decided each time
-        facts = None
-    if facts is None:
-        prng = jnp.issubdtype(dtype, jax.dtypes.prng_key)
-        numeric = not prng and _numeric(dtype)
-        facts = (prng, numeric, _dtype_text(dtype) if numeric else str(dtype))
-        try:
-            _dtype_facts[dtype] = facts
-        except TypeError:
-            pass  # not remembered: see above
-    return facts
+    """A dtype's (is a PRNG key, numeric, its text)."""
+    prng = jnp.issubdtype(dtype, jax.dtypes.prng_key)
+    numeric = not prng and _numeric(dtype)
+    return prng, numeric, _dtype_text(dtype) if numeric else str(dtype)
 
 
 class _Common(TypedDict):  # the fields every kind of Entry takes from the walk
@@ -177,38 +163,15 @@ def _entry(path: Path, type_name: str | None, value: Any, aliases: tuple[Path, .
     )
 
 
-def metadata_axis(entry: Entry) -> int | None:
-    """The layer axis flax recorded in the Variable's sharding names (``nnx.PARTITION_NAME``), or None."""
-    if not entry.metadata or not entry.shape:
-        return None
-    for key in _SHARDING_KEYS:
-        names = entry.metadata.get(key)
-        if isinstance(names, (tuple, list)) and len(names) == len(entry.shape):
-            for axis, name in enumerate(names):
-                if name in _LAYER_NAMES or (isinstance(name, (tuple, list)) and any(n in _LAYER_NAMES for n in name)):
-                    return axis
-    return None
-
-
 def _checkpoint_side(label: str, path: Any) -> Side:
-    from ..checkpoint import read_tree
+    from ..checkpoint import numeric_dtype, read_tree
 
     tree = read_tree(path)
     entries = []
     for e in tree.entries:
-        kind = "checkpoint" if e.note is None else "error" if e.unreadable else "non_numeric"
-        try:
-            numeric = e.dtype is not None and _numeric(
-                np.dtype(e.dtype) if e.dtype != "bfloat16" else jax.numpy.bfloat16
-            )
-        except TypeError:
-            numeric = False
-        if kind == "error":
-            note = e.note
-        elif kind == "checkpoint" and not numeric:
+        kind, note = ("checkpoint", None) if e.note is None else ("error", e.note)
+        if kind == "checkpoint" and not numeric_dtype(e.dtype):
             kind, note = "non_numeric", f"dtype {e.dtype}: not compared"
-        else:
-            note = e.note
         entries.append(Entry(e.path, None, e.shape, e.dtype, None, (), kind, e, note))
     return Side(label, "Checkpoint", entries, checkpoint=tree)
 
