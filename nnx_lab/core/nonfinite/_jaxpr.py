@@ -51,15 +51,13 @@ def source_line(eqn: Any) -> str | None:
     skip = _library_dirs()
     here = os.path.dirname(os.path.abspath(__file__)) + os.sep
     for i, frame in enumerate(frames):  # innermost first: the frames past our own call are not the call's
-        if getattr(frame, "file_name", "").startswith(here):
+        if frame.file_name.startswith(here):
             frames = frames[:i]
             break
     for dirs in (skip, skip[:2]):
         for frame in frames:
-            name = getattr(frame, "file_name", "")
-            if name and not name.startswith(dirs):
-                line = getattr(frame, "start_line", None) or getattr(frame, "line_num", "?")
-                return f"{name}:{line} ({getattr(frame, 'function_name', '?')})"
+            if frame.file_name and not frame.file_name.startswith(dirs):
+                return f"{frame.file_name}:{frame.line_num} ({frame.function_name})"
     return None
 
 

@@ -1,13 +1,10 @@
 """Every module call of one run of ``fn`` recorded: inputs, outputs, the module's state before it.
 
-The run is made on a copy of ``fn``'s arguments (split and merged, so shared modules stay shared and
-the caller's objects are never touched). Each module of the copy carries its site number as a static
-attribute, so it survives ``nnx.split``/``merge`` inside ``nnx.scan`` and ``nnx.vmap``. While ``fn``
-runs, ``__call__`` and the public methods of every module class met are wrapped (restored in a
-``finally``, also on error); a call on a marked module opens a record. This works without
-``nnx.capture`` (Colab's flax 0.11.2 has none). In ``tap`` mode (the backward run, under
-``jax.grad``) each floating input and output leaf goes through an identity ``custom_vjp`` whose
-backward stores the cotangent that reached it: possible because the run is eager, never jitted.
+Each module of the copy carries its site number as a static attribute, so it survives
+``nnx.split``/``merge`` inside ``nnx.scan`` and ``nnx.vmap``; no ``nnx.capture`` is needed (Colab's
+flax 0.11.2 has none). In ``tap`` mode (the backward run, under ``jax.grad``) each floating input and
+output leaf goes through an identity ``custom_vjp`` whose backward stores the cotangent that reached
+it: possible because the run is eager, never jitted.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from typing import Any, Callable
 import jax
 from flax import nnx
 
+from ..compat import get_value
 from ._jaxpr import backward, call_jaxpr, forward
 from ._record import Call, Patched, is_float, mark, nonfinite
 from ._report import NonfiniteReport, leaf_stats, tree_stats
@@ -50,13 +51,7 @@ def _module_paths(paths: list[tuple]) -> list[str]:
 
 
 def _flat(state: Any) -> list[tuple[tuple, Any]]:
-    return [(tuple(p), _value(v)) for p, v in nnx.to_flat_state(state)]
-
-
-def _value(v: Any) -> Any:
-    if isinstance(v, nnx.Variable):
-        return v.get_value() if hasattr(v, "get_value") else v.value  # flax 0.11 has no get_value
-    return v
+    return [(tuple(p), get_value(v) if isinstance(v, nnx.Variable) else v) for p, v in nnx.to_flat_state(state)]
 
 
 def _loss(out: Any) -> Any:
@@ -176,10 +171,12 @@ def _forward(report: NonfiniteReport, calls: list[Call], names: list[str], sites
         report.note = "every module call's output was finite: the NaN/Inf came from fn's own code"
         return report
     _locate(report, call, names, calls, sites)
-    report.inputs = tree_stats("", call.inputs[0]) + tree_stats("kwargs", call.inputs[1])
-    report.outputs = tree_stats("out", call.outputs)
-    site = sites[call.site]
-    report.bad_variables = [".".join(str(k) for k in p[len(site) :]) for p, x in _flat(call.state[1]) if nonfinite(x)]
+    culprit = report.path_calls[-1]  # its statistics, as the chain of calls has them
+    report.inputs, report.outputs, report.bad_variables = (
+        culprit["inputs"],
+        culprit["outputs"],
+        culprit["bad_variables"],
+    )
     if clean:
         _primitive(report, call)
     else:
