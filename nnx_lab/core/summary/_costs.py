@@ -1,19 +1,11 @@
 """FLOPs and bytes of a jaxpr, operation by operation, attributed to the module calls that ran them.
 
-The numbers are XLA's: ``jit(f).lower(...).cost_analysis()`` (what ``nnx.tabulate(compute_flops=True)``
-reads per module call) runs XLA's HLO cost analysis on the unoptimized program, which is a sum over
-its operations. So the cost of a program is the sum of its equations' costs, and each equation's cost
-is what XLA says of that one operation: a formula for the common primitives (checked against XLA in
-``tests/summary/test_summary.py``) and, for any other primitive, XLA's analysis of that equation
-lowered alone (once per distinct primitive, shapes and parameters, cached for the process).
-
-Control flow as XLA counts it, except scans: a ``scan`` body runs ``length`` times and is counted that
-many times (XLA counts a while loop's body once, so tabulate's number for a module that scans is the
-body's once); a ``while`` of unknown trip count is counted once; a ``cond`` by its costliest branch.
-
-Bytes accessed are each operation's operand and result bytes before fusion (XLA's unoptimized count).
-Equations no output needs (a BatchNorm's running statistics, an RNG count: updates the summary never
-writes back) are dropped first, as jit's lowering drops them.
+The numbers are XLA's unoptimized HLO cost analysis (what ``nnx.tabulate(compute_flops=True)`` reads
+per module call), which is a sum over operations: so each equation is costed alone, by formula
+(``_formulas``) or lowered alone (cached), and the costs are added up per call. Control flow as XLA
+counts it, except that a ``scan`` body counts ``length`` times (XLA counts a while body once); a
+``while`` of unknown trip count once; a ``cond`` by its costliest branch. Bytes accessed are operand
+and result bytes before fusion.
 """
 
 from __future__ import annotations
@@ -72,8 +64,6 @@ def lowered_cost(eqn: Any) -> Cost:
 
         args = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in eqn.invars]
         cost = jax.jit(one).lower(*args).cost_analysis() or {}
-        if isinstance(cost, (list, tuple)):  # older jax: one dict per computation
-            cost = cost[0] if cost else {}
         _log.debug("nnx_lab.summary: XLA costs %s alone", key[0])
         _cache[key] = (
             int(cost.get("flops", 0)),

@@ -7,6 +7,7 @@ import html
 from typing import Any
 
 from ..offers import offer
+from ..text import clip
 from ._formats import bytes_text, count_text, params_text
 from ._memory import NOT_COMPUTED, PENDING
 
@@ -181,7 +182,7 @@ class Summary:
     def to_text(self, wait: bool = True) -> str:
         """The compact table (``str(summary)``); ``wait`` as in :meth:`header_lines`."""
         cols = self._columns()
-        table = [[name for name, _ in cols]] + [[_clip(str(fn(r))) for _, fn in cols] for r in self.rows]
+        table = [[name for name, _ in cols]] + [[clip(fn(r), 60) for _, fn in cols] for r in self.rows]
         widths = [max(len(line[i]) for line in table) for i in range(len(cols))]
         right = {"params", "FLOPs", "bwd FLOPs", "bytes accessed", "output"}
         out = self.header_lines(wait)
@@ -287,10 +288,6 @@ def rng_flops_text(row: SummaryRow) -> str:
         f"{row.rng_flops:,} of these {row.flops:,} FLOPs generate random bits "
         "(jax.random's threefry hash, e.g. a Dropout's mask), as XLA counts them"
     )
-
-
-def _clip(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _paren(text: str) -> str:

@@ -3,10 +3,10 @@ pytrees of arrays (``float32[8,10]@P('data', None)``), and the bytes arrays take
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-import numpy as np
+from ..text import clip
+from ._formulas import nbytes
 
 __all__ = ["bytes_text", "count_text", "describe", "leaves_bytes", "params_text"]
 
@@ -44,17 +44,8 @@ def params_text(table: dict) -> str:
     return f"{count_text(count)} ({bytes_text(sum(b for _, b in table.values()))})" if table else ""
 
 
-def _itemsize(dtype: Any) -> int:
-    try:
-        return int(np.dtype(dtype).itemsize)
-    except TypeError:  # an extended dtype (a PRNG key)
-        return int(getattr(dtype, "itemsize", 0) or 0)
-
-
 def leaves_bytes(leaves: list) -> int:
-    return sum(
-        int(math.prod(getattr(x, "shape", ()) or ())) * _itemsize(x.dtype) for x in leaves if hasattr(x, "dtype")
-    )
+    return sum(nbytes(x) for x in leaves if hasattr(x, "dtype"))
 
 
 def _sharding_text(x: Any) -> str:
@@ -73,8 +64,7 @@ def _sharding_text(x: Any) -> str:
 
 def describe(x: Any, limit: int = 300) -> str:
     """A pytree of arrays as text: ``float32[8,10]``, ``(float32[2], {'a': int32[]})``, sharding as ``@P(...)``."""
-    text = _describe(x, 0)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(_describe(x, 0), limit)
 
 
 def _describe(x: Any, level: int) -> str:
@@ -94,7 +84,5 @@ def _describe(x: Any, level: int) -> str:
     if isinstance(x, dict):
         return "{" + ", ".join(f"{k!s}: {_describe(v, level + 1)}" for k, v in x.items()) + "}"
     if x is None or isinstance(x, (bool, int, float, str)):
-        from ..text import clip
-
         return clip(repr(x), 40)
     return f"<{type(x).__name__}>"

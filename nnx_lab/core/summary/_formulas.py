@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["formula", "io_bytes"]
+__all__ = ["formula", "io_bytes", "nbytes"]
 
 _ZERO = frozenset(
     {
@@ -135,7 +135,7 @@ def _size(aval: Any) -> int:
     return int(math.prod(getattr(aval, "shape", ()) or ()))
 
 
-def _nbytes(aval: Any) -> int:
+def nbytes(aval: Any) -> int:
     try:
         itemsize = np.dtype(aval.dtype).itemsize
     except TypeError:  # an extended dtype (a PRNG key): its own itemsize when it has one
@@ -144,7 +144,7 @@ def _nbytes(aval: Any) -> int:
 
 
 def io_bytes(eqn: Any) -> int:
-    return sum(_nbytes(v.aval) for v in eqn.invars) + sum(_nbytes(v.aval) for v in eqn.outvars)
+    return sum(nbytes(v.aval) for v in eqn.invars) + sum(nbytes(v.aval) for v in eqn.outvars)
 
 
 def formula(eqn: Any) -> tuple | None:

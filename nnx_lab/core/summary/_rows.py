@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
@@ -110,30 +111,20 @@ def build_rows(
         )
         rows.append(row)
         if n_layers > 1:
+            per_layer = {
+                name: getattr(row, name) // n_layers
+                for name in ("flops", "transcendentals", "bytes_accessed", "output_bytes", "rng_flops")
+            }
+            per_layer.update(
+                params_own={},
+                params_total={name: [cnt // n_layers, b // n_layers] for name, (cnt, b) in row.params_total.items()},
+                backward_flops=None if bwd_flops is None else bwd_flops // n_layers,
+                backward_bytes=None if bwd_bytes is None else bwd_bytes // n_layers,
+                layers=None,
+            )
             for i in range(n_layers):
                 rows.append(
-                    SummaryRow(
-                        path=f"{text}[layer {i}]",
-                        module_path=tuple(path),
-                        cls=row.cls,
-                        method=method,
-                        call=k,
-                        depth=row.depth + 1,
-                        inputs=row.inputs,
-                        outputs=row.outputs,
-                        params_own={},
-                        params_total={
-                            name: [cnt // n_layers, b // n_layers] for name, (cnt, b) in row.params_total.items()
-                        },
-                        flops=flops // n_layers,
-                        transcendentals=row.transcendentals // n_layers,
-                        bytes_accessed=nbytes // n_layers,
-                        output_bytes=out_bytes // n_layers,
-                        backward_flops=None if bwd_flops is None else bwd_flops // n_layers,
-                        backward_bytes=None if bwd_bytes is None else bwd_bytes // n_layers,
-                        layer=i,
-                        rng_flops=row.rng_flops // n_layers,
-                    )
+                    dataclasses.replace(row, path=f"{text}[layer {i}]", depth=row.depth + 1, layer=i, **per_layer)
                 )
     return rows
 

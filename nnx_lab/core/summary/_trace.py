@@ -1,12 +1,5 @@
-"""One trace of a model call with every module call marked.
-
-The model is never touched: its graph is split and merged into a copy, each module of the copy gets
-its site number as an attribute (static, so it survives ``nnx.split``/``merge`` inside ``nnx.scan``,
-``nnx.vmap``, ``nnx.remat``), and the copy is split again. While the call is traced, the public
-methods and ``__call__`` of every module class in the model are wrapped (and restored afterwards,
-also on error): a call on a marked module opens a record (site, method, the shapes that reached it)
-and runs inside ``jax.named_scope("nnxlab.<call id>")``, so every equation it emits names it.
-Only the tracing thread's calls are recorded; other threads call the original methods.
+"""One trace of a model call with every module call marked (docs/ARCHITECTURE.md: "A summary is one
+trace"). Only the tracing thread's calls are recorded; other threads call the original methods.
 """
 
 from __future__ import annotations
@@ -18,6 +11,7 @@ from typing import Any
 
 import jax
 from flax import nnx
+from jax._src.interpreters import partial_eval as pe
 
 from .. import compat
 from ..graph import child_of, hook, module_methods, unhook
@@ -108,21 +102,11 @@ def _at_paths(root: Any, paths: list) -> list | None:
     return out
 
 
-def _tracer_origin() -> list:
-    """``(DynamicJaxprTracer, "_origin_msg", original)`` where jax has it. flax 0.12's ``Variable.set_value``
-    reads ``value.sharding``, which on a tracer raises an AttributeError whose message jax builds by
-    searching the whole program traced so far: a BatchNorm or Dropout update costs time quadratic in
-    the program (2 of a 24-block transformer's 2.6 s of tracing). The message is dropped while we trace."""
-    try:
-        from jax._src.interpreters import partial_eval as pe
-
-        original = vars(pe.DynamicJaxprTracer).get("_origin_msg")
-        return [(pe.DynamicJaxprTracer, "_origin_msg", original)] if callable(original) else []
-    except (ImportError, AttributeError):  # another jax: nothing to shortcut
-        return []
-
-
 def _no_origin(self: Any) -> str:
+    """Replaces jax's ``DynamicJaxprTracer._origin_msg`` while we trace. flax 0.12's
+    ``Variable.set_value`` reads ``value.sharding``, which on a tracer raises an AttributeError whose
+    message jax builds by searching the whole program traced so far: a BatchNorm or Dropout update
+    costs time quadratic in the program (2 of a 24-block transformer's 2.6 s of tracing)."""
     return ""
 
 
@@ -133,7 +117,6 @@ class Patched:
 
     def __init__(self) -> None:
         self.methods: list = []  # (class, name) hooked
-        self.origin: list = []  # (class, name, function) replaced (jax's _origin_msg)
         self.recorder = Recorder()
 
     def add(self, classes: set) -> None:
@@ -146,14 +129,9 @@ class Patched:
     def __enter__(self) -> Patched:
         global _recorder
         _lock.acquire()
-        try:
-            for klass, name, fn in _tracer_origin():
-                self.origin.append((klass, name, fn))
-                setattr(klass, name, _no_origin)
-            _recorder = self.recorder
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
+        self.origin = vars(pe.DynamicJaxprTracer)["_origin_msg"]
+        pe.DynamicJaxprTracer._origin_msg = _no_origin
+        _recorder = self.recorder
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -161,8 +139,7 @@ class Patched:
         try:
             _recorder = None
             unhook(self.methods, self.OWNER)
-            for klass, name, fn in self.origin:
-                if vars(klass).get(name) is _no_origin:
-                    setattr(klass, name, fn)
+            if vars(pe.DynamicJaxprTracer).get("_origin_msg") is _no_origin:
+                pe.DynamicJaxprTracer._origin_msg = self.origin
         finally:
             _lock.release()
