@@ -1,16 +1,5 @@
-"""Capture what modules ``sow`` and ``perturb``, and their method outputs, without editing the model.
-
-The public surface of the capture feature; the modules inside are private:
-
-- ``_capture``: :class:`Capture` (arm, run, disarm), with ``_options`` (its arguments checked),
-  ``_collect`` (values out of and into the armed entries) and ``_call`` (:func:`capture_call`);
-- ``_arming``: the marker Variables, ``__captures__`` as flax shows it, the user's own
-  ``nnx.capture`` inside ours, Ctrl-C deferred while (dis)arming;
-- ``_methods``: method outputs (class methods wrapped, reference counted);
-- ``_linen``: Linen ``sow('intermediates', ...)`` inside ``nnx.bridge.ToNNX``;
-- ``_errors``: upstream limits as one-line errors;
-- ``_types``: Variable types from names; ``_grads``: gradients at ``perturb`` points;
-- ``_report``: the report, from ``_table`` (rows and histograms) and ``_messages`` (what to tell the user); ``_toggles``: the panel's toggles without UI.
+"""Capture what modules ``sow`` and ``perturb``, and their method outputs, without editing the model
+(docs/guide/capture.md; the modules: docs/ARCHITECTURE.md).
 
 >>> import jax.numpy as jnp
 >>> from flax import nnx
@@ -25,7 +14,6 @@ from ._capture import Capture
 from ._errors import CapturesInGraph, SownInScan
 from ._grads import GradResult, NoPerturbations, intermediate_grads
 from ._methods import patched_classes
-from ._options import check_model
 from ._report import CaptureReport, PendingCaptureReport, capture_report
 from ._table import flatten_captured
 from ._toggles import MESSAGES as TOGGLE_MESSAGES
@@ -48,7 +36,6 @@ __all__ = [
     "caller_namespace",
     "capture_call",
     "capture_report",
-    "check_model",
     "flatten_captured",
     "intermediate_grads",
     "module_tree",

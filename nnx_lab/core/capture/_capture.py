@@ -1,35 +1,6 @@
-"""Capture what modules ``sow`` and ``perturb``, and their method outputs, without editing the model.
-
-flax's own mechanism (``nnx.capture``) arms every submodule with a ``__captures__`` tuple of
-Variables that ``Module.sow`` / ``Module.perturb`` write into, and, for method outputs, wraps
-the methods of the module *classes*. :class:`Capture` uses the same ``__captures__``
-mechanism as a context manager, with what a notebook needs on top:
-
-- it always disarms (no ``__captures__`` left, no class left patched), also when the body
-  raises or is interrupted, so the model's graph and state are exactly what they were;
-- modules outside ``only`` are armed with nothing to capture, so their ``sow`` neither
-  captures nor creates attributes on them; other instances of a patched class (not armed)
-  run the original method and sow nothing;
-- it notes every Variable type that was sown, chosen or not (``seen_types``);
-- a ``nnx.bridge.ToNNX`` module's Linen ``sow('intermediates', ...)`` values are captured too.
-
->>> import jax.numpy as jnp
->>> from flax import nnx
->>> class Block(nnx.Module):
-...     def __init__(self, rngs):
-...         self.linear = nnx.Linear(2, 3, rngs=rngs)
-...     def __call__(self, x):
-...         h = self.linear(x)
-...         self.sow(nnx.Intermediate, "h", h)
-...         return nnx.relu(h)
->>> model = Block(nnx.Rngs(0))
->>> with Capture(model) as cap:
-...     y = model(jnp.ones((1, 2)))
-...     y = model(jnp.ones((1, 2)))
->>> [(path, len(v.get_value())) for path, v in nnx.to_flat_state(cap.captured)]
-[(('h',), 2)]
->>> hasattr(model, "__captures__")
-False
+"""Capture what modules ``sow`` and ``perturb``, and their method outputs, without editing the model:
+flax's own ``__captures__`` mechanism (``nnx.capture``'s) as a context manager, with what a notebook
+needs on top (docs/guide/capture.md, "How it works").
 """
 
 from __future__ import annotations
@@ -42,7 +13,7 @@ from flax.nnx import graph as nnx_graph
 from flax.typing import PathParts
 
 from .. import compat
-from ..graph import Path, select_modules, selector, sigint_deferred
+from ..graph import Path, module_methods, select_modules, selector, sigint_deferred
 from ..stats import DEFAULT_BINS
 from ._arming import (
     ATTR,
@@ -60,7 +31,7 @@ from ._arming import (
 from ._collect import absorb, collect
 from ._errors import CapturesInGraph, SownInScan, graph_refused, sown_in_scan
 from ._linen import tonnx_class
-from ._methods import patch, public_methods, unpatch
+from ._methods import patch, unpatch
 from ._options import check_model, group_by_module, method_type, selects_all
 from ._report import CaptureReport, PendingCaptureReport
 from ._types import DEFAULT_TYPES, resolve_types
@@ -183,12 +154,12 @@ class Capture:
             if not _armable(module):
                 continue
             values: dict[type, dict] = {t: {} for t in self.sown_types} if sel else {}
-            for init in init_by_module.get(tuple(path), ()):
-                values.setdefault(init.type, {})[init.key] = init.value
+            for key, value, kind in init_by_module.get(tuple(path), ()):
+                values.setdefault(kind, {})[key] = value
             entries: list[nnx.Variable] = [Seen({}), *(t(v) for t, v in values.items())]
             if sel and self.method_type is not None:
                 entries.append(MethodOutputs({}, output_type=self.method_type))
-                to_patch += public_methods(type(module))
+                to_patch += module_methods([type(module)])
             if tonnx is not None and isinstance(module, tonnx):
                 # Patched even when not selected: ToNNX must not see the __captures__ attribute.
                 to_patch.append((tonnx, "__call__"))

@@ -91,7 +91,14 @@ def intermediate_grads(
             loss = loss_fn(copy, *args, **kwargs)
         return loss, cap.captured, cap.seen_types
 
-    shape_loss, shapes, seen = _eval_shape_with_types(lambda: run(None, perturb_types, False))
+    seen: list = []
+
+    def perturbed_shapes():
+        loss, captured, sown = run(None, perturb_types, False)
+        seen.extend(sown)  # the types pass through untraced
+        return loss, captured
+
+    shape_loss, shapes = jax.eval_shape(perturbed_shapes)
     if getattr(shape_loss, "shape", None) != ():
         what = f"shape {tuple(shape_loss.shape)}" if hasattr(shape_loss, "shape") else type(shape_loss).__name__
         raise TypeError(f"the loss function must return a scalar; it returned {what}")
@@ -101,7 +108,6 @@ def intermediate_grads(
             f"no module called perturb() under {', '.join(type_names(perturb_types))} (sown during the loss: {others})"
         )
     zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
-    seen = list(seen)
 
     def loss_and_forward(perturbations):
         loss, forward, more = run(perturbations, forward_types, methods)
@@ -110,16 +116,3 @@ def intermediate_grads(
 
     (loss, forward), grads = jax.value_and_grad(loss_and_forward, has_aux=True)(zeros)
     return GradResult(loss, forward, grads, tuple(seen))
-
-
-def _eval_shape_with_types(fn: Callable) -> tuple:
-    """jax.eval_shape of ``fn() -> (loss, State, seen types)``; the types pass through untraced."""
-    box: list = []
-
-    def traced():
-        loss, captured, seen = fn()
-        box.append(seen)
-        return loss, captured
-
-    loss, captured = jax.eval_shape(traced)
-    return loss, captured, box[0] if box else ()

@@ -24,11 +24,6 @@ def tonnx_class() -> type | None:
     return getattr(wrappers, "ToNNX", None)
 
 
-def is_tonnx_class(cls: type) -> bool:
-    tonnx = tonnx_class()
-    return tonnx is not None and cls is tonnx
-
-
 def mutable_sows(mutable: Any) -> bool:
     """Whether Linen's ``sow('intermediates', ...)`` stores anything under this ``mutable``
     (``True``, ``'intermediates'``, a list naming it, a DenyList without it)."""
@@ -54,7 +49,7 @@ def call_tonnx(module: Any, original: Callable, args: tuple, kwargs: dict, captu
     """
     saved = dict(vars(module))
     del vars(module)[ATTR]  # plain dict edits: everything is back before anyone else looks
-    kind = _linen_intermediate_type()
+    kind = nnx.variablelib.variable_type_from_name("intermediates")
     if not capture_linen or kwargs.get("mutable") is not None:
         # The caller's own `mutable` collections (batch statistics) are updated as without capture.
         prior = (
@@ -87,13 +82,6 @@ def call_tonnx(module: Any, original: Callable, args: tuple, kwargs: dict, captu
         if found is not _MISSING:
             module.sow(nnx.Intermediate, key, found, reduce_fn=concat, init_fn=tuple)
     return result
-
-
-def _linen_intermediate_type() -> type:
-    try:
-        return nnx.variablelib.variable_type_from_name("intermediates")
-    except ValueError:
-        return nnx.Intermediate
 
 
 def _linen_values(value: Any, kind: type) -> Any:

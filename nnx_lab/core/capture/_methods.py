@@ -5,9 +5,9 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
-from ..graph import hook, hooked, module_methods, unhook
+from ..graph import hook, hooked, unhook
 from ._arming import CALLS, LinenIntermediates, MethodOutputs, active_captures, armed_entries, held_by_own_capture
-from ._linen import call_tonnx, is_tonnx_class, mutable_sows
+from ._linen import call_tonnx, mutable_sows, tonnx_class
 
 # Method outputs need the methods of the module *classes* wrapped, as flax's _add_capturing does.
 # Ours differ: only plain functions are wrapped (not staticmethods, nested classes or jitted
@@ -20,12 +20,8 @@ from ._linen import call_tonnx, is_tonnx_class, mutable_sows
 OWNER = "capture"
 
 
-def public_methods(cls: type) -> list[tuple[type, str]]:
-    return module_methods([cls])
-
-
 def _make_wrapper(cls: type, name: str, original: Callable) -> Callable:
-    linen = name == "__call__" and is_tonnx_class(cls)
+    linen = name == "__call__" and cls is tonnx_class()
 
     @functools.wraps(original)
     def wrapper(self, *args, **kwargs):

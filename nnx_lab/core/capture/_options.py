@@ -4,14 +4,14 @@ grouped by module."""
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from flax import nnx
 
 from ..graph import Path, path_text
 from ..text import a_kind
 
-__all__ = ["InitVar", "check_model", "group_by_module", "method_type", "selects_all"]
+__all__ = ["check_model", "group_by_module", "method_type", "selects_all"]
 
 
 def check_model(model: Any) -> None:
@@ -33,18 +33,13 @@ def selects_all(only: Any) -> bool:
     return only is ... or only is None or only is True
 
 
-class InitVar(NamedTuple):
-    key: Any
-    value: Any
-    type: type
-
-
-def group_by_module(init: Any) -> dict[Path, list[InitVar]]:
+def group_by_module(init: Any) -> dict[Path, list[tuple[Any, Any, type]]]:
+    """``init``'s values by module path: (key, value, Variable type) each."""
     if init is None:
         return {}
-    out: dict[Path, list[InitVar]] = {}
+    out: dict[Path, list[tuple[Any, Any, type]]] = {}
     for path, var in nnx.to_flat_state(init if isinstance(init, nnx.State) else nnx.State(init)):
         if not isinstance(var, nnx.Variable):
             raise TypeError(f"init: {path_text(path)} is {a_kind(type(var).__name__)}, not a Variable")
-        out.setdefault(tuple(path[:-1]), []).append(InitVar(path[-1], var.get_value(), type(var)))
+        out.setdefault(tuple(path[:-1]), []).append((path[-1], var.get_value(), type(var)))
     return out

@@ -37,9 +37,9 @@ class CaptureToggles:
             raise ValueError("capture needs at least one Variable type to collect")
         check_bool("methods", methods)
         self._types: dict[str, type[nnx.Variable]] = {}  # key shown in the browser -> type, display order
-        for t in (*BUILTIN_TYPES, *chosen):
+        for t in BUILTIN_TYPES:
             self.offer(t)
-        self._on = {self.key_of(t) for t in chosen}
+        self._on = {self.offer(t) for t in chosen}
         self.methods = methods
         self._off: set[Path] = set()
 
@@ -100,19 +100,11 @@ class CaptureToggles:
         self._types[key] = t
         return key
 
-    def key_of(self, t: type) -> str:
-        for key, known in self._types.items():
-            if known is t:
-                return key
-        raise KeyError(t)
-
     def set_types(self, chosen: Iterable[type[nnx.Variable]]) -> None:
         chosen = tuple(chosen)
         if not chosen:
             raise ValueError("keep at least one Variable type to collect")
-        for t in chosen:
-            self.offer(t)
-        self._on = {self.key_of(t) for t in chosen}
+        self._on = {self.offer(t) for t in chosen}
 
     @property
     def methods(self) -> bool:
