@@ -10,7 +10,7 @@ import contextlib
 import pathlib
 import sys
 import threading
-from typing import Any, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 import anywidget
 
@@ -18,6 +18,9 @@ from .._ipython import cell_hooks
 from ..core import compat
 from ..core.shell import shell_namespace
 from .requests import Requests
+
+if TYPE_CHECKING:
+    from IPython.display import DisplayHandle
 
 #: The built front-end bundles (``js/`` -> ``nnx_lab/static/*.js``).
 STATIC = pathlib.Path(__file__).resolve().parent.parent / "static"
@@ -72,7 +75,7 @@ class Widget(compat.MimebundleDisplay, Requests, anywidget.AnyWidget):
     def __init__(self, **kwargs: Any):
         super().__init__(**kwargs)
         self._listen(self.on_msg)
-        if hasattr(self, "_after_cell"):
+        if isinstance(self, cell_hooks.AfterCell):
             cell_hooks.track_widget(self)
 
     # -- showing -----------------------------------------------------------------------------
@@ -93,9 +96,9 @@ class Widget(compat.MimebundleDisplay, Requests, anywidget.AnyWidget):
         return self
 
     #: the display of :meth:`show` (None until shown): :meth:`_update_display` updates it in place
-    _display_handle: Any = None
+    _display_handle: DisplayHandle | None = None
     #: the execution count of the cell :meth:`show` displayed this widget in
-    _shown_in: Any = None
+    _shown_in: int | None = None
 
     @property
     def _ipython_display_(self) -> Callable[[], None] | None:  # type: ignore[override]
@@ -115,7 +118,7 @@ class Widget(compat.MimebundleDisplay, Requests, anywidget.AnyWidget):
         return _shown_above
 
     @_ipython_display_.setter
-    def _ipython_display_(self, value: Any) -> None:
+    def _ipython_display_(self, value: Callable[[], None] | None) -> None:
         # ipywidgets 7's close() sets it to None (a closed widget displays as its repr): so it does here
         self._closed_display = value is None
 

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from flax import nnx
 
 from ..core import capture as core
-from ..core.capture import caller_namespace
+from ..core.capture import CaptureToggles, Modules, caller_namespace
 from ..core.graph import path_text
 
 
@@ -16,9 +16,9 @@ class ToggleProperties:
     """For :class:`~nnx_lab.widgets.capture.CapturePanel`: its ``_toggles`` (CaptureToggles) as properties;
     each change is published with ``_publish_controls`` (over ``_module_list()``)."""
 
-    _toggles: Any
-    _publish_controls: Any
-    _module_list: Any
+    _toggles: CaptureToggles
+    _publish_controls: Callable[..., None]
+    _module_list: Callable[[], Modules]
 
     @property
     def types(self) -> tuple[type[nnx.Variable], ...]:

@@ -9,23 +9,32 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from ..core.capture import PendingCaptureReport
+from ..core.capture import CaptureReport, GradResult, Modules, PendingCaptureReport
 from ..core.graph import path_text
-from ..core.live import Refresher, Throttle
+from ..core.live import Pending, Refresher, Throttle
 from ..core.snapshot import LayerError, parse_layers, stacked_modules
 from ..core.text import first_line, one_line
 from ._base import background_unsupported
 
+if TYPE_CHECKING:
+    from flax import nnx
+
 logger = logging.getLogger("nnx_lab")
+
+
+class PendingReport(Pending, Protocol):
+    """A capture report on its way (:class:`~nnx_lab.core.capture.PendingCaptureReport`, or one with a note)."""
+
+    def finish(self) -> CaptureReport: ...
 
 
 class Description:
     """A call's description on its way (a :class:`~nnx_lab.core.live.Pending`): its pending report and
     what the panel shows beside it (``modules``, ``elapsed``, ``loss``)."""
 
-    def __init__(self, pending: Any, modules: Any, elapsed: float, loss: Any):
+    def __init__(self, pending: PendingReport, modules: Modules, elapsed: float, loss: Any):
         self._pending, self.modules, self.elapsed, self.loss = pending, modules, elapsed, loss
         self.host_s: float = pending.host_s  # the pending report's, again after finish() (which adds its own)
 
@@ -35,7 +44,7 @@ class Description:
     def wait(self) -> None:
         self._pending.wait()
 
-    def finish(self) -> Any:
+    def finish(self) -> CaptureReport:
         try:
             return self._pending.finish()
         finally:
@@ -63,7 +72,7 @@ class Descriptions:
     def throttle(self) -> Throttle:
         return self.engine.throttle
 
-    def hold(self, describe: Callable[[], Any], modules: Any, elapsed: float, loss: Any) -> None:
+    def hold(self, describe: Callable[[], PendingReport], modules: Modules, elapsed: float, loss: Any) -> None:
         """The newest call: described at the next :meth:`step` the throttle allows, or by :meth:`flush`."""
         self.unshown = (describe, modules, elapsed, loss)
 
@@ -128,12 +137,12 @@ class LayerAxes:
     declaration is a TypeError at once; one that fits no captured value is a message in the report
     (the values get one row each), as ``%%nnx_capture --layers`` does."""
 
-    def __init__(self, layers: Any):
+    def __init__(self, layers: object):
         self.declared = parse_layers(layers)
-        self._key: Any = None
+        self._key: tuple | None = None
         self._derived: tuple = ()
 
-    def spec(self, model: Any, modules: Any) -> tuple:
+    def spec(self, model: nnx.Module, modules: Modules) -> tuple:
         key = tuple(modules)
         if key != self._key:
             try:
@@ -144,11 +153,11 @@ class LayerAxes:
             self._key = key
         return self._derived + self.declared
 
-    def later(self, make: Callable[[Any], Any], spec: tuple) -> Callable[[], Any]:
+    def later(self, make: Callable[[tuple], PendingCaptureReport], spec: tuple) -> Callable[[], PendingReport]:
         """What describes the call when the panel's engine dispatches it: :meth:`describe`."""
         return lambda: self.describe(make, spec)
 
-    def describe(self, make: Callable[[Any], Any], spec: tuple) -> Any:
+    def describe(self, make: Callable[[tuple], PendingCaptureReport], spec: tuple) -> PendingReport:
         """``make(layers)``: a pending report; with the stacked modules alone, and a message, when
         the declaration fits no captured value."""
         try:
@@ -160,7 +169,7 @@ class LayerAxes:
 class _Noted:
     """A pending capture report whose report gets one more message."""
 
-    def __init__(self, pending: Any, note: str):
+    def __init__(self, pending: PendingCaptureReport, note: str):
         self._pending, self._note = pending, note
         self.host_s = pending.host_s
 
@@ -170,14 +179,15 @@ class _Noted:
     def wait(self) -> None:
         self._pending.wait()
 
-    def finish(self) -> Any:
+    def finish(self) -> CaptureReport:
         report = self._pending.finish()
         return dataclasses.replace(report, messages=(*report.messages, self._note))
 
 
-def grads_report(result: Any, options: dict, seen: tuple) -> Callable[[Any], Any]:
+def grads_report(result: GradResult, options: dict, seen: tuple) -> Callable[[Any], PendingCaptureReport]:
     """``make(layers)`` for :meth:`LayerAxes.describe`: the pending report of ``panel.grads``'s result
-    (the forward values and their gradients) under the call's ``options``."""
+    (the forward values and their gradients) under the call's ``options``. (``layers``: the spec tuple
+    of :meth:`LayerAxes.spec`; ``PendingCaptureReport`` annotates it ``dict | None`` but takes it.)"""
     only = options.get("only")
     matched = None if only is None else tuple(sorted(only.paths, key=path_text))
     return lambda layers: PendingCaptureReport(

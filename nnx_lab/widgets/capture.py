@@ -21,15 +21,15 @@ from flax import nnx
 from .._ipython import busy_queue, cell_hooks
 from ..core import capture as core
 from ..core import compat
-from ..core.capture import CaptureToggles, Modules, caller_namespace, intermediate_grads, module_tree
+from ..core.capture import CaptureToggles, GradResult, Modules, caller_namespace, intermediate_grads, module_tree
 from ..core.live import Throttle
 from ..core.render import pre_html
 from ..core.text import first_line, one_line
 from . import traits
 from ._base import STATIC, Widget
 from ._capture_toggles import ToggleProperties
-from ._describing import Descriptions, LayerAxes, grads_report
-from .requests import ANY, command, message_id
+from ._describing import Descriptions, LayerAxes, PendingReport, grads_report
+from .requests import ANY, Buffers, MessageId, command, message_id
 
 GONE = "the model is gone (deleted or garbage-collected)"
 
@@ -75,14 +75,14 @@ class CapturePanel(ToggleProperties, Widget):
 
     def __init__(
         self,
-        model: Any,
+        model: nnx.Module,
         *,
         types: Any = core.DEFAULT_TYPES,
         methods: bool = False,
         max_rate: float = 2.0,
         budget: float = 0.02,
         namespace: dict | None = None,
-        layers: Any = None,
+        layers: dict | None = None,
         **kwargs: Any,
     ):
         compat.require("nnx.capture", "the capture panel")
@@ -100,13 +100,13 @@ class CapturePanel(ToggleProperties, Widget):
         self._gone_shown = False
         self._captured = self._grads = self._last_report = None  # the last call's values, gradients, report
         self._last_toggles: tuple | None = None  # the toggles of the last call
-        self._answered: Any = None  # id of the last browser message answered
+        self._answered: MessageId = None  # id of the last browser message answered
         self._descriptions = Descriptions(
             throttle, show=self._show, fail=lambda text: self._set_status(text, level="error")
         )
         self._looping = self._calls = self._rev = 0  # track() loops running, calls, revision of the controls
         self._status_lock = threading.RLock()
-        self._cell: Any = None  # the notebook cell of the last call
+        self._cell: int | None = None  # the notebook cell of the last call
         super().__init__(**kwargs)
         self._publish_controls()
         self._set_status()
@@ -116,7 +116,7 @@ class CapturePanel(ToggleProperties, Widget):
         """Call the model with these arguments under the current toggles; returns its result."""
         return self._capture(None, args, kwargs, "the call failed")
 
-    def run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` with the model captured under the current toggles: any function
         that calls the model, such as an ``nnx.jit`` step taking it as an argument. Returns its result."""
         if not callable(fn):
@@ -140,7 +140,7 @@ class CapturePanel(ToggleProperties, Widget):
             raise
         return result, time.perf_counter() - start
 
-    def _capture(self, fn: Any, args: tuple, kwargs: dict, failed: str) -> Any:
+    def _capture(self, fn: Callable[..., Any] | None, args: tuple, kwargs: dict, failed: str) -> Any:
         model, modules, options, layers = self._prepare()
 
         def call() -> tuple[Any, core.Capture]:
@@ -153,7 +153,7 @@ class CapturePanel(ToggleProperties, Widget):
         self._deliver(cap.captured, None, describe, modules, cap.seen_types, elapsed)
         return result
 
-    def grads(self, loss_fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def grads(self, loss_fn: Callable[..., Any], *args: Any, **kwargs: Any) -> GradResult:
         """Gradient of ``loss_fn(model, *args, **kwargs)`` with respect to every perturbed value.
 
         Runs flax's perturb recipe through :func:`nnx_lab.core.capture.intermediate_grads` under the
@@ -238,12 +238,12 @@ class CapturePanel(ToggleProperties, Widget):
         return self._last_report
 
     # -- talking to the browser ------------------------------------------------------------------
-    def _refuse(self, content: Any, problem: str) -> None:  # from any thread: nothing of it is read
+    def _refuse(self, content: object, problem: str) -> None:  # from any thread: nothing of it is read
         self._set_status(problem, level="error")
         self._publish_controls()
 
     @command(ANY)  # a toggle; CaptureToggles refuses unknown types, and the answer undoes the click
-    def _toggle(self, content: dict, _buffers: Any) -> None:
+    def _toggle(self, content: dict, _buffers: Buffers) -> None:
         modules = self._module_list()
         try:
             self._toggles.apply_message(content, modules)
@@ -274,8 +274,16 @@ class CapturePanel(ToggleProperties, Widget):
             status.update(extra)
             self.status = {"target": self._target, "calls": self._calls, **status, "message": message, "level": level}
 
-    def _deliver(self, captured: Any, grads: Any, describe: Callable, modules: Modules, seen: Iterable, elapsed: float,
-                 loss: Any = None) -> None:  # fmt: skip
+    def _deliver(
+        self,
+        captured: nnx.State | None,
+        grads: nnx.State | None,
+        describe: Callable[[], PendingReport],
+        modules: Modules,
+        seen: Iterable,
+        elapsed: float,
+        loss: Any = None,
+    ) -> None:
         """A call's values (``describe()``: its pending report): kept at once, described and shown now,
         or later inside a throttled loop."""
         self._calls += 1
@@ -323,7 +331,7 @@ class CapturePanel(ToggleProperties, Widget):
 
 
 def capture_panel(
-    model: Any,
+    model: nnx.Module,
     *,
     types: Any = core.DEFAULT_TYPES,
     methods: bool = False,

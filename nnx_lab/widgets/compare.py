@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+from typing import Any, Callable
 
 from ..core.compare import DISPLAY_HOOKS, MARIMO_HOOKS, Comparison, compare, comparison_payload
 from . import traits
@@ -78,7 +78,7 @@ if _bundle not in DISPLAY_HOOKS:
     DISPLAY_HOOKS.append(_bundle)
 
 
-def _marimo_hook(cmp: Comparison) -> Any:
+def _marimo_hook(cmp: Comparison) -> Callable[[], ComparisonView]:
     """Comparison's display in marimo (its ``_display_``): the widget."""
     return lambda: ComparisonView(cmp)
 

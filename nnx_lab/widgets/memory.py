@@ -12,7 +12,7 @@ Importing this module makes a :class:`Ledger` displayed in a Jupyter kernel or i
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from ..core.memory import DISPLAY_HOOKS, MARIMO_HOOKS, Ledger, StepPlan, memory
 from ..core.render import memory_payload
@@ -65,7 +65,7 @@ if _bundle not in DISPLAY_HOOKS:
     DISPLAY_HOOKS.append(_bundle)
 
 
-def _marimo_hook(ledger: Ledger) -> Any:
+def _marimo_hook(ledger: Ledger) -> Callable[[], MemoryView]:
     """A Ledger's display in marimo (its ``_display_``): the widget."""
     return lambda: MemoryView(ledger)
 

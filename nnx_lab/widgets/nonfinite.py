@@ -11,7 +11,7 @@ show this widget (``nnx_lab.find_nonfinite`` is imported from here); elsewhere i
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from ..core.nonfinite import DISPLAY_HOOKS, MARIMO_HOOKS, NonfiniteReport, find_nonfinite
 from . import traits
@@ -49,7 +49,7 @@ class NonfiniteView(Widget):
         return f"NonfiniteView · {self._text.splitlines()[0]}"
 
 
-def _bundle(report: NonfiniteReport) -> Any:
+def _bundle(report: NonfiniteReport) -> Callable[[], None] | None:
     """Shows the widget (with the static text and HTML) in a kernel; None elsewhere (text/HTML)."""
     if not widgets_work():
         return None
@@ -71,7 +71,7 @@ if _bundle not in DISPLAY_HOOKS:
     DISPLAY_HOOKS.append(_bundle)
 
 
-def _marimo_hook(report: NonfiniteReport) -> Any:
+def _marimo_hook(report: NonfiniteReport) -> Callable[[], NonfiniteView]:
     """A report's display in marimo (its ``_display_``): the widget."""
     return lambda: NonfiniteView(report)
 

@@ -35,9 +35,14 @@ from .._ipython import busy_queue
 from ..core.text import quote, safe_repr
 from . import wire
 
-__all__ = ["ANY", "AckFields", "Requests", "command", "message_id", "message_problem"]
+__all__ = ["ANY", "AckFields", "Buffers", "MessageId", "Requests", "command", "message_id", "message_problem"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: a browser message's binary parts as the kernel hands them over (memoryviews; ``comm`` types them bytes)
+Buffers = list[bytes | memoryview] | None
+#: a message's ``id`` as an answer echoes it (:func:`message_id`)
+MessageId = int | float | str | None
 
 #: Handles every message type no other command names.
 ANY = "*"
@@ -68,7 +73,7 @@ def command(*types: str) -> Callable[[F], F]:
     return mark
 
 
-def message_problem(content: Any) -> str | None:
+def message_problem(content: object) -> str | None:
     """Why a browser message is refused before it is read, or None: not an object, or too large.
 
     >>> message_problem({"type": "view", "name": "x" * 100_000})
@@ -82,7 +87,7 @@ def message_problem(content: Any) -> str | None:
     return None
 
 
-def message_id(content: Any) -> Any:
+def message_id(content: object) -> MessageId:
     """A message's ``id`` as the answer echoes it, so a front end can match the answer to its request:
     an int (of JavaScript's exact ones), a finite float or a string of at most :data:`ID_CHARS`
     characters as it is; any other id (a dict, a 10,000-element list, a long string) as its JSON text
@@ -129,16 +134,16 @@ class Requests:
                     commands[kind] = name
         cls._commands = commands
 
-    def _listen(self, on_msg: Callable[[Callable[[Any, Any, Any], None]], None]) -> None:
+    def _listen(self, on_msg: Callable[[Callable[[object, object, Buffers], None]], None]) -> None:
         on_msg(self._on_message)
         if self._queue_while_busy:
             self.routing = busy_queue.route_while_busy(self)  # None, or why clicks wait for the cell to end
             self.busy_note = busy_queue.busy_note(self.routing)  # said on screen beside a pending click
 
-    def _on_message(self, _widget: Any, content: Any, buffers: Any) -> None:
+    def _on_message(self, _widget: object, content: object, buffers: Buffers) -> None:
         problem = message_problem(content)
-        if problem:
-            self._refuse(content, problem)
+        if problem or not isinstance(content, dict):  # message_problem refuses every non-dict
+            self._refuse(content, problem or "message must be an object")
             return
         kind = content.get("type")
         name = self._commands.get(kind) if isinstance(kind, str) else None
@@ -154,10 +159,12 @@ class Requests:
             return
         self._answer(handler, content, rid, buffers)
 
-    def _answer(self, handler: Callable[[Any, Any], AckFields | None], content: dict, rid: Any, buffers: Any) -> None:
+    def _answer(
+        self, handler: Callable[[dict, Buffers], AckFields | None], content: dict, rid: MessageId, buffers: Buffers
+    ) -> None:
         reply = handler(content, buffers)
         if reply is not None:
             self.send({"type": wire.ACK, "id": rid, **reply})
 
-    def _refuse(self, content: Any, problem: str) -> None:
+    def _refuse(self, content: object, problem: str) -> None:
         """A message refused before it was read (not an object, too large): ignored unless overridden."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+from typing import Any, Callable
 
 from .._ipython import cell_hooks
 from ..core.summary import (
@@ -160,7 +160,7 @@ def display_summary(summary: Summary) -> None:
     display({"text/plain": str(summary), "text/html": summary.to_html()}, raw=True)
 
 
-def _display_hook(s: Summary) -> Any:
+def _display_hook(s: Summary) -> Callable[[], None] | None:
     """Summary's IPython display in a Jupyter kernel (the widget), None elsewhere."""
     return (lambda: display_summary(s)) if in_kernel() else None
 
@@ -169,7 +169,7 @@ if _display_hook not in DISPLAY_HOOKS:
     DISPLAY_HOOKS.append(_display_hook)
 
 
-def _marimo_hook(s: Summary) -> Any:
+def _marimo_hook(s: Summary) -> Callable[[], SummaryView]:
     """Summary's display in marimo (its ``_display_``): the widget, peak memory included. marimo runs
     no after-cell hook and takes no widget update from a thread, so the peak is computed first."""
 

@@ -346,7 +346,7 @@ class Payload(traitlets.Dict):
         self.schema = schema
         _schema(schema, False)  # a hint with no check fails here, at class definition
 
-    def validate(self, obj: Any, value: Any) -> Any:
+    def validate(self, obj: traitlets.HasTraits, value: object) -> dict[str, Any] | None:
         value = super().validate(obj, value)
         if value:
             said = _problem(value, self.schema, False)

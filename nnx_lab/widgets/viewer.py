@@ -13,13 +13,14 @@ from .._ipython.namespace import user_namespace
 from ..core.live import HISTORY_STATS, NameTarget
 from ..core.live.threads import start_thread
 from ..core.render import html_table, summary_line
-from ..core.snapshot import PRECISION, round_significant
+from ..core.snapshot import PRECISION, Snapshot, round_significant
 from ..core.stats import STAT_NAMES, threads_see_jax_config
 from ..core.training import series_buffer, series_meta
 from ..core.watcher import Watcher
 from . import traits, wire
 from ._base import STATIC, Widget, background_note, background_unsupported
-from .requests import AckFields, command
+from .requests import AckFields, Buffers, command
+from .viewer_baseline import Baseline, BaselineSource, describe_problem, pin, requested_source, since_message
 
 T = TypeVar("T")
 
@@ -169,15 +170,13 @@ class StateViewer(Widget):
         super().close()
 
     # -- compare to a baseline (widgets/viewer_baseline.py) ---------------------------------------
-    _baseline: Any = None
+    _baseline: Baseline | None = None
 
-    def compare_to(self, baseline: Any = "stats") -> None:
+    def compare_to(self, baseline: BaselineSource | None = "stats") -> None:
         """Pin a baseline and show each row's change since it (the "since" column) while training goes
         on: ``"stats"`` (the latest statistics: free; a lower bound of ‖θ−θ₀‖/‖θ₀‖), ``"arrays"`` (a
         device copy of every array, its bytes said: the true ‖θ−θ₀‖/‖θ₀‖ at each refresh), a Snapshot
         or a checkpoint path (their statistics); None unpins (and frees a device copy)."""
-        from .viewer_baseline import pin
-
         self._baseline = (
             None
             if baseline is None
@@ -187,8 +186,6 @@ class StateViewer(Widget):
 
     def since(self) -> dict[str, float | None]:
         """Each row's change since the pinned baseline, by path text (what the "since" column shows); {} unpinned."""
-        from .viewer_baseline import since_message
-
         msg = since_message(self._baseline, self._watcher)
         if msg["values"] is None:
             return {}
@@ -196,14 +193,10 @@ class StateViewer(Widget):
 
     def send_since(self) -> None:
         """Send each row's change since the baseline (``{"type": "since", "values": None}`` when none)."""
-        from .viewer_baseline import since_message
-
         self.send(since_message(self._baseline, self._watcher))
 
     @command(wire.COMPARE_TO)
-    def _compare_to_request(self, content: dict, _buffers: Any) -> AckFields:
-        from .viewer_baseline import describe_problem, requested_source
-
+    def _compare_to_request(self, content: dict, _buffers: Buffers) -> AckFields:
         try:  # only source "none" unpins: a malformed message is an error, the baseline stays
             self.compare_to(requested_source(content))
         except (TypeError, ValueError) as e:  # said beside the control, in one line
@@ -313,34 +306,34 @@ class StateViewer(Widget):
             buffers.append(series[1])
         self.send(msg, buffers=buffers)
 
-    def _series(self, snap: Any) -> tuple[dict, bytes] | None:
+    def _series(self, snap: Snapshot) -> tuple[dict, bytes] | None:
         meta = series_meta(snap.series, self._watcher.ticks)
-        if meta is None:
+        if snap.series is None or meta is None:
             return None
         norm = snap.stat_matrix[:, STAT_NAMES.index("norm")]
         return meta, series_buffer(snap.series, norm, PRECISION)
 
     @command(wire.STATS)
-    def _stats_request(self, content: dict, _buffers: Any) -> None:
+    def _stats_request(self, content: dict, _buffers: Buffers) -> None:
         self.send_stats()
         if self._baseline is not None:  # a view drawn after compare_to(): its control shows the baseline
             self.send_since()
 
     @command(wire.REFRESH)
-    def _refresh_request(self, content: dict, _buffers: Any) -> AckFields:
+    def _refresh_request(self, content: dict, _buffers: Buffers) -> AckFields:
         self.refresh()
         return {"state": "done"}  # answered: the front end says "no answer" when none comes
 
     @command(wire.HISTORY)
-    def _history_request(self, content: dict, _buffers: Any) -> None:
+    def _history_request(self, content: dict, _buffers: Buffers) -> None:
         self.send_history(str(content.get("stat", self.sparkline_stat)))
 
     @command(wire.SCALARS)
-    def _scalars_request(self, content: dict, _buffers: Any) -> None:
+    def _scalars_request(self, content: dict, _buffers: Buffers) -> None:
         self.send_scalars()
 
     @command(wire.CLEAR_ALERT)
-    def _clear_alert_request(self, content: dict, _buffers: Any) -> None:
+    def _clear_alert_request(self, content: dict, _buffers: Buffers) -> None:
         self.clear_alert()
 
     def send_scalars(self) -> None:

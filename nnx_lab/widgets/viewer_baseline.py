@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,7 +31,13 @@ from ..core.stats import STAT_NAMES
 from ..core.text import first_line, quote_repr
 from . import wire
 
-__all__ = ["Baseline", "pin", "requested_source", "since_message"]
+if TYPE_CHECKING:
+    from ..core.watcher import Watcher
+
+__all__ = ["Baseline", "BaselineSource", "pin", "requested_source", "since_message"]
+
+#: what a viewer compares to: "stats", "arrays", a Snapshot or a checkpoint path
+BaselineSource = str | os.PathLike[str] | Snapshot
 
 _log = logging.getLogger("nnx_lab")
 _NORM = STAT_NAMES.index("norm")
@@ -100,7 +106,7 @@ class Baseline:
         return {"kind": self.kind, "label": self.label, "device_bytes": self.device_bytes, "path": self.path}
 
 
-def _finite(x: Any) -> float | None:
+def _finite(x: object) -> float | None:
     return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
 
 
@@ -113,7 +119,7 @@ def _norms(snap: Snapshot) -> dict[str, float]:
     return {row.path_text: float(n) for row, n in zip(snap.rows, norms.tolist()) if np.isfinite(n)}
 
 
-def pin(source: Any, snap: Snapshot | None, target: Any, refresh: int) -> Baseline:
+def pin(source: BaselineSource, snap: Snapshot | None, target: Any, refresh: int) -> Baseline:
     """The baseline ``source`` names: ``"stats"``, ``"arrays"``, a Snapshot or a checkpoint path.
 
     Raises:
@@ -165,7 +171,7 @@ def pin(source: Any, snap: Snapshot | None, target: Any, refresh: int) -> Baseli
     )
 
 
-def requested_source(content: dict) -> Any:
+def requested_source(content: dict) -> str | None:
     """What a browser's "compare to" message asks :meth:`StateViewer.compare_to` to pin: None (unpin)
     for ``source: "none"`` only, ``"stats"`` or ``"arrays"``, or the ``path`` of ``source: "path"``.
     Anything else (no source, an unknown one, a path that is missing, null or blank) is a one-line
@@ -196,7 +202,7 @@ def requested_source(content: dict) -> Any:
     )
 
 
-def since_message(baseline: Baseline | None, watcher: Any) -> dict:
+def since_message(baseline: Baseline | None, watcher: Watcher) -> dict:
     """The "since" message for the browser: per row its change (None: none; "shape": its shape differs
     from the baseline's, not compared), the baseline's label."""
     snap = watcher.snapshot

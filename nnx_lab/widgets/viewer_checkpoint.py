@@ -14,7 +14,7 @@ import logging
 import os
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import traitlets
 
@@ -26,7 +26,10 @@ from ..core.stats import STAT_NAMES
 from ..core.text import first_line
 from . import traits, wire
 from ._base import STATIC, Widget, background_unsupported
-from .requests import AckFields, command
+from .requests import AckFields, Buffers, command
+
+if TYPE_CHECKING:
+    from ..core.checkpoint import Progress
 
 __all__ = ["CheckpointViewer", "checkpoint_path", "notebook_namespace"]
 
@@ -47,7 +50,7 @@ def notebook_namespace() -> dict | None:
     return None if shell is None else shell.user_ns
 
 
-def checkpoint_path(obj: Any, namespace: dict | None = None) -> str | None:
+def checkpoint_path(obj: object, namespace: dict | None = None) -> str | None:
     """The directory ``watch(obj)`` should read as a checkpoint, or None (a model, or a name to follow).
 
     A ``pathlib.Path`` (any ``os.PathLike``) is a path; a ``str`` is one unless it is a Python name
@@ -69,7 +72,7 @@ def checkpoint_path(obj: Any, namespace: dict | None = None) -> str | None:
     return obj if not bound and os.path.isdir(obj) else None
 
 
-def _checkpoint_snapshot(path: str, progress: Any) -> Snapshot:
+def _checkpoint_snapshot(path: str, progress: Callable[[Progress], None]) -> Snapshot:
     """``nnx_lab.snapshot(path)`` with the stream's progress sent to ``progress`` (the viewer's status)."""
     from ..core.checkpoint import checkpoint_rows
 
@@ -134,7 +137,7 @@ class CheckpointViewer(Widget):
         if self._stats:
             self._read()
 
-    def _progress(self, p: Any) -> None:
+    def _progress(self, p: Progress) -> None:
         """The stream's progress in the status line (not a notebook line of its own: the viewer has one)."""
         now = time.perf_counter()
         if p.done or now - self._progress_at < 0.25:
@@ -183,7 +186,7 @@ class CheckpointViewer(Widget):
 
     # -- the browser's messages (those of the live viewer that mean something here) ---------------
     @command(wire.STATS)
-    def _stats_request(self, content: dict, _buffers: Any) -> None:
+    def _stats_request(self, content: dict, _buffers: Buffers) -> None:
         snap = self._snap
         buffer, exact = snap.stats_buffer()
         self.send(
@@ -199,7 +202,7 @@ class CheckpointViewer(Widget):
         )
 
     @command(wire.REFRESH)
-    def _refresh_request(self, content: dict, _buffers: Any) -> None:
+    def _refresh_request(self, content: dict, _buffers: Buffers) -> None:
         if self._reader is not None and self._reader.is_alive():
             return
         if background_unsupported() is None:
@@ -208,7 +211,7 @@ class CheckpointViewer(Widget):
             self.refresh()
 
     @command(wire.COMPARE_TO)
-    def _compare_to_request(self, content: dict, _buffers: Any) -> AckFields:
+    def _compare_to_request(self, content: dict, _buffers: Buffers) -> AckFields:
         return {
             "state": "error",
             "message": "compare to: a checkpoint's table does not train; nnx_lab.compare(path, model) compares it",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from typing import Any, Iterable, Iterator, Mapping, MutableMapping, TypeVar
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, MutableMapping, TypeVar
 
 import traitlets
 
@@ -16,11 +16,16 @@ from ..core.render import pre_html
 from ..core.text import clip, first_line, json_key, one_line, safe_repr
 from . import traits, wire
 from ._base import STATIC, Widget
-from .requests import AckFields, command, message_id
+from .requests import AckFields, Buffers, command, message_id
+
+if TYPE_CHECKING:
+    from flax import nnx
 
 _log = logging.getLogger("nnx_lab")
 
 T = TypeVar("T")
+#: what a panel whose model went says (and raises as a ViewError)
+GONE = "the model is gone (deleted or garbage-collected)"
 
 
 class ViewPanel(Widget):
@@ -50,7 +55,7 @@ class ViewPanel(Widget):
 
     def __init__(
         self,
-        model: Any,
+        model: nnx.Module,
         *,
         variant: str = "views",
         only: Any = ...,
@@ -81,32 +86,35 @@ class ViewPanel(Widget):
 
     # -- what the panel shows ----------------------------------------------------------
     @property
-    def model(self) -> Any:
+    def model(self) -> nnx.Module | None:
         return self._model()
 
     def report(self) -> core.ViewReport:
         model = self._model()
         if model is None:
-            raise core.ViewError("the model is gone (deleted or garbage-collected)")
+            raise core.ViewError(GONE)
         return core.view_report(model, only=self._only)
 
     def refresh(self, report: core.ViewReport | None = None) -> None:
         """Read every instance's current values again (or show ``report``, just read) and re-send them."""
         try:
             report = report if report is not None else self.report()
+            model = self._model()
+            if model is None:
+                raise core.ViewError(GONE)
         except core.ViewError as e:
             self.payload = {**self.payload, "message": first_line(str(e)), "mode": "none", "gone": True}
             return
         self.payload = _payload(
-            report, self._variant, self._target, self._default_name, self._namespace, self._base(self._model())
+            report, self._variant, self._target, self._default_name, self._namespace, self._base(model)
         )
 
-    def _base(self, model: Any) -> core.Scope:
+    def _base(self, model: nnx.Module) -> core.Scope:
         """What "all modules" means here (the panel's ``only=``), read from the model as it is now."""
         return core.base_scope(model, self._only, self._namespace, self._only_code)
 
     # -- the requests, from Python ------------------------------------------------------
-    def create_view(self, name: str | None = None, only: Any = None, **values: Any) -> Any:
+    def create_view(self, name: str | None = None, only: dict[str, Any] | None = None, **values: Any) -> nnx.Module:
         """Bind ``nnx.view(model, only=..., **values)`` to ``name`` in the user namespace; returns it.
 
         ``only`` is ``None`` (the panel's modules), ``{"class": NAME}`` or ``{"path": (...)}``.
@@ -115,7 +123,7 @@ class ViewPanel(Widget):
             {"type": wire.VIEW, "name": name or self._default_name, "only": only, "values": values}, from_text=False
         )[0]
 
-    def apply(self, only: Any = None, **values: Any) -> str:
+    def apply(self, only: dict[str, Any] | None = None, **values: Any) -> str:
         """``model.set_attributes(only, **values)`` in place, all or nothing; returns the line."""
         return self._run({"type": wire.APPLY, "only": only, "values": values}, from_text=False)[1]
 
@@ -139,11 +147,11 @@ class ViewPanel(Widget):
             self.refresh()  # a model collected since the last cell: the panel says so, once
 
     # -- browser messages ---------------------------------------------------------------
-    def _refuse(self, content: Any, problem: str) -> None:
+    def _refuse(self, content: object, problem: str) -> None:
         self.send({"type": wire.ACK, "id": message_id(content), "state": "error", "text": problem, "code": ""})
 
     @command(wire.VIEW, wire.APPLY, wire.MODE)
-    def _request(self, content: dict, _buffers: Any) -> AckFields:
+    def _request(self, content: dict, _buffers: Buffers) -> AckFields:
         """A request from the browser; answered with its outcome after every panel on the model shows it."""
         ack: AckFields
         try:
@@ -161,10 +169,10 @@ class ViewPanel(Widget):
                     panel.refresh()
         return ack
 
-    def _run(self, content: Mapping[str, Any], *, from_text: bool) -> tuple[Any, str, str]:
+    def _run(self, content: Mapping[str, Any], *, from_text: bool) -> tuple[nnx.Module, str, str]:
         model = self._model()
         if model is None:
-            raise core.ViewError("the model is gone (deleted or garbage-collected)")
+            raise core.ViewError(GONE)
         kind = content.get("type")
         if kind == wire.MODE:
             mode = content.get("mode")
@@ -216,7 +224,7 @@ class ViewPanel(Widget):
 
 
 def view_panel(
-    model: Any,
+    model: nnx.Module,
     *,
     only: Any = ...,
     only_code: str | None = None,
@@ -254,7 +262,7 @@ def view_panel(
     return panel.show() if display else panel
 
 
-def mode_toggle(model: Any, *, target: str | None = None, display: bool = True) -> ViewPanel:
+def mode_toggle(model: nnx.Module, *, target: str | None = None, display: bool = True) -> ViewPanel:
     """A train/eval switch (``model.train()`` / ``model.eval()`` in place) with every instance's mode.
 
     Args:
@@ -343,7 +351,7 @@ def _user_namespace() -> dict | None:
     return shell.user_ns if shell is not None else None
 
 
-def _name_of(obj: Any, namespace: Mapping[str, Any] | None) -> str | None:
+def _name_of(obj: object, namespace: Mapping[str, Any] | None) -> str | None:
     if namespace is None:
         return None
     return next((k for k, v in namespace.items() if v is obj and not k.startswith("_")), None)

@@ -197,6 +197,17 @@ def test_the_panel_does_not_keep_the_model_alive():
     assert ack["state"] == "error" and ack["text"] == "the model is gone (deleted or garbage-collected)"
 
 
+def test_a_report_read_before_the_model_went_shows_the_panel_gone():
+    model = make()
+    panel = Panel(model, ns={})
+    report = panel.widget.report()  # read while the model lives
+    del model
+    gc.collect()
+    panel.widget.refresh(report)  # shown after it went: the panel says so (it showed the old report as live)
+    assert panel.widget.payload["gone"] is True and panel.widget.payload["mode"] == "none"
+    assert panel.widget.payload["message"] == "the model is gone (deleted or garbage-collected)"
+
+
 def test_requests_from_another_thread_are_queued_until_a_step():
     """What a subshell thread does while a cell runs: queue, ack 'queued', apply on the main thread."""
     import threading
