@@ -105,7 +105,7 @@ def nnx_view(self: MagicsHost, line: str) -> None:
     if args.only is not None and args.modes:
         raise UsageError("--only lists a subset of modules for the options panel; --modes shows them all")
     only = parse_only(args.only, model, self.shell.user_ns)
-    from ..core.views import is_module_path
+    from ..core.graph import is_module_path
     from ..widgets.views import ViewPanel
 
     try:

@@ -1,11 +1,8 @@
 """Progress of a checkpoint's statistics while they stream: plain data for programs, a line in a notebook.
 
-``checkpoint_rows(path, progress=fn)`` calls ``fn(Progress)`` after every block and once at the end
-(``done=True``). With ``progress=None`` (what ``nnx_lab.snapshot(path)`` and ``%nnx_snapshot PATH``
-get) a notebook shows one output line updated in place (IPython's display handle: no widget, so
-IPython 7 and a saved notebook work alike), and only when streaming lasts longer than
-:data:`SHOW_AFTER_S` on a checkpoint of :data:`SHOW_FROM_BYTES` or more: a small one leaves no output. Outside a notebook kernel, and from a
-thread other than the main one (the viewer's background reader), nothing is shown.
+When a notebook shows the line and when it stays silent (a short stream, a small checkpoint, a
+background thread): docs/guide/compare.md, "Progress". IPython's display handle, no widget: IPython
+7 and a saved notebook work alike.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""A checkpoint as a snapshot: rows from its metadata at once, statistics streamed block by block.
-
-Statistics follow the snapshot's (``snapshot.STAT_NAMES``): mean/std/min/max/norm/abs_max of the
-finite values, NaN and Inf counts, the fraction of exact zeros. Each block is reduced on the default
-device by one small jitted program (float32 partial sums, ``_blocks.py``); the host combines the
-blocks' partials in float64 (Chan's parallel mean/variance). A row whose data cannot be read says why (status
-``error``) and the others go on.
+"""A checkpoint as a snapshot: rows from its metadata at once, statistics (the snapshot's) streamed
+block by block, each block reduced on the default device (``_blocks.py``: float32 partials) and the
+blocks combined on the host in float64 (Chan's parallel mean/variance). A row whose data cannot be
+read says why (status ``error``) and the others go on.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """Reading a checkpoint's arrays block by block through tensorstore, with bounded host memory.
 
 A block is a run of whole stored chunks (the unit tensorstore reads and decodes) of at most a
-quarter of ``chunk_bytes`` (default :data:`CHUNK_BYTES`), or one stored chunk where a chunk alone is
-larger; the caller's kernels read a block in pieces of at most a quarter of ``chunk_bytes``
-(:func:`pieces`: a device copy is a piece, never a whole block). A read in flight holds up to twice
-its block (the stored bytes and the decoded array). Several blocks are read at once (at most
-:data:`MAX_IN_FLIGHT`: tensorstore decodes them in its thread pool while the caller reduces the
-previous one), as many as fit, with the block the caller holds and its pieces' device copies, in
-``3 * max(chunk_bytes, stored chunk)``: that is the bound of array data of one ``snapshot(path)``
-and of one ``compare`` pair (its two streams share it), whatever the array's size. Orbax stores one
-chunk per array (per shard) unless saved with ``ocp.SaveArgs(chunk_byte_size=...)``: a default
-checkpoint's bound is set by its largest array (tensorstore decodes a stored chunk whole, and a
-pair of them is held to be compared), and such an array's row says so (:func:`whole_chunk_note`);
-one saved with ``chunk_byte_size`` streams within ``3 * chunk_bytes``.
+quarter of ``chunk_bytes``, or one stored chunk where a chunk alone is larger; the caller reduces a
+block in pieces (:func:`pieces`). Up to :data:`MAX_IN_FLIGHT` blocks are read at once, as many as
+keep ``3 * max(chunk_bytes, stored chunk)`` (:func:`read_plan`; why that bound, and what a stored
+chunk costs: docs/guide/compare.md, "The memory bound").
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Comparisons: what changed between two models, states, snapshots or checkpoints.
-
-- :func:`compare` (here): the sides (``_sides.py``), matched by path (``_match.py``, ``map=``
-  renames), values reduced where the arrays live (``_values.py``: one jitted program per device
-  group; checkpoints streamed block by block), rows and per-module aggregates (``_compare.py``),
-  the :class:`Comparison` (``_comparison.py``) and its text/HTML (``_render.py``).
+"""Comparisons: what changed between two models, states, snapshots or checkpoints (the modules'
+roles: docs/ARCHITECTURE.md; how values are reduced: docs/guide/compare.md, "How it works").
 
 >>> from flax import nnx
 >>> a = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
@@ -20,22 +16,17 @@ from __future__ import annotations
 from typing import Any
 
 from ._compare import compute
-from ._comparison import DISPLAY_HOOKS, MARIMO_HOOKS, Comparison, verdict
-from ._match import renamer
+from ._comparison import DISPLAY_HOOKS, MARIMO_HOOKS, Comparison
 from ._payload import comparison_payload
-from ._rows import STATUSES, CompareRow, ModuleRow
+from ._rows import STATUSES
 
 __all__ = [
     "DISPLAY_HOOKS",
     "MARIMO_HOOKS",
     "STATUSES",
-    "CompareRow",
     "Comparison",
-    "ModuleRow",
     "compare",
     "comparison_payload",
-    "renamer",
-    "verdict",
 ]
 
 

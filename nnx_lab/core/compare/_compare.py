@@ -166,7 +166,7 @@ def compute(
         m = matches[k]
         try:
             stored = m.a if m.a.kind == "checkpoint" else m.b  # its shape: a PRNG key's is that of its key data
-            itemsize = max(_itemsize(e.dtype) for e in (m.a, m.b) if e.kind != "prng_key")
+            itemsize = max(jax.numpy.dtype(e.dtype).itemsize for e in (m.a, m.b) if e.kind != "prng_key")
             results[k] = [
                 stream_partials(
                     _source(side_a, m.a),
@@ -213,9 +213,3 @@ def compute(
         "paths": {m.main.text: m.main.path for m in matches},
     }
     return sorted_rows(rows), modules, info
-
-
-def _itemsize(dtype: str) -> int:
-    import jax.numpy as jnp
-
-    return jnp.dtype(dtype).itemsize

@@ -7,7 +7,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -63,10 +63,6 @@ def _sharding_text(value: Any) -> str | None:
     return first_line(str(sharding), 200)
 
 
-def _dtype_text(dtype: Any) -> str:
-    return str(np.dtype(dtype)) if not jnp.issubdtype(dtype, jax.dtypes.prng_key) else str(dtype)
-
-
 def _numeric(dtype: Any) -> bool:
     return (
         jnp.issubdtype(dtype, np.number)
@@ -79,88 +75,35 @@ def _numeric(dtype: Any) -> bool:
 def _facts(dtype: Any) -> tuple[bool, bool, str]:
     """A dtype's (is a PRNG key, numeric, its text)."""
     prng = jnp.issubdtype(dtype, jax.dtypes.prng_key)
-    numeric = not prng and _numeric(dtype)
-    return prng, numeric, _dtype_text(dtype) if numeric else str(dtype)
-
-
-class _Common(TypedDict):  # the fields every kind of Entry takes from the walk
-    path: Path
-    type: str | None
-    aliases: tuple[Path, ...]
-    metadata: Mapping | None
+    return prng, not prng and _numeric(dtype), str(dtype)
 
 
 def _entry(path: Path, type_name: str | None, value: Any, aliases: tuple[Path, ...], metadata: Mapping | None) -> Entry:
-    common = _Common(path=path, type=type_name, aliases=aliases, metadata=metadata)
+    e = Entry(path, type_name, None, None, None, aliases, "non_numeric", metadata=metadata)
     if isinstance(value, Tracer):
-        return Entry(
-            shape=None,
-            dtype=None,
-            sharding=None,
-            kind="tracer",
-            note="a value being traced by jax (inside jit/grad): no data to compare",
-            **common,
-        )
-    if isinstance(value, jax.ShapeDtypeStruct):
-        return Entry(
-            shape=tuple(value.shape),
-            dtype=_dtype_text(value.dtype),
-            sharding=_sharding_text(value),
-            kind="abstract",
-            note="abstract (a shape without data)",
-            **common,
-        )
+        e.kind, e.note = "tracer", "a value being traced by jax (inside jit/grad): no data to compare"
+        return e
     if isinstance(value, (int, float, bool, np.generic)) and not isinstance(value, np.ndarray):
         value = np.asarray(value)
-    if not isinstance(value, (jax.Array, np.ndarray)):
-        return Entry(
-            shape=None,
-            dtype=None,
-            sharding=None,
-            kind="non_numeric",
-            value=value,
-            note=f"{type(value).__name__}: not an array",
-            **common,
-        )
-    shape, dtype = tuple(value.shape), value.dtype
-    prng, numeric, dtype_text = _facts(dtype)
+    if not isinstance(value, (jax.Array, np.ndarray, jax.ShapeDtypeStruct)):
+        e.value, e.note = value, f"{type(value).__name__}: not an array"
+        return e
+    prng, numeric, e.dtype = _facts(value.dtype)
+    e.shape = tuple(value.shape)
     if isinstance(value, jax.Array) and value.is_deleted():
-        return Entry(
-            shape=shape,
-            dtype=_dtype_text(dtype),
-            sharding=None,
-            kind="deleted",
-            note="the buffer was deleted or donated",
-            **common,
-        )
-    if prng:
-        return Entry(
-            shape=shape,
-            dtype=dtype_text,
-            sharding=_sharding_text(value),
-            kind="prng_key",
-            value=value,
-            note="a PRNG key array: compared bit for bit (its key data)",
-            key_data_shape=tuple(jax.eval_shape(jax.random.key_data, value).shape),
-            **common,
-        )
-    if not numeric:
-        return Entry(
-            shape=shape,
-            dtype=dtype_text,
-            sharding=_sharding_text(value),
-            kind="non_numeric",
-            note=f"dtype {dtype}: not compared",
-            **common,
-        )
-    return Entry(
-        shape=shape,
-        dtype=dtype_text,
-        sharding=_sharding_text(value),
-        kind="array",
-        value=value,
-        **common,
-    )
+        e.kind, e.note = "deleted", "the buffer was deleted or donated"
+        return e
+    e.sharding = _sharding_text(value)
+    if isinstance(value, jax.ShapeDtypeStruct):
+        e.kind, e.note = "abstract", "abstract (a shape without data)"
+    elif prng:
+        e.kind, e.value, e.note = "prng_key", value, "a PRNG key array: compared bit for bit (its key data)"
+        e.key_data_shape = tuple(jax.eval_shape(jax.random.key_data, value).shape)
+    elif not numeric:
+        e.note = f"dtype {value.dtype}: not compared"
+    else:
+        e.kind, e.value = "array", value
+    return e
 
 
 def _checkpoint_side(label: str, path: Any) -> Side:
@@ -210,12 +153,7 @@ def resolve_side(label: str, obj: Any) -> Side:
             f"compare: {label} is a jax tracer (compare() was called inside jit/grad/vmap); "
             "call it outside the transformation"
         )
-    accepted = (
-        isinstance(obj, (nnx.Module, nnx.Variable, Mapping))
-        or split_pair(obj) is not None
-        or isinstance(obj, nnx.State)
-    )
-    if not accepted:
+    if not isinstance(obj, (nnx.Module, nnx.Variable, Mapping)) and split_pair(obj) is None:  # nnx.State: a Mapping
         raise TypeError(
             f"compare: {label} is {type(obj).__name__}, not an nnx.Module, an nnx.State, a (graphdef, "
             "state) pair, a Snapshot or a checkpoint path"

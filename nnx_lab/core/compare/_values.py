@@ -1,15 +1,11 @@
 """The value comparison: per pair of arrays a few sums, reduced where the arrays live.
 
-The pairs whose arrays are on the same devices go into jitted programs of at most 1,024 arrays
-(``_placement.plan_programs``: small pairs of one spec stacked, a full batch of them a program of its
-own compiled once for all such batches: compile time and memory linear in the number of Variables),
-each returning, per run of at most 4096 elements of every pair (or layer of a stacked pair), float32
-``[sum (a-b)^2, sum a^2, sum b^2, sum a*b, max |a-b|]`` and int32 ``[elements changed beyond tol
-(and not bit-identical), elements not bit-identical, NaN in a, NaN in b]``: 36 bytes per 4096
-elements, fetched once for every program and summed per pair on the host in float64 (no per-pair tail in
-the program: it compiled 1.3-2.7x slower). No array comes to the host. On CPU the program is compiled
-with reassociation allowed (``core._fastmath``: vectorized). A checkpoint's arrays are streamed block by block
-(``core.checkpoint.read_blocks``, bounded host memory) against the same block of the other side.
+The programs (``_placement.plan_programs``) return, per run of at most 4096 elements of every pair
+(or layer), float32 ``[sum (a-b)^2, sum a^2, sum b^2, sum a*b, max |a-b|]`` and int32 ``[changed
+beyond tol (and not bit-identical), not bit-identical, NaN in a, NaN in b]``: 36 bytes per 4096
+elements, fetched once and summed per pair on the host in float64 (no per-pair tail in the program:
+it compiled 1.3-2.7x slower). No array comes to the host; a checkpoint's arrays are streamed block by
+block against the same block of the other side.
 """
 
 from __future__ import annotations
@@ -207,24 +203,20 @@ def launch_partials(pairs: Sequence[tuple[Any, Any, int | None]], tol: float) ->
         a_arrays = tuple(placed[k][0] for k in members)
         b_arrays = tuple(placed[k][1] for k in members)
         layout = tuple((len(indices), stacked, placed[indices[0]][2]) for indices, _, stacked in batches)
-        platform = next(iter(a_arrays[0].sharding.device_set)).platform
+        platform = _platform(a_arrays[0])
         launched.append((batches, _program(platform, a_arrays, b_arrays, layout, jnp.float32(tol))))
 
     def fetch() -> list[list[Partials]]:
         out: list[list[Partials]] = [[] for _ in pairs]
         results = jax.device_get([result for _, result in launched])  # one fetch for every program
         for (batches, _), (floats, ints) in zip(launched, results):
-            shapes = [(placed[k][0].shape, placed[k][2]) for indices, _, _ in batches for k in indices]
-            counts = [r for shape, axis in shapes for n, r in [_run_count(shape, axis)] for _ in range(n)]
-            sums = iter(_sum_runs(floats, ints, counts))
-            for indices, real, _ in batches:
-                for j, k in enumerate(indices):
-                    shape, axis = placed[k][0].shape, placed[k][2]
-                    layers = 1 if axis is None else shape[axis]
-                    per = math.prod(shape) // max(layers, 1) if layers else 0
-                    parts = [Partials(*next(sums), per) for _ in range(layers)]
-                    if j < real:  # a stacked batch's padding is dropped
-                        out[k] = parts
+            members = [(j < real, k) for indices, real, _ in batches for j, k in enumerate(indices)]
+            runs = [_run_count(placed[k][0].shape, placed[k][2]) for _, k in members]  # (layers, runs per layer)
+            sums = iter(_sum_runs(floats, ints, [r for n, r in runs for _ in range(n)]))
+            for (real, k), (n, _) in zip(members, runs):
+                parts = [Partials(*next(sums), placed[k][0].size // n if n else 0) for _ in range(n)]
+                if real:  # a stacked batch's padding is dropped
+                    out[k] = parts
         return out
 
     return fetch

@@ -21,8 +21,7 @@ Traceback (most recent call last):
 nnx_lab.core.split._report.SplitError: `...` matches everything, so it can only be the last filter (it is filter 1 of 2)
 """
 
-from ._names import default_names, filter_label
-from ._report import FilterResult, SplitError, SplitReport, SplitRow
+from ._report import SplitError, SplitReport
 from ._split import split_report
 
-__all__ = ["FilterResult", "SplitError", "SplitReport", "SplitRow", "default_names", "filter_label", "split_report"]
+__all__ = ["SplitError", "SplitReport", "split_report"]

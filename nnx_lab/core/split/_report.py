@@ -42,11 +42,7 @@ class SplitReport:
     root_type: str
     filters: tuple[FilterResult, ...]
     rows: tuple[SplitRow, ...]  # one per array: a Variable holding a tuple of arrays has several
-    variables: int | None = None  # how many Variables (leaves of nnx.state) were split
-
-    @property
-    def variable_count(self) -> int:
-        return len(self.rows) if self.variables is None else self.variables
+    variable_count: int  # how many Variables (leaves of nnx.state) were split
 
     @property
     def remainder(self) -> tuple[SplitRow, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import logging
 from typing import Any, Sequence
 
@@ -99,10 +100,7 @@ def split_report(obj: Any, *filters: Any, labels: Sequence[str] | None = None) -
     results = []
     for i in range(len(filters)):
         took = [row for p in taken[i] for row in rows_of[p]]
-        types: dict[str, int] = {}
-        for p in taken[i]:
-            kind = rows_of[p][0].type
-            types[kind] = types.get(kind, 0) + 1
+        types = dict(collections.Counter(rows_of[p][0].type for p in taken[i]))
         results.append(
             FilterResult(
                 i,

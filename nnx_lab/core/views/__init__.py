@@ -15,7 +15,6 @@ The public surface of the views feature; the modules inside are private:
 ('train', 'model.eval()', 'eval')
 """
 
-from ..graph import is_module_path
 from ._actions import (
     Scope,
     ViewError,
@@ -29,29 +28,21 @@ from ._actions import (
     set_mode,
     view_code,
 )
-from ._code import UNNAMED, class_code, filter_code, path_code
-from ._report import EVAL_VALUES, MODE_ARGS, ModuleViews, Unreadable, ViewArg, ViewReport, only_filter, view_report
+from ._code import UNNAMED, filter_code, path_code
+from ._report import ViewReport, view_report
 
 __all__ = [
-    "EVAL_VALUES",
-    "MODE_ARGS",
     "UNNAMED",
-    "ModuleViews",
     "Scope",
-    "Unreadable",
-    "ViewArg",
     "ViewError",
     "ViewReport",
     "apply_code",
     "apply_in_place",
     "base_scope",
-    "class_code",
     "class_scope",
     "coerce_values",
     "filter_code",
-    "is_module_path",
     "make_view",
-    "only_filter",
     "path_code",
     "scope_for",
     "set_mode",

@@ -11,7 +11,7 @@ import contextlib
 import dataclasses
 import logging
 import warnings
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from flax import nnx
 from flax.nnx import filterlib
@@ -42,9 +42,6 @@ class Scope:
     only: Any = ...
     code: str | None = None
     label: str = "all modules"
-
-    def predicate(self) -> Callable[[Any, Any], bool]:
-        return filterlib.to_predicate(self.only)
 
 
 def base_scope(
@@ -79,7 +76,7 @@ def scope_for(
     base = base or Scope("all")
     if spec is None:
         return base
-    if not isinstance(spec, Mapping) or len(spec) != 1:
+    if not isinstance(spec, Mapping) or len(spec) != 1 or not {"class", "path"} & set(spec):
         raise ViewError(f"a scope is None, {{'class': NAME}} or {{'path': [...]}}, not {spec!r}")
     if "class" in spec:
         classes = {m.cls for m in report.modules if m.class_name == spec["class"]}
@@ -90,12 +87,10 @@ def scope_for(
                 else f"{len(classes)} different classes are named {spec['class']!r}"
             )
         return class_scope(classes.pop(), namespace, base)
-    if "path" in spec:
-        key = tuple(spec["path"]) if isinstance(spec["path"], (list, tuple)) else None
-        if key is None or key not in {m.path for m in report.modules}:  # the report is within base
-            raise ViewError(f"no module with set_view at path {spec['path']!r}")
-        return Scope("path", lambda path, node, k=key: tuple(path) == k, path_code(key), path_text(key) or "(root)")
-    raise ViewError(f"a scope is None, {{'class': NAME}} or {{'path': [...]}}, not {spec!r}")
+    key = tuple(spec["path"]) if isinstance(spec["path"], (list, tuple)) else None
+    if key is None or key not in {m.path for m in report.modules}:  # the report is within base
+        raise ViewError(f"no module with set_view at path {spec['path']!r}")
+    return Scope("path", lambda path, node, k=key: tuple(path) == k, path_code(key), path_text(key) or "(root)")
 
 
 def coerce_values(
@@ -166,7 +161,7 @@ def _wanted(args: list[ViewArg]) -> str:
 
 
 def _scoped(model: nnx.Module, scope: Scope):
-    predicate = scope.predicate()
+    predicate = filterlib.to_predicate(scope.only)
     return [(tuple(p), m) for p, m in compat.iter_modules(model) if predicate(p, m)]
 
 

@@ -35,7 +35,6 @@ from ._signature import set_view_params, simple_types
 
 _log = logging.getLogger("nnx_lab")
 
-#: set_view arguments that mean train (False) or eval (True).
 #: attributes that say a module's mode, and the value each has in eval mode. flax's train()/eval()
 #: set the first two; ``training`` is the convention of modules without set_view that a user
 #: switches with ``nnx.with_attributes(model, training=...)`` (flax's view guide).
