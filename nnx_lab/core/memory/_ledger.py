@@ -86,7 +86,7 @@ def _key(device: Any, data: Any) -> tuple:
         return (device.id, "id", id(data))
 
 
-def _stats(device: Any) -> dict:
+def memory_stats(device: Any) -> dict:
     try:
         stats = device.memory_stats()
     except Exception as e:  # noqa: BLE001 - a backend without statistics: said as such
@@ -186,7 +186,7 @@ def build_ledger(namespace: dict | None) -> Ledger:
         live_bytes = sum(nb for (d, nb) in buffers.values() if d.id == dev_id)
         count = sum(1 for (d, _) in buffers.values() if d.id == dev_id)
         ledger_bytes = sum(r.bytes for r in rows if r.device == name)
-        totals.append(DeviceTotal(name, dev_id, count, live_bytes, ledger_bytes, _stats(device)))
+        totals.append(DeviceTotal(name, dev_id, count, live_bytes, ledger_bytes, memory_stats(device)))
     freeing = _freeing(found, owner, extra, buffers)
     del live, by_id
     return Ledger(tuple(rows), tuple(totals), tuple(freeing), tuple(h.name for h in found))

@@ -18,7 +18,7 @@ from jax.core import Tracer
 from .. import compat
 from ..render import format_bytes, plan_html, plan_text
 from ..text import first_line, one_line
-from ._ledger import _stats, device_name
+from ._ledger import device_name, memory_stats
 
 FIELDS = ("argument", "output", "alias", "temp", "generated_code")
 
@@ -166,7 +166,7 @@ def plan(step: Any, args: tuple, kwargs: dict) -> StepPlan:
     if any(v < 0 for v in values.values()):
         note = f"{device.platform}'s memory analysis returned -1 (unknown) for some fields: {values}"
         return StepPlan(name, device_name(device), None, None, None, (), note)
-    stats = _stats(device)
+    stats = memory_stats(device)
     limit = stats.get("bytes_limit")
     available = None
     if limit is not None:
