@@ -140,12 +140,10 @@ class Watcher:
     ) -> Iterator[T]:
         """``for batch in watcher.track(batches): ...`` — ticks after each step, refreshes at the end.
 
-        ``stop_on_nonfinite``: each step's logged scalars and gradients are checked on the device (one
-        fused reduction queued with the step, read one step later: no step waits for its own), and
-        :class:`NonFiniteStep` is raised within one step of the first bad one. ``keep_last_good``: an
-        on-device copy of the model's and optimizer's state is taken before each step, two kept at a
-        time: up to 2 × their size in device memory (the status line says how much), so
-        :meth:`restore_last_good` can put back the state from before the bad step."""
+        ``stop_on_nonfinite``: raise :class:`NonFiniteStep` within one step of the first step whose
+        logged scalars or gradients hold a NaN/Inf (checked on the device, no step waits for its own
+        check); ``keep_last_good``: keep the state from before it for :meth:`restore_last_good` (up to
+        2 × the model's and optimizer's size on the device). See docs/guide/training.md."""
         if not stop_on_nonfinite:
             if keep_last_good:
                 raise ValueError("keep_last_good=True needs stop_on_nonfinite=True")

@@ -1,28 +1,18 @@
 """The live-refresh engine: launch work now, show it once its numbers have arrived, never make the
-caller wait for the device.
+caller wait for the device. Its threads and lock are docs/ARCHITECTURE.md's "Threads and locks";
+the rules they keep:
 
-Threading model (every live view: the :class:`~nnx_lab.core.watcher.Watcher`, and the capture panel's
-descriptions, ``widgets/_describing.py``, whose publisher thread is ``nnx_lab-capture-publish``):
+- The **caller's thread** (a loop's ``tick()``, a cell's end) finds most ticks nothing due, after two
+  clock reads and without the lock. When due it takes the lock, publishes the newest piece that has
+  arrived (dropping older ones unpublished: ``publish`` sees them) and *dispatches* one more, never
+  waiting; at most ``max_in_flight`` ride the device's queue. A caller that would wait for the lock
+  (a publisher holds it) skips this tick, unless it asked to wait.
+- A forced refresh that does not wait is published by a short-lived **publisher thread** where the
+  UI may send messages from threads; the **background thread** refreshes between cells.
+- **Several processes** must launch the same programs in the same order: no refresh is due by the
+  clock, one happens every ``lockstep_every`` ticks (and at a loop's or cell's end), and waits.
 
-- The **caller's thread** (a training loop's ``tick()``, a cell's end) asks :meth:`Refresher.refresh`.
-  Most ticks nothing is due: it returns after two clock reads, without a lock. When the throttle
-  allows, it takes the engine's lock, publishes what has arrived, and *dispatches* one more piece of
-  work (``dispatch``: queue the device's reductions and start their copies to the host, never
-  wait). At most ``max_in_flight`` (:data:`MAX_IN_FLIGHT`; the capture panel: 1) ride the device's
-  queue; a later tick publishes the newest one that has arrived and drops the older ones unpublished
-  (``publish`` sees what was dropped).
-- A **publisher thread** (``nnx_lab-publish``, short-lived, one per forced refresh that does not
-  wait, where the UI may send messages from threads) waits for one piece and publishes it under
-  the lock, so a loop's or cell's end shows its last values without the kernel waiting.
-- A **background thread** (``nnx_lab-watch``, one per engine, :meth:`start_background`) refreshes at
-  the throttle's interval between cells, skipping work that would repeat the last one.
-- **Several processes** (a multi-host run) must launch the same programs in the same order: then no
-  refresh is ever due by the clock; one happens every ``lockstep_every`` ticks, at a loop's or cell's
-  end and on request, and waits for its numbers there. No background thread.
-
-One lock (an ``RLock``) guards the in-flight queue and every publish; a caller that would have to
-wait for it (another thread is publishing) skips this tick instead, unless it asked to wait. The
-clock is injectable (``clock=``): tests move time instead of sleeping or resetting private state.
+The clock is injectable (``clock=``): tests move time instead of sleeping.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ training series logged for it, and :meth:`SnapshotSource.publish` finishes one a
 line, the history and the training parts. The :class:`~nnx_lab.core.watcher.Watcher` wires them together.
 
 ``training`` is any object with the :class:`~nnx_lab.core.training.Training` face (``series``,
-``scalars``, ``columns``, ``published``); ``line`` a :class:`~._status.StatusLine`.
+``scalars``, ``published``); ``line`` a :class:`~._status.StatusLine`.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ class SnapshotSource:
     ``snapshot_step`` ticks; ``history``). ``notify()`` tells the view's listeners of a change;
     ``engine`` is set by the owner (the :class:`Refresher` whose dispatch and publish these are)."""
 
+    engine: Refresher[PendingSnapshot]
+
     def __init__(
         self,
         obj: Any,
@@ -44,7 +46,6 @@ class SnapshotSource:
         notify: Callable[[], None],
     ):
         self.stats, self.training, self.line, self._notify = stats, training, line, notify
-        self._engine: Refresher[PendingSnapshot] | None = None  # see the engine property
         self.history = History(history)
         self.snapshot: Snapshot | None = None
         self.snapshot_step = 0  # the step (ticks so far) at which the published snapshot was dispatched
@@ -60,17 +61,6 @@ class SnapshotSource:
         # against the model now (a bad declaration raises here).
         self.target = watch_target(obj, on_gone=self.mark_gone)
         self.layers = check_layers(self.target.resolve(), layers)
-
-    @property
-    def engine(self) -> Refresher[PendingSnapshot]:
-        """The :class:`Refresher` running this source's dispatch and publish (set by the owner)."""
-        engine = self._engine
-        assert engine is not None, "SnapshotSource.engine is read before its owner set it"
-        return engine
-
-    @engine.setter
-    def engine(self, engine: Refresher[PendingSnapshot]) -> None:
-        self._engine = engine
 
     # -- the rows alone (nothing runs on the device) ----------------------------------------
     @paused_gc()  # no full collection of the user's heap for our temporaries (see paused_gc)
@@ -165,7 +155,7 @@ class SnapshotSource:
                 # A dropped refresh had gradients the newest lacks (a loop's last tick, then the cell's
                 # end refresh): the newest shows them, marked with their step, instead of older ones.
                 old = logged.finish()
-                self.training.columns(old.series, len(old), step)
+                self.training.series.published(old.series, len(old), step)
             newest.wait()
             # Its device time is known where it was waited for before any step was queued behind it (a
             # wait at a loop's end also waits for the steps after it): a rate per byte read, by which a
@@ -183,7 +173,7 @@ class SnapshotSource:
             self.line.fail(e)  # logged there, once per message
             self._notify()
             return False
-        snap.series = self.training.columns(snap.series, len(snap), step)
+        snap.series = self.training.series.published(snap.series, len(snap), step)
         cost_s = newest.host_s + self.training.series.updates.take_host_s()  # the update ratio's launches count
         # One-offs say nothing of the next (a structure's first layouts: parameters, then gradients...);
         # one-offs that keep coming (a structure that changes at every refresh) are the steady cost.
@@ -209,6 +199,7 @@ class SnapshotSource:
     def mark_gone(self) -> None:
         self.structure.clear()
         if self.line.gone(self.target.problem):
-            if self._engine is not None:  # (gone before its owner set it: nothing running)
-                self._engine.stop_background()
+            engine = getattr(self, "engine", None)  # (gone before its owner set it: nothing running)
+            if engine is not None:
+                engine.stop_background()
             self._notify()

@@ -12,24 +12,16 @@ fields readable and writable on the view that owns the part (``watcher.state`` i
 
 from __future__ import annotations
 
-import atexit
 import logging
 import sys
-import threading
 import time
 from typing import Any, Callable, Iterable
 
 from ..text import one_line
+from .threads import exiting
 
 __all__ = ["Forward", "Listeners", "StatusLine"]
 logger = logging.getLogger("nnx_lab")
-
-#: Set as the interpreter begins to exit (a kernel restarting or shutting down): IPython then clears
-#: the namespace, which collects every watched model; telling the browser "gone: garbage-collected"
-#: would be untrue (the front end says the kernel restarted), so no listener is told anything more.
-EXITING = threading.Event()
-# threading._register_atexit runs before atexit's handlers (IPython's, which clears the namespace).
-getattr(threading, "_register_atexit", atexit.register)(EXITING.set)
 
 
 class Forward:
@@ -128,7 +120,9 @@ class Listeners:
         self._listeners.append(listener)
 
     def notify(self, _finalizing: Callable[[], bool] = sys.is_finalizing) -> None:
-        if _finalizing() or EXITING.is_set():  # the model collected at exit: nobody listens (see EXITING)
+        # At exit (a kernel restarting) IPython clears the namespace, collecting every watched model:
+        # "gone: garbage-collected" would be untrue (the front end says the kernel restarted).
+        if _finalizing() or exiting():
             return
         for listener in list(self._listeners):
             try:

@@ -1,10 +1,7 @@
-"""What a :class:`Watcher` watches, resolved to the current object at every refresh.
-
-Between refreshes a target holds no model: an object by weak reference (:class:`ObjectTarget`; ``del
-model`` frees it, and the viewer says "gone"), a ``(graphdef, state, ...)`` pair by weak references to
-its states (:class:`PairTarget`), or a *name* in a namespace (:class:`NameTarget`), looked up afresh
-each time. A functional loop rebinds its model every step (``model = nnx.merge(graphdef, state)``,
-``model, opt_state = train_step(model, opt_state, batch)``): following the name follows the model.
+"""What a :class:`Watcher` watches, resolved to the current object at every refresh: an object by
+weak reference (:class:`ObjectTarget`), an ``nnx.split`` pair by weak references to its states
+(:class:`PairTarget`), or a name looked up afresh each time (:class:`NameTarget`: a functional loop
+rebinds its model every step; docs/guide/watch.md).
 
 >>> from flax import nnx
 >>> namespace = {"model": nnx.Linear(2, 2, rngs=nnx.Rngs(0))}

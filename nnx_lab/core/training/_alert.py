@@ -1,10 +1,6 @@
-"""The NaN/Inf alert of a live viewer: where and when a NaN or Inf first appeared, kept until cleared.
-
-A row of a snapshot holding a NaN or Inf (a parameter, a gradient, an optimizer state: whatever rows
-the snapshot has, named by their path) or a logged scalar (``loss``) that is NaN or Inf sets the
-alert once: the step (ticks so far) and refresh at which it was seen, and where. Later refreshes
-keep it, even when every value is finite again; they only update what is non-finite *now*.
-:meth:`NonfiniteAlert.clear` forgets it (the next NaN/Inf sets it again).
+"""The NaN/Inf alert of a live viewer (docs/guide/watch.md's banner): the first row (parameter,
+gradient, optimizer state) or logged scalar seen NaN or Inf, with its step and refresh, kept until
+:meth:`NonfiniteAlert.clear`; later refreshes only update what is non-finite *now*.
 
 >>> import jax.numpy as jnp
 >>> from nnx_lab import snapshot
@@ -32,9 +28,7 @@ import numpy as np
 
 from ..graph import path_text
 from ..render import count_noun
-from ..stats import STAT_NAMES
-
-_COUNTS = [STAT_NAMES.index("nan_count"), STAT_NAMES.index("inf_count")]  # columns of Snapshot.stat_matrix
+from ._series_columns import COUNTS
 
 
 class NonfiniteAlert:
@@ -56,7 +50,7 @@ class NonfiniteAlert:
         """Take in a published snapshot (dispatched after ``step`` ticks) and the earliest non-finite
         ``scalar`` (step, name, value) read with it; True when the alert or its "now" changed."""
         before = self.to_dict()
-        counts = np.nan_to_num(snap.stat_matrix[:, _COUNTS])  # columns: no row dicts built per refresh
+        counts = np.nan_to_num(snap.stat_matrix[:, COUNTS])  # columns: no row dicts built per refresh
         bad = np.flatnonzero((counts.sum(axis=1) > 0) & ~snap.layer_rows)  # a layer: its Variable says it
         self.now_variables = int(bad.size)
         self.now_scalars = list(scalars_now)
@@ -64,32 +58,10 @@ class NonfiniteAlert:
             candidates = []
             if scalar is not None:  # a loss computed during a step comes before the update it drove
                 s_step, name, value = scalar
-                candidates.append(
-                    (
-                        s_step,
-                        0,
-                        {
-                            "where": name,
-                            "source": "scalar",
-                            "nan": int(math.isnan(value)),
-                            "inf": int(math.isinf(value)),
-                        },
-                    )
-                )
+                candidates.append((s_step, 0, _where(name, "scalar", math.isnan(value), math.isinf(value))))
             if bad.size:
                 i = int(bad[0])
-                candidates.append(
-                    (
-                        step,
-                        1,
-                        {
-                            "where": path_text(snap.paths[i]),
-                            "source": "variable",
-                            "nan": int(counts[i, 0]),
-                            "inf": int(counts[i, 1]),
-                        },
-                    )
-                )
+                candidates.append((step, 1, _where(path_text(snap.paths[i]), "variable", *counts[i])))
             candidates.extend(_series_candidates(snap, step))
             if candidates:
                 first_step, _, where = min(candidates, key=lambda c: c[:2])
@@ -148,27 +120,21 @@ class NonfiniteAlert:
 def _series_candidates(snap: Any, step: int) -> list:
     """The first row with a NaN/Inf in each fresh series of ``snap`` (gradients, optimizer state:
     ``snap.series``, see ``_series.py``): a gradient at a step comes before the parameters it made."""
-    series = getattr(snap, "series", None)
+    series = snap.series
     out = []
     if series is None:
         return out
-    for name in getattr(series, "names", ()):
+    for name in series.names:
         if name in series.stale:
             continue
-        counts = np.nan_to_num(series.matrices[name][:, _COUNTS])
+        counts = np.nan_to_num(series.matrices[name][:, COUNTS])
         bad = np.flatnonzero(counts.sum(axis=1) > 0)
         if bad.size:
             i = int(bad[0])
-            out.append(
-                (
-                    series.steps.get(name, step),
-                    0.5,
-                    {
-                        "where": f"{name} of {path_text(snap.paths[i])}",
-                        "source": name,
-                        "nan": int(counts[i, 0]),
-                        "inf": int(counts[i, 1]),
-                    },
-                )
-            )
+            where = _where(f"{name} of {path_text(snap.paths[i])}", name, *counts[i])
+            out.append((series.steps.get(name, step), 0.5, where))
     return out
+
+
+def _where(where: str, source: str, nan: Any, inf: Any) -> dict:
+    return {"where": where, "source": source, "nan": int(nan), "inf": int(inf)}

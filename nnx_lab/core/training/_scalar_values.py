@@ -4,6 +4,7 @@ transfer) and one name's bounded curve (:class:`Curve`). Used by :class:`~._scal
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import numbers
@@ -83,20 +84,13 @@ def accept(value: Any) -> tuple[Any, str | None]:
     return None, f"not a number ({type(value).__name__})"
 
 
-_real: dict = {}  # dtype -> whether it is real (asked at every logged step: jnp.issubdtype is slow)
-
-
+@functools.cache  # asked at every logged step: jnp.issubdtype is slow
 def is_real(dtype: Any) -> bool:
-    got = _real.get(dtype)
-    if got is None:
-        # jax's issubdtype knows bfloat16 and the float8 types (numpy sees them as void); a PRNG key's
-        # dtype (key<fry>) is none of numpy's: np.dtype() raises on it.
-        if jnp.issubdtype(dtype, jax.dtypes.prng_key):
-            got = False
-        else:
-            got = bool(np.dtype(dtype).kind in "biu" or jnp.issubdtype(dtype, jnp.floating))
-        _real[dtype] = got
-    return got
+    # jax's issubdtype knows bfloat16 and the float8 types (numpy sees them as void); a PRNG key's
+    # dtype (key<fry>) is none of numpy's: np.dtype() raises on it.
+    if jnp.issubdtype(dtype, jax.dtypes.prng_key):
+        return False
+    return bool(np.dtype(dtype).kind in "biu" or jnp.issubdtype(dtype, jnp.floating))
 
 
 def host_values(xs: list) -> list[float]:

@@ -1,29 +1,14 @@
-"""Scalars logged in a training loop (``loss``, ``lr``): kept without syncing, read with the statistics.
+"""Scalars logged in a training loop (``loss``, ``lr``): kept without syncing, read with the statistics
+(docs/guide/watch.md: every step gets a point, at most :data:`MAX_POINTS` per name).
 
-**Every step logged gets a point.** :meth:`ScalarStore.log` keeps the device scalar itself (a
-reference: no copy, no wait, no transfer started: ``copy_to_host_async`` of a value the device has
-not computed yet cost ~125 µs per step here, a few per cent of a small model's step); a later
-value of the same name for the same step replaces it. The values are read by :meth:`collect`,
-which the :class:`~nnx_lab.core.watcher.Watcher` calls when it publishes a refresh (with the
-statistics): only values whose ``is_ready()`` is True are read, oldest first, all of them in one
-``jax.device_get``, so nothing waits for the device unless asked to (``wait=True``, where the
-Watcher waits anyway). So a tick holds at
-most the device scalars of the steps since the last refresh; should :data:`MAX_PENDING` of them
-pile up (refreshes held back, e.g. while the one-launch program compiles), the tick reads the ones
-already computed, never waiting for the others (and, were the device that far behind, keeps every
-second step of the rest).
-
-**The host keeps a bounded curve.** Each name keeps at most :data:`MAX_POINTS` points spread
-evenly over its steps: when full, every second point goes and from then on a point is kept every
-2, 4, 8 ... steps. The latest value is always kept beside the curve (the header shows it), and
-every value read is checked for NaN/Inf before it can be thinned away (the viewer's banner).
-
-Bad input never raises into the loop: a value that is not a real scalar (an array of several
-elements, a traced value inside ``jit``, a PRNG key, a string, a number whose ``__float__``
-raises) is not recorded and becomes a :attr:`problem`, shown until that name records a good value
-after the problem was shown. The problem stays short whatever is logged: names are quoted to
-:data:`~nnx_lab.core.text.ECHO_CHARS` characters, and problems are kept for at most
-:data:`MAX_NAMES` names, the others counted.
+:meth:`ScalarStore.log` keeps the device scalar itself: no copy, no wait, no transfer started
+(``copy_to_host_async`` of a value not computed yet cost ~125 µs per step, a few per cent of a small
+model's step). :meth:`collect`, called when a refresh is published, reads the values whose
+``is_ready()`` is True, oldest first, in one ``jax.device_get``; should :data:`MAX_PENDING` pile up
+(refreshes held back while a program compiles) a log reads those already computed, never waiting.
+Every value read is checked for NaN/Inf before the curve can thin it away. Bad input never raises
+into the loop: it is a :attr:`problem`, names quoted to :data:`~nnx_lab.core.text.ECHO_CHARS`
+characters, at most :data:`MAX_NAMES` names' problems kept, the others counted.
 
 >>> import jax.numpy as jnp
 >>> store = ScalarStore()

@@ -1,27 +1,12 @@
-"""Series beside a model's rows: gradients and optimizer state, matched to its Variables by path.
+"""Series beside a model's rows: gradients and optimizer state, matched to its Variables by path
+(docs/guide/training.md says how a leaf matches and what it costs).
 
-A refresh may carry, beside each Variable's own statistics, those of arrays that belong to that
-Variable elsewhere: its gradient (``viewer.tick(grads=grads)`` or ``viewer.log(grads=grads)``) and
-its optimizer state (Adam's ``mu`` and ``nu``, momentum's ``trace``...: ``watch(model,
-optimizer=opt)``). Each is a *series*: a tree whose array leaves are matched to rows by path. A
-leaf's path matches the row whose path is its longest suffix (``opt_state[0].mu.layers[0].kernel``
-is ``layers[0].kernel``'s ``mu``) when their shapes agree; the keys before that suffix name the
-series (the last named key: ``mu``; the whole prefix where two prefixes share that name). Leaves
-that match no row (a step ``count``, a schedule's state, a shape that differs) are listed with
-their statistics, never dropped: the first :data:`MAX_UNMATCHED` of each tree, the others counted
-(a tree of 100,000 leaves that match nothing costs what 200 do, not a minute of reductions).
-
-Costs. ``log``/``tick(grads=...)`` keeps a reference to the tree (no copy, no flattening, no
-sync) until that step's tick: when it dispatches a refresh, the tree's arrays are reduced with the
-parameters, by the same kernels in the same one program, fetched in the same one transfer; when
-the throttle skips it, the reference is dropped. So a gradient is never held past its step. A
-refresh without gradients (a tick that passed none, the end of a loop or cell) keeps the last
-gradient statistics, marked *stale* with the step they are from. The optimizer is held by weak
-reference and its state read at every refresh (its arrays are the ones of that moment); its step
-count travels as one more array (no sync).
-
-Matching leaves to rows: :mod:`._series_match`; one refresh's leaves and their statistics:
-:mod:`._series_dispatch`; what a refresh knows of them: :mod:`._series_columns`.
+A logged tree is held by reference until its step's tick: a refresh there reduces its arrays with
+the parameters in the same program; a throttled tick drops it, so a gradient is never held past
+its step. A refresh without gradients keeps the last statistics, marked stale. Leaves that match no
+row are listed, the first :data:`MAX_UNMATCHED` of each tree, the others counted. Matching:
+:mod:`._series_match`; one refresh's leaves: :mod:`._series_dispatch`; its numbers:
+:mod:`._series_columns`.
 """
 
 from __future__ import annotations

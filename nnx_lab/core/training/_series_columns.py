@@ -15,6 +15,7 @@ GRAD = "grad"
 UPDATE = "update"
 NORM = STAT_NAMES.index("norm")
 MAX = STAT_NAMES.index("max")
+COUNTS = [STAT_NAMES.index("nan_count"), STAT_NAMES.index("inf_count")]  # never rounded
 #: unmatched leaves of one tree reduced and listed; the others are counted (``unmatched_more``)
 MAX_UNMATCHED = 200
 

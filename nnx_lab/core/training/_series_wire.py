@@ -7,11 +7,9 @@ import numpy as np
 
 from ..render import round_significant
 from ..stats import STAT_NAMES
-from ._series_columns import MAX_UNMATCHED, SeriesColumns
+from ._series_columns import COUNTS, MAX_UNMATCHED, SeriesColumns
 
 __all__ = ["series_buffer", "series_meta"]
-
-_COUNTS = [STAT_NAMES.index("nan_count"), STAT_NAMES.index("inf_count")]
 
 
 def series_meta(columns: SeriesColumns | None, step: int) -> dict | None:
@@ -51,7 +49,7 @@ def series_buffer(columns: SeriesColumns, param_norm: np.ndarray, precision: int
     out = np.full((len(columns.names), len(STAT_NAMES) + 1, rows), np.nan, np.float32)
     for k, name in enumerate(columns.names):
         m = round_significant(columns.matrices[name], precision)
-        m[:, _COUNTS] = columns.matrices[name][:, _COUNTS]  # counts are never rounded
+        m[:, COUNTS] = columns.matrices[name][:, COUNTS]  # counts are never rounded
         out[k, : len(STAT_NAMES)] = m.T
         out[k, len(STAT_NAMES)] = round_significant(columns.ratio(name, param_norm), precision)
     return out.tobytes()

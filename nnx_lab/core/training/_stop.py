@@ -1,14 +1,7 @@
-"""Stop a training loop at its first non-finite step, without making any step wait on the host.
-
-A :class:`StepGuard` is armed by ``track(..., stop_on_nonfinite=True)`` or ``tick(...,
-stop_on_nonfinite=True)``. At each tick it launches one fused program over the step's logged
-scalars and gradient leaves (``isfinite``-all per leaf: one bool each, compiled by ``jax.jit`` once
-per structure) and starts copying its few bytes to the host; it reads the *previous* step's flags,
-waiting for them only then (the current step is already queued behind it, so the device never
-idles), and the current step's only when they have already arrived (``is_ready``) or the loop
-ends. A bad flag raises :class:`NonFiniteStep`. With ``keep_last_good``, an on-device copy of the
-model's and optimizer's state is taken at each tick (the state before the next step) and two are
-rotated, so the state from before the bad step survives until that step's flags are read.
+"""Stop a training loop at its first non-finite step, without making any step wait on the host
+(docs/guide/training.md): each tick launches one fused ``isfinite`` program over the step's logged
+scalars and gradient leaves and reads the *previous* step's flags (the current step is already
+queued behind them); ``keep_last_good`` rotates two on-device copies of the state.
 
 >>> import jax.numpy as jnp
 >>> guard = StepGuard()
@@ -32,6 +25,7 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import nnx
 
 from ..graph import path_key, path_text
 from ..render import format_bytes
@@ -202,8 +196,6 @@ class StepGuard:
         raise self.stopped
 
     def _keep(self, before_step: int) -> None:
-        from flax import nnx
-
         states = [None if obj is None else _copy(nnx.state(obj)) for obj in self._objects()]
         self._copies.append(LastGood(before_step, states[0], states[1], _nbytes(states)))
 
@@ -222,8 +214,6 @@ class StepGuard:
         good = self.last_good
         if good is None:
             raise ValueError("no last good state is kept: use track(..., stop_on_nonfinite=True, keep_last_good=True)")
-        from flax import nnx
-
         for obj, state in zip(self._objects(), (good.model, good.optimizer)):
             if obj is not None and state is not None:
                 nnx.update(obj, _copy(state))

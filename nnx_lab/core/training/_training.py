@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from ._alert import NonfiniteAlert
 from ._scalars import ScalarStore
-from ._series import SeriesColumns, SeriesStore, is_optimizer
+from ._series import SeriesStore, is_optimizer
 
 __all__ = ["Training"]
 logger = logging.getLogger("nnx_lab")
@@ -63,11 +63,6 @@ class Training:
         self.scalars.collect(wait=wait)
         scalar, now = self.scalars.take_nonfinite(), self.scalars.nonfinite_now()
         self.alert.observe(snap, refresh=refresh, step=step, scalar=scalar, scalars_now=now)
-
-    def columns(self, columns: SeriesColumns | None, n_rows: int, step: int | None = None) -> SeriesColumns | None:
-        """What a published snapshot shows of its series (see :meth:`SeriesStore.published`); ``step``:
-        the refresh's (ticks so far when it was dispatched)."""
-        return self.series.published(columns, n_rows, step)
 
     def label(self, target: str) -> str:
         """What the status line says is watched: "following `model` and its optimizer `opt`"."""

@@ -1,21 +1,10 @@
-"""The update-to-parameter ratio ‖θₜ − θₜ₋₁‖ / ‖θₜ₋₁‖ per Variable, without the user computing anything.
+"""The update-to-parameter ratio ‖θₜ − θₜ₋₁‖ / ‖θₜ₋₁‖ per Variable (docs/guide/training.md).
 
-The learning rate's health signal (about 1e-3 when healthy): at a refresh dispatched by a tick, the
-refresh's parameter arrays (``nnx.Param`` and its subclasses, or bare arrays; not batch statistics or
-optimizer state) are kept (strong references: no copy) until the next tick; there the
-model's arrays of that moment are taken (a flatten, as a refresh does) and one compiled program
-reduces ``θₜ − θₜ₋₁`` and ``θₜ₋₁`` on the device (the difference is fused into the reduction, never
-stored); its few numbers are fetched when they have arrived, with a later refresh. The held arrays
-are released at that tick.
-
-Cost: one step's worth of parameter memory (the old arrays, alive during the step after a
-refresh, and only then), one small program launch at that step, compiled once per structure on a
-thread (the tick never waits for the compile: until it is ready the update is skipped) and kept on
-disk with the viewer's programs (a later session loads it). A step that
-*donates* its parameters' buffers (``nnx.jit(..., donate_argnums=...)``) deletes the held arrays:
-then the update is ``unavailable (donated)`` and the viewer says how to get it (don't donate, or
-pass the optimizer's updates yourself with ``viewer.log(updates=...)``). Arrays on several devices
-that one program cannot take together, or several processes: unavailable, with the reason.
+A tick's refresh holds its parameter arrays (strong references: no copy) until the next tick, where
+one compiled program reduces ``θₜ − θₜ₋₁`` (fused, never stored) and ``θₜ₋₁``; its numbers are
+fetched with a later refresh. The program compiles on a thread (until then the update is skipped)
+and is kept on disk with the viewer's programs. Donated, several devices one program cannot take
+together, or several processes: unavailable, with the reason.
 """
 
 from __future__ import annotations
@@ -147,38 +136,35 @@ class UpdateTracker:
         """The tick after a refresh: dispatch ‖θₜ − θₜ₋₁‖ and ‖θₜ₋₁‖ for the held arrays, release them."""
         start = time.thread_time()
         try:
-            self._advance(described, step)
+            held, self._held = self._held, None
+            if held is None:
+                return
+            structure, rows, olds, step0, layers = held
+            if described.structure is not structure:
+                return  # the structure changed: nothing to compare
+            new_of = dict(zip(described.live, described.arrays))
+            news = [new_of.get(i) for i in rows]
+            if any(isinstance(x, jax.Array) and x.is_deleted() for x in olds):
+                self.problem = DONATED
+                return
+            if any(n is None or _spec(n) != _spec(o) for o, n in zip(olds, news)):
+                return
+            try:
+                program = _program(tuple(olds), layers)
+                if program is None:
+                    return  # compiling: the next refresh's tick will have it
+                if isinstance(program, Exception):
+                    raise program
+                result = program(tuple(olds), tuple(news))
+                result.copy_to_host_async()
+            except Exception as e:  # noqa: BLE001 - a boundary (the loop's tick; a compile's error re-raised): the viewer says why
+                logger.debug("nnx_lab: the update ratio could not be launched", exc_info=True)
+                self.problem = f"update: unavailable ({one_line(e, 160)})"
+                return
+            self.problem = ""
+            self._pending = (rows, result, step0, step)
         finally:
             self._host_s += time.thread_time() - start
-
-    def _advance(self, described: Any, step: int) -> None:
-        held, self._held = self._held, None
-        if held is None:
-            return
-        structure, rows, olds, step0, layers = held
-        if described.structure is not structure:
-            return  # the structure changed: nothing to compare
-        new_of = dict(zip(described.live, described.arrays))
-        news = [new_of.get(i) for i in rows]
-        if any(isinstance(x, jax.Array) and x.is_deleted() for x in olds):
-            self.problem = DONATED
-            return
-        if any(n is None or _spec(n) != _spec(o) for o, n in zip(olds, news)):
-            return
-        try:
-            program = _program(tuple(olds), layers)
-            if program is None:
-                return  # compiling: the next refresh's tick will have it
-            if isinstance(program, Exception):
-                raise program
-            result = program(tuple(olds), tuple(news))
-            result.copy_to_host_async()
-        except Exception as e:  # noqa: BLE001 - a boundary (the loop's tick; a compile's error re-raised): the viewer says why
-            logger.debug("nnx_lab: the update ratio could not be launched", exc_info=True)
-            self.problem = f"update: unavailable ({one_line(e, 160)})"
-            return
-        self.problem = ""
-        self._pending = (rows, result, step0, step)
 
     def collect(self, n_rows: int) -> tuple | None:
         """``(‖Δθ‖ per row, ‖Δθ‖/‖θₜ₋₁‖ per row, step)`` once arrived (never waits), else None."""
