@@ -18,15 +18,10 @@ from .._fastmath import ReductionJit, run_width
 
 __all__ = ["block_stats"]
 
-_programs: dict[bool, ReductionJit] = {}  # exact or not -> its program
-
 
 def block_stats(platform: str, block: Any, *, exact: bool = False) -> Any:
     """``(floats, ints)`` of ``block`` (on the device, not fetched); ``exact``: masks NaN and Inf."""
-    program = _programs.get(exact)
-    if program is None:
-        program = _programs[exact] = ReductionJit(_exact if exact else _fast)  # vectorized on CPU too
-    return program(platform, block)
+    return (_EXACT if exact else _FAST)(platform, block)
 
 
 def _runs(x: Any) -> tuple[Any, Any]:
@@ -116,3 +111,6 @@ def _exact(x: Any) -> tuple[Any, Any]:
     floats = jnp.stack([mean, m2, p[3].min(initial=jnp.inf), p[4].max(initial=-jnp.inf)])
     ints = jnp.stack([n, p[5].sum(), p[6].sum(), p[7].sum()]).astype(jnp.int32)
     return floats, ints
+
+
+_FAST, _EXACT = ReductionJit(_fast), ReductionJit(_exact)  # jitted when first called; vectorized on CPU too

@@ -115,8 +115,9 @@ def read_plan(
     first = next(iter(blocks(shape, itemsize, max(chunk_bytes // 4, 1), stored)), None)
     if first is None:
         return 0, 0
-    # an index names the leading axes it cuts; the others are whole
-    block = math.prod(_extent(s, n) for s, n in zip(first, shape)) * math.prod(shape[len(first) :]) * itemsize
+    # an index names the leading axes it cuts (a slice, or an int: one); the others are whole
+    extents = (len(range(*s.indices(n))) if isinstance(s, slice) else 1 for s, n in zip(first, shape))
+    block = math.prod(extents) * math.prod(shape[len(first) :]) * itemsize
     stored_bytes = math.prod(min(c, n) for c, n in zip(stored, shape)) * itemsize if stored else 0
     bound = 3 * max(chunk_bytes, stored_bytes, block)
     held = block + (1 + reducing) * min(block, max(chunk_bytes // 4, itemsize))
@@ -161,12 +162,6 @@ def whole_chunk_note(
         f"stored {what} {format_bytes(nbytes)} chunk{'' if what == 'as one' else 's'}: read whole "
         "(chunk_bytes cannot split it; save with ocp.SaveArgs(chunk_byte_size=...))"
     )
-
-
-def _extent(index: Any, n: int) -> int:
-    if isinstance(index, slice):
-        return len(range(*index.indices(n)))
-    return 1
 
 
 def read_blocks(

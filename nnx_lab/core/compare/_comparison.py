@@ -13,11 +13,8 @@ from ._rows import CompareRow, ModuleRow
 
 __all__ = ["DISPLAY_HOOKS", "MARIMO_HOOKS", "Comparison", "verdict"]
 
-#: Functions ``(comparison) -> mimebundle dict | None`` asked first when IPython displays a
-#: Comparison (``nnx_lab.widgets.compare`` adds the widget's): core stays free of widgets.
+#: ``nnx_lab.widgets.compare`` adds the widget's hooks (``core.offers``): core stays free of widgets.
 DISPLAY_HOOKS: list = []
-#: Functions ``(comparison) -> zero-argument callable returning the object to show | None``, asked when
-#: marimo displays a Comparison (its ``_display_`` protocol; ``nnx_lab.widgets.compare`` adds the widget's).
 MARIMO_HOOKS: list = []
 
 
@@ -143,11 +140,7 @@ class Comparison:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict | None:
         """The widget where a hook offers one (a Jupyter kernel), else None: IPython then asks
         ``_repr_pretty_`` (the text table) and ``_repr_html_`` (the static table)."""
-        for hook in DISPLAY_HOOKS:
-            bundle = hook(self)
-            if bundle:
-                return bundle
-        return None
+        return offer(DISPLAY_HOOKS, self) or None
 
     @property
     def _display_(self) -> Any:

@@ -5,9 +5,6 @@ flax's own predicates (``filterlib.to_predicate``) on every Variable and says, p
 took; which Variables a later filter also matched (*shadowed*); filters that took nothing; the
 remainder when the filters are not exhaustive; and shared Variables.
 
-The report and its rows: ``_report.py``; working it out with flax's predicates: ``_split.py``; the
-filters as Python text and the names a split binds: ``_names.py``.
-
 >>> from flax import nnx
 >>> model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), nnx.BatchNorm(3, rngs=nnx.Rngs(0)))
 >>> report = split_report(model, nnx.Param, nnx.BatchStat)

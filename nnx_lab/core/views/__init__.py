@@ -1,13 +1,4 @@
-"""Modes and ``set_view`` options of every submodule, and acting on them.
-
-The public surface of the views feature; the modules inside are private:
-
-- ``_report``: :func:`view_report` (each instance's ``set_view`` arguments, current values and
-  mode; the model train, eval or mixed), ``set_view``'s signature read by ``_signature``;
-- ``_actions``: requests on them: a :class:`Scope` (all modules, one class, one path), values
-  checked against annotations, ``nnx.view`` models, ``set_attributes`` in place and
-  ``train()``/``eval()``, all or nothing, and the Python line that does the same;
-- ``_code``: NNX filters as Python text (the line shown is the line that runs).
+"""Modes and ``set_view`` options of every submodule (``_report``), and acting on them (``_actions``).
 
 >>> from flax import nnx
 >>> model = nnx.Sequential(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), nnx.Dropout(0.5, rngs=nnx.Rngs(0)))
