@@ -177,6 +177,9 @@ first, second = w.mismatch.split(" vs ")  # PartitionSpec's repr differs between
 assert first.startswith("sharding ") and "('data', 'model')" in first and "'model', None" in second, w.mismatch
 assert v.mismatch is None  # one device each: where they live is no mismatch
 assert "1 sharding mismatch" in cmp.verdict
+# a snapshot says a sharding as the live array's row does: no mismatch against the model itself
+described = nnx_lab.compare(nnx_lab.snapshot(a, stats=False), a)
+assert described["w"].mismatch is None and "sharding mismatch" not in described.verdict, described["w"]
 print("groups", groups, cmp.verdict)
 """
 

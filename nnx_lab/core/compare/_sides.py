@@ -16,6 +16,7 @@ from flax import nnx
 from jax.core import Tracer
 
 from ..graph import Path, path_text, split_pair, walk_graph
+from ..snapshot import sharding_text
 from ..text import first_line
 
 __all__ = ["Entry", "Side", "resolve_side"]
@@ -54,15 +55,6 @@ class Side:
     checkpoint: Any = None  # the CheckpointTree, for a checkpoint side
 
 
-def _sharding_text(value: Any) -> str | None:
-    sharding = getattr(value, "sharding", None)
-    if sharding is None or isinstance(sharding, jax.sharding.SingleDeviceSharding):
-        return None
-    if isinstance(sharding, jax.sharding.NamedSharding):
-        return f"{sharding.spec} over {dict(sharding.mesh.shape)}"
-    return first_line(str(sharding), 200)
-
-
 def _numeric(dtype: Any) -> bool:
     return (
         jnp.issubdtype(dtype, np.number)
@@ -93,7 +85,7 @@ def _entry(path: Path, type_name: str | None, value: Any, aliases: tuple[Path, .
     if isinstance(value, jax.Array) and value.is_deleted():
         e.kind, e.note = "deleted", "the buffer was deleted or donated"
         return e
-    e.sharding = _sharding_text(value)
+    e.sharding = sharding_text(getattr(value, "sharding", None))  # as a snapshot's row says it
     if isinstance(value, jax.ShapeDtypeStruct):
         e.kind, e.note = "abstract", "abstract (a shape without data)"
     elif prng:

@@ -17,7 +17,7 @@ Live refreshing is :class:`~nnx_lab.core.watcher.Watcher`; the statistics engine
 """
 
 from ._describe import metadata_axis
-from ._devices import device_summary
+from ._devices import device_summary, sharding_text
 from ._layers import (
     LAYER_NAMES,
     LayerError,
@@ -50,6 +50,7 @@ __all__ = [
     "parse_layers",
     "remembered",
     "round_significant",
+    "sharding_text",
     "snapshot",
     "stacked_modules",
 ]
