@@ -192,3 +192,17 @@ def test_plain_data_and_renderings_escape_user_strings():
 def test_snapshot_side_is_structure_only():
     cmp = compare(Net(), nnx_lab.snapshot(Net(width=5), stats=False))
     assert cmp.counts["shape"] == 7 and cmp.counts["abstract"] == 3
+
+
+def test_the_static_tables_format_numbers_as_the_widget_does():
+    from nnx_lab.core.render import format_number
+
+    a = {"w": nnx.Param(jnp.array([1.0, 2.0, 3.0]))}
+    b = {"w": nnx.Param(jnp.array([1.0, 2.0, 3.4567]))}
+    cmp = compare(a, b)
+    row = cmp["w"]
+    cells = [format_number(row.rel_change), format_number(row.max_abs), format_number(row.cosine)]
+    assert len(cells[0].replace(".", "").lstrip("0")) == 4  # four significant digits, as the widget's fmtNum
+    line = next(s for s in str(cmp).splitlines() if s.startswith("w "))
+    assert line.split()[2:5] == cells
+    assert all(f">{c}<" in cmp._repr_html_() for c in cells)

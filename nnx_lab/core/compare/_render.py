@@ -6,7 +6,9 @@ import html
 import math
 from typing import Any
 
-__all__ = ["html_table", "number", "text_table"]
+from ..render import format_number
+
+__all__ = ["html_table", "text_table"]
 
 _COLUMNS = (
     "path",
@@ -22,21 +24,13 @@ _COLUMNS = (
 )
 
 
-def number(x: Any) -> str:
-    """Three significant digits; ``-`` for none.
-
-    >>> number(0.123456), number(None), number(0.0), number(float("inf"))
-    ('0.123', '-', '0', 'inf')
-    """
+def _number(x: Any) -> str:
+    """A figure as the widget shows it (``core.render.format_number``); ``-`` for none, yes/no for a flag."""
     if x is None:
         return "-"
     if isinstance(x, bool):
         return "yes" if x else "no"
-    if isinstance(x, float):
-        if math.isnan(x) or math.isinf(x):
-            return str(x)
-        return "0" if x == 0 else f"{x:.3g}"
-    return str(x)
+    return format_number(x)
 
 
 def _shape(row: Any) -> str:
@@ -57,11 +51,11 @@ def _cells(row: Any) -> list[str]:
     return [
         ("  " if row.layer is not None else "") + path,
         row.status,
-        number(row.rel_change),
-        number(row.max_abs),
-        number(row.cosine),
-        number(row.frac_changed),
-        number(row.identical),
+        _number(row.rel_change),
+        _number(row.max_abs),
+        _number(row.cosine),
+        _number(row.frac_changed),
+        _number(row.identical),
         _shape(row),
         _dtype(row),
         note,
