@@ -145,11 +145,7 @@ class SeriesDispatch:
                         self._entries.append(Entry(entry.series, j, f"{entry.text}[layer {layer}]"))
                         arrays.append(leaf)
             for problem, texts in bad.items():
-                more = f" and {len(texts) - 3} more" if len(texts) > 3 else ""
-                self._problems.append(
-                    f"{what}: {len(texts)} lea{'f' if len(texts) == 1 else 'ves'} "
-                    f"{problem}: {', '.join(texts[:3])}{more}"
-                )
+                self._problems.append(f"{what}: {_leaves(len(texts))} {problem}: {_first(texts)}")
             if reshaped:
                 self._problems.append(
                     f"{what}: {_leaves(len(reshaped))} at a Variable's path with another shape, "
@@ -158,8 +154,7 @@ class SeriesDispatch:
             if integers:
                 self._problems.append(
                     f"{what}: {_leaves(len(integers))} of integers, so no norm nor ratio "
-                    f"(a gradient is a float array): {', '.join(integers[:3])}"
-                    f"{f' and {len(integers) - 3} more' if len(integers) > 3 else ''}"
+                    f"(a gradient is a float array): {_first(integers)}"
                 )
             if len(leaves) > steps and not matched and not bad and not reshaped:
                 self._problems.append(
@@ -219,6 +214,10 @@ class SeriesDispatch:
 
 def _leaves(n: int) -> str:
     return f"{n:,} lea{'f' if n == 1 else 'ves'}"
+
+
+def _first(texts: list[str]) -> str:
+    return ", ".join(texts[:3]) + (f" and {len(texts) - 3:,} more" if len(texts) > 3 else "")
 
 
 def _is_integer(leaf: Any) -> bool:

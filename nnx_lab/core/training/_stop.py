@@ -100,7 +100,6 @@ class StepGuard:
         self.stopped: NonFiniteStep | None = None
         self._plans: dict = {}  # (gradient treedef, dtypes) -> (names, indices of the float leaves)
         self.problem = ""  # a step that could not be checked, said in the status line
-        self.waits: list[tuple[int, int]] = []  # (tick's step, step waited for): always an earlier step
 
     def arm(self, keep_last_good: bool = False, before_step: int | None = None) -> None:
         """Check every step from now; ``keep_last_good``: keep the state, copied now when ``before_step``
@@ -143,7 +142,6 @@ class StepGuard:
             self.problem = f"stop on NaN/Inf: step {step} not checked ({one_line(e)})"
         previous, self._pending = self._pending, launched
         if previous is not None:
-            self.waits.append((step, previous[0]))
             self._read(previous)  # one step behind: step `step` is already queued after it
         if launched is not None and (last or launched[1].is_ready()):
             self._pending = None
