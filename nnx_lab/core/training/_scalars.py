@@ -53,8 +53,6 @@ class ScalarStore:
     publisher thread collects)."""
 
     def __init__(self, points: int = MAX_POINTS):
-        if points < 2:
-            raise ValueError("points must be at least 2")
         self.points = points
         self.version = 0  # bumped whenever a curve or latest value changed
         self._series: dict[str, Curve] = {}
