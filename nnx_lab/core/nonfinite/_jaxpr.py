@@ -81,13 +81,10 @@ def _sub(eqn: Any) -> tuple[Any, list] | None:
     return None
 
 
-def _name(eqn: Any) -> str:
-    name = eqn.params.get("name") if eqn.primitive.name in ("pjit", "jit", "closed_call") else None
-    return f"{eqn.primitive.name}({name})" if name else eqn.primitive.name
-
-
 def _step(eqn: Any, invals: list) -> dict:
-    return {"primitive": eqn.primitive.name, "label": _name(eqn), "source": source_line(eqn), "eqn": eqn, "in": invals}
+    name = eqn.params.get("name") if eqn.primitive.name in ("pjit", "jit", "closed_call") else None
+    label = f"{eqn.primitive.name}({name})" if name else eqn.primitive.name
+    return {"primitive": eqn.primitive.name, "label": label, "source": source_line(eqn), "eqn": eqn, "in": invals}
 
 
 def _read(env: dict, v: Any) -> Any:
@@ -118,10 +115,6 @@ def forward(jaxpr: Any, consts: list, args: list, depth: int = 0) -> list[dict]:
     return [step, *inner]
 
 
-def _zero(v: Any) -> Any:
-    return jnp.zeros(v.aval.shape, v.aval.dtype)
-
-
 def _floating(v: Any) -> bool:
     return jnp.issubdtype(v.aval.dtype, jnp.inexact)
 
@@ -149,8 +142,8 @@ def backward(jaxpr: Any, consts: list, args: list, out_cts: list, depth: int = 0
         diff = [i for i, v in enumerate(eqn.invars) if not isinstance(v, _Literal) and is_float(invals[i])]
         if not diff:
             continue
-        out_ct = [cts.get(eqn.outvars[i]) for i in outs]
-        out_ct = [_zero(eqn.outvars[i]) if c is None else c for i, c in zip(outs, out_ct)]
+        out_vars = [eqn.outvars[i] for i in outs]
+        out_ct = [cts[v] if v in cts else jnp.zeros(v.aval.shape, v.aval.dtype) for v in out_vars]
         in_ct = jax.vjp(_local(eqn, invals, diff, outs), *[invals[i] for i in diff])[1](out_ct)
         if any(nonfinite(c) for c in in_ct) and not any(nonfinite(c) for c in out_ct):
             step = _step(eqn, invals)

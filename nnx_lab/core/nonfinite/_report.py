@@ -127,9 +127,7 @@ class NonfiniteReport:
         return "\n".join(lines)
 
     __str__ = to_text
-
-    def __repr__(self) -> str:
-        return self.to_text()
+    __repr__ = to_text
 
     def _repr_html_(self) -> str:
         return pre_html(self.to_text(), ' class="nnx-lab-nonfinite"')

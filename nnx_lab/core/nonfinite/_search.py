@@ -128,7 +128,13 @@ def _primitive(report: NonfiniteReport, call: Call, out_cts: dict | None = None)
         report.source = next((s["source"] for s in reversed(chain) if s["source"]), None)
 
 
-def search(fn: Callable, args: tuple, kwargs: dict) -> NonfiniteReport:
+def find_nonfinite(fn: Callable, *args: Any, **kwargs: Any) -> NonfiniteReport:
+    """Where NaN/Inf first appears in ``fn(*args, **kwargs)``: forward, backward or already in the input.
+
+    ``fn`` may be wrapped in ``jax.jit``/``nnx.jit`` (its Python function is run, outside any jit).
+    Raises a one-line ``TypeError`` when ``fn`` is not callable or no module is in the arguments,
+    and a ``ValueError`` when the forward is finite but ``fn`` returns no scalar loss to differentiate.
+    """
     fn = unjit(fn)
     try:
         graphdef, state = nnx.split((args, kwargs))
