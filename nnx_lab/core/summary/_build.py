@@ -15,7 +15,7 @@ from .. import compat
 from .._gc import paused_gc
 from ..graph import index_graph, path_text
 from ._costs import tally as cost_tally
-from ._data import Summary, SummaryError, SummaryRow
+from ._data import Summary, SummaryError
 from ._formats import describe, leaves_bytes
 from ._memory import PeakMemory
 from ._trace import Patched, mark
@@ -224,6 +224,3 @@ def _sig(fn: Any) -> str:
         return "(" + ", ".join(str(p) for p in params) + ")"
     except (TypeError, ValueError):
         return "(...)"
-
-
-__all__ = ["summary", "Summary", "SummaryRow", "SummaryError"]

@@ -176,9 +176,6 @@ class Summary:
         ]
         return cols
 
-    def __str__(self) -> str:
-        return self.to_text()
-
     def to_text(self, wait: bool = True) -> str:
         """The compact table (``str(summary)``); ``wait`` as in :meth:`header_lines`."""
         cols = self._columns()
@@ -193,6 +190,8 @@ class Summary:
                 out.append("-+-".join("-" * w for w in widths))
         note = self.rng_note()
         return "\n".join(out + ([note] if note else []))
+
+    __str__ = to_text
 
     def rng_note(self) -> str | None:
         """The footnote of the FLOPs marked ``*``: how many generate random bits, and where."""
@@ -224,9 +223,6 @@ class Summary:
 
     def __repr__(self) -> str:
         return f"<Summary {self.model_class}.{self.method}: {len(self.rows)} rows, {count_text(self.flops)} FLOPs>"
-
-    def _repr_html_(self) -> str:
-        return self.to_html()
 
     @property
     def _ipython_display_(self) -> Any:
@@ -271,6 +267,8 @@ class Summary:
             f'<div class="nnx-lab-summary">{head}<table style="border-collapse:collapse;font-family:monospace">'
             f"<thead><tr>{header}</tr></thead><tbody>{''.join(body)}</tbody></table>{foot}</div>"
         )
+
+    _repr_html_ = to_html
 
 
 #: marks a FLOPs figure that includes random-bit generation; the footnote (``Summary.rng_note``) says why

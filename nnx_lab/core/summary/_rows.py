@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections import Counter
 from typing import Any
 
 from ..graph import path_text
@@ -22,12 +23,11 @@ def _kept(calls: list, tally: Any) -> list:
 
 def _occurrences(calls: list) -> dict:
     """call id -> (site, method, k): the k-th call of that module's method (to match two traces' calls)."""
-    seen: dict = {}
+    seen: Counter = Counter()
     out = {}
     for c in calls:
-        key = (c.site, c.method)
-        seen[key] = seen.get(key, 0) + 1
-        out[c.id] = (*key, seen[key])
+        seen[c.site, c.method] += 1
+        out[c.id] = (c.site, c.method, seen[c.site, c.method])
     return out
 
 
@@ -58,14 +58,11 @@ def build_rows(
     ids = {c.id for c in calls}
     depth: dict = {}
     numbers = _occurrences(calls)
-    counts: dict = {}
-    for c in calls:
-        counts[(c.site, c.method)] = counts.get((c.site, c.method), 0) + 1
+    counts = Counter((c.site, c.method) for c in calls)
     back_by_key: dict = {}
     if back is not None:
         back_tally, back_calls = back
-        for cid, key in _occurrences(back_calls).items():
-            back_by_key[key] = cid
+        back_by_key = {key: cid for cid, key in _occurrences(back_calls).items()}
     stacks = _stacks(model, layers)
     rows: list[SummaryRow] = []
     for c in calls:
