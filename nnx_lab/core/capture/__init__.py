@@ -1,12 +1,5 @@
 """Capture what modules ``sow`` and ``perturb``, and their method outputs, without editing the model
-(docs/guide/capture.md; the modules: docs/ARCHITECTURE.md).
-
->>> import jax.numpy as jnp
->>> from flax import nnx
->>> model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
->>> y, captured = capture_call(model, model, jnp.ones((1, 2)), methods=True)
->>> capture_report(captured).to_text().splitlines()[0]
-'captured 2 arrays (Intermediate)'
+(docs/guide/capture.md; the modules: docs/ARCHITECTURE.md; examples: capture_call and capture_report).
 """
 
 from ._call import capture_call

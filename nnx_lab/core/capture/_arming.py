@@ -85,16 +85,20 @@ def _note_seen(var_type: type, module: Any) -> None:
     if var_type in MARKERS or getattr(CALLS, "recording", False):
         return
     with _ACTIVE_LOCK:
-        active = list(_ACTIVE)
         if isinstance(module, nnx.Module):
             known = _SOWN_BY_CLASS.setdefault(type(module), [])
             if var_type not in known:
                 known.append(var_type)
-    owners = [c for c in active if id(module) in c._armed_ids]
-    # Inside jit/grad the module is a copy no capture armed itself: tell every active capture.
-    for cap in owners or active:
+    for cap in _owners(module):
         if var_type not in cap._seen:
             cap._seen.append(var_type)
+
+
+def _owners(module: Any) -> list[Any]:
+    """The captures arming ``module``; every active one when none does (inside jit/grad the module is a
+    copy no capture armed itself)."""
+    active = active_captures()
+    return [c for c in active if id(module) in c._armed_ids] or active
 
 
 # --------------------------------------------------------------------------- __captures__ as flax shows it
@@ -152,11 +156,8 @@ class _CapturesSlot:
 
 
 def _count_inside_own(module: Any) -> None:
-    """Note one call of the user's own nnx.capture on the captures arming ``module`` (on all
-    active ones when it is a copy made by a transformation, as for seen types)."""
-    with _ACTIVE_LOCK:
-        active = list(_ACTIVE)
-    for cap in [c for c in active if id(module) in c._armed_ids] or active:
+    """Note one call of the user's own nnx.capture on the captures arming ``module``."""
+    for cap in _owners(module):
         cap.inside_own += 1
 
 

@@ -76,14 +76,12 @@ class CaptureReport:
     def to_text(self, max_rows: int | None = 50) -> str:
         return render.capture_text(self, max_rows)
 
-    def __repr__(self) -> str:
-        return self.to_text()
+    __repr__ = to_text
 
     def to_html(self, max_rows: int = 200) -> str:
         return render.capture_html(self, max_rows)
 
-    def _repr_html_(self) -> str:
-        return self.to_html()
+    _repr_html_ = to_html
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         return {"text/plain": self.to_text(), "text/html": self.to_html()}

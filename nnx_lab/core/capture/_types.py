@@ -66,11 +66,9 @@ def _resolve_one(item: Any, namespace: dict) -> type[nnx.Variable]:
         raise TypeError(f"{item.__name__} is not an nnx.Variable type")
     name = item
     obj: Any = _MISSING
-    for prefix in ("flax.nnx.", "nnx."):
-        if name.startswith(prefix) and isinstance(getattr(nnx, name[len(prefix) :], None), type):
-            obj = getattr(nnx, name[len(prefix) :])
-    if obj is _MISSING and name.isidentifier() and isinstance(getattr(nnx, name, None), type):
-        obj = getattr(nnx, name)
+    short = name.removeprefix("flax.nnx.") if name.startswith("flax.nnx.") else name.removeprefix("nnx.")
+    if short.isidentifier() and isinstance(getattr(nnx, short, None), type):
+        obj = getattr(nnx, short)
     if obj is _MISSING:
         head, *rest = name.split(".")
         if head in namespace:
