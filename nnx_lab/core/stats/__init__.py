@@ -1,13 +1,7 @@
 """The device statistics engine: arrays in, a table of statistics out, computed where they live.
 
 It knows nothing of models, rows or paths (``core.snapshot`` describes a model and hands its arrays
-here). Per array: count, mean, std, min, max, NaN/Inf counts and norms from one compiled reduction
-(``_kernels.py``); a viewer's repeated refreshes of one structure run as one compiled program
-(``_programs.py``, launched per chunk as ``_plan.py`` works out, one pass where its check allows:
-``_one_pass.py``), kept on disk between sessions (``_executables.py``, ``_cache_store.py``); arrays
-sharded over several devices are reduced shard by shard without a collective (``_shards.py``);
-their few numbers reach the host asynchronously (``_transfer.py``) into a :class:`StatsTable`
-(``_table.py``). Histograms: ``_histogram.py``. Stacked layers' kernels: ``_layered.py``.
+here). Which module does what: docs/ARCHITECTURE.md ("Where to look").
 """
 
 from ._compiling import in_background

@@ -1,24 +1,10 @@
 """The kernel cache's directory on disk: who may have written it, and which files are its own.
 
-An entry is native code (an XLA executable, in jax's own serialization, itself a pickle stream):
-loading one runs whatever its writer put there. So an entry is used only when this user's account
-wrote it, which is checked, never assumed:
-
-- the directory must be owned by this user and not writable by group or others (else the cache is
-  off, said once in a warning on ``logging.getLogger("nnx_lab")``); what is created here is
-  created 0700 (directories) and 0600 (files);
-- every entry carries an HMAC-SHA256 of its name and bytes under a random 32-byte key kept in
-  ``nnx_lab-cache.key`` beside the entries (0600, owned by this user, else refused). Nothing in an
-  entry is parsed before its tag checks; one that fails is ignored (debug log), never loaded;
-- the cache removes or replaces only files that carry its own name pattern
-  (``kernel-<32 hex>.xla``, ``program-<32 hex>.xla``) AND are listed in its manifest
-  (``nnx_lab-cache.manifest``, written under a lock by the cache only): a user's ``*.bin`` or a file
-  planted under an entry's name is never deleted.
-
-Not defended against: anyone who can read this user's files and write them (root, the user's own
-account, the server or administrator of a network home directory): they can forge entries. On a
-shared or network home directory point ``NNX_LAB_CACHE_DIR`` at a local directory of your own, or
-set it to ``off``.
+An entry is native code (jax's serialization is itself a pickle stream): loading one runs whatever
+its writer put there, so an entry is used only when this user's account wrote it, checked, never
+assumed. The rules (owner-only directory and files, an HMAC-SHA256 per entry under a per-user key,
+only manifest-listed files of its own name pattern removed) and what they do not defend against:
+docs/guide/cache.md.
 """
 
 from __future__ import annotations
@@ -34,6 +20,8 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
+
+from ..text import quote_repr
 
 logger = logging.getLogger("nnx_lab")
 
@@ -81,13 +69,9 @@ def _say_once(root: Path, reason: str) -> None:
     logger.warning(
         "nnx_lab: the compiled-kernel cache in %s is off: %s (fix it, or set NNX_LAB_CACHE_DIR "
         "to a directory of your own, or to 'off')",
-        _quote(str(root)),
+        quote_repr(str(root)),
         reason,
     )
-
-
-def _quote(text: str, limit: int = 200) -> str:
-    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text) - limit} more characters)"
 
 
 def _make_dirs(root: Path) -> None:

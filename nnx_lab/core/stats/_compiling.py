@@ -9,25 +9,23 @@ import sys
 import threading
 import time
 
-# XLA's CPU compile options for one kernel (a first snapshot compiles one per distinct spec, so its
-# cold time is mostly compiling). Measured here (float32, int32 and bfloat16 kernels): the classic
-# emitters without LLVM's expensive passes compile in 60-100 ms instead of 100-150 ms at the same
-# run time; an array of at most SMALL_ELEMENTS elements compiles in 35-75 ms instead of 150-300 ms
-# (LLVM unrolls the short loops) with optimisation level 0 as well, at a run time still under 0.1 ms.
+# XLA's CPU compile options for one kernel (a first snapshot's cold time is mostly compiling): the
+# same run time, compiled in about half the time (figures: benchmarks/README.md, "Snapshot cost").
 CPU_OPTIONS = {"xla_llvm_disable_expensive_passes": True, "xla_cpu_use_fusion_emitters": False}
 SMALL_CPU_OPTIONS = dict(CPU_OPTIONS, xla_backend_optimization_level=0)
 SMALL_ELEMENTS = 4096
 
 
-def kernel_options(x) -> tuple[dict, ...]:
-    """The compile options to try, in order, for a kernel of ``x`` (other backends: XLA's defaults)."""
+def kernel_options(x, small: int = SMALL_ELEMENTS) -> tuple[dict, ...]:
+    """The compile options to try, in order, for a kernel of ``x`` (optimisation level 0 up to
+    ``small`` elements; other backends: XLA's defaults)."""
     try:
         cpu = all(d.platform == "cpu" for d in x.sharding.device_set)
     except AttributeError:  # a host value: no sharding to ask, XLA's defaults
         cpu = False
     if not cpu:
         return ({},)
-    return (SMALL_CPU_OPTIONS if x.size <= SMALL_ELEMENTS else CPU_OPTIONS, {})
+    return (SMALL_CPU_OPTIONS if x.size <= small else CPU_OPTIONS, {})
 
 
 # Compiles nnx_lab makes in the background (a viewer's program, the update ratio's) never start while
@@ -35,7 +33,7 @@ def kernel_options(x) -> tuple[dict, ...]:
 # they wait for it to end (up to YIELD_MAX_S), so the user's compile has the cores to itself. They
 # are not run at a lower CPU priority: where training saturates the CPU (the CPU backend), such a
 # compile would starve and the viewer would wait for its program for the whole loop.
-YIELD_TO_USER_COMPILES = True
+YIELD_TO_USER_COMPILES = True  # (benchmarks/bench_compile_yield.py compares without)
 YIELD_MAX_S = 120.0
 YIELD_POLL_S = 0.02
 _COMPILE_FRAMES = frozenset({"backend_compile_and_load", "backend_compile", "compile_or_get_cached"})
@@ -83,20 +81,11 @@ def _wait_for_others() -> None:
         _log.debug("nnx_lab: a background compile waited for the user's compile to end")
 
 
-def _yielding(compile_it):
-    """``compile_it()``, inside :func:`in_background` once no other thread is compiling."""
-    if getattr(_background, "on", False):
-        _wait_for_others()
-    return compile_it()
-
-
 def compile_lowered(lowered, options: tuple[dict, ...]):
     """``lowered.compile`` with the first set of options the backend accepts (inside
     :func:`in_background`: once the user's own compiles are done)."""
-    return _yielding(lambda: _compile_lowered(lowered, options))
-
-
-def _compile_lowered(lowered, options: tuple[dict, ...]):
+    if getattr(_background, "on", False):
+        _wait_for_others()
     for i, opts in enumerate(options):
         try:
             return lowered.compile(compiler_options=opts)

@@ -7,30 +7,12 @@ is written to a small cache on disk and a later session loads it instead (about 
 for the kernels mapped over a stacked Variable's layer axis (``_layers.layered``: named by their
 kernel and axis) and the update ratio's program (``_updates``).
 
-Kept in ``$NNX_LAB_CACHE_DIR`` (default ``$XDG_CACHE_HOME/nnx_lab/kernels``, else
-``~/.cache/nnx_lab/kernels``); ``NNX_LAB_CACHE_DIR=off`` turns it off. Only our own kernels
-go there (jax's persistent compilation cache is global: switching it on would change where the
-user's own programs are compiled and kept). Entries are keyed by everything an executable depends
-on: the kernel's source, jax and jaxlib versions, the device, ``XLA_FLAGS``, x64, shape and dtype.
-Only single-device arrays in a single-process run are cached; at most ``MAX_FILES`` entries are
-kept (the least recently used go first).
-
-A viewer's program for a model structure (:mod:`._programs`: several seconds to compile at 10,000
-Variables) is kept the same way (:func:`compile_program`), keyed by its lowered module's text: the
-same model in a later session starts with its program instead of compiling it again.
-
-Threat model. An entry is native code: whoever can write the cache directory could run code in
-every later session (a shared machine, a shared or network home directory, ``NNX_LAB_CACHE_DIR``
-pointed at a shared folder). So (:mod:`._cache_store`): the directory must be this user's and not
-writable by group or others, else the cache is off and a warning says so once; every entry is
-authenticated (HMAC-SHA256 under a random per-user key kept 0600 beside it) before any of it is
-parsed; an entry holds only a versioned header, the tag and jax's serialized executable, never a
-pickle of ours: its input and output trees are rebuilt from the call (a kernel's one array in and
-its known results out, a program's lowered trees); only the cache's own, manifest-listed files are
-ever replaced or pruned. Someone who can read and write this user's files (root, a network home
-directory's server) can still forge entries: there, point ``NNX_LAB_CACHE_DIR`` at a local
-directory of your own, or set it to ``off``. Any failure of the cache is logged at debug level on
-``logging.getLogger("nnx_lab")`` and the executable is compiled as without it.
+Where it is kept and what protects it: docs/guide/cache.md and :mod:`._cache_store`; why it is
+not jax's persistent compilation cache: docs/ARCHITECTURE.md. Entries are keyed by everything an
+executable depends on (:func:`_key`, :func:`_environment`); a viewer's program (:mod:`._programs`)
+is kept the same way (:func:`compile_program`), keyed by its lowered module's text. An entry holds
+jax's serialized executable, never a pickle of ours: its input and output trees are rebuilt from
+the call. Any failure of the cache is logged at debug level and the executable compiled as without it.
 """
 
 from __future__ import annotations
@@ -48,11 +30,7 @@ import jax
 from ..compat import outside_context_mesh
 from ..fallbacks import slower
 from ..memo import Memo
-from ._cache_store import (
-    MAX_FILES,  # noqa: F401 - re-exported: the cache's size, documented above
-    VERSION,
-    open_store,
-)
+from ._cache_store import VERSION, open_store
 from ._compiling import compile_lowered, kernel_options
 from ._kernels import KERNELS, grouped, kernels_file, result_count
 
@@ -206,10 +184,8 @@ def _open() -> tuple[Any, Any] | None:
     where = cache_dir()
     if where is None:
         return None
-    try:
-        from jax.experimental import serialize_executable
-    except ImportError:
-        return None
+    from jax.experimental import serialize_executable
+
     try:
         store = open_store(where)
     except Exception:  # noqa: BLE001 - a cache that fails is no cache, never a failed snapshot

@@ -1,20 +1,13 @@
 """Many small arrays of one spec, one launch: a first look at a model of repeated blocks launches a
-few grouped kernels instead of one kernel per array.
+few grouped kernels instead of one kernel per array (why and the figures: docs/ARCHITECTURE.md, "A
+first look launches by spec").
 
-A model of 10,000 Variables has a handful of distinct specs (kernel, shape, dtype, device), each met
-hundreds of times. One kernel call per array costs its dispatch, its place in the device's queue and
-its fetch: most of a later session's first look, once the kernels load from disk. So the arrays of a
-spec met at least :data:`SIZES`\\ ``[-1]`` times are launched :data:`SIZES`\\ ``[0]`` (then
-``[1]``) at a time by ``_kernels.grouped`` (the kernel in a ``lax.map`` loop over them stacked:
-bitwise each array's numbers alone, compiled with the kernel's own options), and the few left over
-one by one (:mod:`._dispatch`).
-
-A grouped executable is kept on disk like a kernel's (:mod:`._executables`, the same key and
-authentication): where it is not there yet, this look runs the per-array kernels and it is compiled
-on a thread (one at a time, after the user's own compiles, as a viewer's program), so the next look,
-in this session or a later one, launches it. Only arrays of at most ``SMALL_ELEMENTS`` elements on
-one device are grouped (bigger arrays' kernels take longer than their dispatch); nothing is compiled
-with the disk cache off.
+A spec met at least :data:`SIZES`\\ ``[-1]`` times is launched :data:`SIZES`\\ ``[0]`` (then
+``[1]``) arrays at a time by ``_kernels.grouped``, the rest one by one (:mod:`._dispatch`). A grouped
+executable missing from memory and disk is compiled on a thread after this look (one at a time, after
+the user's own compiles), so the next look launches it. Only arrays of at most ``SMALL_ELEMENTS``
+elements on one device are grouped (bigger arrays' kernels take longer than their dispatch); nothing
+is compiled with the disk cache off.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from ..checks import MAX_BINS, check_number
 from ..compat import outside_context_mesh
 from ..render import DIGITS as PRECISION
 from ..render import round_significant
-from ._compiling import CPU_OPTIONS, SMALL_CPU_OPTIONS
+from ._compiling import kernel_options
 from ._executables import compile_program
 from ._stats import is_numeric_dtype
 
@@ -74,24 +74,15 @@ def _hist_flat(x, bins, scatter):
 
 _hist_flat_kernel = jax.jit(_hist_flat, static_argnums=(1, 2))
 
-# One compiled kernel per distinct (shape, dtype, device, bins) of single-device arrays: a capture's
-# activations repeat a few shapes (flax's diffusion U-Net: 85 arrays, 14 shapes). Measured here on that
-# U-Net's activations: one program over all 85 compiled in 3-6 s, the 14 kernels in about 2 s; on
-# flax's MNIST CNN (9 arrays, 4 shapes) both about 1.2 s. Each kernel is kept in this process and on
-# disk like the statistics' programs (``_executables.compile_program``): a later session loads it.
+# One compiled kernel per distinct (shape, dtype, device, bins), not one program over all arrays: a
+# capture's activations repeat a few shapes (flax's U-Net: 85 arrays, 14 shapes; the 14 kernels compiled
+# in about 2 s, one program in 3-6 s). Kept on disk like the statistics' programs.
 #: Arrays of up to this many elements get XLA's fast-compiling CPU options (optimisation level 0:
 #: ~0.07 s a compile instead of ~0.15-0.3 s; 10^6 values counted in ~28 ms instead of ~13 ms).
 FAST_COMPILE_ELEMENTS = 1 << 20
 MAX_KERNELS = 256  # compiled histogram kernels kept in this process (the least recently used go)
 _kernels: OrderedDict = OrderedDict()
 _kernels_lock = threading.Lock()
-
-
-def _kernel_options(x: Any) -> tuple[dict, ...]:
-    """XLA's compile options to try in order (other backends than the CPU: their defaults)."""
-    if not all(d.platform == "cpu" for d in x.sharding.device_set):
-        return ({},)
-    return (SMALL_CPU_OPTIONS if x.size <= FAST_COMPILE_ELEMENTS else CPU_OPTIONS, {})
 
 
 def _compiled_kernel(x: Any, bins: int, scatter: bool) -> Any:
@@ -108,7 +99,7 @@ def _compiled_kernel(x: Any, bins: int, scatter: bool) -> Any:
     flat = isinstance(x.sharding, jax.sharding.SingleDeviceSharding)
     with outside_context_mesh():  # the user's jax.set_mesh would refuse one device's array
         lowered = (_hist_flat_kernel if flat else _hist_kernel).lower(x, bins, scatter)
-    kernel = compile_program(lowered, _kernel_options(x), [x])
+    kernel = compile_program(lowered, kernel_options(x, FAST_COMPILE_ELEMENTS), [x])
     with _kernels_lock:
         _kernels[key] = kernel
         while len(_kernels) > MAX_KERNELS:

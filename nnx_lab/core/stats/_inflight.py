@@ -1,18 +1,11 @@
 """At most :data:`MAX_PER_DEVICE` of nnx_lab's launches in flight on any device, so that the statistics
 never fill a device's queue under the user's own steps.
 
-XLA's CPU client admits at most 32 computations in flight per device (``max_inflight_computations``),
-and a program over several devices takes each device's place on one of its client's threads, of which
-it has only as many as devices. A launch that finds a device full waits on such a thread; a step whose
-all-reduce needs every device then finds one thread missing, and XLA aborts the process after 40 s
-("Expected 8 threads to join the rendezvous, but only 7 of them arrived on time"). A viewer's first
-refreshes (one kernel per array until the model's program is compiled: hundreds on device 0, queued
-behind the step that makes their arrays) filled device 0 while the next step was launched.
-
-So each launch of ours first waits (on the launching thread, never one of XLA's) for our oldest still in
-flight on a device that holds ``MAX_PER_DEVICE`` of ours; a tick, which never waits, skips its refresh
-instead (:func:`devices_busy`). What is left of a device's 32 places is the user's: a loop that runs that many
-steps ahead of its devices deadlocks XLA's CPU client with or without nnx_lab (docs/guide/snapshot.md).
+Why (XLA's CPU client admits 32 computations in flight per device; a sharded step launched onto a
+full device aborts the process): docs/guide/snapshot.md. Each launch of ours first waits (on the
+launching thread, never one of XLA's, whose threads the user's all-reduce needs) for our oldest still
+in flight on a device that holds ``MAX_PER_DEVICE`` of ours; a tick, which never waits, skips its
+refresh instead (:func:`devices_busy`).
 
 >>> devices_busy()
 False

@@ -1,12 +1,5 @@
-"""The statistics kernels: jitted reductions, one pair per kind of dtype (see :mod:`.stats`).
-
-``mean``, ``std``, ``min``, ``max``, ``norm`` and ``abs_max`` describe the *finite*
-values; ``nan_count`` and ``inf_count`` count the others; ``zero_frac`` is the
-fraction of exact zeros among all elements. Integers get mean/std/min/max/zero_frac,
-bools mean (the fraction that is True) and zero_frac, complex arrays the norm,
-abs_max and counts of ``|x|``. Norm and std are exact from subnormal-adjacent to
-overflow-adjacent magnitudes (the sums are scaled by a power of two, see :func:`_scaled`).
-Subnormal inputs count as zero where XLA flushes them (its CPU and GPU defaults).
+"""The statistics kernels: jitted reductions, one pair per kind of dtype (what each statistic means
+per dtype: docs/guide/snapshot.md, "What the numbers mean").
 
 Every kernel returns the same small result: six floats of the array's precision, four int32
 (NaN count, Inf count, zeros, the scale's exponent) and, for integers, the exact extremes.

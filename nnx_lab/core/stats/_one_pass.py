@@ -28,10 +28,11 @@ The first refresh has no guess (per-array exact kernels run until the program is
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from typing import Any, Mapping
 
 import numpy as np
+
+from ..memo import Memo
 
 #: The shift must lie within sqrt(CANCEL) standard deviations of the mean.
 CANCEL = 4.0
@@ -77,8 +78,7 @@ class Hints:
 
 
 MAX_STRUCTURES = 64  # structures whose guesses are kept (least recently used dropped)
-_by_structure: OrderedDict = OrderedDict()  # a program's structure key -> its Hints
-_store_lock = threading.Lock()
+_by_structure: Memo[Any, Hints] = Memo(MAX_STRUCTURES)  # a program's structure key -> its Hints
 
 
 class PlanHints:
@@ -91,13 +91,9 @@ class PlanHints:
         # chunks: the plan's (calls, program key); dtypes: per call
         self.chunks = []
         for calls, key in chunks:
-            with _store_lock:
-                hints = _by_structure.get(key)
-                if hints is None:
-                    hints = _by_structure[key] = Hints([dtypes[m] for m in calls])
-                _by_structure.move_to_end(key)
-                while len(_by_structure) > MAX_STRUCTURES:
-                    _by_structure.popitem(last=False)
+            hints = _by_structure.get(key)
+            if hints is None:  # (two plans made at once may each make one: a guess not shared only fails its check)
+                hints = _by_structure[key] = Hints([dtypes[m] for m in calls])
             self.chunks.append(hints)
         self._where = {m: (c, p) for c, (calls, _) in enumerate(chunks) for p, m in enumerate(calls)}
 

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..compat import outside_context_mesh
+from ._compiling import CPU_OPTIONS
 from ._executables import compile_program
 from ._inflight import admit, launched
 from ._kernels import float_kernel, float_one_pass
@@ -19,14 +20,9 @@ __all__ = ["COMPILER_OPTIONS", "STACK_BYTES", "Program"]
 
 
 # On XLA's CPU backend the one-pass kernel's variadic reduce is one vectorised loop only with the
-# classic emitters (measured, 512x2048 float32: 0.28 ms, about two parallel sums; with the newer
-# fusion emitters 2.5-4.8 ms); LLVM's expensive passes bring reductions nothing (the same run time,
-# 40% less compile time). Other backends ignore CPU options; one that refuses an option gets the next set.
-COMPILER_OPTIONS = (
-    {"xla_llvm_disable_expensive_passes": True, "xla_cpu_use_fusion_emitters": False},
-    {"xla_llvm_disable_expensive_passes": True},
-    {},
-)
+# classic emitters (about 10x faster: benchmarks/README.md). Other backends ignore CPU options; one
+# that refuses an option gets the next set.
+COMPILER_OPTIONS = (CPU_OPTIONS, {"xla_llvm_disable_expensive_passes": True}, {})
 STACK_BYTES = 256 * 1024  # arrays this small and of one spec are reduced together, stacked
 
 
@@ -142,7 +138,6 @@ class Program:
             ]
         # A backend that refuses an option gets the next set; single-device programs are kept on disk.
         self._executable = compile_program(lowered, COMPILER_OPTIONS, specs)
-        self._layout = list(layout)
         self._rows = sum(count for _, _, count in layout)  # the table rows the program fills
         # Where each array's result leaves sit in the outputs: per (leaf, output), the table rows and output rows.
         gather: dict[tuple[int, int], tuple[list, list]] = {}

@@ -1,10 +1,5 @@
-"""One compiled program per refresh: every statistics kernel of a model in one executable.
-
-A device runs its queue in order, and a client bounds how many computations may wait in it. With
-one kernel call per array, a refresh of a model with N arrays takes N places in a queue that a
-training loop keeps full, and each of those dispatches waits for a training step to finish: the
-loop's host thread is held for about N steps. One program per refresh takes one place, is launched
-by one call, and its results come back as a few stacked arrays (one per result dtype).
+"""One compiled program per refresh: every statistics kernel of a model in one executable (why: one
+place in the device's queue instead of one per array, docs/ARCHITECTURE.md "One program per refresh").
 
 A program is compiled once per model *structure*: the kernel and the (shape, dtype, sharding) of
 every array, in order. It is compiled on a background thread the second time a structure is

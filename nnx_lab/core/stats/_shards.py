@@ -2,10 +2,8 @@
 
 A kernel run on a sharded array ends in all-reduces across its devices. Such launches are fragile
 outside the user's own program order: two made at once from two threads may reach the devices in
-different orders and deadlock (XLA's CPU client aborts the process after 40 s; NCCL and TPUs hang),
-and on XLA's CPU client about 40 independent ones in flight at once deadlock even from one thread.
-Their programs also compile slowly (several dependent all-reduces per array: a viewer's program of
-256 sharded arrays took 56 s to compile on a 2-core CPU, 300 of miniGPT's 4.5 minutes).
+different orders and deadlock, and on XLA's CPU client about 40 independent ones in flight at once
+deadlock even from one thread; their programs also compile slowly (figures: benchmarks/README.md).
 
 So in a single process, an array spanning several devices is never reduced as a whole: each of its
 distinct shards (``replica_id == 0``: a replicated array is read once) is an ordinary single-device
@@ -15,13 +13,9 @@ formula, in float64; extremes by min/max). A stacked Variable whose layer axis i
 layer's row from the shards that hold that layer.
 
 An array whose distinct shards sit one per device on several devices is not split into one part per
-device either (each device would compile its own program: 8 devices, 8 compiles of the same code):
-its shards are wrapped, without a copy, as one array over a 1-D mesh of those devices
-(``jax.make_array_from_single_device_arrays``, :mod:`._stacked`), and a stacked kernel (the statistics kernel
-inside ``shard_map``, one row per shard, no collective) reduces every shard where it lives. Arrays
-on the same devices then share one program: one compile and one launch for all devices. Nothing is gathered and nothing moves between
-devices. With several processes (an array not fully addressable) the kernels stay SPMD: every
-process launches them at the same points (see ``core.live._engine``'s lockstep).
+device either (each device would compile its own program): its shards are reduced side by side
+(:mod:`._stacked`). With several processes (an array not fully addressable) the kernels stay SPMD:
+every process launches them at the same points (see ``core.live._engine``'s lockstep).
 
 >>> import jax, numpy as np
 >>> parts = ShardParts([np.zeros(3)], {})

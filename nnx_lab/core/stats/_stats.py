@@ -1,16 +1,6 @@
-"""On-device statistics: compiled reductions run where the arrays live.
-
-Each array is reduced by a jitted kernel (:mod:`._kernels`) on its own device; an array on several devices
-is reduced shard by shard, each shard on its device, and the host combines their numbers (:mod:`._shards`:
-no collective, nothing gathered, on any mesh: Auto, Explicit or Manual axes, replicated dims); with several
-processes its kernel runs SPMD on every process, with small all-reduces. One ``jax.device_get`` per refresh brings back O(#arrays)
-numbers and nothing else. :class:`PendingStats` dispatches without waiting, so a refresh never stalls a
-queue of asynchronously dispatched training steps.
-
-The kernels are module-level ``jax.jit`` functions: one executable per input (shape, dtype, sharding),
-shared by every model, so a first snapshot compiles one per distinct spec (single-device ones are kept on
-disk between sessions: :mod:`._executables`). A model refreshed again gets one program for all its kernels
-(:mod:`._programs`), compiled in the background: one launch and one place in the device's queue per refresh.
+"""On-device statistics launched without waiting and fetched in one ``jax.device_get``: per-array kernels
+(:mod:`._dispatch`, :mod:`._grouped`) or a structure's program (:mod:`._programs`), sharded arrays by
+their shards (:mod:`._shards`).
 
 >>> import jax.numpy as jnp
 >>> [s] = compute_stats([jnp.array([1.0, 3.0, jnp.nan, 0.0])])

@@ -5,18 +5,14 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import numpy as np
+from jax._src.core import ShardingTypeError  # refuses an operation on explicit mesh axes; not exported by jax
 
 from ._kernels import STAT_NAMES
-
-try:  # jax's refusal of an operation on an array with explicit mesh axes (not an Exception subclass it exports)
-    from jax._src.core import ShardingTypeError as _ShardingTypeError
-except ImportError:  # a jax without explicit axes
-    _ShardingTypeError = RuntimeError
 
 #: What a kernel launch or fetch may raise for one array, which becomes that array's StatsError: jax's
 #: XlaRuntimeError and "Array has been deleted" (RuntimeError), a spec jax refuses (TypeError, ValueError,
 #: ShardingTypeError). Anything else is a bug and propagates.
-KERNEL_ERRORS: tuple[type[BaseException], ...] = (RuntimeError, TypeError, ValueError, _ShardingTypeError)
+KERNEL_ERRORS: tuple[type[BaseException], ...] = (RuntimeError, TypeError, ValueError, ShardingTypeError)
 
 
 class StatsError(Exception):
