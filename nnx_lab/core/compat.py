@@ -68,8 +68,6 @@ def missing(feature: str) -> str | None:
 def upgrade_line(backend: str | None = None) -> str:
     """The pip line that upgrades flax without moving jax off this runtime's accelerator."""
     if backend is None:
-        import jax
-
         backend = jax.default_backend()
     return _UPGRADE.get(backend, _UPGRADE["cpu"])
 
@@ -144,17 +142,16 @@ class _Annotated:
         return self._metadata
 
 
-def partition_spec_of(metadata: dict) -> Any:
-    """The PartitionSpec flax derives from a Variable's sharding annotation (logical axis rules in
-    effect and the Variable's own ``sharding_rules`` applied), on every flax: 0.11 names the
-    annotation ``sharding_names``, 0.12 ``out_sharding``; both are accepted."""
+#: Where a Variable's metadata holds its logical sharding annotation: flax 0.12 ``out_sharding``, 0.11 ``sharding_names``.
+SHARDING_KEYS = ("out_sharding", "sharding_names", "sharding")
+
+
+def partition_spec_of(metadata: dict, names: tuple) -> Any:
+    """The PartitionSpec flax derives from the sharding annotation ``names`` of a Variable with
+    ``metadata`` (logical axis rules in effect and the Variable's own ``sharding_rules`` applied)."""
     from flax.nnx import spmd
 
     meta = dict(metadata)
-    for key in ("out_sharding", "sharding_names", "sharding"):
-        if meta.get(key):
-            names = meta[key]
-            break
     meta["out_sharding"] = meta["sharding_names"] = names
     return spmd.get_var_pspec(_Annotated(meta))  # pyright: ignore[reportArgumentType] - a stand-in: flax reads only get_metadata()
 
@@ -176,10 +173,8 @@ def iter_graph(node: Any) -> Iterator[tuple[tuple, Any]]:
 def tolinen_module(obj: Any) -> Any:
     """For an ``nnx.bridge.ToLinen`` (NNX inside Linen), the wrapped NNX module built abstractly
     (``nnx.eval_shape``: shapes only, nothing allocated); None for anything else."""
-    try:
-        from flax.nnx.bridge import ToLinen
-    except ImportError:
-        return None
+    from flax.nnx.bridge import ToLinen
+
     if not isinstance(obj, ToLinen):
         return None
 
@@ -248,19 +243,18 @@ def outside_context_mesh() -> Any:
     over one shard, or over a scalar on one device, is refused ("Received incompatible devices
     for jitted computation ... jit's context mesh with device ids [0, 1]"). Our reductions read
     the arrays where they are, so they run outside it; the user's mesh is back on exit. Inside a
-    trace (where ``set_mesh`` is refused) or on a jax without ``set_mesh``: nothing changes.
+    trace (where ``set_mesh`` is refused): nothing changes.
     """
-    setter = getattr(jax, "set_mesh", None)
-    if setter is None or not _has_context_mesh():
+    if not _has_context_mesh():
         return contextlib.nullcontext()
     try:
-        return setter(None)  # jax >= 0.8: None is no mesh
+        return jax.set_mesh(None)  # jax >= 0.8: None is no mesh
     except ValueError:
         pass
     try:
         import numpy as np
 
-        return setter(jax.sharding.Mesh(np.empty((), dtype=object), ()))  # jax 0.7: the empty mesh
+        return jax.set_mesh(jax.sharding.Mesh(np.empty((), dtype=object), ()))  # jax 0.7: the empty mesh
     except ValueError:  # inside a trace: jax refuses set_mesh there; the call is the user's own then
         return contextlib.nullcontext()
 
@@ -273,9 +267,9 @@ def auto_axes(x: Any) -> Any:
     ("ShardingTypeError: This reshape is not supported"). Our reductions leave the partitioning to
     XLA, as on an Auto mesh; anything not a jax.Array on such a mesh comes back unchanged.
     """
-    axis_type = getattr(jax.sharding, "AxisType", None)
+    axis_type = jax.sharding.AxisType
     sharding = getattr(x, "sharding", None)
-    if axis_type is None or not isinstance(x, jax.Array) or not isinstance(sharding, jax.sharding.NamedSharding):
+    if not isinstance(x, jax.Array) or not isinstance(sharding, jax.sharding.NamedSharding):
         return x
     mesh = sharding.mesh
     if not isinstance(mesh, jax.sharding.Mesh) or all(t != axis_type.Explicit for t in mesh.axis_types or ()):

@@ -9,11 +9,10 @@ text, and module paths and selection (``only=``) shared by captures, view report
 
 from ._flatten import CyclicGraph, SharedNode, TooDeep, flatten, flatten_known, sigint_deferred
 from ._hooks import hook, hooked, unhook
-from ._index import GraphIndex, index_graph
+from ._index import index_graph
 from ._kinds import child_of, is_variable
 from ._modules import (
     OnlyError,
-    PathSelector,
     is_module_path,
     module_methods,
     module_paths_text,
@@ -21,22 +20,18 @@ from ._modules import (
     select_modules,
     selector,
 )
-from ._pair import SplitPair, graphdef_type_name, split_pair
+from ._pair import split_pair
 from ._paths import Path, path_key, path_text, plain_path
 from ._shared import aliases_at, shared_prefixes
-from ._walk import LINEN_COLLECTIONS, GraphWalk, Leaf, check_inspectable, walk_graph
+from ._walk import GraphWalk, Leaf, check_inspectable, walk_graph
 
 __all__ = [
     "CyclicGraph",
-    "LINEN_COLLECTIONS",
-    "GraphIndex",
     "GraphWalk",
     "Leaf",
     "OnlyError",
     "Path",
-    "PathSelector",
     "SharedNode",
-    "SplitPair",
     "TooDeep",
     "aliases_at",
     "check_inspectable",
@@ -45,7 +40,6 @@ __all__ = [
     "flatten_known",
     "hook",
     "hooked",
-    "graphdef_type_name",
     "index_graph",
     "is_module_path",
     "is_variable",

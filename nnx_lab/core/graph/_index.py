@@ -1,11 +1,6 @@
 """Every Module and every Variable of a graph once, at flax's path for it: what a summary needs of a
-model (which module owns which parameters), in one walk.
-
-jax's pytree flattening (C++) stands in for flax's graph walk (Python, per node) where the two provably
-agree: nothing is reached twice (a tied weight or a shared Module needs flax's canonical path), no
-graph node is left unwalked (a ``pytree=False`` Module, or any Module on flax 0.11, is a leaf to jax)
-and every object, stepped to from its parent by its key, is the one jax found there. Otherwise flax's
-``nnx.iter_graph`` walks it.
+model (which module owns which parameters), in one walk: jax's flattening where it provably agrees
+with flax's ``nnx.iter_graph`` (as ``_walk._flat_walk``), else flax's.
 
 >>> from flax import nnx
 >>> class Net(nnx.Module):

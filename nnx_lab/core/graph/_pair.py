@@ -29,8 +29,13 @@ class SplitPair:
 
     @property
     def type_name(self) -> str:
-        """The class of the model the graphdef describes (``Linear``), else ``GraphDef``."""
-        return graphdef_type_name(self.graphdef)
+        """The class of the model the graphdef describes (``Linear``), else ``GraphDef`` (flax keeps the
+        class in its first NodeDef)."""
+        nodes = getattr(self.graphdef, "nodes", None)
+        root = getattr(nodes[0], "type", None) if nodes else None
+        if isinstance(root, type):
+            return root.__name__
+        return root if isinstance(root, str) else "GraphDef"
 
     def state(self) -> Any:
         """The Variables of every state in one State (the very Variables: nothing is copied)."""
@@ -49,12 +54,3 @@ def split_pair(obj: Any) -> SplitPair | None:
     ):
         return SplitPair(obj[0], obj[1:])
     return None
-
-
-def graphdef_type_name(graphdef: Any) -> str:
-    """The class name of a graphdef's root node (flax keeps the class in its first NodeDef)."""
-    nodes = getattr(graphdef, "nodes", None)
-    root = getattr(nodes[0], "type", None) if nodes else None
-    if isinstance(root, type):
-        return root.__name__
-    return root if isinstance(root, str) else "GraphDef"

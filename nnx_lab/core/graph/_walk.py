@@ -19,6 +19,7 @@ leaf under a shared node gets those paths, with its own suffix, as ``aliases``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -86,16 +87,15 @@ def _leaf_type_name(value: Any) -> str:
     return type(value).__name__
 
 
-_default_metadata: dict | None = None
+@functools.cache
+def _default_metadata() -> dict:
+    return nnx.Variable(0).get_metadata()
 
 
 def _metadata_of(var: nnx.Variable) -> dict:
     """The Variable's metadata without the entries every Variable has by default."""
-    global _default_metadata
-    if _default_metadata is None:
-        _default_metadata = nnx.Variable(0).get_metadata()
-    meta = var.get_metadata()
-    return {k: v for k, v in meta.items() if not (k in _default_metadata and _same(_default_metadata[k], v))}
+    default = _default_metadata()
+    return {k: v for k, v in var.get_metadata().items() if not (k in default and _same(default[k], v))}
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -127,14 +127,9 @@ def _variable_leaves(path: Path, var: nnx.Variable, aliases: tuple[Path, ...]) -
     return out
 
 
-_param_types: dict[type, bool] = {}
-
-
+@functools.cache
 def _is_param(t: type) -> bool:
-    got = _param_types.get(t)
-    if got is None:
-        got = _param_types[t] = issubclass(t, nnx.Param)
-    return got
+    return issubclass(t, nnx.Param)
 
 
 def _data_flags(value: Any) -> Mapping | None:

@@ -18,8 +18,6 @@ imports the feature packages, so nothing here closes an import cycle.
 
 from ._capture import capture_html, capture_text
 from ._format import (
-    ALIGN_LEFT,
-    ALIGN_RIGHT,
     BYTE_UNITS,
     DIGITS,
     FILTER_COLORS,
@@ -30,24 +28,20 @@ from ._format import (
     STAT_LABELS,
     count_noun,
     format_bytes,
-    format_count,
     format_number,
     format_shape,
     format_stat,
-    nonfinite_text,
     pre_html,
     round_significant,
     sparkline,
 )
 from ._memory import memory_html, memory_text, plan_html, plan_text, top_lines
 from ._memory_payload import memory_payload
-from ._snapshot import html_table, memory_line, nonfinite_banner, path_cell, series_lines, summary_line, text_table
+from ._snapshot import html_table, series_lines, summary_line, text_table
 from ._split import split_html, split_text
 from ._views import view_text
 
 __all__ = [
-    "ALIGN_LEFT",
-    "ALIGN_RIGHT",
     "BYTE_UNITS",
     "DIGITS",
     "FILTER_COLORS",
@@ -60,18 +54,13 @@ __all__ = [
     "capture_text",
     "count_noun",
     "format_bytes",
-    "format_count",
     "format_number",
     "format_shape",
     "format_stat",
     "html_table",
     "memory_html",
-    "memory_line",
     "memory_payload",
     "memory_text",
-    "nonfinite_banner",
-    "nonfinite_text",
-    "path_cell",
     "plan_html",
     "plan_text",
     "pre_html",

@@ -1,11 +1,7 @@
 """How every number, size, shape and label is written: the rules the static renderings and the
-browser share (``tools/js_constants.py`` reads this module's constants through ``core.render``).
-
-This module is the one source of how numbers and sizes are written: the browser's
-``js/src/shared/format.js`` implements the same two rules (:func:`format_number`,
-:func:`format_bytes`) and its tests compare it with this module's output on a corpus of values
-(``tools/js_generate.py`` writes the expected strings), so a saved notebook's static table and the
-live widget show the same text for the same model.
+browser share (``tools/js_constants.py`` reads this module's constants through ``core.render``;
+``js/src/shared/format.js`` implements :func:`format_number` and :func:`format_bytes` again, tested
+against this module's output).
 
 >>> format_bytes(302_700_000)
 '288.7 MiB'

@@ -17,8 +17,21 @@ FREEING_TITLE = "What to free: copy a statement into a cell (nnx_lab frees nothi
 FREEING_NOTE = "each returns the buffers only those names reach"
 
 
-def _share(nbytes: int, scale: int) -> float:
-    return min(1.0, nbytes / scale) if scale > 0 else 0.0
+def _row(label: str, depth: int, kind: str, arrays: int, nbytes: int, info: dict, shared: str, note: str) -> dict:
+    """One row of the tree; ``info``: its device's (``scale``, ``scale_text``)."""
+    scale = info["scale"]
+    return {
+        "label": label,
+        "depth": depth,
+        "kind": kind,
+        "arrays": arrays,
+        "bytes": nbytes,
+        "bytes_text": format_bytes(nbytes),
+        "share": min(1.0, nbytes / scale) if scale > 0 else 0.0,
+        "share_text": f"{format_bytes(nbytes)} of {info['scale_text']}",
+        "shared": shared,
+        "note": note,
+    }
 
 
 def _shared_text(shared_bytes: int, names: list[str]) -> str:
@@ -51,58 +64,21 @@ def memory_payload(ledger: Any) -> dict:
     devices = [_device(d) for d in ledger.devices]
     rows: list[dict] = []
     for d, info in zip(ledger.devices, devices):
-        scale = info["scale"]
-        mine = [r for r in rows_shown if r.device == d.device]
-        rows.append(
-            {
-                "label": d.device,
-                "depth": 0,
-                "kind": "device",
-                "arrays": d.arrays,
-                "bytes": d.ledger_bytes,
-                "bytes_text": format_bytes(d.ledger_bytes),
-                "share": _share(d.ledger_bytes, scale),
-                "share_text": f"{format_bytes(d.ledger_bytes)} of {info['scale_text']}",
-                "shared": "",
-                "note": info["line"],
-            }
-        )
+        rows.append(_row(d.device, 0, "device", d.arrays, d.ledger_bytes, info, "", info["line"]))
         holders: dict[str, list] = {}
-        for r in mine:
-            holders.setdefault(r.holder, []).append(r)
+        for r in rows_shown:
+            if r.device == d.device:
+                holders.setdefault(r.holder, []).append(r)
         for name, groups in holders.items():
-            nbytes = sum(r.bytes for r in groups)
-            shared_bytes = sum(r.shared_bytes for r in groups)
-            names = sorted({n for r in groups for n in r.shared_with})
-            rows.append(
-                {
-                    "label": name,
-                    "depth": 1,
-                    "kind": groups[0].kind,
-                    "arrays": sum(r.arrays for r in groups),
-                    "bytes": nbytes,
-                    "bytes_text": format_bytes(nbytes),
-                    "share": _share(nbytes, scale),
-                    "share_text": f"{format_bytes(nbytes)} of {info['scale_text']}",
-                    "shared": _shared_text(shared_bytes, names),
-                    "note": next((r.note for r in groups if r.note), ""),
-                }
+            shared = _shared_text(
+                sum(r.shared_bytes for r in groups), sorted({n for r in groups for n in r.shared_with})
             )
+            note = next((r.note for r in groups if r.note), "")
+            count = sum(r.arrays for r in groups)
+            rows.append(_row(name, 1, groups[0].kind, count, sum(r.bytes for r in groups), info, shared, note))
             for r in groups:
-                rows.append(
-                    {
-                        "label": r.group,
-                        "depth": 2,
-                        "kind": "",
-                        "arrays": r.arrays,
-                        "bytes": r.bytes,
-                        "bytes_text": format_bytes(r.bytes),
-                        "share": _share(r.bytes, scale),
-                        "share_text": f"{format_bytes(r.bytes)} of {info['scale_text']}",
-                        "shared": _shared_text(r.shared_bytes, list(r.shared_with)),
-                        "note": "",
-                    }
-                )
+                shared = _shared_text(r.shared_bytes, list(r.shared_with))
+                rows.append(_row(r.group, 2, "", r.arrays, r.bytes, info, shared, ""))
     freeing = [f for f in ledger.freeing if f.bytes > 0][: max(1, min(ledger.top, 5))]
     return {
         "title": f"nnx_lab.memory: {format_bytes(total)} in {count_noun(arrays, 'live buffer')}",

@@ -19,9 +19,7 @@ Live refreshing is :class:`~nnx_lab.core.watcher.Watcher`; the statistics engine
 from ._describe import metadata_axis
 from ._devices import device_summary, sharding_text
 from ._layers import (
-    LAYER_NAMES,
     LayerError,
-    LayerKey,
     check_layers,
     parse_layer_option,
     parse_layers,
@@ -32,11 +30,9 @@ from ._snapshot import PRECISION, STATUSES, PendingSnapshot, Row, Snapshot, Unch
 from ._structure import StructureCache, remembered
 
 __all__ = [
-    "LAYER_NAMES",
     "PRECISION",
     "STATUSES",
     "LayerError",
-    "LayerKey",
     "PendingSnapshot",
     "Row",
     "Snapshot",

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
+from ..compat import SHARDING_KEYS
 from ..graph import Leaf, Path, path_text
 from ..stats import is_numeric_dtype
 from ..text import clip, one_line
@@ -22,7 +23,6 @@ _log = logging.getLogger("nnx_lab")
 
 #: Sharding names that mark a layer axis in flax's metadata (the usual ``nnx.PARTITION_NAME``; see ``_layers``).
 LAYER_NAMES = ("layers",)
-_SHARDING_KEYS = ("out_sharding", "sharding_names", "sharding")
 
 #: Every status a row can have.
 STATUSES = {
@@ -72,9 +72,6 @@ class Row:
         return path_text(self.path)
 
 
-_Tracer = Tracer
-
-
 def describe_leaf(leaf: Leaf) -> Row:
     """The row of one leaf of the graph walk, without statistics."""
     value = leaf.value
@@ -88,7 +85,7 @@ def describe_leaf(leaf: Leaf) -> Row:
         param=leaf.param,
         note=failed,
     )
-    if isinstance(value, _Tracer):
+    if isinstance(value, Tracer):
         return Row(**common, **_shape_fields(value), sharding=None, devices=None, status="tracer")
     if isinstance(value, (jax.ShapeDtypeStruct, jax.Array)) and leaf.metadata:
         common["logical"], common["mismatch"] = annotation_check(value, leaf.metadata)
@@ -183,7 +180,7 @@ def metadata_axis(metadata: Mapping, ndim: int | None) -> int | None:
     """The layer axis flax recorded in a Variable's sharding names, or None."""
     if not ndim:
         return None
-    for key in _SHARDING_KEYS:
+    for key in SHARDING_KEYS:
         names = metadata.get(key)
         if isinstance(names, (tuple, list)) and len(names) == ndim:
             for axis, name in enumerate(names):

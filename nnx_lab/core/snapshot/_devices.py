@@ -116,7 +116,7 @@ def _placement_of(sharding: Any) -> tuple[str | None, str | None]:
 def logical_axes(metadata: dict) -> tuple | None:
     """The logical sharding annotation a Variable carries (flax's ``out_sharding``; older flax
     calls it ``sharding_names`` or ``sharding``), e.g. ``('embed', 'mlp')``."""
-    for key in ("out_sharding", "sharding_names", "sharding"):
+    for key in compat.SHARDING_KEYS:
         names = metadata.get(key)
         if isinstance(names, (tuple, list)) and names:
             return tuple(names)
@@ -147,7 +147,7 @@ def annotation_check(value: Any, metadata: dict) -> tuple[str | None, str | None
     text = repr(names)
     ndim = len(getattr(value, "shape", ()) or ())
     try:
-        expected = compat.partition_spec_of(metadata)
+        expected = compat.partition_spec_of(metadata, names)
     except Exception as e:  # noqa: BLE001 - boundary: the user's annotation and rules; the row's note says why
         _log.debug("nnx_lab: logical axes %s not understood", text, exc_info=True)
         return text, f"annotation not understood: {type(e).__name__}: {e}"

@@ -1,19 +1,8 @@
 """Stacked layers: a Variable with a layer axis (``nnx.vmap``/``nnx.scan`` over blocks) as a row over
-all layers plus one child row per layer.
-
-The layer axis is never guessed from a shape. It comes from
-
-* flax's metadata: ``transform_metadata={nnx.PARTITION_NAME: "layers"}`` inserts the partition name
-  into a Variable's sharding names (``out_sharding`` on flax 0.12, ``sharding_names`` on 0.11) at the
-  layer axis; an entry named one of :data:`LAYER_NAMES` marks that axis. (flax records it only on
-  Variables that carry sharding names: a stack of unannotated Variables must be declared.)
-* the user: ``layers={"blocks": 0}`` (a path prefix, as text or a key tuple, -> the axis of every
-  Variable under it; ``None`` for no layer axis there). A declaration wins over the metadata.
-
-The child rows (``…kernel[layer 0]``, …) are ordinary rows of the snapshot, marked with their
-parent row (``layer_of``) and layer (``layer``). Their statistics come from the per-array kernels
-mapped over the layer axis (``core.stats._layered``): one call per stacked Variable, inside the same
-compiled program as every other kernel.
+all layers plus one child row per layer (``layer_of``, ``layer``), their statistics from the kernels
+mapped over the layer axis (``core.stats._layered``). The axis comes from flax's metadata (an entry of
+:data:`LAYER_NAMES` among a Variable's sharding names) or the user's ``layers={"blocks": 0}``, which
+wins; never from a shape (docs/guide/layers.md).
 
 >>> import jax.numpy as jnp
 >>> from flax import nnx
@@ -53,19 +42,11 @@ class LayerError(ValueError):
     """A ``layers=`` declaration that does not fit the model (said in one line)."""
 
 
+@dataclasses.dataclass(frozen=True)
 class LayerKey:
     """The last key of a layer's row path: prints as ``layer 3`` (``kernel[layer 3]``)."""
 
-    __slots__ = ("index",)
-
-    def __init__(self, index: int):
-        self.index = index
-
-    def __eq__(self, other: Any) -> bool:
-        return isinstance(other, LayerKey) and other.index == self.index
-
-    def __hash__(self) -> int:
-        return hash(("nnx_lab.layer", self.index))
+    index: int
 
     def __repr__(self) -> str:
         return f"layer {self.index}"
