@@ -40,29 +40,17 @@ class ReductionJit:
     def __init__(self, fun: Callable, **jit_kwargs: Any):
         self._fun, self._kwargs, self._jits = fun, jit_kwargs, {}  # CPU or not -> jitted
 
-    def _jit(self, platform: str) -> Callable:
-        cpu = platform == "cpu"
-        fn = self._jits.get(cpu)
-        if fn is None:
-            import jax
-
-            options: dict[str, Any] = {"compiler_options": dict(CPU_OPTIONS)} if cpu else {}
-            fn = self._jits[cpu] = jax.jit(self._fun, **self._kwargs, **options)
-        return fn
-
     def __call__(self, platform: str, *args: Any) -> Any:
         import jax
 
+        cpu = platform == "cpu"
+        fn = self._jits.get(cpu)
+        if fn is None:
+            options: dict[str, Any] = {"compiler_options": dict(CPU_OPTIONS)} if cpu else {}
+            fn = self._jits[cpu] = jax.jit(self._fun, **self._kwargs, **options)
         args = jax.tree.map(auto_axes, args)  # an Explicit mesh's types would refuse our reshapes
         with outside_context_mesh():  # the user's jax.set_mesh would refuse arrays on other devices
-            return self._jit(platform)(*args)
-
-    def lower(self, platform: str, *args: Any) -> Any:
-        import jax
-
-        args = jax.tree.map(auto_axes, args)
-        with outside_context_mesh():
-            return self._jit(platform).lower(*args)
+            return fn(*args)
 
     def _cache_size(self) -> int:
         """Programs compiled so far, both variants (as ``jax.jit``'s own ``_cache_size``)."""
