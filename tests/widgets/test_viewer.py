@@ -20,7 +20,8 @@ import nnx_lab
 
 # Reaches inside nnx_lab._ipython (why this file may): which widgets the cell hooks track, and when they
 # let go, is only seen in cell_hooks' registry (which an in-place reload of that module resets); a viewer's
-# refresh dispatch is spied on in core.live.
+# refresh dispatch is spied on in core.live (core.live._snapshots), and core.stats' programs are turned off
+# (core.stats._stats.program_for) to check the per-array path's refresh.
 from nnx_lab._ipython import cell_hooks as live
 from nnx_lab.core import compat
 from nnx_lab.core.watcher import Watcher

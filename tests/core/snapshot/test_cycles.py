@@ -7,6 +7,10 @@ jaxlib does not undo its ``Py_EnterRecursiveCall`` per level when an exception p
 the thread's recursion headroom was gone for good (every later ``class N(nnx.Module)`` raised
 RecursionError). Any exception raised in a callback jax calls mid-walk (a Ctrl-C) leaks the same
 way, by the depth reached. ``headroom()`` measures that counter; every test checks it is intact.
+
+Reaches inside ``nnx_lab.core.graph._walk`` and ``nnx_lab.core.snapshot._structure`` (why this file
+may): the errors are raised where they hurt, inside the leaf predicate jax calls from C++ and
+between the walk and the rows, which no public API reaches.
 """
 
 import signal
@@ -28,6 +32,7 @@ from nnx_lab.core.graph import (
     _walk,
     flatten,
     flatten_known,
+    is_variable,
     path_text,
     walk_graph,
 )
@@ -193,7 +198,7 @@ def test_flatten_refuses_a_cycle_and_leaves_the_thread_intact(name):
     with pytest.raises(CyclicGraph, match="references itself"):
         flatten(model)
     with pytest.raises(CyclicGraph):
-        flatten(model, _walk.is_variable, with_path=True)
+        flatten(model, is_variable, with_path=True)
     with pytest.raises(SharedNode):  # what a caller that refuses any shared node gets, at once
         flatten(model, shared=False)
     health.check()
@@ -212,8 +217,8 @@ def test_flatten_is_jax_for_shared_and_plain_graphs():
         leaves, treedef = jax.tree_util.tree_flatten(tree)
         got, got_def = flatten(tree)
         assert got_def == treedef and len(got) == len(leaves) and all(a is b for a, b in zip(got, leaves))
-        with_path, _ = jax.tree_util.tree_flatten_with_path(tree, is_leaf=_walk.is_variable)
-        got = flatten(tree, _walk.is_variable, with_path=True)[0]
+        with_path, _ = jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_variable)
+        got = flatten(tree, is_variable, with_path=True)[0]
         assert [k for k, _ in got] == [k for k, _ in with_path]
         assert all(a is b for (_, a), (_, b) in zip(got, with_path))
     health.check()
