@@ -12,19 +12,23 @@ Both return ``floats = [mean, M2, min, max]`` (about the block's own mean); the 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .._fastmath import ReductionJit, run_width
+
+if TYPE_CHECKING:
+    import jax
+    import numpy as np
 
 __all__ = ["block_stats"]
 
 
-def block_stats(platform: str, block: Any, *, exact: bool = False) -> Any:
+def block_stats(platform: str, block: np.ndarray, *, exact: bool = False) -> tuple[jax.Array, jax.Array]:
     """``(floats, ints)`` of ``block`` (on the device, not fetched); ``exact``: masks NaN and Inf."""
     return (_EXACT if exact else _FAST)(platform, block)
 
 
-def _runs(x: Any) -> tuple[Any, Any]:
+def _runs(x: jax.Array) -> tuple[jax.Array, jax.Array]:
     """``x`` flat as ``[runs, width]`` (runs of at most 4096 elements) and its shift (the first
     element when finite: a large mean does not cancel the variance)."""
     import jax.numpy as jnp
@@ -37,14 +41,14 @@ def _runs(x: Any) -> tuple[Any, Any]:
     return x.reshape(m // w if m else 0, w), shift
 
 
-def _moments(n: Any, s1: Any, s2: Any, shift: Any) -> tuple[Any, Any]:
+def _moments(n: jax.Array, s1: jax.Array, s2: jax.Array, shift: jax.Array) -> tuple[jax.Array, jax.Array]:
     import jax.numpy as jnp
 
     mean = shift + s1 / jnp.maximum(n, 1)
     return mean, jnp.maximum(s2 - s1 * s1 / jnp.maximum(n, 1), 0.0)
 
 
-def _fast(x: Any) -> tuple[Any, Any]:
+def _fast(x: jax.Array) -> tuple[jax.Array, jax.Array]:
     import jax.numpy as jnp
     from jax import lax
 
@@ -65,7 +69,7 @@ def _fast(x: Any) -> tuple[Any, Any]:
     return floats, p[4].sum()  # the zeros; every value counted finite (the caller knows how many)
 
 
-def _exact(x: Any) -> tuple[Any, Any]:
+def _exact(x: jax.Array) -> tuple[jax.Array, jax.Array]:
     import jax.numpy as jnp
     from jax import lax
 

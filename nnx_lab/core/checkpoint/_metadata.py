@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 
@@ -87,7 +87,7 @@ def _disk_bytes(directory: str) -> int:
     return total
 
 
-def read_tree(path: Any) -> CheckpointTree:
+def read_tree(path: str | os.PathLike[str]) -> CheckpointTree:
     """The checkpoint's arrays from its metadata; a :class:`CheckpointError` if there is no checkpoint."""
     directory = os.path.abspath(os.fspath(path))
     if not os.path.isdir(directory):

@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Protocol
 
 __all__ = ["NotebookProgress", "Progress", "auto_progress"]
 
@@ -24,6 +24,12 @@ SHOW_AFTER_S = 1.0
 SHOW_FROM_BYTES = 64 * 2**20
 #: It is redrawn at most this often.
 REDRAW_S = 0.25
+
+
+class DisplayHandle(Protocol):
+    """What a progress display returns: ``update(bundle)`` redraws it in place."""
+
+    def update(self, new: dict) -> None: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,7 +86,7 @@ class NotebookProgress:
 
     def __init__(
         self,
-        display: Callable[[dict], Any] | None = None,
+        display: Callable[[dict], DisplayHandle] | None = None,
         show_after_s: float | None = None,
         redraw_s: float | None = None,
         show_from_bytes: int | None = None,
@@ -89,7 +95,7 @@ class NotebookProgress:
         self._show_after_s = SHOW_AFTER_S if show_after_s is None else show_after_s  # the module's, read now
         self._redraw_s = REDRAW_S if redraw_s is None else redraw_s
         self._show_from_bytes = SHOW_FROM_BYTES if show_from_bytes is None else show_from_bytes
-        self._handle: Any = None
+        self._handle: DisplayHandle | None = None
         self._drawn = -float("inf")
 
     def __call__(self, p: Progress) -> None:
@@ -105,7 +111,7 @@ class NotebookProgress:
             self._drawn = now
 
 
-def _ipython_display(bundle: dict) -> Any:
+def _ipython_display(bundle: dict) -> DisplayHandle:
     # Loaded by ``import IPython`` (so in every kernel, where alone this is used): core imports no UI library.
     ipd = sys.modules["IPython.display"]
     handle = ipd.DisplayHandle()

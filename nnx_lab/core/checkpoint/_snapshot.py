@@ -12,7 +12,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +21,11 @@ from ._blocks import block_stats
 from ._metadata import CheckpointEntry, CheckpointTree, read_tree
 from ._progress import Progress, auto_progress
 from ._stream import CHUNK_BYTES, open_array, pieces, read_blocks, whole_chunk_note
+
+if TYPE_CHECKING:
+    import os
+
+    import tensorstore as ts
 
 __all__ = ["CheckpointRows", "array_stats", "checkpoint_rows", "numeric_dtype"]
 
@@ -36,7 +41,7 @@ class _Moments:
         self.mn, self.mx = math.inf, -math.inf
         self.nan = self.inf = self.zeros = 0
 
-    def add(self, floats: Any, ints: Any) -> None:
+    def add(self, floats: np.ndarray, ints: np.ndarray | tuple[int, int, int, int]) -> None:
         bn, bnan, binf, bzero = (int(v) for v in ints)
         bmean, bm2, bmin, bmax = (float(v) for v in floats)
         if bn:
@@ -65,7 +70,7 @@ class _Moments:
 
 
 def array_stats(
-    arr: Any,
+    arr: ts.TensorStore,
     entry: CheckpointEntry,
     chunk_bytes: int = CHUNK_BYTES,
     progress: Callable[[int], None] | None = None,
@@ -170,10 +175,10 @@ def numeric_dtype(dtype: str | None) -> bool:
 
 
 def checkpoint_rows(
-    path: Any,
+    path: str | os.PathLike[str],
     *,
     stats: bool = True,
-    layers: Any = None,
+    layers: object = None,
     chunk_bytes: int = CHUNK_BYTES,
     progress: Callable[[Progress], None] | bool | None = None,
 ) -> CheckpointRows:

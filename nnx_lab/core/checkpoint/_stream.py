@@ -13,11 +13,14 @@ import collections
 import itertools
 import math
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ._metadata import CheckpointEntry, CheckpointTree, spec
+
+if TYPE_CHECKING:
+    import tensorstore as ts
 
 __all__ = [
     "CHUNK_BYTES",
@@ -38,7 +41,7 @@ CHUNK_BYTES = 32 * 2**20
 MAX_IN_FLIGHT = 4
 
 
-def open_array(tree: CheckpointTree, entry: CheckpointEntry) -> Any:
+def open_array(tree: CheckpointTree, entry: CheckpointEntry) -> ts.TensorStore:
     """The tensorstore of one array (opening reads only its zarr metadata)."""
     import tensorstore as ts
 
@@ -165,14 +168,14 @@ def whole_chunk_note(
 
 
 def read_blocks(
-    arr: Any,
+    arr: ts.TensorStore,
     shape: tuple[int, ...],
     itemsize: int,
     chunk_bytes: int,
     stored: tuple[int, ...] | None = None,
     reducing: int = 0,
     streams: int = 1,
-) -> Iterator[tuple[Any, np.ndarray]]:
+) -> Iterator[tuple[tuple, np.ndarray]]:
     """``(index, block)`` for every block in C order, the next reads in flight while the caller
     handles one (:func:`read_plan`: the block size and how many reads, within the bound; ``reducing``:
     how many earlier pieces the caller's device still holds; ``streams``: how many streams share the
