@@ -73,3 +73,46 @@ def test_every_static_copy_reads_at_wcag_aa(browser, copies, host):
     finally:
         context.close()
     assert not found, "\n".join(found)
+
+
+_JS_TIGHTEST = """(root) => {
+  // the narrowest gap between the text of two neighbouring cells of one row, with what they read
+  const box = (cell) => {
+    const range = document.createRange();
+    range.selectNodeContents(cell);
+    const r = range.getBoundingClientRect();
+    return r.width ? r : null;
+  };
+  let tightest = null;
+  for (const row of root.querySelectorAll("tr")) {
+    const cells = [...row.children].filter((c) => c.textContent.trim());
+    for (let i = 0; i + 1 < cells.length; i++) {
+      const [a, b] = [box(cells[i]), box(cells[i + 1])];
+      if (!a || !b || Math.abs(a.top - b.top) > a.height) continue;
+      const gap = b.left - a.right;
+      if (!tightest || gap < tightest.gap)
+        tightest = { gap, between: cells[i].textContent.trim() + " | " + cells[i + 1].textContent.trim() };
+    }
+  }
+  return tightest;
+}"""
+
+
+def test_every_static_table_keeps_its_cells_apart_on_a_bare_page(browser, copies):
+    """A page with no table styles of its own (Colab's output frame, VS Code's, an exported page's
+    plain HTML) shows every static table with room between cells: before the cells carried their own
+    padding, the split table read "BatchStat(8,)" and "float32128 B" (2 px between cells)."""
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    page = context.new_page()
+    tight = []
+    try:
+        for name, html in copies.items():
+            page.set_content(
+                f'<html><body style="font-family:sans-serif;font-size:13px"><div id="copy">{html}</div></body></html>'
+            )
+            found = page.evaluate(f"({_JS_TIGHTEST})(document.getElementById('copy'))")
+            if found is not None and found["gap"] < 8:
+                tight.append(f"{name}: {found['gap']:.1f} px between {found['between']!r}")
+    finally:
+        context.close()
+    assert not tight, "\n".join(tight)

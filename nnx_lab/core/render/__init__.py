@@ -19,6 +19,7 @@ imports the feature packages, so nothing here closes an import cycle.
 from ._capture import capture_html, capture_text
 from ._format import (
     BYTE_UNITS,
+    CELL_PAD,
     DIGITS,
     FILTER_COLORS,
     NONFINITE_LABEL,
@@ -43,6 +44,7 @@ from ._views import view_text
 
 __all__ = [
     "BYTE_UNITS",
+    "CELL_PAD",
     "DIGITS",
     "FILTER_COLORS",
     "NONFINITE_LABEL",

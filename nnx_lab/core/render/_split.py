@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from typing import Any, Sequence
 
-from ._format import ALIGN_LEFT, ALIGN_RIGHT, FILTER_COLORS, format_bytes, format_shape
+from ._format import ALIGN_LEFT, ALIGN_RIGHT, CELL_PAD, FILTER_COLORS, format_bytes, format_shape
 from ._snapshot import path_cell
 
 
@@ -58,9 +58,11 @@ def split_html(report: Any, target: str = "model", names: Sequence[str] | None =
     )
     for f in report.filters:
         color = _filter_color(f.index)
-        head += f'<th style="text-align:center;{color}" title="{esc(f.label)}">{esc(f.name)}<br>{f.count}</th>'
+        head += (
+            f'<th style="text-align:center;{CELL_PAD};{color}" title="{esc(f.label)}">{esc(f.name)}<br>{f.count}</th>'
+        )
     if not report.exhaustive:
-        head += f'<th style="text-align:center;{_WARN}">remainder</th>'
+        head += f'<th style="text-align:center;{CELL_PAD};{_WARN}">remainder</th>'
     parts.append('<div style="max-height:420px;overflow:auto">' + table + f"<tr>{head}</tr>")
     for r in report.rows[:max_rows]:
         row = r.row
@@ -72,9 +74,11 @@ def split_html(report: Any, target: str = "model", names: Sequence[str] | None =
         for f in report.filters:
             color = _filter_color(f.index)
             mark = "●" if r.taken_by == f.index else ("○" if f.index in r.matched_by else "")
-            cells += f'<td style="text-align:center;{color}">{mark}</td>'
+            cells += f'<td style="text-align:center;{CELL_PAD};{color}">{mark}</td>'
         if not report.exhaustive:
-            cells += f'<td style="text-align:center;{_WARN}">' + ("●" if r.taken_by is None else "") + "</td>"
+            cells += (
+                f'<td style="text-align:center;{CELL_PAD};{_WARN}">' + ("●" if r.taken_by is None else "") + "</td>"
+            )
         parts.append(f"<tr>{cells}</tr>")
     parts.append("</table></div>")
     if len(report.rows) > max_rows:

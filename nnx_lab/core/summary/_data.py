@@ -7,6 +7,7 @@ import html
 from typing import Any
 
 from ..offers import offer
+from ..render import CELL_PAD
 from ..text import clip
 from ._formats import bytes_text, count_text, params_text
 from ._memory import NOT_COMPUTED, PENDING
@@ -196,7 +197,9 @@ class Summary:
     def rng_note(self) -> str | None:
         """The footnote of the FLOPs marked ``*``: how many generate random bits, and where."""
         rows = self.rows
-        where: dict[tuple[str, int, int], list[str]] = {}  # (class, random-bit FLOPs, FLOPs) -> paths
+        # (class, random-bit FLOPs) -> (path, FLOPs): alike calls whose totals differ by XLA's rounding
+        # (a ViT's Dropouts: 187,032 and 187,031) are still one clause
+        where: dict[tuple[str, int], list[tuple[str, int]]] = {}
         for i, r in enumerate(rows):
             if not r.rng_flops or r.layer is not None:
                 continue
@@ -207,18 +210,21 @@ class Summary:
                 if q.layer is None and q.depth == r.depth + 1:
                     inner += q.rng_flops
             if inner < r.rng_flops:
-                where.setdefault((r.cls, r.rng_flops, r.flops), []).append(r.path or self.model_class)
+                where.setdefault((r.cls, r.rng_flops), []).append((r.path or self.model_class, r.flops))
         if not where:
             return None
         parts = []
-        for (cls, rng, flops), paths in where.items():  # alike calls (a model's Dropouts) said once
+        for (cls, rng), calls in where.items():  # alike calls (a model's Dropouts) said once
+            paths = [path for path, _ in calls]
+            low, high = min(f for _, f in calls), max(f for _, f in calls)
             if len(paths) == 1:
-                parts.append(f"{paths[0]} ({cls}): {rng:,} of its {flops:,}")
+                parts.append(f"{paths[0]} ({cls}): {rng:,} of its {high:,}")
             else:
                 named = ", ".join(paths[:RNG_NAMED]) + (
                     f" and {len(paths) - RNG_NAMED} more" if len(paths) > RNG_NAMED else ""
                 )
-                parts.append(f"{len(paths)} {cls} calls, {rng:,} of their {flops:,} each: {named}")
+                total = f"{high:,}" if low == high else f"{low:,}–{high:,}"
+                parts.append(f"{len(paths)} {cls} calls, {rng:,} of their {total} each: {named}")
         return f"{RNG_MARK} {RNG_WHY}: " + "; ".join(parts)
 
     def __repr__(self) -> str:
@@ -249,18 +255,20 @@ class Summary:
             for name, fn in cols:
                 text = esc(str(fn(r)).strip() if name == "path" else str(fn(r)))
                 if name == "path":
-                    cells.append(f'<td style="padding-left:{0.3 + 1.2 * r.depth:.1f}em;text-align:left">{text}</td>')
+                    cells.append(
+                        f'<td style="{CELL_PAD};padding-left:{0.3 + 1.2 * r.depth:.1f}em;text-align:left">{text}</td>'
+                    )
                 elif name == "FLOPs":
                     cells.append(
-                        '<td style="text-align:right;background:linear-gradient(90deg,'
+                        f'<td style="text-align:right;{CELL_PAD};background:linear-gradient(90deg,'
                         f'rgba(66,133,244,.25) {share:.1f}%,transparent {share:.1f}%)">{text}</td>'
                     )
                 else:
                     cells.append(
-                        f'<td style="text-align:{"left" if name in ("class", "inputs", "outputs") else "right"}">{text}</td>'
+                        f'<td style="text-align:{"left" if name in ("class", "inputs", "outputs") else "right"};{CELL_PAD}">{text}</td>'
                     )
             body.append("<tr>" + "".join(cells) + "</tr>")
-        header = "".join(f"<th>{esc(name)}</th>" for name, _ in cols)
+        header = "".join(f'<th style="{CELL_PAD}">{esc(name)}</th>' for name, _ in cols)
         note = self.rng_note()
         foot = f'<div class="nnx-sum-note">{esc(note)}</div>' if note else ""
         return (
