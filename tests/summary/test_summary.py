@@ -11,9 +11,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
-# Reaches inside core.summary (why this file may): the FLOP formulas are checked against XLA's own count of
-# the traced program, which only _costs.tally and _build._trace_program expose.
-from nnx_lab.core.summary import SummaryError, _costs, summary
+from nnx_lab.core.summary import SummaryError, summary
 
 from . import models as zoo
 
@@ -29,46 +27,47 @@ def _close(ours: int, ref: int) -> bool:
     return abs(ours - ref) <= 0.01 * max(abs(ref), 1)
 
 
+#: rows whose call draws random bits (cnn's Dropout, and the model around it): XLA counts a few FLOPs
+#: more in a whole call than in its operations costed one by one (threefry's counters), so these agree
+#: to 1%; every other row is XLA's number exactly
+RANDOM_ROWS = {"cnn": {"drop", ""}}
+
+
 @pytest.mark.parametrize("name", zoo.NAMES)
-def test_flops_agree_with_xla_per_call(name):
+def test_flops_are_xlas_per_call_numbers(name):
+    """Every row's FLOPs are what XLA's cost analysis says of that module call lowered alone (what
+    nnx.tabulate reports): exactly, so a formula off by one FLOP per operation fails here."""
     model, x = zoo.model(name)
-    ours = _rows(summary(model, x, memory=False))
+    s = summary(model, x, memory=False)
+    assert not s.uncosted
+    ours = _rows(s)
     # tabulate's own numbers where flax has compute_flops; on Colab's flax 0.11 the same computation by hand
     # (zoo.reference_flops: each call lowered alone, XLA's cost analysis; equal to tabulate's on flax 0.12.8)
     ref = (zoo.tabulate_flops if HAS_TABULATE_FLOPS else zoo.reference_flops)(zoo.model(name)[0], x)
+    random_rows = RANDOM_ROWS.get(name, set())
+
+    def agree(ours_flops: int, xla: int, path: str) -> None:
+        if path in random_rows:
+            assert _close(ours_flops, xla), (path, ours_flops, xla)
+        else:
+            assert ours_flops == xla, (path, ours_flops, xla)
+
     if name != "scanned":
         assert set(ref) == set(ours)
         for path, flops in ref.items():
-            assert _close(ours[path], flops), (path, ours[path], flops)
+            agree(ours[path], flops, path)
         return
     # A scan's body runs once per layer: tabulate (XLA counting a while body once) reports one layer
     # for the stack and for its parent; each layer row matches it, the stack is all 3 layers.
     n = 3
     for i in range(n):
-        assert _close(ours[f"blocks[layer {i}]"], ref["blocks"])
-    assert _close(ours["blocks"], n * ref["blocks"])
+        agree(ours[f"blocks[layer {i}]"], ref["blocks"], "blocks")
+    agree(ours["blocks"], n * ref["blocks"], "blocks")
     for path, flops in ref.items():
         if path.startswith("blocks/"):
-            assert _close(ours[path], n * flops), (path, ours[path], flops)
-    assert _close(ours["head"], ref["head"])
-    assert _close(ours[""], ref[""] + (n - 1) * ref["blocks"])
-
-
-def test_formulas_are_xla_numbers():
-    """Every equation costed by formula costs what XLA says of it lowered alone."""
-    for name in zoo.NAMES:
-        model, x = zoo.model(name)
-        s = summary(model, x, memory=False)
-        assert s.flops == _costs.tally(_trace_jaxpr(model, x), exact=True).total[0], name
-        assert not s.uncosted
-
-
-def _trace_jaxpr(model, x):
-    from nnx_lab.core.graph import index_graph
-    from nnx_lab.core.summary._build import _trace_program
-
-    traced, _ = _trace_program(model, list(index_graph(model).modules), "__call__", (x,), {}, grad=False)
-    return traced.jaxpr
+            agree(ours[path], n * flops, path)
+    agree(ours["head"], ref["head"], "head")
+    agree(ours[""], ref[""] + (n - 1) * ref["blocks"], "")
 
 
 class Sowing(nnx.Module):

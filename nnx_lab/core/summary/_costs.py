@@ -157,8 +157,8 @@ def eqn_cost(eqn: Any) -> Cost:
     return cost if cost is not None else lowered_cost(eqn)
 
 
-def tally(jaxpr: Any, exact: bool = False) -> Tally:
-    """The costs of ``jaxpr`` per marked call; ``exact``: every equation lowered for XLA (slow; tests)."""
+def tally(jaxpr: Any) -> Tally:
+    """The costs of ``jaxpr`` per marked call."""
     from jax._src.interpreters import partial_eval as pe
 
     out = Tally()
@@ -166,5 +166,5 @@ def tally(jaxpr: Any, exact: bool = False) -> Tally:
     # returns (a BatchNorm's running statistics, an RNG count) is dropped.
     open_jaxpr = _open(jaxpr)
     open_jaxpr, _ = pe.dce_jaxpr(open_jaxpr, [True] * len(open_jaxpr.outvars))
-    walk(open_jaxpr, out, lowered_cost if exact else eqn_cost)
+    walk(open_jaxpr, out, eqn_cost)
     return out
