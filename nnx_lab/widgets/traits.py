@@ -158,10 +158,10 @@ class NonfiniteReport(TypedDict):
     """``find_nonfinite``'s widget data (core.nonfinite's NonfiniteReport.payload): strings only."""
 
     verdict: str
-    direction: Literal["forward", "backward", "finite"]
+    direction: Literal["forward", "backward", "input", "finite"]  # input: NaN/Inf already in fn's arguments
     lines: list[str]
     bad: list[dict[str, str]]
-    bad_leaves: list[Any]
+    bad_leaves: list[str]
     rows: list[dict[str, Any]]
     bad_caption: str
     note: str

@@ -86,3 +86,18 @@ def test_backward_and_input_payloads():
     bad_x = X.at[1, 2].set(jnp.nan)
     p = nnx_lab.find_nonfinite(mse, Stack(), bad_x, jnp.zeros((4, 1))).payload()
     assert (p["direction"], p["rows"], p["bad_leaves"]) == ("input", [], ["args[1]"])
+
+
+def test_every_verdict_makes_its_widget():
+    """Each of find_nonfinite's four verdicts is a payload the widget's checked trait takes: before the
+    trait knew "input", NaN already in the arguments (a model loaded with an Inf) showed a traceback and
+    fell back to text."""
+    cases = {
+        "finite": (Stack(), X),
+        "forward": (Stack(fault_at=2, fault="log"), X),
+        "backward": (Stack(fault_at=4, fault="sqrt"), jnp.zeros((4, 8))),
+        "input": (Stack(), X.at[1, 2].set(jnp.nan)),
+    }
+    for direction, (model, x) in cases.items():
+        view = NonfiniteView(nnx_lab.find_nonfinite(mse, model, x, jnp.zeros((4, 1))))
+        assert view.report["direction"] == direction

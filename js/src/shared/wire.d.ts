@@ -220,10 +220,10 @@ export interface LedgerPayload {
 /** ``find_nonfinite``'s widget data (core.nonfinite's NonfiniteReport.payload): strings only. */
 export interface NonfiniteReport {
   verdict: string;
-  direction: "forward" | "backward" | "finite";
+  direction: "forward" | "backward" | "input" | "finite";
   lines: string[];
   bad: Record<string, string>[];
-  bad_leaves: any[];
+  bad_leaves: string[];
   rows: Record<string, any>[];
   bad_caption: string;
   note: string;
