@@ -5,7 +5,7 @@ will fit (``memory(step, *args)`` -> :class:`StepPlan`); see docs/guide/memory.m
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Callable, overload
+from typing import Callable, overload
 
 from ..shell import shell_namespace
 from ._data import DISPLAY_HOOKS, MARIMO_HOOKS, DeviceTotal, Freeing, Ledger, Row
@@ -36,10 +36,12 @@ def memory(step: None = None, /, *, namespace: dict | None = None) -> Ledger: ..
 
 
 @overload
-def memory(step: Callable[..., Any], /, *args: Any, namespace: dict | None = None, **kwargs: Any) -> StepPlan: ...
+def memory(
+    step: Callable[..., object], /, *args: object, namespace: dict | None = None, **kwargs: object
+) -> StepPlan: ...
 
 
-def memory(step: Any = None, /, *args: Any, namespace: dict | None = None, **kwargs: Any) -> Ledger | StepPlan:
+def memory(step: object = None, /, *args: object, namespace: dict | None = None, **kwargs: object) -> Ledger | StepPlan:
     """With no step: the live ledger of ``namespace`` (default: the IPython shell's ``user_ns``).
     With a callable ``step``: its compiled memory plan for ``*args, **kwargs`` (nothing executed)."""
     if step is None:

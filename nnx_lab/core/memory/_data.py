@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from ..offers import offer
 from ..render import memory_html, memory_text, top_lines
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Functions ``ledger -> mimebundle | None`` asked, in order, when a Ledger is displayed (the widget
 #: in a Jupyter kernel: ``nnx_lab.widgets.memory`` adds one); none answering: its text and HTML.
@@ -14,6 +18,12 @@ DISPLAY_HOOKS: list = []
 #: Functions ``ledger -> zero-argument callable returning the object to show | None``, asked when marimo
 #: displays a Ledger (its ``_display_`` protocol; ``nnx_lab.widgets.memory`` adds the widget's).
 MARIMO_HOOKS: list = []
+
+
+class PrettyPrinter(Protocol):
+    """What ``_repr_pretty_`` is given (IPython's ``PrettyPrinter``; core imports no IPython)."""
+
+    def text(self, obj: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -85,7 +95,9 @@ class Ledger:
         """Bytes counted under ``name`` on every device."""
         return sum(r.bytes for r in self.rows if r.holder == name)
 
-    def select(self, names: Any = None, *, device: int | None = None, top: int | None = None) -> Ledger:
+    def select(
+        self, names: Iterable[str] | None = None, *, device: int | None = None, top: int | None = None
+    ) -> Ledger:
         """The same ledger restricted to holders ``names`` (their aliases: ``Out[3]``), device id
         ``device``, and ``top`` holders shown; totals stay those of the whole device."""
         rows, devices, freeing = self.rows, self.devices, self.freeing
@@ -109,19 +121,19 @@ class Ledger:
     def __repr__(self) -> str:
         return self.to_text()
 
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+    def _repr_pretty_(self, p: PrettyPrinter, cycle: bool) -> None:
         p.text(self.to_text())
 
     def _repr_html_(self) -> str:
         return memory_html(self, self.top)
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict | None:
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict | None:
         """The widget where a hook offers one (a Jupyter kernel), else None: IPython then asks
         ``_repr_pretty_`` (the text) and ``_repr_html_`` (the static table)."""
         return offer(DISPLAY_HOOKS, self) or None
 
     @property
-    def _display_(self) -> Any:
+    def _display_(self) -> Callable[[], object] | None:
         """marimo's display protocol: what a hook offers (the widget, which marimo shows through its
         anywidget support), else None: marimo then shows ``_repr_html_``."""
         return offer(MARIMO_HOOKS, self)
@@ -133,7 +145,7 @@ class Ledger:
             "freeing": [{**asdict(f), "holders": list(f.holders)} for f in self.freeing],
         }
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> pd.DataFrame:
         """The rows as a pandas DataFrame (pandas is optional)."""
         try:
             import pandas as pd

@@ -44,7 +44,7 @@ class Holder:
     kind: str
     statement: str
     aliases: tuple[str, ...] = ()
-    arrays: list[tuple[str, Any]] = field(default_factory=list)
+    arrays: list[tuple[str, jax.Array]] = field(default_factory=list)
 
 
 def holders(namespace: dict) -> list[Holder]:
@@ -63,7 +63,7 @@ def holders(namespace: dict) -> list[Holder]:
     return found
 
 
-def _skipped(value: Any) -> bool:
+def _skipped(value: object) -> bool:
     return isinstance(value, (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, str, bytes))
 
 
@@ -96,7 +96,7 @@ def _output_cache(namespace: dict) -> Iterator[Holder]:
                 yield Holder(name, OUTPUT, statement, (), arrays)
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     if isinstance(value, nnx.Module):
         return MODULE
     if isinstance(value, nnx.Optimizer):
@@ -112,7 +112,7 @@ ARRAY_T, VARIABLE_T, GRAPH_T, OTHER_T = range(4)
 _CLASSES: dict[type, int] = {}  # flax's isinstance checks cost µs each: one per type
 
 
-def _classify(x: Any) -> int:
+def _classify(x: object) -> int:
     t = type(x)
     c = _CLASSES.get(t)
     if c is None:
@@ -128,11 +128,11 @@ def _classify(x: Any) -> int:
     return c
 
 
-def _is_node(x: Any) -> bool:
+def _is_node(x: object) -> bool:
     return _classify(x) in (VARIABLE_T, GRAPH_T)
 
 
-def reached(value: Any) -> Iterator[tuple[str, Any]]:
+def reached(value: Any) -> Iterator[tuple[str, jax.Array]]:
     """``(group, array)`` for every jax array ``value`` reaches (arrays twice reached: twice)."""
     c = _classify(value)
     if c == ARRAY_T:
@@ -156,11 +156,11 @@ def reached(value: Any) -> Iterator[tuple[str, Any]]:
             yield from _graph_arrays(leaf)
 
 
-def _is_variable(x: Any) -> bool:
+def _is_variable(x: object) -> bool:
     return _classify(x) == VARIABLE_T
 
 
-def _graph_arrays(node: Any) -> Iterator[tuple[str, Any]]:
+def _graph_arrays(node: object) -> Iterator[tuple[str, jax.Array]]:
     optimizer = isinstance(node, nnx.Optimizer)
     if not optimizer:  # jax's flattening of a module (one C++ walk); flax's walk where it refuses (a cycle)
         try:
@@ -184,7 +184,7 @@ def _graph_arrays(node: Any) -> Iterator[tuple[str, Any]]:
             yield "array", value
 
 
-def _variable_arrays(group: str, value: Any) -> Iterator[tuple[str, Any]]:
+def _variable_arrays(group: str, value: Any) -> Iterator[tuple[str, jax.Array]]:
     if _classify(value) == ARRAY_T:
         yield group, value
         return

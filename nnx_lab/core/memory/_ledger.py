@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from typing import Any
+from typing import Protocol
 
 import jax
 import jax.numpy as jnp
@@ -30,11 +30,23 @@ UNREACHED_NOTE = (
 )
 
 
-def device_name(device: Any) -> str:
+class Device(Protocol):
+    """A jax device, as read here (jax's stubs leave ``jax.Device`` unresolved)."""
+
+    @property
+    def platform(self) -> str: ...
+
+    @property
+    def id(self) -> int: ...
+
+    def memory_stats(self) -> dict[str, int] | None: ...
+
+
+def device_name(device: Device) -> str:
     return f"{device.platform}:{device.id}"
 
 
-def _buffers(array: Any, single: dict | None = None) -> list[tuple[Any, Any, int]]:
+def _buffers(array: jax.Array, single: dict | None = None) -> list[tuple[tuple, Device, int]]:
     """``[(key, device, bytes)]``: one per addressable shard of ``array`` ([] when deleted).
     ``single`` caches, per sharding, its one device (None when several or not all addressable)."""
     try:
@@ -61,7 +73,7 @@ def _buffers(array: Any, single: dict | None = None) -> list[tuple[Any, Any, int
         return []
 
 
-def _nbytes(array: Any) -> int:
+def _nbytes(array: jax.Array) -> int:
     """``array.nbytes`` without jax's ``size`` property (50 µs an array on jax 0.10's CPU arrays)."""
     n = array.dtype.itemsize
     for d in array.shape:
@@ -69,7 +81,7 @@ def _nbytes(array: Any) -> int:
     return int(n)
 
 
-def _base(array: Any) -> Any:
+def _base(array: jax.Array) -> jax.Array:
     """A typed PRNG key array's uint32 data (the buffer jax.live_arrays() lists), else ``array``."""
     if jnp.issubdtype(array.dtype, jax.dtypes.prng_key):
         try:
@@ -79,14 +91,14 @@ def _base(array: Any) -> Any:
     return array
 
 
-def _key(device: Any, data: Any) -> tuple:
+def _key(device: Device, data: jax.Array) -> tuple:
     try:
         return (device.id, data.unsafe_buffer_pointer())
     except Exception:  # noqa: BLE001 - a backend without pointers: the Array object is the buffer
         return (device.id, "id", id(data))
 
 
-def memory_stats(device: Any) -> dict:
+def memory_stats(device: Device) -> dict:
     try:
         stats = device.memory_stats()
     except Exception as e:  # noqa: BLE001 - a backend without statistics: said as such
@@ -103,7 +115,7 @@ def build_ledger(namespace: dict | None) -> Ledger:
     """The ledger of every live array now, grouped by ``namespace``'s holders."""
     live = [a for a in jax.live_arrays()]
     by_id: dict[int, list] = {}
-    buffers: dict[tuple, tuple[Any, int]] = {}  # key -> (device, bytes), in live order
+    buffers: dict[tuple, tuple[Device, int]] = {}  # key -> (device, bytes), in live order
     single: dict = {}
     for array in live:
         parts = _buffers(array, single)

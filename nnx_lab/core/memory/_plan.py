@@ -7,8 +7,9 @@ from __future__ import annotations
 import inspect
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import jax
 from flax import nnx
@@ -20,7 +21,36 @@ from ..render import format_bytes, plan_html, plan_text
 from ..text import first_line, one_line
 from ._ledger import device_name, memory_stats
 
+if TYPE_CHECKING:
+    from ._data import PrettyPrinter
+    from ._ledger import Device
+
 FIELDS = ("argument", "output", "alias", "temp", "generated_code")
+
+
+class _Compiled(Protocol):
+    """A compiled step (``jax.stages.Compiled``, or flax's wrapper of one)."""
+
+    @property
+    def input_shardings(self) -> object: ...
+
+    def memory_analysis(self) -> object: ...
+
+
+class _Lowered(Protocol):
+    """A lowered step (``jax.stages.Lowered``, or flax's wrapper of one, which holds it as ``lowered``)."""
+
+    def compile(self) -> _Compiled: ...
+
+
+class _Staged(Protocol):
+    """What :func:`_donations` reads of jax's ``Lowered`` (an older jax has no ``out_info``: said in a note)."""
+
+    @property
+    def args_info(self) -> object: ...
+
+    @property
+    def out_info(self) -> object: ...
 
 
 @dataclass(frozen=True)
@@ -73,7 +103,7 @@ class StepPlan:
     def __repr__(self) -> str:
         return plan_text(self)
 
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+    def _repr_pretty_(self, p: PrettyPrinter, cycle: bool) -> None:
         p.text(plan_text(self))
 
     def _repr_html_(self) -> str:
@@ -93,15 +123,15 @@ class StepPlan:
         }
 
 
-def _has_node(tree: Any) -> bool:
+def _has_node(tree: object) -> bool:
     return any(nnx_graph.is_graph_node(x) for x in jax.tree.leaves(tree, is_leaf=nnx_graph.is_graph_node))
 
 
-def _is_node(x: Any) -> bool:
+def _is_node(x: object) -> bool:
     return isinstance(x, nnx.Variable) or nnx_graph.is_graph_node(x)
 
 
-def _leaves(value: Any) -> list:
+def _leaves(value: object) -> list:
     """Every array-like (shape and dtype) ``value`` holds, a module's Variables included."""
     if nnx_graph.is_graph_node(value) and not isinstance(value, nnx.Variable):
         value = nnx.state(value)
@@ -129,12 +159,12 @@ def _node_leaves(args: tuple, kwargs: dict) -> list:
     return [x for a in (*args, *kwargs.values()) for x in _leaves(a)]
 
 
-def _name(step: Any) -> str:
+def _name(step: Callable[..., object]) -> str:
     fn = getattr(step, "fun", None) or getattr(step, "__wrapped__", None) or step
     return getattr(fn, "__name__", None) or type(step).__name__
 
 
-def _lower(step: Any, args: tuple, kwargs: dict) -> Any:
+def _lower(step: Any, args: tuple, kwargs: dict) -> _Lowered:  # the user's step: a function, a jitted one, a Module
     if isinstance(step, nnx.Module):
         return nnx.jit(lambda module, *a, **k: module(*a, **k)).lower(step, *args, **kwargs)
     if callable(getattr(step, "lower", None)):
@@ -144,7 +174,7 @@ def _lower(step: Any, args: tuple, kwargs: dict) -> Any:
     return jax.jit(step).lower(*args, **kwargs)
 
 
-def plan(step: Any, args: tuple, kwargs: dict) -> StepPlan:
+def plan(step: Callable[..., object], args: tuple, kwargs: dict) -> StepPlan:
     name = type(step).__name__ if isinstance(step, nnx.Module) else _name(step)
     check_no_tracer(args, kwargs)
     try:
@@ -176,7 +206,7 @@ def plan(step: Any, args: tuple, kwargs: dict) -> StepPlan:
     return StepPlan(name, device_name(device), values, limit, available, donations, note)
 
 
-def _device(compiled: Any) -> Any:
+def _device(compiled: _Compiled) -> Device:
     try:
         for sharding in jax.tree.leaves(compiled.input_shardings):
             return min(sharding.device_set, key=lambda d: d.id)
@@ -185,17 +215,19 @@ def _device(compiled: Any) -> Any:
     return jax.devices()[0]
 
 
-def _resident(x: Any, device: Any) -> int:
+def _resident(x: object, device: Device) -> int:
     """Bytes of a real argument array already on ``device`` (its memory is counted in bytes_in_use)."""
     if not isinstance(x, jax.Array) or x.is_deleted():
         return 0
     return sum(int(s.data.nbytes) for s in x.addressable_shards if s.device == device)
 
 
-def _donations(step: Any, lowered: Any, args: tuple, kwargs: dict) -> tuple[tuple[Donation, ...], str]:
+def _donations(
+    step: Callable[..., object], lowered: _Lowered, args: tuple, kwargs: dict
+) -> tuple[tuple[Donation, ...], str]:
     """Arguments not donated whose arrays match an output's shape and dtype: XLA could write that
     output into them (``donate_argnums``)."""
-    inner = getattr(lowered, "lowered", lowered)
+    inner = cast("_Staged", getattr(lowered, "lowered", lowered))
     try:
         outputs = Counter((tuple(o.shape), str(o.dtype)) for o in jax.tree.leaves(inner.out_info))
         flags = [bool(getattr(i, "donated", False)) for i in jax.tree.leaves(inner.args_info)]
@@ -227,7 +259,7 @@ def _donations(step: Any, lowered: Any, args: tuple, kwargs: dict) -> tuple[tupl
     return tuple(sorted(found, key=lambda d: -d.bytes)), ""
 
 
-def _argument_names(step: Any, args: tuple, kwargs: dict) -> list[str]:
+def _argument_names(step: Callable[..., object], args: tuple, kwargs: dict) -> list[str]:
     if isinstance(step, nnx.Module):
         fn = type(step).__call__
         offset = 1  # self
