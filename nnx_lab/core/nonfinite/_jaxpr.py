@@ -18,7 +18,7 @@ entered and searched again; the chain of names is kept (``_where > div``).
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 import jax
 import jax.numpy as jnp
@@ -27,6 +27,10 @@ from flax import nnx
 from jax.extend.core import Literal as _Literal
 
 from ._record import Call, is_float, nonfinite
+
+if TYPE_CHECKING:  # jax.extend.core on jax 0.7 and 0.10 alike; read only by the checker
+    from jax.extend.core import ClosedJaxpr, Jaxpr, JaxprEqn, Var
+    from jax.typing import ArrayLike
 
 _SUB = ("jaxpr", "call_jaxpr", "fun_jaxpr")  # params that hold a sub-jaxpr we can enter
 
@@ -41,11 +45,11 @@ def _library_dirs() -> tuple[str, ...]:
     return tuple(d + os.sep for d in dirs)
 
 
-def source_line(eqn: Any) -> str | None:
+def source_line(eqn: JaxprEqn) -> str | None:
     """``file:line (function)`` of the innermost frame outside jax, flax and nnx_lab, else outside jax
     (a flax layer's own line: jax keeps only the innermost frames); None if unknown."""
     try:
-        frames = list(eqn.source_info.traceback.frames)
+        frames = list(eqn.source_info.traceback.frames)  # pyright: ignore[reportOptionalMemberAccess] - None: caught below
     except AttributeError:  # no traceback recorded (jax_include_full_tracebacks off) or another jax
         return None
     skip = _library_dirs()
@@ -61,14 +65,14 @@ def source_line(eqn: Any) -> str | None:
     return None
 
 
-def _bind(eqn: Any, invals: list) -> list:
+def _bind(eqn: JaxprEqn, invals: list) -> list:
     params = eqn.primitive.get_bind_params(eqn.params)  # a dict on newer jax, (subfuns, params) before
     subfuns, params = params if isinstance(params, tuple) else ([], params)
     out = eqn.primitive.bind(*subfuns, *invals, **params)
     return list(out) if eqn.primitive.multiple_results else [out]
 
 
-def _sub(eqn: Any) -> tuple[Any, list] | None:
+def _sub(eqn: JaxprEqn) -> tuple[Jaxpr, list] | None:
     """The (jaxpr, consts) an equation calls with its own inputs, or None."""
     for key in _SUB:
         sub = eqn.params.get(key)
@@ -81,17 +85,17 @@ def _sub(eqn: Any) -> tuple[Any, list] | None:
     return None
 
 
-def _step(eqn: Any, invals: list) -> dict:
+def _step(eqn: JaxprEqn, invals: list) -> dict:
     name = eqn.params.get("name") if eqn.primitive.name in ("pjit", "jit", "closed_call") else None
     label = f"{eqn.primitive.name}({name})" if name else eqn.primitive.name
     return {"primitive": eqn.primitive.name, "label": label, "source": source_line(eqn), "eqn": eqn, "in": invals}
 
 
-def _read(env: dict, v: Any) -> Any:
+def _read(env: dict, v: Var | _Literal) -> ArrayLike:
     return v.val if isinstance(v, _Literal) else env[v]
 
 
-def forward(jaxpr: Any, consts: list, args: list, depth: int = 0) -> list[dict]:
+def forward(jaxpr: Jaxpr, consts: list, args: list, depth: int = 0) -> list[dict]:
     """The chain of equations (outermost first) that first made ``jaxpr``'s outputs non-finite."""
     env: dict = dict(zip(jaxpr.constvars, consts))
     env.update(zip(jaxpr.invars, args))
@@ -115,11 +119,11 @@ def forward(jaxpr: Any, consts: list, args: list, depth: int = 0) -> list[dict]:
     return [step, *inner]
 
 
-def _floating(v: Any) -> bool:
-    return jnp.issubdtype(v.aval.dtype, jnp.inexact)
+def _floating(v: Var) -> bool:
+    return jnp.issubdtype(v.aval.dtype, jnp.inexact)  # pyright: ignore[reportAttributeAccessIssue] - a ShapedArray (stubs: AbstractValue)
 
 
-def backward(jaxpr: Any, consts: list, args: list, out_cts: list, depth: int = 0) -> list[dict]:
+def backward(jaxpr: Jaxpr, consts: list, args: list, out_cts: list, depth: int = 0) -> list[dict]:
     """The chain of equations (outermost first) whose cotangent rule first made a cotangent
     non-finite, walking back from ``out_cts`` (one per output of ``jaxpr``, None for zero)."""
     env: dict = dict(zip(jaxpr.constvars, consts))
@@ -128,7 +132,7 @@ def backward(jaxpr: Any, consts: list, args: list, out_cts: list, depth: int = 0
         env.update(zip(eqn.outvars, _bind(eqn, [_read(env, v) for v in eqn.invars])))
     cts: dict = {}
 
-    def add(v: Any, ct: Any) -> None:
+    def add(v: Var | _Literal, ct: jax.Array | None) -> None:
         if ct is not None and not isinstance(v, _Literal) and _floating(v):
             cts[v] = ct if v not in cts else cts[v] + ct
 
@@ -143,7 +147,7 @@ def backward(jaxpr: Any, consts: list, args: list, out_cts: list, depth: int = 0
         if not diff:
             continue
         out_vars = [eqn.outvars[i] for i in outs]
-        out_ct = [cts[v] if v in cts else jnp.zeros(v.aval.shape, v.aval.dtype) for v in out_vars]
+        out_ct = [cts[v] if v in cts else jnp.zeros(v.aval.shape, v.aval.dtype) for v in out_vars]  # pyright: ignore[reportAttributeAccessIssue] - floating: a ShapedArray
         in_ct = jax.vjp(_local(eqn, invals, diff, outs), *[invals[i] for i in diff])[1](out_ct)
         if any(nonfinite(c) for c in in_ct) and not any(nonfinite(c) for c in out_ct):
             step = _step(eqn, invals)
@@ -156,8 +160,8 @@ def backward(jaxpr: Any, consts: list, args: list, out_cts: list, depth: int = 0
     return []
 
 
-def _local(eqn: Any, invals: list, diff: list, outs: list) -> Callable:
-    def f(*xs: Any) -> list:
+def _local(eqn: JaxprEqn, invals: list, diff: list, outs: list) -> Callable[..., list]:
+    def f(*xs: jax.Array) -> list:
         vals = list(invals)
         for i, x in zip(diff, xs):
             vals[i] = x
@@ -167,7 +171,7 @@ def _local(eqn: Any, invals: list, diff: list, outs: list) -> Callable:
     return f
 
 
-def call_jaxpr(call: Call) -> tuple[Any, list, list[int]]:
+def call_jaxpr(call: Call) -> tuple[ClosedJaxpr, list, list[int]]:
     """The call as a closed jaxpr of its array leaves (state, args, kwargs), those leaves' values, and
     the indices, among the leaves of the call's output, of the arrays the jaxpr returns."""
     graphdef, state = call.state
@@ -175,7 +179,7 @@ def call_jaxpr(call: Call) -> tuple[Any, list, list[int]]:
     dyn = [i for i, x in enumerate(leaves) if isinstance(x, (jax.Array, np.ndarray))]
     kept: list[int] = []
 
-    def f(*values: Any) -> list:
+    def f(*values: jax.Array) -> list:
         ls = list(leaves)
         for i, v in zip(dyn, values):
             ls[i] = v

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -22,7 +22,7 @@ DISPLAY_HOOKS: list = []
 MARIMO_HOOKS: list = []
 
 
-def leaf_stats(name: str, x: Any) -> dict:
+def leaf_stats(name: str, x: jax.Array | np.ndarray) -> dict:
     """Shape, dtype, min/max/mean of the finite values, NaN and Inf counts, first bad index."""
     a = np.asarray(jnp.asarray(x, jnp.float32) if x.dtype == jnp.bfloat16 else x)
     finite = np.isfinite(a)
@@ -42,7 +42,7 @@ def leaf_stats(name: str, x: Any) -> dict:
     }
 
 
-def tree_stats(prefix: str, tree: Any) -> list[dict]:
+def tree_stats(prefix: str, tree: object) -> list[dict]:
     out = []
     for path, x in jax.tree_util.tree_flatten_with_path(tree)[0]:
         if is_float(x) and not isinstance(x, Tracer):
@@ -133,13 +133,13 @@ class NonfiniteReport:
         return pre_html(self.to_text(), ' class="nnx-lab-nonfinite"')
 
     @property
-    def _ipython_display_(self) -> Any:
+    def _ipython_display_(self) -> Callable[[], object] | None:
         """The first display hook's answer (the widget in a Jupyter kernel), else None: IPython then
         shows ``_repr_html_`` and the text."""
         return offer(DISPLAY_HOOKS, self)
 
     @property
-    def _display_(self) -> Any:
+    def _display_(self) -> Callable[[], object] | None:
         """marimo's display protocol: what a hook offers (the widget, which marimo shows through its
         anywidget support), else None: marimo then shows ``_repr_html_``."""
         return offer(MARIMO_HOOKS, self)

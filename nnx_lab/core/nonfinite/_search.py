@@ -16,7 +16,7 @@ from ._report import NonfiniteReport, leaf_stats, tree_stats
 log = logging.getLogger("nnx_lab")
 
 
-def unjit(fn: Any) -> Callable:
+def unjit(fn: object) -> Callable:
     """``fn`` itself, or the Python function under a ``jax.jit`` / ``nnx.jit``; one-line errors."""
     if not callable(fn):
         raise TypeError(f"find_nonfinite: fn must be callable (a forward pass or a loss), got {type(fn).__name__}")
@@ -50,17 +50,17 @@ def _module_paths(paths: list[tuple]) -> list[str]:
     return out
 
 
-def _flat(state: Any) -> list[tuple[tuple, Any]]:
+def _flat(state: nnx.State) -> list[tuple[tuple, object]]:
     return [(tuple(p), get_value(v) if isinstance(v, nnx.Variable) else v) for p, v in nnx.to_flat_state(state)]
 
 
-def _loss(out: Any) -> Any:
+def _loss(out: object) -> jax.Array | None:
     """The scalar a loss returns (the first element of ``(loss, aux)``), or None."""
     x: Any = out[0] if isinstance(out, (tuple, list)) and out else out  # the user's loss, as returned
     return x if is_float(x) and x.shape == () else None
 
 
-def _bad(tree: Any) -> bool:
+def _bad(tree: object) -> bool:
     return any(nonfinite(x) for x in jax.tree.leaves(tree))
 
 
@@ -128,7 +128,7 @@ def _primitive(report: NonfiniteReport, call: Call, out_cts: dict | None = None)
         report.source = next((s["source"] for s in reversed(chain) if s["source"]), None)
 
 
-def find_nonfinite(fn: Callable, *args: Any, **kwargs: Any) -> NonfiniteReport:
+def find_nonfinite(fn: Callable, *args: object, **kwargs: object) -> NonfiniteReport:
     """Where NaN/Inf first appears in ``fn(*args, **kwargs)``: forward, backward or already in the input.
 
     ``fn`` may be wrapped in ``jax.jit``/``nnx.jit`` (its Python function is run, outside any jit).
@@ -193,8 +193,8 @@ def _forward(report: NonfiniteReport, calls: list[Call], names: list[str], sites
 def _backward(
     report: NonfiniteReport,
     fn: Callable,
-    marked: Any,
-    start: Any,
+    marked: nnx.GraphDef,
+    start: nnx.State,
     classes: set,
     calls: list[Call],
     names: list[str],
@@ -203,7 +203,7 @@ def _backward(
     root, params, rest = nnx.split(nnx.merge(marked, start, copy=True), nnx.Param, ...)
     taps: list[Call] = []
 
-    def loss(params: Any) -> Any:
+    def loss(params: nnx.State) -> jax.Array | None:
         a, k = nnx.merge(root, params, rest, copy=True)
         with Patched(classes, tap=True) as patched:
             out = fn(*a, **k)
