@@ -1,8 +1,11 @@
-"""The value program's run partials, summed on the host: odd sizes, empty arrays, layers, NaN, Inf; how
-many programs compare() compiles (one per device group) and how often it fetches from the device."""
+"""compare()'s figures against float64 numpy: odd sizes, empty arrays, layers, NaN, Inf; how many
+programs compare() compiles (one per device group; seen in jax's own compile log) and how often it
+fetches from the device. Through public APIs only."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
 import os
 import subprocess
@@ -17,9 +20,30 @@ from test_compare import Net
 
 import nnx_lab
 
-# Reaches inside core.compare (why this file may): how many programs the value reduction compiles and how
-# many arrays each takes are its own choices, seen only in its program cache and its compile calls.
-from nnx_lab.core.compare import _values
+#: what docs/guide/compare.md promises: "A program reads at most 1,024 arrays"
+MAX_ARRAYS = 1024
+
+
+@contextlib.contextmanager
+def value_programs():
+    """The arrays each program compare() compiles for its values reads, one entry per compile, from jax's
+    own compile log (``jax.log_compiles``: "Compiling jit(_program_fn) with global shapes and types
+    (...)"; its arguments are the arrays and the tolerance)."""
+    sizes: list[int] = []
+
+    class Compiles(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            message = record.getMessage()
+            if message.startswith("Compiling jit(_program_fn) "):
+                sizes.append(message.split(". Argument mapping")[0].count("ShapedArray(") - 1)
+
+    handler, logger = Compiles(), logging.getLogger("jax")
+    logger.addHandler(handler)
+    try:
+        with jax.log_compiles(True):
+            yield sizes
+    finally:
+        logger.removeHandler(handler)
 
 
 def reference(a: np.ndarray, b: np.ndarray, tol: float) -> tuple[list, list]:
@@ -33,11 +57,29 @@ def reference(a: np.ndarray, b: np.ndarray, tol: float) -> tuple[list, list]:
     return floats, ints
 
 
-def check(got: _values.Partials, a: np.ndarray, b: np.ndarray, tol: float) -> None:
-    floats, ints = reference(a, b, tol)
-    assert got.ints == ints and got.size == a.size
-    for g, r in zip(got.floats, floats):
-        assert (math.isnan(g) and math.isnan(r)) or g == pytest.approx(r, rel=1e-5, abs=1e-6)
+def check(row, a: np.ndarray, b: np.ndarray, tol: float) -> None:
+    """A compare() row's figures against float64 numpy (each one is made from the sums above)."""
+    floats, (changed, differ, nan_a, nan_b) = reference(a, b, tol)
+    d2, a2, b2, ab, max_abs = map(float, floats)
+    assert row.size == a.size and row.identical == (differ == 0), row
+    assert row.frac_changed == (changed / a.size if a.size else 0.0), row
+    if nan_a or nan_b:
+        assert row.status == "nan" and row.note == f"NaN: {nan_a} in a, {nan_b} in b", row
+    rel = math.sqrt(d2) / math.sqrt(a2) if a2 > 0 else (0.0 if d2 == 0 else math.inf)
+    cos = ab / math.sqrt(a2 * b2) if a2 > 0 and b2 > 0 else None
+    for got, want in ((row.rel_change, rel), (row.max_abs, max_abs), (row.cosine, cos)):
+        if want is None or math.isnan(want):
+            assert got is want or math.isnan(got), row
+        else:
+            assert got == pytest.approx(want, rel=1e-5, abs=1e-6), row
+
+
+class Many(nnx.Module):
+    """Thousands of small Variables of three specs (attributes: Colab's flax 0.11 has no nnx.List)."""
+
+    def __init__(self, values: dict[str, np.ndarray]):
+        for name, v in values.items():
+            setattr(self, name, nnx.Param(jnp.asarray(v)))
 
 
 def test_every_pair_and_layer_matches_float64_numpy():
@@ -49,38 +91,26 @@ def test_every_pair_and_layer_matches_float64_numpy():
         "nan": rng.standard_normal(8192).astype(np.float32),
         "inf": np.array([np.inf, 1.0, -2.0, 3.0] * 32, np.float32),
     }
-    b = {k: v + np.float32(0.01) * (rng.standard_normal(v.shape).astype(np.float32) > 1) for k, v in a.items()}
+    b = {k: v + np.float32(0.01) * (rng.standard_normal(v.shape) > 1) for k, v in a.items()}
+    for v in b.values():  # differing bits within tol: equal, not changed
+        v += np.float32(0.001) * (rng.standard_normal(v.shape) > 1)
     a["nan"][7] = np.nan
     b["inf"] = a["inf"].copy()  # inf - inf: a NaN difference although bit-identical
-    axes = {"layers": 0}
-    pairs = [(jnp.asarray(a[k]), jnp.asarray(b[k]), axes.get(k)) for k in a]
-    out = dict(zip(a, _values.device_partials(pairs, 0.005)))
+    cmp = nnx_lab.compare(Many(a), Many(b), tol=0.005, layers={"layers": 0})
     for k in ("odd", "empty", "nan", "inf"):
-        (got,) = out[k]
-        check(got, a[k], b[k], 0.005)
-    assert len(out["layers"]) == 4
-    for i, got in enumerate(out["layers"]):
-        check(got, a["layers"][i], b["layers"][i], 0.005)
+        check(cmp[k], a[k], b[k], 0.005)
+    assert [r.path for r in cmp.rows if r.layer_of == "layers"] == [f"layers[layer {i}]" for i in range(4)]
+    for i in range(4):
+        check(cmp[f"layers[layer {i}]"], a["layers"][i], b["layers"][i], 0.005)
     # a NaN difference makes max |a-b| NaN whatever the CPU's vectorized max did with it
-    assert math.isnan(out["nan"][0].floats[4]) and math.isnan(out["inf"][0].floats[4])
-    assert out["inf"][0].metrics()["identical"] and out["empty"][0].metrics()["frac_changed"] == 0.0
+    assert math.isnan(cmp["nan"].max_abs) and math.isnan(cmp["inf"].max_abs)
+    assert cmp["inf"].identical and cmp["inf"].status == "identical" and cmp["empty"].frac_changed == 0.0
 
 
-class Many(nnx.Module):
-    """Thousands of small Variables of three specs (attributes: Colab's flax 0.11 has no nnx.List)."""
-
-    def __init__(self, values: dict[str, np.ndarray]):
-        for name, v in values.items():
-            setattr(self, name, nnx.Param(jnp.asarray(v)))
-
-
-def test_thousands_of_small_pairs_compile_few_bounded_programs_and_match_numpy(monkeypatch):
+def test_thousands_of_small_pairs_compile_few_bounded_programs_and_match_numpy():
     """One program over every pair took 49 s and 1.9 GB at 2,000 Variables (issue 35): programs read
-    at most MAX_PROGRAM_ARRAYS arrays, pairs of one spec share a compiled program, and the values are
-    right across the batch and program boundaries."""
-    from nnx_lab.core import _fastmath
-    from nnx_lab.core.compare._placement import MAX_PROGRAM_ARRAYS
-
+    at most 1,024 arrays, pairs of one spec share a compiled program, and the values are right across
+    the batch and program boundaries."""
     rng = np.random.default_rng(1)
     a = {f"v{i}": rng.standard_normal(4).astype(np.float32) for i in range(2000)}
     a.update({f"m{i}": rng.standard_normal((3, 5)).astype(np.float32) for i in range(900)})
@@ -92,24 +122,14 @@ def test_thousands_of_small_pairs_compile_few_bounded_programs_and_match_numpy(m
         b[f"m{i}"][1] *= np.float32(-2)
     b["s129"][1, 2] = np.nan
     b["s7"][0] += 1
-    sizes = []
-    real = _fastmath.ReductionJit.__call__
-
-    def spy(self, platform, *args):
-        n = sum(isinstance(x, jax.Array) for x in jax.tree.leaves(args))
-        assert n <= MAX_PROGRAM_ARRAYS, f"one program over {n} arrays"
-        sizes.append(n)
-        return real(self, platform, *args)
-
-    monkeypatch.setattr(_fastmath.ReductionJit, "__call__", spy)
     layers = {f"s{i}": 0 for i in range(130)}
-    before = _values._program._cache_size()
-    cmp = nnx_lab.compare(Many(a), Many(b), layers=layers)
-    compiled = _values._program._cache_size() - before
-    assert compiled <= 4, f"{compiled} programs compiled for 3 specs"  # a full batch per spec, one rest
-    assert sum(sizes) >= 2 * len(a)
-    nnx_lab.compare(Many(b), Many(a), layers=layers)  # other models of the same specs: nothing to compile
-    assert _values._program._cache_size() - before == compiled
+    with value_programs() as sizes:
+        cmp = nnx_lab.compare(Many(a), Many(b), layers=layers)
+    assert 1 <= len(sizes) <= 4, f"{sizes}: programs compiled for 3 specs"  # a full batch per spec, one rest
+    assert max(sizes) <= MAX_ARRAYS, f"a program over {max(sizes)} arrays"
+    with value_programs() as again:
+        nnx_lab.compare(Many(b), Many(a), layers=layers)  # other models of the same specs: nothing to compile
+    assert again == []
 
     def check(row, x: np.ndarray, y: np.ndarray) -> None:
         x64, y64 = x.astype(np.float64), y.astype(np.float64)
@@ -134,15 +154,15 @@ def test_thousands_of_small_pairs_compile_few_bounded_programs_and_match_numpy(m
 
 def test_one_program_for_all_pairs_of_a_device():
     a, b = Net(width=6), Net(width=6, seed=1)
-    before = _values._program._cache_size()
     calls = []
     real = jax.device_get
     try:
         jax.device_get = lambda x: calls.append(1) or real(x)
-        nnx_lab.compare(a, b)
+        with value_programs() as sizes:
+            nnx_lab.compare(a, b)
     finally:
         jax.device_get = real
-    assert _values._program._cache_size() == before + 1
+    assert len(sizes) == 1, sizes
     # one host fetch of the few sums of every pair, one of the RNG counter's values (shown as a count)
     assert len(calls) == 2
 
@@ -150,11 +170,11 @@ def test_one_program_for_all_pairs_of_a_device():
 # compare() across devices (8 forced host devices, in a subprocess: XLA_FLAGS must be set before jax
 # starts): one program per device group, sharding mismatches, sharded values against numpy.
 SCRIPT = r"""
+import logging
 import jax, jax.numpy as jnp, numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from flax import nnx
 import nnx_lab
-from nnx_lab.core.compare import _values
 
 devices = jax.devices()
 assert len(devices) == 8
@@ -165,9 +185,14 @@ a = {"w": nnx.Param(jax.device_put(x, NamedSharding(mesh, P("data", "model")))),
      "v": nnx.Param(jax.device_put(x, devices[5]))}
 b = {"w": nnx.Param(jax.device_put(y, NamedSharding(mesh, P("model", None)))),
      "v": nnx.Param(jax.device_put(y, devices[6]))}
-before = _values._program._cache_size()
-cmp = nnx_lab.compare(a, b)
-groups = _values._program._cache_size() - before
+compiles = []  # jax's own compile log: one line per program compare() compiles for its values
+class Compiles(logging.Handler):
+    def emit(self, record):
+        compiles.extend(record.getMessage().startswith("Compiling jit(_program_fn) ") * [1])
+logging.getLogger("jax").addHandler(Compiles())
+with jax.log_compiles(True):
+    cmp = nnx_lab.compare(a, b)
+groups = len(compiles)
 w, v = cmp["w"], cmp["v"]
 xn, yn = np.asarray(x), np.asarray(y)
 rel = np.linalg.norm(yn - xn) / np.linalg.norm(xn)
