@@ -1,15 +1,25 @@
-"""Many small arrays of one spec in one launch (grouped kernels): a later session's first look loads
+"""The stats engine's compiles off the user's path: grouped kernels and background compiles.
+
+Grouped kernels (many small arrays of one spec in one launch): a later session's first look loads
 them from the disk cache and gets exactly the numbers of one kernel per array; their entries are
-authenticated like every other entry; nothing is compiled with the cache off.
+authenticated like every other entry; nothing is compiled with the cache off; a look has its numbers
+before its grouped kernels compile.
+
+Background compiles (a viewer's program, the update ratio's) wait while another thread (the user's
+cell) is inside XLA's compile, and start once it is done; compiles made for the user's own call (a
+first snapshot) never wait; the wait is bounded; what is compiled works.
 
 Reaches inside ``nnx_lab.core.stats`` (why this file may): which launches ran, and which entries the
-disk cache holds, are only seen in its counters and its directory.
+disk cache holds, are only seen in its counters and its directory; and when a background compile
+starts against a user's compile is timing inside XLA's compile frames, so the tests stand in for
+jax's frame and compile through ``_compiling`` directly.
 """
 
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import jax
@@ -17,7 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nnx_lab.core.stats import PendingStats, _cache_store, _executables, compiling, compute_stats
+from nnx_lab.core.stats import PendingStats, _cache_store, _compiling, _executables, compiling, compute_stats
+from nnx_lab.core.stats._compiling import compile_lowered, in_background, others_compiling
 from nnx_lab.core.stats._kernels import KERNELS, float_kernel
 
 SESSION = r"""
@@ -124,3 +135,92 @@ def test_a_look_has_its_numbers_before_its_grouped_kernels_compile(tmp_path, mon
     assert _executables.grouped_count() == before + 1
     assert grouped_entry(float_kernel, (13, 3), jnp.float32, 16) in os.listdir(tmp_path)
     assert [s["mean"] for s in stats] == list(range(16))
+
+
+# Background compiles wait for the user's compile
+
+
+class Recording:
+    """A lowered computation whose compile records when it ran."""
+
+    def __init__(self, lowered):
+        self.lowered, self.at = lowered, []
+
+    def compile(self, **kwargs):
+        self.at.append(time.monotonic())
+        return self.lowered.compile(**kwargs)
+
+
+def lowered():
+    return jax.jit(lambda x: x * 2).lower(jnp.ones(3))
+
+
+def backend_compile_and_load(started: threading.Event, release: threading.Event):
+    """Stands for jax's own frame of that name: a thread inside it is "compiling"."""
+    started.set()
+    release.wait(30)
+
+
+def test_a_background_compile_waits_for_the_users_compile():
+    started, release = threading.Event(), threading.Event()
+    user = threading.Thread(target=backend_compile_and_load, args=(started, release), name="user-cell")
+    user.start()
+    started.wait(10)
+    assert others_compiling()
+    rec, done = Recording(lowered()), []
+
+    def ours():
+        with in_background():
+            done.append(compile_lowered(rec, ({},)))
+
+    t = threading.Thread(target=ours, name="nnx_lab-program")
+    t.start()
+    time.sleep(0.3)
+    assert rec.at == []  # still waiting: the user's compile is running
+    ended = time.monotonic()
+    release.set()
+    user.join()
+    t.join(60)
+    assert rec.at and rec.at[0] >= ended
+    np.testing.assert_array_equal(done[0](jnp.ones(3)), [2, 2, 2])
+    assert not others_compiling()
+
+
+def test_the_users_own_compiles_never_wait(monkeypatch):
+    started, release = threading.Event(), threading.Event()
+    other = threading.Thread(target=backend_compile_and_load, args=(started, release))
+    other.start()
+    started.wait(10)
+    try:
+        rec = Recording(lowered())
+        compile_lowered(rec, ({},))  # not in_background: the caller waits for this compile
+        assert len(rec.at) == 1
+    finally:
+        release.set()
+        other.join()
+
+
+def test_the_wait_is_bounded(monkeypatch):
+    monkeypatch.setattr(_compiling, "YIELD_MAX_S", 0.2)
+    started, release = threading.Event(), threading.Event()
+    other = threading.Thread(target=backend_compile_and_load, args=(started, release))
+    other.start()
+    started.wait(10)
+    try:
+        rec = Recording(lowered())
+        start = time.monotonic()
+        with in_background():
+            compile_lowered(rec, ({},))
+        assert len(rec.at) == 1 and rec.at[0] - start < 10
+    finally:
+        release.set()
+        other.join()
+
+
+def test_a_failing_background_compile_raises_in_the_caller():
+    class Broken:
+        def compile(self, **kwargs):
+            raise RuntimeError("XLA said no")
+
+    with in_background(), pytest.raises(RuntimeError, match="XLA said no"):
+        compile_lowered(Broken(), ({},))
