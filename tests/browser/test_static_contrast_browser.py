@@ -116,3 +116,48 @@ def test_every_static_table_keeps_its_cells_apart_on_a_bare_page(browser, copies
     finally:
         context.close()
     assert not tight, "\n".join(tight)
+
+
+# JupyterLab's own rules for rendered HTML outputs (jupyterlab 4's .jp-RenderedHTMLCommon and
+# .jp-OutputArea-output), which the copies' inline styles must win against.
+_LAB_RULES = """
+#copy td, #copy th, #copy tr { vertical-align: middle; padding: 0.5em; line-height: normal;
+  white-space: normal; max-width: none; border: none; text-align: right; }
+#copy table { border-collapse: collapse; border-spacing: 0; table-layout: fixed; margin-left: auto; margin-right: auto; }
+#copy pre { white-space: pre-wrap; word-break: break-all; word-wrap: break-word; overflow-x: auto; }
+"""
+
+_JS_WRAPPED = """(root) => {
+  // cells whose text runs over more than one line (a <br> in a header is meant)
+  const wrapped = [];
+  for (const cell of root.querySelectorAll("td, th")) {
+    if (cell.querySelector("br") || !cell.textContent.trim()) continue;
+    const tops = new Set();  // the lines its text nodes take (a comparison's bar under its figure is no text)
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      for (const r of range.getClientRects()) if (r.width) tops.add(Math.round(r.top));
+    }
+    if (tops.size > 1) wrapped.push(cell.textContent.trim());
+  }
+  return wrapped;
+}"""
+
+
+def test_no_static_cell_wraps_in_a_narrow_jupyterlab_output(browser, copies):
+    """JupyterLab sets its output cells to wrap: at 800 px with the file browser open (a 440 px output)
+    the split table read shapes as "(64, 1," over "64)". Each cell stays on one line; the table scrolls."""
+    context = browser.new_context(viewport={"width": 800, "height": 900})
+    page = context.new_page()
+    wrapped = []
+    try:
+        for name, html in copies.items():
+            page.set_content(
+                f'<html><head><style>{_LAB_RULES}</style></head><body style="font-family:sans-serif;font-size:13px">'
+                f'<div id="copy" style="width:440px;overflow:auto">{html}</div></body></html>'
+            )
+            wrapped += [f"{name}: {t!r}" for t in page.evaluate(f"({_JS_WRAPPED})(document.getElementById('copy'))")]
+    finally:
+        context.close()
+    assert not wrapped, "\n".join(wrapped[:20])

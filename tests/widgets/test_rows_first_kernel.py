@@ -59,7 +59,7 @@ def check(shown, rows_first):
     ((display_id, data),) = [(k, v) for k, v in shown.items() if "text/html" in v]
     assert display_id is not None  # shown with a display id, so it can be updated
     assert "application/vnd.jupyter.widget-view+json" in data
-    assert '<th style="text-align:right;padding:2px 6px">norm</th>' in data["text/html"]  # the saved copy has the statistics
+    assert ">norm</th>" in data["text/html"]  # the saved copy has the statistics
     assert data["text/plain"].startswith("StateViewer · Sequential")
 
 
@@ -99,7 +99,7 @@ def test_by_default_a_big_model_shows_rows_first_and_a_small_one_with_its_statis
         km.shutdown_kernel(now=True)
     assert both is True  # the big one went rows first, the small one did not
     small = [v for v in shown.values() if "text/html" in v and v["text/plain"].startswith("StateViewer · Linear")]
-    assert small and '<th style="text-align:right;padding:2px 6px">norm</th>' in small[0]["text/html"]  # shown with its numbers
+    assert small and ">norm</th>" in small[0]["text/html"]  # shown with its numbers
 
 
 LAST_LINE = """

@@ -19,7 +19,7 @@ imports the feature packages, so nothing here closes an import cycle.
 from ._capture import capture_html, capture_text
 from ._format import (
     BYTE_UNITS,
-    CELL_PAD,
+    CELL_STYLE,
     DIGITS,
     FILTER_COLORS,
     NONFINITE_LABEL,
@@ -44,7 +44,7 @@ from ._views import view_text
 
 __all__ = [
     "BYTE_UNITS",
-    "CELL_PAD",
+    "CELL_STYLE",
     "DIGITS",
     "FILTER_COLORS",
     "NONFINITE_LABEL",

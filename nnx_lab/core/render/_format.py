@@ -185,11 +185,12 @@ def sparkline(hist: Sequence | None) -> str:
 
 
 # Inline styles: notebook front ends restyle tables (JupyterLab right-aligns every cell) and
-# nbviewer/GitHub drop <style> blocks, but keep style attributes. Cells carry their own padding: a
-# page with no table styles (Colab's or VS Code's output frame, a plain export) would set them 2 px apart.
-CELL_PAD = "padding:2px 6px"
-ALIGN_LEFT = f' style="text-align:left;{CELL_PAD}"'
-ALIGN_RIGHT = f' style="text-align:right;{CELL_PAD}"'
+# nbviewer/GitHub drop <style> blocks, but keep style attributes. Cells carry their own padding (a
+# page with no table styles, Colab's or VS Code's output frame, would set them 2 px apart) and stay on
+# one line (JupyterLab wraps cells, "(64, 1,|64)"; a wide table scrolls in its output instead).
+CELL_STYLE = "padding:2px 6px;white-space:nowrap"
+ALIGN_LEFT = f' style="text-align:left;{CELL_STYLE}"'
+ALIGN_RIGHT = f' style="text-align:right;{CELL_STYLE}"'
 
 
 def pre_html(text: str, attributes: str = "") -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from typing import Any, Sequence
 
-from ._format import ALIGN_LEFT, ALIGN_RIGHT, CELL_PAD, FILTER_COLORS, format_bytes, format_shape
+from ._format import ALIGN_LEFT, ALIGN_RIGHT, CELL_STYLE, FILTER_COLORS, format_bytes, format_shape
 from ._snapshot import path_cell
 
 
@@ -48,7 +48,9 @@ def split_html(report: Any, target: str = "model", names: Sequence[str] | None =
     shadowed (○) marks; ``target`` and ``names`` as in ``report.code``."""
     esc = html.escape
     parts = ['<div class="nnx-lab-split">', f"<div><b>{esc(split_text(report).splitlines()[0])}</b></div>"]
-    parts.append(f'<pre style="margin:4px 0">{esc(report.code(target, names))}</pre>')
+    parts.append(
+        f'<pre style="margin:4px 0;word-break:normal">{esc(report.code(target, names))}</pre>'
+    )  # wrapped at spaces
     for line in report.problems():
         parts.append(f'<div class="nnx-lab-warn" style="{_WARN}">{esc(line)}</div>')
     table = '<table style="border-collapse:collapse;font-size:12px;white-space:nowrap">'
@@ -59,10 +61,10 @@ def split_html(report: Any, target: str = "model", names: Sequence[str] | None =
     for f in report.filters:
         color = _filter_color(f.index)
         head += (
-            f'<th style="text-align:center;{CELL_PAD};{color}" title="{esc(f.label)}">{esc(f.name)}<br>{f.count}</th>'
+            f'<th style="text-align:center;{CELL_STYLE};{color}" title="{esc(f.label)}">{esc(f.name)}<br>{f.count}</th>'
         )
     if not report.exhaustive:
-        head += f'<th style="text-align:center;{CELL_PAD};{_WARN}">remainder</th>'
+        head += f'<th style="text-align:center;{CELL_STYLE};{_WARN}">remainder</th>'
     parts.append('<div style="max-height:420px;overflow:auto">' + table + f"<tr>{head}</tr>")
     for r in report.rows[:max_rows]:
         row = r.row
@@ -74,10 +76,10 @@ def split_html(report: Any, target: str = "model", names: Sequence[str] | None =
         for f in report.filters:
             color = _filter_color(f.index)
             mark = "●" if r.taken_by == f.index else ("○" if f.index in r.matched_by else "")
-            cells += f'<td style="text-align:center;{CELL_PAD};{color}">{mark}</td>'
+            cells += f'<td style="text-align:center;{CELL_STYLE};{color}">{mark}</td>'
         if not report.exhaustive:
             cells += (
-                f'<td style="text-align:center;{CELL_PAD};{_WARN}">' + ("●" if r.taken_by is None else "") + "</td>"
+                f'<td style="text-align:center;{CELL_STYLE};{_WARN}">' + ("●" if r.taken_by is None else "") + "</td>"
             )
         parts.append(f"<tr>{cells}</tr>")
     parts.append("</table></div>")

@@ -7,7 +7,7 @@ import html
 from typing import Any
 
 from ..offers import offer
-from ..render import CELL_PAD
+from ..render import CELL_STYLE
 from ..text import clip
 from ._formats import bytes_text, count_text, params_text
 from ._memory import NOT_COMPUTED, PENDING
@@ -256,19 +256,19 @@ class Summary:
                 text = esc(str(fn(r)).strip() if name == "path" else str(fn(r)))
                 if name == "path":
                     cells.append(
-                        f'<td style="{CELL_PAD};padding-left:{0.3 + 1.2 * r.depth:.1f}em;text-align:left">{text}</td>'
+                        f'<td style="{CELL_STYLE};padding-left:{0.3 + 1.2 * r.depth:.1f}em;text-align:left">{text}</td>'
                     )
                 elif name == "FLOPs":
                     cells.append(
-                        f'<td style="text-align:right;{CELL_PAD};background:linear-gradient(90deg,'
+                        f'<td style="text-align:right;{CELL_STYLE};background:linear-gradient(90deg,'
                         f'rgba(66,133,244,.25) {share:.1f}%,transparent {share:.1f}%)">{text}</td>'
                     )
                 else:
                     cells.append(
-                        f'<td style="text-align:{"left" if name in ("class", "inputs", "outputs") else "right"};{CELL_PAD}">{text}</td>'
+                        f'<td style="text-align:{"left" if name in ("class", "inputs", "outputs") else "right"};{CELL_STYLE}">{text}</td>'
                     )
             body.append("<tr>" + "".join(cells) + "</tr>")
-        header = "".join(f'<th style="{CELL_PAD}">{esc(name)}</th>' for name, _ in cols)
+        header = "".join(f'<th style="{CELL_STYLE}">{esc(name)}</th>' for name, _ in cols)
         note = self.rng_note()
         foot = f'<div class="nnx-sum-note">{esc(note)}</div>' if note else ""
         return (
