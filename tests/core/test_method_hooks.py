@@ -12,6 +12,7 @@ from flax import nnx
 import nnx_lab
 from nnx_lab.core.capture import Capture
 from nnx_lab.core.graph import hook, hooked, unhook
+from nnx_lab.core.summary import SummaryError
 
 
 class Inner(nnx.Module):
@@ -143,4 +144,49 @@ def test_find_nonfinite_names_the_culprit_when_a_summary_ends_during_its_run():
     data = report.to_dict()
     assert data["direction"] == "forward", data
     assert (data["module_class"], data["method"], data["primitive"]) == ("Log", "__call__", "log"), data
+    assert hooked() == {} and _functions() == before
+
+
+class Boom(nnx.Module):
+    def __init__(self, rngs):
+        self.inner = Inner(rngs)
+
+    def __call__(self, x):
+        raise RuntimeError("boom in the model")
+
+
+def test_a_summary_and_find_nonfinite_that_raise_give_every_method_back_and_can_run_again():
+    """The recording of each (graph.Recording) is undone when the model's call raises: no class keeps a
+    wrapper, and the next summary and search run (their one-at-a-time lock was let go)."""
+    before = _functions()
+    model = Boom(nnx.Rngs(0))
+    x = jnp.ones((2, 3))
+    with pytest.raises(SummaryError, match="boom in the model"):
+        nnx_lab.summary(model, x)
+    assert hooked() == {} and _functions() == before
+    with pytest.raises(RuntimeError, match="boom in the model"):
+        nnx_lab.find_nonfinite(lambda m, v: m(v), model, x)
+    assert hooked() == {} and _functions() == before and vars(Boom)["__call__"] is Boom.__call__
+    good = Log(nnx.Rngs(0))
+    assert "Inner" in nnx_lab.summary(good, x).to_text()
+    data = nnx_lab.find_nonfinite(lambda m, v: m(v), good, -x * 5).to_dict()
+    assert (data["module_class"], data["primitive"]) == ("Log", "log"), data
+    assert hooked() == {} and _functions() == before
+
+
+def test_a_summary_inside_find_nonfinite_on_one_thread_leaves_the_search_its_records():
+    """Both record the same classes' calls at once (nnx.Linear, Inner): the summary's trace, run by
+    ``fn`` in the middle of the search's run, ends first; the search still records the calls after it
+    and names the culprit, and the summary has its rows."""
+    before = _functions()
+    summaries = []
+
+    def forward(m, v):
+        summaries.append(nnx_lab.summary(Outer(nnx.Rngs(1)), jnp.ones((2, 3))))
+        return m(v)
+
+    data = nnx_lab.find_nonfinite(forward, Log(nnx.Rngs(0)), -jnp.ones((2, 3)) * 5).to_dict()
+    assert (data["direction"], data["module_class"], data["primitive"]) == ("forward", "Log", "log"), data
+    assert data["calls"] == 3, data  # Log, Inner and Linear: the last two hooked by both
+    assert "Inner" in summaries[0].to_text() and "Linear" in summaries[0].to_text()
     assert hooked() == {} and _functions() == before

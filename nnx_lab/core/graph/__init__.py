@@ -8,13 +8,12 @@ text, and module paths and selection (``only=``) shared by captures, view report
 """
 
 from ._flatten import CyclicGraph, SharedNode, TooDeep, flatten, flatten_known, sigint_deferred
-from ._hooks import hook, hooked, unhook
+from ._hooks import Recorder, Recording, hook, hooked, module_methods, unhook
 from ._index import index_graph
 from ._kinds import child_of, is_variable
 from ._modules import (
     OnlyError,
     is_module_path,
-    module_methods,
     module_paths_text,
     path_roots,
     select_modules,
@@ -31,6 +30,8 @@ __all__ = [
     "Leaf",
     "OnlyError",
     "Path",
+    "Recorder",
+    "Recording",
     "SharedNode",
     "TooDeep",
     "aliases_at",

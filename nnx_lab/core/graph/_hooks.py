@@ -11,6 +11,9 @@ they were added, around the original function). Owners add and remove their hook
 counts; the composition is rebuilt on each change, and the original goes back on the class when the
 last hook of the last owner is removed (unless something else was put there meanwhile).
 
+:class:`Recording` is the summary's trace and ``find_nonfinite``'s run: one run's module calls given
+to a :class:`Recorder` (each feature's own records), hooked for the run, always unhooked.
+
 >>> from flax import nnx
 >>> class Twice(nnx.Module):
 ...     def __call__(self, x):
@@ -34,10 +37,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import threading
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Generic, Iterable, TypeVar
+
+from flax import nnx
 
 Key = tuple[type, str]  # (class, method name)
+C = TypeVar("C")  # what a recorder keeps per call
 Wrap = Callable[[Callable], Callable]  # an owner's hook: the function to call -> what to call instead
 
 #: The attribute that marks the function standing on a class for a hooked method.
@@ -129,3 +136,101 @@ def hooked(owner: str | None = None) -> dict[type, list[str]]:
             if owner is None or owner in entry.hooks:
                 out.setdefault(cls, []).append(name)
     return out
+
+
+def module_methods(classes: Iterable[type]) -> list[tuple[type, str]]:
+    """(class, name) of the methods of ``classes`` a caller may wrap (:func:`hook`) to see
+    module calls: ``__call__`` and the public functions defined on module classes (never on nnx.Module
+    and flax's base classes, nor nnx.Module's own methods nnx.tabulate copied onto a subclass), each
+    once; one already wrapped counts as the function it wraps."""
+    base = set(inspect.getmro(nnx.Module))
+    out: dict = {}
+    for cls in classes:
+        for klass in inspect.getmro(cls):
+            if klass in base or not (isinstance(klass, type) and issubclass(klass, nnx.Module)):
+                continue
+            for name, fn in list(vars(klass).items()):
+                fn = original(fn)
+                if (
+                    inspect.isfunction(fn)
+                    and (name == "__call__" or not name.startswith("_"))
+                    and not any(vars(b).get(name) is fn for b in base)
+                ):
+                    out[(klass, name)] = None
+    return list(out)
+
+
+class Recorder(Generic[C]):
+    """One run's module calls (see :class:`Recording`): ``calls`` in start order, and ``stack`` the
+    running ones as ``(index in calls, id(module), method name)``. Only its own thread's calls count."""
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+        self.calls: list[C] = []
+        self.stack: list[tuple[int, int, str]] = []
+
+    def record(
+        self, fn: Callable, module: object, name: str, site: int, parent: int | None, args: tuple, kwargs: dict
+    ) -> Any:
+        """Run ``fn(module, *args, **kwargs)`` (the call of ``name`` on the module marked ``site``, under
+        the call ``parent``), appending its call (at ``len(calls)``) first; returns what the method returns."""
+        raise NotImplementedError
+
+
+R = TypeVar("R", bound=Recorder)
+_owner_locks: dict[str, threading.Lock] = {}
+
+
+def _recorded(rec: Recorder, attr: str, name: str, fn: Callable) -> Callable:
+    @functools.wraps(fn)
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        site = vars(self).get(attr) if hasattr(self, "__dict__") else None
+        if site is None or rec.thread != threading.get_ident():
+            return fn(self, *args, **kwargs)
+        if rec.stack and rec.stack[-1][1:] == (id(self), name):
+            return fn(self, *args, **kwargs)  # super().__call__ of the call running: one call
+        parent = rec.stack[-1][0] if rec.stack else None
+        rec.stack.append((len(rec.calls), id(self), name))
+        try:
+            return rec.record(fn, self, name, site, parent, args, kwargs)
+        finally:
+            rec.stack.pop()
+
+    return method
+
+
+class Recording(Generic[R]):
+    """Context manager: ``owner``'s hook on the methods (:func:`module_methods`) of ``classes``, and of
+    those :meth:`add` is given while entered: a call made on ``recorder``'s thread, on a module carrying
+    a site number in its attribute ``attr``, that is not a ``super()`` call of the method running on that
+    module, goes to ``recorder.record``; any other runs the method alone. On exit (also on an error) all
+    is unhooked. The hooks are process-wide: one recording per owner at a time."""
+
+    def __init__(self, owner: str, attr: str, recorder: R, classes: Iterable[type] = ()) -> None:
+        self.owner, self.attr, self.recorder = owner, attr, recorder
+        self.classes = classes
+        self.methods: list[Key] = []
+        with _lock:
+            self._lock = _owner_locks.setdefault(owner, threading.Lock())
+
+    def add(self, classes: Iterable[type]) -> None:
+        """Hook the methods of ``classes`` (those not hooked yet) until exit."""
+        done = set(self.methods)
+        for key in module_methods(classes):
+            if key not in done:
+                self.methods += hook([key], self.owner, functools.partial(_recorded, self.recorder, self.attr, key[1]))
+
+    def __enter__(self) -> Recording[R]:
+        self._lock.acquire()
+        try:
+            self.add(self.classes)
+        except BaseException:
+            Recording.__exit__(self, None, None, None)  # this class's: a subclass's has not entered
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            unhook(self.methods, self.owner)
+        finally:
+            self._lock.release()

@@ -11,16 +11,13 @@ apart and applied the same way by captures, view reports and the magics.
 
 from __future__ import annotations
 
-import inspect
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 import numpy as np
-from flax import nnx
 from flax.nnx import filterlib
 
 from .. import compat
 from ..text import a_kind, first_line, one_line, safe_repr
-from ._hooks import original
 from ._paths import Path, path_text
 
 
@@ -123,25 +120,3 @@ def path_roots(model: Any, only: str | tuple) -> tuple[Path, ...]:
     """The paths of the modules of ``model`` that the module path ``only`` names (usually one)."""
     chosen = PathSelector(only)
     return tuple(tuple(p) for p, _ in compat.iter_modules(model) if chosen.root_of(tuple(p)))
-
-
-def module_methods(classes: Iterable[type]) -> list[tuple[type, str]]:
-    """(class, name) of the methods of ``classes`` a caller may wrap (:func:`._hooks.hook`) to see
-    module calls: ``__call__`` and the public functions defined on module classes (never on nnx.Module
-    and flax's base classes, nor nnx.Module's own methods nnx.tabulate copied onto a subclass), each
-    once; one already wrapped counts as the function it wraps."""
-    base = set(inspect.getmro(nnx.Module))
-    out: dict = {}
-    for cls in classes:
-        for klass in inspect.getmro(cls):
-            if klass in base or not (isinstance(klass, type) and issubclass(klass, nnx.Module)):
-                continue
-            for name, fn in list(vars(klass).items()):
-                fn = original(fn)
-                if (
-                    inspect.isfunction(fn)
-                    and (name == "__call__" or not name.startswith("_"))
-                    and not any(vars(b).get(name) is fn for b in base)
-                ):
-                    out[(klass, name)] = None
-    return list(out)

@@ -10,8 +10,6 @@ it: possible because the run is eager, never jitted.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import threading
 from typing import Any, Callable
 
 import jax
@@ -20,11 +18,9 @@ import numpy as np
 from flax import nnx
 from jax.core import Tracer
 
-from ..graph import hook, module_methods, unhook
+from .. import graph
 
 ATTR = "_nnx_lab_nonfinite_site"
-_lock = threading.Lock()  # the class patches are process-wide: one search at a time
-_recorder: Recorder | None = None
 
 
 @dataclasses.dataclass
@@ -43,14 +39,37 @@ class Call:
     out_cts: dict = dataclasses.field(default_factory=dict)  # output leaf index -> cotangent
 
 
-class Recorder:
+class Recorder(graph.Recorder[Call]):
+    """Each module call as a :class:`Call`: its inputs, the module's state before it and its outputs,
+    or (``tap``) the cotangents reaching its floating inputs and outputs."""
+
     def __init__(self, tap: bool = False) -> None:
-        self.thread = threading.get_ident()
+        super().__init__()
         self.tap = tap
-        self.calls: list[Call] = []
-        self.stack: list[tuple[Call, int]] = []
         self.seen: dict[tuple[int, str], int] = {}
         self.finished = 0
+
+    def record(
+        self, fn: Callable, module: object, name: str, site: int, parent: int | None, args: tuple, kwargs: dict
+    ) -> Any:
+        occurrence = self.seen.get((site, name), 0)
+        self.seen[(site, name)] = occurrence + 1
+        call = Call(len(self.calls), site, name, type(module), parent, occurrence)
+        self.calls.append(call)
+        if self.tap:
+            args, kwargs = _tapped((args, kwargs), call.in_cts)
+        else:
+            call.inputs = (args, kwargs)
+            graphdef, state = nnx.split(module)
+            # new Variable objects holding today's arrays: the call may update the live ones
+            call.state = (graphdef, jax.tree.map(lambda x: x, state))
+        out = fn(module, *args, **kwargs)
+        call.done = self.finished
+        self.finished += 1
+        if self.tap:
+            return _tapped(out, call.out_cts)
+        call.outputs = out
+        return out
 
 
 def is_float(x: Any) -> bool:
@@ -80,44 +99,6 @@ def _tapped(tree: Any, store: dict) -> Any:
     return treedef.unflatten([_tap(store, i)(x) if is_float(x) else x for i, x in enumerate(leaves)])
 
 
-def _wrap(fn: Callable, name: str) -> Callable:
-    @functools.wraps(fn)
-    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        rec = _recorder
-        site = vars(self).get(ATTR) if hasattr(self, "__dict__") else None
-        if rec is None or site is None or rec.thread != threading.get_ident():
-            return fn(self, *args, **kwargs)
-        if rec.stack and rec.stack[-1][1] == id(self) and rec.stack[-1][0].method == name:
-            return fn(self, *args, **kwargs)  # super().__call__ of the same call: one record
-        key = (site, name)
-        occurrence = rec.seen.get(key, 0)
-        rec.seen[key] = occurrence + 1
-        parent = rec.stack[-1][0].index if rec.stack else None
-        call = Call(len(rec.calls), site, name, type(self), parent, occurrence)
-        rec.calls.append(call)
-        if rec.tap:
-            args, kwargs = _tapped((args, kwargs), call.in_cts)
-        else:
-            call.inputs = (args, kwargs)
-            graphdef, state = nnx.split(self)
-            # new Variable objects holding today's arrays: the call may update the live ones
-            call.state = (graphdef, jax.tree.map(lambda x: x, state))
-        rec.stack.append((call, id(self)))
-        try:
-            out = fn(self, *args, **kwargs)
-        finally:
-            rec.stack.pop()
-        call.done = rec.finished
-        rec.finished += 1
-        if rec.tap:
-            out = _tapped(out, call.out_cts)
-        else:
-            call.outputs = out
-        return out
-
-    return wrapper
-
-
 def mark(root: Any) -> tuple[list[tuple], set]:
     """Mark every module under ``root`` (the copy) with its site; the sites' paths and classes."""
     paths, classes = [], set()
@@ -131,30 +112,8 @@ def mark(root: Any) -> tuple[list[tuple], set]:
     return paths, classes
 
 
-class Patched:
-    """Context manager: the classes' methods wrapped and a recorder active; all restored on exit."""
+class Patched(graph.Recording[Recorder]):
+    """One run recorded (one search at a time): the classes' methods hooked, all restored on exit."""
 
     def __init__(self, classes: set, tap: bool = False) -> None:
-        self.classes = classes
-        self.recorder = Recorder(tap)
-        self.methods: list = []
-
-    def __enter__(self) -> Patched:
-        global _recorder
-        _lock.acquire()
-        try:
-            for key in module_methods(self.classes):
-                self.methods += hook([key], "find_nonfinite", functools.partial(_wrap, name=key[1]))
-            _recorder = self.recorder
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        global _recorder
-        try:
-            _recorder = None
-            unhook(self.methods, "find_nonfinite")
-        finally:
-            _lock.release()
+        super().__init__("find_nonfinite", ATTR, Recorder(tap), classes)

@@ -5,20 +5,17 @@ trace"). Only the tracing thread's calls are recorded; other threads call the or
 from __future__ import annotations
 
 import dataclasses
-import functools
-import threading
-from typing import Any
+from typing import Any, Callable
 
 import jax
 from flax import nnx
 from jax._src.interpreters import partial_eval as pe
 
-from .. import compat
-from ..graph import child_of, hook, module_methods, unhook
+from .. import compat, graph
+from ..graph import child_of
 from ._costs import SCOPE_PREFIX
 
 ATTR = "_nnx_lab_summary_site"
-_lock = threading.Lock()  # one summary traces at a time: the class patches are process-wide
 
 
 @dataclasses.dataclass
@@ -28,48 +25,32 @@ class Call:
     method: str
     cls: type
     parent: int | None
-    inputs: Any = None
+    inputs: tuple[tuple, dict]
     outputs: Any = None
     error: BaseException | None = None
 
 
-class Recorder:
+class Recorder(graph.Recorder[Call]):
+    """Each module call as a :class:`Call` under a named scope of its own (the trace's equations know
+    their call); ``failed``: the innermost call an error passed through."""
+
     def __init__(self) -> None:
-        self.thread = threading.get_ident()
-        self.calls: list[Call] = []
-        self.stack: list[tuple[Call, int]] = []
+        super().__init__()
         self.failed: Call | None = None
 
-
-_recorder: Recorder | None = None
-
-
-def _wrap(fn: Any, name: str) -> Any:
-    @functools.wraps(fn)
-    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        rec = _recorder
-        site = vars(self).get(ATTR) if hasattr(self, "__dict__") else None
-        if rec is None or site is None or rec.thread != threading.get_ident():
-            return fn(self, *args, **kwargs)
-        if rec.stack and rec.stack[-1][1] == id(self) and rec.stack[-1][0].method == name:
-            return fn(self, *args, **kwargs)  # super().__call__ of the same call: one row
-        parent = rec.stack[-1][0].id if rec.stack else None
-        call = Call(len(rec.calls), site, name, type(self), parent, inputs=(args, kwargs))
-        rec.calls.append(call)
-        rec.stack.append((call, id(self)))
+    def record(
+        self, fn: Callable, module: object, name: str, site: int, parent: int | None, args: tuple, kwargs: dict
+    ) -> Any:
+        call = Call(len(self.calls), site, name, type(module), parent, (args, kwargs))
+        self.calls.append(call)
         try:
             with jax.named_scope(f"{SCOPE_PREFIX}{call.id}"):
-                out = fn(self, *args, **kwargs)
+                call.outputs = fn(module, *args, **kwargs)
         except BaseException as e:
-            if rec.failed is None:  # the innermost call the error passed through
-                rec.failed, call.error = call, e
+            if self.failed is None:  # the innermost call the error passed through
+                self.failed, call.error = call, e
             raise
-        finally:
-            rec.stack.pop()
-        call.outputs = out
-        return out
-
-    return wrapper
+        return call.outputs
 
 
 def mark(module: Any, sites: list) -> set:
@@ -110,36 +91,23 @@ def _no_origin(self: Any) -> str:
     return ""
 
 
-class Patched:
-    """Context manager: the classes' methods wrapped and a recorder active; everything restored on exit."""
-
-    OWNER = "summary"
+class Patched(graph.Recording[Recorder]):
+    """The trace's recording (one summary traces at a time; the classes are :meth:`add`-ed as the trace
+    merges its copy), with jax's tracer error message muted meanwhile (:func:`_no_origin`)."""
 
     def __init__(self) -> None:
-        self.methods: list = []  # (class, name) hooked
-        self.recorder = Recorder()
-
-    def add(self, classes: set) -> None:
-        """Wrap the methods of ``classes`` (those not wrapped yet) until exit."""
-        done = set(self.methods)
-        for key in module_methods(classes):
-            if key not in done:
-                self.methods += hook([key], self.OWNER, functools.partial(_wrap, name=key[1]))
+        super().__init__("summary", ATTR, Recorder())
 
     def __enter__(self) -> Patched:
-        global _recorder
-        _lock.acquire()
-        self.origin = vars(pe.DynamicJaxprTracer)["_origin_msg"]
-        pe.DynamicJaxprTracer._origin_msg = _no_origin
-        _recorder = self.recorder
+        super().__enter__()
+        self.origin = vars(pe.DynamicJaxprTracer).get("_origin_msg")
+        if self.origin is not None:  # a jax with this method (never raising with the lock held)
+            pe.DynamicJaxprTracer._origin_msg = _no_origin
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        global _recorder
+    def __exit__(self, *exc: object) -> None:
         try:
-            _recorder = None
-            unhook(self.methods, self.OWNER)
-            if vars(pe.DynamicJaxprTracer).get("_origin_msg") is _no_origin:
+            if self.origin is not None and vars(pe.DynamicJaxprTracer).get("_origin_msg") is _no_origin:
                 pe.DynamicJaxprTracer._origin_msg = self.origin
         finally:
-            _lock.release()
+            super().__exit__(*exc)
