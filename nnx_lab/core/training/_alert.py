@@ -22,13 +22,26 @@ True
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Iterable, Protocol
 
 import numpy as np
 
-from ..graph import path_text
+from ..graph import Path, path_text
 from ..render import count_noun
-from ._series_columns import COUNTS
+from ._series_columns import COUNTS, SeriesColumns
+
+if TYPE_CHECKING:
+    from ..snapshot import Snapshot
+
+
+class _WithSeries(Protocol):
+    """A published ``core.snapshot.Snapshot``'s paths and series (its ``series`` is set after it is made)."""
+
+    @property
+    def paths(self) -> tuple[Path, ...]: ...
+
+    @property
+    def series(self) -> SeriesColumns | None: ...
 
 
 class NonfiniteAlert:
@@ -40,7 +53,7 @@ class NonfiniteAlert:
 
     def observe(
         self,
-        snap: Any,
+        snap: Snapshot,
         *,
         refresh: int,
         step: int,
@@ -117,7 +130,7 @@ class NonfiniteAlert:
         return "".join(self.parts())
 
 
-def _series_candidates(snap: Any, step: int) -> list:
+def _series_candidates(snap: _WithSeries, step: int) -> list:
     """The first row with a NaN/Inf in each fresh series of ``snap`` (gradients, optimizer state:
     ``snap.series``, see ``_series.py``): a gradient at a step comes before the parameters it made."""
     series = snap.series
@@ -136,5 +149,5 @@ def _series_candidates(snap: Any, step: int) -> list:
     return out
 
 
-def _where(where: str, source: str, nan: Any, inf: Any) -> dict:
+def _where(where: str, source: str, nan: float, inf: float) -> dict:
     return {"where": where, "source": source, "nan": int(nan), "inf": int(inf)}

@@ -8,7 +8,6 @@ import functools
 import logging
 import math
 import numbers
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -52,7 +51,7 @@ class Curve:
         return steps.copy(), values.copy()
 
 
-def accept(value: Any) -> tuple[Any, str | None]:
+def accept(value: object) -> tuple[jax.Array | float | None, str | None]:
     """(what to keep, None) for a real scalar: the device array itself (read when computed) or a
     Python float; (None, why not) otherwise. Never waits for the device."""
     if isinstance(value, Tracer):
@@ -85,7 +84,7 @@ def accept(value: Any) -> tuple[Any, str | None]:
 
 
 @functools.cache  # asked at every logged step: jnp.issubdtype is slow
-def is_real(dtype: Any) -> bool:
+def is_real(dtype: np.dtype) -> bool:
     # jax's issubdtype knows bfloat16 and the float8 types (numpy sees them as void); a PRNG key's
     # dtype (key<fry>) is none of numpy's: np.dtype() raises on it.
     if jnp.issubdtype(dtype, jax.dtypes.prng_key):

@@ -56,14 +56,14 @@ class ScalarStore:
         self.points = points
         self.version = 0  # bumped whenever a curve or latest value changed
         self._series: dict[str, Curve] = {}
-        self._pending: dict[str, list[tuple[int, Any]]] = {}
+        self._pending: dict[str, list[tuple[int, Any]]] = {}  # the user's values: a device scalar or a float
         self._problems: dict[str, list] = {}  # name -> [message, shown]
         self._refused_more: set[int] = set()  # hashes of names refused beyond MAX_NAMES problems (counted)
         self._nonfinite: tuple[int, str, float] | None = None  # earliest NaN/Inf read since taken
         self._lock = threading.Lock()
 
     # -- recording (the training loop's thread) ------------------------------------------------
-    def log(self, step: int, scalars: dict[str, Any]) -> None:
+    def log(self, step: int, scalars: dict[str, object]) -> None:
         """Record ``scalars`` (name -> device scalar or number) for ``step``. Never raises, never waits."""
         with self._lock:
             for name, value in scalars.items():

@@ -32,7 +32,7 @@ class SeriesStore:
     the last published refresh knew (to keep gradient statistics, marked stale, over refreshes
     that had none)."""
 
-    def __init__(self, optimizer: Any = None, *, state: bool = True, updates: bool = True):
+    def __init__(self, optimizer: object = None, *, state: bool = True, updates: bool = True):
         # state=False: the optimizer is the watched object itself (its state is already its rows):
         # only its step count is added.
         # optimizer: an object (held weakly) or a NameTarget followed at every refresh (a TypeError
@@ -52,7 +52,7 @@ class SeriesStore:
         self.problems: dict[str, list[str]] = {}
 
     @property
-    def optimizer(self) -> Any:
+    def optimizer(self) -> nnx.Optimizer | None:
         if self._optimizer is None:
             return None
         obj = self._optimizer.resolve()
@@ -144,7 +144,7 @@ class SeriesStore:
         )
         return self.last
 
-    def _since(self, name: str, at: Any, step: int | None) -> str:
+    def _since(self, name: str, at: int | None, step: int | None) -> str:
         """What came after a stale series' step ``at``: "none since" only when nothing newer was
         could have been computed since (the automatic update ratio: at the step after a tick's refresh
         only; a loop's last logged gradients and given updates reach the refresh after it)."""
@@ -163,6 +163,6 @@ def _every(steps: list[int]) -> str:
     return f", {'every' if len(set(gaps)) == 1 else 'about every'} {gaps[-1]:,} steps"
 
 
-def is_optimizer(obj: Any) -> bool:
+def is_optimizer(obj: object) -> bool:
     """Whether ``obj`` is an ``nnx.Optimizer`` (what ``watch(model, optimizer=...)`` takes)."""
     return isinstance(obj, nnx.Optimizer)

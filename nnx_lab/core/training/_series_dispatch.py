@@ -5,7 +5,7 @@ the rows (``_series_match.py``), and turns their statistics into :class:`~._seri
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import jax
 import numpy as np
@@ -17,7 +17,19 @@ from ..text import one_line
 from ._series_columns import GRAD, MAX, MAX_UNMATCHED, UPDATE, SeriesColumns
 from ._series_match import STEP_COUNT, Entry, Layout, array_problem, flat_leaves
 
+if TYPE_CHECKING:
+    from ..stats import StatsTable
+    from ._updates import Described, UpdateTracker
+
 __all__ = ["SeriesDispatch"]
+
+
+class Store(Protocol):
+    """What a dispatch reads and keeps in the :class:`~._series.SeriesStore` that made it."""
+
+    layouts: dict  # (tree kind, treedef, structure's memo id) -> Layout
+    problems: dict[str, list[str]]
+    updates: UpdateTracker
 
 
 class SeriesDispatch:
@@ -26,10 +38,10 @@ class SeriesDispatch:
 
     def __init__(
         self,
-        store: Any,  # the SeriesStore that made it: its layouts, problems and update tracker
+        store: Store,  # the SeriesStore that made it: its layouts, problems and update tracker
         grads: Any,
         grads_step: int | None,
-        optimizer: Any,
+        optimizer: nnx.Optimizer | None,
         step: int,
         state: bool = True,
         updates: Any = None,
@@ -61,7 +73,7 @@ class SeriesDispatch:
         """The arrays went to the kernels: nothing of the step is held past its launch."""
         self._grads = self._optimizer = self._updates = None
 
-    def prepare(self, described: Any, without: tuple[str, ...] = ()) -> tuple[list, Any]:
+    def prepare(self, described: Described, without: tuple[str, ...] = ()) -> tuple[list, tuple | None]:
         """The arrays to reduce after the parameters and their layout key (None: none). ``without``:
         the inputs left out of this refresh (their program is compiling: :meth:`fallbacks`)."""
         self._entries, self._problems, self.groups, self._step_at = [], [], {}, None
@@ -174,7 +186,7 @@ class SeriesDispatch:
             spec += (("layers", tuple(sorted(self.groups.items()))),)
         return arrays, (spec or None)  # no array added: the structure's own plan
 
-    def finish(self, table: Any, n_rows: int) -> SeriesColumns:
+    def finish(self, table: StatsTable | None, n_rows: int) -> SeriesColumns:
         """``table``: the statistics of :meth:`prepare`'s arrays (a StatsTable, or None for none)."""
         m = table.matrix() if table is not None else np.zeros((0, len(STAT_NAMES)))
         errors = table.errors if table is not None else {}
@@ -220,7 +232,7 @@ def _first(texts: list[str]) -> str:
     return ", ".join(texts[:3]) + (f" and {len(texts) - 3:,} more" if len(texts) > 3 else "")
 
 
-def _is_integer(leaf: Any) -> bool:
+def _is_integer(leaf: object) -> bool:
     dtype = getattr(leaf, "dtype", None)
     try:
         return dtype is not None and np.dtype(dtype).kind in "biu"

@@ -51,7 +51,7 @@ def leaf_paths(tree: Any) -> tuple[list[Path], list[Any]]:
     return paths, leaves
 
 
-def flat_leaves(tree: Any) -> tuple[list[Any], Any]:
+def flat_leaves(tree: Any) -> tuple[list[Any], object]:
     """``jax.tree_util.tree_flatten(tree)``, with each hijax Variable (a leaf to jax, not a pytree
     node) replaced by its value's leaves, in :func:`leaf_paths`' order."""
     leaves, treedef = jax.tree_util.tree_flatten(tree)
@@ -70,7 +70,7 @@ def flat_leaves(tree: Any) -> tuple[list[Any], Any]:
 _variable_types: dict[type, bool] = {}
 
 
-def _is_variable(x: Any) -> bool:
+def _is_variable(x: object) -> bool:
     """``isinstance(x, nnx.Variable)`` by type, cached: flax's metaclass check costs ~5 µs, asked of
     every node of a tree (100,000 gradient leaves: a second)."""
     t = type(x)
@@ -105,7 +105,7 @@ class Entry:
         self.series, self.row, self.text, self.what = series, row, text, what
 
 
-def array_problem(x: Any) -> str | None:
+def array_problem(x: object) -> str | None:
     if isinstance(x, Tracer):
         return "a tracer (logged inside a jit/grad-transformed function?)"
     if isinstance(x, jax.Array):

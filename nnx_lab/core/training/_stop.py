@@ -53,8 +53,8 @@ class LastGood:
     """The model's and optimizer's state (``nnx.State``, on the device) from before step ``step``."""
 
     step: int
-    model: Any
-    optimizer: Any
+    model: nnx.State | None
+    optimizer: nnx.State | None
     nbytes: int  # of this one copy (the guard holds up to two while a loop runs)
 
 
@@ -77,12 +77,12 @@ def _plan(grads: Any) -> tuple[list[str], list[int]]:
     return names, indices
 
 
-def _copy(tree: Any) -> Any:
+def _copy(tree: nnx.State) -> nnx.State:
     # A fresh buffer for every array (the next step may donate the model's own); queued, not waited for.
     return jax.device_put(tree, may_alias=False)
 
 
-def _nbytes(tree: Any) -> int:
+def _nbytes(tree: object) -> int:
     return sum(int(getattr(x, "nbytes", 0)) for x in jax.tree.leaves(tree))
 
 
@@ -143,13 +143,13 @@ class StepGuard:
         previous, self._pending = self._pending, launched
         if previous is not None:
             self._read(previous)  # one step behind: step `step` is already queued after it
-        if launched is not None and (last or launched[1].is_ready()):
+        if launched is not None and (last or launched[1].is_ready()):  # pyright: ignore[reportAttributeAccessIssue] - an ArrayImpl's (jax.Array's stub has none)
             self._pending = None
             self._read(launched)
         if self.keep and not last:
             self._keep(step + 1)
 
-    def _launch(self, step: int, logged: tuple[int, dict, Any]) -> tuple[int, Any, list[str]] | None:
+    def _launch(self, step: int, logged: tuple[int, dict, Any]) -> tuple[int, jax.Array, list[str]] | None:
         names: list[str] = []
         leaves: list = []
         bad_now: list[str] = []  # host numbers: known at once
@@ -179,7 +179,7 @@ class StepGuard:
         flags.copy_to_host_async()
         return step, flags, names
 
-    def _read(self, pending: tuple[int, Any, list[str]]) -> None:
+    def _read(self, pending: tuple[int, jax.Array, list[str]]) -> None:
         step, flags, names = pending
         ok = np.asarray(flags)
         if not ok.all():

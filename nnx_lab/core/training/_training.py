@@ -13,11 +13,14 @@ dispatched and published.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ._alert import NonfiniteAlert
 from ._scalars import ScalarStore
 from ._series import SeriesStore, is_optimizer
+
+if TYPE_CHECKING:
+    from ..snapshot import Snapshot
 
 __all__ = ["Training"]
 logger = logging.getLogger("nnx_lab")
@@ -29,7 +32,7 @@ class Training:
     (an object or a followed name; a TypeError for something else); ``updates``: compute the update
     ratio ‖θₜ − θₜ₋₁‖/‖θₜ₋₁‖ (holds one step's parameters after a tick's refresh)."""
 
-    def __init__(self, obj: Any, optimizer: Any = None, *, updates: bool = True):
+    def __init__(self, obj: object, optimizer: object = None, *, updates: bool = True):
         if optimizer is None and is_optimizer(obj):
             self.series = SeriesStore(obj, state=False, updates=updates)
         else:
@@ -57,7 +60,7 @@ class Training:
             logger.debug("nnx_lab: the update ratio could not advance", exc_info=True)
             self.series.updates.release()
 
-    def published(self, snap: Any, *, refresh: int, step: int, wait: bool) -> None:
+    def published(self, snap: Snapshot, *, refresh: int, step: int, wait: bool) -> None:
         """A refresh was published: read the scalars that have arrived (all of them, waiting, with
         ``wait``) and let the alert look at the snapshot and the scalars."""
         self.scalars.collect(wait=wait)

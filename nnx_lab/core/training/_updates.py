@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
+from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -62,11 +62,11 @@ _COMPILING = object()
 _lock = threading.Lock()
 
 
-def _spec(x: Any) -> Any:
+def _spec(x: jax.Array) -> tuple:
     return (x.shape, x.dtype, getattr(x, "sharding", None))
 
 
-def _program(olds: tuple, layers: tuple) -> Any:
+def _program(olds: tuple, layers: tuple) -> jax.stages.Compiled | Exception | None:
     """The compiled program for arrays like ``olds`` (None while it compiles, on a thread);
     ``layers``: per array, None or the (axis, layer) of a stacked Variable's layer row."""
     key = (tuple(_spec(x) for x in olds), layers)
@@ -93,6 +93,27 @@ def _program(olds: tuple, layers: tuple) -> Any:
     return None
 
 
+class _Structure(Protocol):
+    derived: dict  # what other packages derive from a structure, under their own keys
+
+
+class Described(Protocol):
+    """A model's rows before their statistics and the arrays to reduce for them (``core.snapshot``'s
+    ``Described``): what the series and the update ratio read of it."""
+
+    @property
+    def rows(self) -> list: ...
+
+    @property
+    def live(self) -> list[int]: ...
+
+    @property
+    def arrays(self) -> list: ...
+
+    @property
+    def structure(self) -> _Structure: ...
+
+
 class UpdateTracker:
     """One Watcher's held parameters and the update norms on their way (see the module docstring)."""
 
@@ -107,7 +128,7 @@ class UpdateTracker:
         spent, self._host_s = self._host_s, 0.0
         return spent
 
-    def hold(self, described: Any, step: int) -> None:
+    def hold(self, described: Described, step: int) -> None:
         """Keep a refresh's parameter arrays (floating ones) until the next tick: nnx.Param (and its
         subclasses), or bare arrays; never another Variable type (batch statistics, an optimizer's
         moments: no learning-rate signal, and holding them would double the memory kept)."""
@@ -132,6 +153,7 @@ class UpdateTracker:
     def holding(self) -> bool:
         return self._held is not None
 
+    # described: a Described; Any while core.live's SnapshotSource.rows() (which gives it) says ``list | None``
     def advance(self, described: Any, step: int) -> None:
         """The tick after a refresh: dispatch ‖θₜ − θₜ₋₁‖ and ‖θₜ₋₁‖ for the held arrays, release them."""
         start = time.thread_time()
