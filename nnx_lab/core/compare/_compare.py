@@ -30,39 +30,17 @@ __all__ = ["compute"]
 _log = logging.getLogger("nnx_lab")
 
 
-def _layer_axes(side: Side, layers: Any) -> dict[str, int]:
-    """Per a entry's key: its layer axis (layers= declarations win over flax's metadata)."""
-    from ..snapshot import metadata_axis, parse_layers
+def _layer_axes(side: Side, layers: object) -> dict[str, int]:
+    """Per a entry's key: its layer axis (layers= declarations, snapshot's reading, win over flax's metadata)."""
+    from ..snapshot import LayerError, declared_axes, metadata_axis, parse_layers
 
-    spec = parse_layers(layers)
-    axes: dict[str, int] = {}
-    for e in side.entries:
-        axis = metadata_axis(e.metadata, len(e.shape)) if e.metadata and e.shape else None
-        if axis is not None:
-            axes[key_of(e.path)] = axis
-    for prefix, axis in spec:
-        hits = [e for e in side.entries if _under(e, prefix)]
-        if not hits:
-            raise ValueError(
-                f"compare: layers={{{quote_repr(prefix)}: {axis}}}: no Variable under {quote_repr(prefix)} in a"
-            )
-        for e in hits:
-            if axis is None or e.shape is None:
-                axes.pop(key_of(e.path), None)
-            elif not -len(e.shape) <= axis < len(e.shape):
-                raise ValueError(
-                    f"compare: layers={{{quote_repr(prefix)}: {axis}}}: {e.text} has shape {e.shape}, no axis {axis}"
-                )
-            else:
-                axes[key_of(e.path)] = axis % len(e.shape)
-    return axes
-
-
-def _under(e: Entry, prefix: str | tuple) -> bool:
-    if isinstance(prefix, tuple):
-        return e.path[: len(prefix)] == prefix
-    text = e.text
-    return not prefix or text == prefix or text.startswith(prefix + ".") or text.startswith(prefix + "[")
+    axes = {key_of(e.path): metadata_axis(e.metadata, len(e.shape)) for e in side.entries if e.metadata and e.shape}
+    try:
+        declared = declared_axes(side.entries, parse_layers(layers), " in a")
+    except LayerError as e:
+        raise ValueError(f"compare: {e}") from None
+    axes.update((key_of(side.entries[i].path), axis) for i, axis in declared.items())
+    return {key: axis for key, axis in axes.items() if axis is not None}
 
 
 def _source(side: Side, e: Entry) -> tuple[str, Any]:

@@ -21,6 +21,7 @@ from ._devices import device_summary, sharding_text
 from ._layers import (
     LayerError,
     check_layers,
+    declared_axes,
     parse_layer_option,
     parse_layers,
     stacked_modules,
@@ -39,6 +40,7 @@ __all__ = [
     "StructureCache",
     "Unchanged",
     "check_layers",
+    "declared_axes",
     "device_summary",
     "expand_layers",
     "metadata_axis",

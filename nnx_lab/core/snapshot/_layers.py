@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
+from ..graph import path_text
 from ..text import quote_repr
 from ._describe import LAYER_NAMES, metadata_axis
 from ._structure import Structure, describe
@@ -30,6 +31,7 @@ __all__ = [
     "LayerError",
     "LayerKey",
     "check_layers",
+    "declared_axes",
     "expand",
     "metadata_axis",
     "parse_layer_option",
@@ -99,13 +101,14 @@ def _under(row: Any, prefix: str | tuple) -> bool:
         return row.path[: len(prefix)] == prefix
     if not prefix:
         return True
-    text = row.path_text
+    text = path_text(row.path)
     return text == prefix or text.startswith(prefix + ".") or text.startswith(prefix + "[")
 
 
-def _declared_axes(rows: list, spec: tuple) -> dict[int, int | None]:
-    """Per row under some declared prefix: its layer axis (the last matching declaration wins). An
-    entry (prefix, axis, n) from :func:`stacked_modules` only takes rows with n layers on that axis."""
+def declared_axes(rows: Sequence[Any], spec: tuple, where: str = "") -> dict[int, int | None]:
+    """Per row (anything with a ``path`` and a ``shape``: a snapshot's or compare's) under some declared
+    prefix: its layer axis (the last matching declaration wins); ``where`` ends the no-Variable error.
+    An entry (prefix, axis, n) from :func:`stacked_modules` only takes rows with n layers on that axis."""
     axes: dict[int, int | None] = {}
     for prefix, axis, *count in spec:
         if count:
@@ -116,13 +119,13 @@ def _declared_axes(rows: list, spec: tuple) -> dict[int, int | None]:
             continue
         hits = [i for i, row in enumerate(rows) if _under(row, prefix)]
         if not hits:
-            raise LayerError(f"layers={{{quote_repr(prefix)}: {axis}}}: no Variable under {quote_repr(prefix)}")
+            raise LayerError(f"layers={{{quote_repr(prefix)}: {axis}}}: no Variable under {quote_repr(prefix)}{where}")
         for i in hits:
             shape = rows[i].shape
             if axis is not None and shape is not None:
                 if not -len(shape) <= axis < len(shape):
                     raise LayerError(
-                        f"layers={{{quote_repr(prefix)}: {axis}}}: {rows[i].path_text} has shape {shape}, "
+                        f"layers={{{quote_repr(prefix)}: {axis}}}: {path_text(rows[i].path)} has shape {shape}, "
                         f"no axis {axis}"
                     )
                 axes[i] = axis % len(shape)
@@ -186,7 +189,7 @@ class Expansion:
 
 
 def _expansion(described: Any, spec: tuple) -> Expansion | None:
-    declared = _declared_axes(described.rows, spec)
+    declared = declared_axes(described.rows, spec)
     position = {i: k for k, i in enumerate(described.live)}
     rows: list = []
     live: list[int] = []
