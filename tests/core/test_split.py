@@ -67,6 +67,26 @@ def test_every_filter_kind(model, filters, counts):
     assert [len(list(nnx.to_flat_state(s))) for s in states] == counts  # agrees with flax
 
 
+def test_labels_read_as_the_python_that_builds_each_filter(model):
+    """A composite filter's label is its Python text (views' filter_code), not flax's repr of the
+    classes inside it (``nnx.All(OfType(<class 'flax.nnx.variablelib.Param'>), ...)``)."""
+    report = nnx_lab.split_report(
+        model, nnx.All(nnx.Param, nnx.Not(nnx.OfType(Lora))), [nnx.BatchStat, "tag"], Lora, _never, ...
+    )
+    labels = [line.split(" -> ")[0] for line in report.to_text().splitlines()[1:6]]
+    assert labels[:3] == [
+        "  [1] nnx.All(nnx.Param, nnx.Not(Lora))",
+        "  [2] (nnx.BatchStat, 'tag')",
+        "  [3] Lora",  # a user class: its name
+    ]
+    assert labels[3].startswith("  [4] <function _never at ")  # no Python text: its repr
+    assert labels[4] == "  [5] ..."
+
+
+def _never(path, value):
+    return False
+
+
 def test_shared_variable_counted_once_with_aliases(model):
     report = nnx_lab.split_report(model, ...)
     [shared] = report.shared

@@ -1,35 +1,15 @@
-"""NNX filters as Python text, and the Python names a split's States are bound to by default."""
+"""The Python names a split's States are bound to by default."""
 
 from __future__ import annotations
 
 import re
 from typing import Any, Sequence
 
-from flax import nnx
 from flax.nnx import filterlib
 
 from ..._ipython.names import check_name
-from ..text import ECHO_CHARS, safe_repr
 
-__all__ = ["default_names", "filter_label"]
-
-
-def filter_label(f: Any) -> str:
-    """How a filter reads in Python source (the magic passes the user's own text instead).
-
-    >>> filter_label(nnx.Param), filter_label(...), filter_label((nnx.Param, "lora"))
-    ('nnx.Param', '...', "(nnx.Param, 'lora')")
-    """
-    if f is ...:
-        return "..."
-    if isinstance(f, type):
-        return f"nnx.{f.__name__}" if getattr(nnx, f.__name__, None) is f else f.__name__
-    if isinstance(f, tuple):
-        return "(" + ", ".join(filter_label(x) for x in f) + ("," if len(f) == 1 else "") + ")"
-    text = safe_repr(f, ECHO_CHARS)
-    if type(f).__module__ == filterlib.__name__ and getattr(nnx, type(f).__name__, None) is type(f):
-        return f"nnx.{text}"
-    return text
+__all__ = ["default_names"]
 
 
 def _snake(name: str) -> str:
@@ -74,6 +54,7 @@ def _bindable(name: str) -> bool:
 def default_names(filters: Sequence[Any]) -> list[str]:
     """Python names for the States of a split: ``param``, ``batch_stat``, ``rest`` for ``...``.
 
+    >>> from flax import nnx
     >>> default_names([nnx.Param, nnx.BatchStat, ...])
     ['param', 'batch_stat', 'rest']
     >>> default_names(["params", nnx.PathContains("lora"), lambda p, v: True, (nnx.Param, nnx.BatchStat)])

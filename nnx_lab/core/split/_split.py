@@ -12,7 +12,8 @@ from flax.nnx import filterlib
 from ..graph import Path, path_text
 from ..snapshot import Row, snapshot
 from ..text import clip, first_line
-from ._names import default_names, filter_label
+from ..views import filter_code
+from ._names import default_names
 from ._report import FilterResult, SplitError, SplitReport, SplitRow
 
 _log = logging.getLogger("nnx_lab")
@@ -49,7 +50,7 @@ def split_report(obj: Any, *filters: Any, labels: Sequence[str] | None = None) -
             raise SplitError(f"labels= gives {given} labels for {len(filters)} filters; give one per filter")
         labels = [clip(str(label)) for label in labels]
     else:
-        labels = [filter_label(f) for f in filters]
+        labels = [filter_code(f, label=True) or "" for f in filters]  # a label is never None
     predicates = []
     for i, f in enumerate(filters):
         if (f is ... or f is True) and i != len(filters) - 1:
