@@ -11,6 +11,7 @@ from ._inflight import devices_busy
 from ._stats import (
     STAT_NAMES,
     Deferred,
+    LaunchPlan,
     PendingStats,
     StatsError,
     StatsTable,
@@ -26,6 +27,7 @@ __all__ = [
     "DEFAULT_BINS",
     "STAT_NAMES",
     "Deferred",
+    "LaunchPlan",
     "PendingStats",
     "StatsError",
     "StatsTable",

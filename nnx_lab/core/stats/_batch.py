@@ -3,13 +3,17 @@ call, read back as the statistics table's columns (see :mod:`._stats`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ._one_pass import finish_rows
 from ._plan import LaunchPlan
 from ._programs import Program
+
+if TYPE_CHECKING:
+    from ._table import StatsError
+    from ._types import HostOutputs, Outputs
 
 
 class Batch:
@@ -18,11 +22,11 @@ class Batch:
 
     def __init__(
         self,
-        outputs: Any,
+        outputs: Outputs | StatsError,
         members: list[int],
         program: Program | None = None,
         chunk: int | None = None,
-        guesses: Any = None,
+        guesses: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     ):
         self.outputs, self.members, self.program, self.chunk = outputs, members, program, chunk
         self.guesses = guesses  # a program's one-pass arrays: (calls, shifts, known) the launch used
@@ -40,7 +44,7 @@ class Batch:
             return self.members[0] if len(self.members) == 1 else self.members[k]
         return int(plan.owners(self.chunk)[k])
 
-    def columns(self, host: Any, plan: LaunchPlan) -> tuple:
+    def columns(self, host: HostOutputs, plan: LaunchPlan) -> tuple[np.ndarray, np.ndarray, dict[int, tuple[int, int]]]:
         """(floats [k, 6], counts [k, 4], {position: exact integer extremes}) from the fetched outputs."""
         if self.program is not None:
             floats, counts, exact = self.program.columns(host)

@@ -8,6 +8,10 @@ import logging
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import jax
 
 # XLA's CPU compile options for one kernel (a first snapshot's cold time is mostly compiling): the
 # same run time, compiled in about half the time (figures: benchmarks/README.md, "Snapshot cost").
@@ -81,7 +85,7 @@ def _wait_for_others() -> None:
         _log.debug("nnx_lab: a background compile waited for the user's compile to end")
 
 
-def compile_lowered(lowered, options: tuple[dict, ...]):
+def compile_lowered(lowered: jax.stages.Lowered, options: tuple[dict, ...]) -> jax.stages.Compiled:  # pyright: ignore[reportReturnType] - options is never empty: the last one refused re-raises
     """``lowered.compile`` with the first set of options the backend accepts (inside
     :func:`in_background`: once the user's own compiles are done)."""
     if getattr(_background, "on", False):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING
 
 import jax
 
@@ -20,11 +20,14 @@ from ._kernels import KERNELS
 from ._layered import layered_origin
 from ._table import KERNEL_ERRORS, StatsError
 
+if TYPE_CHECKING:
+    from ._types import Kernel, Outputs, Spec, Value
+
 _log = logging.getLogger("nnx_lab")
-_dispatched: set = set()  # (kernel, shape, dtype, sharding) run before: compiled
+_dispatched: set[Spec] = set()  # (kernel, shape, dtype, sharding) run before: compiled
 
 
-def _spec(kernel: Any, x: Any) -> Any:
+def _spec(kernel: Kernel, x: Value) -> Spec | None:
     key = (id(kernel), x.shape, x.dtype, getattr(x, "sharding", None), getattr(x, "weak_type", False))
     try:
         hash(key)
@@ -33,7 +36,7 @@ def _spec(kernel: Any, x: Any) -> Any:
     return key
 
 
-def _first_call(kernel: Any, x: Any) -> Any:
+def _first_call(kernel: Kernel, x: Value) -> Outputs | StatsError:
     """:func:`call` for a spec not run before in this process: its executable loaded from the disk
     cache, or compiled and kept there (see :mod:`._executables`), first."""
     spec = _spec(kernel, x)
@@ -47,7 +50,7 @@ def _first_call(kernel: Any, x: Any) -> Any:
     return call(kernel, x)
 
 
-def _kernel_id(kernel: Any) -> Any:
+def _kernel_id(kernel: Kernel) -> int | tuple[str, int, int] | None:
     """What names ``kernel`` in the disk cache's keys: its place in KERNELS, or for a kernel mapped
     over a stacked Variable's layer axis (``_layers.layered``) that place and the axis; None for
     anything else (not kept on disk)."""
@@ -59,7 +62,7 @@ def _kernel_id(kernel: Any) -> Any:
     return None
 
 
-def call(kernel: Any, x: Any) -> Any:
+def call(kernel: Kernel, x: Value) -> Outputs | StatsError:
     """``kernel(x)``, by the executable the disk cache gave for its spec where there is one; launched
     once ``x``'s devices have room for it (:mod:`._inflight`: a refresh's hundreds of per-array kernels
     never fill a device's queue under the user's steps)."""
@@ -69,7 +72,7 @@ def call(kernel: Any, x: Any) -> Any:
     return result
 
 
-def _call(kernel: Any, x: Any) -> Any:
+def _call(kernel: Kernel, x: Value) -> Outputs | StatsError:
     try:
         spec = _spec(kernel, x)
         executable = loaded_executable(spec) if spec is not None else None
@@ -87,12 +90,12 @@ def _call(kernel: Any, x: Any) -> Any:
         return StatsError(one_line(e), deleted=deleted)
 
 
-def dispatch(calls: list[tuple[Any, Any]]) -> list[Any]:
+def dispatch(calls: list[tuple[Kernel, Value]]) -> list[Outputs | StatsError]:
     """Run each ``kernel(x)`` (results stay on device; a failure becomes a StatsError). Specs never
     run before are compiled side by side on threads first: a first snapshot compiles one
     executable per distinct spec, and XLA compiles without holding the GIL."""
-    results: list[Any] = [None] * len(calls)
-    first: dict[Any, int] = {}
+    results: list[Outputs | StatsError | None] = [None] * len(calls)
+    first: dict[Spec, int] = {}
     for j, (kernel, x) in enumerate(calls):
         key = _spec(kernel, x)
         if key is not None and key not in _dispatched and key not in first:
@@ -109,7 +112,7 @@ def dispatch(calls: list[tuple[Any, Any]]) -> list[Any]:
         if results[j] is None:
             results[j] = call(kernel, x)
     _dispatched.update(key for key, j in first.items() if not isinstance(results[j], StatsError))
-    return results
+    return results  # pyright: ignore[reportReturnType] - every slot is filled: first calls, then the rest
 
 
 def threads_see_jax_config() -> bool:

@@ -23,7 +23,7 @@ import logging
 import os
 import platform
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Sequence
 
 import jax
 
@@ -34,12 +34,23 @@ from ._cache_store import VERSION, open_store
 from ._compiling import compile_lowered, kernel_options
 from ._kernels import KERNELS, grouped, kernels_file, result_count
 
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from ._cache_store import Store
+    from ._types import Device, Kernel, Spec, Value
+
+    # (what loaded_executable, grouped_executable and compile_program give: jax's compiled executable)
+    Executable = jax.stages.Compiled
+    KernelId = int | tuple[str, int, int]  # a kernel's place in KERNELS, or ("vmap"/"grouped", place, axis/k)
+
 logger = logging.getLogger("nnx_lab")
 
 # spec -> executable, this process; a long session's least recently used leave (jax.jit then
 # compiles them again on their next use)
-_loaded: Memo[Any, Any] = Memo(4096)
-_grouped: Memo[Any, Any] = Memo(256)  # (kernel, k, spec) -> a grouped executable (:mod:`._grouped`)
+_loaded: Memo[Spec, Executable] = Memo(4096)
+# (kernel, k, spec) -> a grouped executable (:mod:`._grouped`)
+_grouped: Memo[tuple[int, int, tuple[int, ...], str, jax.sharding.Sharding, bool], Executable] = Memo(256)
 _source_hash: str | None = None
 
 
@@ -54,7 +65,7 @@ def cache_dir() -> Path | None:
     return Path(base) / "nnx_lab" / "kernels"
 
 
-def loaded_executable(spec: Any) -> Any | None:
+def loaded_executable(spec: Spec) -> Executable | None:
     """The executable this process holds for ``spec`` (see ``_stats._spec``), if any."""
     return _loaded.get(spec)
 
@@ -64,7 +75,7 @@ def executables_count() -> int:
     return len(_loaded)
 
 
-def prepare_executable(kernel: Any, kernel_id: Any, x: Any, spec: Any) -> bool:
+def prepare_executable(kernel: Kernel, kernel_id: KernelId, x: Value, spec: Spec | None) -> bool:
     """Make the executable of ``kernel`` for ``x``'s spec: loaded from disk when kept there, else
     compiled and written. False when the cache does not apply (off, refused, sharded, several
     processes) or fails: the caller's ``kernel(x)`` then compiles through jax.jit as usual."""
@@ -101,7 +112,9 @@ def prepare_executable(kernel: Any, kernel_id: Any, x: Any, spec: Any) -> bool:
     return True
 
 
-def grouped_executable(kernel: Any, x: Any, k: int, *, compile: bool) -> Any | None:
+def grouped_executable(
+    kernel: Kernel, x: jax.Array | jax.ShapeDtypeStruct, k: int, *, compile: bool
+) -> Executable | None:
     """The executable of ``grouped(kernel, k)`` (:mod:`._grouped`: ``kernel`` mapped over ``k``
     arrays of ``x``'s spec, one launch) for a single-device ``x`` (an array or a
     ``ShapeDtypeStruct``): this process's, else loaded from the disk cache (authenticated as every
@@ -146,7 +159,9 @@ def grouped_count() -> int:
     return len(_grouped)
 
 
-def compile_program(lowered: Any, options: tuple[dict, ...], specs: Any) -> Any:
+def compile_program(
+    lowered: jax.stages.Lowered, options: tuple[dict, ...], specs: Sequence[jax.Array | jax.ShapeDtypeStruct]
+) -> Executable:
     """``lowered`` compiled with the first set of ``options`` the backend accepts: loaded from the
     disk cache when kept there, else compiled (and kept when its inputs ``specs``, arrays or
     ``ShapeDtypeStruct``s, all live on one and the same device, in one process)."""
@@ -179,7 +194,7 @@ def compile_program(lowered: Any, options: tuple[dict, ...], specs: Any) -> Any:
     return executable
 
 
-def _open() -> tuple[Any, Any] | None:
+def _open() -> tuple[Store, ModuleType] | None:
     """(the checked store, jax's serializer), or None: the cache is off, refused or unavailable."""
     where = cache_dir()
     if where is None:
@@ -194,7 +209,7 @@ def _open() -> tuple[Any, Any] | None:
     return None if store is None else (store, serialize_executable)
 
 
-def _environment(device: Any) -> tuple:
+def _environment(device: Device) -> tuple:
     """What every executable also depends on, beside its own program: jax and jaxlib, the device,
     the host CPU's instruction-set features (XLA:CPU compiles for the CPU it runs on: a home
     directory shared by machines of different CPUs must not hand one's code to another),
@@ -228,7 +243,7 @@ def cpu_features() -> str:
     return f"{platform.machine()} {platform.processor()}"
 
 
-def _key(kernel_id: Any, x: Any) -> str:
+def _key(kernel_id: KernelId, x: jax.Array | jax.ShapeDtypeStruct) -> str:
     global _source_hash
     if _source_hash is None:
         with open(kernels_file(), "rb") as f:
@@ -247,7 +262,7 @@ def _key(kernel_id: Any, x: Any) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
 
 
-def _load(store: Any, name: str, trees: tuple, serializer: Any, device: Any) -> Any | None:
+def _load(store: Store, name: str, trees: tuple, serializer: ModuleType, device: Device) -> Executable | None:
     """Entry ``name`` loaded with the call's ``trees`` onto ``device`` once it authenticates, else None."""
     try:
         payload = store.read(name)
@@ -262,7 +277,7 @@ def _load(store: Any, name: str, trees: tuple, serializer: Any, device: Any) -> 
         return None
 
 
-def _save(store: Any, name: str, executable: Any, trees: tuple, serializer: Any) -> None:
+def _save(store: Store, name: str, executable: Executable, trees: tuple, serializer: ModuleType) -> None:
     """Keep ``executable`` as entry ``name``: only its serialized bytes, its trees being the call's."""
     try:
         payload, in_tree, out_tree = serializer.serialize(executable)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 import jax
 
@@ -28,6 +28,11 @@ from ._kernels import KERNELS
 from ._programs import one_at_a_time
 from ._table import KERNEL_ERRORS
 
+if TYPE_CHECKING:
+    from ._executables import Executable
+    from ._table import StatsError
+    from ._types import Kernel, Outputs, Value
+
 __all__ = ["SIZES", "compiling_grouped", "dispatch_grouped", "grouped_launches", "look_done"]
 
 _log = logging.getLogger("nnx_lab")
@@ -35,7 +40,9 @@ _log = logging.getLogger("nnx_lab")
 #: Arrays per grouped launch, largest first (a 256-array executable loads in about 15 ms, 1,024 in 50-120 ms).
 SIZES = (256, 16)
 _lock = threading.Lock()
-_wanted: dict[tuple, tuple[Any, Any, int]] = {}  # (kernel, k, spec) -> (kernel, spec, k) to compile, in order
+_wanted: dict[
+    tuple, tuple[Kernel, jax.ShapeDtypeStruct, int]
+] = {}  # (kernel, k, spec) -> (kernel, spec, k) to compile, in order
 _worker: threading.Thread | None = None
 # Set once the look that wanted a compile has its numbers (:func:`look_done`): the compile's lowering,
 # Python holding the GIL, would otherwise slow that first look (measured: +250 ms at 1,000 Variables).
@@ -45,7 +52,7 @@ LOOK_SETTLE_S = 0.5  # and then the rest of the look (its rows, its payload) goe
 _launches = 0  # grouped launches made in this process
 
 
-def _groupable(kernel: Any, x: Any) -> bool:
+def _groupable(kernel: Kernel, x: Value) -> bool:
     """Whether ``x`` (the first of its spec) may be launched with others: one of KERNELS, a small
     array on one device."""
     return (
@@ -56,7 +63,7 @@ def _groupable(kernel: Any, x: Any) -> bool:
     )
 
 
-def dispatch_grouped(calls: list[tuple[Any, Any]]) -> list[tuple[Any, list[int]]]:
+def dispatch_grouped(calls: list[tuple[Kernel, Value]]) -> list[tuple[Outputs | StatsError, list[int]]]:
     """Run each ``kernel(x)`` as :func:`._dispatch.dispatch` does, the arrays of a spec met often
     launched together: per launch, its device results (each with one row per array) and the
     positions in ``calls`` of its arrays, in order."""
@@ -64,12 +71,12 @@ def dispatch_grouped(calls: list[tuple[Any, Any]]) -> list[tuple[Any, list[int]]
     if jax.process_count() == 1 and len(calls) >= SIZES[-1]:
         for j, (kernel, x) in enumerate(calls):
             try:  # (kept cheap: a first look meets 10,000 arrays)
-                key = (id(kernel), x.shape, x.dtype, x.sharding, x.weak_type)
+                key = (id(kernel), x.shape, x.dtype, x.sharding, x.weak_type)  # pyright: ignore[reportAttributeAccessIssue] - a host value (numpy) raises: skipped
             except AttributeError:  # a host value
                 continue
             groups.setdefault(key, []).append(j)
-    done: list[tuple[Any, list[int]]] = []
-    wanted: list[tuple[Any, Any, int]] = []
+    done: list[tuple[Outputs | StatsError, list[int]]] = []
+    wanted: list[tuple[Kernel, jax.Array, int]] = []
     grouped = [False] * len(calls)
     for members in groups.values():
         kernel, x = calls[members[0]]
@@ -79,9 +86,9 @@ def dispatch_grouped(calls: list[tuple[Any, Any]]) -> list[tuple[Any, list[int]]
         for k in SIZES:
             if len(members) - start < k:
                 continue
-            executable = grouped_executable(kernel, x, k, compile=False)
+            executable = grouped_executable(kernel, x, k, compile=False)  # pyright: ignore[reportArgumentType] - _groupable: a jax.Array
             if executable is None:
-                wanted.append((kernel, x, k))
+                wanted.append((kernel, x, k))  # pyright: ignore[reportArgumentType] - _groupable: a jax.Array
                 continue
             while len(members) - start >= k:
                 part = members[start : start + k]
@@ -106,7 +113,7 @@ def look_done() -> None:
     _look_done.set()
 
 
-def _launch(executable: Any, xs: list[Any]) -> Any:
+def _launch(executable: Executable, xs: list[Value]) -> Outputs | None:
     """One grouped launch (None when it fails: a buffer deleted or donated; the per-array kernels say which)."""
     global _launches
     admit(xs[0])
@@ -125,7 +132,7 @@ def grouped_launches() -> int:
     return _launches
 
 
-def _want(kernel: Any, x: Any, k: int) -> None:
+def _want(kernel: Kernel, x: jax.Array, k: int) -> None:
     """Compile ``grouped(kernel, k)`` for ``x``'s spec on a thread, kept on disk (once per spec and size)."""
     global _worker
     if cache_dir() is None or not threads_see_jax_config():

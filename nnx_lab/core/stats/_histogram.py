@@ -19,7 +19,7 @@ import logging
 import math
 import threading
 from collections import OrderedDict
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -32,6 +32,11 @@ from ..render import round_significant
 from ._compiling import kernel_options
 from ._executables import compile_program
 from ._stats import is_numeric_dtype
+
+if TYPE_CHECKING:
+    from ._executables import Executable
+
+    Histogram = tuple[jax.Array, jax.Array]  # one array's [lo, hi] and bin counts, on its device(s)
 
 _log = logging.getLogger("nnx_lab")
 
@@ -81,11 +86,11 @@ _hist_flat_kernel = jax.jit(_hist_flat, static_argnums=(1, 2))
 #: ~0.07 s a compile instead of ~0.15-0.3 s; 10^6 values counted in ~28 ms instead of ~13 ms).
 FAST_COMPILE_ELEMENTS = 1 << 20
 MAX_KERNELS = 256  # compiled histogram kernels kept in this process (the least recently used go)
-_kernels: OrderedDict = OrderedDict()
+_kernels: OrderedDict[tuple, Executable] = OrderedDict()  # (shape, dtype, sharding, bins, scatter) -> kernel
 _kernels_lock = threading.Lock()
 
 
-def _compiled_kernel(x: Any, bins: int, scatter: bool) -> Any:
+def _compiled_kernel(x: jax.Array, bins: int, scatter: bool) -> Executable:
     """The compiled histogram of an array like ``x`` (one device or several): from this process, the disk
     (single-device ones), or compiled."""
     key = (x.shape, x.dtype, x.sharding, bins, scatter)
@@ -107,7 +112,7 @@ def _compiled_kernel(x: Any, bins: int, scatter: bool) -> Any:
     return kernel
 
 
-def _use_scatter(x: Any) -> bool:
+def _use_scatter(x: jax.Array | np.ndarray) -> bool:
     """bincount on a single CPU device; the fused reduction on accelerators and sharded arrays (and on
     one device of a mesh with explicit axes: jax refuses to flatten those for the bincount)."""
     if not isinstance(x, jax.Array):
@@ -120,7 +125,7 @@ def _use_scatter(x: Any) -> bool:
 MAX_SPANNING_IN_FLIGHT = 8
 
 
-def _compilable(x: Any) -> bool:
+def _compilable(x: object) -> bool:
     """Whether ``x`` is a live numeric array of this process alone, on one device or several (reduced
     by a kernel of :func:`_compiled_kernel`, compiled beforehand on a thread where the caller says so:
     an array sharded over a mesh got jax's own dispatch, compiled on the caller's thread at XLA's
@@ -150,12 +155,12 @@ def histograms_prepare(arrays: Sequence[Any], bins: int = DEFAULT_BINS) -> None:
                 _log.debug("nnx_lab: a histogram kernel did not compile", exc_info=True)
 
 
-def histograms_dispatch(arrays: Sequence[Any], bins: int = DEFAULT_BINS) -> list:
+def histograms_dispatch(arrays: Sequence[Any], bins: int = DEFAULT_BINS) -> list[Histogram | None]:
     """Start a histogram kernel per array on its device; returns device results (or None)."""
     check_number(bins, "bins", 1, MAX_BINS, integer=True)
-    out: list = [None] * len(arrays)
+    out: list[Histogram | None] = [None] * len(arrays)
     alone: list[int] = []  # positions reduced by jax's own dispatch: host, multi-process or odd arrays
-    spanning: list = []  # results of kernels run on several devices (an all-reduce each), in order
+    spanning: list[Histogram | None] = []  # results of kernels run on several devices (an all-reduce each), in order
     for k, x in enumerate(arrays):
         if not _compilable(x):
             alone.append(k)
@@ -184,7 +189,7 @@ def histograms_dispatch(arrays: Sequence[Any], bins: int = DEFAULT_BINS) -> list
     return out
 
 
-def _bound_spanning(x: Any, result: Any, spanning: list) -> None:
+def _bound_spanning(x: jax.Array | np.ndarray, result: Histogram | None, spanning: list[Histogram | None]) -> None:
     """XLA's CPU client deadlocks with ~40 independent all-reduce programs in flight: at most
     :data:`MAX_SPANNING_IN_FLIGHT` of ours at once (the oldest has run long before, elsewhere)."""
     if isinstance(x, jax.Array) and len(x.sharding.device_set) > 1:
@@ -193,11 +198,11 @@ def _bound_spanning(x: Any, result: Any, spanning: list) -> None:
             jax.block_until_ready(spanning[-1 - MAX_SPANNING_IN_FLIGHT])
 
 
-def histograms_fetch(pending: list) -> list[list[float] | None]:
+def histograms_fetch(pending: list[Histogram | None]) -> list[list[float] | None]:
     """``[lo, hi, c0, ..., cB-1]`` per array (None without finite values), in one device_get."""
     live = [p for p in pending if p is not None]
     try:
-        fetched: Iterator[Any] = iter(jax.device_get(live))
+        fetched: Iterator[tuple[np.ndarray, np.ndarray] | None] = iter(jax.device_get(live))
     except (RuntimeError, ValueError):  # a buffer deleted or donated: no histograms (the rows say why)
         _log.debug("nnx_lab: fetching the histograms failed", exc_info=True)
         fetched = iter([None] * len(live))

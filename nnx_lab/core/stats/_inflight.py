@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import collections
 import threading
-from typing import Any
+from typing import TYPE_CHECKING
 
 import jax
+
+if TYPE_CHECKING:
+    from ._types import Device, Value
 
 __all__ = ["MAX_PER_DEVICE", "admit", "devices_busy", "launched"]
 
@@ -25,17 +28,17 @@ __all__ = ["MAX_PER_DEVICE", "admit", "devices_busy", "launched"]
 MAX_PER_DEVICE = 8
 
 _lock = threading.Lock()
-_flying: dict[Any, collections.deque] = {}  # device -> our results in flight there, oldest first
+_flying: dict[Device, collections.deque[object]] = {}  # device -> our results in flight there, oldest first
 
 
-def _devices(x: Any) -> tuple:
+def _devices(x: Value | None) -> tuple[Device, ...]:
     try:
         return tuple(x.sharding.device_set) if isinstance(x, jax.Array) else ()
     except RuntimeError:  # a deleted array: its launch fails and says so
         return ()
 
 
-def _arrived(result: Any) -> bool:
+def _arrived(result: object) -> bool:
     try:
         leaves = [leaf for leaf in jax.tree.leaves(result) if isinstance(leaf, jax.Array)]
         return all(leaf.is_ready() for leaf in leaves)  # pyright: ignore[reportAttributeAccessIssue] - jax.Array's stub lacks is_ready (ArrayImpl has it)
@@ -43,7 +46,7 @@ def _arrived(result: Any) -> bool:
         return True
 
 
-def _oldest_waiting(devices: tuple) -> Any:
+def _oldest_waiting(devices: tuple[Device, ...]) -> object:
     """Our oldest result still in flight on a full device among ``devices`` (None: room on all)."""
     with _lock:
         for device in devices:
@@ -55,7 +58,7 @@ def _oldest_waiting(devices: tuple) -> Any:
     return None
 
 
-def admit(x: Any) -> None:
+def admit(x: Value | None) -> None:
     """Wait (this thread) until every device of ``x`` holds fewer than :data:`MAX_PER_DEVICE` of our
     launches, before launching on ``x``."""
     devices = _devices(x)
@@ -71,7 +74,7 @@ def admit(x: Any) -> None:
                     queue.popleft()
 
 
-def launched(x: Any, result: Any) -> None:
+def launched(x: Value | None, result: object) -> None:
     """Count ``result`` (just launched on ``x``'s devices) in flight until it has arrived."""
     devices = _devices(x)
     if not devices or not jax.tree.leaves(result):

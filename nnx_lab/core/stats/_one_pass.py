@@ -28,11 +28,15 @@ The first refresh has no guess (per-array exact kernels run until the program is
 from __future__ import annotations
 
 import threading
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
 from ..memo import Memo
+
+if TYPE_CHECKING:
+    from ._types import StructureKey
+
 
 #: The shift must lie within sqrt(CANCEL) standard deviations of the mean.
 CANCEL = 4.0
@@ -78,7 +82,7 @@ class Hints:
 
 
 MAX_STRUCTURES = 64  # structures whose guesses are kept (least recently used dropped)
-_by_structure: Memo[Any, Hints] = Memo(MAX_STRUCTURES)  # a program's structure key -> its Hints
+_by_structure: Memo[StructureKey, Hints] = Memo(MAX_STRUCTURES)  # a program's structure key -> its Hints
 
 
 class PlanHints:
@@ -87,7 +91,7 @@ class PlanHints:
     of the same structure) and learned from whatever describes its arrays (the first refresh's per-array
     kernels included, so the program's first launch already has them)."""
 
-    def __init__(self, chunks: list, dtypes: Mapping[int, Any]):
+    def __init__(self, chunks: list[tuple[list[int], StructureKey]], dtypes: Mapping[int, np.dtype]):
         # chunks: the plan's (calls, program key); dtypes: per call
         self.chunks = []
         for calls, key in chunks:

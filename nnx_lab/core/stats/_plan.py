@@ -7,7 +7,7 @@ it is compiled (found by its key once, not hashed again at every refresh).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import jax
 import numpy as np
@@ -19,6 +19,9 @@ from ._programs import MAX_PROGRAM_ARRAYS, Program, device_groups, structure_key
 from ._shards import ShardParts, splits
 from ._stacked import Stacked, stacked, stacked_origin
 from ._table import StatsError
+
+if TYPE_CHECKING:
+    from ._types import Kernel, StructureKey
 
 __all__ = ["LaunchPlan"]
 
@@ -34,7 +37,8 @@ class LaunchPlan:
         # split: arrays on several devices reduced by their shards (False: these are the shards already)
         # layers: {i: (axis, n)}: arrays[i:i + n] are the n layers of arrays[i] (one call mapped over axis)
         self.errors: list[tuple[int, StatsError]] = []
-        self.calls: list[tuple[int, Any, Any, tuple[str, ...], int]] = []  # (i, kernel, masked, names, size)
+        # (i, kernel, masked, names, size)
+        self.calls: list[tuple[int, Kernel, Kernel | None, tuple[str, ...], int]] = []
         self.counts: list[int] = []  # per call: the rows it fills (its layers, or 1)
         covered = 0
         for i, x in enumerate(arrays):
@@ -67,7 +71,7 @@ class LaunchPlan:
             for r in range(i, i + count):
                 self.sizes[r], self.stat_columns[r] = size, cols
                 self.has[r, list(cols)] = True
-        self.chunks: list[tuple[list[int], Any]] = []  # (positions in calls, program key)
+        self.chunks: list[tuple[list[int], StructureKey]] = []  # (positions in calls, program key)
         # Arrays on several devices are reduced shard by shard (._shards): then every array's statistics
         # come from ``parts``, a plan of single-device parts, and this plan only describes the rows.
         shards = ShardParts(arrays, layers) if split and any(splits(arrays[i]) for i in self.index) else None
@@ -78,7 +82,7 @@ class LaunchPlan:
             # in the background would be ready on one process before another, so they keep per-array kernels.
             xs = [arrays[i] for i in self.index]
             ranks: dict[int, str] = {}  # per kernel, per dtype: worked out once, not per array
-            dtype_names: dict[Any, str] = {}
+            dtype_names: dict[np.dtype, str] = {}
 
             def spec(m: int) -> tuple:
                 kernel, x = self.calls[m][1], xs[m]
@@ -117,7 +121,7 @@ class LaunchPlan:
         return self._owners[c]
 
 
-def kernel_rank(kernel: Any) -> str:
+def kernel_rank(kernel: Kernel) -> str:
     """Where ``kernel`` sorts among a chunk's arrays: the same in every process. (Its ``id`` is a
     memory address: sorting by it ordered a chunk's arrays differently from one session to the next,
     so the program's text, and with it its key in the disk cache, changed and a later session

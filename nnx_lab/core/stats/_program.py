@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -15,6 +15,10 @@ from ._executables import compile_program
 from ._inflight import admit, launched
 from ._kernels import float_kernel, float_one_pass
 from ._stacked import own_mesh, stacked_origin
+
+if TYPE_CHECKING:
+    from ._types import Kernel, Outputs, Value
+
 
 __all__ = ["COMPILER_OPTIONS", "STACK_BYTES", "Program"]
 
@@ -36,7 +40,7 @@ class Program:
     small arrays (each at most :data:`STACK_BYTES`). Every other array gets its own kernel inside
     the program, reading it in place (never copied, never gathered)."""
 
-    def __init__(self, kernels: Sequence[Any], specs: Sequence[jax.ShapeDtypeStruct]):
+    def __init__(self, kernels: Sequence[Kernel], specs: Sequence[jax.ShapeDtypeStruct]):
         # Sharded arrays' shards side by side over their devices (._shards: stacked kernels, one row per
         # shard): the program is the single-device program of one device's blocks, run on every device
         # at once inside one shard_map (no collective); a device's rows stay on it until fetched.
@@ -114,7 +118,7 @@ class Program:
             if hinted
             else []
         )
-        program: Any = run
+        program: Callable[..., Outputs] = run
         mesh = None
         if self._across:
             assert isinstance(sharding, jax.sharding.NamedSharding)  # (shards side by side: ._stacked.stack_sharding)
@@ -152,7 +156,9 @@ class Program:
         first_row = np.cumsum([0] + [count for _, _, count in layout])
         self.one_pass_rows = first_row[self.one_pass]  # the table rows (of :meth:`columns`) of the one-pass arrays
 
-    def launch(self, arrays: Sequence[Any], shifts: np.ndarray | None = None, exps: np.ndarray | None = None) -> tuple:
+    def launch(
+        self, arrays: Sequence[Value], shifts: np.ndarray | None = None, exps: np.ndarray | None = None
+    ) -> Outputs:
         """Dispatch the program on ``arrays`` (waits only while their devices hold as many launches of
         ours as :mod:`._inflight` allows); its results stay on device. ``shifts`` and ``exps``: the
         guesses of the arrays at :attr:`one_pass` (:mod:`._one_pass`; zeros when not given)."""
@@ -162,7 +168,7 @@ class Program:
         launched(first, outputs)
         return outputs
 
-    def _launch(self, arrays: Sequence[Any], shifts: np.ndarray | None, exps: np.ndarray | None) -> tuple:
+    def _launch(self, arrays: Sequence[Value], shifts: np.ndarray | None, exps: np.ndarray | None) -> Outputs:
         k = len(self.one_pass)
         if self._mesh is not None:
             with own_mesh(self._mesh):
@@ -174,7 +180,7 @@ class Program:
         hints = jax.device_put([np.asarray(shifts, self._hint_dtype), np.asarray(exps, np.int32)], self._hint_sharding)
         return self._executable(*arrays, *hints)
 
-    def columns(self, host_outputs: Sequence[np.ndarray]) -> tuple:
+    def columns(self, host_outputs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, dict[int, tuple[int, int]]]:
         """From the fetched outputs: every array's floats ``[k, 6]`` and counts ``[k, 4]`` (in the
         order the arrays were given, a layered array one row per layer), and ``{row: (min, max)}`` for integer arrays."""
         k = self._rows

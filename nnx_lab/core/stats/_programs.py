@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import jax
 
 from ..fallbacks import slower
 from ._compiling import in_background
 from ._program import COMPILER_OPTIONS, Program
+
+if TYPE_CHECKING:
+    from ._types import Kernel, StructureKey
 
 __all__ = ["COMPILER_OPTIONS", "COMPILING", "MAX_PROGRAMS", "Program", "compiling", "program_for", "programs_compiled"]
 
@@ -27,13 +30,13 @@ MAX_PROGRAMS = 32  # structures kept compiled (least recently used dropped)
 # refreshes all the while), which would cost more than the queue places it saves.
 MAX_PROGRAM_ARRAYS = 1024
 MAX_SEEN_ONCE = 1024  # structures seen once, remembered by hash only (a key may hold 10,000 specs)
-_programs: OrderedDict = OrderedDict()  # structure -> a Program, COMPILING or _FAILED
-_seen_once: OrderedDict = OrderedDict()  # hash(structure) -> None
+_programs: OrderedDict[StructureKey, Program | str] = OrderedDict()  # structure -> a Program, COMPILING or _FAILED
+_seen_once: OrderedDict[int, None] = OrderedDict()  # hash(structure) -> None
 _lock = threading.Lock()
 _compiled = 0  # programs compiled so far
 
 
-def structure_key(kernels: Sequence[Any], arrays: Sequence[Any]) -> Any:
+def structure_key(kernels: Sequence[Kernel], arrays: Sequence[jax.Array]) -> StructureKey | None:
     """The key of a program: the kernels and every array's (shape, dtype, sharding); None when some
     sharding cannot be hashed."""
     key = tuple((id(k), x.shape, x.dtype, x.sharding) for k, x in zip(kernels, arrays))
@@ -44,10 +47,10 @@ def structure_key(kernels: Sequence[Any], arrays: Sequence[Any]) -> Any:
     return key
 
 
-def device_groups(arrays: Sequence[Any]) -> list[list[int]]:
+def device_groups(arrays: Sequence[object]) -> list[list[int]]:
     """Indices of the device arrays that may share a program (one program runs on one set of
     devices), in order; host values are left out."""
-    groups: dict[Any, list[int]] = {}
+    groups: dict[frozenset, list[int]] = {}
     for j, x in enumerate(arrays):
         if isinstance(x, jax.Array):
             groups.setdefault(frozenset(x.sharding.device_set), []).append(j)
@@ -58,7 +61,12 @@ COMPILING = "compiling"
 
 
 def program_for(
-    kernels: Sequence[Any], arrays: Sequence[Any], *, background: bool, eager: bool = False, key: Any = None
+    kernels: Sequence[Kernel],
+    arrays: Sequence[jax.Array],
+    *,
+    background: bool,
+    eager: bool = False,
+    key: StructureKey | None = None,
 ) -> Program | str | None:
     """The compiled program for this structure; :data:`COMPILING` while it is being compiled on a
     thread; None when there is none (yet, or ever). The second time a structure is asked for (the
@@ -105,7 +113,7 @@ def programs_compiled() -> int:
 _FAILED = "failed"  # never retried: the per-array kernels describe this structure
 
 
-def _remember(key: Any, value: Any) -> None:
+def _remember(key: StructureKey, value: Program | str) -> None:
     """Keep a compiled (or failed) structure; beyond MAX_PROGRAMS the least recently used goes."""
     _programs[key] = value
     _programs.move_to_end(key)
@@ -117,12 +125,12 @@ def _remember(key: Any, value: Any) -> None:
 one_at_a_time = threading.Lock()  # background compiles run one after another (a model's chunks queue up)
 
 
-def _compile_in_turn(key: Any, kernels: tuple, specs: list) -> None:
+def _compile_in_turn(key: StructureKey, kernels: tuple[Kernel, ...], specs: list[jax.ShapeDtypeStruct]) -> None:
     with one_at_a_time, in_background():  # the user's own compiles come first (see _kernels)
         _compile(key, kernels, specs)
 
 
-def _compile(key: Any, kernels: tuple, specs: list) -> Program | None:
+def _compile(key: StructureKey, kernels: tuple[Kernel, ...], specs: list[jax.ShapeDtypeStruct]) -> Program | None:
     global _compiled
     try:
         program = Program(kernels, specs)

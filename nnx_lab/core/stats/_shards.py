@@ -26,17 +26,20 @@ False
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import jax
 import numpy as np
 
 from ._stacked import STACK, Stacked, stack_sharding, stacked_array
 
+if TYPE_CHECKING:
+    from ._table import StatsTable
+
 __all__ = ["ShardParts", "splits"]
 
 
-def splits(x: Any) -> bool:
+def splits(x: object) -> bool:
     """Whether ``x`` is reduced shard by shard: a fully addressable array on several devices."""
     if not isinstance(x, jax.Array) or jax.process_count() > 1:
         return False
@@ -127,7 +130,7 @@ class ShardParts:
             out.append(_part_ref(arrays[i], self._stacks[slot] if k is STACK and slot in self._stacks else k))
         return out
 
-    def combine(self, parts: Any, table: Any, sizes: np.ndarray) -> None:
+    def combine(self, parts: StatsTable, table: StatsTable, sizes: np.ndarray) -> None:
         """Fill ``table`` (a StatsTable of the arrays) from ``parts`` (the parts' StatsTable);
         ``sizes``: the elements of each part (per layer for a layered part)."""
         t = self.targets_array
@@ -190,7 +193,9 @@ class ShardParts:
         table._exact.update(exact)
 
 
-def _part_ref(x: Any, k: Any) -> Callable[[], Any]:
+def _part_ref(
+    x: Any, k: int | tuple[tuple[int, ...], tuple[int, ...], jax.sharding.Sharding] | str | None
+) -> Callable[[], Any]:
     try:
         ref = weakref.ref(x)
     except TypeError:  # a host value: held (it is small and the caller's)
@@ -212,7 +217,7 @@ def _part_ref(x: Any, k: Any) -> Callable[[], Any]:
     return part
 
 
-def _layer_range(index: Any, count: int) -> tuple[int, int]:
+def _layer_range(index: slice | int, count: int) -> tuple[int, int]:
     """The layers ``[first, stop)`` a shard holds on the layer axis (its index there: a slice)."""
     if isinstance(index, slice):
         first, stop, _ = index.indices(count)

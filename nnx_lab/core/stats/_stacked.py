@@ -6,10 +6,13 @@ collective) where each shard lives: arrays on the same devices share one program
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Iterator, overload
 
 import jax
 import numpy as np
+
+if TYPE_CHECKING:
+    from ._types import Device, Kernel, Outputs, Value
 
 __all__ = [
     "STACK",
@@ -30,7 +33,7 @@ class Stacked:
     """The "layer axis" of a stacked part in a launch plan's ``layers``: its kernels are
     :func:`stacked` over these devices, one row per shard."""
 
-    def __init__(self, devices: tuple):
+    def __init__(self, devices: tuple[Device, ...]):
         self.devices = devices
 
     def __eq__(self, other: object) -> bool:
@@ -43,18 +46,21 @@ class Stacked:
         return f"Stacked({len(self.devices)} devices)"
 
 
-_MESHES: dict = {}  # devices -> their 1-D mesh's sharding (one object each: programs keyed by it match)
-_STACKED: dict = {}  # (kernel, devices) -> the kernel over every shard of a stacked array
+# devices -> their 1-D mesh's sharding (one object each: programs keyed by it match)
+_MESHES: dict[tuple[Device, ...], jax.sharding.NamedSharding] = {}
+_STACKED: dict[tuple[Kernel, tuple[Device, ...]], _StackedKernel] = {}  # (kernel, devices) -> it over every shard
 
 
-def stack_sharding(devices: tuple) -> Any:
+def stack_sharding(devices: tuple[Device, ...]) -> jax.sharding.NamedSharding:
     if devices not in _MESHES:
         mesh = jax.sharding.Mesh(np.asarray(devices, dtype=object), ("shards",))
         _MESHES[devices] = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("shards"))
     return _MESHES[devices]
 
 
-def stacked_array(x: Any, ks: tuple, shape: tuple, sharding: Any) -> Any:
+def stacked_array(
+    x: jax.Array, ks: tuple[int, ...], shape: tuple[int, ...], sharding: jax.sharding.Sharding
+) -> jax.Array:
     """``x``'s shards ``ks`` side by side along axis 0, over their devices' 1-D mesh (no copy)."""
     try:
         return jax.make_array_from_single_device_arrays(shape, sharding, [x.addressable_data(k) for k in ks])
@@ -63,32 +69,36 @@ def stacked_array(x: Any, ks: tuple, shape: tuple, sharding: Any) -> Any:
 
 
 @contextlib.contextmanager
-def own_mesh(mesh: Any) -> Iterator[None]:
+def own_mesh(mesh: jax.sharding.Mesh | jax.sharding.AbstractMesh | None) -> Iterator[None]:
     """Our 1-D mesh as the context mesh while a stacked kernel or program is traced or run: the user's
     (``jax.set_mesh``, Explicit axes) would refuse a ``shard_map`` over another mesh."""
-    with jax.set_mesh(mesh):
+    with jax.set_mesh(mesh):  # pyright: ignore[reportArgumentType] - ours are concrete meshes (stack_sharding), typed as NamedSharding.mesh
         yield
 
 
 class _StackedKernel:
     """A jitted ``shard_map`` over a 1-D mesh of shards, called (and lowered) under that mesh."""
 
-    def __init__(self, fn: Any, mesh: Any):
+    def __init__(self, fn: jax.stages.Wrapped, mesh: jax.sharding.Mesh | jax.sharding.AbstractMesh):
         self._fn, self._mesh = fn, mesh
 
-    def __call__(self, x: Any) -> Any:
+    def __call__(self, x: Value, /) -> Outputs:
         with own_mesh(self._mesh):
             return self._fn(x)
 
-    def lower(self, *args: Any) -> Any:
+    def lower(self, *args: object) -> jax.stages.Lowered:
         with own_mesh(self._mesh):
             return self._fn.lower(*args)
 
     def _cache_size(self) -> int:
-        return self._fn._cache_size()
+        return self._fn._cache_size()  # pyright: ignore[reportAttributeAccessIssue] - jax.jit's wrapper has no public count of its executables
 
 
-def stacked(kernel: Any, devices: tuple) -> Any:
+@overload
+def stacked(kernel: Kernel, devices: tuple[Device, ...]) -> Kernel: ...
+@overload
+def stacked(kernel: None, devices: tuple[Device, ...]) -> None: ...
+def stacked(kernel: Kernel | None, devices: tuple[Device, ...]) -> Kernel | None:
     """``kernel`` run on each device's block of a stacked array (``shard_map``, no collective):
     every result gains a leading dimension, one row per shard (None stays None)."""
     if kernel is None:
@@ -105,7 +115,7 @@ def stacked(kernel: Any, devices: tuple) -> Any:
     return _STACKED[key]
 
 
-def stacked_origin(fn: Any) -> tuple | None:
+def stacked_origin(fn: Kernel) -> tuple[Kernel, tuple[Device, ...]] | None:
     """``(kernel, devices)`` when ``fn`` is a :func:`stacked` kernel, else None."""
     return next((key for key, mapped in list(_STACKED.items()) if mapped is fn), None)
 

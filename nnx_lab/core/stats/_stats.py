@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import jax
 import numpy as np
@@ -32,6 +32,9 @@ from ._table import KERNEL_ERRORS, StatsError, StatsTable
 from ._transfer import copy_to_host as _copy_to_host
 from ._transfer import fetch as _fetch
 from ._transfer import is_ready
+
+if TYPE_CHECKING:
+    from ._types import Value
 
 _log = logging.getLogger("nnx_lab")
 
@@ -239,14 +242,14 @@ class PendingStats:
             _copy_to_host(self._waiting)
 
 
-def _ref(x: Any) -> Any:  # a weak reference to a device array (a strong one to a host value)
+def _ref(x: Value) -> Callable[[], Value | None]:  # a weak reference to a device array (a strong one to a host value)
     try:
         return weakref.ref(x) if isinstance(x, jax.Array) else (lambda: x)
     except TypeError:
         return lambda: x
 
 
-def _launch(plan: LaunchPlan, xs: list[Any], repeated: bool, defer: bool) -> list[Batch]:
+def _launch(plan: LaunchPlan, xs: list[Value], repeated: bool, defer: bool) -> list[Batch]:
     """Launch each array's kernel: the chunks whose compiled program is ready as one launch each (one
     place in the device's queue), the rest one kernel call each (:mod:`._dispatch`). ``repeated``: the caller will
     refresh the same arrays again (a viewer), so a program is worth compiling at once rather than
@@ -260,7 +263,7 @@ def _launch(plan: LaunchPlan, xs: list[Any], repeated: bool, defer: bool) -> lis
         if programs[c] is None:
             found = program_for(
                 [kernels[m] for m in chunk],
-                [xs[m] for m in chunk],
+                [xs[m] for m in chunk],  # pyright: ignore[reportArgumentType] - a chunk holds device arrays (_programs.device_groups)
                 key=key,
                 background=threads_see_jax_config(),
                 eager=repeated,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Protocol, Sequence
 
 import numpy as np
 from jax._src.core import ShardingTypeError  # refuses an operation on explicit mesh axes; not exported by jax
@@ -24,6 +24,22 @@ class StatsError(Exception):
         self.deleted = deleted
 
 
+class _TablePlan(Protocol):
+    """What a StatsTable reads of its launch plan (``_plan.LaunchPlan``, or a :class:`_PlanPart` of one)."""
+
+    @property
+    def errors(self) -> Sequence[tuple[int, StatsError]]: ...
+
+    @property
+    def sizes(self) -> np.ndarray: ...  # per array: its elements
+
+    @property
+    def has(self) -> np.ndarray: ...  # per array and statistic: whether its dtype has it
+
+    @property
+    def stat_columns(self) -> list[tuple[int, ...]]: ...  # per array: the columns of its statistics
+
+
 class StatsTable:
     """The statistics of n arrays as columns, filled in as their results arrive.
 
@@ -31,7 +47,7 @@ class StatsTable:
     no statistics. :meth:`matrix` gives every statistic as float64 columns (NaN: none), :meth:`dicts`
     one dict per array (the statistics its dtype has; None for a value that is not there)."""
 
-    def __init__(self, n: int, plan: Any):
+    def __init__(self, n: int, plan: _TablePlan):
         # plan: the _stats.LaunchPlan (errors, sizes, which statistics each array has)
         self.n = n
         self._floats = np.full((n, 6), np.nan)
@@ -105,7 +121,7 @@ class StatsTable:
         m = self.matrix().tolist()
         return [self.dict_of(i, m[i]) for i in range(self.n)]
 
-    def dict_of(self, i: int, values: list | None = None) -> Any:
+    def dict_of(self, i: int, values: list | None = None) -> dict[str, float | int | None] | StatsError | None:
         """Array ``i``'s statistics as a dict (None: it has none; a StatsError: they failed)."""
         if i in self.errors:
             return self.errors[i]
@@ -124,6 +140,6 @@ class StatsTable:
 class _PlanPart:
     """What a StatsTable reads of a launch plan, for some of its arrays."""
 
-    def __init__(self, plan: Any, part: slice, start: int, stop: int):
+    def __init__(self, plan: _TablePlan, part: slice, start: int, stop: int):
         self.errors = [(i - start, e) for i, e in plan.errors if start <= i < stop]
         self.sizes, self.has, self.stat_columns = plan.sizes[part], plan.has[part], plan.stat_columns[part]

@@ -4,17 +4,20 @@ in one transfer (see :mod:`._stats`)."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 import jax
 
 from ..text import one_line
 from ._table import KERNEL_ERRORS, StatsError
 
+if TYPE_CHECKING:
+    from ._types import HostOutputs, Outputs
+
 _log = logging.getLogger("nnx_lab")
 
 
-def is_ready(result: Any) -> bool:
+def is_ready(result: Outputs | StatsError | None) -> bool:
     """Whether a device result (any pytree of arrays; None or a StatsError count as ready) has
     arrived, without waiting."""
     if result is None or isinstance(result, StatsError):
@@ -25,7 +28,7 @@ def is_ready(result: Any) -> bool:
         return True
 
 
-def copy_to_host(results: list[Any]) -> None:
+def copy_to_host(results: list[Outputs]) -> None:
     """Start the small results' copies to the host now, so a later fetch does not wait for them."""
     for r in results:
         for leaf in jax.tree.leaves(r):
@@ -35,7 +38,7 @@ def copy_to_host(results: list[Any]) -> None:
                 pass
 
 
-def _host(result: Any) -> Any:
+def _host(result: object) -> object:
     """A device result on the host. A result replicated over several processes' devices is not
     fully addressable: every process holds the whole (small) value, so its local copy is read."""
     if jax.process_count() == 1:  # every array addressable here
@@ -49,7 +52,7 @@ def _host(result: Any) -> Any:
     return jax.tree.map(one, result)
 
 
-def fetch(results: list[Any]) -> list[Any]:
+def fetch(results: list[Outputs | StatsError]) -> list[HostOutputs | StatsError]:
     """The device results on the host, in one transfer; a failed one as a StatsError."""
     live = [j for j, r in enumerate(results) if not isinstance(r, StatsError)]
     try:
@@ -66,4 +69,4 @@ def fetch(results: list[Any]) -> list[Any]:
     fetched = list(results)
     for j, g in zip(live, got):
         fetched[j] = g
-    return fetched
+    return fetched  # pyright: ignore[reportReturnType] - each live slot now holds its host copy (or its StatsError)
