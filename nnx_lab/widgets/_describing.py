@@ -187,7 +187,7 @@ class _Noted:
 def grads_report(result: GradResult, options: dict, seen: tuple) -> Callable[[Any], PendingCaptureReport]:
     """``make(layers)`` for :meth:`LayerAxes.describe`: the pending report of ``panel.grads``'s result
     (the forward values and their gradients) under the call's ``options``. (``layers``: the spec tuple
-    of :meth:`LayerAxes.spec`; ``PendingCaptureReport`` annotates it ``dict | None`` but takes it.)"""
+    of :meth:`LayerAxes.spec`, which ``PendingCaptureReport`` takes as it takes a user's dict.)"""
     only = options.get("only")
     matched = None if only is None else tuple(sorted(only.paths, key=path_text))
     return lambda layers: PendingCaptureReport(

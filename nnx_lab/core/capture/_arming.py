@@ -7,7 +7,8 @@ from __future__ import annotations
 import sys
 import threading
 import weakref
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 from flax import nnx
 
@@ -26,8 +27,18 @@ CALLS = threading.local()
 # no Python and sees nothing, but it is a trace an earlier capture saw: the types each module class
 # was seen sowing are remembered (_SOWN_BY_CLASS) and a capture reports those of its modules too.
 
+
+class Armer(Protocol):
+    """What the registry reads and counts on an armed :class:`~._capture.Capture`."""
+
+    _seen: list[type]  # every Variable type sown on its modules, in order
+    _armed_ids: set[int]  # id() of the modules it armed
+    inside_own: int  # calls of the user's own nnx.capture while armed
+    copied_calls: int  # method outputs recorded on a transform's copies (set by _methods)
+
+
 _SOW_CODES = frozenset({nnx.Module.sow.__code__, nnx.Module.perturb.__code__})
-_ACTIVE: list[Any] = []  # the Captures armed now, innermost last
+_ACTIVE: list[Armer] = []  # the Captures armed now, innermost last
 _ACTIVE_LOCK = threading.RLock()
 _SOWN_BY_CLASS: weakref.WeakKeyDictionary[type, list[type]] = weakref.WeakKeyDictionary()
 
@@ -63,25 +74,25 @@ class LinenIntermediates(nnx.Variable):
 MARKERS = (Seen, MethodOutputs, LinenIntermediates)
 
 
-def register(capture: Any) -> None:
+def register(capture: Armer) -> None:
     """``capture`` is armed now (innermost last): sows on its modules are noted on it."""
     with _ACTIVE_LOCK:
         _ACTIVE.append(capture)
 
 
-def active_captures() -> list[Any]:
+def active_captures() -> list[Armer]:
     """The Captures armed now, innermost last (a copy: safe to iterate while one disarms)."""
     with _ACTIVE_LOCK:
         return list(_ACTIVE)
 
 
-def unregister(capture: Any) -> None:
+def unregister(capture: Armer) -> None:
     with _ACTIVE_LOCK:
         if capture in _ACTIVE:
             _ACTIVE.remove(capture)
 
 
-def _note_seen(var_type: type, module: Any) -> None:
+def _note_seen(var_type: type, module: object) -> None:
     if var_type in MARKERS or getattr(CALLS, "recording", False):
         return
     with _ACTIVE_LOCK:
@@ -94,7 +105,7 @@ def _note_seen(var_type: type, module: Any) -> None:
             cap._seen.append(var_type)
 
 
-def _owners(module: Any) -> list[Any]:
+def _owners(module: object) -> list[Armer]:
     """The captures arming ``module``; every active one when none does (inside jit/grad the module is a
     copy no capture armed itself)."""
     active = active_captures()
@@ -119,7 +130,7 @@ _SLOTS: dict[type, int] = {}  # class -> how many armed captures installed the s
 _SLOTS_LOCK = threading.RLock()
 
 
-def _is_ours(value: Any) -> bool:
+def _is_ours(value: object) -> bool:
     return isinstance(value, tuple) and bool(value) and type(value[0]) is Seen
 
 
@@ -155,7 +166,7 @@ class _CapturesSlot:
         nnx.Module.__setattr__(obj, ATTR, nnx.data(ours))
 
 
-def _count_inside_own(module: Any) -> None:
+def _count_inside_own(module: object) -> None:
     """Note one call of the user's own nnx.capture on the captures arming ``module``."""
     for cap in _owners(module):
         cap.inside_own += 1
@@ -190,7 +201,7 @@ def remove_slots(classes) -> None:
             _FOREIGN.clear()  # left by a flax capture that raised inside a transformation
 
 
-def sown_by_classes(modules: Any) -> list[type]:
+def sown_by_classes(modules: Iterable[nnx.Module]) -> list[type]:
     """The Variable types any capture has seen instances of these modules' classes sow."""
     out: list[type] = []
     with _ACTIVE_LOCK:
@@ -199,17 +210,17 @@ def sown_by_classes(modules: Any) -> list[type]:
     return out
 
 
-def held_by_own_capture(module: Any) -> bool:
+def held_by_own_capture(module: object) -> bool:
     """Whether the user's own nnx.capture holds ``module`` now (ours is put aside)."""
     return id(module) in _FOREIGN
 
 
-def forget_aside(module: Any) -> None:
+def forget_aside(module: object) -> None:
     """Drop our entries put aside on ``module`` (a flax capture that raised left its tuple)."""
     _FOREIGN.pop(id(module), None)
 
 
-def armed_entries(module: Any) -> tuple:
+def armed_entries(module: nnx.Module) -> tuple:
     """This capture's entries on ``module`` (also while a flax capture put them aside)."""
     aside = _FOREIGN.get(id(module))
     if aside is not None:

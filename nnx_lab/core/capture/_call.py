@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from flax import nnx
 
@@ -11,17 +11,20 @@ from ..graph import path_text  # noqa: F401 - the doctest's
 from ._capture import Capture
 from ._types import DEFAULT_TYPES
 
+if TYPE_CHECKING:
+    from ._types import TypesSpec
+
 __all__ = ["capture_call"]
 
 
 def capture_call(
     model: nnx.Module,
     fn: Callable,
-    *args: Any,
-    types: Any = DEFAULT_TYPES,
+    *args: object,
+    types: TypesSpec = DEFAULT_TYPES,
     methods: bool | type = False,
     only: Any = ...,
-    **kwargs: Any,
+    **kwargs: object,
 ) -> tuple[Any, nnx.State]:
     """``fn(*args, **kwargs)`` with ``model`` captured: ``(result, captured State)``.
 

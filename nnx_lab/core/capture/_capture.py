@@ -6,7 +6,7 @@ needs on top (docs/guide/capture.md, "How it works").
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal, Sequence, cast
+from typing import TYPE_CHECKING, Any, Literal, Sequence, cast
 
 from flax import nnx
 from flax.nnx import graph as nnx_graph
@@ -35,6 +35,10 @@ from ._methods import patch, unpatch
 from ._options import check_model, group_by_module, method_type, selects_all
 from ._report import CaptureReport, PendingCaptureReport
 from ._types import DEFAULT_TYPES, resolve_types
+
+if TYPE_CHECKING:
+    from ._table import Layers
+    from ._types import TypesSpec
 
 _log = logging.getLogger("nnx_lab")
 
@@ -85,11 +89,13 @@ class Capture:
     ((<class 'flax.nnx.variablelib.Intermediate'>,), 0)
     """
 
+    copied_calls: int  # method outputs recorded on copies a transform made (_methods); set once there is one
+
     def __init__(
         self,
         model: nnx.Module,
         *,
-        types: Any = DEFAULT_TYPES,
+        types: TypesSpec = DEFAULT_TYPES,
         methods: bool | type = False,
         only: Any = ...,
         init: nnx.State | None = None,
@@ -118,7 +124,9 @@ class Capture:
         self.matched: tuple[Path, ...] = ()
         self._seen: list[type] = []
         self.inside_own = 0  # calls of the user's own nnx.capture while armed: their values went to it
-        self._armed: list[tuple[PathParts, Any, bool, Any]] = []  # path, module, selected, stashed __captures__
+        self._armed: list[
+            tuple[PathParts, nnx.Module, bool, object]
+        ] = []  # path, module, selected, stashed __captures__
         self._armed_ids: set[int] = set()
         self._patched: list[tuple[type, str]] = []
         self._slots: list[type] = []
@@ -242,7 +250,7 @@ class Capture:
         return self.pending_report(grads=grads, bins=bins).finish()
 
     def pending_report(
-        self, *, grads: nnx.State | None = None, bins: int = DEFAULT_BINS, layers: Any = None
+        self, *, grads: nnx.State | None = None, bins: int = DEFAULT_BINS, layers: Layers = None
     ) -> PendingCaptureReport:
         """The report, its statistics dispatched behind the call's device work and not waited for
         (``layers``: as :func:`capture_report`'s)."""
@@ -260,7 +268,7 @@ class Capture:
         )
 
 
-def _armable(module: Any) -> bool:
+def _armable(module: object) -> bool:
     """False for a module whose children are keyed by integers (``nnx.List``): a string key beside
     them would make its state unsortable for jax's tree functions. Such containers do not sow."""
     try:

@@ -3,7 +3,7 @@ disarms, and what :meth:`~._capture.Capture.absorb` adds from a capture made on 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from flax import nnx
 from flax.typing import PathParts
@@ -34,7 +34,7 @@ def collect(path: PathParts, entries: tuple, sown_types: Sequence[type]) -> list
 
 def absorb(
     state: nnx.State,
-    modules: dict[PathParts, Any],
+    modules: dict[PathParts, nnx.Module],
     types: Sequence[type],
     sown_types: Sequence[type],
     seen: list[type],

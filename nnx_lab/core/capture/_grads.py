@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -12,6 +12,9 @@ from flax import nnx
 from ._capture import Capture
 from ._options import check_model
 from ._types import DEFAULT_TYPES, resolve_types, type_names
+
+if TYPE_CHECKING:
+    from ._types import TypesSpec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,11 +44,11 @@ def _split_types(types: tuple[type, ...]) -> tuple[tuple[type, ...], tuple[type,
 def intermediate_grads(
     model: nnx.Module,
     loss_fn: Callable,
-    *args: Any,
-    types: Any = DEFAULT_TYPES,
+    *args: object,
+    types: TypesSpec = DEFAULT_TYPES,
     methods: bool | type = False,
     only: Any = ...,
-    **kwargs: Any,
+    **kwargs: object,
 ) -> GradResult:
     """The gradient of ``loss_fn(model, *args, **kwargs)`` (a scalar) at every ``perturb`` point.
 

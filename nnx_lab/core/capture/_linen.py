@@ -24,7 +24,7 @@ def tonnx_class() -> type | None:
     return getattr(wrappers, "ToNNX", None)
 
 
-def mutable_sows(mutable: Any) -> bool:
+def mutable_sows(mutable: Any) -> bool:  # the user's Linen filter, as given
     """Whether Linen's ``sow('intermediates', ...)`` stores anything under this ``mutable``
     (``True``, ``'intermediates'``, a list naming it, a DenyList without it)."""
     try:
@@ -36,7 +36,7 @@ def mutable_sows(mutable: Any) -> bool:
         return False
 
 
-def call_tonnx(module: Any, original: Callable, args: tuple, kwargs: dict, capture_linen: bool) -> Any:
+def call_tonnx(module: nnx.Module, original: Callable, args: tuple, kwargs: dict, capture_linen: bool) -> Any:
     """Call an armed ToNNX module: without its ``__captures__`` (ToNNX hands every attribute to
     Linen as a collection and would reject it), and, when ``capture_linen``, sowing what Linen sowed.
 
@@ -84,7 +84,7 @@ def call_tonnx(module: Any, original: Callable, args: tuple, kwargs: dict, captu
     return result
 
 
-def _linen_values(value: Any, kind: type) -> Any:
+def _linen_values(value: Any, kind: type) -> object:  # value: an attribute ToNNX set (Linen's)
     """The values of the ``kind`` Variables in an attribute ToNNX set (nested dicts kept), or _MISSING."""
     if isinstance(value, nnx.Variable):
         return value.get_value() if type(value) is kind else _MISSING
@@ -98,7 +98,7 @@ def _linen_values(value: Any, kind: type) -> Any:
     return _MISSING
 
 
-def _appended(found: Any, prior: Any) -> Any:
+def _appended(found: object, prior: object) -> object:
     """What one call added to Linen's intermediates: ``found`` without the ``prior`` values it
     started from (Linen's sow appends to the stored tuple), or _MISSING when it added nothing.
 

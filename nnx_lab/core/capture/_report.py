@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from flax import nnx
 
@@ -16,6 +16,10 @@ from ..stats import DEFAULT_BINS
 from ._messages import messages as report_messages
 from ._table import PendingTable
 from ._types import DEFAULT_TYPES, resolve_types, type_names
+
+if TYPE_CHECKING:
+    from ._table import Layers
+    from ._types import TypesSpec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,13 +95,13 @@ def capture_report(
     captured: nnx.State,
     *,
     grads: nnx.State | None = None,
-    types: Any = DEFAULT_TYPES,
+    types: TypesSpec = DEFAULT_TYPES,
     seen_types: Sequence[type] = (),
     matched: Sequence[Path] | None = None,
     bins: int = DEFAULT_BINS,
     only_text: str | None = None,
     inside_own: int = 0,
-    layers: dict | None = None,
+    layers: Layers = None,
 ) -> CaptureReport:
     """Describe captured values (and gradients): statistics and a histogram per array, computed on
     the device; only the numbers come to the host. ``matched``: the module paths an ``only``
@@ -157,13 +161,13 @@ class PendingCaptureReport:
         captured: nnx.State,
         *,
         grads: nnx.State | None = None,
-        types: Any = DEFAULT_TYPES,
+        types: TypesSpec = DEFAULT_TYPES,
         seen_types: Sequence[type] = (),
         matched: Sequence[Path] | None = None,
         bins: int = DEFAULT_BINS,
         only_text: str | None = None,
         inside_own: int = 0,
-        layers: dict | None = None,
+        layers: Layers = None,
     ):
         start = time.thread_time()
         if not isinstance(captured, nnx.State):

@@ -4,12 +4,13 @@ snapshot and a histogram per row, dispatched behind the captured call and fetche
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, TypeAlias
 
 import jax
 import numpy as np
 from flax import nnx
-from flax.typing import PathParts
+from flax.typing import Key, PathParts
 from jax.core import Tracer
 
 from .. import compat
@@ -17,6 +18,11 @@ from ..graph import Path
 from ..live.threads import start_thread
 from ..snapshot import LayerError, PendingSnapshot, Snapshot
 from ..stats import histograms_dispatch, histograms_fetch, histograms_prepare, is_ready
+
+if TYPE_CHECKING:
+    #: ``layers=`` as the user gives it (path prefix -> layer axis), or the spec tuple ``core.snapshot``'s
+    #: ``parse_layers`` (or a capture panel) makes of it.
+    Layers: TypeAlias = Mapping[str, int | None] | tuple | None
 
 __all__ = ["PendingTable", "Table", "flatten_captured"]
 
@@ -30,7 +36,7 @@ def flatten_captured(captured: nnx.State) -> nnx.State:
     >>> [path_text(p) for p, _ in nnx.to_flat_state(flatten_captured(s))]
     ['block.h[0]', 'block.h[1]']
     """
-    flat: list[tuple[PathParts, Any]] = []
+    flat: list[tuple[PathParts, object]] = []
     for path, var in nnx.to_flat_state(captured):
         if not isinstance(var, nnx.Variable):
             flat.append((tuple(path), var))
@@ -41,7 +47,7 @@ def flatten_captured(captured: nnx.State) -> nnx.State:
     return nnx.from_flat_state(flat) if flat else nnx.State({})
 
 
-def _key(k: Any) -> Any:
+def _key(k: object) -> Key:
     for attr in ("idx", "key", "name"):
         if hasattr(k, attr):
             return getattr(k, attr)
@@ -61,7 +67,7 @@ class PendingTable:
     """A Table whose statistics and histograms are on their way from the devices (see
     PendingSnapshot): the kernels are queued behind the call that produced the values."""
 
-    def __init__(self, captured: nnx.State, bins: int, layers: Any = None, strict: bool = True):
+    def __init__(self, captured: nnx.State, bins: int, layers: Layers = None, strict: bool = True):
         self.state = flatten_captured(captured)
         by_path = {
             tuple(p): (compat.get_value(v) if isinstance(v, nnx.Variable) else v)
@@ -97,5 +103,5 @@ class PendingTable:
 
     def finish(self) -> Table:
         snap = self.snapshot.finish()
-        hists: dict[Path, Any] = dict(zip(self.paths, histograms_fetch(self.hists)))
+        hists: dict[Path, list[float] | None] = dict(zip(self.paths, histograms_fetch(self.hists)))
         return Table(self.state, snap, tuple(hists.get(r.path) if r.status == "ok" else None for r in snap.rows))

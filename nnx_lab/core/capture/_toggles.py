@@ -72,7 +72,7 @@ class CaptureToggles:
             options["only"] = Ticked(on)
         return options
 
-    def to_dict(self, modules: Modules) -> dict[str, Any]:
+    def to_dict(self, modules: Modules) -> dict[str, object]:
         """The toggles as the browser draws them (JSON)."""
         index = {p: i for i, (p, _) in enumerate(modules)}
         return {
@@ -115,12 +115,12 @@ class CaptureToggles:
         check_bool("methods", value)
         self._methods = value
 
-    def select(self, paths: Any, modules: Modules) -> None:
+    def select(self, paths: str | tuple | Iterable[str | tuple | list], modules: Modules) -> None:
         """Tick exactly the modules at ``paths`` and everything under them (paths as text such as
         ``"blocks[1]"`` or ``"blocks/1"``, or key tuples; ``""`` is the model itself)."""
         if isinstance(paths, (str, tuple)):
             paths = [paths]
-        known: dict[Any, Path] = {}
+        known: dict[object, Path] = {}
         for p, _ in modules:
             known[p] = p
             for text in module_paths_text(p):
@@ -140,7 +140,7 @@ class CaptureToggles:
         ticked = {p for p, _ in modules if any(p[: len(c)] == c for c in chosen)}
         self._off = {p for p, _ in modules if p not in ticked}
 
-    def apply_message(self, content: Any, modules: Modules) -> None:
+    def apply_message(self, content: object, modules: Modules) -> None:
         """One browser toggle (``{"type": "type"|"methods"|"module"|"modules", "on": bool, ...}``)."""
         if not isinstance(content, dict) or content.get("type") not in MESSAGES:
             raise ValueError(f"unknown message from the panel: {one_line(content)}")
@@ -195,14 +195,14 @@ class Ticked:
     def __init__(self, paths: Iterable[Path]):
         self.paths = frozenset(tuple(p) for p in paths)
 
-    def __call__(self, path: Any, module: Any) -> bool:
+    def __call__(self, path: Iterable, module: object) -> bool:
         return tuple(path) in self.paths
 
     def __repr__(self) -> str:
         return f"ticked modules {sorted(map(path_text, self.paths))}"
 
 
-def check_bool(name: str, value: Any) -> None:
+def check_bool(name: str, value: object) -> None:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be True or False, not {value!r}")
 

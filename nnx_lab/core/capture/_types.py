@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Sequence
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Sequence, TypeAlias
 
 from flax import nnx
 
@@ -15,11 +16,15 @@ DEFAULT_TYPES: tuple[type[nnx.Variable], ...] = (nnx.Intermediate,)
 
 _MISSING = object()
 
+if TYPE_CHECKING:
+    #: A ``types=`` argument (:func:`resolve_types`): a Variable type, a name, or a collection of them.
+    TypesSpec: TypeAlias = type[nnx.Variable] | str | Collection[type[nnx.Variable] | str] | None
+
 
 # --------------------------------------------------------------------------- Variable types
 
 
-def resolve_types(spec: Any, namespace: dict | None = None) -> tuple[type[nnx.Variable], ...]:
+def resolve_types(spec: TypesSpec, namespace: dict | None = None) -> tuple[type[nnx.Variable], ...]:
     """The Variable types named by ``spec``, in order, without repeats.
 
     ``spec``: a Variable subclass; a name (``"Intermediate"``, ``"nnx.Perturbation"``, a Linen
@@ -46,7 +51,7 @@ def resolve_types(spec: Any, namespace: dict | None = None) -> tuple[type[nnx.Va
     return tuple(found)
 
 
-def _items(spec: Any) -> list:
+def _items(spec: object) -> Sequence[type | str]:
     if isinstance(spec, str):
         parts = [p.strip() for p in spec.split(",")]
         if any(not p for p in parts):
@@ -59,13 +64,13 @@ def _items(spec: Any) -> list:
     raise TypeError(f"{spec!r} is {a_kind(type(spec).__name__)}, not an nnx.Variable type")
 
 
-def _resolve_one(item: Any, namespace: dict) -> type[nnx.Variable]:
+def _resolve_one(item: type | str, namespace: dict) -> type[nnx.Variable]:
     if isinstance(item, type):
         if issubclass(item, nnx.Variable):
             return item
         raise TypeError(f"{item.__name__} is not an nnx.Variable type")
     name = item
-    obj: Any = _MISSING
+    obj: object = _MISSING
     short = name.removeprefix("flax.nnx.") if name.startswith("flax.nnx.") else name.removeprefix("nnx.")
     if short.isidentifier() and isinstance(getattr(nnx, short, None), type):
         obj = getattr(nnx, short)
@@ -97,7 +102,7 @@ def type_names(types: Sequence[type]) -> list[str]:
     return [t.__name__ for t in types]
 
 
-def caller_namespace(depth: int, spec: Any) -> dict:
+def caller_namespace(depth: int, spec: object) -> dict:
     """Names a type given as text may refer to: the calling frame's (locals over globals), then the
     IPython user namespace. Empty when ``spec`` names no type as text: reading a function's
     ``f_locals`` leaves a copy of its locals on the frame (Python < 3.13), which would keep
