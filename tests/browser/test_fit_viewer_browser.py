@@ -116,3 +116,40 @@ def test_a_tall_model_keeps_the_path_column_wide(
     report = pages.fit_report(root)
     assert not [c for c in report["cut"] if not c["full"]], report["cut"]
     assert not page_events.page_errors, page_events.page_errors
+
+
+_JS_WRAPPED_CONTROLS = """(root) => [...root.querySelectorAll("button, summary, select")]
+  .filter((el) => el.getClientRects().length)
+  .filter((el) => {
+    const tops = new Set();
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      for (const r of range.getClientRects()) if (r.width) tops.add(Math.round(r.top));
+    }
+    return tops.size > 1 || el.scrollHeight > el.clientHeight + 1;
+  })
+  .map((el) => el.textContent.trim())"""
+
+
+def test_every_control_reads_on_one_line_in_a_narrow_output(
+    page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path
+):
+    """An 800 px window with JupyterLab's file browser open gives a 365 px output: "expand all" and
+    "collapse all" broke over two lines and out of their 22 px buttons. Each control keeps its label
+    on one line; the toolbar wraps whole controls instead."""
+    page.set_viewport_size({"width": 1500, "height": 1000})
+    nb = write_notebook(tmp_path / "narrow.ipynb", *WIDE)
+    open_notebook(page, jupyter_server, nb, ui="lab")
+    run_all_cells(page)
+    root = viewer(page)
+    wait_for_series_columns(page)
+    reached = pages.set_output_width(page, root, 360)
+    assert abs(reached - 360) < 1, reached
+    root.scroll_into_view_if_needed()
+    screenshot(page, "viewer-lab-360", scroll_to=root)
+    assert not root.evaluate(_JS_WRAPPED_CONTROLS)
+    report = pages.fit_report(root)
+    assert report["root"]["scroll"] <= report["root"]["client"], report["root"]
+    assert not page_events.page_errors, page_events.page_errors

@@ -175,7 +175,7 @@ ${R} .nnx-scalar-value.bad{color:${ERROR}}
 ${R} .nnx-scalar-step{color:${MUTED}}
 ${R} .nnx-bar-row{display:flex;flex-wrap:wrap;gap:4px 6px;align-items:center;margin:4px 0}
 ${R} .nnx-chips{display:flex;flex-wrap:wrap;gap:4px 6px;align-items:center}
-${R} .nnx-tools{display:flex;gap:6px;align-items:center;margin-left:auto}
+${R} .nnx-tools{display:flex;flex-wrap:wrap;justify-content:flex-end;gap:4px 6px;align-items:center;margin-left:auto}
 ${R} .nnx-type-chip{display:inline-flex;align-items:center;gap:5px;border:1px solid ${BORDER};
   border-radius:10px;padding:0 8px;height:20px;background:${BG};cursor:pointer;white-space:nowrap}
 ${R} .nnx-type-chip:hover{background:rgba(127,127,127,0.12)}
@@ -185,7 +185,7 @@ ${R} .nnx-dot{display:inline-block;width:8px;height:8px;border-radius:2px;flex:n
 ${R} .nnx-filter,${R} .nnx-text-input{height:22px;padding:0 6px;width:220px;max-width:40vw;border:1px solid ${BORDER};
   border-radius:3px;background:${BG};font-family:${MONO}}
 ${R} .nnx-filter:focus,${R} .nnx-text-input:focus{outline:1px solid ${ACCENT};border-color:${ACCENT}}
-${R} .nnx-tool{height:22px;padding:0 8px;border:1px solid ${BORDER};border-radius:3px;
+${R} .nnx-tool{height:22px;padding:0 8px;border:1px solid ${BORDER};border-radius:3px;white-space:nowrap;
   background:${BG2};cursor:pointer}
 ${R} .nnx-tool:hover:not(:disabled){border-color:${ACCENT}}
 ${R} .nnx-tool:disabled{opacity:.5;cursor:default}
