@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import math
 import time
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import jax
 import numpy as np
@@ -20,10 +21,13 @@ from ._formats import describe, leaves_bytes
 from ._memory import PeakMemory
 from ._trace import Patched, mark
 
+if TYPE_CHECKING:
+    from ._trace import Recorder
+
 _log = logging.getLogger("nnx_lab")
 
 
-def _abstract(x: Any) -> Any:
+def _abstract(x: object) -> object:
     """An array leaf as a ShapeDtypeStruct (its sharding kept); anything else as it is."""
     if isinstance(x, jax.ShapeDtypeStruct):
         return x
@@ -89,27 +93,29 @@ def _variables(variables: dict, module_paths: set) -> tuple[dict, dict, bool]:
     return own, total, layered
 
 
-def _trace_program(model: Any, sites: list, method: str, args: tuple, kwargs: dict, grad: bool) -> tuple:
+def _trace_program(
+    model: nnx.Module, sites: list, method: str, args: tuple, kwargs: dict, grad: bool
+) -> tuple[jax.stages.Traced, Recorder]:
     """``(traced, recorder)``: the call traced once (``jax.jit(...).trace``), the calls of the modules at
     ``sites`` (the model's module paths) recorded."""
     graphdef, state = nnx.split(model)
     state = jax.tree.map(_abstract, state)
     args, kwargs = jax.tree.map(_abstract, (args, kwargs))
 
-    def merged(state: Any) -> Any:
+    def merged(state: nnx.State) -> nnx.Module:
         """A fresh copy of the model inside the trace, marked, its classes' methods wrapped."""
         module = nnx.merge(graphdef, state)
         patched.add(mark(module, sites))
         return module
 
-    def forward(state: Any, args: tuple, kwargs: dict) -> Any:
+    def forward(state: nnx.State, args: tuple, kwargs: dict) -> list[jax.Array]:
         out = getattr(merged(state), method)(*args, **kwargs)
         return [x for x in jax.tree.leaves(out) if isinstance(x, jax.Array)]
 
-    def backward(state: Any, args: tuple, kwargs: dict) -> Any:
+    def backward(state: nnx.State, args: tuple, kwargs: dict) -> tuple:
         gdef, params, rest = nnx.split(merged(state), nnx.Param, ...)
 
-        def f(params: Any) -> Any:
+        def f(params: nnx.State) -> list[jax.Array]:
             # fresh Variables for ``rest`` at this trace level: a BatchNorm may update its statistics
             out = getattr(nnx.merge(gdef, params, jax.tree.map(lambda v: v, rest)), method)(*args, **kwargs)
             return [
@@ -130,7 +136,7 @@ def _trace_program(model: Any, sites: list, method: str, args: tuple, kwargs: di
     return traced, recorder
 
 
-def _call_error(error: Exception, recorder: Any, sites: list) -> Exception:
+def _call_error(error: Exception, recorder: Recorder, sites: list) -> Exception:
     call = recorder.failed
     from ..text import one_line
 
@@ -144,14 +150,14 @@ def _call_error(error: Exception, recorder: Any, sites: list) -> Exception:
 
 @paused_gc()  # one trace makes ~10^5 short-lived objects: the collector's passes were a fifth of a summary
 def summary(
-    model: Any,
-    *args: Any,
+    model: nnx.Module,
+    *args: object,
     method: str = "__call__",
     grad: bool = False,
     memory: bool = True,
     depth: int | None = None,
-    layers: Any = None,
-    **kwargs: Any,
+    layers: Mapping[str, int | None] | None = None,
+    **kwargs: object,
 ) -> Summary:
     """Shapes, parameters, FLOPs and bytes of every module call of ``model.<method>(*args, **kwargs)``,
     from one trace (see :mod:`nnx_lab.core.summary`)."""
@@ -216,7 +222,7 @@ def summary(
     )
 
 
-def _sig(fn: Any) -> str:
+def _sig(fn: Callable) -> str:
     import inspect
 
     try:

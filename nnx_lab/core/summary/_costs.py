@@ -11,11 +11,14 @@ and result bytes before fusion.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any
 
 from ..memo import Memo
 from ._formulas import formula, io_bytes
+
+if TYPE_CHECKING:  # jax.extend.core on jax 0.7 and 0.10 alike; read only by the checker
+    from jax.extend.core import ClosedJaxpr, JaxprEqn
 
 _log = logging.getLogger("nnx_lab")
 
@@ -25,6 +28,8 @@ SCOPE_PREFIX = "nnxlab."
 _CALL_PARAMS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
 
 Cost = tuple  # (flops, transcendentals, bytes accessed)
+# An equation or jaxpr is Any below: jax's stubs type a Var's aval AbstractValue (no shape, no dtype), and
+# the jaxprs a primitive's params hold are open or closed.
 
 #: primitives that generate random bits (jax.random's threefry hash): a Dropout's mask costs FLOPs
 #: as XLA counts them, often more than the layer's arithmetic; rows say how many (``rng_flops``)
@@ -32,7 +37,7 @@ RANDOM_BITS = frozenset({"random_bits", "threefry2x32", "random_split", "random_
 _cache: Memo = Memo(8192)  # an equation's signature -> its (flops, transcendentals, bytes)
 
 
-def _freeze(x: Any) -> Any:
+def _freeze(x: object) -> Hashable:
     try:
         hash(x)
         return x
@@ -59,7 +64,7 @@ def lowered_cost(eqn: Any) -> Cost:
     key = _signature(eqn)
     if key not in _cache:
 
-        def one(*xs: Any) -> Any:
+        def one(*xs: jax.Array) -> object:
             return eqn.primitive.bind(*xs, **eqn.params)
 
         args = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in eqn.invars]
@@ -97,7 +102,7 @@ class Tally:
             self.bytes[call] = self.bytes.get(call, 0) + nbytes
 
 
-def _scopes(eqn: Any) -> tuple:
+def _scopes(eqn: JaxprEqn) -> tuple:
     """The marked calls in ``eqn``'s name stack, outermost first (relative to its enclosing jaxpr)."""
     out = []
     for item in getattr(eqn.source_info.name_stack, "stack", ()):
@@ -157,7 +162,7 @@ def eqn_cost(eqn: Any) -> Cost:
     return cost if cost is not None else lowered_cost(eqn)
 
 
-def tally(jaxpr: Any) -> Tally:
+def tally(jaxpr: ClosedJaxpr) -> Tally:
     """The costs of ``jaxpr`` per marked call."""
     from jax._src.interpreters import partial_eval as pe
 

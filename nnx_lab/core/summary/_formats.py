@@ -3,7 +3,7 @@ pytrees of arrays (``float32[8,10]@P('data', None)``), and the bytes arrays take
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, SupportsInt
 
 from ..text import clip
 from ._formulas import nbytes
@@ -11,7 +11,7 @@ from ._formulas import nbytes
 __all__ = ["bytes_text", "count_text", "describe", "leaves_bytes", "params_text"]
 
 
-def count_text(n: Any) -> str:
+def count_text(n: SupportsInt | None) -> str:
     """``1234567`` as ``1.23M``; exact below 10,000."""
     if n is None:
         return "-"
@@ -29,7 +29,7 @@ def _three(v: float) -> str:
     return f"{v:.0f}" if abs(v) >= 100 else f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
 
 
-def bytes_text(n: Any) -> str:
+def bytes_text(n: SupportsInt | None) -> str:
     if n is None:
         return "-"
     n = int(n)
@@ -48,7 +48,7 @@ def leaves_bytes(leaves: list) -> int:
     return sum(nbytes(x) for x in leaves if hasattr(x, "dtype"))
 
 
-def _sharding_text(x: Any) -> str:
+def _sharding_text(x: object) -> str:
     from jax.core import Tracer
 
     from .. import compat
@@ -62,12 +62,12 @@ def _sharding_text(x: Any) -> str:
     return "@" + compat.spec_text(spec)
 
 
-def describe(x: Any, limit: int = 300) -> str:
+def describe(x: object, limit: int = 300) -> str:
     """A pytree of arrays as text: ``float32[8,10]``, ``(float32[2], {'a': int32[]})``, sharding as ``@P(...)``."""
     return clip(_describe(x, 0), limit)
 
 
-def _describe(x: Any, level: int) -> str:
+def _describe(x: Any, level: int) -> str:  # a leaf of the user's pytree: duck-typed
     if level > 6:
         return "…"
     if isinstance(getattr(x, "shape", None), tuple) and hasattr(x, "dtype"):  # nnx.Rngs has any attribute

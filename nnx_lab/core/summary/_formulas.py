@@ -131,7 +131,8 @@ _REDUCE = frozenset(
 )
 
 
-def _size(aval: Any) -> int:
+# An equation or aval is Any here: jax's stubs type a Var's aval AbstractValue, which has no shape or dtype.
+def _size(aval: object) -> int:
     return int(math.prod(getattr(aval, "shape", ()) or ()))
 
 

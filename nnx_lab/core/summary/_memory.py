@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable
+from typing import Callable
 
 import jax
 
@@ -22,12 +22,12 @@ NOT_COMPUTED = "not computed: memory=False / --no-memory"
 PENDING = "computing (XLA's memory analysis compiles the whole program once)…"
 
 
-def analyse(traced: Any) -> tuple[dict | None, str | None]:
+def analyse(traced: jax.stages.Traced) -> tuple[dict | None, str | None]:
     """``(memory, None)`` from XLA's memory analysis of ``traced``, or ``(None, why not)``."""
     try:
         lowered = traced.lower()
         try:  # compiled for the analysis only: LLVM's optimisations change no buffer (half the CPU compile time)
-            compiled = lowered.compile(compiler_options={"xla_backend_optimization_level": 0})
+            compiled = lowered.compile(compiler_options={"xla_backend_optimization_level": 0})  # pyright: ignore[reportArgumentType] - XLA takes an int (jax's stub: str | bool)
         except Exception as e:  # noqa: BLE001 - boundary: a backend that does not take the option: its default compile
             _log.debug("nnx_lab.summary: compiling without optimization refused (%s): default compile", e)
             compiled = lowered.compile()
@@ -56,7 +56,7 @@ class PeakMemory:
     ``PeakMemory(None, note)`` is one that will not be computed (``memory=False``): ``note`` says why.
     """
 
-    def __init__(self, traced: Any = None, note: str = NOT_COMPUTED):
+    def __init__(self, traced: jax.stages.Traced | None = None, note: str = NOT_COMPUTED):
         self._traced = traced
         self._result: tuple[dict | None, str | None] | None = None if traced is not None else (None, note)
         self._lock = threading.Lock()
@@ -73,7 +73,7 @@ class PeakMemory:
         with self._lock:
             if self._result is None:
                 started = time.perf_counter()
-                self._result = analyse(self._traced)
+                self._result = analyse(self._traced)  # pyright: ignore[reportArgumentType] - no result yet: a traced program
                 self.seconds = time.perf_counter() - started
                 self._traced = None  # the program is compiled once: let its trace go
             return self._result

@@ -5,16 +5,22 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..graph import path_text
 from ._data import SummaryRow
 from ._formats import describe, leaves_bytes
 
+if TYPE_CHECKING:
+    from flax import nnx
+
+    from ._costs import Tally
+    from ._trace import Call
+
 _log = logging.getLogger("nnx_lab")
 
 
-def _kept(calls: list, tally: Any) -> list:
+def _kept(calls: list, tally: Tally) -> list:
     """The calls of the program: a call no equation names is dropped when a call of the same module,
     method and parent is named (a transform that traced its body twice)."""
     named = {(c.parent, c.site, c.method) for c in calls if c.id in tally.trips}
@@ -31,7 +37,7 @@ def _occurrences(calls: list) -> dict:
     return out
 
 
-def _stacks(model: Any, layers: Any) -> dict:
+def _stacks(model: nnx.Module | None, layers: object) -> dict:
     """module path -> number of layers, for stacked modules (nnx.vmap / nnx.scan, see core.snapshot._layers)."""
     if model is None:  # no layer axis declared nor in any Variable's metadata: stacks only from scans
         return {}
@@ -47,12 +53,12 @@ def _stacks(model: Any, layers: Any) -> dict:
 def build_rows(
     calls: list,
     sites: list,
-    tally: Any,
+    tally: Tally,
     back: tuple | None,
     own: dict,
     total: dict,
-    model: Any,
-    layers: Any,
+    model: nnx.Module | None,
+    layers: object,
 ) -> list[SummaryRow]:
     calls = _kept(calls, tally)
     ids = {c.id for c in calls}
@@ -130,13 +136,13 @@ def _copy(table: dict) -> dict:
     return {k: list(v) for k, v in sorted(table.items())}
 
 
-def _inputs(call: Any) -> Any:
+def _inputs(call: Call) -> tuple:
     args, kwargs = call.inputs if call.inputs is not None else ((), {})
     kwargs = {k: v for k, v in kwargs.items() if v is not None}  # defaults passed on (flax 0.12's out_sharding=None)
     return (args, kwargs) if kwargs else args
 
 
-def _leaves(x: Any) -> list:
+def _leaves(x: object) -> list:
     import jax
 
     return [v for v in jax.tree.leaves(x) if hasattr(v, "shape") and hasattr(v, "dtype")]
