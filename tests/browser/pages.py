@@ -71,3 +71,24 @@ def set_output_width(page, root, width: int) -> float:
         page.wait_for_timeout(300)
     page.wait_for_timeout(300)  # ResizeObserver callbacks and the next frame
     return output_width(page, root)
+
+
+_JS_WRAPPED_CONTROLS = """(root) => [...root.querySelectorAll("button, summary, select")]
+  .filter((el) => el.getClientRects().length)
+  .filter((el) => {
+    const tops = new Set();
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      for (const r of range.getClientRects()) if (r.width) tops.add(Math.round(r.top));
+    }
+    return tops.size > 1 || el.scrollHeight > el.clientHeight + 1;
+  })
+  .map((el) => el.textContent.trim())"""
+
+
+def wrapped_controls(root) -> list[str]:
+    """The labels of `root`'s shown buttons, selects and column pickers that run over more than one
+    line or out of their box."""
+    return root.evaluate(_JS_WRAPPED_CONTROLS)

@@ -118,21 +118,6 @@ def test_a_tall_model_keeps_the_path_column_wide(
     assert not page_events.page_errors, page_events.page_errors
 
 
-_JS_WRAPPED_CONTROLS = """(root) => [...root.querySelectorAll("button, summary, select")]
-  .filter((el) => el.getClientRects().length)
-  .filter((el) => {
-    const tops = new Set();
-    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
-    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-      const range = document.createRange();
-      range.selectNodeContents(node);
-      for (const r of range.getClientRects()) if (r.width) tops.add(Math.round(r.top));
-    }
-    return tops.size > 1 || el.scrollHeight > el.clientHeight + 1;
-  })
-  .map((el) => el.textContent.trim())"""
-
-
 def test_every_control_reads_on_one_line_in_a_narrow_output(
     page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path
 ):
@@ -149,7 +134,7 @@ def test_every_control_reads_on_one_line_in_a_narrow_output(
     assert abs(reached - 360) < 1, reached
     root.scroll_into_view_if_needed()
     screenshot(page, "viewer-lab-360", scroll_to=root)
-    assert not root.evaluate(_JS_WRAPPED_CONTROLS)
+    assert not pages.wrapped_controls(root)
     report = pages.fit_report(root)
     assert report["root"]["scroll"] <= report["root"]["client"], report["root"]
     assert not page_events.page_errors, page_events.page_errors

@@ -14,7 +14,7 @@ from pathlib import Path
 from . import pages
 from .test_quickstart_browser import write_notebook
 
-WIDTHS = (1048, 800)  # 800 last: the column pickers are tried there
+WIDTHS = (1048, 360, 800)  # 360: an 800 px window with the file browser open; 800 last: the pickers are tried there
 SHOTS = Path(os.environ.get("NNX_LAB_SHOTS", "/work/shots"))
 
 MODEL = (
@@ -124,7 +124,15 @@ def test_summary_compare_capture_and_split_fit_800_and_1048_px(
             page.wait_for_timeout(200)  # the windowed table draws the rows that scrolled in
             report = measure(root)
             print(f"{name} at {width} px: {report}")
+            if name == "split" and width == 360:
+                # its filter columns are what it shows and do not fold: at 360 px the table scrolls
+                # sideways under a sticky path column (checked below) instead
+                assert report["wide"] and root.evaluate(
+                    "(r) => getComputedStyle(r.querySelector('td.c-path')).position === 'sticky'"
+                )
+                report["wide"] = []
             found += problems(name, width, report)
+            found += [f"{name} at {width} px: a control's label wraps: {c!r}" for c in pages.wrapped_controls(root)]
             if name == "summary":  # class names are read whole ("MultiHeadAttention"), not on hover
                 cut = root.evaluate(
                     "(r) => [...r.querySelectorAll('td.c-cls')].filter((td) => td.scrollWidth > td.clientWidth + 1)"
