@@ -22,26 +22,16 @@ True
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Iterable, Protocol
+from typing import TYPE_CHECKING, Iterable, cast
 
 import numpy as np
 
-from ..graph import Path, path_text
+from ..graph import path_text
 from ..render import count_noun
 from ._series_columns import COUNTS, SeriesColumns
 
 if TYPE_CHECKING:
     from ..snapshot import Snapshot
-
-
-class _WithSeries(Protocol):
-    """A published ``core.snapshot.Snapshot``'s paths and series (its ``series`` is set after it is made)."""
-
-    @property
-    def paths(self) -> tuple[Path, ...]: ...
-
-    @property
-    def series(self) -> SeriesColumns | None: ...
 
 
 class NonfiniteAlert:
@@ -130,10 +120,10 @@ class NonfiniteAlert:
         return "".join(self.parts())
 
 
-def _series_candidates(snap: _WithSeries, step: int) -> list:
+def _series_candidates(snap: Snapshot, step: int) -> list:
     """The first row with a NaN/Inf in each fresh series of ``snap`` (gradients, optimizer state:
     ``snap.series``, see ``_series.py``): a gradient at a step comes before the parameters it made."""
-    series = snap.series
+    series = cast("SeriesColumns | None", snap.series)  # set by core.training (core.snapshot does not import it)
     out = []
     if series is None:
         return out

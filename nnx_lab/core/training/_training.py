@@ -21,6 +21,7 @@ from ._series import SeriesStore, is_optimizer
 
 if TYPE_CHECKING:
     from ..snapshot import Snapshot
+    from ._updates import Described
 
 __all__ = ["Training"]
 logger = logging.getLogger("nnx_lab")
@@ -47,7 +48,7 @@ class Training:
         if grads is not None or updates is not None:
             self.series.log(step, grads, updates)
 
-    def advance_updates(self, rows: Callable[[], list | None], step: int) -> None:
+    def advance_updates(self, rows: Callable[[], Described | None], step: int) -> None:
         """The step after a tick's refresh: launch ‖θₜ − θₜ₋₁‖ on the device. ``rows()``: the model's
         rows now, as a refresh has them (None: the model is gone)."""
         if not self.series.updates.holding:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Protocol
+from typing import Protocol
 
 import jax
 import jax.numpy as jnp
@@ -153,8 +153,7 @@ class UpdateTracker:
     def holding(self) -> bool:
         return self._held is not None
 
-    # described: a Described; Any while core.live's SnapshotSource.rows() (which gives it) says ``list | None``
-    def advance(self, described: Any, step: int) -> None:
+    def advance(self, described: Described, step: int) -> None:
         """The tick after a refresh: dispatch ‖θₜ − θₜ₋₁‖ and ‖θₜ₋₁‖ for the held arrays, release them."""
         start = time.thread_time()
         try:
