@@ -146,14 +146,14 @@ class _Annotated:
 SHARDING_KEYS = ("out_sharding", "sharding_names", "sharding")
 
 
-def partition_spec_of(metadata: dict, names: tuple) -> Any:
+def partition_spec_of(metadata: dict, names: tuple) -> jax.sharding.PartitionSpec:
     """The PartitionSpec flax derives from the sharding annotation ``names`` of a Variable with
     ``metadata`` (logical axis rules in effect and the Variable's own ``sharding_rules`` applied)."""
     from flax.nnx import spmd
 
     meta = dict(metadata)
     meta["out_sharding"] = meta["sharding_names"] = names
-    return spmd.get_var_pspec(_Annotated(meta))  # pyright: ignore[reportArgumentType] - a stand-in: flax reads only get_metadata()
+    return spmd.get_var_pspec(_Annotated(meta))  # pyright: ignore[reportArgumentType, reportReturnType] - a stand-in: flax reads only get_metadata(); names given, a spec (never None)
 
 
 def iter_graph(node: Any) -> Iterator[tuple[tuple, Any]]:

@@ -54,7 +54,7 @@ def safe_repr(x: Any, limit: int | None = None) -> str:
     return clip(text, limit) if limit else text
 
 
-def json_key(key: Any) -> Any:
+def json_key(key: object) -> int | str:
     """A path key as JSON can carry it: ints and strings as they are, anything else as its text.
 
     >>> json_key(3), json_key("kernel"), json_key(True)

@@ -7,7 +7,7 @@ text, and module paths and selection (``only=``) shared by captures, view report
 ['layers[0].bias', 'layers[0].kernel']
 """
 
-from ._flatten import CyclicGraph, SharedNode, TooDeep, flatten, flatten_known, sigint_deferred
+from ._flatten import CyclicGraph, SharedNode, TooDeep, TreeDef, flatten, flatten_known, sigint_deferred
 from ._hooks import Recorder, Recording, hook, hooked, module_methods, unhook
 from ._index import index_graph
 from ._kinds import child_of, is_variable
@@ -34,6 +34,7 @@ __all__ = [
     "Recording",
     "SharedNode",
     "TooDeep",
+    "TreeDef",
     "aliases_at",
     "check_inspectable",
     "child_of",

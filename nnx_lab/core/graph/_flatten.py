@@ -35,11 +35,20 @@ import contextlib
 import signal
 import sys
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Protocol
 
 import jax
 import numpy as np
 from jax.core import Tracer
+
+
+class TreeDef(Protocol):
+    """jax's ``PyTreeDef`` as used here (jax's stubs leave it unresolved)."""
+
+    @property
+    def num_leaves(self) -> int: ...
+
+    def unflatten(self, leaves: Iterable[Any], /) -> Any: ...  # the caller's tree, rebuilt
 
 
 class SharedNode(ValueError):
@@ -117,7 +126,7 @@ def flatten(
     shared: bool = True,
     leaf_takes_path: bool = False,
     visits: list[int] | None = None,
-) -> tuple[list, Any]:
+) -> tuple[list, TreeDef]:
     """``jax.tree_util.tree_flatten(tree, is_leaf)`` (``tree_flatten_with_path`` with ``with_path``):
     the same leaves and treedef, or :class:`CyclicGraph` where ``tree`` holds a reference cycle
     (:class:`TooDeep` where it is nested too deep for jax's recursion from here).
@@ -141,7 +150,7 @@ def flatten(
     tracked = _tracked
     depth = _max_depth()
 
-    def guarded(path: tuple, x: Any) -> bool:
+    def guarded(path: tuple, x: object) -> bool:
         if raised or found:
             return True  # finish at once: every remaining node a leaf
         try:
@@ -185,7 +194,7 @@ def flatten(
     return (flat if with_path else [leaf for _, leaf in flat]), treedef
 
 
-def flatten_known(tree: Any, visits: list[int]) -> tuple[list, Any] | None:
+def flatten_known(tree: Any, visits: list[int]) -> tuple[list, TreeDef] | None:
     """``jax.tree_util.tree_flatten(tree)`` where ``tree`` is expected to be the structure a
     :func:`flatten` walked (its ``visits``): None as soon as jax enters a container other than the one
     it entered at that point then (a changed structure, maybe now cyclic, deeper, or tied differently:
@@ -198,7 +207,7 @@ def flatten_known(tree: Any, visits: list[int]) -> tuple[list, Any] | None:
     at = [0]  # the next visit expected
     stopped: list[None] = []
 
-    def bounded(x: Any) -> bool:
+    def bounded(x: object) -> bool:
         if stopped:
             return True
         t = type(x)

@@ -30,8 +30,8 @@ class GraphIndex:
     """path -> object for each Module (the root's path is ``()``) and each Variable, each at its first
     path in flax's walk. The order of the entries carries no meaning."""
 
-    modules: dict[Path, Any]
-    variables: dict[Path, Any]
+    modules: dict[Path, nnx.Module]
+    variables: dict[Path, nnx.Variable]
 
 
 def index_graph(obj: Any) -> GraphIndex:
@@ -41,8 +41,8 @@ def index_graph(obj: Any) -> GraphIndex:
 
 
 def _flax_index(obj: Any) -> GraphIndex:
-    modules: dict[Path, Any] = {}
-    variables: dict[Path, Any] = {}
+    modules: dict[Path, nnx.Module] = {}
+    variables: dict[Path, nnx.Variable] = {}
     for path, value in compat.iter_graph(obj):  # each node once, at its first path
         if isinstance(value, nnx.Variable):
             variables[tuple(path)] = value
@@ -55,7 +55,7 @@ def _flat_index(obj: Any) -> GraphIndex | None:
     """The index from jax's flattening, or None where it might differ from flax's walk (see above)."""
     seen: list[tuple[tuple, Any, int]] = []  # (jax key path, node, kind): every node jax passes through
 
-    def is_leaf(keys: tuple, x: Any) -> bool:
+    def is_leaf(keys: tuple, x: object) -> bool:
         kind = node_kind(x)
         seen.append((keys, x, kind))
         return kind == VARIABLE
@@ -69,9 +69,9 @@ def _flat_index(obj: Any) -> GraphIndex | None:
         return None
     if any(node_kind(x) == GRAPH_NODE for x in flat):
         return None  # a graph node jax does not walk into (a pytree=False Module, any Module on flax 0.11)
-    objects: dict[Path, Any] = {}
-    modules: dict[Path, Any] = {}
-    variables: dict[Path, Any] = {}
+    objects: dict[Path, object] = {}
+    modules: dict[Path, nnx.Module] = {}
+    variables: dict[Path, nnx.Variable] = {}
     reached: set[int] = set()
     for keys, x, kind in seen:
         path = tuple(map(path_key, keys))

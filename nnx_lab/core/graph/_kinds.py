@@ -4,7 +4,7 @@ Python, asked per node: a walk of thousands of nodes asks once per type), and a 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Hashable
+from typing import Any, Hashable, TypeGuard
 
 import jax
 from flax import nnx
@@ -17,7 +17,7 @@ OTHER, VARIABLE, GRAPH_NODE = 0, 1, 2
 _node_kinds: dict[type, int] = {}  # a type whose instances are all of one kind -> that kind
 
 
-def node_kind(x: Any) -> int:
+def node_kind(x: object) -> int:
     """Whether ``x`` is a Variable, a graph node flax names (not its per-Module bookkeeping) or neither."""
     t = type(x)
     kind = _node_kinds.get(t)
@@ -33,7 +33,7 @@ def node_kind(x: Any) -> int:
     return kind
 
 
-def is_variable(x: Any) -> bool:
+def is_variable(x: object) -> TypeGuard[nnx.Variable]:
     """``isinstance(x, nnx.Variable)``, decided by type where the type decides (a walk asks per node)."""
     return node_kind(x) == VARIABLE
 
@@ -51,6 +51,6 @@ def child_of(parent: Any, key: Hashable) -> Any:
         return None  # the caller steps aside (flax's own walk)
 
 
-def _bookkeeping(node: Any) -> bool:
+def _bookkeeping(node: object) -> bool:
     """flax's own per-Module record (``_pytree__state``), which holds no Variable."""
     return type(node).__name__ == "PytreeState" and type(node).__module__.startswith("flax.")

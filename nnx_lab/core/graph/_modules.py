@@ -11,7 +11,7 @@ apart and applied the same way by captures, view reports and the magics.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 from flax.nnx import filterlib
@@ -19,6 +19,9 @@ from flax.nnx import filterlib
 from .. import compat
 from ..text import a_kind, first_line, one_line, safe_repr
 from ._paths import Path, path_text
+
+if TYPE_CHECKING:
+    from flax import nnx
 
 
 def module_paths_text(path: Path) -> set[str]:
@@ -57,11 +60,11 @@ class OnlyError(TypeError, ValueError):
         self.detail = detail
 
 
-def _short_repr(obj: Any) -> str:
+def _short_repr(obj: object) -> str:
     return first_line(safe_repr(obj), 80)
 
 
-def selector(only: Any) -> PathSelector | Callable[[Path, Any], bool]:
+def selector(only: Any) -> PathSelector | Callable[[Path, nnx.Module], bool]:
     """``only`` made ready to select modules: a :class:`PathSelector` for a module path (text, or
     a tuple of str/int keys), else a predicate on ``(path, module)`` (everything for ``...``,
     ``None`` and ``True``); TypeError when it is neither a filter nor a path. The predicate raises
@@ -97,7 +100,9 @@ def selector(only: Any) -> PathSelector | Callable[[Path, Any], bool]:
     return select
 
 
-def select_modules(modules: list[tuple[Path, Any]], chosen: PathSelector | Callable) -> list[bool]:
+def select_modules(
+    modules: list[tuple[Path, nnx.Module]], chosen: PathSelector | Callable[[Path, nnx.Module], bool]
+) -> list[bool]:
     """Which of ``modules`` (``(path, module)`` pairs, as ``nnx.iter_modules`` gives them) the
     :func:`selector` ``chosen`` selects."""
     if isinstance(chosen, PathSelector):

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
 
 from flax import nnx
 
 
 @dataclasses.dataclass(frozen=True)
 class SplitPair:
-    graphdef: Any
+    graphdef: nnx.GraphDef
     states: tuple  # one or more Mappings (nnx.State), the Variables of the model
 
     @property
@@ -37,14 +36,14 @@ class SplitPair:
             return root.__name__
         return root if isinstance(root, str) else "GraphDef"
 
-    def state(self) -> Any:
+    def state(self) -> Mapping:
         """The Variables of every state in one State (the very Variables: nothing is copied)."""
         if len(self.states) == 1:
             return self.states[0]
         return nnx.merge_state(*self.states)
 
 
-def split_pair(obj: Any) -> SplitPair | None:
+def split_pair(obj: object) -> SplitPair | None:
     """The ``(graphdef, state, ...)`` tuple ``nnx.split`` returns, or None for anything else."""
     if (
         type(obj) is tuple

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import keyword
-from typing import Any, Hashable
+from typing import Hashable
 
 import jax
 
@@ -24,7 +24,7 @@ _KEY_FIELD = {
 }
 
 
-def path_key(k: Any) -> Hashable:
+def path_key(k: object) -> Hashable:
     """A jax key path entry as flax's paths hold it: an attribute name, a dict key, an index."""
     field = _KEY_FIELD.get(type(k))
     if field is not None:

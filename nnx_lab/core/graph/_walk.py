@@ -75,11 +75,11 @@ class GraphWalk:
     flat: bool = False
 
 
-def _is_array_leaf(value: Any) -> bool:
+def _is_array_leaf(value: object) -> bool:
     return isinstance(value, (jax.Array, np.ndarray, jax.ShapeDtypeStruct, np.generic))
 
 
-def _leaf_type_name(value: Any) -> str:
+def _leaf_type_name(value: object) -> str:
     if isinstance(value, jax.ShapeDtypeStruct):
         return "ShapeDtypeStruct"
     if isinstance(value, jax.Array):
@@ -98,7 +98,7 @@ def _metadata_of(var: nnx.Variable) -> dict:
     return {k: v for k, v in var.get_metadata().items() if not (k in default and _same(default[k], v))}
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(a: object, b: object) -> bool:
     try:
         return bool(a == b)
     except Exception as e:  # noqa: BLE001 - boundary: a user metadata object's __eq__ may raise or be ambiguous
@@ -132,13 +132,13 @@ def _is_param(t: type) -> bool:
     return issubclass(t, nnx.Param)
 
 
-def _data_flags(value: Any) -> Mapping | None:
+def _data_flags(value: object) -> Mapping | None:
     """Which attributes of a Module flax treats as data (``nnx.data``), where flax records it."""
     flags = getattr(value, "_pytree__nodes", None)
     return flags if isinstance(flags, Mapping) else None
 
 
-def _linen_collection(obj: Any, leaves: list[Leaf]) -> bool:
+def _linen_collection(obj: object, leaves: list[Leaf]) -> bool:
     """Whether ``obj`` is a Linen variables dict (``{"params": ..., "batch_stats": ...}`` of arrays)."""
     if not isinstance(obj, Mapping) or not obj or not all(isinstance(k, str) for k in obj):
         return False
@@ -167,7 +167,7 @@ def walk_graph(obj: Any) -> GraphWalk:
     flat = _flat_walk(obj)
     if flat is not None:
         return flat
-    visited: list[tuple[Path, Any]] = list(compat.iter_graph(obj))
+    visited: list[tuple[Path, object]] = list(compat.iter_graph(obj))
     seen = {path for path, _ in visited}
     shared = shared_prefixes(obj, seen)
     leaves: list[Leaf] = []
@@ -215,7 +215,7 @@ def _flat_walk(obj: Any) -> GraphWalk | None:
     """
     graph_nodes: list = []
 
-    def is_leaf(x: Any) -> bool:
+    def is_leaf(x: object) -> bool:
         kind = _node_kind(x)
         if kind == _GRAPH_NODE:
             graph_nodes.append(x)
@@ -228,7 +228,7 @@ def _flat_walk(obj: Any) -> GraphWalk | None:
     except Exception as e:  # noqa: BLE001 - boundary: a user's pytree flatten function raised; flax walks it
         slower("jax could not flatten %s: flax's walk instead", type(obj).__name__, error=e)
         return None
-    objects: dict[Path, Any] = {(): obj}
+    objects: dict[Path, object] = {(): obj}
     nodes: dict[Path, str] = {}
     leaves: list[Leaf] = []
     reached: set[int] = set()
@@ -262,7 +262,7 @@ def _flat_walk(obj: Any) -> GraphWalk | None:
     return GraphWalk(leaves, nodes, type(obj).__name__, flat=True)
 
 
-def check_inspectable(obj: Any) -> None:
+def check_inspectable(obj: object) -> None:
     """Raise a one-line TypeError unless ``obj`` is something a snapshot can describe."""
     if isinstance(obj, nnx.Variable) or _is_array_leaf(obj):
         return

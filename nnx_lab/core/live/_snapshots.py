@@ -10,7 +10,7 @@ line, the history and the training parts. The :class:`~nnx_lab.core.watcher.Watc
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .._gc import paused_gc
 from ..snapshot import PendingSnapshot, Snapshot, StructureCache, Unchanged, check_layers, expand_layers
@@ -19,6 +19,9 @@ from ._engine import Refresher
 from ._history import History
 from ._status import StatusLine
 from ._target import watch_target
+
+if TYPE_CHECKING:
+    from ..snapshot import Described
 
 __all__ = ["ONE_OFFS", "SnapshotSource"]
 
@@ -93,7 +96,7 @@ class SnapshotSource:
         finally:
             del obj
 
-    def rows(self) -> list | None:
+    def rows(self) -> Described | None:
         """The target's rows as a refresh has them (a stacked Variable's layers included), or None."""
         obj = self.target.resolve()
         try:

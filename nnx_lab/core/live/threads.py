@@ -6,7 +6,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
-from typing import Any, Callable
+from typing import Callable, Protocol
 
 from ..text import one_line
 
@@ -28,7 +28,7 @@ def exiting() -> bool:
 
 
 def start_thread(
-    target: Callable[..., object], name: str, *, stop: Callable[[], None] | None = None, **kwargs: Any
+    target: Callable[..., object], name: str, *, stop: Callable[[], None] | None = None, **kwargs: object
 ) -> threading.Thread:
     """Start a daemon thread that interpreter exit waits for (up to :data:`EXIT_WAIT_S` in all),
     calling ``stop()`` first if given. A daemon thread still inside jax's C++ when Python finalizes is
@@ -110,7 +110,13 @@ def _join_at_exit() -> None:
 getattr(threading, "_register_atexit", atexit.register)(_join_at_exit)
 
 
-def when_ready(pending: Any, then: Callable[[], None], name: str) -> None:
+class _Waitable(Protocol):
+    """What ``when_ready`` waits on: anything whose ``wait()`` returns once the result is there."""
+
+    def wait(self) -> object: ...
+
+
+def when_ready(pending: _Waitable, then: Callable[[], None], name: str) -> None:
     """Call ``then()`` on a daemon thread once ``pending.wait()`` returns (or fails): a result on
     its way from the device is shown when it arrives, without holding up the caller."""
 

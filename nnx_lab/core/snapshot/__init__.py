@@ -28,11 +28,12 @@ from ._layers import (
 )
 from ._layers import expand as expand_layers
 from ._snapshot import PRECISION, STATUSES, PendingSnapshot, Row, Snapshot, Unchanged, round_significant, snapshot
-from ._structure import StructureCache, remembered
+from ._structure import Described, StructureCache, remembered
 
 __all__ = [
     "PRECISION",
     "STATUSES",
+    "Described",
     "LayerError",
     "PendingSnapshot",
     "Row",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -40,7 +40,7 @@ class Snapshot:
     ('Linear', ['bias', 'kernel'], {'count': 2, 'size': 9, 'bytes': 36})
     """
 
-    checkpoint: Any = None
+    checkpoint: dict | None = None
 
     def __init__(
         self,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Mapping, TypedDict
 
 import jax
 import jax.numpy as jnp
@@ -18,6 +18,29 @@ from ..graph import Leaf, Path, path_text
 from ..stats import is_numeric_dtype
 from ..text import clip, one_line
 from ._devices import annotation_check, placement
+
+if TYPE_CHECKING:
+
+    class _Common(TypedDict, total=False):
+        """The fields every Row of a leaf has (``describe_leaf``), and the annotation's where there is one."""
+
+        path: Path
+        type: str
+        metadata: str | None
+        aliases: tuple[Path, ...]
+        stats: dict | None
+        param: bool | None
+        note: str | None
+        logical: str | None
+        mismatch: str | None
+        layer_axis: int | None
+
+    class _ShapeFields(TypedDict):
+        shape: tuple[int, ...]
+        dtype: str
+        size: int
+        nbytes: int | None
+
 
 _log = logging.getLogger("nnx_lab")
 
@@ -76,15 +99,15 @@ def describe_leaf(leaf: Leaf) -> Row:
     """The row of one leaf of the graph walk, without statistics."""
     value = leaf.value
     metadata, failed = _metadata_text(leaf.metadata)
-    common: dict[str, Any] = dict(
-        path=leaf.path,
-        type=leaf.type_name,
-        metadata=metadata,
-        aliases=leaf.aliases,
-        stats=None,
-        param=leaf.param,
-        note=failed,
-    )
+    common: _Common = {
+        "path": leaf.path,
+        "type": leaf.type_name,
+        "metadata": metadata,
+        "aliases": leaf.aliases,
+        "stats": None,
+        "param": leaf.param,
+        "note": failed,
+    }
     if isinstance(value, Tracer):
         return Row(**common, **_shape_fields(value), sharding=None, devices=None, status="tracer")
     if isinstance(value, (jax.ShapeDtypeStruct, jax.Array)) and leaf.metadata:
@@ -138,7 +161,7 @@ def _metadata_text(metadata: Mapping) -> tuple[str | None, str | None]:
 _dtypes: dict = {}  # dtype -> (text, itemsize, status of a live array of it)
 
 
-def _dtype_facts(dtype: Any) -> tuple[str, int | None, str]:
+def _dtype_facts(dtype: np.dtype) -> tuple[str, int | None, str]:
     try:
         return _dtypes[dtype]
     except (KeyError, TypeError):
@@ -160,11 +183,11 @@ def _dtype_facts(dtype: Any) -> tuple[str, int | None, str]:
     return facts
 
 
-def _shape_fields(value: Any) -> dict:
+def _shape_fields(value: jax.Array | jax.ShapeDtypeStruct | Tracer | np.ndarray | np.generic) -> _ShapeFields:
     shape = tuple(int(d) for d in value.shape)
     size = math.prod(shape)
     text, itemsize, _ = _dtype_facts(value.dtype)
-    return dict(shape=shape, dtype=text, size=size, nbytes=size * itemsize if itemsize is not None else None)
+    return {"shape": shape, "dtype": text, "size": size, "nbytes": size * itemsize if itemsize is not None else None}
 
 
 def devices_of(leaves: list[Leaf]) -> list | None:

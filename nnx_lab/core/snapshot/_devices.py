@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any, Iterable
+from typing import Iterable, Protocol
 
 import jax
 
@@ -35,7 +35,22 @@ def compress_ids(ids: Iterable[int]) -> str:
     return ",".join(runs)
 
 
-def devices_text(devices: Iterable[Any]) -> str | None:
+class _Device(Protocol):
+    """A jax device, as read here (jax's stubs leave ``jax.Device`` unresolved)."""
+
+    @property
+    def platform(self) -> str: ...
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def device_kind(self) -> str: ...
+
+    def memory_stats(self) -> dict[str, int] | None: ...
+
+
+def devices_text(devices: Iterable[_Device]) -> str | None:
     """``cpu:0`` / ``gpu:0-7``: platform and ids of the devices holding an array."""
     by_platform: dict[str, list[int]] = {}
     for d in devices:
@@ -45,7 +60,7 @@ def devices_text(devices: Iterable[Any]) -> str | None:
     return " ".join(f"{p}:{compress_ids(ids)}" for p, ids in sorted(by_platform.items()))
 
 
-def sharding_text(sharding: Any) -> str | None:
+def sharding_text(sharding: jax.sharding.Sharding | None) -> str | None:
     """The PartitionSpec (and mesh) of a multi-device sharding; None on one device.
 
     >>> import jax
@@ -63,7 +78,7 @@ def sharding_text(sharding: Any) -> str | None:
     return repr(sharding)
 
 
-def _devices_of_sharding(sharding: Any) -> str | None:
+def _devices_of_sharding(sharding: jax.sharding.Sharding) -> str | None:
     mesh = getattr(sharding, "mesh", None)
     if isinstance(mesh, jax.sharding.AbstractMesh):
         # nnx.eval_shape under a mesh: no devices yet, only the mesh's shape.
@@ -75,7 +90,7 @@ def _devices_of_sharding(sharding: Any) -> str | None:
         return None
 
 
-def placement(value: Any) -> tuple[str | None, str | None]:
+def placement(value: object) -> tuple[str | None, str | None]:
     """(sharding text, devices text) of a jax.Array or ShapeDtypeStruct; host values are 'host'.
 
     >>> import jax, jax.numpy as jnp
@@ -95,10 +110,11 @@ def placement(value: Any) -> tuple[str | None, str | None]:
     return None, "host"
 
 
-_placements: dict = {}  # sharding -> (text, devices): a model's arrays share a few shardings
+# sharding -> (text, devices): a model's arrays share a few shardings
+_placements: dict[jax.sharding.Sharding, tuple[str | None, str | None]] = {}
 
 
-def _placement_of(sharding: Any) -> tuple[str | None, str | None]:
+def _placement_of(sharding: jax.sharding.Sharding) -> tuple[str | None, str | None]:
     try:
         return _placements[sharding]
     except (KeyError, TypeError):  # new, or a sharding that cannot be hashed
@@ -123,7 +139,7 @@ def logical_axes(metadata: dict) -> tuple | None:
     return None
 
 
-def annotation_check(value: Any, metadata: dict) -> tuple[str | None, str | None]:
+def annotation_check(value: object, metadata: dict) -> tuple[str | None, str | None]:
     """(the logical annotation as text, a one-line disagreement or None).
 
     The annotation is turned into mesh axes as flax does (``nnx.get_partition_spec``: the logical
@@ -169,7 +185,7 @@ def annotation_check(value: Any, metadata: dict) -> tuple[str | None, str | None
     return text, None
 
 
-def _dims(spec: Any, ndim: int, sizes: dict | None) -> tuple:
+def _dims(spec: jax.sharding.PartitionSpec, ndim: int, sizes: dict | None) -> tuple:
     """A PartitionSpec as one tuple of mesh axes (or None) per array dimension."""
     out = []
     for i in range(ndim):
@@ -181,7 +197,7 @@ def _dims(spec: Any, ndim: int, sizes: dict | None) -> tuple:
     return tuple(out)
 
 
-def device_summary(devices: Iterable[Any] | None = None) -> dict:
+def device_summary(devices: Iterable[_Device] | None = None) -> dict:
     """Platform, kind, count and per-device memory (in use / peak / limit where reported).
 
     ``devices`` defaults to the default backend's local devices. CPU backends report

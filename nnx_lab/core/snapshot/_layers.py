@@ -19,12 +19,17 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 from ..graph import path_text
 from ..text import quote_repr
 from ._describe import LAYER_NAMES, metadata_axis
 from ._structure import Structure, describe
+
+if TYPE_CHECKING:
+    from ..graph import Path
+    from ._describe import Row
+    from ._structure import Described
 
 __all__ = [
     "LAYER_NAMES",
@@ -38,6 +43,16 @@ __all__ = [
     "parse_layers",
     "stacked_modules",
 ]
+
+
+class _PathShape(Protocol):
+    """A row as layers are declared on it: a snapshot's :class:`Row` or a comparison's."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def shape(self) -> tuple[int, ...] | None: ...
 
 
 class LayerError(ValueError):
@@ -56,7 +71,7 @@ class LayerKey:
     __str__ = __repr__
 
 
-def parse_layers(layers: Any) -> tuple:
+def parse_layers(layers: object) -> tuple:
     """A ``layers=`` argument as a hashable tuple of (prefix, axis); a TypeError in one line otherwise."""
     if layers is None:
         return ()
@@ -96,7 +111,7 @@ def parse_layer_option(texts: list[str] | None) -> dict | None:
     return out
 
 
-def _under(row: Any, prefix: str | tuple) -> bool:
+def _under(row: _PathShape, prefix: str | tuple) -> bool:
     if isinstance(prefix, tuple):
         return row.path[: len(prefix)] == prefix
     if not prefix:
@@ -105,7 +120,7 @@ def _under(row: Any, prefix: str | tuple) -> bool:
     return text == prefix or text.startswith(prefix + ".") or text.startswith(prefix + "[")
 
 
-def declared_axes(rows: Sequence[Any], spec: tuple, where: str = "") -> dict[int, int | None]:
+def declared_axes(rows: Sequence[_PathShape], spec: tuple, where: str = "") -> dict[int, int | None]:
     """Per row (anything with a ``path`` and a ``shape``: a snapshot's or compare's) under some declared
     prefix: its layer axis (the last matching declaration wins); ``where`` ends the no-Variable error.
     An entry (prefix, axis, n) from :func:`stacked_modules` only takes rows with n layers on that axis."""
@@ -134,7 +149,7 @@ def declared_axes(rows: Sequence[Any], spec: tuple, where: str = "") -> dict[int
     return axes
 
 
-def _child(row: Any, parent: int, layer: int, axis: int) -> Any:
+def _child(row: Any, parent: int, layer: int, axis: int) -> Row:  # row: a Row whose shape and size are known
     shape = row.shape[:axis] + row.shape[axis + 1 :]
     n = row.shape[axis]
     return dataclasses.replace(
@@ -154,7 +169,7 @@ def _child(row: Any, parent: int, layer: int, axis: int) -> Any:
     )
 
 
-def expand(described: Any, spec: tuple) -> Any:
+def expand(described: Described, spec: tuple) -> Described:
     """``described`` (a ``_structure.Described``) with one child row per layer after every stacked
     Variable; ``layers`` says, per live position of a first child, (axis, number of layers).
 
@@ -188,7 +203,7 @@ class Expansion:
     structure: Structure  # what snapshots derive from these rows
 
 
-def _expansion(described: Any, spec: tuple) -> Expansion | None:
+def _expansion(described: Described, spec: tuple) -> Expansion | None:
     declared = declared_axes(described.rows, spec)
     position = {i: k for k, i in enumerate(described.live)}
     rows: list = []
@@ -219,7 +234,7 @@ def _expansion(described: Any, spec: tuple) -> Expansion | None:
     return Expansion(rows, live, take, groups, Structure())
 
 
-def stacked_modules(obj: Any, layers: Any = None) -> tuple:
+def stacked_modules(obj: Any, layers: object = None) -> tuple:
     """The stacked modules of ``obj`` (those ``nnx.vmap``/``nnx.scan`` made), as entries ``(module path,
     axis, layers)`` of a ``layers`` spec: a value sown inside the scan over such a module is stacked the
     same way, so a captured value under it with that many layers on that axis gets one row per layer.
@@ -264,7 +279,7 @@ def stacked_modules(obj: Any, layers: Any = None) -> tuple:
     return tuple(out.values())
 
 
-def check_layers(obj: Any, layers: Any) -> tuple:
+def check_layers(obj: Any, layers: object) -> tuple:
     """``layers`` parsed and checked against ``obj`` (walked once, nothing computed): a TypeError or
     :class:`LayerError` in one line before anything uses it."""
     spec = parse_layers(layers)

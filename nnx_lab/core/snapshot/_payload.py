@@ -3,7 +3,7 @@ and the statistics' (rounded as they are shown)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -11,6 +11,9 @@ from ..graph import Path, path_text
 from ..render import round_significant
 from ..stats import STAT_NAMES
 from ..text import json_key
+
+if TYPE_CHECKING:
+    from ._describe import Row
 
 
 class _NodeTable:
@@ -21,7 +24,7 @@ class _NodeTable:
         self._nodes = nodes
         self._index: dict[Path, int] = {}
         self._parent: list[int] = []
-        self._key: list[Any] = []
+        self._key: list[int | str] = []
         self._type: list[str] = []
         for path in nodes:
             self.index(path)
@@ -49,7 +52,7 @@ class _Interner:
         self.tables: dict[str, list] = {k: [] for k in columns}
         self._lookup: dict[str, dict] = {k: {} for k in columns}
 
-    def index(self, column: str, value: Any) -> int:
+    def index(self, column: str, value: str | None) -> int:
         if value is None:
             return -1
         lookup = self._lookup[column]
@@ -59,7 +62,7 @@ class _Interner:
         return lookup[value]
 
 
-def structure_payload(rows: Sequence[Any], nodes: dict[Path, str]) -> dict:
+def structure_payload(rows: Sequence[Row], nodes: dict[Path, str]) -> dict:
     """The columns of a payload that follow from the structure alone (statistics and status changes apart)."""
     table = _NodeTable(nodes)
     tables = _Interner(("type", "dtype", "sharding", "devices", "metadata", "status", "logical"))

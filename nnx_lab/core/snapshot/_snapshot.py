@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import time
 import weakref
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 from .._gc import paused_gc
 from ..render import round_significant
@@ -29,11 +29,21 @@ from ._layers import expand as expand_layers
 from ._layers import parse_layers
 from ._structure import Described, StructureCache, describe, remembered
 
+if TYPE_CHECKING:
+    from ..checkpoint import Progress
+    from ..stats import StatsTable
+
 # Snapshot, PRECISION, Row and round_significant are this module's too: the live refresh takes them here.
 __all__ = ["PRECISION", "STATUSES", "PendingSnapshot", "Row", "Snapshot", "Unchanged", "round_significant", "snapshot"]
 
 
-def snapshot(obj: Any, *, stats: bool = True, layers: dict | None = None, progress: Any = None) -> Snapshot:
+def snapshot(
+    obj: Any,
+    *,
+    stats: bool = True,
+    layers: dict | None = None,
+    progress: Callable[[Progress], None] | bool | None = None,
+) -> Snapshot:
     """Describe every Variable of ``obj`` without copying any array to the host.
 
     Never raises for one odd Variable (its row gets a status instead). Waits for the
@@ -81,18 +91,40 @@ def snapshot(obj: Any, *, stats: bool = True, layers: dict | None = None, progre
     return PendingSnapshot(obj, stats=stats, layers=layers, structure=structure, repeated=seen).finish()
 
 
+class Series(Protocol):
+    """Arrays reduced with the parameters (``core.training``'s series dispatch): gradients, optimizer state."""
+
+    groups: dict[int, tuple[int, int]]  # stacked arrays: position among them -> (axis, layers)
+    logged: bool  # whether prepare() gave logged gradients/updates to reduce
+
+    def prepare(self, described: Described, without: tuple[str, ...] = ()) -> tuple[list, tuple | None]:
+        """The arrays to reduce after the parameters and their layout key (None: none)."""
+        ...
+
+    def fallbacks(self) -> list[tuple[str, ...]]:
+        """What to leave out, in turn, while the program of a layout compiles."""
+        ...
+
+    def release(self) -> None: ...
+
+    def finish(self, table: StatsTable | None, n_rows: int) -> Any:
+        """The snapshot's ``series``, from the statistics of :meth:`prepare`'s arrays (a SeriesColumns:
+        core.training, a layer above, whose type this layer cannot name)."""
+        ...
+
+
 class Unchanged(Exception):
     """Raised by :class:`PendingSnapshot` given ``unless_same``: the model holds the very arrays (and
     structure) of that earlier refresh, so its statistics would be the same: nothing is launched."""
 
 
-def _same_arrays(refs: Sequence[Any] | None, arrays: Sequence[Any]) -> bool:
+def _same_arrays(refs: Sequence[Callable[[], object] | None] | None, arrays: Sequence[object]) -> bool:
     return (
         refs is not None and len(refs) == len(arrays) and all(r is not None and r() is a for r, a in zip(refs, arrays))
     )
 
 
-def _refs(arrays: Sequence[Any]) -> list:
+def _refs(arrays: Sequence[object]) -> list[weakref.ref | None]:
     out = []
     for a in arrays:
         try:
@@ -138,9 +170,9 @@ class PendingSnapshot:
         repeated: bool = False,
         defer: bool = False,
         structure: StructureCache | None = None,
-        series: Any = None,
-        layers: Any = None,
-        unless_same: Sequence[Any] | None = None,
+        series: Series | None = None,
+        layers: object = None,
+        unless_same: Sequence[Callable[[], object] | None] | None = None,
     ):
         # unless_same: ``array_refs`` of an earlier refresh: raise Unchanged when nothing differs from it.
         # series: arrays reduced with the parameters (a snapshot._series dispatch: prepare(described)
@@ -203,15 +235,21 @@ class PendingSnapshot:
 
     @staticmethod
     def _launch(
-        described: Any, extra: list, layout: Any, series: Any, structure: Any, repeated: bool, defer: bool
+        described: Described,
+        extra: list,
+        layout: tuple | None,
+        series: Series | None,
+        structure: StructureCache | None,
+        repeated: bool,
+        defer: bool,
     ) -> PendingStats | None:
         arrays = described.arrays + extra if extra else described.arrays
         if not arrays:
             return None
-        plan = structure.plan_for(layout) if described.reused else None
+        plan = structure.plan_for(layout) if described.reused else None  # pyright: ignore[reportOptionalMemberAccess] - reused: from a StructureCache
         layers = described.layers
         if extra and getattr(series, "groups", None):  # stacked gradients/state: per layer too
-            layers = {**layers, **{len(described.arrays) + k: g for k, g in series.groups.items()}}
+            layers = {**layers, **{len(described.arrays) + k: g for k, g in series.groups.items()}}  # pyright: ignore[reportOptionalMemberAccess] - extra: from a series
         stats = PendingStats(arrays, repeated=repeated, defer=defer, plan=plan, layers=layers)
         if structure is not None:
             structure.set_plan(layout, stats.plan)
@@ -259,7 +297,7 @@ class PendingSnapshot:
         return snap
 
 
-def _plan_known(described: Any, structure: Any, layout: Any) -> bool:
+def _plan_known(described: Described, structure: StructureCache | None, layout: tuple | None) -> bool:
     """Whether an earlier refresh of this structure launched this layout (its plan is kept)."""
     return bool(described.reused and structure is not None and structure.plan_for(layout) is not None)
 

@@ -35,7 +35,7 @@ import collections
 import dataclasses
 import threading
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
@@ -45,6 +45,10 @@ from ..compat import get_value
 from ..fallbacks import slower
 from ..graph import GraphWalk, Leaf, Path, flatten, flatten_known, is_variable, path_key, split_pair, walk_graph
 from ._describe import describe_leaf, devices_of
+
+if TYPE_CHECKING:
+    from ..graph import TreeDef
+    from ..stats import LaunchPlan
 
 #: Statuses a reused row may have: they follow from the treedef and the arrays' specs alone
 #: (``deleted``, ``tracer`` and ``error`` rows are described afresh every time).
@@ -101,7 +105,7 @@ def _described(walk: GraphWalk) -> Described:
 
 @dataclasses.dataclass
 class _Structure:
-    treedef: Any
+    treedef: TreeDef
     positions: list[int]  # per array row: its position among the flattened leaves
     specs: list[tuple]  # per array row: (type, shape, dtype, sharding)
     visits: list[int]  # the containers jax entered, in order (graph.flatten's visits): ids, no objects
@@ -112,7 +116,8 @@ class _Structure:
     # the rows, arrays emptied (None until a snapshot asks: compare reads the walk alone)
     described: Described | None = None
     live_k: list[int] = dataclasses.field(default_factory=list)  # per live row (status ok): its index into positions
-    plans: dict = dataclasses.field(default_factory=dict)  # launch plans, by the layout of the series' arrays
+    # launch plans, by the layout of the series' arrays
+    plans: dict[tuple | None, LaunchPlan] = dataclasses.field(default_factory=dict)
     pattern: tuple[int, ...] | None = None  # which visits meet the same container (see _sharing)
 
 
@@ -204,16 +209,16 @@ class StructureCache:
         return True
 
     @property
-    def plan(self) -> Any:
+    def plan(self) -> LaunchPlan | None:
         """What the statistics computed once for this structure (their launch plan), or None."""
         return self.plan_for(None)
 
-    def plan_for(self, extra: Any) -> Any:
+    def plan_for(self, extra: tuple | None) -> LaunchPlan | None:
         """The launch plan for this structure's arrays followed by arrays laid out as ``extra``
         (a hashable spec of a refresh's series, None without any), or None."""
         return None if self._structure is None else self._structure.plans.get(extra)
 
-    def set_plan(self, extra: Any, plan: Any) -> None:
+    def set_plan(self, extra: tuple | None, plan: LaunchPlan) -> None:
         if self._structure is not None:
             if len(self._structure.plans) >= 4 and extra not in self._structure.plans:
                 self._structure.plans.pop(next(iter(self._structure.plans)))
@@ -225,11 +230,11 @@ class _Flat:
     """What flattening a model gave: its leaves, treedef, and the containers entered (graph.flatten)."""
 
     leaves: list
-    treedef: Any
+    treedef: TreeDef
     visits: list[int]
 
 
-def _same_treedef(obj: Any, treedef: Any, known: Any) -> bool:
+def _same_treedef(obj: object, treedef: TreeDef, known: TreeDef) -> bool:
     try:
         return bool(treedef == known)
     except Exception as e:  # noqa: BLE001 - boundary: a static attribute's __eq__ (a user's, a numpy array's)
@@ -346,7 +351,7 @@ _remembered: collections.OrderedDict[tuple[int, str], tuple[weakref.ref, Structu
 _remembered_lock = threading.Lock()
 
 
-def remembered(obj: Any, layers: Any = None) -> StructureCache | None:
+def remembered(obj: Any, layers: object = None) -> StructureCache | None:
     """The StructureCache of ``obj`` (with these ``layers``) shared by one-off snapshots and ``compare``:
     a second look at an unchanged model costs a flatten, not a walk. None for an object that cannot be
     held by weak reference (a dict: walked every time)."""
