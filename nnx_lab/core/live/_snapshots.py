@@ -44,7 +44,7 @@ class SnapshotSource:
         stats: bool,
         layers: dict | None,
         history: int,
-        training: Any,
+        training: Any,  # core.training's Training: a layer above (it imports live), not nameable here
         line: StatusLine,
         notify: Callable[[], None],
     ):

@@ -37,7 +37,7 @@ class Forward:
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         return self if obj is None else getattr(getattr(obj, self.part), self.name)
 
-    def __set__(self, obj: Any, value: Any) -> None:
+    def __set__(self, obj: object, value: object) -> None:
         setattr(getattr(obj, self.part), self.name, value)
 
 
@@ -111,7 +111,7 @@ class StatusLine:
 class Listeners:
     """The callbacks told of every change of ``owner`` (the widgets that show it)."""
 
-    def __init__(self, owner: Any):
+    def __init__(self, owner: object):
         self._owner = owner
         self._listeners: list[Callable[[Any], None]] = []
         self._last_error = ""  # the last listener failure logged (at warning level once)

@@ -216,7 +216,7 @@ def _ends(container: Any) -> list:
     return [*container[:_SAMPLE], *container[-_SAMPLE:]]
 
 
-def _may_hold_model(obj: Any) -> bool:
+def _may_hold_model(obj: object) -> bool:
     """Whether a followed name's plain container (list, tuple, dict) looks like it holds a model,
     decided from at most ``_BUDGET`` entries (breadth first, the first and last ones of each
     container). Walking it is what a refresh does, at every cell: ``model = list(range(10**6))``
