@@ -18,11 +18,30 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
-from typing import Any, Iterator
+from typing import Any, Iterator, Protocol
 
 import flax
 import jax
 from flax import nnx
+
+
+class Device(Protocol):
+    """A jax device, as nnx_lab reads it (jax's stubs leave ``jax.Device`` unresolved)."""
+
+    @property
+    def platform(self) -> str: ...
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def device_kind(self) -> str: ...
+
+    @property
+    def client(self) -> object: ...
+
+    def memory_stats(self) -> dict[str, int] | None: ...
+
 
 FLAX_VERSION: str = flax.__version__
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from typing import Protocol
 
 import jax
 import jax.numpy as jnp
 
 from .._gc import paused_gc
+from ..compat import Device
 from ..render import format_bytes
 from ._data import DeviceTotal, Freeing, Ledger, Row
 from ._holders import OUTPUT, UNREACHED, holders
@@ -28,18 +28,6 @@ UNREACHED_NOTE = (
     "an object outside the namespace, or a deleted model kept by a reference cycle until the collector "
     "runs (gc.collect()); a donated or deleted buffer is not live and is not counted"
 )
-
-
-class Device(Protocol):
-    """A jax device, as read here (jax's stubs leave ``jax.Device`` unresolved)."""
-
-    @property
-    def platform(self) -> str: ...
-
-    @property
-    def id(self) -> int: ...
-
-    def memory_stats(self) -> dict[str, int] | None: ...
 
 
 def device_name(device: Device) -> str:

@@ -22,8 +22,8 @@ from ..text import first_line, one_line
 from ._ledger import device_name, memory_stats
 
 if TYPE_CHECKING:
+    from ..compat import Device
     from ._data import PrettyPrinter
-    from ._ledger import Device
 
 FIELDS = ("argument", "output", "alias", "temp", "generated_code")
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Iterable, Protocol
+from typing import Iterable
 
 import jax
 
 from .. import compat
+from ..compat import Device
 
 _log = logging.getLogger("nnx_lab")
 
@@ -35,22 +36,7 @@ def compress_ids(ids: Iterable[int]) -> str:
     return ",".join(runs)
 
 
-class _Device(Protocol):
-    """A jax device, as read here (jax's stubs leave ``jax.Device`` unresolved)."""
-
-    @property
-    def platform(self) -> str: ...
-
-    @property
-    def id(self) -> int: ...
-
-    @property
-    def device_kind(self) -> str: ...
-
-    def memory_stats(self) -> dict[str, int] | None: ...
-
-
-def devices_text(devices: Iterable[_Device]) -> str | None:
+def devices_text(devices: Iterable[Device]) -> str | None:
     """``cpu:0`` / ``gpu:0-7``: platform and ids of the devices holding an array."""
     by_platform: dict[str, list[int]] = {}
     for d in devices:
@@ -197,7 +183,7 @@ def _dims(spec: jax.sharding.PartitionSpec, ndim: int, sizes: dict | None) -> tu
     return tuple(out)
 
 
-def device_summary(devices: Iterable[_Device] | None = None) -> dict:
+def device_summary(devices: Iterable[Device] | None = None) -> dict:
     """Platform, kind, count and per-device memory (in use / peak / limit where reported).
 
     ``devices`` defaults to the default backend's local devices. CPU backends report

@@ -8,6 +8,8 @@ from typing import Protocol, TypeAlias
 import jax
 import numpy as np
 
+from ..compat import Device
+
 __all__ = ["Device", "HostOutputs", "Kernel", "Outputs", "Spec", "StructureKey", "Value"]
 
 #: An array to describe: on its device(s), or a host value made a numpy array (``_stats.PendingStats``).
@@ -20,22 +22,6 @@ HostOutputs: TypeAlias = tuple[np.ndarray, ...]
 Spec: TypeAlias = tuple[int, tuple[int, ...], np.dtype, jax.sharding.Sharding | None, bool]
 #: A program's structure: per array, (id(kernel), shape, dtype, sharding) (``_programs.structure_key``).
 StructureKey: TypeAlias = tuple[tuple[int, tuple[int, ...], np.dtype, jax.sharding.Sharding], ...]
-
-
-class Device(Protocol):
-    """A jax device, as read here (jax's stubs leave ``jax.Device`` unresolved): the disk cache's key."""
-
-    @property
-    def platform(self) -> str: ...
-
-    @property
-    def device_kind(self) -> str: ...
-
-    @property
-    def id(self) -> int: ...
-
-    @property
-    def client(self) -> object: ...
 
 
 class Kernel(Protocol):
