@@ -55,23 +55,34 @@ def copies() -> dict[str, str]:
     }
 
 
+def _on_a_page(browser, copies, page_html: str, js: str, arg=None, width: int = 1200) -> dict:
+    """``js(root, arg)``'s answer for each static copy, shown alone in ``page_html`` (with a
+    ``{html}`` slot inside an element ``#copy``)."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    try:
+        answers = {}
+        for name, html in copies.items():
+            page.set_content(page_html.replace("{html}", html))
+            answers[name] = page.evaluate(f"([arg]) => ({js})(document.getElementById('copy'), arg)", [arg])
+        return answers
+    finally:
+        context.close()
+
+
 @pytest.mark.parametrize("host", list(HOSTS))
 def test_every_static_copy_reads_at_wcag_aa(browser, copies, host):
     background, text, dark = HOSTS[host]
-    context = browser.new_context(viewport={"width": 1200, "height": 900})
-    page = context.new_page()
+    page = (
+        f'<html><body style="background:{background};color:{text};font-family:sans-serif;font-size:13px">'
+        '<div id="copy">{html}</div></body></html>'
+    )
     found = []
-    try:
-        for name, html in copies.items():
-            page.set_content(
-                f'<html><body style="background:{background};color:{text};font-family:sans-serif;font-size:13px">'
-                f'<div id="copy">{html}</div></body></html>'
-            )
-            result = page.evaluate(f"(dark) => ({_JS_CONTRAST})([document.getElementById('copy'), dark])", dark)
-            assert result["texts"] >= 1, f"{host} {name}: no text measured"
-            found += [f"{host} {name}: {line}" for line in dict.fromkeys(result["found"])]
-    finally:
-        context.close()
+    for name, result in _on_a_page(
+        browser, copies, page, f"(root, dark) => ({_JS_CONTRAST})([root, dark])", dark
+    ).items():
+        assert result["texts"] >= 1, f"{host} {name}: no text measured"
+        found += [f"{host} {name}: {line}" for line in dict.fromkeys(result["found"])]
     assert not found, "\n".join(found)
 
 
@@ -102,19 +113,12 @@ def test_every_static_table_keeps_its_cells_apart_on_a_bare_page(browser, copies
     """A page with no table styles of its own (Colab's output frame, VS Code's, an exported page's
     plain HTML) shows every static table with room between cells: before the cells carried their own
     padding, the split table read "BatchStat(8,)" and "float32128 B" (2 px between cells)."""
-    context = browser.new_context(viewport={"width": 1200, "height": 900})
-    page = context.new_page()
-    tight = []
-    try:
-        for name, html in copies.items():
-            page.set_content(
-                f'<html><body style="font-family:sans-serif;font-size:13px"><div id="copy">{html}</div></body></html>'
-            )
-            found = page.evaluate(f"({_JS_TIGHTEST})(document.getElementById('copy'))")
-            if found is not None and found["gap"] < 8:
-                tight.append(f"{name}: {found['gap']:.1f} px between {found['between']!r}")
-    finally:
-        context.close()
+    page = '<html><body style="font-family:sans-serif;font-size:13px"><div id="copy">{html}</div></body></html>'
+    tight = [
+        f"{name}: {found['gap']:.1f} px between {found['between']!r}"
+        for name, found in _on_a_page(browser, copies, page, _JS_TIGHTEST).items()
+        if found is not None and found["gap"] < 8
+    ]
     assert not tight, "\n".join(tight)
 
 
@@ -148,16 +152,10 @@ _JS_WRAPPED = """(root) => {
 def test_no_static_cell_wraps_in_a_narrow_jupyterlab_output(browser, copies):
     """JupyterLab sets its output cells to wrap: at 800 px with the file browser open (a 440 px output)
     the split table read shapes as "(64, 1," over "64)". Each cell stays on one line; the table scrolls."""
-    context = browser.new_context(viewport={"width": 800, "height": 900})
-    page = context.new_page()
-    wrapped = []
-    try:
-        for name, html in copies.items():
-            page.set_content(
-                f'<html><head><style>{_LAB_RULES}</style></head><body style="font-family:sans-serif;font-size:13px">'
-                f'<div id="copy" style="width:440px;overflow:auto">{html}</div></body></html>'
-            )
-            wrapped += [f"{name}: {t!r}" for t in page.evaluate(f"({_JS_WRAPPED})(document.getElementById('copy'))")]
-    finally:
-        context.close()
+    page = (
+        f'<html><head><style>{_LAB_RULES}</style></head><body style="font-family:sans-serif;font-size:13px">'
+        '<div id="copy" style="width:440px;overflow:auto">{html}</div></body></html>'
+    )
+    answers = _on_a_page(browser, copies, page, _JS_WRAPPED, width=800)
+    wrapped = [f"{name}: {t!r}" for name, texts in answers.items() for t in texts]
     assert not wrapped, "\n".join(wrapped[:20])
