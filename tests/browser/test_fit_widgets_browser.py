@@ -91,7 +91,9 @@ def problems(name: str, width: int, report: dict) -> list[str]:
     where = f"{name} at {width} px"
     if report["root"]["scroll"] > report["root"]["client"]:
         out.append(f"{where}: the widget is wider than its output {report['root']}")
-    for box in report["wide"]:
+    # the split's filter columns are what it shows and do not fold: at 360 px its table scrolls
+    # sideways under a sticky path column instead
+    for box in [] if (name, width) == ("split", 360) else report["wide"]:
         out.append(f"{where}: scrolls sideways {box}")
     for head in report["headers"]:
         if not any(ch.isalpha() for ch in head["text"]):
@@ -124,13 +126,8 @@ def test_summary_compare_capture_and_split_fit_800_and_1048_px(
             page.wait_for_timeout(200)  # the windowed table draws the rows that scrolled in
             report = measure(root)
             print(f"{name} at {width} px: {report}")
-            if name == "split" and width == 360:
-                # its filter columns are what it shows and do not fold: at 360 px the table scrolls
-                # sideways under a sticky path column (checked below) instead
-                assert report["wide"] and root.evaluate(
-                    "(r) => getComputedStyle(r.querySelector('td.c-path')).position === 'sticky'"
-                )
-                report["wide"] = []
+            if name == "split" and width == 360:  # it scrolls sideways there (problems()), under its paths
+                assert root.evaluate("(r) => getComputedStyle(r.querySelector('td.c-path')).position === 'sticky'")
             found += problems(name, width, report)
             found += [f"{name} at {width} px: a control's label wraps: {c!r}" for c in pages.wrapped_controls(root)]
             if name == "summary":  # class names are read whole ("MultiHeadAttention"), not on hover
