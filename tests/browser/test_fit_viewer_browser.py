@@ -31,16 +31,21 @@ def wait_for_series_columns(page):
     )
 
 
+def open_wide(page, jupyter_server, open_notebook, run_all_cells, path):
+    """The WIDE notebook run in JupyterLab at a 1500 x 1000 window: its viewer, once its series columns show."""
+    page.set_viewport_size({"width": 1500, "height": 1000})
+    open_notebook(page, jupyter_server, write_notebook(path, *WIDE), ui="lab")
+    run_all_cells(page)
+    root = viewer(page)
+    wait_for_series_columns(page)
+    return root
+
+
 @pytest.mark.parametrize("width", [800, 1048])
 def test_the_viewer_with_gradient_columns_fits_the_output(
     width, page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path
 ):
-    page.set_viewport_size({"width": 1500, "height": 1000})
-    nb = write_notebook(tmp_path / "fit.ipynb", *WIDE)
-    open_notebook(page, jupyter_server, nb, ui="lab")
-    run_all_cells(page)
-    root = viewer(page)
-    wait_for_series_columns(page)
+    root = open_wide(page, jupyter_server, open_notebook, run_all_cells, tmp_path / "fit.ipynb")
     print(f"output width at a 1500 x 1000 window: {pages.output_width(page, root):.0f} px")
     reached = pages.set_output_width(page, root, width)
     assert abs(reached - width) < 1, reached
@@ -124,12 +129,7 @@ def test_every_control_reads_on_one_line_in_a_narrow_output(
     """An 800 px window with JupyterLab's file browser open gives a 365 px output: "expand all" and
     "collapse all" broke over two lines and out of their 22 px buttons. Each control keeps its label
     on one line; the toolbar wraps whole controls instead."""
-    page.set_viewport_size({"width": 1500, "height": 1000})
-    nb = write_notebook(tmp_path / "narrow.ipynb", *WIDE)
-    open_notebook(page, jupyter_server, nb, ui="lab")
-    run_all_cells(page)
-    root = viewer(page)
-    wait_for_series_columns(page)
+    root = open_wide(page, jupyter_server, open_notebook, run_all_cells, tmp_path / "narrow.ipynb")
     reached = pages.set_output_width(page, root, 360)
     assert abs(reached - 360) < 1, reached
     root.scroll_into_view_if_needed()
