@@ -1,11 +1,6 @@
 """Per-array kernel calls: each ``kernel(x)`` dispatched without waiting, its executable loaded from the
 disk cache (or compiled and kept there) the first time its spec is seen; first compiles of several specs
-run side by side on threads (XLA compiles without the GIL). A failure becomes the array's StatsError.
-
-Every launch happens on the caller's thread, in order; threads only compile. A program over an array
-sharded across devices holds collectives, and two threads launching such programs at once can
-enqueue them in different orders on different devices: each device then waits at a rendezvous for
-the other (XLA's CPU client aborts the process after 40 s; GPUs hang)."""
+run side by side on threads (XLA compiles without the GIL). A failure becomes the array's StatsError."""
 
 from __future__ import annotations
 
@@ -41,27 +36,18 @@ def _spec(kernel: Kernel, x: Value) -> Spec | None:
     return key
 
 
-def _compile_first(kernel: Kernel, x: Value, *, ahead: bool = True) -> None:
-    """Compile (or load) ``kernel``'s executable for ``x``'s spec, not run before in this process,
-    launching nothing: from the disk cache or compiled and kept there (see :mod:`._executables`), else
-    (with ``ahead``) through ``kernel.lower(x).compile()``, which fills jax.jit's caches so that
-    :func:`call` does not compile again. A failure is left for :func:`call` to report."""
+def _first_call(kernel: Kernel, x: Value) -> Outputs | StatsError:
+    """:func:`call` for a spec not run before in this process: its executable loaded from the disk
+    cache, or compiled and kept there (see :mod:`._executables`), first."""
     spec = _spec(kernel, x)
     kernel_id = _kernel_id(kernel)
-    with outside_context_mesh():
-        if spec is not None and kernel_id is not None:
-            try:
-                if prepare_executable(kernel, kernel_id, x, spec):
-                    return
-            except Exception:  # noqa: BLE001 - boundary: the optional disk cache never fails a kernel call
-                _log.debug("nnx_lab cache: no executable prepared for %r", spec, exc_info=True)
-        lower = getattr(kernel, "lower", None)
-        if not ahead or lower is None:  # call() compiles it through jax.jit
-            return
+    if spec is not None and kernel_id is not None:
         try:
-            lower(x).compile()
-        except Exception:  # noqa: BLE001 - boundary (a compile thread): call() below meets it and says so
-            _log.debug("nnx_lab: a statistics kernel failed to compile ahead (its call reports it)", exc_info=True)
+            with outside_context_mesh():
+                prepare_executable(kernel, kernel_id, x, spec)
+        except Exception:  # noqa: BLE001 - boundary: the optional disk cache never fails a kernel call
+            _log.debug("nnx_lab cache: no executable prepared for %r", spec, exc_info=True)
+    return call(kernel, x)
 
 
 def _kernel_id(kernel: Kernel) -> int | tuple[str, int, int] | None:
@@ -105,9 +91,10 @@ def _call(kernel: Kernel, x: Value) -> Outputs | StatsError:
 
 
 def dispatch(calls: list[tuple[Kernel, Value]]) -> list[Outputs | StatsError]:
-    """Run each ``kernel(x)`` on this thread, in order (results stay on device; a failure becomes a
-    StatsError). Specs never run before are compiled side by side on threads first: a first snapshot
-    compiles one executable per distinct spec, and XLA compiles without holding the GIL."""
+    """Run each ``kernel(x)`` (results stay on device; a failure becomes a StatsError). Specs never
+    run before are compiled side by side on threads first: a first snapshot compiles one
+    executable per distinct spec, and XLA compiles without holding the GIL."""
+    results: list[Outputs | StatsError | None] = [None] * len(calls)
     first: dict[Spec, int] = {}
     for j, (kernel, x) in enumerate(calls):
         key = _spec(kernel, x)
@@ -115,14 +102,17 @@ def dispatch(calls: list[tuple[Kernel, Value]]) -> list[Outputs | StatsError]:
             first[key] = j
     if len(first) > 1 and threads_see_jax_config():
         with ThreadPoolExecutor(min(len(first), os.cpu_count() or 2), thread_name_prefix="nnx_lab-compile") as pool:
-            for future in [pool.submit(_compile_first, *calls[j]) for j in first.values()]:
-                future.result()
+            futures = {j: pool.submit(_first_call, *calls[j]) for j in first.values()}
+        for j, future in futures.items():
+            results[j] = future.result()
     else:
         for j in first.values():
-            _compile_first(*calls[j], ahead=False)
-    results = [call(kernel, x) for kernel, x in calls]  # launched here, in order (see the module docstring)
+            results[j] = _first_call(*calls[j])
+    for j, (kernel, x) in enumerate(calls):
+        if results[j] is None:
+            results[j] = call(kernel, x)
     _dispatched.update(key for key, j in first.items() if not isinstance(results[j], StatsError))
-    return results
+    return results  # pyright: ignore[reportReturnType] - every slot is filled: first calls, then the rest
 
 
 def threads_see_jax_config() -> bool:
