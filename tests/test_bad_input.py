@@ -3,6 +3,7 @@
 import math
 
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from flax import nnx
 from IPython.core.error import UsageError
@@ -12,7 +13,7 @@ import nnx_lab
 from nnx_lab.core import compat
 from nnx_lab.core.split import SplitError
 
-BAD_RATES = [float("nan"), float("inf"), -1.0, 0, 1e9, True, "2"]
+BAD_RATES = [float("nan"), float("inf"), -1.0, 0, 1e9, True, "2", np.True_, np.float32("nan"), np.ones(2)]
 
 
 @pytest.fixture
@@ -35,6 +36,23 @@ def test_watch_refuses_rates_that_stop_the_throttle(model, rate):
 
     with pytest.raises(ValueError, match=r"budget .* must be a number in \(0, 1\]"):
         Watcher(model, budget=rate)
+
+
+@pytest.mark.parametrize("number", [np.float32(0.5), np.float64(0.5), jnp.asarray(0.5)], ids=["f32", "f64", "0-d jax"])
+def test_numeric_options_take_numpy_and_0d_array_scalars(model, number):
+    from nnx_lab.core.stats import histograms_dispatch, histograms_fetch
+    from nnx_lab.core.watcher import Watcher
+
+    before = frozen(model)
+    nnx_lab.watch(model, max_rate=number * 4, display=False).close()
+    watcher = Watcher(model, max_rate=number * 4, budget=number)
+    assert (watcher.max_rate, watcher.budget) == (2.0, 0.5) and type(watcher.max_rate) is float
+    if compat.has("nnx.capture"):
+        nnx_lab.capture_panel(model, max_rate=number, budget=number / 10, display=False).close()
+    integer = np.int64(7) if isinstance(number, np.generic) else jnp.asarray(7)
+    assert len(histograms_fetch(histograms_dispatch([jnp.arange(10.0)], bins=integer))[0]) == 2 + 7
+    assert nnx_lab.summary(model, jnp.ones((1, 2)), depth=integer // 7, memory=False).rows
+    assert_unchanged(model, before)
 
 
 @pytest.mark.parametrize("rate", ["nan", "inf", "-1", "0", "1e9"])

@@ -4,6 +4,9 @@ jax or IPython import)."""
 from __future__ import annotations
 
 import keyword
+import math
+import numbers
+import operator
 import re
 from typing import Any
 
@@ -22,7 +25,7 @@ def _number_text(x: float) -> str:
 def check_number(
     value: Any, what: str, low: float, high: float, *, integer: bool = False, low_open: bool = False
 ) -> Any:
-    """``value`` if it is a finite number in [low, high] (``(low, high]`` with ``low_open``); else ValueError.
+    """``value`` as a Python number (:func:`as_number`) if it is one in [low, high] (``(low, high]`` with ``low_open``); else ValueError.
 
     NaN, infinities and booleans are refused: a NaN rate stops a throttle and is not valid JSON.
 
@@ -35,15 +38,39 @@ def check_number(
     """
     kind = "an integer" if integer else "a number"
     span = f"{'(' if low_open else '['}{_number_text(low)}, {_number_text(high)}]"
-    ok = (isinstance(value, int) if integer else isinstance(value, (int, float))) and not isinstance(value, bool)
+    number = as_number(value, integer=integer)
+    ok = number is not None and not (isinstance(number, float) and math.isnan(number))
     if ok:
-        try:
-            ok = (low < value if low_open else low <= value) and value <= high
-        except TypeError:
-            ok = False
+        ok = (low < number if low_open else low <= number) and number <= high
     if not ok:
         raise ValueError(f"{what} must be {kind} in {span}, got {clip(safe_repr(value), 60)}")
-    return value
+    return number
+
+
+def as_number(value: Any, *, integer: bool = False) -> int | float | None:
+    """``value`` as a Python ``int`` (``integer``: only an integer) or ``float`` when it is a real
+    number: a Python, numpy (``np.float32(0.1)``, ``np.int64(2)``) or 0-d array scalar (numpy or jax,
+    read to the host); else None. Booleans (Python, numpy or arrays of them) are not numbers here.
+
+    >>> import numpy as np
+    >>> as_number(np.float32(0.5)), as_number(np.int64(3), integer=True), as_number(np.array(2.5))
+    (0.5, 3, 2.5)
+    >>> as_number(True), as_number(2.0, integer=True), as_number("1"), as_number(np.ones(2))
+    (None, None, None, None)
+    """
+    dtype = getattr(value, "dtype", None)
+    if isinstance(value, bool) or getattr(dtype, "kind", None) == "b":
+        return None
+    try:
+        if integer or isinstance(value, numbers.Integral):
+            return operator.index(value)  # np.int64, a 0-d integer array; never 2.0
+        if isinstance(value, numbers.Real):
+            return float(value)
+        if getattr(value, "shape", None) == () and getattr(dtype, "kind", None) in ("i", "u", "f"):
+            return float(value) if dtype.kind == "f" else operator.index(value)  # a 0-d array (numpy or jax)
+    except (TypeError, ValueError):  # a tracer (jax's ConcretizationTypeError is a TypeError), or no number
+        return None
+    return None
 
 
 def is_python_name(text: Any) -> bool:

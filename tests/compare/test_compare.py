@@ -164,7 +164,15 @@ def test_bad_sides_are_one_line_type_errors(bad):
     assert_unchanged(model, before)
 
 
-@pytest.mark.parametrize("tol", [-1.0, float("nan"), "0.1", True])
+@pytest.mark.parametrize("tol", [np.float32(0.6), np.float64(0.6), jnp.asarray(0.6)], ids=["f32", "f64", "0-d jax"])
+def test_tol_takes_numpy_and_0d_array_scalars(tol):
+    a, b = Net(), Net()
+    b.lin.kernel[...] = a.lin.kernel[...] + 0.5
+    assert compare(a, b, tol=tol)["lin.kernel"].status == "equal"
+    assert compare(a, b, tol=np.float32(0.1))["lin.kernel"].status == "changed"
+
+
+@pytest.mark.parametrize("tol", [-1.0, float("nan"), "0.1", True, np.True_, np.float32("nan"), np.ones(2)])
 def test_bad_tol(tol):
     with pytest.raises(TypeError, match="tol= is a finite number"):
         compare(Net(), Net(), tol=tol)

@@ -177,7 +177,7 @@ class PendingCaptureReport:
             )
         self._inside_own = check_number(inside_own, "inside_own", 0, float("inf"), integer=True)
         self._types = resolve_types(types)
-        check_number(bins, "bins", 1, MAX_BINS, integer=True)
+        bins = check_number(bins, "bins", 1, MAX_BINS, integer=True)
         self._captured, self._grads, self._bins = captured, grads, bins
         self._seen, self._only_text = tuple(seen_types), only_text or "the `only` filter"
         self._matched = None if matched is None else tuple(matched)

@@ -10,6 +10,7 @@ from typing import Any
 import jax
 
 from .._gc import paused_gc
+from ..checks import as_number
 from ..text import first_line, quote_repr
 from ._match import Match, key_of, match_sides
 from ._rows import (
@@ -117,8 +118,10 @@ def compute(
 ) -> tuple[list[CompareRow], list[ModuleRow], dict]:
     from ..checkpoint import CHUNK_BYTES, whole_chunk_note
 
-    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol) or tol < 0:
+    number = as_number(tol)
+    if number is None or not math.isfinite(number) or number < 0:
         raise TypeError(f"compare: tol= is a finite number >= 0, not {quote_repr(tol)}")
+    tol = number  # a Python float: np.float32(0.1) or a 0-d array as well
     chunk_bytes = CHUNK_BYTES if chunk_bytes is None else int(chunk_bytes)
     start = time.perf_counter()
     side_a, side_b = resolve_side("a", a), resolve_side("b", b)

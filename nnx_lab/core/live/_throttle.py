@@ -21,8 +21,8 @@ class Throttle:
     """
 
     def __init__(self, max_rate: float, budget: float, *, what: str):
-        check_number(max_rate, f"max_rate ({what} per second)", 0, MAX_RATE, low_open=True)
-        check_number(budget, "budget (fraction of the loop's time)", 0, 1, low_open=True)
+        max_rate = check_number(max_rate, f"max_rate ({what} per second)", 0, MAX_RATE, low_open=True)
+        budget = check_number(budget, "budget (fraction of the loop's time)", 0, 1, low_open=True)
         self.max_rate, self.budget = float(max_rate), float(budget)
         self.interval = 1.0 / self.max_rate
 

@@ -21,6 +21,7 @@ import dataclasses
 import re
 from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
+from ..checks import as_number
 from ..graph import path_text
 from ..text import quote_repr
 from ._describe import LAYER_NAMES, metadata_axis
@@ -83,11 +84,14 @@ def parse_layers(layers: object) -> tuple:
     for prefix, axis in layers.items():
         if not isinstance(prefix, (str, tuple)):
             raise TypeError(f"layers=: a path prefix is a string or a tuple of keys, not {type(prefix).__name__}")
-        if axis is not None and (not isinstance(axis, int) or isinstance(axis, bool)):
-            raise TypeError(
-                f"layers={{{quote_repr(prefix)}: {quote_repr(axis)}}}: the layer axis is an int "
-                "(or None: no layer axis)"
-            )
+        if axis is not None:
+            number = as_number(axis, integer=True)  # np.int64(0) too
+            if number is None:
+                raise TypeError(
+                    f"layers={{{quote_repr(prefix)}: {quote_repr(axis)}}}: the layer axis is an int "
+                    "(or None: no layer axis)"
+                )
+            axis = number
         out.append((prefix if isinstance(prefix, str) else tuple(prefix), axis))
     return tuple(out)
 

@@ -146,7 +146,7 @@ def histograms_prepare(arrays: Sequence[Any], bins: int = DEFAULT_BINS) -> None:
     """Compile (or load) the kernels :func:`histograms_dispatch` will launch for ``arrays``, launching
     nothing and touching no other device: safe on a thread of its own while the caller compiles
     something else (a capture's statistics), where the two compiles share the CPU's cores."""
-    check_number(bins, "bins", 1, MAX_BINS, integer=True)
+    bins = check_number(bins, "bins", 1, MAX_BINS, integer=True)
     for x in arrays:
         if _compilable(x):
             try:
@@ -157,7 +157,7 @@ def histograms_prepare(arrays: Sequence[Any], bins: int = DEFAULT_BINS) -> None:
 
 def histograms_dispatch(arrays: Sequence[Any], bins: int = DEFAULT_BINS) -> list[Histogram | None]:
     """Start a histogram kernel per array on its device; returns device results (or None)."""
-    check_number(bins, "bins", 1, MAX_BINS, integer=True)
+    bins = check_number(bins, "bins", 1, MAX_BINS, integer=True)
     out: list[Histogram | None] = [None] * len(arrays)
     alone: list[int] = []  # positions reduced by jax's own dispatch: host, multi-process or odd arrays
     spanning: list[Histogram | None] = []  # results of kernels run on several devices (an all-reduce each), in order

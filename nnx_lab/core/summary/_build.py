@@ -14,6 +14,7 @@ from flax import nnx
 
 from .. import compat
 from .._gc import paused_gc
+from ..checks import as_number
 from ..graph import index_graph, path_text
 from ._costs import tally as cost_tally
 from ._data import Summary, SummaryError
@@ -167,8 +168,11 @@ def summary(
     fn = getattr(type(model), method, None)
     if not isinstance(method, str) or fn is None or not callable(fn):
         raise SummaryError(f"{type(model).__name__} has no method {method!r}")
-    if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 0):
-        raise SummaryError(f"depth must be a non-negative integer, got {depth!r}")
+    if depth is not None:
+        number = as_number(depth, integer=True)  # np.int64(2) too
+        if number is None or number < 0:
+            raise SummaryError(f"depth must be a non-negative integer, got {depth!r}")
+        depth = number
     _check_args(args, kwargs)
     import inspect
 

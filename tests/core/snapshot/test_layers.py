@@ -61,6 +61,8 @@ def test_a_layer_axis_other_than_the_first():
     snap = snapshot(model, layers={"w": -1})
     assert_layers_equal_numpy(snap, "w", np.asarray(compat.get_value(model.w)), 2)
     assert snap["w[layer 1]"].shape == (2, 5)
+    numpy_axis = snapshot(model, layers={"w": np.int64(-1)})  # a numpy integer is an axis too
+    assert [r.path_text for r in numpy_axis.rows] == [r.path_text for r in snap.rows]
 
 
 def test_nan_in_one_layer_is_counted_in_that_layer_only():
@@ -99,7 +101,9 @@ def test_a_declaration_that_does_not_fit_is_one_line_before_anything_runs(layers
     jax.tree.map(np.testing.assert_array_equal, before, jax.tree.map(np.asarray, nnx.state(model)))
 
 
-@pytest.mark.parametrize("layers", [[("blocks", 0)], {"blocks": "0"}, {3: 0}, {"blocks": True}])
+@pytest.mark.parametrize(
+    "layers", [[("blocks", 0)], {"blocks": "0"}, {3: 0}, {"blocks": True}, {"blocks": np.float32(0)}]
+)
 def test_a_declaration_of_the_wrong_type_is_a_type_error(layers):
     with pytest.raises(TypeError, match="layers="):
         snapshot(vmapped(metadata=False), layers=layers)
