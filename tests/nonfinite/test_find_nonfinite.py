@@ -85,6 +85,36 @@ def test_nan_in_the_batch_names_the_argument_leaf():
     assert report.direction == "input" and report.bad_leaves == ["kwargs['y']"]
 
 
+def scaled_mse(model, x, y, scale, *, weights=(1.0,)):
+    return mse(model, x, y) * scale * weights[0]
+
+
+@pytest.mark.parametrize(
+    "args,kwargs,named",
+    [
+        ((float("inf"),), {}, ["args[3]"]),  # a Python float: nnx.split keeps it static
+        ((np.float32("nan"),), {}, ["args[3]"]),  # a numpy scalar: static too
+        ((np.array(np.inf),), {}, ["args[3]"]),  # a 0-d numpy array
+        ((2.0,), {"weights": (float("nan"),)}, ["kwargs['weights'][0]"]),
+        ((float("inf"),), {"weights": (np.float64("-inf"),)}, ["args[3]", "kwargs['weights'][0]"]),
+    ],
+)
+def test_a_nonfinite_python_or_numpy_scalar_argument_is_in_the_input(args, kwargs, named):
+    model = Stack()
+    before = frozen(model)
+    report = nnx_lab.find_nonfinite(scaled_mse, model, X, Y, *args, **kwargs)
+    assert report.direction == "input" and report.bad_leaves == named, str(report)
+    assert "already in fn's arguments" in str(report) and named[0] in str(report)
+    assert_unchanged(model, before)
+
+
+def test_a_module_attribute_that_is_inf_is_not_an_input():
+    model = Stack(fault_at=1, fault="log")
+    model.clip = float("inf")  # a static attribute of the model: part of it, not of the call
+    report = nnx_lab.find_nonfinite(mse, model, X, Y)
+    assert (report.direction, report.module_path) == ("forward", "blocks.1")
+
+
 def test_a_bad_variable_is_an_input_leaf():
     model = Stack()
     model.blocks[3].linear.bias[...] = model.blocks[3].linear.bias[...].at[0].set(jnp.inf)

@@ -6,7 +6,9 @@ import logging
 from typing import Any, Callable
 
 import jax
+import numpy as np
 from flax import nnx
+from flax.nnx import graph as nnx_graph
 
 from ..compat import get_value
 from ._jaxpr import backward, call_jaxpr, forward
@@ -35,6 +37,40 @@ def _arg_path(path: tuple) -> str:
     head, *rest = path
     text = f"args[{rest[0]}]" if head == 0 else f"kwargs[{rest[0]!r}]"
     return text + "".join(f".{p}" if isinstance(p, str) else f"[{p}]" for p in rest[1:])
+
+
+def _key(k: object) -> object:
+    """A jax key path entry (SequenceKey, DictKey, GetAttrKey, FlattenedIndexKey) as its index or name."""
+    for attr in ("idx", "key", "name"):
+        if hasattr(k, attr):
+            return getattr(k, attr)
+    return str(k)
+
+
+def _nonfinite_scalars(args: tuple, kwargs: dict) -> list[tuple]:
+    """Paths of the arguments ``nnx.split`` keeps static, not in its state: Python floats and numpy
+    scalars holding NaN/Inf (``fn(model, x, float("inf"))``); modules are not entered (their
+    attributes are the model's, not the call's)."""
+    try:
+        leaves = jax.tree_util.tree_flatten_with_path(
+            (args, kwargs), is_leaf=lambda x: nnx_graph.is_graph_node(x) or isinstance(x, nnx.Variable)
+        )[0]
+    except (
+        TypeError,
+        ValueError,
+    ) as e:  # containers jax cannot flatten: nnx.split took them; their arrays were checked
+        log.debug("find_nonfinite: the arguments' scalars were not checked: %s", e, exc_info=True)
+        return []
+    return [
+        tuple(_key(k) for k in path)
+        for path, x in leaves
+        if isinstance(x, (float, complex, np.floating, np.complexfloating)) and not np.isfinite(x)
+    ]
+
+
+def _in_order(paths: list[tuple]) -> list[tuple]:
+    """Argument paths in call order: positional ones by index, then keywords (stable within one)."""
+    return sorted(paths, key=lambda p: (p[0], p[1] if p[0] == 0 else 0))
 
 
 def _module_paths(paths: list[tuple]) -> list[str]:
@@ -140,7 +176,8 @@ def find_nonfinite(fn: Callable, *args: object, **kwargs: object) -> NonfiniteRe
         graphdef, state = nnx.split((args, kwargs))
     except Exception as e:
         raise TypeError(f"find_nonfinite: fn's arguments cannot be copied with nnx.split: {e}".splitlines()[0]) from e
-    bad = [_arg_path(p) for p, x in _flat(state) if nonfinite(x)]
+    bad_paths = [p for p, x in _flat(state) if nonfinite(x)] + _nonfinite_scalars(args, kwargs)
+    bad = [_arg_path(p) for p in _in_order(bad_paths)]
     copy = nnx.merge(graphdef, state, copy=True)  # new Variables: the caller's are never written
     sites, classes = mark(copy)
     if not sites:
