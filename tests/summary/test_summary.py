@@ -104,6 +104,39 @@ def test_model_unchanged_bit_for_bit():
     assert nnx.Linear.__call__.__name__ == "__call__" and not hasattr(nnx.Linear.__call__, "__nnx_lab_wrapped__")
 
 
+class TrainFlag(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs):
+        self.lin = nnx.Linear(4, 8, rngs=rngs)
+        self.drop = nnx.Dropout(0.5, rngs=rngs)
+
+    def __call__(self, x, scale=1.0, *, train: bool = False, mode: str = "sum", extra=None):
+        h = self.drop(self.lin(x) * scale, deterministic=not train)
+        return h.sum() if mode == "sum" else h
+
+
+def test_python_scalar_arguments_stay_static_as_in_a_call():
+    """``deterministic=False`` / ``train=True`` drive Python ``if``s: summary calls the module with
+    them as given (not traced into bool[] arrays), so each setting gets its own rows and FLOPs."""
+    x = jnp.ones((3, 4))
+    s = summary(nnx.Dropout(0.5, rngs=nnx.Rngs(0)), x, deterministic=False, memory=False)
+    assert s.rows[0].flops > 0 and "deterministic: False" in s.rows[0].inputs
+    assert summary(nnx.Dropout(0.5, rngs=nnx.Rngs(0)), x, deterministic=True, memory=False).flops == 0
+    model = TrainFlag(nnx.Rngs(0))
+    before = _bits(model)
+    train = summary(model, x, train=True, mode="sum", extra=None, memory=False)
+    evaluation = summary(model, x, train=False, memory=False)
+    plain = summary(model.lin, x, memory=False)
+    assert train["lin"].flops == evaluation["lin"].flops == plain.flops > 0
+    assert train["drop"].flops > 0 and evaluation["drop"].flops == 0
+    assert train.rows[0].flops > evaluation.rows[0].flops
+    assert "train: True" in train.rows[0].inputs and train.rows[0].outputs == "float32[]"
+    # arrays (a numpy scalar too) stay traced: the row shows their shape, not a value
+    traced = summary(model, x, np.float32(2.0), train=False, mode="all", memory=False)
+    assert traced.rows[0].inputs == "((float32[3,4], float32[]), {train: False, mode: 'all'})"
+    assert traced.rows[0].outputs == "float32[3,8]" and traced.rows[0].flops > plain.flops
+    assert _bits(model) == before
+
+
 def test_abstract_model_and_inputs():
     model = nnx.eval_shape(lambda: zoo.Block(nnx.Rngs(0)))
     s = summary(model, jax.ShapeDtypeStruct((2, 6, 32), jnp.float32), memory=False)

@@ -39,6 +39,29 @@ def _abstract(x: object) -> object:
     return x
 
 
+def _is_static(x: object) -> bool:
+    """A Python scalar (bool, int, float, complex, str; None is no leaf): the call sees it as given, as
+    when the module is called (``deterministic=False``, ``train=True`` drive Python ``if``s);
+    arrays and numpy scalars are traced."""
+    return isinstance(x, (bool, int, float, complex, str)) and not isinstance(x, np.generic)
+
+
+def _split_static(args: tuple, kwargs: dict) -> tuple[list, Callable[[list], tuple]]:
+    """``(traced leaves as abstract values, rebuild)``: ``rebuild(leaves)`` is ``(args, kwargs)`` again,
+    the Python scalars put back in their places."""
+    leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
+    static = {i: x for i, x in enumerate(leaves) if _is_static(x)}
+    traced = [_abstract(x) for i, x in enumerate(leaves) if i not in static]
+
+    def rebuild(values: list) -> tuple:
+        it = iter(values)
+        return jax.tree_util.tree_unflatten(
+            treedef, [static[i] if i in static else next(it) for i in range(len(leaves))]
+        )
+
+    return traced, rebuild
+
+
 def _check_args(args: tuple, kwargs: dict) -> None:
     named = [(f"argument {i + 1}", a) for i, a in enumerate(args)] + [(f"argument {k}=", v) for k, v in kwargs.items()]
     for name, arg in named:
@@ -101,7 +124,7 @@ def _trace_program(
     ``sites`` (the model's module paths) recorded."""
     graphdef, state = nnx.split(model)
     state = jax.tree.map(_abstract, state)
-    args, kwargs = jax.tree.map(_abstract, (args, kwargs))
+    leaves, rebuild = _split_static(args, kwargs)  # Python scalars stay static: not traced as arrays
 
     def merged(state: nnx.State) -> nnx.Module:
         """A fresh copy of the model inside the trace, marked, its classes' methods wrapped."""
@@ -109,11 +132,13 @@ def _trace_program(
         patched.add(mark(module, sites))
         return module
 
-    def forward(state: nnx.State, args: tuple, kwargs: dict) -> list[jax.Array]:
+    def forward(state: nnx.State, leaves: list) -> list[jax.Array]:
+        args, kwargs = rebuild(leaves)
         out = getattr(merged(state), method)(*args, **kwargs)
         return [x for x in jax.tree.leaves(out) if isinstance(x, jax.Array)]
 
-    def backward(state: nnx.State, args: tuple, kwargs: dict) -> tuple:
+    def backward(state: nnx.State, leaves: list) -> tuple:
+        args, kwargs = rebuild(leaves)
         gdef, params, rest = nnx.split(merged(state), nnx.Param, ...)
 
         def f(params: nnx.State) -> list[jax.Array]:
@@ -131,7 +156,7 @@ def _trace_program(
     with Patched() as patched:
         recorder = patched.recorder
         try:
-            traced = jax.jit(backward if grad else forward).trace(state, args, kwargs)
+            traced = jax.jit(backward if grad else forward).trace(state, leaves)
         except Exception as e:
             raise _call_error(e, recorder, sites) from e
     return traced, recorder
