@@ -154,6 +154,31 @@ def test_odd_values_get_statuses():
     assert seen == ["tracer"]
 
 
+def _optimizer(model):
+    optax = pytest.importorskip("optax")
+    return nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+
+
+def test_two_optimizers_compare_like_models_and_stay_unchanged():
+    """An nnx.Optimizer is an nnx.Pytree (flax 0.11 and 0.12), not a Module: its state compares all the same."""
+    model_a, model_b = Net(), Net()
+    opt_a, opt_b = _optimizer(model_a), _optimizer(model_b)
+    assert compare(opt_a, opt_b).identical
+    grads = nnx.grad(lambda m: (m.lin(jnp.ones((2, 3))) ** 2).sum())(model_b)
+    opt_b.update(model_b, grads)
+    before_a, before_b = frozen(opt_a), frozen(opt_b)
+    cmp = compare(opt_a, opt_b)
+    assert cmp.verdict.startswith("b loads into a: 0 missing, 0 unexpected, 0 shape mismatches")
+    changed = {r.path for r in cmp.changed()}
+    assert "step" in changed and "opt_state[0].mu.lin.kernel" in changed
+    mu = np.asarray(opt_b.opt_state[0].mu["lin"]["kernel"][...])  # from zeros: the whole change
+    np.testing.assert_allclose(cmp["opt_state[0].mu.lin.kernel"].max_abs, np.abs(mu).max(), rtol=1e-6)
+    assert cmp["opt_state[0].mu.out.kernel"].status == "identical"  # no gradient reached out
+    assert compare(opt_b, nnx.state(opt_b)).identical  # against its saved state
+    assert_unchanged(opt_a, before_a)
+    assert_unchanged(opt_b, before_b)
+
+
 @pytest.mark.parametrize("bad", [3, None, [1, 2], b"path", object()])
 def test_bad_sides_are_one_line_type_errors(bad):
     model = Net()

@@ -42,10 +42,10 @@ def compare(
     """Compare ``b`` against ``a``: structure, then values, without changing either.
 
     Args:
-      a, b: each an ``nnx.Module``, an ``nnx.State`` (or the nested dict ``nnx.state`` makes), the
+      a, b: each an ``nnx.Module`` (or another flax graph node: an ``nnx.Optimizer``), an ``nnx.State`` (or the nested dict ``nnx.state`` makes), the
         ``(graphdef, state)`` pair of ``nnx.split``, a :class:`~nnx_lab.Snapshot` (structure only)
         or an Orbax checkpoint directory (``str`` / ``pathlib.Path``; read without restoring).
-      tol: an element is *changed* when ``|a - b| > tol`` (and its bits differ); rows with no
+      tol: a number >= 0 (a numpy scalar too); an element is *changed* when ``|a - b| > tol`` (and its bits differ); rows with no
         changed element but some differing bits are ``equal``.
       map: b's paths renamed into a's: a dict of prefix renames (``{"params/Dense_0": "linear"}``)
         or a function of the ``/``-joined path returning the new one (None: leave it unmatched).

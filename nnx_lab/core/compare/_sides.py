@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
+from flax.nnx import graph as nnx_graph
 from jax.core import Tracer
 
 from ..graph import Path, path_text, split_pair, walk_graph
@@ -145,10 +146,13 @@ def resolve_side(label: str, obj: Any) -> Side:
             f"compare: {label} is a jax tracer (compare() was called inside jit/grad/vmap); "
             "call it outside the transformation"
         )
-    if not isinstance(obj, (nnx.Module, nnx.Variable, Mapping)) and split_pair(obj) is None:  # nnx.State: a Mapping
+    # nnx.State is a Mapping; any other flax graph node (an nnx.Optimizer, an nnx.Pytree/Object holding
+    # Variables) is walked as a model is
+    graph_node = isinstance(obj, (nnx.Module, nnx.Variable, Mapping)) or nnx_graph.is_graph_node(obj)
+    if not graph_node and split_pair(obj) is None:
         raise TypeError(
-            f"compare: {label} is {type(obj).__name__}, not an nnx.Module, an nnx.State, a (graphdef, "
-            "state) pair, a Snapshot or a checkpoint path"
+            f"compare: {label} is {type(obj).__name__}, not an nnx.Module (or other flax graph node, e.g. an "
+            "nnx.Optimizer), an nnx.State, a (graphdef, state) pair, a Snapshot or a checkpoint path"
         )
     try:
         structure = remembered(obj)  # a model compared again (or snapshotted before) is not walked again
