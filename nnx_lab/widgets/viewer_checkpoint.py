@@ -24,6 +24,7 @@ from ..core.render import html_table, summary_line
 from ..core.snapshot import Row, Snapshot, device_summary, snapshot
 from ..core.stats import STAT_NAMES
 from ..core.text import first_line
+from ..core.training import NonfiniteAlert
 from . import traits, wire
 from ._base import STATIC, Widget, background_unsupported
 from .requests import AckFields, Buffers, command
@@ -87,7 +88,9 @@ class CheckpointViewer(Widget):
     """The viewer's table over an Orbax checkpoint directory; create it with ``nnx_lab.watch(path)``.
 
     ``snapshot`` (the trait) holds the rows and, once read, the statistics; ``last_snapshot`` the
-    :class:`~nnx_lab.Snapshot`; ``refresh()`` reads the directory again.
+    :class:`~nnx_lab.Snapshot`; ``refresh()`` reads the directory again. ``alert`` is the live
+    viewer's NaN/Inf banner (``core.training.NonfiniteAlert``, each read of the statistics counted
+    as a refresh, at step 0): the first array read with a NaN/Inf, kept until ``clear_alert()``.
 
     Raises:
       TypeError: (``core.checkpoint.CheckpointError``) the path is no checkpoint, in one line.
@@ -105,6 +108,8 @@ class CheckpointViewer(Widget):
         super().__init__(**kwargs)
         self._snap: Snapshot = rows
         self._refreshes = 0
+        self._alert = NonfiniteAlert()  # the live viewer's NaN/Inf banner, fed each read of the statistics
+        self._reads = 0  # reads of the statistics: the alert's refresh numbers
         self._lock = threading.Lock()
         self._reader: threading.Thread | None = None
         self._stats = stats
@@ -159,11 +164,18 @@ class CheckpointViewer(Widget):
             _log.warning("nnx_lab: reading the statistics of %s failed", self.path, exc_info=True)
             self._set(self._snap, f"statistics not read: {type(e).__name__}: {first_line(str(e))}", "error")
             return
-        self._set(snap, f"statistics read in {time.perf_counter() - start:.2f} s", "static")
+        self._set(snap, f"statistics read in {time.perf_counter() - start:.2f} s", "static", stats=True)
         if threading.current_thread() is not threading.main_thread():
             self._update_display()  # shown with its rows alone: the saved notebook's copy gets the statistics
 
-    def _set(self, snap: Snapshot, message: str, state: str) -> None:
+    def clear_alert(self) -> None:
+        """Dismiss the NaN/Inf banner; the next read of the statistics that sees a NaN/Inf sets it again."""
+        with self._lock:
+            self._alert.clear()
+            self.alert = self._alert.to_dict()
+
+    def _set(self, snap: Snapshot, message: str, state: str, *, stats: bool = False) -> None:
+        """Show ``snap``; ``stats``: its statistics were read (the NaN/Inf alert looks at them)."""
         with self._lock:
             self._snap = snap
             self._refreshes += 1
@@ -171,6 +183,10 @@ class CheckpointViewer(Widget):
             payload["refresh"] = self._refreshes
             payload["structure"] = 0
             self.snapshot = payload
+            if stats:  # not the rows from the metadata alone: they hold no counts ("now clean" would be wrong)
+                self._reads += 1
+                self._alert.observe(snap, refresh=self._reads, step=0)
+                self.alert = self._alert.to_dict()
             self.status = {
                 "state": state,
                 "message": f"checkpoint {self.path} \u00b7 {message}",
@@ -209,6 +225,10 @@ class CheckpointViewer(Widget):
             self._reader = start_thread(self.refresh, "nnx_lab-checkpoint")
         else:
             self.refresh()
+
+    @command(wire.CLEAR_ALERT)
+    def _clear_alert_request(self, content: dict, _buffers: Buffers) -> None:
+        self.clear_alert()
 
     @command(wire.COMPARE_TO)
     def _compare_to_request(self, content: dict, _buffers: Buffers) -> AckFields:

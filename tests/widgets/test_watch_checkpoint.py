@@ -70,6 +70,33 @@ def test_refresh_reads_the_directory_again(tmp_path):
     viewer.close()
 
 
+def test_a_nan_in_a_checkpoint_raises_the_live_viewers_nan_banner(tmp_path):
+    import shutil
+
+    import jax.numpy as jnp
+
+    model = nnx.Sequential(nnx.Linear(3, 4, rngs=nnx.Rngs(0)), nnx.Linear(4, 2, rngs=nnx.Rngs(1)))
+    kernel = model.layers[1].kernel
+    kernel[...] = kernel[...].at[0, 1].set(jnp.nan)
+    path = save(tmp_path / "ckpt", model)
+    viewer = nnx_lab.watch(path, display=False)
+    live = nnx_lab.watch(model, display=False)  # the live viewer of the same arrays: the same banner
+    assert live.alert and viewer.alert == live.alert
+    assert viewer.alert["head"] + viewer.alert["where"] + viewer.alert["tail"] == (
+        "first NaN at refresh 1 in layers[1].kernel; now in 1 variable"
+    )
+    live.close()
+    shutil.rmtree(path)
+    save(tmp_path / "ckpt", nnx.Sequential(nnx.Linear(3, 4, rngs=nnx.Rngs(0)), nnx.Linear(4, 2, rngs=nnx.Rngs(1))))
+    viewer.refresh()  # rewritten clean: the first NaN is still named, now clean
+    assert viewer.alert["where"] == "layers[1].kernel" and viewer.alert["tail"] == "; now clean"
+    viewer._on_message(viewer, {"type": "clear_alert"}, [])  # the banner's "clear" button
+    assert viewer.alert == {}
+    viewer.refresh()
+    assert viewer.alert == {}  # a clean read raises none
+    viewer.close()
+
+
 @pytest.mark.parametrize("make", ["missing", "empty_dir", "file"])
 def test_a_path_that_is_no_checkpoint_is_a_one_line_error(tmp_path, make):
     target = tmp_path / "nothing"
