@@ -39,10 +39,7 @@ def check_number(
     kind = "an integer" if integer else "a number"
     span = f"{'(' if low_open else '['}{_number_text(low)}, {_number_text(high)}]"
     number = as_number(value, integer=integer)
-    ok = number is not None and not (isinstance(number, float) and math.isnan(number))
-    if ok:
-        ok = (low < number if low_open else low <= number) and number <= high
-    if not ok:
+    if number is None or math.isnan(number) or not ((low < number if low_open else low <= number) and number <= high):
         raise ValueError(f"{what} must be {kind} in {span}, got {clip(safe_repr(value), 60)}")
     return number
 
@@ -66,8 +63,9 @@ def as_number(value: Any, *, integer: bool = False) -> int | float | None:
             return operator.index(value)  # np.int64, a 0-d integer array; never 2.0
         if isinstance(value, numbers.Real):
             return float(value)
-        if getattr(value, "shape", None) == () and getattr(dtype, "kind", None) in ("i", "u", "f"):
-            return float(value) if dtype.kind == "f" else operator.index(value)  # a 0-d array (numpy or jax)
+        kind = getattr(dtype, "kind", None)
+        if getattr(value, "shape", None) == () and kind in ("i", "u", "f"):
+            return float(value) if kind == "f" else operator.index(value)  # a 0-d array (numpy or jax)
     except (TypeError, ValueError):  # a tracer (jax's ConcretizationTypeError is a TypeError), or no number
         return None
     return None

@@ -195,7 +195,7 @@ def summary(
         raise SummaryError(f"{type(model).__name__} has no method {method!r}")
     if depth is not None:
         number = as_number(depth, integer=True)  # np.int64(2) too
-        if number is None or number < 0:
+        if not isinstance(number, int) or number < 0:
             raise SummaryError(f"depth must be a non-negative integer, got {depth!r}")
         depth = number
     _check_args(args, kwargs)
