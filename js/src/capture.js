@@ -8,7 +8,7 @@
 // messages) is put into the page as text.
 
 import { h, setText } from "./shared/dom.js";
-import { fmtCount, fmtMs, fmtNum } from "./shared/format.js";
+import { fmtCount, fmtMs } from "./shared/format.js";
 import { defaultExpanded, remapExpanded } from "./shared/tree.js";
 import { createWindowedTable, drawWindow, setColspan, watchWindow } from "./shared/table.js";
 import { tableFit } from "./shared/tablefit.js";
@@ -49,10 +49,16 @@ function headParts(doc, st, prep, toggles) {
       parts.push(sep(), h(doc, "span", { class: "dim" }, `${fmtCount(g)} gradient${g === 1 ? "" : "s"}`));
     }
   }
-  if (typeof st.loss === "number")
+  if (st.loss_text)
+    // Python's text: a NaN/Inf loss is said too (JSON has no NaN; as a number it would not arrive)
     parts.push(
       sep(),
-      h(doc, "span", { class: "loss", title: "loss of the last panel.grads call" }, `loss ${fmtNum(st.loss)}`),
+      h(
+        doc,
+        "span",
+        { class: typeof st.loss === "number" ? "loss" : "loss bad", title: "loss of the last panel.grads call" },
+        `loss ${st.loss_text}`,
+      ),
     );
   if (typeof st.elapsed_ms === "number") {
     const what = toggles ? "how long the last call took" : "how long the cell body took";

@@ -183,7 +183,16 @@ test("a new report after a call with method outputs brings new rows; collapsing 
 
 test("gradients sit next to forward values; a gradient without a forward value gets its own row", () => {
   const { q, paths, row, cleanup } = mount(withGrads(), {
-    status: { target: "Net", calls: 2, kind: "grads", loss: 0.3333333, elapsed_ms: 12, message: "", level: "" },
+    status: {
+      target: "Net",
+      calls: 2,
+      kind: "grads",
+      loss: 0.3333333,
+      loss_text: "0.3333",
+      elapsed_ms: 12,
+      message: "",
+      level: "",
+    },
   });
   assert.deepEqual(paths(), [`['${EVIL}']`, "b0.act", "b0.pert", "head.p2"]);
   const pert = row("b0.pert");

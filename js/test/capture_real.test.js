@@ -9,7 +9,7 @@ globalThis.requestAnimationFrame ??= (cb) => setTimeout(() => cb(performance.now
 globalThis.cancelAnimationFrame ??= (id) => clearTimeout(id);
 
 const { default: widget } = await import("../src/capture.js");
-const test = testWith(nodeTest, "capture_call", "capture_grads", "capture_report_view");
+const test = testWith(nodeTest, "capture_call", "capture_grads", "capture_grads_inf", "capture_report_view");
 const EVIL = "<img src=x onerror=alert(1)>";
 
 function mount(traits) {
@@ -44,6 +44,17 @@ test("a real call: a row for each value Python's report lists, a toggle for each
   assert.ok(!doc.calls.some((x) => x[0] === "createElement" && x[1] === "img"));
   assert.equal(q("input[data-type]").length, controls.types.length);
   assert.equal(q("input[data-module]").length, controls.modules.length);
+  cleanup();
+});
+
+test("a real grads call whose loss is -inf: the header says so, marked bad", () => {
+  const { status } = fixture("capture_grads_inf");
+  const { controls, report } = fixture("capture_grads");
+  const { q, cleanup } = mount({ controls, status, report });
+  const loss = q(".loss");
+  assert.equal(loss.length, 1);
+  assert.equal(loss[0].textContent, "loss -inf");
+  assert.ok(loss[0].classList.contains("bad"));
   cleanup();
 });
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import time
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from ..core.capture import CaptureReport, GradResult, Modules, PendingCaptureReport
 from ..core.graph import path_text
 from ..core.live import Pending, Refresher, Throttle
+from ..core.render import format_number
 from ..core.snapshot import LayerError, parse_layers, stacked_modules
 from ..core.text import first_line, one_line
 from ._base import background_unsupported
@@ -118,8 +120,7 @@ class Descriptions:
             self._failed(error)
             return False
         self.engine.throttle.cost(newest.host_s)
-        loss = None if newest.loss is None else as_float(newest.loss)
-        self._show(report, newest.modules, elapsed=newest.elapsed, loss=loss)
+        self._show(report, newest.modules, elapsed=newest.elapsed, loss=newest.loss)
         return True
 
     def _failed(self, error: Exception) -> None:
@@ -195,9 +196,19 @@ def grads_report(result: GradResult, options: dict, seen: tuple) -> Callable[[An
     )
 
 
-def as_float(x: Any) -> float | None:
-    """A loss shown in the panel's status (None when it is no number)."""
+def loss_status(loss: Any) -> dict[str, Any]:
+    """The status fields of a call's loss (``None``: a plain call, no loss): ``kind``, ``loss`` (a
+    finite number, else None: JSON has no NaN, and jupyter_client would send the string "nan") and
+    ``loss_text``, what the panel shows ("NaN" and "inf" too; "" when the loss is no number).
+
+    >>> loss_status(0.25), loss_status(float("nan"))["loss_text"], loss_status(None)["kind"]
+    ({'kind': 'grads', 'loss': 0.25, 'loss_text': '0.25'}, 'NaN', 'call')
+    """
+    if loss is None:
+        return {"kind": "call", "loss": None, "loss_text": ""}
     try:
-        return float(x)
+        value: float | None = float(loss)
     except (TypeError, ValueError):
-        return None
+        value = None
+    finite = value if value is not None and math.isfinite(value) else None
+    return {"kind": "grads", "loss": finite, "loss_text": format_number(value)}

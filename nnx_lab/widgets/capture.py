@@ -28,7 +28,7 @@ from ..core.text import first_line, one_line
 from . import traits
 from ._base import STATIC, Widget
 from ._capture_toggles import ToggleProperties
-from ._describing import Descriptions, LayerAxes, PendingReport, grads_report
+from ._describing import Descriptions, LayerAxes, PendingReport, grads_report, loss_status
 from .requests import ANY, Buffers, MessageId, command, message_id
 
 GONE = "the model is gone (deleted or garbage-collected)"
@@ -270,7 +270,7 @@ class CapturePanel(ToggleProperties, Widget):
         # The publishing thread shows descriptions too: the count is read and set under one lock, so a
         # status built before the loop's last calls can never be set after it (the count stays current).
         with self._status_lock:
-            status = {k: v for k, v in self.status.items() if k in ("kind", "elapsed_ms", "loss")}
+            status = {k: v for k, v in self.status.items() if k in ("kind", "elapsed_ms", "loss", "loss_text")}
             status.update(extra)
             self.status = {"target": self._target, "calls": self._calls, **status, "message": message, "level": level}
 
@@ -299,10 +299,10 @@ class CapturePanel(ToggleProperties, Widget):
         else:
             self.flush()  # one call: described and shown now
 
-    def _show(self, report: core.CaptureReport, modules: Modules, *, elapsed: float, loss: float | None = None) -> None:
+    def _show(self, report: core.CaptureReport, modules: Modules, *, elapsed: float, loss: Any = None) -> None:
         self._last_report = report
         self.report = report.to_dict(classes=dict(modules))
-        self._set_status(kind="grads" if loss is not None else "call", elapsed_ms=round(elapsed * 1000, 1), loss=loss)
+        self._set_status(elapsed_ms=round(elapsed * 1000, 1), **loss_status(loss))
         self._publish_controls(modules)
 
     def _module_list(self) -> Modules:

@@ -100,7 +100,8 @@ class CaptureStatus(_CaptureStatusBase, total=False):
     calls: int
     kind: Literal["call", "grads"]
     elapsed_ms: float
-    loss: float | None
+    loss: float | None  # finite, else None (JSON has no NaN)
+    loss_text: str  # the loss as shown, by format_number ("NaN", "inf" too); "" for a plain call
 
 
 class CaptureControls(TypedDict):

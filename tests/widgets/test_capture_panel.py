@@ -253,6 +253,27 @@ def test_grads_show_gradient_statistics_next_to_forward_values(model):
     assert panel.report["grads"] is None and panel.gradients is None and panel.status["loss"] is None
 
 
+@pytest.mark.parametrize("scale, shown", [(jnp.nan, "NaN"), (jnp.inf, "inf")])
+def test_a_nonfinite_loss_reaches_the_browser_as_text(model, scale, shown):
+    # JSON has no NaN: jupyter_client's packer sends a NaN float as the string "nan", which the
+    # panel's header (it shows a number) dropped: the loss vanished just when it went bad.
+    from jupyter_client.session import json_packer, json_unpacker
+
+    panel = capture_panel(model, display=False)
+    before = frozen(model)
+    panel.grads(lambda m, x: m(x).sum() * 0 + scale, X)
+    assert_unchanged(model, before)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # jupyter_client warns of a message that is not JSON
+        sent = json_unpacker(json_packer(panel.status))
+    assert sent["kind"] == "grads" and sent["loss"] is None and sent["loss_text"] == shown
+    panel.grads(lambda m, x: m(x).sum(), X)  # a finite loss again: the number and its text
+    assert panel.status["loss"] == pytest.approx(float(model(X).sum()), rel=1e-5)
+    assert panel.status["loss_text"] == nnx_lab.core.render.format_number(panel.status["loss"])
+    panel(X)
+    assert panel.status["kind"] == "call" and panel.status["loss_text"] == ""
+
+
 def test_grads_follow_the_module_toggles(model):
     panel = capture_panel(model, display=False)
     send(panel, {"type": "module", "path": "b0", "on": False})  # the only module that perturbs

@@ -27,6 +27,7 @@ ${R} .nnx-capture-head .sep{color:${FAINT}}
 ${R} .nnx-capture-head .dim{color:${MUTED}}
 ${R} .nnx-capture-head-end{margin-left:auto}${columnPickerCss(R, THEME)}
 ${R} .nnx-capture-head .loss{font-weight:600;border-bottom:2px solid ${GRAD}}
+${R} .nnx-capture-head .loss.bad{color:${ERROR};border-bottom-color:${ERROR}}
 ${R} .nnx-capture-controls{display:flex;flex-wrap:wrap;align-items:flex-start;gap:4px 14px;margin:4px 0}
 ${R} .nnx-capture-group{display:flex;flex-wrap:wrap;align-items:center;gap:3px 8px}
 ${R} .nnx-capture-group>.lbl{color:${MUTED}}

@@ -173,6 +173,7 @@ export interface CaptureStatus {
   kind?: "call" | "grads";
   elapsed_ms?: number;
   loss?: number | null;
+  loss_text?: string;
 }
 /** The capture panel's toggles (core.capture's CaptureToggles.to_dict) and its answer state. */
 export interface CaptureControls {
