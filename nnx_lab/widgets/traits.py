@@ -15,11 +15,12 @@ statistics travel as a binary ``stats`` message; ``snapshot`` is assigned when t
 at 10,000 Variables the top-level check costs 2.8 µs (status) and 1.4 µs (snapshot), under 0.001 %
 of a warm refresh (717 ms on the loaded 2-core machine), while walking the snapshot's columns would
 cost 162 ms, 23 % of it (``python benchmarks/bench_trait_validation.py``). :func:`problem` with
-``deep=True`` walks everything (what the tests use). No imports but ``typing`` and ``traitlets``.
+``deep=True`` walks everything (what the tests use). No imports but ``typing``, ``math`` and ``traitlets``.
 """
 
 from __future__ import annotations
 
+import math
 import types
 import typing
 from typing import Any, Callable, Literal, TypedDict
@@ -249,7 +250,15 @@ def _checker(hint: object, deep: bool) -> Check:
     if origin in (typing.Union, types.UnionType):
         checks = [_checker(a, deep) for a in args]
         text = " | ".join(_name(a) for a in args)
-        return lambda v: None if any(c(v) is None for c in checks) else f"is {type(v).__name__}, not {text}"
+
+        def union(v: object) -> str | None:
+            said = [c(v) for c in checks]
+            if any(p is None for p in said):
+                return None
+            finite = [p for p in said if p.endswith("not a finite number")]  # a float, but NaN/Inf
+            return finite[0] if finite else f"is {type(v).__name__}, not {text}"
+
+        return union
     if isinstance(hint, type) and typing.is_typeddict(hint):
         schema = hint
         if deep:
@@ -262,6 +271,14 @@ def _checker(hint: object, deep: bool) -> Check:
         value = _checker(args[1], True) if deep else None
         return _mapping(value) if value else _isinstance(dict, "dict")
     if hint is float:
+        if deep:  # JSON has no NaN/Inf: jupyter_client sends them as the strings "nan"/"inf", which no widget reads as numbers
+            return lambda v: (
+                None
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                else f"is {v!r}, not a finite number"
+                if isinstance(v, float)
+                else f"is {type(v).__name__}, not a number"
+            )
         return lambda v: (
             None if isinstance(v, (int, float)) and not isinstance(v, bool) else f"is {type(v).__name__}, not a number"
         )

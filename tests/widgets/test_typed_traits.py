@@ -81,6 +81,20 @@ def test_a_capture_panels_payloads_after_calls_are_valid():
     assert EVIL in str(panel.report)
     assert panel.report["grads"] is not None
     assert assert_typed(panel) == 3
+    panel.grads(lambda m, x: m(x).sum() * jnp.nan, X)  # a NaN loss: JSON has none, the payload says it as text
+    assert panel.status["loss_text"] == "NaN"
+    assert assert_typed(panel) == 3
+
+
+def test_a_nonfinite_float_in_a_payload_is_refused_by_the_deep_check():
+    # jupyter_client sends a NaN float as the string "nan": no widget's front end reads it as a number.
+    from nnx_lab.widgets.traits import CaptureStatus
+
+    status = {"target": "m", "message": "", "level": "", "kind": "grads", "loss": 1.5, "loss_text": "1.5"}
+    assert problem(status, CaptureStatus, deep=True) is None
+    assert problem({**status, "loss": float("nan")}, CaptureStatus, deep=True) == "'loss' is nan, not a finite number"
+    assert problem({**status, "loss": float("-inf")}, CaptureStatus, deep=True) == "'loss' is -inf, not a finite number"
+    assert problem({**status, "loss": "nan"}, CaptureStatus, deep=True) == "'loss' is str, not float | NoneType"
 
 
 @pytest.mark.needs_flax("nnx.view")
