@@ -252,9 +252,12 @@ def _checker(hint: object, deep: bool) -> Check:
         text = " | ".join(_name(a) for a in args)
 
         def union(v: object) -> str | None:
-            said = [c(v) for c in checks]
-            if any(p is None for p in said):
-                return None
+            said: list[str] = []
+            for check in checks:
+                p = check(v)
+                if p is None:
+                    return None
+                said.append(p)
             finite = [p for p in said if p.endswith("not a finite number")]  # a float, but NaN/Inf
             return finite[0] if finite else f"is {type(v).__name__}, not {text}"
 
