@@ -446,6 +446,8 @@ def capture_payloads() -> dict:
         }
         panel.grads(lambda m, x: jnp.log(m(x).sum() * 0), x)  # log(0): a loss of -inf
         out["capture_grads_inf"] = {"status": panel.status}
+        panel.grads(lambda m, x: m(x).sum() * jnp.nan, x)  # a NaN loss
+        out["capture_grads_nan"] = {"status": panel.status}
     finally:
         panel.close()
     with Capture(model) as cap:
@@ -497,7 +499,7 @@ NAMES = {
     "viewer": ["viewer_sequential", "viewer_series", "viewer_layers", "viewer_alert_scalar", "viewer_alert_variable"],
     "split": ["split_shadowing", "split_partial"],
     "views": ["views_mixed", "views_eval", "views_modes", "views_empty"],
-    "capture": ["capture_call", "capture_grads", "capture_grads_inf", "capture_report_view"],
+    "capture": ["capture_call", "capture_grads", "capture_grads_inf", "capture_grads_nan", "capture_report_view"],
     "memory": ["memory_ledger"],
 }
 

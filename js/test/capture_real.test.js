@@ -9,7 +9,14 @@ globalThis.requestAnimationFrame ??= (cb) => setTimeout(() => cb(performance.now
 globalThis.cancelAnimationFrame ??= (id) => clearTimeout(id);
 
 const { default: widget } = await import("../src/capture.js");
-const test = testWith(nodeTest, "capture_call", "capture_grads", "capture_grads_inf", "capture_report_view");
+const test = testWith(
+  nodeTest,
+  "capture_call",
+  "capture_grads",
+  "capture_grads_inf",
+  "capture_grads_nan",
+  "capture_report_view",
+);
 const EVIL = "<img src=x onerror=alert(1)>";
 
 function mount(traits) {
@@ -47,16 +54,21 @@ test("a real call: a row for each value Python's report lists, a toggle for each
   cleanup();
 });
 
-test("a real grads call whose loss is -inf: the header says so, marked bad", () => {
-  const { status } = fixture("capture_grads_inf");
-  const { controls, report } = fixture("capture_grads");
-  const { q, cleanup } = mount({ controls, status, report });
-  const loss = q(".loss");
-  assert.equal(loss.length, 1);
-  assert.equal(loss[0].textContent, "loss -inf");
-  assert.ok(loss[0].classList.contains("bad"));
-  cleanup();
-});
+for (const [name, shown] of [
+  ["capture_grads_nan", "loss NaN"],
+  ["capture_grads_inf", "loss -inf"],
+]) {
+  test(`a real grads call whose loss is not finite (${name}): the header says it, marked bad`, () => {
+    const { status } = fixture(name);
+    const { controls, report } = fixture("capture_grads");
+    const { q, cleanup } = mount({ controls, status, report });
+    const loss = q(".loss");
+    assert.equal(loss.length, 1);
+    assert.equal(loss[0].textContent, shown);
+    assert.ok(loss[0].classList.contains("bad"));
+    cleanup();
+  });
+}
 
 test("a real grads call: the gradient sits next to its forward value", () => {
   const { controls, status, report, text } = fixture("capture_grads");
