@@ -92,6 +92,35 @@ test("a row shows what its path adds to its parent's; the root's children and st
   );
 });
 
+test("under a module called more than once, a row shows what its path adds to the module's path", () => {
+  // flax's translation Transformer calls its positional_embedding twice: "(call 1)", "(call 2)"
+  const prep = prepare({
+    rows: [
+      row("(TransformerModel)", 0, 0, "TransformerModel"),
+      row("positional_embedding (call 1)", 1, 0, "PositionalEmbedding"),
+      row("positional_embedding.token_embeddings", 2, 0, "Embed"),
+      row("positional_embedding.position_embeddings (call 1)", 2, 0, "Embed"),
+      row("positional_embedding (call 2)", 1, 0, "PositionalEmbedding"),
+      row("positional_embedding.token_embeddings (call 2)", 2, 0, "Embed"),
+      row("blocks[0] (call 12)", 1, 0),
+      row("blocks[0][1]", 2, 0),
+    ],
+  });
+  assert.deepEqual(
+    prep.rows.map((_, i) => ownPath(prep, i)),
+    [
+      "(TransformerModel)",
+      "positional_embedding (call 1)",
+      "token_embeddings",
+      "position_embeddings (call 1)",
+      "positional_embedding (call 2)",
+      "token_embeddings (call 2)",
+      "blocks[0] (call 12)",
+      "[1]",
+    ],
+  );
+});
+
 test("the class column is as wide as its longest class name, within bounds", () => {
   const cls = (payload) => columnsFor(payload).find((c) => c.id === "cls").width;
   assert.equal(cls({}), 100);

@@ -101,14 +101,16 @@ export function prepare(payload) {
 
 /**
  * Row `i`'s path as its tree row shows it: what it adds to its parent row's path ("mha" under
- * "blocks[0]", "[0]" under "layers"), or the whole path where it is not under its parent's (the
- * root's children, a module called from elsewhere). The row's title keeps the whole path.
+ * "blocks[0]", "[0]" under "layers", "token_embeddings" under "embedding (call 2)"), or the whole
+ * path where it is not under its parent's (the root's children, a module called from elsewhere).
+ * The row's title keeps the whole path.
  */
 export function ownPath(prep, i) {
   const text = String(prep.rows[i].path_text ?? "");
   const p = prep.parent[i];
   if (p < 0) return text;
-  const base = String(prep.rows[p].path_text ?? "");
+  // a module called more than once is "path (call k)" (core/summary/_rows.py): its path is before that
+  const base = String(prep.rows[p].path_text ?? "").replace(/ \(call \d+\)$/, "");
   if (base && text.startsWith(`${base}.`) && text.length > base.length + 1) return text.slice(base.length + 1);
   if (base && text.startsWith(`${base}[`)) return text.slice(base.length);
   return text;
