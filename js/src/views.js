@@ -11,7 +11,8 @@
 // mode switch, warning, message), views/editor.js (scope, controls, name, code lines),
 // views/list.js (class sections and instance rows), views/requests.js (requests and status).
 
-import { h } from "./shared/dom.js";
+import { h, setFlag } from "./shared/dom.js";
+import { watchWidth } from "./shared/fit.js";
 import { ALL, keepScope, onlyJson, prepare, scopeClasses } from "./views/data.js";
 import { codeRow, createEditor, showCode } from "./views/editor.js";
 import { createHeader } from "./views/header.js";
@@ -19,6 +20,8 @@ import { createList } from "./views/list.js";
 import { createRequests } from "./views/requests.js";
 import { viewsCss } from "./views/styles.js";
 import { MSG } from "./shared/constants.js";
+
+const NARROW_PX = 560; // below this width the form stacks each argument's help under its control
 
 /**
  * @typedef {object} ViewsTraits the widget's synced traits (nnx_lab/widgets/views.py, typed by traits.py)
@@ -81,6 +84,10 @@ function render({ model, el }) {
     list.list,
   );
   el.replaceChildren(root);
+  // Narrow (an 800 px window with the file browser open), each argument's help goes under its
+  // control instead of a column squeezed to one character per line.
+  const width = watchWidth(root, (w) => setFlag(root, "data-narrow", w > 0 && w < NARROW_PX));
+  cleanups.push(() => width.destroy());
 
   function onPayload() {
     st.prep = prepare(model.get("payload"));

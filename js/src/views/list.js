@@ -62,6 +62,25 @@ export function instanceRow(doc, c, i, { odd, views }) {
 }
 
 /**
+ * The narrowest a class's table may be (px): each argument's column as wide as the longest of its
+ * name and its listed values (up to 24 characters), beside the mode column, with the path column's
+ * 30% on top. A narrower output scrolls the list sideways under the sticky paths, so a header or a
+ * `True` is read whole, never cut to "Tr…" or overlapping the next header.
+ */
+export function tableMinWidth(c, listed) {
+  let chars = 0;
+  for (const a of c.args) {
+    chars = Math.max(chars, a.name.length);
+    for (let r = 0; r < listed; r++) {
+      const values = c.instances[r].values;
+      if (hasOwn(values, a.name)) chars = Math.max(chars, Math.min(24, String(values[a.name]).length));
+    }
+  }
+  const arg = 16 + Math.ceil(chars * 7.2); // the cells' padding and 11.5px monospace characters
+  return Math.ceil((72 + c.args.length * arg) / 0.7);
+}
+
+/**
  * A class's section: the first `limit` instances (rows of paths in `disagreeing` marked), and a
  * "show more" button when there are more. `views`: rows and header are pickable (the views variant).
  */
@@ -90,7 +109,7 @@ export function classSection(doc, c, { limit, disagreeing, views }) {
     null,
     h(doc, "th", { scope: "col" }, "path"),
     h(doc, "th", { scope: "col" }, "mode"),
-    ...c.args.map((a) => h(doc, "th", { scope: "col", title: helpText(a) }, a.name)),
+    ...c.args.map((a) => h(doc, "th", { scope: "col", title: `${a.name}: ${helpText(a)}` }, a.name)),
   );
   const tbody = h(doc, "tbody");
   for (let r = 0; r < n; r++) {
@@ -104,7 +123,7 @@ export function classSection(doc, c, { limit, disagreeing, views }) {
     h(
       doc,
       "table",
-      { class: "nnx-views-table" },
+      { class: "nnx-views-table", style: `min-width:${tableMinWidth(c, n)}px` },
       h(
         doc,
         "colgroup",

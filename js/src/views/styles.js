@@ -55,6 +55,9 @@ ${R} .nnx-views-arg .nm{font-family:${MONO};font-size:11.5px;font-weight:600}
 ${R} .nnx-views-arg .cls{display:block;font-family:${FONT};font-weight:400;font-size:10.5px;color:${MUTED}}
 ${R} .nnx-views-arg .ctl{display:flex;align-items:center;gap:6px}
 ${R} .nnx-views-arg .help{color:${MUTED};font-size:11.5px;overflow-wrap:anywhere}
+${R}[data-narrow] .nnx-views-controls{grid-template-columns:minmax(0,max-content) minmax(0,1fr)}
+${R}[data-narrow] .nnx-views-arg .help{grid-column:1/-1;margin:-1px 0 3px}
+${R}[data-narrow] .nnx-views-arg .cls{overflow-wrap:anywhere}
 ${R} .nnx-views-none{color:${MUTED};grid-column:1/-1}
 ${R} input.nnx-views-input,${R} input.nnx-views-name{height:22px;width:150px;padding:0 6px;border:1px solid ${BORDER};
   border-radius:3px;background:${BG};font-family:${MONO}}
@@ -100,11 +103,12 @@ ${R} table.nnx-views-table{border-collapse:separate;border-spacing:0;width:100%;
 ${R} table.nnx-views-table col.k-path{width:30%}
 ${R} table.nnx-views-table col.k-mode{width:72px}
 ${R} table.nnx-views-table th{text-align:left;font-weight:400;color:${MUTED};font-size:11px;padding:1px 8px;
-  border-bottom:1px solid ${BORDER};white-space:nowrap}
+  border-bottom:1px solid ${BORDER};white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
 ${R} table.nnx-views-table td{padding:0 8px;height:20px;line-height:20px;white-space:nowrap;
   max-width:300px;overflow:hidden;text-overflow:ellipsis}
 ${R} td.c-path,${R} td.c-val{font-family:${MONO};font-size:11.5px}
 ${keepEndCss(R, "td.c-path")}
+${R} td.c-path,${R} table.nnx-views-table th:first-child{position:sticky;left:0;z-index:1;background-color:${BG}}
 ${R} td.c-val.missing{color:${FAINT}}
 ${R} tr.nnx-views-instance:nth-child(even) td{background-image:linear-gradient(${STRIPE},${STRIPE})}
 ${R}[data-variant="views"] tr.nnx-views-instance{cursor:pointer}
