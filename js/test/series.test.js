@@ -135,3 +135,17 @@ nodeTest("a stale update says what Python says came after it, not always 'none s
   assert.ok(line.includes(`update from step 34 (${since})`), line);
   assert.ok(!line.includes("none since"), line);
 });
+
+test("a stale gradient's cell keeps its number on hover, beside the step it is from", () => {
+  // flax's translation Transformer: a key bias's ‖grad‖ 1.194e-10 is cut to "1.194e…" in a narrow
+  // column; the stale cell's own title (which the hover keeps) must still say the number
+  const p = fixture("viewer_series");
+  const stale = { ...p.snapshot.series, stale: ["grad"], since: { grad: "none since" } };
+  const { row, cleanup } = mount({ ...p, snapshot: { ...p.snapshot, series: stale } });
+  const cell = row("layers[0].kernel").querySelector("td.c-g_norm");
+  assert.ok(cell.classList.contains("stale"));
+  const shown = cell.textContent;
+  assert.ok(shown.length > 0);
+  assert.equal(cell.getAttribute("title"), `${shown} \u00b7 grad from step 1 (none since)`);
+  cleanup();
+});

@@ -179,7 +179,10 @@ export function variableRow(doc, state, id, flash) {
     const since = series && series.since ? series.since[name] : null;
     const stale =
       series && series.stale.has(name) ? `${name} from step ${series.steps[name]} (${since || "none since"})` : null;
-    tr.appendChild(h(doc, "td", { class: `c-${c} num${stale ? " stale" : ""}`, title: stale }, fmtNum(st(c))));
+    const shown = fmtNum(st(c));
+    // the title replaces the full text a cut cell gets on hover: it says the number too
+    const title = stale ? (shown ? `${shown} \u00b7 ${stale}` : stale) : null;
+    tr.appendChild(h(doc, "td", { class: `c-${c} num${stale ? " stale" : ""}`, title }, shown));
   }
   const since = st("since"); // a number, or "shape": the baseline's array at this path has another shape
   tr.appendChild(
