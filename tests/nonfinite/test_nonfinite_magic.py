@@ -41,6 +41,18 @@ def test_backward_and_as_binds_the_report(ns):
     assert_unchanged(ns.user_ns["model"], before)
 
 
+def test_a_nan_already_in_the_model_is_named_by_the_models_name_not_fn_args(ns, capsys):
+    # the cell has no fn and no args[0]: the leaf is named as the user wrote the model
+    bad = Stack()
+    bad.blocks[3].linear.kernel[1, 2] = jnp.nan
+    ns.user_ns["bad"] = bad
+    ns.run_cell_magic("nnx_nonfinite", "bad --as report", "mse(bad, x, y)")
+    out = capsys.readouterr().out
+    assert "the NaN/Inf values were already in bad's Variables:\n  bad.blocks[3].linear.kernel" in out, out
+    assert "args[0]" not in out and "fn's" not in out, out
+    assert ns.user_ns["report"].payload()["bad_leaves"] == ["bad.blocks[3].linear.kernel"]
+
+
 def test_finite_cell_says_so(ns, capsys):
     ns.run_cell_magic("nnx_nonfinite", "fine", "mse(fine, x, y)")
     assert "everything finite" in capsys.readouterr().out

@@ -64,7 +64,7 @@ def _stat_line(s: dict) -> str:
 _WHAT = {
     "forward": "the forward pass first produced NaN/Inf in",
     "backward": "the backward pass first produced NaN/Inf in the gradient of",
-    "input": "the NaN/Inf values were already in fn's arguments",
+    "input": "the NaN/Inf values were already in {where}",
 }
 
 
@@ -90,6 +90,8 @@ class NonfiniteReport:
     #: the module calls from the outermost to the culprit: path, class, method, inputs, outputs
     #: (forward values' statistics) and the non-finite Variables each read
     path_calls: list[dict] = dataclasses.field(default_factory=list)
+    #: what the ``'input'`` verdict says held the values (``%%nnx_nonfinite model``: "model's Variables")
+    input_where: str = "fn's arguments"
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -97,7 +99,8 @@ class NonfiniteReport:
     def to_text(self) -> str:
         if self.direction is None:
             return f"find_nonfinite: everything finite ({count_noun(self.calls, 'module call')}). {self.note}".strip()
-        lines = [f"find_nonfinite: {_WHAT[self.direction]}" + (":" if self.direction == "input" else "")]
+        what = _WHAT[self.direction].format(where=self.input_where)
+        lines = [f"find_nonfinite: {what}" + (":" if self.direction == "input" else "")]
         if self.direction == "input":
             lines += [f"  {leaf}" for leaf in self.bad_leaves]
         else:
