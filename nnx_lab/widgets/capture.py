@@ -304,6 +304,17 @@ class CapturePanel(ToggleProperties, Widget):
         self.report = report.to_dict(classes=dict(modules))
         self._set_status(elapsed_ms=round(elapsed * 1000, 1), **loss_status(loss))
         self._publish_controls(modules)
+        if self._saved_before_call:  # the output shown says "no call yet": the saved copy gets this call
+            self._saved_before_call = False
+            self._update_display()
+
+    #: shown before any call: the saved notebook's copy (text/plain, text/html) says "no call yet"
+    _saved_before_call = False
+
+    def show(self) -> CapturePanel:
+        super().show()
+        self._saved_before_call = self._display_handle is not None and self._last_report is None
+        return self
 
     def _module_list(self) -> Modules:
         model = self._ref()

@@ -421,6 +421,20 @@ def test_static_fallback_is_escaped_text(model):
     assert repr(panel) == "CapturePanel · Net · collects Intermediate · 1 call · 2 captured"
 
 
+def test_a_panel_shown_before_its_first_call_saves_that_call(model, ip, monkeypatch):
+    # panel = capture_panel(model); panel(x); panel -- in one cell: the trailing `panel` draws
+    # nothing more, so the output shown before the call is what the saved notebook keeps
+    panel = capture_panel(model)
+    assert panel._display_handle is not None
+    assert "no call yet" in bundle_data(panel)["text/plain"]
+    saved = []
+    monkeypatch.setattr(panel, "_update_display", lambda: saved.append(bundle_data(panel)["text/plain"]))
+    panel(X)
+    assert saved == [panel.last_report.to_text()]  # the saved copy is the call's report, not "no call yet"
+    panel(X)
+    assert len(saved) == 1  # once: a later cell ending with `panel` saves a later call
+
+
 def test_close_lets_go_of_the_captured_arrays(model):
     import gc
     import weakref
