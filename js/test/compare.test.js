@@ -169,3 +169,15 @@ test("viewer's compare-to: the menu shows a baseline pinned from Python, not 'no
   assert.equal(choice.value, "none");
   assert.equal(pathBox.hidden, true);
 });
+
+test("a relative change JSON cannot carry (inf: a all zeros) shows Python's text and why", () => {
+  const data = payload();
+  const why = "\u2016a\u2212b\u2016/\u2016a\u2016 = inf: a is all zeros here";
+  data.rows[1] = row("dec.bias", 1, "changed", null, { rel_change_text: "inf", rel_change_title: why, max_abs: 0.5 });
+  const { q, cleanup } = mount(data);
+  const bias = q("tr[data-path]").find((t) => t.getAttribute("data-path") === "dec.bias");
+  const cell = bias.querySelector("td.c-rel_change");
+  assert.equal(cell.textContent, "inf");
+  assert.equal(cell.getAttribute("title"), why);
+  cleanup();
+});

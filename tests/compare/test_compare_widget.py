@@ -40,6 +40,22 @@ def test_payload_is_a_tree_of_modules_over_the_rows():
     assert rows["enc.bias"]["identical"] is True and rows["enc.bias"]["rel_change"] == 0
 
 
+def test_a_change_from_all_zeros_says_inf_as_the_text_table_does():
+    # every bias of flax's translation Transformer starts at zeros: its relative change is infinite,
+    # which JSON cannot carry, so the widget's cell was blank beside 'changed'
+    a, b = Net(), Net()
+    b.dec.bias[...] = b.dec.bias[...] + 0.25
+    cmp = nnx_lab.compare(a, b)
+    p = comparison_payload(cmp)
+    json.dumps(p, allow_nan=False)
+    bias = {r["path"]: r for r in p["rows"]}["dec.bias"]
+    assert bias["status"] == "changed" and bias["rel_change"] is None
+    assert bias["rel_change_text"] == "inf" and "inf" in str(cmp).splitlines()[2]  # the text table's word
+    assert bias["rel_change_title"] == "\u2016a\u2212b\u2016/\u2016a\u2016 = inf: a is all zeros here"
+    kernel = {r["path"]: r for r in p["rows"]}["dec.kernel"]
+    assert kernel["rel_change_text"] is None and kernel["rel_change_title"] is None  # a number says itself
+
+
 def test_structure_problems_are_rows_under_modules_without_aggregates():
     a, b = Net(width=3), Net(width=4)
     b.extra = nnx.Param(nnx.initializers.zeros(nnx.Rngs(0).params(), (2,)))

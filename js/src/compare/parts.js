@@ -70,16 +70,17 @@ function bar(doc, rel, maxRel) {
 
 function relCell(doc, e, prep) {
   const rel = e.rel_change;
+  // a value JSON cannot carry (inf: a all zeros) comes as Python's text and what it means
   const title =
     typeof rel === "number"
       ? `${fmtNum(rel)}: \u2016a\u2212b\u2016/\u2016a\u2016 = ${rel} (bar: against the largest, ${fmtNum(prep.maxRel)})`
-      : null;
+      : e.rel_change_title || null;
   return h(
     doc,
     "td",
     { class: "c-rel_change num", title },
     bar(doc, rel, prep.maxRel),
-    h(doc, "span", { class: "v" }, fmtNum(rel)),
+    h(doc, "span", { class: "v" }, typeof rel === "number" ? fmtNum(rel) : e.rel_change_text || ""),
   );
 }
 

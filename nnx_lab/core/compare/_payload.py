@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from ..graph import Path, path_text
+from ..render import format_number
 from ._rows import STATUSES
 
 __all__ = ["comparison_payload"]
@@ -22,6 +23,16 @@ _NUMBERS = ("rel_change", "max_abs", "cosine", "frac_changed")
 
 def _number(x: Any) -> float | None:
     return x if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
+
+
+def _rel_text(rel: Any) -> dict:
+    """A relative change JSON cannot carry (inf: ``a`` all zeros, as a zero-initialised bias) as the
+    text table writes it, with what it means; None for both where the number says itself."""
+    if _number(rel) is not None or not isinstance(rel, float):
+        return {"rel_change_text": None, "rel_change_title": None}
+    text = format_number(rel)
+    why = ": a is all zeros here" if rel == math.inf else ""
+    return {"rel_change_text": text, "rel_change_title": f"\u2016a\u2212b\u2016/\u2016a\u2016 = {text}{why}"}
 
 
 def comparison_payload(cmp: Any) -> dict:
@@ -45,6 +56,7 @@ def comparison_payload(cmp: Any) -> dict:
                         size=agg.size,
                         identical=agg.identical,
                         **{k: _number(getattr(agg, k)) for k in _NUMBERS},
+                        **_rel_text(agg.rel_change),
                     )
                 index[text] = len(modules)
                 modules.append(entry)
@@ -68,6 +80,7 @@ def comparison_payload(cmp: Any) -> dict:
             shape_b=list(r.shape_b) if r.shape_b is not None else None,
             identical=r.identical,
             **{k: _number(getattr(r, k)) for k in _NUMBERS},
+            **_rel_text(r.rel_change),
         )
         rows.append(row)
     return {
