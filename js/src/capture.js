@@ -14,7 +14,7 @@ import { createWindowedTable, drawWindow, setColspan, watchWindow } from "./shar
 import { tableFit } from "./shared/tablefit.js";
 import { captureCss } from "./capture/styles.js";
 import {
-  CAPTURE_COLUMNS,
+  captureColumns,
   PATH_MIN_WIDTH,
   columnsWidth,
   inlineGroups,
@@ -190,7 +190,7 @@ function render({ model, el }) {
     const oldExpanded = expanded;
     prep = prepareReport(model.get("report"));
     inline = inlineGroups(prep.tree);
-    fit.set(CAPTURE_COLUMNS, new Set(visibleColumns(prep).map((c) => c.id)));
+    fit.set(captureColumns(prep), new Set(visibleColumns(prep).map((c) => c.id)));
     expanded = old && old.N ? remapExpanded(old, oldExpanded, prep.tree) : defaultExpanded(prep.tree);
     fillColumns();
     messages.replaceChildren(...prep.messages.map((m) => h(doc, "li", null, m)));

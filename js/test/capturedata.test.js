@@ -88,6 +88,19 @@ test("a value sown once and perturbed under the same name shares its row with th
   assert.deepEqual(Array.from(p.gradOnly), [0, 0, 0, 1]);
 });
 
+test("the shape column is as wide as the longest shape captured: an attention's (16, 20, 4, 16) whole", () => {
+  const width = (r) => visibleColumns(prepareReport(r)).find((c) => c.id === "shape").width;
+  assert.equal(width(forward()), 100); // "(2, 4)": the column's own width
+  const heads = forward();
+  heads.snapshot.rows.shape = [[16, 20, 64], [16, 20, 4, 16], [2]];
+  const w = width(heads);
+  assert.ok(w >= 16 + 15 * 7 && w <= 180, String(w)); // 15 characters of 11.5px monospace and the padding
+  const huge = forward();
+  huge.snapshot.rows.shape = [[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], [2], [2]];
+  assert.equal(width(huge), 180); // at most: a longer shape is cut, in full on hover
+  assert.equal(visibleColumns(prepareReport(forward())).find((c) => c.id === "shape").width, 100);
+});
+
 test("visibleColumns: gradient columns only with gradients, NaN/Inf only when there are some", () => {
   const ids = (r) => visibleColumns(prepareReport(r)).map((c) => c.id);
   assert.deepEqual(ids(forward()), ["path", "type", "shape", "dtype", "mean", "std", "min", "max", "hist"]);

@@ -9,7 +9,7 @@
 //    grads: {snapshot, hist} | null, messages: [str], types: [names], seen: [names]}
 
 import { buildTree, flatten } from "../shared/tree.js";
-import { fmtCount, fmtNum, keyText } from "../shared/format.js";
+import { fmtCount, fmtNum, fmtShape, keyText } from "../shared/format.js";
 
 const EMPTY_TREE = buildTree({});
 
@@ -274,12 +274,29 @@ export function visibleColumns(prep) {
   const grads = !!(prep && prep.grad);
   const snap = prep && prep.tree ? prep.tree.snap : null;
   const gsnap = grads ? prep.grad.tree.snap : null;
-  return CAPTURE_COLUMNS.filter((c) => {
+  return captureColumns(prep).filter((c) => {
     if (c.grad && !grads) return false;
     if (c.id === "nonfinite" && !anyNonfinite(snap)) return false;
     if (c.id === "gnonfinite" && !anyNonfinite(gsnap)) return false;
     return true;
   });
+}
+
+const SHAPE_MAX_WIDTH = 180;
+
+/**
+ * CAPTURE_COLUMNS with the shape column as wide as the longest shape captured needs (7 px a
+ * character of its 11.5px monospace, and the padding): an attention's (16, 20, 4, 16) whole, not
+ * "(16, 20, 4,…"; at least its own 100 px, at most SHAPE_MAX_WIDTH (a longer one is cut, in full on hover).
+ */
+export function captureColumns(prep) {
+  let longest = 0;
+  for (const t of [prep && prep.tree, prep && prep.grad && prep.grad.tree]) {
+    const shapes = (t && t.snap && t.snap.rows && t.snap.rows.shape) || [];
+    for (const shape of shapes) longest = Math.max(longest, fmtShape(shape).length);
+  }
+  const width = Math.min(SHAPE_MAX_WIDTH, Math.ceil(longest * 7 + 16));
+  return CAPTURE_COLUMNS.map((c) => (c.id === "shape" && width > c.width ? { ...c, width } : c));
 }
 
 export function columnsWidth(cols) {
