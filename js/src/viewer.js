@@ -9,7 +9,7 @@
 
 import { h } from "./shared/dom.js";
 import { css } from "./shared/styles.js";
-import { hiddenColumns } from "./shared/columns.js";
+import { hiddenColumns, quietStatus } from "./shared/columns.js";
 import { History, toFloat32, withStats } from "./shared/ring.js";
 import { createTreeTable } from "./shared/table.js";
 import { createHeatmap } from "./viewer/heatmap.js";
@@ -133,6 +133,7 @@ function render({ model, el }) {
         expanded: rows.expanded,
         emptyText: layout.emptyText,
         hidden: hiddenColumns(snap),
+        quietStatus: quietStatus(snap),
         openRows: rows.openRows,
       },
       opts,

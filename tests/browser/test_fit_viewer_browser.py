@@ -138,3 +138,47 @@ def test_every_control_reads_on_one_line_in_a_narrow_output(
     report = pages.fit_report(root)
     assert report["root"]["scroll"] <= report["root"]["client"], report["root"]
     assert not page_events.page_errors, page_events.page_errors
+
+
+# A model with dropout (flax's translation Transformer): its Rngs give a RngKey row whose status is
+# "prng_key" (no statistics) and no other row a status.
+DROPOUT = (
+    "from flax import nnx\nimport nnx_lab",
+    "class Net(nnx.Module):\n"
+    "    def __init__(self, rngs):\n"
+    "        self.dense = nnx.Linear(8, 8, rngs=rngs)\n"
+    "        self.dropout = nnx.Dropout(0.5, rngs=rngs)\n\n"
+    "model = Net(nnx.Rngs(0))\nviewer = nnx_lab.watch(model)",
+)
+
+
+def test_a_status_column_only_keys_use_folds_before_the_statistics(
+    page, page_events, jupyter_server, open_notebook, run_all_cells, screenshot, tmp_path
+):
+    """The viewer of a model with dropout kept a status column blank on every row but the RngKey's
+    ("prng_key", which its type says too) while the statistics folded (at 590 px the norm, at 360 px
+    all but the path and type): that status column folds first now, behind "+N columns"; a wide
+    output still shows it."""
+    page.set_viewport_size({"width": 1500, "height": 1000})
+    open_notebook(page, jupyter_server, write_notebook(tmp_path / "dropout.ipynb", *DROPOUT), ui="lab")
+    run_all_cells(page)
+    root = viewer(page)
+    root.locator('.nnx-row[data-path="dense.kernel"] .c-mean').filter(has_text=".").wait_for(timeout=30_000)
+
+    def shown() -> set[str]:
+        return {h["col"] for h in pages.fit_report(root)["headers"]}
+
+    pages.set_output_width(page, root, 1048)
+    assert "status" in shown()
+    pages.set_output_width(page, root, 590)
+    cols = shown()
+    assert "status" not in cols and {"shape", "mean", "norm"} <= cols, cols
+    pages.set_output_width(page, root, 360)
+    root.scroll_into_view_if_needed()
+    screenshot(page, "viewer-lab-360-dropout", scroll_to=root)
+    cols = shown()
+    assert "status" not in cols, cols
+    assert root.locator('.nnx-colpick input[data-col="status"]:not(:checked)').count() == 1  # one click away
+    report = pages.fit_report(root)
+    assert not report["wide"], report["wide"]
+    assert not page_events.page_errors, page_events.page_errors

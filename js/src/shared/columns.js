@@ -72,6 +72,20 @@ export const COLUMNS = [
   { id: "status", label: "status", width: 96 },
 ];
 
+// Statuses that only say why a row has no statistics, as its type or dtype does (a RngKey's
+// "prng_key"): a status column holding nothing else folds before the statistics when narrow.
+const QUIET_STATUSES = new Set(["ok", "prng_key", "non_numeric", "abstract"]);
+
+/** COLUMNS with the status column foldable (first, with dtype): for a payload whose statuses are all quiet. */
+export const COLUMNS_QUIET_STATUS = COLUMNS.map((c) => (c.id === "status" ? { ...c, fold: 1 } : c));
+
+/** Whether every status of `payload` is quiet (QUIET_STATUSES) and no row has a note. */
+export function quietStatus(payload) {
+  const tables = (payload && payload.tables) || {};
+  const rows = (payload && payload.rows) || {};
+  return (tables.status || []).every((s) => QUIET_STATUSES.has(s)) && !(rows.note || []).some((v) => v);
+}
+
 export const PATH_MIN_WIDTH = 150;
 
 /** Minimum table width with the columns in `hidden` (a Set of ids) left out. */

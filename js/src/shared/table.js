@@ -6,7 +6,7 @@
 // (shared/fit.js), and a cut cell shows its full text on hover.
 
 import { h, patch, setText } from "./dom.js";
-import { COLUMNS, PATH_MIN_WIDTH, tableMinWidth } from "./columns.js";
+import { COLUMNS, COLUMNS_QUIET_STATUS, PATH_MIN_WIDTH, tableMinWidth } from "./columns.js";
 import { createColumnPicker, fitColumns, fullTextOnHover, watchWidth } from "./fit.js";
 import { ROW_HEIGHT } from "./styles.js";
 import { scrollToShow } from "./virtual.js";
@@ -123,14 +123,15 @@ export function createTreeTable(doc, { onToggle, onSort, onDrawn, onHeatmap }) {
   function layoutColumns() {
     const hidden = state.hidden || new Set();
     const present = new Set(COLUMNS.filter((c) => !hidden.has(c.id)).map((c) => c.id));
-    const folded = fitColumns(COLUMNS, width, { present, chosen, minWidth: PATH_MIN_WIDTH });
+    const columns = state.quietStatus ? COLUMNS_QUIET_STATUS : COLUMNS;
+    const folded = fitColumns(columns, width, { present, chosen, minWidth: PATH_MIN_WIDTH });
     const off = new Set([...hidden, ...folded]);
     for (const c of COLUMNS) table.classList.toggle(`hide-${c.id}`, off.has(c.id));
     // The spacer rows span the shown columns only: spanning a hidden one would make it a column
     // again, without its width, and share the path column's room with it.
     setColspan(spacers, COLUMNS.length - off.size);
     table.style.minWidth = `${tableMinWidth(off)}px`;
-    picker.fill(COLUMNS, { present, folded });
+    picker.fill(columns, { present, folded });
     side.edges();
   }
 
