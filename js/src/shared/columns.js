@@ -79,11 +79,18 @@ const QUIET_STATUSES = new Set(["ok", "prng_key", "non_numeric", "abstract"]);
 /** COLUMNS with the status column foldable (first, with dtype): for a payload whose statuses are all quiet. */
 export const COLUMNS_QUIET_STATUS = COLUMNS.map((c) => (c.id === "status" ? { ...c, fold: 1 } : c));
 
-/** Whether every status of `payload` is quiet (QUIET_STATUSES) and no row has a note. */
-export function quietStatus(payload) {
+const OK_STATUS = new Set(["ok"]);
+
+/** Whether every status of `payload` is one of `allowed` and no row has a note. */
+function statusesWithin(payload, allowed) {
   const tables = (payload && payload.tables) || {};
   const rows = (payload && payload.rows) || {};
-  return (tables.status || []).every((s) => QUIET_STATUSES.has(s)) && !(rows.note || []).some((v) => v);
+  return (tables.status || []).every((s) => allowed.has(s)) && !(rows.note || []).some((v) => v);
+}
+
+/** Whether every status of `payload` is quiet (QUIET_STATUSES) and no row has a note. */
+export function quietStatus(payload) {
+  return statusesWithin(payload, QUIET_STATUSES);
 }
 
 export const PATH_MIN_WIDTH = 150;
@@ -111,7 +118,7 @@ export function hiddenColumns(payload) {
   const any = (col) => (col || []).some((v) => v);
   if (!any(stats.nan_count) && !any(stats.inf_count)) hidden.add("nonfinite");
   // A note on a live row (a metadata repr that raised) keeps the column: the row says it.
-  if ((tables.status || []).every((s) => s === "ok") && !any(rows.note)) hidden.add("status");
+  if (statusesWithin(payload, OK_STATUS)) hidden.add("status");
   for (const id of SERIES_COLUMNS) if (!stats[id]) hidden.add(id);
   if (!stats.since) hidden.add("since");
   return hidden;

@@ -11,6 +11,7 @@ from flax import nnx
 from flax.nnx import graph as nnx_graph
 
 from ..compat import get_value
+from ..graph import path_key
 from ._jaxpr import backward, call_jaxpr, forward
 from ._record import Call, Patched, is_float, mark, nonfinite
 from ._report import NonfiniteReport, leaf_stats, tree_stats
@@ -39,14 +40,6 @@ def _arg_path(path: tuple) -> str:
     return text + "".join(f".{p}" if isinstance(p, str) else f"[{p}]" for p in rest[1:])
 
 
-def _key(k: object) -> object:
-    """A jax key path entry (SequenceKey, DictKey, GetAttrKey, FlattenedIndexKey) as its index or name."""
-    for attr in ("idx", "key", "name"):
-        if hasattr(k, attr):
-            return getattr(k, attr)
-    return str(k)
-
-
 def _nonfinite_scalars(args: tuple, kwargs: dict) -> list[tuple]:
     """Paths of the arguments ``nnx.split`` keeps static, not in its state: Python floats and numpy
     scalars holding NaN/Inf (``fn(model, x, float("inf"))``); modules are not entered (their
@@ -62,7 +55,7 @@ def _nonfinite_scalars(args: tuple, kwargs: dict) -> list[tuple]:
         log.debug("find_nonfinite: the arguments' scalars were not checked: %s", e, exc_info=True)
         return []
     return [
-        tuple(_key(k) for k in path)
+        tuple(path_key(k) for k in path)
         for path, x in leaves
         if isinstance(x, (float, complex, np.floating, np.complexfloating)) and not np.isfinite(x)
     ]
