@@ -31,9 +31,21 @@ def test_a_model_against_itself_and_its_state_is_identical_and_unchanged():
         cmp = compare(model, other)
         assert cmp.identical and cmp.loadable, cmp.verdict
         assert cmp.verdict.startswith(
-            "b loads into a: 0 missing, 0 unexpected, 0 shape mismatches; values: 9 identical, 0 changed, 1 PRNG keys"
+            "b loads into a: 0 missing, 0 unexpected, 0 shape mismatches; values: 9 identical, 0 changed, 1 PRNG key (identical)"
         )
     assert_unchanged(model, before)
+
+
+def test_the_verdict_says_whether_the_prng_keys_changed():
+    a, b = Net(), Net()
+    b.rng = nnx.Rngs(2)
+    assert cmp_verdict_tail(compare(a, b)) == "9 identical, 0 changed, 1 PRNG key (changed)"
+    b.extra, a.extra = nnx.Rngs(3), nnx.Rngs(3)
+    assert cmp_verdict_tail(compare(a, b)) == "10 identical, 0 changed, 2 PRNG keys (1 changed)"
+
+
+def cmp_verdict_tail(cmp) -> str:
+    return cmp.verdict.split("values: ")[1]
 
 
 def test_values_against_numpy():

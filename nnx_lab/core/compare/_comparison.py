@@ -46,7 +46,10 @@ def verdict(rows: Sequence[CompareRow]) -> str:
         values.append(f"{count['nan']} with NaN")
     skipped = sum(count[s] for s in ("abstract", "tracer", "non_numeric", "deleted"))
     if count["prng_key"]:
-        values.append(f"{count['prng_key']} PRNG keys")
+        keys = [r for r in top if r.status == "prng_key"]
+        same = sum(1 for r in keys if r.identical)
+        said = "identical" if same == len(keys) else "changed" if same == 0 else f"{len(keys) - same} changed"
+        values.append(_plural(len(keys), "PRNG key", "PRNG keys") + f" ({said})")
     if skipped:
         values.append(f"{skipped} not compared")
     return text + "; values: " + ", ".join(values)
