@@ -137,7 +137,9 @@ function render({ model, el }) {
         h(doc, "span", { class: "v" }, text),
       );
     }
-    return h(doc, "td", { class: `c-${c.id}${c.num ? " num" : ""}`, title: String(text) }, String(text));
+    // a cell's tooltip: the row's `<id>_title` when Python sends one (the params cell: every Variable type)
+    const title = r[`${c.id}_title`] || text;
+    return h(doc, "td", { class: `c-${c.id}${c.num ? " num" : ""}`, title: String(title) }, String(text));
   }
 
   function rowEl(i) {

@@ -24,9 +24,9 @@ from ..core.summary import (
     Summary,
     bytes_text,
     count_text,
-    params_text,
     rng_flops_text,
     summary,
+    variables_text,
 )
 from . import traits
 from ._base import STATIC, Widget, background_unsupported
@@ -41,7 +41,7 @@ def payload(summary: Summary) -> dict:
     lines = summary.header_lines(wait=False)
     rows = []
     for r in summary.rows:
-        params = sum(c for c, _ in r.params_total.values())
+        params = summary.row_params(r)[0]
         rows.append(
             {
                 "path_text": r.path or f"({summary.model_class})",
@@ -50,7 +50,9 @@ def payload(summary: Summary) -> dict:
                 "inputs": r.inputs,
                 "outputs": r.outputs,
                 "params": params,
-                "params_text": params_text(r.params_total),
+                "params_text": summary.row_params_text(r),
+                # every Variable type under the module (batch statistics, RNG state): the cell's tooltip
+                "params_title": variables_text(r.params_total, summary.param_types),
                 "flops": r.flops,
                 "flops_text": count_text(r.flops) + (RNG_MARK if r.rng_flops else ""),
                 "flops_exact": f"{r.flops:,}",

@@ -160,6 +160,23 @@ def test_rows_and_display():
     assert "<script" not in s._repr_html_()
 
 
+def test_the_params_column_counts_parameters_only():
+    """A BatchNorm's batch statistics and a Dropout's RNG state are Variables, not parameters: the
+    params column (text, pandas, the model's row) counts nnx.Param only; the header lists every type."""
+    model, x = zoo.model("cnn")
+    s = summary(model, x, memory=False)
+    rows = {r.path: r for r in s.rows}
+    assert s.row_params(rows["bn1"]) == (16, 64)  # scale and bias of 8 channels; mean and var are not
+    assert s.row_params_text(rows["drop"]) == ""  # a Dropout has no parameters (its RNG key and count)
+    conv_lin = sum(int(np.prod(v.shape)) for v in jax.tree.leaves(nnx.state(model, nnx.Param)))
+    assert s.row_params(s.rows[0])[0] == conv_lin
+    table = {
+        line.split("|")[0].strip(): line.split("|")[4].strip() for line in str(s).splitlines() if line.count("|") > 4
+    }
+    assert table["bn1"] == "16 (64 B)" and table["drop"] == "" and table["conv1"] == "80 (320 B)"
+    assert "BatchStat 48 (192 B)" in s.header_lines()[2] and "RngKey" in s.header_lines()[2]
+
+
 def test_called_twice_numbered_and_html_escaped():
     class Twice(nnx.Module):
         def __init__(self, rngs):

@@ -48,6 +48,15 @@ def test_payload_is_plain_json_with_texts_and_sort_values():
     assert data["title"].startswith("Block.__call__") and any(line.startswith("FLOPs") for line in data["header"])
 
 
+def test_the_params_cell_counts_parameters_and_its_tooltip_lists_every_variable_type():
+    data = payload(summary(*zoo.model("cnn"), memory=False))
+    rows = {r["path_text"]: r for r in data["rows"]}
+    assert (rows["bn1"]["params"], rows["bn1"]["params_text"]) == (16, "16 (64 B)")
+    assert rows["bn1"]["params_title"] == "Param 16 (64 B), BatchStat 16 (64 B)"
+    assert (rows["drop"]["params"], rows["drop"]["params_text"]) == (0, "")
+    assert rows["drop"]["params_title"].startswith("Rng")
+
+
 def test_fallbacks_escape_user_strings_and_wait_for_nothing():
     s = summary(Evil(), jnp.ones((1, 2)))
     view = SummaryView(s)

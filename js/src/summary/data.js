@@ -18,7 +18,7 @@ export const COLUMNS = [
     num: true,
     value: "params",
     fold: 7,
-    title: "parameters: count (bytes)",
+    title: "parameters (nnx.Param): count (bytes); hover a cell for every Variable type",
   },
   {
     id: "flops",

@@ -6,7 +6,7 @@ equation"); the model is never changed.
 
 from ._build import summary
 from ._data import DISPLAY_HOOKS, MARIMO_HOOKS, RNG_MARK, Summary, SummaryError, SummaryRow, rng_flops_text
-from ._formats import bytes_text, count_text, params_text
+from ._formats import bytes_text, count_text, variables_text
 
 __all__ = [
     "DISPLAY_HOOKS",
@@ -17,7 +17,7 @@ __all__ = [
     "SummaryRow",
     "bytes_text",
     "count_text",
-    "params_text",
     "rng_flops_text",
     "summary",
+    "variables_text",
 ]

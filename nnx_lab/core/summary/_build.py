@@ -88,13 +88,15 @@ def _check_args(args: tuple, kwargs: dict) -> None:
             )
 
 
-def _variables(variables: dict, module_paths: set) -> tuple[dict, dict, bool]:
+def _variables(variables: dict, module_paths: set) -> tuple[dict, dict, bool, tuple[str, ...]]:
     """own and total ``{variable type: [count, bytes]}`` per module path (``variables``: path -> Variable,
-    from the model's index), and whether a Variable's metadata names a layer axis (flax's
-    ``transform_metadata``: then stacked modules are looked for)."""
+    from the model's index), whether a Variable's metadata names a layer axis (flax's
+    ``transform_metadata``: then stacked modules are looked for), and which of the types are
+    parameters (``nnx.Param`` and its subclasses: what the params column counts)."""
     from ..snapshot import metadata_axis
 
     layered = False
+    param_types: set[str] = set()
     own: dict = {p: {} for p in module_paths}
     total: dict = {p: {} for p in module_paths}
     for path, var in variables.items():
@@ -102,7 +104,10 @@ def _variables(variables: dict, module_paths: set) -> tuple[dict, dict, bool]:
         leaves = [value] if isinstance(value, jax.Array) else jax.tree.leaves(value)
         count = sum(int(math.prod(getattr(x, "shape", ()) or ())) for x in leaves)
         nbytes = leaves_bytes(leaves)
-        name = compat.variable_type(var).__name__
+        kind = compat.variable_type(var)
+        name = kind.__name__
+        if issubclass(kind, nnx.Param):
+            param_types.add(name)
         if not layered and leaves:
             layered = metadata_axis(var.get_metadata(), getattr(leaves[0], "ndim", None)) is not None
         owner = next((path[:k] for k in range(len(path) - 1, -1, -1) if path[:k] in module_paths), ())
@@ -114,7 +119,7 @@ def _variables(variables: dict, module_paths: set) -> tuple[dict, dict, bool]:
                 entry = table.setdefault(name, [0, 0])
                 entry[0] += count
                 entry[1] += nbytes
-    return own, total, layered
+    return own, total, layered, tuple(sorted(param_types))
 
 
 def _trace_program(
@@ -219,7 +224,7 @@ def summary(
     peak = PeakMemory(traced_grad if grad else traced) if memory else PeakMemory(None)
     from ._rows import build_rows
 
-    own, total, layered = _variables(index.variables, set(sites))
+    own, total, layered, param_types = _variables(index.variables, set(sites))
     rows = build_rows(
         recorder.calls,
         sites,
@@ -245,6 +250,7 @@ def summary(
         backward_bytes=None if back is None else back.total[2] - tally.total[2],
         backend=jax.default_backend(),
         uncosted=dict(tally.uncosted),
+        param_types=param_types,
         inputs=describe(args if not kwargs else (args, kwargs)),
         seconds=time.perf_counter() - started,
         peak=peak,

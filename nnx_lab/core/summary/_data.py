@@ -9,7 +9,7 @@ from typing import Any
 from ..offers import offer
 from ..render import CELL_STYLE
 from ..text import clip
-from ._formats import bytes_text, count_text, params_text
+from ._formats import bytes_text, count_text, params_count, params_text, variables_text
 from ._memory import NOT_COMPUTED, PENDING
 
 #: Functions ``(summary) -> zero-argument callable that displays it | None``, asked when IPython
@@ -73,6 +73,9 @@ class Summary:
     backend: str
     uncosted: dict
     inputs: str
+    #: The Variable types that are parameters (``nnx.Param`` and its subclasses): the params column
+    #: counts these; batch statistics and RNG state are listed beside it, never added in.
+    param_types: tuple = ()
     seconds: float = dataclasses.field(default=0.0, compare=False)
     peak: Any = dataclasses.field(default=None, compare=False, repr=False)
 
@@ -91,6 +94,14 @@ class Summary:
     def params(self) -> dict:
         """variable type -> [count, bytes] over the whole model."""
         return self.rows[0].params_total if self.rows else {}
+
+    def row_params(self, row: SummaryRow) -> tuple[int, int]:
+        """(count, bytes) of the parameters under ``row``'s module: ``nnx.Param`` and its subclasses."""
+        return params_count(row.params_total, self.param_types)
+
+    def row_params_text(self, row: SummaryRow) -> str:
+        """The params cell: ``count (bytes)`` of the parameters, "" for a module that has none."""
+        return params_text(row.params_total, self.param_types)
 
     @property
     def intensity(self) -> float | None:
@@ -119,8 +130,7 @@ class Summary:
         records = []
         for r in self.rows:
             rec = {k: v for k, v in r.to_dict().items() if k not in ("params_own", "params_total")}
-            rec["params"] = sum(c for c, _ in r.params_total.values())
-            rec["param_bytes"] = sum(b for _, b in r.params_total.values())
+            rec["params"], rec["param_bytes"] = self.row_params(r)
             records.append(rec)
         return pd.DataFrame.from_records(records)
 
@@ -128,9 +138,7 @@ class Summary:
     def header_lines(self, wait: bool = True) -> list[str]:
         """The header's lines; ``wait=False`` says the peak memory is being computed instead of
         compiling for it (what the widget shows until its thread is done)."""
-        params = (
-            ", ".join(f"{name} {count_text(c)} ({bytes_text(b)})" for name, (c, b) in self.params.items()) or "none"
-        )
+        params = variables_text(self.params, self.param_types) or "none"
         lines = [
             f"{self.model_class}.{self.method}{_paren(self.inputs)} on {self.backend}",
             f"FLOPs {count_text(self.flops)} forward"
@@ -166,7 +174,7 @@ class Summary:
             ("class", lambda r: r.cls),
             ("inputs", lambda r: r.inputs),
             ("outputs", lambda r: r.outputs),
-            ("params", lambda r: params_text(r.params_total)),
+            ("params", self.row_params_text),
             ("FLOPs", lambda r: count_text(r.flops) + (RNG_MARK if r.rng_flops else "")),
         ]
         if self.backward_flops is not None:

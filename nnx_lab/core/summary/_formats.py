@@ -3,12 +3,13 @@ pytrees of arrays (``float32[8,10]@P('data', None)``), and the bytes arrays take
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, SupportsInt
 
 from ..text import clip
 from ._formulas import nbytes
 
-__all__ = ["bytes_text", "count_text", "describe", "leaves_bytes", "params_text"]
+__all__ = ["bytes_text", "count_text", "describe", "leaves_bytes", "params_count", "params_text", "variables_text"]
 
 
 def count_text(n: SupportsInt | None) -> str:
@@ -39,9 +40,24 @@ def bytes_text(n: SupportsInt | None) -> str:
     return f"{n} B"
 
 
-def params_text(table: dict) -> str:
-    count = sum(c for c, _ in table.values())
-    return f"{count_text(count)} ({bytes_text(sum(b for _, b in table.values()))})" if table else ""
+def params_count(table: dict, param_types: Collection[str]) -> tuple[int, int]:
+    """(count, bytes) of the parameters in ``table`` ({Variable type: [count, bytes]}): the types
+    named in ``param_types`` (``nnx.Param`` and its subclasses), never batch statistics nor RNG state."""
+    kept = [v for name, v in table.items() if name in param_types]
+    return sum(c for c, _ in kept), sum(b for _, b in kept)
+
+
+def params_text(table: dict, param_types: Collection[str]) -> str:
+    """``count (bytes)`` of the parameters in ``table`` (see :func:`params_count`); "" when none."""
+    count, nbytes = params_count(table, param_types)
+    return f"{count_text(count)} ({bytes_text(nbytes)})" if count else ""
+
+
+def variables_text(table: dict, param_types: Collection[str] = ()) -> str:
+    """Every Variable type in ``table`` with its count and bytes, the parameters first:
+    ``Param 128 (512 B), BatchStat 128 (512 B)``."""
+    names = sorted(table, key=lambda name: name not in param_types)  # stable: the walk's order otherwise
+    return ", ".join(f"{name} {count_text(table[name][0])} ({bytes_text(table[name][1])})" for name in names)
 
 
 def leaves_bytes(leaves: list) -> int:
