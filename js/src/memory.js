@@ -10,11 +10,14 @@ import { copyButton } from "./shared/copy.js";
 import { h, setText } from "./shared/dom.js";
 import { sideScroll } from "./shared/sidescroll.js";
 import { createWindowedTable, drawWindow, setColspan, watchWindow } from "./shared/table.js";
-import { tableFit } from "./shared/tablefit.js";
+import { watchWidth } from "./shared/fit.js";
+import { tableFit, tableRoom } from "./shared/tablefit.js";
 import {
   COLUMNS,
   LABEL_MIN_WIDTH,
   headerTitle,
+  sharedNeed,
+  sharedWidth,
   holderRows,
   nextSort,
   prepare,
@@ -87,6 +90,7 @@ function render({ model, el }) {
   function fillHeader() {
     cols = fit.shown(COLUMNS);
     colgroup.replaceChildren(...cols.map((c) => h(doc, "col", { class: `k-${c.id}` })));
+    widenShared();
     headRow.replaceChildren(
       ...cols.map((c) => {
         const on = sort && sort.column === c.id;
@@ -109,6 +113,15 @@ function render({ model, el }) {
     table.style.minWidth = `${cols.reduce((s, c) => s + (c.width || LABEL_MIN_WIDTH), 0)}px`;
     setColspan(spacers, cols.length);
   }
+
+  /** The shared column grown into the room the holders do not need (memory/data.js sharedWidth). */
+  function widenShared() {
+    const col = colgroup.querySelector("col.k-shared");
+    if (!col) return;
+    const others = cols.reduce((sum, c) => sum + (c.id === "shared" ? 0 : c.width || 0), 0);
+    col.setAttribute("style", `width:${sharedWidth(sharedNeed(prep), tableRoom(root.clientWidth), others)}px`);
+  }
+  const widths = watchWidth(root, widenShared);
 
   function cell(c, r, i) {
     if (c.id === "label") {
@@ -166,6 +179,7 @@ function render({ model, el }) {
     () => windowing.destroy(),
     () => side.destroy(),
     () => fit.destroy(),
+    () => widths.destroy(),
     () => copies.forEach((c) => c.destroy()),
   );
 

@@ -6,7 +6,7 @@ import test from "node:test";
 import assert from "node:assert/strict";
 import { FakeDocument, FakeModel } from "./fakedom.js";
 import { fixture } from "./generated.js";
-import { nextSort, prepare, visibleRows } from "../src/memory/data.js";
+import { nextSort, prepare, sharedNeed, sharedWidth, visibleRows } from "../src/memory/data.js";
 import { TABLE_CHROME } from "../src/shared/tablefit.js";
 
 globalThis.requestAnimationFrame ??= (cb) => setTimeout(() => cb(performance.now()), 1);
@@ -165,6 +165,25 @@ test("a header click sorts the table and marks the column", async () => {
   m.el.querySelector("th[data-col=bytes]").querySelector("span").dispatch("click");
   await tick(30);
   assert.equal(m.el.querySelector("th[data-col=bytes]").getAttribute("aria-sort"), "descending");
+  m.cleanup();
+});
+
+test("where there is room, the shared column grows to read its longest text whole", async () => {
+  const payload = fixture("memory_ledger");
+  const need = sharedNeed(prepare(payload));
+  assert.ok(need > 300, `${need}`); // "256.0 KiB shared with grads_old (counted there)"
+  const m = mount(payload);
+  await tick(30);
+  const shared = () => m.el.querySelectorAll("col").find((c) => c.getAttribute("class") === "k-shared");
+  m.resize(1000); // JupyterLab at 1200 px with its file browser open
+  await tick(30);
+  assert.equal(shared().getAttribute("style"), `width:${need}px`);
+  m.resize(798); // narrower: its 250 px as before, every column still shown
+  await tick(30);
+  assert.equal(shared().getAttribute("style"), "width:250px");
+  // the holder column keeps its room; the widest the shared column gets is 380 px
+  assert.equal(sharedWidth(2000, 1200, 314), 380);
+  assert.equal(sharedWidth(330, 900, 314), 326);
   m.cleanup();
 });
 

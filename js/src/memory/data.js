@@ -21,6 +21,30 @@ export const COLUMNS = [
   { id: "shared", label: "shared", width: 250, fold: 3, title: "buffers other names reach too (each counted once)" },
 ];
 
+const SHARED_MAX_WIDTH = 380;
+const LABEL_WANT = 260; // the holder column's room before the shared column grows into it
+
+/** The width the shared column's longest text needs (6.5 px a character of the 12px font, and the padding). */
+export function sharedNeed(/** @type {{rows: Array<{shared?: unknown}>}} */ prep) {
+  let longest = 0;
+  for (const r of prep.rows) longest = Math.max(longest, String(r.shared ?? "").length);
+  return Math.ceil(longest * 6.5 + 16);
+}
+
+/**
+ * The shared column's width: its 250 px (what the fit folds by), grown up to what its longest text
+ * needs (at most SHARED_MAX_WIDTH) from the room the other shown columns and a LABEL_WANT-wide holder
+ * column leave: "158.4 MiB shared with model (counted there)" whole at 1200 px, not cut beside a
+ * half-empty holder column; as before where the output is narrow.
+ * @param {number} need sharedNeed(prep)
+ * @param {number} room the table's room (tableRoom of the root's width)
+ * @param {number} others the widths of the other shown columns, the holder column's excepted
+ */
+export function sharedWidth(need, room, others) {
+  const base = COLUMNS.find((c) => c.id === "shared")?.width ?? 250;
+  return Math.max(base, Math.min(need, SHARED_MAX_WIDTH, room - others - LABEL_WANT));
+}
+
 export const LABEL_MIN_WIDTH = 190; // "(unreached)" and "Out[12]" two levels down, a Variable type three
 
 /** A header's tooltip: its label, and what it is when the label alone does not say. */
