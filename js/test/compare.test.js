@@ -181,3 +181,16 @@ test("a relative change JSON cannot carry (inf: a all zeros) shows Python's text
   assert.equal(cell.getAttribute("title"), why);
   cleanup();
 });
+
+test("an inf relative change (a zero bias that changed) sorts as the largest change, not as none", () => {
+  const data = payload();
+  data.rows[1] = row("dec.bias", 1, "changed", null, { rel_change_text: "inf", max_abs: 0.5 });
+  const { q, paths, cleanup } = mount(data);
+  const biasFirst = () => paths().indexOf("dec.bias") < paths().indexOf("dec.kernel");
+  assert.ok(biasFirst(), paths().join()); // the default order: largest change first
+  q("th[data-col=rel_change]")[0].dispatch("click"); // largest first
+  assert.ok(biasFirst(), paths().join());
+  q("th[data-col=rel_change]")[0].dispatch("click"); // smallest first
+  assert.ok(!biasFirst(), paths().join());
+  cleanup();
+});

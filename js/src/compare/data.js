@@ -99,11 +99,22 @@ export function entry(prep, id) {
   return id < prep.M ? prep.modules[id] : prep.rows[id - prep.M];
 }
 
+/**
+ * A relative change as a number to sort by: JSON has no inf, so Python sends it as the text "inf"
+ * (a zero-initialised bias that changed: the largest change there is); none: null.
+ * @param {{rel_change?: unknown, rel_change_text?: unknown}} e
+ */
+function relValue(e) {
+  if (finite(e.rel_change)) return /** @type {number} */ (e.rel_change);
+  return e.rel_change_text === "inf" ? Infinity : null;
+}
+
 function changeKey(prep, id) {
   // Larger first: problems, then NaN rows, then the relative change (none: last).
   const e = entry(prep, id);
-  if (id < prep.M) return [prep.problems[id] > 0 ? 1 : 0, 0, finite(e.rel_change) ? e.rel_change : -1];
-  return [PROBLEMS.has(e.status) ? 1 : 0, e.status === "nan" ? 1 : 0, finite(e.rel_change) ? e.rel_change : -1];
+  const rel = relValue(e) ?? -1;
+  if (id < prep.M) return [prep.problems[id] > 0 ? 1 : 0, 0, rel];
+  return [PROBLEMS.has(e.status) ? 1 : 0, e.status === "nan" ? 1 : 0, rel];
 }
 
 function columnValue(prep, id, column) {
@@ -114,6 +125,7 @@ function columnValue(prep, id, column) {
   if (column === "shape") return id < prep.M ? (e.size ?? null) : (e.size ?? null);
   if (column === "dtype") return id < prep.M ? null : String(e.dtype_a ?? e.dtype_b ?? "");
   if (column === "note") return id < prep.M ? null : String([e.mismatch, e.note].filter(Boolean).join("; "));
+  if (column === "rel_change") return relValue(e);
   const v = e[column];
   return finite(v) ? v : null;
 }
