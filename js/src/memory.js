@@ -16,6 +16,7 @@ import {
   COLUMNS,
   LABEL_MIN_WIDTH,
   headerTitle,
+  labelNeed,
   sharedNeed,
   sharedWidth,
   holderRows,
@@ -119,7 +120,8 @@ function render({ model, el }) {
     const col = colgroup.querySelector("col.k-shared");
     if (!col) return;
     const others = cols.reduce((sum, c) => sum + (c.id === "shared" ? 0 : c.width || 0), 0);
-    col.setAttribute("style", `width:${sharedWidth(sharedNeed(prep), tableRoom(root.clientWidth), others)}px`);
+    const width = sharedWidth(sharedNeed(prep), tableRoom(root.clientWidth), others, labelNeed(prep));
+    col.setAttribute("style", `width:${width}px`);
   }
   const widths = watchWidth(root, widenShared);
 

@@ -6,7 +6,7 @@ import test from "node:test";
 import assert from "node:assert/strict";
 import { FakeDocument, FakeModel } from "./fakedom.js";
 import { fixture } from "./generated.js";
-import { nextSort, prepare, sharedNeed, sharedWidth, visibleRows } from "../src/memory/data.js";
+import { labelNeed, nextSort, prepare, sharedNeed, sharedWidth, visibleRows } from "../src/memory/data.js";
 import { TABLE_CHROME } from "../src/shared/tablefit.js";
 
 globalThis.requestAnimationFrame ??= (cb) => setTimeout(() => cb(performance.now()), 1);
@@ -181,9 +181,13 @@ test("where there is room, the shared column grows to read its longest text whol
   m.resize(798); // narrower: its 250 px as before, every column still shown
   await tick(30);
   assert.equal(shared().getAttribute("style"), "width:250px");
-  // the holder column keeps its room; the widest the shared column gets is 380 px
-  assert.equal(sharedWidth(2000, 1200, 314), 380);
-  assert.equal(sharedWidth(330, 900, 314), 326);
+  // the holder column keeps what its labels need; the widest the shared column gets is 380 px
+  assert.equal(sharedWidth(2000, 1200, 314, 190), 380);
+  assert.equal(sharedWidth(330, 722, 250, 190), 282); // DETR's ledger at 760 px: nearly whole
+  assert.equal(sharedWidth(330, 722, 250, 400), 250); // long holder names keep their room
+  const prep = prepare(payload);
+  const deepest = Math.max(...prep.rows.map((r) => 26 + Number(r.depth) * 14 + String(r.label).length * 7.2));
+  assert.equal(labelNeed(prep), Math.max(190, Math.ceil(deepest)));
   m.cleanup();
 });
 

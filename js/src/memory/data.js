@@ -22,7 +22,6 @@ export const COLUMNS = [
 ];
 
 const SHARED_MAX_WIDTH = 380;
-const LABEL_WANT = 260; // the holder column's room before the shared column grows into it
 
 /** The width the shared column's longest text needs (6.5 px a character of the 12px font, and the padding). */
 export function sharedNeed(/** @type {{rows: Array<{shared?: unknown}>}} */ prep) {
@@ -32,17 +31,32 @@ export function sharedNeed(/** @type {{rows: Array<{shared?: unknown}>}} */ prep
 }
 
 /**
+ * The width the holder column's longest label needs: its indent (14 px a level, memory.js), the
+ * fold arrow and 7.2 px a character, at least LABEL_MIN_WIDTH.
+ * @param {{rows: Array<{label?: unknown, depth?: unknown}>}} prep
+ */
+export function labelNeed(prep) {
+  let need = LABEL_MIN_WIDTH;
+  for (const r of prep.rows) {
+    const depth = Math.max(0, Number(r.depth) || 0);
+    need = Math.max(need, Math.ceil(26 + depth * 14 + String(r.label ?? "").length * 7.2));
+  }
+  return need;
+}
+
+/**
  * The shared column's width: its 250 px (what the fit folds by), grown up to what its longest text
- * needs (at most SHARED_MAX_WIDTH) from the room the other shown columns and a LABEL_WANT-wide holder
- * column leave: "158.4 MiB shared with model (counted there)" whole at 1200 px, not cut beside a
- * half-empty holder column; as before where the output is narrow.
+ * needs (at most SHARED_MAX_WIDTH) into the room the other shown columns and the holder column's
+ * labels leave: "158.4 MiB shared with model (counted there)" whole beside short holder names, not
+ * cut beside a half-empty holder column; as before where the output is narrow.
  * @param {number} need sharedNeed(prep)
  * @param {number} room the table's room (tableRoom of the root's width)
  * @param {number} others the widths of the other shown columns, the holder column's excepted
+ * @param {number} label labelNeed(prep)
  */
-export function sharedWidth(need, room, others) {
+export function sharedWidth(need, room, others, label) {
   const base = COLUMNS.find((c) => c.id === "shared")?.width ?? 250;
-  return Math.max(base, Math.min(need, SHARED_MAX_WIDTH, room - others - LABEL_WANT));
+  return Math.max(base, Math.min(need, SHARED_MAX_WIDTH, room - others - label));
 }
 
 export const LABEL_MIN_WIDTH = 190; // "(unreached)" and "Out[12]" two levels down, a Variable type three
