@@ -1,4 +1,4 @@
-// The summary widget's FLOPs cell: a figure that includes random-bit generation (a Dropout's mask)
+// The summary widget's tooltips. The FLOPs cell: a figure that includes random-bit generation (a Dropout's mask)
 // says so in its tooltip, with Python's words (flops_note), so it does not look like a bug.
 import test from "node:test";
 import assert from "node:assert/strict";
@@ -42,5 +42,32 @@ test("the FLOPs cell of a row with random-bit generation says why in its tooltip
   const lin = cells.find((c) => c.textContent.startsWith("216"));
   assert.ok(!lin.getAttribute("title").includes("random"), lin.getAttribute("title"));
   assert.ok(el.textContent.includes("* includes random-bit generation")); // the footnote in the header
+  if (typeof cleanup === "function") cleanup();
+});
+
+test("the params cell counts parameters and its tooltip lists every Variable type", async () => {
+  const doc = new FakeDocument();
+  const el = doc.createElement("div");
+  const bn = {
+    ...row("bn", 1, 885),
+    params: 128,
+    params_text: "128 (512 B)",
+    params_title: "Param 128 (512 B), BatchStat 128 (512 B)",
+  };
+  const drop = { ...row("drop", 1, 0), params: 0, params_text: "", params_title: "RngKey 1 (8 B), RngCount 1 (4 B)" };
+  const summary = {
+    title: "Net.__call__ on cpu",
+    header: ["FLOPs 885 forward"],
+    rows: [{ ...row("(Net)", 0, 885), params: 128, params_text: "128 (512 B)" }, bn, drop],
+    total_flops: 885,
+    backward: false,
+  };
+  const cleanup = widget.render({ model: new FakeModel({ summary }), el });
+  await tick(30);
+  const [, bnCell, dropCell] = el.querySelectorAll("td.c-params");
+  assert.equal(bnCell.textContent, "128 (512 B)");
+  assert.equal(bnCell.getAttribute("title"), "Param 128 (512 B), BatchStat 128 (512 B)");
+  assert.equal(dropCell.textContent, "");
+  assert.equal(dropCell.getAttribute("title"), "RngKey 1 (8 B), RngCount 1 (4 B)");
   if (typeof cleanup === "function") cleanup();
 });
