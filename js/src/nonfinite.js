@@ -44,7 +44,11 @@ export function drawReport(doc, p) {
     ),
   ];
   for (const line of p.lines || []) parts.push(h(doc, "div", { class: "nnx-nf-line" }, line));
-  for (const leaf of p.bad_leaves || []) parts.push(h(doc, "div", { class: "nnx-nf-line nnx-nf-leaf" }, leaf));
+  // the bad argument leaves the table below does not describe (past Python's first 20), by name
+  const described = new Set((p.bad || []).map((b) => b.name));
+  for (const leaf of p.bad_leaves || []) {
+    if (!described.has(leaf)) parts.push(h(doc, "div", { class: "nnx-nf-line nnx-nf-leaf" }, leaf));
+  }
   if ((p.bad || []).length) {
     parts.push(h(doc, "div", { class: "nnx-nf-caption" }, p.bad_caption || "bad elements"));
     const rows = p.bad.map((b) =>

@@ -99,3 +99,30 @@ test("a new payload redraws; an input verdict lists its leaves and draws no call
   model.set("report", { ...PAYLOAD, verdict: "after cleanup" });
   assert.notEqual(el.querySelector(".nnx-nf-verdict").textContent, "after cleanup");
 });
+
+test("an input verdict: the described leaves in the bad table, the rest by name", () => {
+  const { el, cleanup } = mount({
+    verdict: "the NaN/Inf values were already in fn's arguments:",
+    direction: "input",
+    lines: [],
+    bad: [
+      { name: "args[0].kernel", nan: "1", inf: "2", first: "(0, 0)" },
+      { name: "args[1]", nan: "3", inf: "0", first: "(5, 1)" },
+    ],
+    bad_leaves: ["args[0].kernel", "args[1]", "args[2]"],
+    rows: [],
+    bad_caption: "bad elements",
+    note: "",
+  });
+  const table = el.querySelector("table.nnx-nf-bad");
+  const rows = table
+    .querySelector("tbody")
+    .querySelectorAll("tr")
+    .map((tr) => tr.textContent);
+  assert.deepEqual(rows, ["args[0].kernel12(0, 0)", "args[1]30(5, 1)"]);
+  assert.deepEqual(
+    el.querySelectorAll(".nnx-nf-leaf").map((n) => n.textContent),
+    ["args[2]"],
+  );
+  cleanup();
+});

@@ -77,9 +77,12 @@ def run_nonfinite(shell: InteractiveShell, args: argparse.Namespace, body: str) 
         raise UsageError("%%nnx_nonfinite" + first_line(str(e))[len("find_nonfinite") :]) from None
     if report.direction == "input":  # fn(MODEL) is the cell: its args[0] is the model the user named
         report.input_where = f"{target}'s Variables"
-        report.bad_leaves = [
-            target + leaf[len("args[0]") :] if leaf.startswith("args[0]") else leaf for leaf in report.bad_leaves
-        ]
+
+        def named(leaf: str) -> str:
+            return target + leaf[len("args[0]") :] if leaf.startswith("args[0]") else leaf
+
+        report.bad_leaves = [named(leaf) for leaf in report.bad_leaves]
+        report.inputs = [{**st, "name": named(st["name"])} for st in report.inputs]
     if name is not None:
         shell.user_ns[name] = report
     return report

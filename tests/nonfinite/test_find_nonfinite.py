@@ -108,6 +108,47 @@ def test_a_nonfinite_python_or_numpy_scalar_argument_is_in_the_input(args, kwarg
     assert_unchanged(model, before)
 
 
+def test_an_input_verdict_describes_each_bad_leaf_from_numbers_reduced_on_device():
+    """Per bad argument leaf: NaN, +Inf and -Inf counts and the first bad index, checked against
+    numpy; only those numbers leave the device (jax's transfer guard refuses any implicit copy)."""
+    model = Stack()
+    kernel = np.array(model.blocks[2].linear.kernel[...])
+    kernel[1, 2], kernel[0, 5], kernel[3, 1] = np.inf, -np.inf, np.nan
+    model.blocks[2].linear.kernel[...] = jnp.asarray(kernel)
+    batch = np.array(X)
+    batch[3, 2] = batch[7, 0] = np.nan
+    batch = jnp.asarray(batch)
+    before = frozen(model)
+    with jax.transfer_guard_device_to_host("disallow"):
+        report = nnx_lab.find_nonfinite(mse, model, batch, Y)
+    assert report.direction == "input"
+    k, b = report.inputs
+    assert (k["name"], k["nan"], k["posinf"], k["neginf"], k["first_bad"]) == (
+        "args[0].blocks[2].linear.kernel",
+        1,
+        1,
+        1,
+        (0, 5),
+    )
+    finite = kernel[np.isfinite(kernel)]
+    assert k["min"] == finite.min() and k["max"] == finite.max()
+    assert k["mean"] == pytest.approx(finite.astype(np.float64).mean(), rel=1e-5)
+    assert (b["name"], b["nan"], b["inf"], b["first_bad"]) == ("args[1]", 2, 0, (3, 2))
+    lines = str(report).splitlines()
+    assert lines[1].startswith(f"  args[0].blocks[2].linear.kernel: {kernel.shape} float32  min ")
+    assert lines[1].endswith("NaN 1  +Inf 1  -Inf 1  first bad at (0, 5)")
+    assert lines[2].endswith("NaN 2  Inf 0  first bad at (3, 2)")
+    assert_unchanged(model, before)
+
+
+def test_past_twenty_bad_leaves_the_rest_are_named():
+    model = Stack()
+    xs = [jnp.full((2,), jnp.nan)] * 23
+    report = nnx_lab.find_nonfinite(lambda m, *xs: mse(m, X, Y), model, *xs)
+    assert len(report.inputs) == 20 and len(report.bad_leaves) == 23
+    assert str(report).splitlines()[-1] == "  and args[21], args[22], args[23]"
+
+
 def test_a_module_attribute_that_is_inf_is_not_an_input():
     model = Stack(fault_at=1, fault="log")
     model.clip = float("inf")  # a static attribute of the model: part of it, not of the call

@@ -78,7 +78,7 @@ def is_float(x: Any) -> bool:
 
 def nonfinite(x: Any) -> bool:
     """Whether ``x`` is a concrete floating array holding NaN or Inf (a tracer is never judged)."""
-    return is_float(x) and not isinstance(x, Tracer) and not bool(jnp.isfinite(x).all())
+    return is_float(x) and not isinstance(x, Tracer) and not bool(jax.device_get(jnp.isfinite(x).all()))
 
 
 def _tap(store: dict, key: int) -> Callable:

@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
+from jax.typing import ArrayLike
 
 from ..offers import offer
 from ..render import count_noun, format_shape, format_stat, pre_html
@@ -22,23 +23,48 @@ DISPLAY_HOOKS: list = []
 MARIMO_HOOKS: list = []
 
 
-def leaf_stats(name: str, x: jax.Array | np.ndarray) -> dict:
-    """Shape, dtype, min/max/mean of the finite values, NaN and Inf counts, first bad index."""
-    a = np.asarray(jnp.asarray(x, jnp.float32) if x.dtype == jnp.bfloat16 else x)
-    finite = np.isfinite(a)
-    good = a[finite]
-    bad = np.flatnonzero(~finite.ravel())
+@jax.jit
+def _described(x: jax.Array) -> tuple[jax.Array, ...]:
+    """A leaf's description, reduced where it lives: min, max and mean of its finite values, their
+    count, NaN, +Inf and -Inf counts, and the flat index of its first non-finite element."""
+    x = jnp.abs(x) if jnp.iscomplexobj(x) else x.astype(jnp.float32) if x.dtype.itemsize < 4 else x
+    finite = jnp.isfinite(x)
+    count = finite.sum()
+    mean = jnp.where(finite, x, 0).sum(dtype=jnp.float32) / jnp.maximum(count, 1)
+    bad = ~finite.ravel()
+    return (
+        jnp.where(finite, x, jnp.inf).min(initial=jnp.inf),
+        jnp.where(finite, x, -jnp.inf).max(initial=-jnp.inf),
+        mean,
+        count,
+        jnp.isnan(x).sum(),
+        (x == jnp.inf).sum(),
+        (x == -jnp.inf).sum(),
+        jnp.argmax(bad) if bad.size else jnp.zeros((), jnp.int32),
+    )
+
+
+def leaf_stats(name: str, x: ArrayLike) -> dict:
+    """Shape, dtype, min/max/mean of the finite values, NaN and Inf counts, first bad index: reduced
+    on the leaf's devices, only these numbers fetched (never the array itself)."""
+    shape = tuple(np.shape(x))
+    dtype = str(getattr(x, "dtype", None) or np.asarray(x).dtype)  # a Python float: float64
+    lo, hi, mean, count, nan, posinf, neginf, first = jax.device_get(_described(jnp.asarray(x)))
+    bad = int(nan) + int(posinf) + int(neginf)
+    good = int(count) > 0
     return {
         "name": name,
-        "shape": tuple(a.shape),
-        "dtype": str(x.dtype),
-        "min": float(good.min()) if good.size else None,
-        "max": float(good.max()) if good.size else None,
-        "mean": float(good.astype(np.float64).mean()) if good.size else None,
-        "nan": int(np.isnan(a).sum()),
-        "inf": int(np.isinf(a).sum()),
-        "bad": int(bad.size),
-        "first_bad": tuple(int(i) for i in np.unravel_index(int(bad[0]), a.shape)) if bad.size else None,
+        "shape": shape,
+        "dtype": dtype,
+        "min": float(lo) if good else None,
+        "max": float(hi) if good else None,
+        "mean": float(mean) if good else None,
+        "nan": int(nan),
+        "inf": int(posinf) + int(neginf),
+        "posinf": int(posinf),
+        "neginf": int(neginf),
+        "bad": bad,
+        "first_bad": tuple(int(i) for i in np.unravel_index(int(first), shape)) if bad else None,
     }
 
 
@@ -57,7 +83,9 @@ def _stat_line(s: dict) -> str:
     else:
         line += "  no finite value"
     if s["bad"]:
-        line += f"  NaN {s['nan']}  Inf {s['inf']}  first bad at {s['first_bad']}"
+        # an Inf's sign says which way it overflowed: each sign counted when there is one
+        signs = [f"{sign}Inf {s[key]}" for sign, key in (("+", "posinf"), ("-", "neginf")) if s.get(key)]
+        line += f"  NaN {s['nan']}  {'  '.join(signs) or 'Inf 0'}  first bad at {s['first_bad']}"
     return line
 
 
@@ -101,8 +129,12 @@ class NonfiniteReport:
             return f"find_nonfinite: everything finite ({count_noun(self.calls, 'module call')}). {self.note}".strip()
         what = _WHAT[self.direction].format(where=self.input_where)
         lines = [f"find_nonfinite: {what}" + (":" if self.direction == "input" else "")]
-        if self.direction == "input":
-            lines += [f"  {leaf}" for leaf in self.bad_leaves]
+        if self.direction == "input":  # each bad leaf described (the first _search.INPUT_LEAVES), then the rest named
+            described = {st["name"] for st in self.inputs}
+            lines += [f"  {_stat_line(st)}" for st in self.inputs]
+            rest = [leaf for leaf in self.bad_leaves if leaf not in described]
+            if rest:
+                lines.append(f"  {'and ' if described else ''}{', '.join(rest)}")
         else:
             if self.module_path is not None:
                 where = f"{self.module_path or '(root)'} ({self.module_class}.{self.method}"

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import jax
 import numpy as np
 from flax import nnx
 from flax.nnx import graph as nnx_graph
+from jax.typing import ArrayLike
 
 from ..compat import get_value
 from ..graph import path_key
@@ -17,6 +18,9 @@ from ._record import Call, Patched, is_float, mark, nonfinite
 from ._report import NonfiniteReport, leaf_stats, tree_stats
 
 log = logging.getLogger("nnx_lab")
+
+#: bad argument leaves described one by one (NaN and Inf counts, the first bad index); the rest are named
+INPUT_LEAVES = 20
 
 
 def unjit(fn: object) -> Callable:
@@ -40,8 +44,8 @@ def _arg_path(path: tuple) -> str:
     return text + "".join(f".{p}" if isinstance(p, str) else f"[{p}]" for p in rest[1:])
 
 
-def _nonfinite_scalars(args: tuple, kwargs: dict) -> list[tuple]:
-    """Paths of the arguments ``nnx.split`` keeps static, not in its state: Python floats and numpy
+def _nonfinite_scalars(args: tuple, kwargs: dict) -> list[tuple[tuple, object]]:
+    """(path, value) of the arguments ``nnx.split`` keeps static, not in its state: Python floats and numpy
     scalars holding NaN/Inf (``fn(model, x, float("inf"))``); modules are not entered (their
     attributes are the model's, not the call's)."""
     try:
@@ -55,15 +59,15 @@ def _nonfinite_scalars(args: tuple, kwargs: dict) -> list[tuple]:
         log.debug("find_nonfinite: the arguments' scalars were not checked: %s", e, exc_info=True)
         return []
     return [
-        tuple(path_key(k) for k in path)
+        (tuple(path_key(k) for k in path), x)
         for path, x in leaves
         if isinstance(x, (float, complex, np.floating, np.complexfloating)) and not np.isfinite(x)
     ]
 
 
-def _in_order(paths: list[tuple]) -> list[tuple]:
-    """Argument paths in call order: positional ones by index, then keywords (stable within one)."""
-    return sorted(paths, key=lambda p: (p[0], p[1] if p[0] == 0 else 0))
+def _in_order(leaves: list[tuple[tuple, object]]) -> list[tuple[tuple, object]]:
+    """(argument path, value) in call order: positional ones by index, then keywords (stable within one)."""
+    return sorted(leaves, key=lambda leaf: (leaf[0][0], leaf[0][1] if leaf[0][0] == 0 else 0))
 
 
 def _module_paths(paths: list[tuple]) -> list[str]:
@@ -169,14 +173,15 @@ def find_nonfinite(fn: Callable, *args: object, **kwargs: object) -> NonfiniteRe
         graphdef, state = nnx.split((args, kwargs))
     except Exception as e:
         raise TypeError(f"find_nonfinite: fn's arguments cannot be copied with nnx.split: {e}".splitlines()[0]) from e
-    bad_paths = [p for p, x in _flat(state) if nonfinite(x)] + _nonfinite_scalars(args, kwargs)
-    bad = [_arg_path(p) for p in _in_order(bad_paths)]
+    bad_leaves = _in_order([(p, x) for p, x in _flat(state) if nonfinite(x)] + _nonfinite_scalars(args, kwargs))
+    bad = [_arg_path(p) for p, _ in bad_leaves]
     copy = nnx.merge(graphdef, state, copy=True)  # new Variables: the caller's are never written
     sites, classes = mark(copy)
     if not sites:
         raise TypeError("find_nonfinite: no nnx.Module in fn's arguments (pass the model as fn takes it)")
-    if bad:
-        return NonfiniteReport("input", bad_leaves=bad)
+    if bad:  # the first INPUT_LEAVES described (counts and the first bad index, reduced on device)
+        described = [leaf_stats(name, cast(ArrayLike, x)) for name, (_, x) in zip(bad[:INPUT_LEAVES], bad_leaves)]
+        return NonfiniteReport("input", bad_leaves=bad, inputs=described)
     names = _module_paths(sites)
     marked, start = nnx.split(copy)  # both runs start from this state: RNG counts and stats alike
 
