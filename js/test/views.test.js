@@ -384,3 +384,10 @@ test("a model without set_view: the message, no form, nothing to switch", () => 
   for (const b of one(".nnx-views-switch").querySelectorAll("button")) assert.equal(b.getAttribute("disabled"), "");
   cleanup();
 });
+
+test("the header's count is Python's: how many modules decide their mode at call time", () => {
+  const text = "4 modules with set_view, 3 decided at call time";
+  const { one, cleanup } = mount({ ...mixed(), count_text: text });
+  assert.equal(one(".nnx-views-count").textContent, text);
+  cleanup();
+});

@@ -197,6 +197,7 @@ class _ViewsBase(TypedDict):
     default_name: str
     mode: str
     summary: str
+    count_text: str
     disagreeing: list[Any]
     message: str
     base_only: str

@@ -335,6 +335,7 @@ def _payload(
         "default_name": default_name,
         "mode": report.mode,
         "summary": report.summary(),
+        "count_text": report.count_text(),
         "disagreeing": list(report.disagreeing),
         "message": "" if report.modules else report.summary(),
         "base_only": base.code or "",

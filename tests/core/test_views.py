@@ -487,6 +487,16 @@ def test_the_summary_counts_only_modules_set_to_train_or_eval(net):
     )
 
 
+def test_the_panel_header_counts_the_modules_decided_at_call_time(net):
+    net.drop.deterministic = False  # "train", though attn and plain are decided at call time
+    report = nnx_lab.view_report(net)
+    assert (report.mode, report.count_text()) == ("train", "5 modules with set_view, 2 decided at call time")
+    panel = nnx_lab.view_panel(net, display=False)
+    assert panel.payload["count_text"] == "5 modules with set_view, 2 decided at call time"
+    net.eval()
+    assert nnx_lab.view_report(net).count_text() == "5 modules with set_view"
+
+
 def test_a_mode_switch_on_a_model_without_a_mode_is_an_error(ip):
     model = nnx.Sequential(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), Documented())
     before = frozen(model)

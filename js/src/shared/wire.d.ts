@@ -254,6 +254,7 @@ export interface ViewsPayload {
   default_name: string;
   mode: string;
   summary: string;
+  count_text: string;
   disagreeing: any[];
   message: string;
   base_only: string;

@@ -74,6 +74,7 @@ export function prepare(payload) {
     defaultName: str(p.default_name, "model_view"),
     mode: MODES.includes(p.mode) ? p.mode : "none",
     summary: str(p.summary),
+    countText: str(p.count_text), // Python's "4 modules with set_view, 3 decided at call time"
     disagreeing: list(p.disagreeing).map((x) => str(x)),
     message: str(p.message),
     baseOnly: str(p.base_only), // the panel's own only= (view_panel(model, only=...)): what "all" means

@@ -59,7 +59,7 @@ export function createHeader(doc, onMode) {
     setText(badge, prep.mode);
     badge.setAttribute("data-mode", prep.mode);
     badge.setAttribute("title", prep.summary || `mode: ${prep.mode}`);
-    setText(countEl, `${plural(prep.count, "module")} with set_view`);
+    setText(countEl, prep.countText || `${plural(prep.count, "module")} with set_view`);
     const nothing = prep.mode === "none";
     for (const b of [trainBtn, evalBtn]) {
       setFlag(b, "disabled", nothing);

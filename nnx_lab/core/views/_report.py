@@ -144,6 +144,14 @@ class ViewReport:
         """Paths whose mode is decided at call time (``None``)."""
         return tuple(m.path_text for m in self.modules if m.mode == "unset")
 
+    def count_text(self) -> str:
+        """The panel header's count: ``4 modules with set_view, 3 decided at call time`` (a model that
+        says "train" while most of its modules are unset says so)."""
+        text = f"{render.count_noun(len(self.modules), 'module')} with set_view"
+        if self.unset and self.mode != "unset":
+            text += f", {len(self.unset)} decided at call time"
+        return text
+
     def summary(self) -> str:
         if not self.modules:
             if self.only is not None:
