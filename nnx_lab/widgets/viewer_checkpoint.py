@@ -14,14 +14,14 @@ import logging
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import traitlets
 
 from ..core.checks import is_dotted_name
 from ..core.live.threads import start_thread
 from ..core.render import html_table, summary_line
-from ..core.snapshot import Row, Snapshot, device_summary, snapshot
+from ..core.snapshot import Snapshot, snapshot
 from ..core.stats import STAT_NAMES
 from ..core.text import first_line
 from ..core.training import NonfiniteAlert
@@ -71,17 +71,6 @@ def checkpoint_path(obj: object, namespace: dict | None = None) -> str | None:
         return obj if looks_like_path else None
     bound = namespace is not None and text.split(".")[0] in namespace
     return obj if not bound and os.path.isdir(obj) else None
-
-
-def _checkpoint_snapshot(path: str, progress: Callable[[Progress], None]) -> Snapshot:
-    """``nnx_lab.snapshot(path)`` with the stream's progress sent to ``progress`` (the viewer's status)."""
-    from ..core.checkpoint import checkpoint_rows
-
-    found = checkpoint_rows(path, progress=progress)
-    rows = [Row(**r) for r in found.rows]
-    snap = Snapshot("Checkpoint", rows, found.nodes, found.totals, device_summary(), found.elapsed_s)
-    snap.checkpoint = found.info  # as snapshot(path) records it: its directory and bytes on disk
-    return snap
 
 
 class CheckpointViewer(Widget):
@@ -159,7 +148,7 @@ class CheckpointViewer(Widget):
     def _read(self) -> None:
         start = time.perf_counter()
         try:
-            snap = _checkpoint_snapshot(self.path, self._progress)
+            snap = snapshot(self.path, progress=self._progress)  # the rows read again, with statistics
         except Exception as e:  # noqa: BLE001 - boundary (a thread): the status says it, the rows stay
             _log.warning("nnx_lab: reading the statistics of %s failed", self.path, exc_info=True)
             self._set(self._snap, f"statistics not read: {type(e).__name__}: {first_line(str(e))}", "error")

@@ -42,6 +42,15 @@ def test_watch_a_checkpoint_path_shows_its_rows_and_statistics(ckpt):
     assert viewer.status["state"] == "static" and path in viewer.status["message"]
     text, html = viewer._fallback()  # a saved notebook's copy: the static table
     assert text.startswith("CheckpointViewer · Checkpoint: 4 variables") and "kernel" in html
+    # its arrays are files: the device strip says where they are, not the kernel's "cpu · cpu × 1"
+    disk = snap.checkpoint["disk_bytes"]
+    assert disk > 0 and payload["devices"] == {
+        "platform": f"on disk ({nnx_lab.core.render.format_bytes(disk)})",
+        "device_kind": "",
+        "count": 0,
+        "devices": [],
+    }
+    assert "B on disk" in text.splitlines()[0]
     viewer.close()
 
 

@@ -17,6 +17,7 @@ import jax
 
 from .. import compat
 from ..compat import Device
+from ..render import format_bytes
 
 _log = logging.getLogger("nnx_lab")
 
@@ -214,4 +215,16 @@ def device_summary(devices: Iterable[Device] | None = None) -> dict:
         "device_kind": ",".join(kinds),
         "count": len(entries),
         "devices": entries,
+    }
+
+
+def on_disk(info: dict) -> dict:
+    """A checkpoint's :func:`device_summary`: its arrays are files, on no device (the viewer's device
+    strip says "on disk", with the bytes the files take when known)."""
+    size = info.get("disk_bytes")
+    return {
+        "platform": "on disk" + (f" ({format_bytes(size)})" if size else ""),
+        "device_kind": "",
+        "count": 0,
+        "devices": [],
     }

@@ -24,7 +24,7 @@ from ..render import round_significant
 from ..stats import Deferred, PendingStats
 from ._data import PRECISION, Snapshot, totals
 from ._describe import STATUSES, Row
-from ._devices import device_summary
+from ._devices import device_summary, on_disk
 from ._layers import expand as expand_layers
 from ._layers import parse_layers
 from ._structure import Described, StructureCache, describe, remembered
@@ -80,7 +80,12 @@ def snapshot(
 
         found = checkpoint_rows(obj, stats=stats, layers=layers, progress=progress)
         snap = Snapshot(
-            "Checkpoint", [Row(**r) for r in found.rows], found.nodes, found.totals, device_summary(), found.elapsed_s
+            "Checkpoint",
+            [Row(**r) for r in found.rows],
+            found.nodes,
+            found.totals,
+            on_disk(found.info),
+            found.elapsed_s,
         )
         snap.checkpoint = found.info  # its directory and bytes on disk
         return snap
