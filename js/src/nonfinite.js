@@ -44,26 +44,22 @@ export function drawReport(doc, p) {
     ),
   ];
   for (const line of p.lines || []) parts.push(h(doc, "div", { class: "nnx-nf-line" }, line));
-  // the bad argument leaves the table below does not describe (past Python's first 20), by name
-  const described = new Set((p.bad || []).map((b) => b.name));
-  for (const leaf of p.bad_leaves || []) {
-    if (!described.has(leaf)) parts.push(h(doc, "div", { class: "nnx-nf-line nnx-nf-leaf" }, leaf));
-  }
   if ((p.bad || []).length) {
+    // Python's columns: [key, label]; each row's cells by key (the input verdict's: the argument, its
+    // array, bad of size, NaN, +Inf, -Inf, first bad index, finite values)
+    const columns = p.bad_columns || [];
     parts.push(h(doc, "div", { class: "nnx-nf-caption" }, p.bad_caption || "bad elements"));
-    const rows = p.bad.map((b) =>
+    const rows = p.bad.map((b) => h(doc, "tr", null, ...columns.map(([key]) => h(doc, "td", null, b[key] ?? ""))));
+    const head = h(doc, "tr", null, ...columns.map(([, label]) => h(doc, "th", null, label)));
+    parts.push(
       h(
         doc,
-        "tr",
-        null,
-        h(doc, "td", null, b.name),
-        h(doc, "td", null, b.nan),
-        h(doc, "td", null, b.inf),
-        h(doc, "td", null, b.first),
+        "table",
+        { class: `nnx-nf-bad${direction === "input" ? " nnx-nf-input" : ""}` },
+        h(doc, "thead", null, head),
+        h(doc, "tbody", null, ...rows),
       ),
     );
-    const head = h(doc, "tr", null, ...["value", "NaN", "Inf", "first bad at"].map((t) => h(doc, "th", null, t)));
-    parts.push(h(doc, "table", { class: "nnx-nf-bad" }, h(doc, "thead", null, head), h(doc, "tbody", null, ...rows)));
   }
   if ((p.rows || []).length) {
     parts.push(h(doc, "div", { class: "nnx-nf-caption" }, "module calls on the path (forward values)"));

@@ -18,7 +18,12 @@ const PAYLOAD = {
       first: "(0, 0)",
     },
   ],
-  bad_leaves: [],
+  bad_columns: [
+    ["name", "value"],
+    ["nan", "NaN"],
+    ["inf", "Inf"],
+    ["first", "first bad at"],
+  ],
   rows: [
     {
       path: "<img src=x onerror=alert(1)>",
@@ -78,51 +83,92 @@ test("user strings are text, never HTML", () => {
   assert.ok(!doc.calls.some(([kind]) => /HTML/i.test(kind)));
 });
 
-test("a new payload redraws; an input verdict lists its leaves and draws no call table", () => {
-  const { el, model, cleanup } = mount(PAYLOAD);
-  model.set("report", {
-    verdict: "the NaN/Inf values were already in fn's arguments:",
-    direction: "input",
-    lines: [],
-    bad: [],
-    bad_leaves: ["args[1][0, 3]"],
-    rows: [],
-    note: "",
-  });
+// Python's payload for an Inf in a kernel, NaN in the batch and a hostile keyword's -Inf (then one
+// "and N more" line, as Python writes it past its first 20 described leaves)
+const INPUT = {
+  verdict: "the NaN/Inf values were already in fn's arguments:",
+  direction: "input",
+  lines: ["and 3 more: kwargs['k0'], kwargs['k1'], kwargs['k2']"],
+  bad: [
+    {
+      name: "args[0].blocks[1].linear.kernel",
+      array: "(8, 8) float32",
+      bad: "1 of 64",
+      nan: "0",
+      posinf: "1",
+      neginf: "0",
+      first: "(0, 3)",
+      finite: "min -0.6136  max 0.6913  mean 0.0461",
+    },
+    {
+      name: "args[1]",
+      array: "(4, 8) float32",
+      bad: "1 of 32",
+      nan: "1",
+      posinf: "0",
+      neginf: "0",
+      first: "(1, 2)",
+      finite: "min -1  max 1  mean 0.01145",
+    },
+    {
+      name: "kwargs['<img src=x onerror=alert(1)>']",
+      array: "(3,) float32",
+      bad: "3 of 3",
+      nan: "0",
+      posinf: "0",
+      neginf: "3",
+      first: "(0,)",
+      finite: "no finite value",
+    },
+  ],
+  bad_columns: [
+    ["name", "argument"],
+    ["array", "array"],
+    ["bad", "bad"],
+    ["nan", "NaN"],
+    ["posinf", "+Inf"],
+    ["neginf", "-Inf"],
+    ["first", "first bad at"],
+    ["finite", "finite values"],
+  ],
+  rows: [],
+  bad_caption: "bad elements",
+  note: "",
+};
+
+test("a new payload redraws: an input verdict's table has Python's columns and cells, no call table", () => {
+  const { el, model, doc, cleanup } = mount(PAYLOAD);
+  model.set("report", INPUT);
   assert.equal(el.querySelector(".nnx-nf-verdict").getAttribute("data-direction"), "input");
+  const table = el.querySelector("table.nnx-nf-bad.nnx-nf-input");
   assert.deepEqual(
-    el.querySelectorAll(".nnx-nf-leaf").map((n) => n.textContent),
-    ["args[1][0, 3]"],
+    table.querySelectorAll("th").map((n) => n.textContent),
+    ["argument", "array", "bad", "NaN", "+Inf", "-Inf", "first bad at", "finite values"],
+  );
+  const rows = table
+    .querySelector("tbody")
+    .querySelectorAll("tr")
+    .map((tr) => tr.querySelectorAll("td").map((td) => td.textContent));
+  assert.deepEqual(rows[0], [
+    "args[0].blocks[1].linear.kernel",
+    "(8, 8) float32",
+    "1 of 64",
+    "0",
+    "1",
+    "0",
+    "(0, 3)",
+    "min -0.6136  max 0.6913  mean 0.0461",
+  ]);
+  assert.deepEqual(rows[1].slice(0, 7), ["args[1]", "(4, 8) float32", "1 of 32", "1", "0", "0", "(1, 2)"]);
+  assert.equal(rows[2][0], "kwargs['<img src=x onerror=alert(1)>']"); // text, never HTML
+  assert.equal(el.querySelectorAll("img").length, 0);
+  assert.ok(!doc.calls.some(([kind]) => /HTML/i.test(kind)));
+  assert.deepEqual(
+    el.querySelectorAll(".nnx-nf-line").map((n) => n.textContent),
+    ["and 3 more: kwargs['k0'], kwargs['k1'], kwargs['k2']"],
   );
   assert.equal(el.querySelectorAll("tr.nnx-nf-call").length, 0);
   cleanup();
   model.set("report", { ...PAYLOAD, verdict: "after cleanup" });
   assert.notEqual(el.querySelector(".nnx-nf-verdict").textContent, "after cleanup");
-});
-
-test("an input verdict: the described leaves in the bad table, the rest by name", () => {
-  const { el, cleanup } = mount({
-    verdict: "the NaN/Inf values were already in fn's arguments:",
-    direction: "input",
-    lines: [],
-    bad: [
-      { name: "args[0].kernel", nan: "1", inf: "2", first: "(0, 0)" },
-      { name: "args[1]", nan: "3", inf: "0", first: "(5, 1)" },
-    ],
-    bad_leaves: ["args[0].kernel", "args[1]", "args[2]"],
-    rows: [],
-    bad_caption: "bad elements",
-    note: "",
-  });
-  const table = el.querySelector("table.nnx-nf-bad");
-  const rows = table
-    .querySelector("tbody")
-    .querySelectorAll("tr")
-    .map((tr) => tr.textContent);
-  assert.deepEqual(rows, ["args[0].kernel12(0, 0)", "args[1]30(5, 1)"]);
-  assert.deepEqual(
-    el.querySelectorAll(".nnx-nf-leaf").map((n) => n.textContent),
-    ["args[2]"],
-  );
-  cleanup();
 });

@@ -162,8 +162,8 @@ class NonfiniteReport(TypedDict):
     verdict: str
     direction: Literal["forward", "backward", "input", "finite"]  # input: NaN/Inf already in fn's arguments
     lines: list[str]
-    bad: list[dict[str, str]]
-    bad_leaves: list[str]
+    bad: list[dict[str, str]]  # a row per bad value: its cells by bad_columns' keys
+    bad_columns: list[list[str]]  # [key, label] of the bad table's columns (Python's labels)
     rows: list[dict[str, Any]]
     bad_caption: str
     note: str

@@ -3,6 +3,13 @@ primitive; the model and the caller's arguments bit-identical afterwards; one-li
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -11,6 +18,7 @@ from flax import nnx
 from unchanged import assert_unchanged, frozen
 
 import nnx_lab
+from nnx_lab.core.render import format_stat
 
 from .models import AttnModel, MatmulModel, ScannedLayers, Stack, mse
 
@@ -108,45 +116,105 @@ def test_a_nonfinite_python_or_numpy_scalar_argument_is_in_the_input(args, kwarg
     assert_unchanged(model, before)
 
 
+def _finite_text(a: np.ndarray) -> str:
+    finite = a[np.isfinite(a)]
+    mean = finite.astype(np.float64).mean()
+    return f"min {format_stat(finite.min())}  max {format_stat(finite.max())}  mean {format_stat(mean)}"
+
+
 def test_an_input_verdict_describes_each_bad_leaf_from_numbers_reduced_on_device():
-    """Per bad argument leaf: NaN, +Inf and -Inf counts and the first bad index, checked against
-    numpy; only those numbers leave the device (jax's transfer guard refuses any implicit copy)."""
+    """An Inf in a kernel and NaN in the batch: per bad argument leaf, its NaN, +Inf and -Inf counts of
+    its size, its shape and dtype, the first bad index and its finite values' min/max/mean, all checked
+    against numpy; only those numbers leave the device (jax's transfer guard refuses any implicit copy)."""
     model = Stack()
     kernel = np.array(model.blocks[2].linear.kernel[...])
     kernel[1, 2], kernel[0, 5], kernel[3, 1] = np.inf, -np.inf, np.nan
     model.blocks[2].linear.kernel[...] = jnp.asarray(kernel)
     batch = np.array(X)
     batch[3, 2] = batch[7, 0] = np.nan
-    batch = jnp.asarray(batch)
     before = frozen(model)
     with jax.transfer_guard_device_to_host("disallow"):
-        report = nnx_lab.find_nonfinite(mse, model, batch, Y)
+        report = nnx_lab.find_nonfinite(mse, model, jnp.asarray(batch), Y)
     assert report.direction == "input"
     k, b = report.inputs
-    assert (k["name"], k["nan"], k["posinf"], k["neginf"], k["first_bad"]) == (
-        "args[0].blocks[2].linear.kernel",
-        1,
-        1,
-        1,
-        (0, 5),
+    assert (k["nan"], k["posinf"], k["neginf"]) == (
+        np.isnan(kernel).sum(),
+        np.isposinf(kernel).sum(),
+        np.isneginf(kernel).sum(),
     )
-    finite = kernel[np.isfinite(kernel)]
-    assert k["min"] == finite.min() and k["max"] == finite.max()
-    assert k["mean"] == pytest.approx(finite.astype(np.float64).mean(), rel=1e-5)
-    assert (b["name"], b["nan"], b["inf"], b["first_bad"]) == ("args[1]", 2, 0, (3, 2))
-    lines = str(report).splitlines()
-    assert lines[1].startswith(f"  args[0].blocks[2].linear.kernel: {kernel.shape} float32  min ")
-    assert lines[1].endswith("NaN 1  +Inf 1  -Inf 1  first bad at (0, 5)")
-    assert lines[2].endswith("NaN 2  Inf 0  first bad at (3, 2)")
+    assert k["first_bad"] == tuple(int(i) for i in np.argwhere(~np.isfinite(kernel))[0]) == (0, 5)
+    assert (b["nan"], b["inf"], b["first_bad"]) == (np.isnan(batch).sum(), 0, (3, 2))
+    assert str(report).splitlines() == [
+        "find_nonfinite: the NaN/Inf values were already in fn's arguments:",
+        f"  args[0].blocks[2].linear.kernel: 1 NaN, 1 +Inf, 1 -Inf of {kernel.size} in {kernel.shape} float32, "
+        f"first bad at (0, 5); finite values {_finite_text(kernel)}",
+        f"  args[1]: 2 NaN of {batch.size} in {batch.shape} float32, first bad at (3, 2); "
+        f"finite values {_finite_text(batch)}",
+    ]
     assert_unchanged(model, before)
 
 
-def test_past_twenty_bad_leaves_the_rest_are_named():
+def test_an_input_of_inf_only_scalars_keys_and_integers():
+    """A leaf with no finite value, a Python float and a 0-d array are described; a PRNG key (new and
+    old style) and an integer array beside them are not bad and break nothing."""
+    model = Stack()
+    infs = jnp.ones((1, 3000), jnp.bfloat16).at[0, 1234:].set(-jnp.inf).at[0, :1234].set(jnp.inf)
+
+    def loss(m, x, y, key, old_key, ids, w, s):
+        return mse(m, x, y)
+
+    with jax.transfer_guard_device_to_host("disallow"):
+        report = nnx_lab.find_nonfinite(
+            loss, model, X, Y, jax.random.key(0), jax.random.PRNGKey(1), jnp.arange(7), infs, float("nan")
+        )
+    assert report.bad_leaves == ["args[6]", "args[7]"]
+    assert str(report).splitlines()[1:] == [
+        "  args[6]: 1,234 +Inf, 1,766 -Inf of 3,000 in (1, 3000) bfloat16, first bad at (0, 0); no finite value",
+        "  args[7]: NaN, a float64 scalar",
+    ]
+
+
+def test_past_twenty_bad_leaves_the_rest_are_counted_and_the_first_named():
     model = Stack()
     xs = [jnp.full((2,), jnp.nan)] * 23
     report = nnx_lab.find_nonfinite(lambda m, *xs: mse(m, X, Y), model, *xs)
     assert len(report.inputs) == 20 and len(report.bad_leaves) == 23
-    assert str(report).splitlines()[-1] == "  and args[21], args[22], args[23]"
+    assert str(report).splitlines()[-1] == "  and 3 more: args[21], args[22], args[23]"
+    report = nnx_lab.find_nonfinite(lambda m, *xs: mse(m, X, Y), model, *[jnp.full((2,), jnp.inf)] * 1500)
+    last = str(report).splitlines()[-1]
+    assert last == "  and 1,480 more, the first 20: " + ", ".join(f"args[{i}]" for i in range(21, 41))
+    assert len(str(report).splitlines()) == 22  # the verdict, 20 leaves, the rest in one line
+
+
+SHARDED = textwrap.dedent("""
+    import json
+    import jax, jax.numpy as jnp, numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    import nnx_lab
+    from nonfinite.models import Stack, mse
+
+    mesh = Mesh(np.array(jax.devices()).reshape(2, 2), ("data", "model"))
+    x = np.array(jax.random.normal(jax.random.key(1), (16, 8)))
+    x[9, 5], x[12, 0], x[13, 7] = np.nan, np.inf, np.nan
+    sharded = jax.device_put(jnp.asarray(x), NamedSharding(mesh, P("data", "model")))
+    with jax.transfer_guard_device_to_host("disallow"):
+        report = nnx_lab.find_nonfinite(mse, Stack(), sharded, jnp.zeros((16, 1)))
+    s = report.inputs[0]
+    print(json.dumps({"devices": len(sharded.sharding.device_set), "text": str(report).splitlines()[1],
+                      "stats": [s["nan"], s["posinf"], s["neginf"], list(s["first_bad"])]}))
+""")
+
+
+def test_a_sharded_batch_is_described_where_it_lives():
+    """The batch sharded over 4 devices (2 x 2): reduced there, its counts and first bad index as numpy says."""
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent.parent), env.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, "-c", SHARDED], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["devices"] == 4
+    assert out["stats"] == [2, 1, 0, [9, 5]]
+    assert out["text"].startswith("  args[1]: 2 NaN, 1 +Inf of 128 in (16, 8) float32, first bad at (9, 5); ")
 
 
 def test_a_module_attribute_that_is_inf_is_not_an_input():

@@ -50,7 +50,7 @@ def test_a_nan_already_in_the_model_is_named_by_the_models_name_not_fn_args(ns, 
     out = capsys.readouterr().out
     assert "the NaN/Inf values were already in bad's Variables:\n  bad.blocks[3].linear.kernel" in out, out
     assert "args[0]" not in out and "fn's" not in out, out
-    assert ns.user_ns["report"].payload()["bad_leaves"] == ["bad.blocks[3].linear.kernel"]
+    assert [row["name"] for row in ns.user_ns["report"].payload()["bad"]] == ["bad.blocks[3].linear.kernel"]
 
 
 def test_finite_cell_says_so(ns, capsys):

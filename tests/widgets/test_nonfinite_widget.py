@@ -3,11 +3,13 @@ module calls on the path with the culprit last), its saved text/HTML copy, and a
 kernel showing the widget (text and escaped HTML elsewhere, the magic too)."""
 
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from IPython.core.formatters import DisplayFormatter
 from nonfinite.models import Stack, mse
 
 import nnx_lab
+from nnx_lab.core.render import format_stat
 from nnx_lab.widgets import nonfinite as nonfinite_widget
 from nnx_lab.widgets.nonfinite import NonfiniteView
 
@@ -85,7 +87,35 @@ def test_backward_and_input_payloads():
     assert all(line in back.to_text() for line in p["lines"])
     bad_x = X.at[1, 2].set(jnp.nan)
     p = nnx_lab.find_nonfinite(mse, Stack(), bad_x, jnp.zeros((4, 1))).payload()
-    assert (p["direction"], p["rows"], p["bad_leaves"]) == ("input", [], ["args[1]"])
+    assert (p["direction"], p["rows"]) == ("input", [])
+    # the widget's bad table: Python's labels, and per argument leaf its cells (numbers as numpy counts them)
+    assert [label for _, label in p["bad_columns"]] == [
+        "argument",
+        "array",
+        "bad",
+        "NaN",
+        "+Inf",
+        "-Inf",
+        "first bad at",
+        "finite values",
+    ]
+    finite = np.asarray(bad_x)[np.isfinite(bad_x)].astype(np.float64)
+    assert [[row[key] for key, _ in p["bad_columns"]] for row in p["bad"]] == [
+        [
+            "args[1]",
+            "(4, 8) float32",
+            "1 of 32",
+            "1",
+            "0",
+            "0",
+            "(1, 2)",
+            f"min {format_stat(finite.min())}  max {format_stat(finite.max())}  mean {format_stat(finite.mean())}",
+        ]
+    ]
+    many = nnx_lab.find_nonfinite(lambda m, *xs: mse(m, X, jnp.zeros((4, 1))), Stack(), *[bad_x] * 45).payload()
+    assert len(many["bad"]) == 20 and many["lines"] == [
+        "and 25 more, the first 20: " + ", ".join(f"args[{i}]" for i in range(21, 41))
+    ]
 
 
 def test_every_verdict_makes_its_widget():

@@ -224,7 +224,7 @@ export interface NonfiniteReport {
   direction: "forward" | "backward" | "input" | "finite";
   lines: string[];
   bad: Record<string, string>[];
-  bad_leaves: string[];
+  bad_columns: string[][];
   rows: Record<string, any>[];
   bad_caption: string;
   note: string;

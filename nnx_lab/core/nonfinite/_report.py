@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 
 import jax
@@ -76,17 +77,73 @@ def tree_stats(prefix: str, tree: object) -> list[dict]:
     return out
 
 
+def _finite_stats(s: dict) -> str:
+    return f"min {format_stat(s['min'])}  max {format_stat(s['max'])}  mean {format_stat(s['mean'])}"
+
+
 def _stat_line(s: dict) -> str:
     line = f"{s['name']}: {format_shape(s['shape'])} {s['dtype']}"
-    if s["min"] is not None:
-        line += f"  min {format_stat(s['min'])}  max {format_stat(s['max'])}  mean {format_stat(s['mean'])}"
-    else:
-        line += "  no finite value"
+    line += f"  {_finite_stats(s)}" if s["min"] is not None else "  no finite value"
     if s["bad"]:
         # an Inf's sign says which way it overflowed: each sign counted when there is one
         signs = [f"{sign}Inf {s[key]}" for sign, key in (("+", "posinf"), ("-", "neginf")) if s.get(key)]
         line += f"  NaN {s['nan']}  {'  '.join(signs) or 'Inf 0'}  first bad at {s['first_bad']}"
     return line
+
+
+def _kinds(s: dict) -> str:
+    """A leaf's bad values by kind, the kinds it has: ``'3 NaN'``, ``'1 NaN, 2 +Inf, 1 -Inf'``."""
+    kinds = [f"{s[key]:,} {label}" for key, label in (("nan", "NaN"), ("posinf", "+Inf"), ("neginf", "-Inf")) if s[key]]
+    return ", ".join(kinds) or "no NaN/Inf"
+
+
+def _input_line(s: dict) -> str:
+    """One bad argument leaf: ``args[1]: 3 NaN of 4,096 in (32, 128) float32, first bad at (0, 17);
+    finite values min -2.1  max 2.3  mean 0.01``."""
+    if not s["shape"]:  # a scalar: float("inf"), a 0-d array
+        return f"{s['name']}: {_kinds(s).removeprefix('1 ')}, a {s['dtype']} scalar"
+    line = f"{s['name']}: {_kinds(s)} of {math.prod(s['shape']):,} in {format_shape(s['shape'])} {s['dtype']}"
+    if s["first_bad"] is not None:
+        line += f", first bad at {s['first_bad']}"
+    return line + (f"; finite values {_finite_stats(s)}" if s["min"] is not None else "; no finite value")
+
+
+def _rest_line(rest: list[str]) -> str:
+    """The bad argument leaves past the described ones: all named up to :data:`NAMED_REST`, then the first of them."""
+    if len(rest) <= NAMED_REST:
+        return f"and {len(rest):,} more: {', '.join(rest)}"
+    return f"and {len(rest):,} more, the first {NAMED_REST}: {', '.join(rest[:NAMED_REST])}"
+
+
+#: the bad argument leaves named past the described ones (the text and the widget say how many more)
+NAMED_REST = 20
+
+#: the input verdict's table: (payload key, column label)
+INPUT_COLUMNS = (
+    ("name", "argument"),
+    ("array", "array"),
+    ("bad", "bad"),
+    ("nan", "NaN"),
+    ("posinf", "+Inf"),
+    ("neginf", "-Inf"),
+    ("first", "first bad at"),
+    ("finite", "finite values"),
+)
+#: the forward and backward verdicts' table of the culprit's bad inputs and outputs
+BAD_COLUMNS = (("name", "value"), ("nan", "NaN"), ("inf", "Inf"), ("first", "first bad at"))
+
+
+def _input_row(s: dict) -> dict[str, str]:
+    return {
+        "name": s["name"],
+        "array": f"{format_shape(s['shape'])} {s['dtype']}",
+        "bad": f"{s['bad']:,} of {math.prod(s['shape']):,}",
+        "nan": f"{s['nan']:,}",
+        "posinf": f"{s['posinf']:,}",
+        "neginf": f"{s['neginf']:,}",
+        "first": str(s["first_bad"]) if s["shape"] and s["first_bad"] is not None else "",
+        "finite": _finite_stats(s) if s["min"] is not None else "no finite value",
+    }
 
 
 _WHAT = {
@@ -124,17 +181,20 @@ class NonfiniteReport:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    def _undescribed(self) -> list[str]:
+        """The bad argument leaves the input verdict names without describing them."""
+        described = {st["name"] for st in self.inputs}
+        return [leaf for leaf in self.bad_leaves if leaf not in described]
+
     def to_text(self) -> str:
         if self.direction is None:
             return f"find_nonfinite: everything finite ({count_noun(self.calls, 'module call')}). {self.note}".strip()
         what = _WHAT[self.direction].format(where=self.input_where)
         lines = [f"find_nonfinite: {what}" + (":" if self.direction == "input" else "")]
         if self.direction == "input":  # each bad leaf described (the first _search.INPUT_LEAVES), then the rest named
-            described = {st["name"] for st in self.inputs}
-            lines += [f"  {_stat_line(st)}" for st in self.inputs]
-            rest = [leaf for leaf in self.bad_leaves if leaf not in described]
-            if rest:
-                lines.append(f"  {'and ' if described else ''}{', '.join(rest)}")
+            lines += [f"  {_input_line(st)}" for st in self.inputs]
+            if rest := self._undescribed():
+                lines.append(f"  {_rest_line(rest)}")
         else:
             if self.module_path is not None:
                 where = f"{self.module_path or '(root)'} ({self.module_class}.{self.method}"
@@ -188,11 +248,16 @@ class NonfiniteReport:
         if self.direction == "backward":
             wanted += ("input cotangent ", "output cotangent ", "non-finite gradients:")
         lines = [line.strip() for line in text[1:] if line.strip().startswith(wanted)]
-        bad = [
-            {"name": s["name"], "nan": str(s["nan"]), "inf": str(s["inf"]), "first": str(s["first_bad"])}
-            for s in self.inputs + self.outputs
-            if s["bad"]
-        ]
+        if self.direction == "input":  # one row per described leaf; the others in one line
+            bad, columns = [_input_row(s) for s in self.inputs], INPUT_COLUMNS
+            lines += [_rest_line(rest)] if (rest := self._undescribed()) else []
+        else:
+            columns = BAD_COLUMNS
+            bad = [
+                {"name": s["name"], "nan": str(s["nan"]), "inf": str(s["inf"]), "first": str(s["first_bad"])}
+                for s in self.inputs + self.outputs
+                if s["bad"]
+            ]
         rows = [
             {
                 "path": c["path"],
@@ -213,7 +278,7 @@ class NonfiniteReport:
             "direction": self.direction or "finite",
             "lines": lines,
             "bad": bad,
-            "bad_leaves": list(self.bad_leaves),
+            "bad_columns": [list(c) for c in columns],
             "rows": rows,
             "bad_caption": "bad cotangent elements" if self.direction == "backward" else "bad elements",
             "note": self.note,
