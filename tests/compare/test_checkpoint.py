@@ -246,6 +246,12 @@ def test_a_checkpoints_summary_line_says_its_arrays_are_on_disk(tmp_path):
     for stats in (True, False):
         line = str(nnx_lab.snapshot(path, stats=stats, progress=False)).splitlines()[0]
         assert line.startswith("Checkpoint: 8 variables") and line.endswith(" on disk"), line
+        # the arrays' bytes and what the files take, each named (the viewer's strip: "on disk (<bytes>)")
+        snap = nnx_lab.snapshot(path, stats=stats, progress=False)
+        arrays, disk = snap.totals["all"]["bytes"], snap.checkpoint["disk_bytes"]
+        assert line.endswith(
+            f", {nnx_lab.core.render.format_bytes(arrays)} of arrays, {nnx_lab.core.render.format_bytes(disk)} on disk"
+        ), line
 
 
 WHOLE_CHUNK = r"""

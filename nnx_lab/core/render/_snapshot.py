@@ -47,8 +47,10 @@ def summary_line(snap: Any) -> str:
     """One line of ``snap`` (a Snapshot): root class, variable count, elements, bytes, and the devices."""
     total = snap.totals["all"]
     dev = snap.device_summary
-    if getattr(snap, "checkpoint", None) is not None:  # an Orbax checkpoint's arrays are files, on no device yet
-        where = "on disk"
+    checkpoint = getattr(snap, "checkpoint", None)
+    if checkpoint is not None:  # an Orbax checkpoint's arrays are files, on no device yet: what the files take
+        disk = checkpoint.get("disk_bytes")
+        where = f"of arrays, {format_bytes(disk)} on disk" if disk else "on disk"
     elif any(r.devices and r.devices != "host" and r.status != "abstract" for r in snap.rows):
         where = f"on {dev['count']}× {dev['device_kind']}"
     else:
