@@ -27,6 +27,21 @@ ${R} tr.culprit td{background:${STRIPE};font-weight:600}
 ${R} tr.culprit td.stats{font-weight:normal}`;
 }
 
+// the bad table's column widths (%) by Python's column key: the argument's path and the finite values'
+// statistics get the room, the counts little; a key not here shares what is left
+const WIDTHS = { name: 26, array: 13, bad: 10, nan: 6, posinf: 6, neginf: 6, first: 10, finite: 23 };
+
+/**
+ * @param {string} key
+ * @param {string[][]} columns
+ */
+function colWidth(key, columns) {
+  const known = columns.filter(([k]) => k in WIDTHS);
+  if (known.length !== columns.length) return `width:${(100 / columns.length).toFixed(2)}%`;
+  const total = known.reduce((sum, [k]) => sum + WIDTHS[/** @type {keyof WIDTHS} */ (k)], 0);
+  return `width:${((100 * WIDTHS[/** @type {keyof WIDTHS} */ (key)]) / total).toFixed(2)}%`;
+}
+
 /**
  * The panel for one payload (Python's NonfiniteReport.payload()).
  * @param {Document} doc
@@ -43,7 +58,9 @@ export function drawReport(doc, p) {
       p.verdict || "",
     ),
   ];
-  for (const line of p.lines || []) parts.push(h(doc, "div", { class: "nnx-nf-line" }, line));
+  const lines = (p.lines || []).map((line) => h(doc, "div", { class: "nnx-nf-line" }, line));
+  // the input verdict's one line counts the leaves past its table: it follows the table
+  if (direction !== "input") parts.push(...lines);
   if ((p.bad || []).length) {
     // Python's columns: [key, label]; each row's cells by key (the input verdict's: the argument, its
     // array, bad of size, NaN, +Inf, -Inf, first bad index, finite values)
@@ -56,11 +73,13 @@ export function drawReport(doc, p) {
         doc,
         "table",
         { class: `nnx-nf-bad${direction === "input" ? " nnx-nf-input" : ""}` },
+        h(doc, "colgroup", null, ...columns.map(([key]) => h(doc, "col", { style: colWidth(key, columns) }))),
         h(doc, "thead", null, head),
         h(doc, "tbody", null, ...rows),
       ),
     );
   }
+  if (direction === "input") parts.push(...lines);
   if ((p.rows || []).length) {
     parts.push(h(doc, "div", { class: "nnx-nf-caption" }, "module calls on the path (forward values)"));
     const cols = h(

@@ -167,6 +167,10 @@ test("a new payload redraws: an input verdict's table has Python's columns and c
     el.querySelectorAll(".nnx-nf-line").map((n) => n.textContent),
     ["and 3 more: kwargs['k0'], kwargs['k1'], kwargs['k2']"],
   );
+  // the line counting the rest follows the table; the columns are given their widths
+  const panel = el.querySelector(".nnx-lab-nonfinite-view").childNodes.map((n) => n.tagName);
+  assert.deepEqual(panel.slice(-2), ["TABLE", "DIV"]);
+  assert.equal(table.querySelectorAll("col").length, 8);
   assert.equal(el.querySelectorAll("tr.nnx-nf-call").length, 0);
   cleanup();
   model.set("report", { ...PAYLOAD, verdict: "after cleanup" });
