@@ -44,8 +44,11 @@ class History:
             self._buffer = np.full((len(paths), len(HISTORY_STATS), self.capacity), np.nan, np.float32)
             self._next = self.length = 0
         values = snap.stat_matrix[:, _COLUMNS]
-        # The same rounding as the payload, so a sparkline never mixes two precisions.
-        self._buffer[:, :, self._next] = round_significant(values, PRECISION)
+        # The same rounding as the payload, so a sparkline never mixes two precisions. A value beyond
+        # float32's range (the norm of Gemma's sown logits, masked at -2.38e38) is stored as +-inf, as
+        # the front end's float32 ring holds it: a gap in the sparkline, never a warning in the cell.
+        with np.errstate(over="ignore"):
+            self._buffer[:, :, self._next] = round_significant(values, PRECISION)
         self._next = (self._next + 1) % self.capacity
         self.length = min(self.length + 1, self.capacity)
 

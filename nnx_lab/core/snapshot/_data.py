@@ -187,8 +187,8 @@ class Snapshot:
         ``{row: [value or None per statistic]}``."""
         m = round_significant(self.stat_matrix, precision)
         m[:, _COUNTS] = self.stat_matrix[:, _COUNTS]  # counts are never rounded
-        f32 = m.astype(np.float32)
-        with np.errstate(invalid="ignore", over="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):  # beyond float32: inf here, exact below
+            f32 = m.astype(np.float32)
             lost = (np.isfinite(m) & ~np.isfinite(f32)) | ((m != 0) & (f32 == 0))
             lost[:, _COUNTS] |= m[:, _COUNTS] > 2**24
         exact = {int(i): [None if v != v else v for v in m[i].tolist()] for i in np.flatnonzero(lost.any(axis=1))}
