@@ -149,3 +149,24 @@ test("a stale gradient's cell keeps its number on hover, beside the step it is f
   assert.equal(cell.getAttribute("title"), `${shown} \u00b7 grad from step 1 (none since)`);
   cleanup();
 });
+
+test("a series number float32 cannot carry (a gradient's norm beyond its range) reads exact from meta.exact", () => {
+  // One series (grad) over two rows; its norm at row 1 is 8e38: +Infinity in the float32 buffer.
+  const stats = ["mean", "norm"];
+  const values = Float32Array.from([1, 1e38, 2, Infinity, 0.5, Infinity]);
+  const meta = {
+    names: ["grad"],
+    stats,
+    exact: [
+      [0, 1, 1, 8e38],
+      [0, 2, 1, 8e38],
+    ],
+  };
+  const s = readSeries(meta, values, 2);
+  assert.equal(s.stats.grad.norm[1], 8e38);
+  assert.equal(s.ratio.grad[1], 8e38);
+  assert.equal(s.stats.grad.norm[0], 2);
+  assert.equal(s.stats.grad.mean[1], 1e38 === Math.fround(1e38) ? 1e38 : Math.fround(1e38));
+  // Without it (an older kernel's payload) the buffer's value is read as before.
+  assert.equal(readSeries({ names: ["grad"], stats }, values, 2).stats.grad.norm[1], Infinity);
+});

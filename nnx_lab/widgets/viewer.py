@@ -311,7 +311,8 @@ class StateViewer(Widget):
         if snap.series is None or meta is None:
             return None
         norm = snap.stat_matrix[:, STAT_NAMES.index("norm")]
-        return meta, series_buffer(snap.series, norm, PRECISION)
+        buffer, exact = series_buffer(snap.series, norm, PRECISION)
+        return ({**meta, "exact": exact} if exact else meta), buffer
 
     @command(wire.STATS)
     def _stats_request(self, content: dict, _buffers: Buffers) -> None:

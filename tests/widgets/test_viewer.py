@@ -467,3 +467,36 @@ def test_a_viewer_keeps_refreshing_after_reload_ext(how):
     assert (max1, max2) == (2.0, 3.0) and n2 > n1 > n0  # refreshed after each cell since the reload
     assert (n3, max3) == (n2, 3.0)  # closed: no refresh after the next cell
     assert out["second"] >= 2  # the reloaded package's own viewer refreshes too
+
+
+def test_a_gradient_norm_beyond_float32_travels_exact_beside_the_series_buffer_without_a_warning():
+    # Every element finite (1e38) but the norm 8e38 is beyond float32's range: the buffer holds +inf,
+    # the series meta the exact value (the browser showed "inf" in the ||grad|| column before).
+    import warnings
+
+    import optax
+
+    from nnx_lab.core.stats import STAT_NAMES
+
+    class One(nnx.Module):
+        def __init__(self):
+            self.w = nnx.Param(jnp.ones((64,), jnp.float32))
+
+    model = One()
+    optimizer = nnx.Optimizer(model, optax.sgd(1e-3), wrt=nnx.Param)
+    viewer = nnx_lab.watch(model, optimizer=optimizer, display=False)
+    viewer.log(grads=nnx.State({"w": nnx.Param(jnp.full((64,), 1e38, jnp.float32))}))
+    sent = []
+    viewer.send = lambda msg, buffers=None: sent.append((msg, buffers))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # before: overflow encountered in cast
+        viewer.refresh()
+        viewer.send_stats()
+    msg, buffers = sent[-1]
+    series = msg["series"]
+    k, j = series["names"].index("grad"), STAT_NAMES.index("norm")
+    assert (
+        np.frombuffer(buffers[1], np.float32).reshape(len(series["names"]), len(STAT_NAMES) + 1, 1)[k, j, 0] == np.inf
+    )
+    assert [k, j, 0, 8e38] in series["exact"]
+    assert len(series["exact"]) == 1  # the ratio, 8e38 / 8, fits

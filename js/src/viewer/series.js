@@ -39,6 +39,14 @@ export function readSeries(meta, values, R) {
     });
     ratio[name] = col(k, meta.stats.length);
   });
+  // The few numbers float32 cannot carry (a gradient's norm beyond its range), exact from Python.
+  for (const e of Array.isArray(meta.exact) ? meta.exact : []) {
+    const [k, j, r, v] = e;
+    const name = meta.names[k];
+    if (name === undefined || !(r >= 0 && r < R)) continue;
+    if (j === meta.stats.length) ratio[name][r] = v;
+    else if (j >= 0 && j < meta.stats.length) stats[name][meta.stats[j]][r] = v;
+  }
   return {
     names: meta.names,
     stats,

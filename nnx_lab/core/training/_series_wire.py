@@ -42,14 +42,24 @@ def series_meta(columns: SeriesColumns | None, step: int) -> dict | None:
     }
 
 
-def series_buffer(columns: SeriesColumns, param_norm: np.ndarray, precision: int) -> bytes:
+def series_buffer(columns: SeriesColumns, param_norm: np.ndarray, precision: int) -> tuple[bytes, list]:
     """Every series' statistics and its ratio to the parameter's norm, rounded to ``precision``
-    digits: ``float32[series, STAT_NAMES + ratio, rows]`` as bytes (NaN: none)."""
+    digits: ``float32[series, STAT_NAMES + ratio, rows]`` as bytes (NaN: none), and the exact values
+    of the few numbers float32 would change (a gradient's norm beyond its range, counts beyond
+    2**24) as ``[[series, stat, row, value], ...]`` (stat ``len(STAT_NAMES)``: the ratio), as
+    :meth:`Snapshot.stats_buffer` does for the statistics."""
     rows = param_norm.shape[0]
     out = np.full((len(columns.names), len(STAT_NAMES) + 1, rows), np.nan, np.float32)
+    exact: list = []
     for k, name in enumerate(columns.names):
-        m = round_significant(columns.matrices[name], precision)
+        m = np.empty((rows, len(STAT_NAMES) + 1))
+        m[:, : len(STAT_NAMES)] = round_significant(columns.matrices[name], precision)
         m[:, COUNTS] = columns.matrices[name][:, COUNTS]  # counts are never rounded
-        out[k, : len(STAT_NAMES)] = m.T
-        out[k, len(STAT_NAMES)] = round_significant(columns.ratio(name, param_norm), precision)
-    return out.tobytes()
+        m[:, len(STAT_NAMES)] = round_significant(columns.ratio(name, param_norm), precision)
+        with np.errstate(invalid="ignore", over="ignore"):  # beyond float32: inf in the buffer, exact beside
+            f32 = m.astype(np.float32)
+            lost = (np.isfinite(m) & ~np.isfinite(f32)) | ((m != 0) & (f32 == 0))
+            lost[:, COUNTS] |= m[:, COUNTS] > 2**24
+        out[k] = f32.T
+        exact.extend([k, int(j), int(r), float(m[r, j])] for r, j in zip(*np.nonzero(lost)))
+    return out.tobytes(), exact
