@@ -413,3 +413,23 @@ def test_scan_stacked_backward_fault_names_the_layer(zero):
     assert report.occurrence == zero and report.primitive == "sqrt"
     assert report.bad_variables == ["shift"]
     assert_unchanged(model, before)
+
+
+@pytest.mark.parametrize("shape,piece", [((5, 9), 7), ((41,), 7), ((3, 4, 5), 7), ((2, 3, 50), 64)])
+def test_a_leaf_too_large_for_int32_counts_is_described_piece_by_piece(monkeypatch, shape, piece):
+    """Past 2**31 - 1 elements int32 counts and flat indices overflow: such a leaf is reduced in pieces
+    along its leading axes and the pieces' numbers added up (here the limit made small), as numpy says."""
+    from nnx_lab.core.nonfinite import _report
+
+    a = np.array(jax.random.normal(jax.random.key(3), shape))
+    flat = a.reshape(-1)
+    where = np.random.default_rng(0).choice(flat.size, 9, replace=False)
+    flat[where[:4]], flat[where[4:7]], flat[where[7:]] = np.nan, np.inf, -np.inf
+    monkeypatch.setattr(_report, "PIECE", piece)
+    with jax.transfer_guard_device_to_host("disallow"):
+        s = _report.leaf_stats("x", jnp.asarray(a))
+    finite = a[np.isfinite(a)].astype(np.float64)
+    assert (s["nan"], s["posinf"], s["neginf"], s["bad"]) == (4, 3, 2, 9)
+    assert s["first_bad"] == tuple(int(i) for i in np.argwhere(~np.isfinite(a))[0])
+    assert (s["min"], s["max"]) == (finite.min(), finite.max())
+    assert s["mean"] == pytest.approx(finite.mean(), rel=1e-5, abs=1e-6)

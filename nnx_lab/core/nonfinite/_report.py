@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable
 
@@ -24,8 +25,13 @@ DISPLAY_HOOKS: list = []
 MARIMO_HOOKS: list = []
 
 
-@jax.jit
-def _described(x: jax.Array) -> tuple[jax.Array, ...]:
+#: the most elements one reduction describes; a larger leaf is described piece by piece along its
+#: leading axes. It bounds the reduction's temporaries (XLA may keep a float32 copy and masks per
+#: element: 28 bytes each on CPU) and keeps its int32 counts and flat index exact (jax without x64).
+PIECE = 2**24
+
+
+def _describe(x: jax.Array) -> tuple[jax.Array, ...]:
     """A leaf's description, reduced where it lives: min, max and mean of its finite values, their
     count, NaN, +Inf and -Inf counts, and the flat index of its first non-finite element."""
     x = jnp.abs(x) if jnp.iscomplexobj(x) else x.astype(jnp.float32) if x.dtype.itemsize < 4 else x
@@ -45,27 +51,63 @@ def _described(x: jax.Array) -> tuple[jax.Array, ...]:
     )
 
 
+_described = jax.jit(_describe)
+
+
+@functools.partial(jax.jit, static_argnums=(3,))
+def _described_piece(x: jax.Array, index: tuple, start: jax.Array, rows: int) -> tuple[jax.Array, ...]:
+    """The description of ``x[index][start:start + rows]``, sliced inside the reduction (no copy)."""
+    for i in index:
+        x = x[i]
+    return _describe(jax.lax.dynamic_slice_in_dim(x, start, rows))
+
+
+def _pieces(shape: tuple[int, ...], index: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], int, int]]:
+    """``(index, start, rows)``: the pieces ``x[index][start:start + rows]`` of fewer than :data:`PIECE`
+    elements that cut an array of ``shape`` along its leading axes, in order."""
+    rest = shape[len(index) :]
+    row = math.prod(rest[1:])
+    if row >= PIECE:  # one row is too large: each row cut in turn
+        return [piece for i in range(rest[0]) for piece in _pieces(shape, (*index, i))]
+    step = (PIECE - 1) // row
+    return [(index, start, min(step, rest[0] - start)) for start in range(0, rest[0], step)]
+
+
 def leaf_stats(name: str, x: ArrayLike) -> dict:
     """Shape, dtype, min/max/mean of the finite values, NaN and Inf counts, first bad index: reduced
     on the leaf's devices, only these numbers fetched (never the array itself)."""
     shape = tuple(np.shape(x))
     dtype = str(getattr(x, "dtype", None) or np.asarray(x).dtype)  # a Python float: float64
-    lo, hi, mean, count, nan, posinf, neginf, first = jax.device_get(_described(jnp.asarray(x)))
-    bad = int(nan) + int(posinf) + int(neginf)
-    good = int(count) > 0
+    x = jnp.asarray(x)
+    if x.size < PIECE:
+        pieces, described = [((), 0, shape[0] if shape else 0)], jax.device_get([_described(x)])
+    else:  # one reduction per piece: bounded temporaries, no int32 overflow
+        pieces = _pieces(shape)
+        described = jax.device_get([_described_piece(x, index, start, rows) for index, start, rows in pieces])
+    count = nan = posinf = neginf = 0
+    lo, hi, total, first = math.inf, -math.inf, 0.0, None
+    for (index, start, rows), (p_lo, p_hi, p_mean, p_count, p_nan, p_pos, p_neg, p_first) in zip(pieces, described):
+        if int(p_count):
+            lo, hi, total = min(lo, float(p_lo)), max(hi, float(p_hi)), total + float(p_mean) * int(p_count)
+        count, nan, posinf, neginf = count + int(p_count), nan + int(p_nan), posinf + int(p_pos), neginf + int(p_neg)
+        if first is None and int(p_nan) + int(p_pos) + int(p_neg):
+            # the piece's flat index: its row offset by the piece's start, under the fixed leading indices
+            at = [int(i) for i in np.unravel_index(int(p_first), (rows, *shape[len(index) + 1 :]))] if shape else []
+            first = (*index, at[0] + start, *at[1:]) if shape else ()
+    bad = nan + posinf + neginf
     return {
         "name": name,
         "shape": shape,
         "dtype": dtype,
-        "min": float(lo) if good else None,
-        "max": float(hi) if good else None,
-        "mean": float(mean) if good else None,
-        "nan": int(nan),
-        "inf": int(posinf) + int(neginf),
-        "posinf": int(posinf),
-        "neginf": int(neginf),
+        "min": lo if count else None,
+        "max": hi if count else None,
+        "mean": total / count if count else None,
+        "nan": nan,
+        "inf": posinf + neginf,
+        "posinf": posinf,
+        "neginf": neginf,
         "bad": bad,
-        "first_bad": tuple(int(i) for i in np.unravel_index(int(first), shape)) if bad else None,
+        "first_bad": first if bad else None,
     }
 
 
