@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any, Iterable, Iterator, TypeVar
 
@@ -268,7 +269,8 @@ class StateViewer(Widget):
                     meta, buffer = series
                     payload["series"] = {
                         **meta,
-                        "values": [None if v != v else v for v in np.frombuffer(buffer, np.float32).tolist()],
+                        # JSON has no inf: a value beyond float32's range is None here, exact in meta
+                        "values": [v if math.isfinite(v) else None for v in np.frombuffer(buffer, np.float32).tolist()],
                     }
                 self.snapshot = payload
                 self._sent_rows = (snap.description, snap.status_key(), structure)

@@ -472,6 +472,7 @@ def test_a_viewer_keeps_refreshing_after_reload_ext(how):
 def test_a_gradient_norm_beyond_float32_travels_exact_beside_the_series_buffer_without_a_warning():
     # Every element finite (1e38) but the norm 8e38 is beyond float32's range: the buffer holds +inf,
     # the series meta the exact value (the browser showed "inf" in the ||grad|| column before).
+    import math
     import warnings
 
     import optax
@@ -500,3 +501,10 @@ def test_a_gradient_norm_beyond_float32_travels_exact_beside_the_series_buffer_w
     )
     assert [k, j, 0, 8e38] in series["exact"]
     assert len(series["exact"]) == 1  # the ratio, 8e38 / 8, fits
+    # the trait's copy (sent when the rows change; emptied here to have it sent again) is JSON: None in
+    # the values, the exact number in meta
+    viewer.snapshot = {}
+    viewer.refresh()
+    trait = viewer.snapshot["series"]
+    assert all(v is None or math.isfinite(v) for v in trait["values"]) and [k, j, 0, 8e38] in trait["exact"]
+    json.dumps(viewer.snapshot, allow_nan=False)  # as jupyter_client packs a message
