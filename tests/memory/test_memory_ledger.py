@@ -11,6 +11,7 @@ import pytest
 from flax import nnx
 
 import nnx_lab
+from nnx_lab.core import compat
 from nnx_lab.core.memory import UNREACHED_NAME
 
 
@@ -236,3 +237,31 @@ def test_without_a_shell_or_namespace_the_ledger_says_how_to_name_holders(monkey
     ledger = nnx_lab.memory()
     assert "namespace=globals()" in ledger.to_text()
     assert all(r.holder == UNREACHED_NAME for r in ledger.rows)
+
+
+def test_an_object_that_is_no_pytree_holds_what_its_attributes_reach():
+    # Gemma's Sampler keeps its transformer and its own arrays: before, they were "(unreached)" ("an
+    # object outside the namespace") though `sampler` is a name.
+    class Sampler:
+        def __init__(self, transformer):
+            self.transformer = transformer
+            self.cache = {"k": jnp.ones((7, 33), jnp.float32)}
+            self.buffer = jnp.zeros((5, 31), jnp.int32)
+
+    model = Net(nnx.Rngs(0))
+    ns = {"sampler": Sampler(model)}
+    ledger, expected = ledger_and_live(ns)
+    sampler = rows_of(ledger, "sampler")
+    assert sampler["Param"].kind == "object" and sampler["Param"].bytes == param_bytes(model)
+    assert sampler["array"].bytes == 7 * 33 * 4 + 5 * 31 * 4
+    assert "del sampler" in {f.statement for f in ledger.freeing}
+    assert {d.device: d.ledger_bytes for d in ledger.devices} == expected
+
+
+@pytest.mark.skipif(not compat.has("nnx.capture"), reason=f"needs flax>={compat.needed('nnx.capture')}")
+def test_nnx_labs_own_capture_holds_its_captured_state():
+    cap_model = nnx.Linear(3, 4, rngs=nnx.Rngs(1))
+    with nnx_lab.Capture(cap_model, methods=True) as cap:
+        cap_model(jnp.ones((2, 3)))
+    ledger = nnx_lab.memory(namespace={"cap": cap})
+    assert rows_of(ledger, "cap")["Intermediate"].bytes == 2 * 4 * 4  # the Linear's output

@@ -24,11 +24,12 @@ _SKIP = re.compile(r"^(In|_ih|_dh|_sh|_oh|Out|exit|quit|get_ipython|_i+|_i\d+|__
 # The output cache's names: `_`, `__`, `___`, `_12`.
 _OUTPUT_NAME = re.compile(r"^(_{1,3}|_\d+)$")
 
-MODULE, OPTIMIZER, NNX_OBJECT, PYTREE, ARRAY, OUTPUT, UNREACHED = (
+MODULE, OPTIMIZER, NNX_OBJECT, PYTREE, OBJECT, ARRAY, OUTPUT, UNREACHED = (
     "module",
     "optimizer",
     "nnx object",
     "pytree",
+    "object",
     "array",
     "output cache",
     "unreached",
@@ -105,7 +106,7 @@ def _kind(value: object) -> str:
         return NNX_OBJECT
     if isinstance(value, jax.Array):
         return ARRAY
-    return PYTREE
+    return OBJECT if _attributes(value) is not None else PYTREE
 
 
 ARRAY_T, VARIABLE_T, GRAPH_T, OTHER_T = range(4)
@@ -132,8 +133,35 @@ def _is_node(x: object) -> bool:
     return _classify(x) in (VARIABLE_T, GRAPH_T)
 
 
-def reached(value: Any) -> Iterator[tuple[str, jax.Array]]:
-    """``(group, array)`` for every jax array ``value`` reaches (arrays twice reached: twice)."""
+def _attributes(value: object) -> list | None:
+    """The attribute values of an object that is no pytree (a sampler, a trainer, nnx_lab's
+    ``Capture``, a dataclass jax does not flatten), else None."""
+    if _classify(value) != OTHER_T or isinstance(value, (list, tuple, dict)) or _skipped(value):
+        return None
+    try:
+        attrs = vars(value)
+    except TypeError:  # no __dict__ (a number, a slotted object)
+        return None
+    if not isinstance(attrs, dict) or not attrs:
+        return None
+    try:
+        if flatten(value)[0] != [value]:  # a registered pytree: walked as one
+            return None
+    except Exception:  # noqa: BLE001 - jax refuses it: read its attributes
+        pass
+    return list(attrs.values())
+
+
+def reached(value: Any, _depth: int = 0) -> Iterator[tuple[str, jax.Array]]:
+    """``(group, array)`` for every jax array ``value`` reaches (arrays twice reached: twice); an
+    object that is no pytree is read through its attributes, one level deep (``sampler.transformer``,
+    ``cap.captured``), as a name's own attributes are what ``del name`` frees."""
+    if _depth == 0:
+        attrs = _attributes(value)
+        if attrs is not None:
+            for attr in attrs:
+                yield from reached(attr, 1)
+            return
     c = _classify(value)
     if c == ARRAY_T:
         yield "array", value

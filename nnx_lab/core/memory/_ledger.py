@@ -24,8 +24,9 @@ _log = logging.getLogger("nnx_lab")
 
 UNREACHED_NAME = "(unreached)"
 UNREACHED_NOTE = (
-    "no name reaches these: a jit-compiled function's captured constant, an array held by a closure or "
-    "an object outside the namespace, or a deleted model kept by a reference cycle until the collector "
+    "no name reaches these: a jit-compiled function's captured constant, an array held by a closure, by "
+    "an object outside the namespace or deeper than a named object's attributes, or a deleted model kept "
+    "by a reference cycle until the collector "
     "runs (gc.collect()); a donated or deleted buffer is not live and is not counted"
 )
 
