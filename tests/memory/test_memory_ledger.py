@@ -258,6 +258,20 @@ def test_an_object_that_is_no_pytree_holds_what_its_attributes_reach():
     assert {d.device: d.ledger_bytes for d in ledger.devices} == expected
 
 
+def test_an_object_keeping_the_namespace_does_not_hold_every_name():
+    # A widget displayed in Out[8] that keeps the shell's namespace: "shared with Out[8]" on every
+    # holder (optimizer, grads, ...) and `%xdel _8` in every statement, before.
+    class Panel:
+        def __init__(self, namespace):
+            self.namespace = namespace
+
+    ns = {"__name__": "__main__", "grads": {"g": jnp.ones((9, 9))}}
+    ns["panel"] = Panel(ns)
+    ledger = nnx_lab.memory(namespace=ns)
+    assert rows_of(ledger, "grads")["array"].shared_with == ()
+    assert not rows_of(ledger, "panel")
+
+
 @pytest.mark.skipif(not compat.has("nnx.capture"), reason=f"needs flax>={compat.needed('nnx.capture')}")
 def test_nnx_labs_own_capture_holds_its_captured_state():
     cap_model = nnx.Linear(3, 4, rngs=nnx.Rngs(1))

@@ -149,7 +149,13 @@ def _attributes(value: object) -> list | None:
             return None
     except Exception:  # noqa: BLE001 - jax refuses it: read its attributes
         pass
-    return list(attrs.values())
+    # A namespace an object keeps (a widget's shell, a module's globals) is not what it holds: walked,
+    # it would reach every name's arrays.
+    return [v for v in attrs.values() if not _is_namespace(v)]
+
+
+def _is_namespace(value: object) -> bool:
+    return isinstance(value, dict) and ("__builtins__" in value or "_ih" in value or "__name__" in value)
 
 
 def reached(value: Any, _depth: int = 0) -> Iterator[tuple[str, jax.Array]]:
