@@ -147,8 +147,10 @@ def _attributes(value: object) -> list | None:
     try:
         if flatten(value)[0] != [value]:  # a registered pytree: walked as one
             return None
-    except Exception:  # noqa: BLE001 - jax refuses it: read its attributes
-        pass
+    except Exception as e:  # noqa: BLE001 - jax refuses it: read its attributes
+        _log.debug(
+            "nnx_lab.memory: %s is no pytree jax flattens (%s): its attributes are read", type(value).__name__, e
+        )
     # A namespace an object keeps (a widget's shell, a module's globals) is not what it holds: walked,
     # it would reach every name's arrays.
     return [v for v in attrs.values() if not _is_namespace(v)]
